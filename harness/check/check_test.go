@@ -1,0 +1,116 @@
+package check
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+func start(t *testing.T, name string) (*plugin.Plugin, *pool.Dir) {
+	t.Helper()
+	dir, err := pool.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	path, err := plugin.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p, dir
+}
+
+func target(t *testing.T, name, layoutName, variant string) *Target {
+	t.Helper()
+	p, dir := start(t, name)
+	l, err := layout.Builtin(layoutName, 128, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 256, MaxCapacity: 64, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close(context.Background()) })
+	return tg
+}
+
+func storeCase(p workload.Padding, valid int, loc ...int64) *workload.Store {
+	c := &workload.Store{Padding: p, Valid: valid, Loc: loc}
+	for i := range loc {
+		kind := workload.RowNormal
+		if i >= valid {
+			kind = workload.RowGarbage
+		}
+		c.Rows = append(c.Rows, workload.Row{Kind: kind, Seed: uint64(i + 1)})
+	}
+	return c
+}
+
+func TestFusedstoreStoresExactly(t *testing.T) {
+	for _, l := range []string{"bf16", "fp8-paged", "fp8-rows"} {
+		tg := target(t, "fusedstore", l, "")
+		for _, c := range []*workload.Store{
+			storeCase(workload.PadCount, 2, 5, 63, 5, 0),
+			storeCase(workload.PadSink, 1, 64, 0, 0),
+			storeCase(workload.PadMinus1, 3, 0, 255, 128, -1),
+			storeCase(workload.PadNone, 2, 1, 2),
+		} {
+			res, err := tg.Check(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed() {
+				t.Errorf("%s %v: %v", l, c, res.Violations)
+			}
+		}
+	}
+}
+
+func TestBF16ScatterViolations(t *testing.T) {
+	tg := target(t, "bf16scatter", "bf16", "")
+	for _, tc := range []struct {
+		c    *workload.Store
+		kind oracle.Kind
+		slot int64
+	}{
+		{storeCase(workload.PadSink, 1, 3, 0), oracle.Padding, 0},
+		{storeCase(workload.PadCount, 1, 3, 9), oracle.Padding, 9},
+		{storeCase(workload.PadMinus1, 1, 3, -1), oracle.Guard, -1},
+		{storeCase(workload.PadCount, 1, 3, 3), oracle.Padding, 3}, // stale slot now owned by row 0
+	} {
+		res, err := tg.Check(context.Background(), tc.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Primary() != tc.kind {
+			t.Errorf("%v: primary %q, want %q; %v", tc.c, res.Primary(), tc.kind, res.Violations)
+			continue
+		}
+		for _, v := range res.Violations {
+			if v.Kind == tc.kind && v.Slot != tc.slot {
+				t.Errorf("%v: %s violation at slot %d, want %d", tc.c, v.Kind, v.Slot, tc.slot)
+			}
+		}
+		if !res.Has(oracle.Differential) {
+			t.Errorf("%v: padded run should differ from the unpadded one", tc.c)
+		}
+	}
+	res, err := tg.Check(context.Background(), storeCase(workload.PadNone, 2, 0, 255))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed() {
+		t.Errorf("no padding: %v", res.Violations)
+	}
+}

@@ -1,0 +1,59 @@
+package check
+
+import (
+	"github.com/kvharness/kvharness/harness/oracle"
+)
+
+// compare describes where two deltas first differ, as a violation whose
+// want is the first run's bytes and got the second's.
+func compare(kind oracle.Kind, a, b oracle.Delta, base int, detail string) oracle.Violation {
+	v := oracle.Violation{Kind: kind, Row: oracle.NoRow, Detail: detail}
+	off, wa, wb := firstDifference(a, b)
+	v.Off, v.Len, v.Want, v.Got = off-base, max(len(wa), len(wb)), wa, wb
+	return v
+}
+
+// firstDifference returns the first arena offset where the pools the two
+// deltas leave differ, and up to MaxShown bytes of each from there (nil
+// where that delta left the background).
+func firstDifference(a, b oracle.Delta) (int, []byte, []byte) {
+	ia, ib := bytesAt(a), bytesAt(b)
+	best := -1
+	for off, x := range ia {
+		if y, ok := ib[off]; !ok || x != y {
+			if best < 0 || off < best {
+				best = off
+			}
+		}
+	}
+	for off := range ib {
+		if _, ok := ia[off]; !ok && (best < 0 || off < best) {
+			best = off
+		}
+	}
+	return best, run(ia, best), run(ib, best)
+}
+
+func bytesAt(d oracle.Delta) map[int]byte {
+	m := make(map[int]byte, len(d.Bytes))
+	i := 0
+	for _, w := range d.Windows {
+		for k := range w.Len {
+			m[w.Off+k] = d.Bytes[i]
+			i++
+		}
+	}
+	return m
+}
+
+func run(m map[int]byte, off int) []byte {
+	var out []byte
+	for k := 0; k < oracle.MaxShown; k++ {
+		b, ok := m[off+k]
+		if !ok {
+			break
+		}
+		out = append(out, b)
+	}
+	return out
+}

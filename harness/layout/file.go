@@ -1,0 +1,50 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Parse reads a layout description in JSON. The file's page_size may be
+// omitted; pageSize then applies. Unknown keys are errors, so a typo does
+// not silently produce a different layout.
+//
+//	{"name": "dsv4-main", "head_dim": 512, "page_align": 576,
+//	 "fields": [{"name": "nope", "kind": "e4m3", "from": 0, "to": 448, "group": 64}, ...],
+//	 "planes": [["nope", "rope"], ["scales", "pad"]]}
+func Parse(data []byte, pageSize int) (*Layout, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var l Layout
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if l.PageSize == 0 {
+		l.PageSize = pageSize
+	}
+	if err := l.compile(); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// Load reads a layout file; see [Parse].
+func Load(path string, pageSize int) (*Layout, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read layout file: %w", err)
+	}
+	l, err := Parse(data, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("layout file %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// JSON renders a layout in the form Parse reads.
+func (l *Layout) JSON() []byte {
+	b, _ := json.MarshalIndent(l, "", "  ")
+	return b
+}

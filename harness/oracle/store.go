@@ -1,0 +1,343 @@
+package oracle
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Declared is the geometry a plugin says its code uses for a layout.
+type Declared struct {
+	BytesPerToken int
+	PageBytes     int
+}
+
+// StoreCheck is everything the oracle knows about one store case on one
+// pool. Build it once per case; Check it after every run of that case.
+type StoreCheck struct {
+	Layout   *layout.Layout
+	Region   pool.Region
+	Seed     uint64
+	Case     *workload.Store
+	Declared Declared
+
+	rows      [][]uint16      // input data, per row
+	records   [][][]byte      // reference encoding, per row (padded rows lazily)
+	validSlot map[int64]int   // slot → valid row
+	padTarget map[int64][]int // slot → padded rows pointing at it
+	stride    map[int][]byte  // pool offset → bytes a misread stride would put there (lazy)
+}
+
+// NewStoreCheck encodes the case's rows with the reference encoder.
+func NewStoreCheck(l *layout.Layout, r pool.Region, seed uint64, c *workload.Store, d Declared) *StoreCheck {
+	sc := &StoreCheck{Layout: l, Region: r, Seed: seed, Case: c, Declared: d,
+		rows: make([][]uint16, c.Capacity()), records: make([][][]byte, c.Capacity()),
+		validSlot: make(map[int64]int, c.Valid), padTarget: map[int64][]int{}}
+	for i := range c.Capacity() {
+		sc.rows[i] = c.Rows[i].Data(l.HeadDim)
+		if i < c.Valid {
+			sc.records[i] = l.Encode(sc.rows[i])
+			sc.validSlot[c.Loc[i]] = i
+		} else {
+			sc.padTarget[c.Loc[i]] = append(sc.padTarget[c.Loc[i]], i)
+		}
+	}
+	return sc
+}
+
+// Rows returns the input rows as bf16 bit patterns, row-major, for staging.
+func (sc *StoreCheck) Rows() [][]uint16 { return sc.rows }
+
+func (sc *StoreCheck) record(i int) [][]byte {
+	if sc.records[i] == nil {
+		sc.records[i] = sc.Layout.Encode(sc.rows[i])
+	}
+	return sc.records[i]
+}
+
+// Delta is what a run changed: windows of the arena and their new bytes,
+// concatenated. Two runs left the same pool iff their deltas are equal.
+type Delta struct {
+	Windows []pool.Window
+	Bytes   []byte
+}
+
+// Equal reports whether two deltas are identical.
+func (d Delta) Equal(o Delta) bool {
+	if len(d.Windows) != len(o.Windows) || !bytes.Equal(d.Bytes, o.Bytes) {
+		return false
+	}
+	for i := range d.Windows {
+		if d.Windows[i] != o.Windows[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Outcome is the verdict on one run.
+type Outcome struct {
+	Violations []Violation
+	Delta      Delta
+}
+
+// Capture reads what a run changed in the region.
+func Capture(mem pool.Memory, r pool.Region) (Delta, error) {
+	ws, err := mem.Changed(r.Span())
+	if err != nil {
+		return Delta{}, err
+	}
+	n := 0
+	for _, w := range ws {
+		n += w.Len
+	}
+	d := Delta{Windows: ws, Bytes: make([]byte, n)}
+	off := 0
+	for _, w := range ws {
+		if err := mem.ReadAt(d.Bytes[off:off+w.Len], w.Off); err != nil {
+			return Delta{}, err
+		}
+		off += w.Len
+	}
+	return d, nil
+}
+
+// Check classifies every wrong byte a run left, given its delta.
+func (sc *StoreCheck) Check(d Delta) []Violation {
+	v := &classifier{sc: sc, delta: d}
+	covered := v.checkValid()
+	v.checkRest(covered)
+	return v.out
+}
+
+type classifier struct {
+	sc    *StoreCheck
+	delta Delta
+	out   []Violation
+	run   *Violation
+}
+
+// got returns the bytes of arena window w after the run.
+func (v *classifier) got(w pool.Window) []byte {
+	out := pool.Background(v.sc.Seed, w.Off, w.Len)
+	ws := v.delta.Windows
+	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
+	start := 0
+	for j := 0; j < i; j++ {
+		start += ws[j].Len
+	}
+	for ; i < len(ws) && ws[i].Off < w.End(); i++ {
+		lo, hi := max(ws[i].Off, w.Off), min(ws[i].End(), w.End())
+		copy(out[lo-w.Off:hi-w.Off], v.delta.Bytes[start+lo-ws[i].Off:])
+		start += ws[i].Len
+	}
+	return out
+}
+
+// checkValid compares every valid row's footprint with its encoding and
+// returns the footprints, sorted, as arena windows.
+func (v *classifier) checkValid() []pool.Window {
+	sc := v.sc
+	base := sc.Region.Pool.Off
+	var covered []pool.Window
+	for i := range sc.Case.Valid {
+		rec := sc.records[i]
+		spans := sc.Layout.Footprint(sc.Case.Loc[i])
+		gots := make([][]byte, len(spans))
+		wrong, untouched := false, true
+		for p, sp := range spans {
+			w := pool.Window{Off: base + sp.Off, Len: sp.Len}
+			covered = append(covered, w)
+			gots[p] = v.got(w)
+			wrong = wrong || !bytes.Equal(gots[p], rec[p])
+			untouched = untouched && bytes.Equal(gots[p], pool.Background(sc.Seed, w.Off, w.Len))
+		}
+		if !wrong {
+			continue
+		}
+		if untouched {
+			v.missing(i, spans, gots)
+			continue
+		}
+		for p, sp := range spans {
+			for k := range sp.Len {
+				if g, want := gots[p][k], rec[p][k]; g != want {
+					v.classifyValid(sp.Off+k, g, want, i)
+				}
+			}
+		}
+		v.flush()
+	}
+	sort.Slice(covered, func(a, b int) bool { return covered[a].Off < covered[b].Off })
+	return covered
+}
+
+func (v *classifier) missing(row int, spans []layout.Span, gots [][]byte) {
+	slot := v.sc.Case.Loc[row]
+	want := bytes.Join(v.sc.records[row], nil)
+	got := bytes.Join(gots, nil)
+	v.out = append(v.out, Violation{Kind: Missing, Row: row, Slot: slot, Page: v.page(slot), HasSlot: true,
+		Off: spans[0].Off, Len: len(want), Want: clip(want), Got: clip(got),
+		Detail: "the row's footprint still holds the background: the kernel never wrote it"})
+}
+
+func (v *classifier) classifyValid(off int, got, want byte, row int) {
+	slot := v.sc.Case.Loc[row]
+	kind := Value
+	switch {
+	case v.padded(slot, off, got):
+		kind = Padding
+	case v.strided(off, got):
+		kind = Stride
+	}
+	owner, _ := v.sc.Layout.Locate(off, v.sc.Region.Slots)
+	v.add(kind, row, slot, true, owner.Field, off, got, want)
+}
+
+// checkRest classifies changed bytes outside valid footprints; a correct
+// kernel changes none.
+func (v *classifier) checkRest(covered []pool.Window) {
+	base := v.sc.Region.Pool.Off
+	off := 0
+	for _, w := range v.delta.Windows {
+		for k := range w.Len {
+			a := w.Off + k
+			if !inside(covered, a) {
+				want := pool.Background(v.sc.Seed, a, 1)[0]
+				v.classifyRest(a-base, v.delta.Bytes[off+k], want)
+			}
+		}
+		off += w.Len
+	}
+	v.flush()
+}
+
+func inside(ws []pool.Window, a int) bool {
+	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > a })
+	return i < len(ws) && ws[i].Off <= a
+}
+
+func (v *classifier) classifyRest(off int, got, want byte) {
+	slot, field, owned := v.slotAt(off)
+	kind := Alias
+	switch {
+	case off < 0 || off >= v.sc.Region.Pool.Len:
+		kind = Guard
+	case owned && v.padded(slot, off, got):
+		kind = Padding
+	case v.strided(off, got):
+		kind = Stride
+	}
+	v.add(kind, NoRow, slot, owned, field, off, got, want)
+}
+
+// slotAt names the slot whose footprint would hold pool offset off, also
+// outside the pool (slot -1, slot S) where the layout's pattern extends.
+// It returns false for page padding and for slots past the last inside
+// the pool.
+func (v *classifier) slotAt(off int) (int64, string, bool) {
+	l := v.sc.Layout
+	page, r := floorDiv(off, l.PageBytes())
+	owner, ok := l.Locate(r, l.PageSize)
+	if !ok {
+		return 0, "", false
+	}
+	slot := int64(page)*int64(l.PageSize) + owner.Slot
+	if off >= 0 && off < v.sc.Region.Pool.Len && slot >= int64(v.sc.Region.Slots) {
+		return slot, "", false
+	}
+	return slot, owner.Field, true
+}
+
+func floorDiv(a, b int) (q, r int) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
+}
+
+// padded reports whether a padded row targeting slot explains byte got at
+// off: it does when no valid row owns the slot (nothing else should touch
+// it) or when got is the padded row's own data.
+func (v *classifier) padded(slot int64, off int, got byte) bool {
+	rows := v.sc.padTarget[slot]
+	if len(rows) == 0 {
+		return false
+	}
+	if _, ok := v.sc.validSlot[slot]; !ok {
+		return true
+	}
+	for _, i := range rows {
+		if b, ok := v.sc.placed(v.sc.record(i), slot, off); ok && b == got {
+			return true
+		}
+	}
+	return false
+}
+
+// placed returns the byte a record written to slot puts at pool offset off.
+func (sc *StoreCheck) placed(rec [][]byte, slot int64, off int) (byte, bool) {
+	for p, sp := range sc.Layout.Footprint(slot) {
+		if off >= sp.Off && off < sp.End() {
+			return rec[p][off-sp.Off], true
+		}
+	}
+	return 0, false
+}
+
+func (v *classifier) page(slot int64) int64 {
+	p, _ := floorDiv(int(slot), v.sc.Layout.PageSize)
+	return int64(p)
+}
+
+// add extends the current run or starts a new one.
+func (v *classifier) add(kind Kind, row int, slot int64, hasSlot bool, field string, off int, got, want byte) {
+	r := v.run
+	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field && r.Off+r.Len == off {
+		r.Len++
+		if len(r.Got) < MaxShown {
+			r.Got, r.Want = append(r.Got, got), append(r.Want, want)
+		}
+		return
+	}
+	v.flush()
+	v.run = &Violation{Kind: kind, Row: row, Slot: slot, Page: v.page(slot), HasSlot: hasSlot, Field: field,
+		Off: off, Len: 1, Got: []byte{got}, Want: []byte{want}}
+}
+
+func (v *classifier) flush() {
+	if v.run != nil {
+		v.run.Detail = v.detail(v.run)
+		v.out = append(v.out, *v.run)
+		v.run = nil
+	}
+}
+
+func (v *classifier) detail(r *Violation) string {
+	switch r.Kind {
+	case Guard:
+		return fmt.Sprintf("written outside the pool, where slot %d would be", r.Slot)
+	case Padding:
+		return fmt.Sprintf("a padded row (%s convention) wrote slot %d", v.sc.Case.Padding, r.Slot)
+	case Stride:
+		return "a valid row's bytes at an offset a wrong bytes/token or page layout explains"
+	case Alias:
+		if !r.HasSlot {
+			return "no slot owns these bytes (page padding or past the last slot)"
+		}
+		return fmt.Sprintf("slot %d belongs to no row of this call", r.Slot)
+	}
+	return ""
+}
+
+func clip(b []byte) []byte {
+	if len(b) > MaxShown {
+		return b[:MaxShown]
+	}
+	return b
+}

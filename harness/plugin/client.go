@@ -1,0 +1,222 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// Defaults for Options.
+const (
+	DefaultCallTimeout  = 10 * time.Second
+	DefaultStartTimeout = 20 * time.Second
+)
+
+// Options configure a plugin process.
+type Options struct {
+	Dir          *pool.Dir     // sockets go here; required
+	CallTimeout  time.Duration // per-call deadline; DefaultCallTimeout if 0
+	StartTimeout time.Duration // handshake deadline; DefaultStartTimeout if 0
+	Args         []string      // extra command-line arguments
+	Env          []string      // extra environment, KEY=VALUE
+}
+
+// Plugin is a running plugin process.
+type Plugin struct {
+	Name   string
+	Path   string
+	opts   Options
+	client *goplugin.Client
+	runner *groupRunner
+	kernel kvpb.KernelClient
+	stderr *tail
+}
+
+// Start launches the plugin at path and completes the handshake.
+func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error) {
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	p := &Plugin{Name: name, Path: path, opts: opts, stderr: newTail(16 << 10)}
+	cmd := exec.Command(path, opts.Args...)
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		Plugins:          protocol.Plugins(nil),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd.Env = append(spec.Env, opts.Env...)
+			p.runner = newGroupRunner(cmd, opts.Dir)
+			return p.runner, nil
+		},
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir.Path},
+		StartTimeout:     opts.StartTimeout,
+		Stderr:           p.stderr,
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(protocol.MaxMessageBytes), grpc.MaxCallSendMsgSize(protocol.MaxMessageBytes))},
+	})
+	if err := p.connect(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plugin) connect(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		rpc, err := p.client.Client()
+		if err == nil {
+			var raw any
+			raw, err = rpc.Dispense(protocol.PluginName)
+			p.kernel, _ = raw.(kvpb.KernelClient)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return p.startFault(err)
+		}
+		return nil
+	case <-ctx.Done():
+		p.Close()
+		return p.startFault(ctx.Err())
+	}
+}
+
+func (p *Plugin) startFault(err error) error {
+	f := &Fault{Kind: Handshake, Plugin: p.Name, Call: "start", Err: err,
+		Detail: firstLine(err.Error()), Stderr: p.stderr.Lines(12)}
+	if p.runner != nil {
+		if d := p.waitExit(200 * time.Millisecond); d != "" {
+			f.Detail += " (" + d + ")"
+		}
+	}
+	if strings.Contains(err.Error(), "Incompatible API version") {
+		f.Detail += fmt.Sprintf("; this harness speaks protocol version %d: rebuild the plugin against it", protocol.Version)
+	}
+	return f
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// waitExit waits up to d for the process to exit and describes how it did.
+func (p *Plugin) waitExit(d time.Duration) string {
+	select {
+	case <-p.runner.exited:
+	case <-time.After(d):
+	}
+	return p.runner.exitDetail()
+}
+
+// Exited reports whether the plugin process has ended.
+func (p *Plugin) Exited() bool { return p.runner == nil || p.runner.exitDetail() != "" }
+
+// Close kills the plugin's process group and waits for go-plugin to finish.
+func (p *Plugin) Close() {
+	if p.runner != nil {
+		p.runner.Kill(context.Background())
+	}
+	p.client.Kill()
+}
+
+// call runs one RPC under the per-call deadline and classifies its failure.
+func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	resp, err := rpc(ctx, req)
+	if err != nil {
+		return resp, p.classify(ctx, name, err)
+	}
+	return resp, nil
+}
+
+// classify turns an RPC error into a Fault. The order matters: a process
+// that died is a crash whatever gRPC said about the broken connection.
+func (p *Plugin) classify(ctx context.Context, name string, err error) error {
+	f := &Fault{Plugin: p.Name, Call: name, Err: err}
+	st, _ := status.FromError(err)
+	wait := 50 * time.Millisecond
+	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled {
+		wait = 2 * time.Second // the connection broke: the process is probably dying
+	}
+	switch exit := p.waitExit(wait); {
+	case exit != "":
+		f.Kind, f.Detail = Crash, exit
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && st.Code() == codes.DeadlineExceeded:
+		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", p.opts.CallTimeout)
+		p.Close()
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ctx.Err()
+	case refusal(st.Code()):
+		f.Kind, f.Detail = Refused, st.Message()
+	default:
+		f.Kind, f.Detail = Protocol, fmt.Sprintf("%v: %s", st.Code(), st.Message())
+	}
+	f.Stderr = p.stderr.Lines(12)
+	return f
+}
+
+// refusal codes are answers a working plugin gives on purpose.
+func refusal(c codes.Code) bool {
+	switch c {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.Unimplemented, codes.Aborted, codes.OutOfRange:
+		return true
+	}
+	return false
+}
+
+// Describe asks the plugin what it is.
+func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb.DescribeResponse, error) {
+	return call(ctx, p, "Describe", p.kernel.Describe, req)
+}
+
+// Attach gives the plugin the arena.
+func (p *Plugin) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	resp, err := call(ctx, p, "Attach", p.kernel.Attach, req)
+	if err == nil && len(resp.Geometry) != len(req.Pools) {
+		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Attach",
+			Detail: fmt.Sprintf("answered %d geometries for %d pools", len(resp.Geometry), len(req.Pools))}
+	}
+	return resp, err
+}
+
+// Detach releases the arena.
+func (p *Plugin) Detach(ctx context.Context) error {
+	_, err := call(ctx, p, "Detach", p.kernel.Detach, &kvpb.DetachRequest{})
+	return err
+}
+
+// Store runs the store kernel.
+func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
+	_, err := call(ctx, p, "Store", p.kernel.Store, req)
+	return err
+}
+
+// Base is the file name of the plugin, for messages.
+func (p *Plugin) Base() string { return filepath.Base(p.Path) }

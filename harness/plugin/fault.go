@@ -1,0 +1,52 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// FaultKind names what went wrong with a plugin process.
+type FaultKind string
+
+// Fault kinds.
+const (
+	Crash     FaultKind = "crash"     // the process died: panic, signal, exit
+	Hang      FaultKind = "hang"      // a call outlived its deadline; the process was killed
+	Handshake FaultKind = "handshake" // the process did not start or did not speak the protocol
+	Protocol  FaultKind = "protocol"  // it answered something malformed or inconsistent
+	Refused   FaultKind = "error"     // it answered a valid request with an error
+)
+
+// Fault is a plugin failure, as opposed to a kernel that ran and wrote
+// wrong bytes (an invariant violation).
+type Fault struct {
+	Kind   FaultKind
+	Plugin string // plugin name or path
+	Call   string // RPC name, or "start"
+	Detail string // exit status, signal, deadline, or the plugin's message
+	Stderr string // last lines the plugin wrote to stderr
+	Err    error
+}
+
+func (f *Fault) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plugin %s: %s during %s: %s", f.Plugin, f.Kind, f.Call, f.Detail)
+	if s := strings.TrimSpace(f.Stderr); s != "" {
+		fmt.Fprintf(&b, "\nplugin stderr (last lines):\n%s", indent(s))
+	}
+	return b.String()
+}
+
+func (f *Fault) Unwrap() error { return f.Err }
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// AsFault returns the Fault in err's chain, if any.
+func AsFault(err error) (*Fault, bool) {
+	var f *Fault
+	ok := errors.As(err, &f)
+	return f, ok
+}

@@ -1,0 +1,137 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// groupRunner runs a plugin in its own process group. Its stdout and stderr
+// are pipes we own, so the process can be reaped as soon as it exits and
+// its status is known at once, while go-plugin keeps reading the pipes.
+type groupRunner struct {
+	cmd    *exec.Cmd
+	dir    *pool.Dir
+	stdout *os.File
+	stderr *os.File
+
+	exited chan struct{}
+	mu     sync.Mutex
+	state  *os.ProcessState
+	werr   error
+}
+
+var _ runner.Runner = (*groupRunner)(nil)
+
+func newGroupRunner(cmd *exec.Cmd, dir *pool.Dir) *groupRunner {
+	return &groupRunner{cmd: cmd, dir: dir, exited: make(chan struct{})}
+}
+
+func (r *groupRunner) Start(context.Context) error {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	r.cmd.Stdout, r.cmd.Stderr = outW, errW
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = r.cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("start %s: %w", r.cmd.Path, err)
+	}
+	r.stdout, r.stderr = outR, errR
+	if r.dir != nil {
+		r.dir.RecordGroup(r.cmd.Process.Pid)
+	}
+	go r.reap()
+	return nil
+}
+
+func (r *groupRunner) reap() {
+	err := r.cmd.Wait()
+	r.mu.Lock()
+	r.state, r.werr = r.cmd.ProcessState, err
+	r.mu.Unlock()
+	close(r.exited)
+}
+
+// exitDetail describes how the process ended, or "" while it runs.
+func (r *groupRunner) exitDetail() string {
+	select {
+	case <-r.exited:
+	default:
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == nil {
+		return fmt.Sprintf("could not wait for the process: %v", r.werr)
+	}
+	if ws, ok := r.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("process killed by signal %s", ws.Signal())
+	}
+	return fmt.Sprintf("process exited with status %d", r.state.ExitCode())
+}
+
+func (r *groupRunner) Wait(ctx context.Context) error {
+	select {
+	case <-r.exited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.werr
+}
+
+// Kill kills the whole process group: a plugin's children die with it.
+func (r *groupRunner) Kill(context.Context) error {
+	if r.cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *groupRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *groupRunner) Name() string          { return r.cmd.Path }
+
+func (r *groupRunner) ID() string {
+	if r.cmd.Process == nil {
+		return ""
+	}
+	return strconv.Itoa(r.cmd.Process.Pid)
+}
+
+func (r *groupRunner) Diagnose(context.Context) string {
+	if d := r.exitDetail(); d != "" {
+		return "the plugin " + d
+	}
+	return "the plugin is running but did not print a go-plugin handshake line on stdout; is it a kvharness plugin built with the same protocol version?"
+}
+
+func (r *groupRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *groupRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

@@ -1,0 +1,112 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a private 0700 directory for one harness run: shared-memory files
+// and plugin sockets live in it. A lock file held for the run's lifetime
+// marks it live; the next run removes directories whose lock is free, so a
+// harness killed with SIGKILL leaves nothing behind for long.
+type Dir struct {
+	Path string
+	lock *os.File
+}
+
+// ErrUnsafeDir is returned when the per-user directory is not ours or not
+// private.
+var ErrUnsafeDir = errors.New("unsafe runtime directory")
+
+// RuntimeRoot is where run directories are made: /dev/shm when it exists
+// (a tmpfs, so shared-memory files never touch a disk), else the temp dir.
+// KVHARNESS_RUNTIME_DIR overrides it.
+func RuntimeRoot() string {
+	if d := os.Getenv("KVHARNESS_RUNTIME_DIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// OpenDir makes a run directory under RuntimeRoot and removes stale ones.
+func OpenDir() (*Dir, error) {
+	user := filepath.Join(RuntimeRoot(), fmt.Sprintf("kvharness-%d", os.Getuid()))
+	if err := privateDir(user); err != nil {
+		return nil, err
+	}
+	sweep(user)
+	path, err := os.MkdirTemp(user, fmt.Sprintf("run-%d-", os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("make run directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(path, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		os.RemoveAll(path)
+		return nil, fmt.Errorf("lock run directory: %w", err)
+	}
+	return &Dir{Path: path, lock: lock}, nil
+}
+
+func privateDir(path string) error {
+	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("make %s: %w", path, err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() || st.Mode().Perm() != 0o700 {
+		return fmt.Errorf("%w: %s must be a directory owned by uid %d with mode 0700 (is %v); remove it and retry",
+			ErrUnsafeDir, path, os.Getuid(), st.Mode())
+	}
+	return nil
+}
+
+// sweep removes run directories whose owner is gone, and kills the process
+// groups their plugins were started in.
+func sweep(user string) {
+	entries, _ := os.ReadDir(user)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
+			continue
+		}
+		path := filepath.Join(user, e.Name())
+		if stale(path) {
+			killRecordedGroups(path)
+			os.RemoveAll(path)
+		}
+	}
+}
+
+func stale(path string) bool {
+	f, err := os.Open(filepath.Join(path, "lock"))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return false // held: its run is alive
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return true
+}
+
+// Close removes the directory and everything in it.
+func (d *Dir) Close() error {
+	err := os.RemoveAll(d.Path)
+	d.lock.Close()
+	return err
+}

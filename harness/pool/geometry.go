@@ -1,0 +1,78 @@
+package pool
+
+import (
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/layout"
+)
+
+// Window is a byte range [Off, Off+Len) of the arena.
+type Window struct{ Off, Len int }
+
+// End is the first byte after the window.
+func (w Window) End() int { return w.Off + w.Len }
+
+// Contains reports whether off lies in the window.
+func (w Window) Contains(off int) bool { return off >= w.Off && off < w.End() }
+
+// Spec asks for one pool in an arena.
+type Spec struct {
+	Name   string
+	Layout *layout.Layout
+	Slots  int
+}
+
+// Region is a planned pool: where its guards and pages are.
+type Region struct {
+	Spec
+	GuardBefore, Pool, GuardAfter Window
+}
+
+// Span returns the whole region, guards included.
+func (r Region) Span() Window {
+	return Window{r.GuardBefore.Off, r.GuardAfter.End() - r.GuardBefore.Off}
+}
+
+// Geometry is a planned arena: regions back to back, then staging.
+type Geometry struct {
+	Regions []Region
+	Staging Window
+	Size    int
+}
+
+// Alignment of every window: enough for 16-byte vector accesses and for
+// CUDA's 256-byte allocation granularity.
+const Alignment = 256
+
+// MaxArenaBytes bounds an arena so a bad --slots flag is a clear error, not
+// an out-of-memory kill.
+const MaxArenaBytes = 64 << 30
+
+func align(n int) int { return (n + Alignment - 1) / Alignment * Alignment }
+
+// Plan lays out pools and a staging region of stagingBytes. Each guard is
+// at least one page of its pool and at least 4 KiB, so a slot -1 or a slot
+// one past the end lands inside a guard rather than in a neighbour.
+func Plan(specs []Spec, stagingBytes int) (Geometry, error) {
+	var g Geometry
+	off := 0
+	for _, s := range specs {
+		if s.Slots < 1 {
+			return Geometry{}, fmt.Errorf("pool %q: %d slots; want at least 1", s.Name, s.Slots)
+		}
+		guard := align(max(s.Layout.PageBytes(), 4096))
+		r := Region{Spec: s}
+		r.GuardBefore = Window{off, guard}
+		r.Pool = Window{r.GuardBefore.End(), align(s.Layout.PoolBytes(s.Slots))}
+		r.GuardAfter = Window{r.Pool.End(), guard}
+		off = r.GuardAfter.End()
+		if off > MaxArenaBytes {
+			return Geometry{}, fmt.Errorf("pool %q: %d slots of %s need more than %d GiB; use fewer slots",
+				s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
+		}
+		g.Regions = append(g.Regions, r)
+	}
+	g.Staging = Window{off, align(max(stagingBytes, Alignment))}
+	g.Size = g.Staging.End()
+	return g, nil
+}

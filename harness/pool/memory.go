@@ -1,0 +1,22 @@
+package pool
+
+import (
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// Memory is an arena's storage, as the harness sees it. The host-shared
+// and CUDA backends implement it; the oracle needs nothing else.
+type Memory interface {
+	// Desc tells a plugin how to map the arena.
+	Desc() *kvpb.Arena
+	// ReadAt and WriteAt copy between host memory and the arena.
+	ReadAt(p []byte, off int) error
+	WriteAt(p []byte, off int) error
+	// Fill writes the seeded background over w; it becomes w's baseline.
+	Fill(w Window, seed uint64) error
+	// Changed lists the maximal ranges of w that differ from the baseline.
+	Changed(w Window) ([]Window, error)
+	// Reset restores the baseline over ws.
+	Reset(ws []Window) error
+	Close() error
+}

@@ -1,0 +1,136 @@
+package pool
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// SHM is an arena in host shared memory: a 0600 file in a run directory,
+// mapped read-write by the harness and by the plugin.
+type SHM struct {
+	path     string
+	mem      []byte
+	baseline []byte // background of filled windows, same offsets as mem
+}
+
+var _ Memory = (*SHM)(nil)
+
+// NewSHM creates and maps a shared-memory arena of size bytes in dir.
+func NewSHM(dir *Dir, size int) (*SHM, error) {
+	f, err := os.CreateTemp(dir.Path, "arena-")
+	if err != nil {
+		return nil, fmt.Errorf("create shared-memory file: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(int64(size)); err != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("size shared-memory file to %d bytes: %w", size, err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("map shared memory: %w", err)
+	}
+	return &SHM{path: f.Name(), mem: mem, baseline: make([]byte, size)}, nil
+}
+
+// Bytes is the live mapping, for tests and host-side tools.
+func (s *SHM) Bytes() []byte { return s.mem }
+
+// Desc implements Memory.
+func (s *SHM) Desc() *kvpb.Arena {
+	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_SHM, Path: s.path, Size: uint64(len(s.mem))}
+}
+
+func (s *SHM) check(off, n int) error {
+	if off < 0 || n < 0 || off+n > len(s.mem) {
+		return fmt.Errorf("arena range [%d,%d) outside [0,%d)", off, off+n, len(s.mem))
+	}
+	return nil
+}
+
+// ReadAt implements Memory.
+func (s *SHM) ReadAt(p []byte, off int) error {
+	if err := s.check(off, len(p)); err != nil {
+		return err
+	}
+	copy(p, s.mem[off:])
+	return nil
+}
+
+// WriteAt implements Memory.
+func (s *SHM) WriteAt(p []byte, off int) error {
+	if err := s.check(off, len(p)); err != nil {
+		return err
+	}
+	copy(s.mem[off:], p)
+	return nil
+}
+
+// Fill implements Memory.
+func (s *SHM) Fill(w Window, seed uint64) error {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	FillBackground(s.baseline[w.Off:w.End()], seed, w.Off)
+	copy(s.mem[w.Off:w.End()], s.baseline[w.Off:w.End()])
+	return nil
+}
+
+// block is the granularity of the first pass of Changed: whole blocks are
+// compared with one vectorised bytes.Equal, and only differing blocks are
+// scanned byte by byte.
+const block = 4096
+
+// Changed implements Memory.
+func (s *SHM) Changed(w Window) ([]Window, error) {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return nil, err
+	}
+	var out []Window
+	for lo := w.Off; lo < w.End(); lo += block {
+		hi := min(lo+block, w.End())
+		if bytes.Equal(s.mem[lo:hi], s.baseline[lo:hi]) {
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			if s.mem[i] == s.baseline[i] {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].End() == i {
+				out[n-1].Len++
+			} else {
+				out = append(out, Window{i, 1})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Reset implements Memory.
+func (s *SHM) Reset(ws []Window) error {
+	for _, w := range ws {
+		if err := s.check(w.Off, w.Len); err != nil {
+			return err
+		}
+		copy(s.mem[w.Off:w.End()], s.baseline[w.Off:w.End()])
+	}
+	return nil
+}
+
+// Close unmaps the arena and removes its file.
+func (s *SHM) Close() error {
+	err := unix.Munmap(s.mem)
+	if rerr := os.Remove(s.path); err == nil {
+		err = rerr
+	}
+	return err
+}

@@ -1,0 +1,83 @@
+package sdk
+
+import (
+	"context"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// Variant is a named build of the kernel, usually a mutant that reproduces
+// a real bug class. The harness selects it with --variant.
+type Variant struct {
+	Name string
+	Doc  string
+}
+
+// Geometry is what the kernel's own code believes about a layout. The
+// harness checks it against the layout before running a case: a kernel
+// that computes bytes per token as an element count fails here first.
+type Geometry struct {
+	Layout        string
+	BytesPerToken int
+	BytesPerPage  int
+}
+
+// Plugin describes a kernel plugin.
+type Plugin struct {
+	Name     string
+	Version  string
+	Doc      string
+	Variants []Variant
+	// Geometry lists the layouts the kernel supports for a variant, head
+	// dimension and page size.
+	Geometry func(variant string, headDim, pageSize int) []Geometry
+	// Kernel implements Storer (and later Reader, Transferer).
+	Kernel any
+}
+
+// Layout names a layout and its parameters.
+type Layout struct {
+	Name     string
+	HeadDim  int
+	PageSize int
+}
+
+// Pool is one KV-cache pool in the arena.
+type Pool struct {
+	Name   string
+	Layout Layout
+	Slots  int
+	Base   int // arena offset of slot 0's page
+	Bytes  int
+}
+
+// Padding is how padded rows mark themselves; see StoreCall.
+type Padding = kvpb.Padding
+
+// Padding conventions.
+const (
+	PadNone   = kvpb.Padding_PADDING_NONE
+	PadCount  = kvpb.Padding_PADDING_COUNT
+	PadSink   = kvpb.Padding_PADDING_SINK
+	PadMinus1 = kvpb.Padding_PADDING_MINUS1
+)
+
+// StoreCall is one store: write Rows[i] into slot Loc[i] of Pool for the
+// rows that are real. Rows Valid..Capacity-1 are padding: under PadCount
+// their Loc holds stale slots, under PadSink slot 0, under PadMinus1 -1.
+type StoreCall struct {
+	Variant  string
+	Pool     Pool
+	Arena    []byte   // the whole arena, guards and staging included
+	Capacity int      // rows in the batch
+	Valid    int      // real rows
+	Padding  Padding  //
+	Rows     []uint16 // Capacity × HeadDim bf16 bit patterns
+	Loc      []int64  // Capacity slots
+	Graph    bool     // the harness asked for CUDA-graph replay; CPU kernels ignore it
+}
+
+// Storer is a store kernel.
+type Storer interface {
+	Store(ctx context.Context, call *StoreCall) error
+}

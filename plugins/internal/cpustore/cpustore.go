@@ -1,0 +1,78 @@
+// Package cpustore holds the CPU store kernels the bundled plugins are
+// built from: the address math and encoding of one token, per layout. Each
+// plugin decides which rows to store and which mistakes its variants make;
+// this package only does what it is told, so a mutant's bug is visible in
+// its plugin's main.go.
+package cpustore
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/kvharness/kvharness/plugins/internal/fp8"
+)
+
+// Geometry is where a layout puts one token: the e4m3 values (or the bf16
+// row) and the scale, as offsets from the pool base.
+type Geometry interface {
+	Offsets(slot int64) (value, scale int)
+}
+
+// FloorDiv divides rounding toward negative infinity, as a shift by the
+// page bits does in a CUDA kernel: slot -1 is the last token of page -1.
+func FloorDiv(a, b int64) (q, r int64) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
+}
+
+// Rows places each token's record at slot × Stride; the scale follows the
+// values (vLLM's 132 B indexer rows, and plain bf16 rows with no scale).
+type Rows struct{ Stride, ValueBytes int }
+
+// Offsets implements Geometry.
+func (r Rows) Offsets(slot int64) (int, int) {
+	at := int(slot) * r.Stride
+	return at, at + r.ValueBytes
+}
+
+// Paged places, per page of P tokens, P value records then P scales
+// (SGLang's indexer page).
+type Paged struct{ P, ValueBytes, ScaleBytes, PageBytes int }
+
+// Offsets implements Geometry.
+func (g Paged) Offsets(slot int64) (int, int) {
+	page, off := FloorDiv(slot, int64(g.P))
+	base := int(page) * g.PageBytes
+	return base + int(off)*g.ValueBytes, base + g.P*g.ValueBytes + int(off)*g.ScaleBytes
+}
+
+// PutBF16 copies a bf16 row to arena[at:].
+func PutBF16(arena []byte, at int, row []uint16) {
+	dst := arena[at : at+2*len(row)]
+	for i, e := range row {
+		binary.LittleEndian.PutUint16(dst[2*i:], e)
+	}
+}
+
+// Quantizer turns a bf16 row into e4m3 codes and a float32 scale.
+type Quantizer struct {
+	Floor   bool               // apply the 1e-4 scale floor
+	Convert func(float32) byte // float32 → e4m3
+}
+
+// Exact is the correct quantizer.
+var Exact = Quantizer{Floor: true, Convert: fp8.FromFloat32}
+
+// PutFP8 quantizes row and writes its codes at value and its scale at
+// scale, both arena offsets.
+func (q Quantizer) PutFP8(arena []byte, value, scale int, row []uint16) {
+	s := fp8.Scale(row, q.Floor)
+	dst := arena[value : value+len(row)]
+	for i, e := range row {
+		dst[i] = q.Convert(fp8.BF16(e) / s)
+	}
+	binary.LittleEndian.PutUint32(arena[scale:scale+4], math.Float32bits(s))
+}
