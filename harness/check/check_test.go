@@ -11,7 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
-func start(t *testing.T, name string) (*plugin.Plugin, *pool.Dir) {
+func start(t testing.TB, name string) (*plugin.Plugin, *pool.Dir) {
 	t.Helper()
 	dir, err := pool.OpenDir()
 	if err != nil {
@@ -30,14 +30,14 @@ func start(t *testing.T, name string) (*plugin.Plugin, *pool.Dir) {
 	return p, dir
 }
 
-func target(t *testing.T, name, layoutName, variant string) *Target {
+func target(t testing.TB, name, layoutName, variant string) *Target {
 	t.Helper()
 	p, dir := start(t, name)
 	l, err := layout.Builtin(layoutName, 128, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 256, MaxCapacity: 64, Seed: 7})
+	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 4096, MaxCapacity: 64, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 )
 
 // compare describes where two deltas first differ, as a violation whose
-// want is the first run's bytes and got the second's.
-func compare(kind oracle.Kind, a, b oracle.Delta, base int, detail string) oracle.Violation {
+// want is the reference run's bytes and got the other run's.
+func compare(kind oracle.Kind, a, b oracle.Delta, detail string) oracle.Violation {
 	v := oracle.Violation{Kind: kind, Row: oracle.NoRow, Detail: detail}
 	off, wa, wb := firstDifference(a, b)
-	v.Off, v.Len, v.Want, v.Got = off-base, max(len(wa), len(wb)), wa, wb
+	v.Off, v.Len, v.Want, v.Got = off, max(len(wa), len(wb)), wa, wb
 	return v
 }
 
-// firstDifference returns the first arena offset where the pools the two
+// firstDifference returns the first pool offset where the pools the two
 // deltas leave differ, and up to MaxShown bytes of each from there (nil
 // where that delta left the background).
 func firstDifference(a, b oracle.Delta) (int, []byte, []byte) {
@@ -31,7 +31,7 @@ func firstDifference(a, b oracle.Delta) (int, []byte, []byte) {
 			best = off
 		}
 	}
-	return best, run(ia, best), run(ib, best)
+	return best, bytesFrom(ia, best), bytesFrom(ib, best)
 }
 
 func bytesAt(d oracle.Delta) map[int]byte {
@@ -46,7 +46,7 @@ func bytesAt(d oracle.Delta) map[int]byte {
 	return m
 }
 
-func run(m map[int]byte, off int) []byte {
+func bytesFrom(m map[int]byte, off int) []byte {
 	var out []byte
 	for k := 0; k < oracle.MaxShown; k++ {
 		b, ok := m[off+k]

@@ -37,43 +37,40 @@ func (r *Result) Primary() oracle.Kind {
 	return ""
 }
 
-// Check runs c as given, again, and unpadded, and classifies what it finds.
+// Check runs c as given, again on a copy of the pool, and with its valid
+// rows alone on another copy, in one round trip, and classifies what it
+// finds.
 func (t *Target) Check(ctx context.Context, c *workload.Store) (*Result, error) {
-	sc := oracle.NewStoreCheck(t.Layout, t.Region(), t.Seed, c, t.Declared)
+	sc := oracle.NewStoreCheck(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	batch := []run{{poolCase, c}, {poolRepeat, c}}
+	padded := c.Valid > 0 && c.Valid < c.Capacity()
+	if padded {
+		batch = append(batch, run{poolUnpadded, c.Unpadded()})
+	}
+	deltas, err := t.runs(ctx, sc.Rows(), batch...)
+	if err != nil {
+		return nil, err
+	}
+	first, again := deltas[0], deltas[1]
+	unpadded := again // without padded rows a case is its own unpadded twin
+	switch {
+	case padded:
+		unpadded = deltas[2]
+	case c.Valid == 0:
+		unpadded = oracle.Delta{} // storing no rows changes nothing
+	}
 	res := &Result{Case: c}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}
-	first, err := t.Run(ctx, c, sc.Rows())
-	if err != nil {
-		return nil, err
-	}
 	res.Violations = append(res.Violations, sc.Check(first)...)
-	again, err := t.Run(ctx, c, sc.Rows())
-	if err != nil {
-		return nil, err
-	}
 	if !first.Equal(again) {
-		res.Violations = append(res.Violations, compare(oracle.Determinism, first, again, t.Region().Pool.Off,
+		res.Violations = append(res.Violations, compare(oracle.Determinism, first, again,
 			"running the same case twice left different bytes"))
 	}
-	unpadded, err := t.runUnpadded(ctx, c, sc)
-	if err != nil {
-		return nil, err
-	}
 	if !first.Equal(unpadded) {
-		res.Violations = append(res.Violations, compare(oracle.Differential, first, unpadded, t.Region().Pool.Off,
+		res.Violations = append(res.Violations, compare(oracle.Differential, unpadded, first,
 			fmt.Sprintf("the padded run (C=%d) differs from a run of its %d valid rows alone", c.Capacity(), c.Valid)))
 	}
 	return res, nil
-}
-
-func (t *Target) runUnpadded(ctx context.Context, c *workload.Store, sc *oracle.StoreCheck) (oracle.Delta, error) {
-	if c.Valid == 0 {
-		return oracle.Delta{}, nil // storing nothing changes nothing
-	}
-	if c.Valid == c.Capacity() {
-		return t.Run(ctx, c, sc.Rows()) // already unpadded: a third identical run
-	}
-	return t.Run(ctx, c.Unpadded(), sc.Rows())
 }

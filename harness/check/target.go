@@ -19,12 +19,36 @@ type Config struct {
 	Variant     string
 	Layout      *layout.Layout
 	Slots       int
-	MaxCapacity int    // staging is sized for this many rows
-	Seed        uint64 // background seed
-	Graph       bool   // ask for CUDA-graph replay
+	MaxCapacity int     // staging is sized for this many rows
+	Seed        int64   // background seed
+	Graph       bool    // ask for CUDA-graph replay
+	Backend     Backend // where the arena lives; nil means host shared memory
 }
 
-// Target is a plugin attached to a one-pool arena.
+// Backend makes arenas.
+type Backend interface {
+	NewMemory(dir *pool.Dir, size int) (pool.Memory, error)
+}
+
+// SHM is the default backend: host shared memory.
+type SHM struct{}
+
+// NewMemory implements Backend.
+func (SHM) NewMemory(dir *pool.Dir, size int) (pool.Memory, error) { return pool.NewSHM(dir, size) }
+
+// The pools of a target. All three hold the same background, so a case and
+// its twins can run side by side in one round trip and be compared byte for
+// byte.
+const (
+	poolCase     = iota // the case as given
+	poolRepeat          // the same case again: determinism
+	poolUnpadded        // its valid rows alone: differential
+	numPools
+)
+
+var poolNames = [numPools]string{"case", "repeat", "unpadded"}
+
+// Target is a plugin attached to an arena of three identical pools.
 type Target struct {
 	Config
 	Plugin   *plugin.Plugin
@@ -43,6 +67,9 @@ var ErrUnsupported = fmt.Errorf("unsupported by plugin")
 // Open describes the plugin, checks its geometry, plans and fills the
 // arena and attaches the plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, cfg Config) (*Target, error) {
+	if cfg.Backend == nil {
+		cfg.Backend = SHM{}
+	}
 	t := &Target{Config: cfg, Plugin: p}
 	if err := t.describe(ctx); err != nil {
 		return nil, err
@@ -91,50 +118,54 @@ func geometryViolation(l *layout.Layout, d oracle.Declared) *oracle.Violation {
 			d.BytesPerToken, d.PageBytes, l.Name, l.HeadDim, l.PageSize, l.BytesPerToken(), l.PageBytes())}
 }
 
-// staging holds rows, then loc, for the largest batch.
-func (t *Target) stagingBytes() int {
-	return t.MaxCapacity*t.Layout.RowBytes() + pool.Alignment + t.MaxCapacity*8
+// rowsBytes is the staging size of the rows of the largest batch.
+func (t *Target) rowsBytes() int {
+	return (t.MaxCapacity*t.Layout.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
 }
 
-func (t *Target) locOffset() int {
-	return t.Geometry.Staging.Off + (t.MaxCapacity*t.Layout.RowBytes()+pool.Alignment-1)/pool.Alignment*pool.Alignment
-}
+func (t *Target) locOffset() int { return t.Geometry.Staging.Off + t.rowsBytes() }
 
 func (t *Target) plan(dir *pool.Dir) error {
-	g, err := pool.Plan([]pool.Spec{{Name: "pool", Layout: t.Layout, Slots: t.Slots}}, t.stagingBytes())
+	specs := make([]pool.Spec, numPools)
+	for i := range specs {
+		specs[i] = pool.Spec{Name: poolNames[i], Layout: t.Layout, Slots: t.Slots}
+	}
+	g, err := pool.Plan(specs, t.rowsBytes()+8*t.MaxCapacity)
 	if err != nil {
 		return err
 	}
-	mem, err := pool.NewSHM(dir, g.Size)
+	mem, err := t.Backend.NewMemory(dir, g.Size)
 	if err != nil {
 		return err
 	}
-	if err := mem.Fill(g.Regions[0].Span(), t.Seed); err != nil {
-		mem.Close()
-		return err
+	for _, r := range g.Regions {
+		if err := mem.Fill(r.Span(), uint64(t.Seed)); err != nil {
+			mem.Close()
+			return err
+		}
 	}
 	t.Geometry, t.Mem = g, mem
 	return nil
 }
 
-// Region is the target's one pool.
-func (t *Target) Region() pool.Region { return t.Geometry.Regions[0] }
+// Region is the pool the oracle judges; the others are its copies.
+func (t *Target) Region() pool.Region { return t.Geometry.Regions[poolCase] }
 
 func window(w pool.Window) *kvpb.Window {
 	return &kvpb.Window{Offset: uint64(w.Off), Size: uint64(w.Len)}
 }
 
 func (t *Target) attach(ctx context.Context) error {
-	r := t.Region()
-	_, err := t.Plugin.Attach(ctx, &kvpb.AttachRequest{
-		Arena: t.Mem.Desc(), Variant: t.Variant, Staging: window(t.Geometry.Staging),
-		Pools: []*kvpb.PoolDesc{{
+	req := &kvpb.AttachRequest{Arena: t.Mem.Desc(), Variant: t.Variant, Staging: window(t.Geometry.Staging)}
+	for _, r := range t.Geometry.Regions {
+		req.Pools = append(req.Pools, &kvpb.PoolDesc{
 			Name:   r.Name,
 			Layout: &kvpb.LayoutRef{Name: t.Layout.Name, HeadDim: uint32(t.Layout.HeadDim), PageSize: uint32(t.Layout.PageSize)},
 			Slots:  uint64(r.Slots), Pool: window(r.Pool),
 			GuardBefore: window(r.GuardBefore), GuardAfter: window(r.GuardAfter),
-		}},
-	})
+		})
+	}
+	_, err := t.Plugin.Attach(ctx, req)
 	return err
 }
 
@@ -144,29 +175,55 @@ func (t *Target) Close(ctx context.Context) {
 	t.Mem.Close()
 }
 
-// Run executes one store and returns what it changed, leaving the pool as
-// it found it.
-func (t *Target) Run(ctx context.Context, c *workload.Store, rows [][]uint16) (oracle.Delta, error) {
+// run is one store of a batch: a case on one of the target's pools.
+type run struct {
+	pool int
+	c    *workload.Store
+}
+
+// runs stages the rows and slots once (every run of a batch reads a prefix
+// of them), executes the stores in one round trip, and returns what each
+// changed, leaving every pool as it found it.
+func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, error) {
+	c := batch[0].c
 	if c.Capacity() > t.MaxCapacity {
-		return oracle.Delta{}, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
+		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 	}
 	if err := t.stage(c, rows); err != nil {
-		return oracle.Delta{}, err
+		return nil, err
 	}
-	err := t.Plugin.Store(ctx, &kvpb.StoreRequest{
-		Capacity: uint32(c.Capacity()), Valid: uint32(c.Valid), Padding: kvpb.Padding(c.Padding),
-		RowsOffset: uint64(t.Geometry.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph,
-	})
-	d, cerr := oracle.Capture(t.Mem, t.Region())
-	if cerr == nil {
-		cerr = t.Mem.Reset(d.Windows)
+	reqs := make([]*kvpb.StoreRequest, len(batch))
+	for i, r := range batch {
+		reqs[i] = &kvpb.StoreRequest{Pool: uint32(r.pool),
+			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
+			RowsOffset: uint64(t.Geometry.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
 	}
+	err := t.Plugin.StoreBatch(ctx, reqs)
+	deltas := make([]oracle.Delta, len(batch))
+	for i, r := range batch {
+		d, cerr := t.capture(t.Geometry.Regions[r.pool])
+		if cerr != nil {
+			return nil, cerr
+		}
+		deltas[i] = d
+	}
+	return deltas, err
+}
+
+func (t *Target) capture(r pool.Region) (oracle.Delta, error) {
+	d, err := oracle.Capture(t.Mem, r)
 	if err != nil {
 		return d, err
 	}
-	return d, cerr
+	abs := make([]pool.Window, len(d.Windows))
+	for i, w := range d.Windows {
+		abs[i] = pool.Window{Off: w.Off + r.Pool.Off, Len: w.Len}
+	}
+	return d, t.Mem.Reset(abs)
 }
 
+// stage writes rows and loc into staging. Rows are copied as the host's
+// bytes: kvharness runs on little-endian machines only, as the kernels do.
 func (t *Target) stage(c *workload.Store, rows [][]uint16) error {
 	rb := t.Layout.RowBytes()
 	buf := make([]byte, c.Capacity()*rb)

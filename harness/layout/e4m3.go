@@ -13,6 +13,26 @@ const e4m3NaN = 0x7f
 // definition rather than from a conversion routine.
 var e4m3Table = buildE4M3Table()
 
+// floorCode maps the top 12 bits of a positive float32 (sign, exponent and
+// three mantissa bits) to the largest code whose value does not exceed it.
+// Every e4m3 value has at most four significant bits, so truncating x to
+// three mantissa bits never moves it past a code: the floor found for the
+// truncated value is the floor of x. Built by search over the table.
+var floorCode = buildFloorCode()
+
+func buildFloorCode() []byte {
+	t := make([]byte, 1<<11)
+	for i := range t {
+		x := float64(math.Float32frombits(uint32(i) << 20))
+		c := 0
+		for c < 0x7e && float64(e4m3Table[c+1]) <= x {
+			c++
+		}
+		t[i] = byte(c)
+	}
+	return t
+}
+
 func buildE4M3Table() [256]float32 {
 	var t [256]float32
 	for c := range 256 {
@@ -52,20 +72,9 @@ func EncodeE4M3(x float32) byte {
 	if a >= E4M3Max {
 		return sign | 0x7e
 	}
-	// Positive codes 0x00..0x7e are increasing in value: find the last one
+	// Positive codes 0x00..0x7e are increasing in value: take the last one
 	// not above a, then pick between it and its successor.
-	lo, hi := 0, 0x7e
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if float64(e4m3Table[mid]) <= a {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	if lo == 0x7e {
-		return sign | 0x7e
-	}
+	lo := int(floorCode[math.Float32bits(float32(a))>>20])
 	below, above := a-float64(e4m3Table[lo]), float64(e4m3Table[lo+1])-a
 	switch {
 	case below < above:

@@ -29,7 +29,6 @@ type StoreCheck struct {
 	records   [][][]byte      // reference encoding, per row (padded rows lazily)
 	validSlot map[int64]int   // slot → valid row
 	padTarget map[int64][]int // slot → padded rows pointing at it
-	stride    map[int][]byte  // pool offset → bytes a misread stride would put there (lazy)
 }
 
 // NewStoreCheck encodes the case's rows with the reference encoder.
@@ -59,8 +58,10 @@ func (sc *StoreCheck) record(i int) [][]byte {
 	return sc.records[i]
 }
 
-// Delta is what a run changed: windows of the arena and their new bytes,
-// concatenated. Two runs left the same pool iff their deltas are equal.
+// Delta is what a run changed: windows, as offsets from the pool base
+// (negative in the leading guard), and their new bytes, concatenated. Two
+// runs on pools with the same background left the same pool iff their
+// deltas are equal, wherever the pools live.
 type Delta struct {
 	Windows []pool.Window
 	Bytes   []byte
@@ -85,7 +86,7 @@ type Outcome struct {
 	Delta      Delta
 }
 
-// Capture reads what a run changed in the region.
+// Capture reads what a run changed in the region, guards included.
 func Capture(mem pool.Memory, r pool.Region) (Delta, error) {
 	ws, err := mem.Changed(r.Span())
 	if err != nil {
@@ -95,12 +96,13 @@ func Capture(mem pool.Memory, r pool.Region) (Delta, error) {
 	for _, w := range ws {
 		n += w.Len
 	}
-	d := Delta{Windows: ws, Bytes: make([]byte, n)}
+	d := Delta{Windows: make([]pool.Window, len(ws)), Bytes: make([]byte, n)}
 	off := 0
-	for _, w := range ws {
+	for i, w := range ws {
 		if err := mem.ReadAt(d.Bytes[off:off+w.Len], w.Off); err != nil {
 			return Delta{}, err
 		}
+		d.Windows[i] = pool.Window{Off: w.Off - r.Pool.Off, Len: w.Len}
 		off += w.Len
 	}
 	return d, nil
@@ -108,22 +110,38 @@ func Capture(mem pool.Memory, r pool.Region) (Delta, error) {
 
 // Check classifies every wrong byte a run left, given its delta.
 func (sc *StoreCheck) Check(d Delta) []Violation {
-	v := &classifier{sc: sc, delta: d}
-	covered := v.checkValid()
-	v.checkRest(covered)
+	v := &classifier{sc: sc, delta: d, untouched: map[int]bool{}}
+	covered := v.collectValid()
+	v.collectRest(covered)
+	if len(v.wrong) == 0 {
+		return nil
+	}
+	sort.SliceStable(v.wrong, func(i, j int) bool { return v.wrong[i].off < v.wrong[j].off })
+	v.explain()
+	v.classify()
 	return v.out
 }
 
-type classifier struct {
-	sc    *StoreCheck
-	delta Delta
-	out   []Violation
-	run   *Violation
+// wrongByte is one pool byte whose content differs from a correct run's.
+type wrongByte struct {
+	off       int // from the pool base
+	got, want byte
+	row       int // valid row whose footprint holds it, or NoRow
 }
 
-// got returns the bytes of arena window w after the run.
+type classifier struct {
+	sc        *StoreCheck
+	delta     Delta
+	wrong     []wrongByte
+	untouched map[int]bool // valid rows whose footprint kept the background
+	stride    *misread     // the misreading that explains the wrong bytes, if one does
+	out       []Violation
+	run       *Violation
+}
+
+// got returns the bytes of window w (pool offsets) after the run.
 func (v *classifier) got(w pool.Window) []byte {
-	out := pool.Background(v.sc.Seed, w.Off, w.Len)
+	out := v.sc.Region.Background(v.sc.Seed, w.Off, w.Len)
 	ws := v.delta.Windows
 	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
 	start := 0
@@ -138,101 +156,114 @@ func (v *classifier) got(w pool.Window) []byte {
 	return out
 }
 
-// checkValid compares every valid row's footprint with its encoding and
-// returns the footprints, sorted, as arena windows.
-func (v *classifier) checkValid() []pool.Window {
+// collectValid compares every valid row's footprint with its encoding and
+// returns the footprints, sorted.
+func (v *classifier) collectValid() []pool.Window {
 	sc := v.sc
-	base := sc.Region.Pool.Off
-	var covered []pool.Window
+	covered := make([]pool.Window, 0, sc.Case.Valid*len(sc.Layout.Planes))
 	for i := range sc.Case.Valid {
 		rec := sc.records[i]
-		spans := sc.Layout.Footprint(sc.Case.Loc[i])
-		gots := make([][]byte, len(spans))
-		wrong, untouched := false, true
-		for p, sp := range spans {
-			w := pool.Window{Off: base + sp.Off, Len: sp.Len}
+		untouched := true
+		var wrong []wrongByte
+		for p, sp := range sc.Layout.Footprint(sc.Case.Loc[i]) {
+			w := pool.Window{Off: sp.Off, Len: sp.Len}
 			covered = append(covered, w)
-			gots[p] = v.got(w)
-			wrong = wrong || !bytes.Equal(gots[p], rec[p])
-			untouched = untouched && bytes.Equal(gots[p], pool.Background(sc.Seed, w.Off, w.Len))
-		}
-		if !wrong {
-			continue
-		}
-		if untouched {
-			v.missing(i, spans, gots)
-			continue
-		}
-		for p, sp := range spans {
+			got := v.got(w)
+			if bytes.Equal(got, rec[p]) {
+				untouched = false
+				continue
+			}
+			untouched = untouched && bytes.Equal(got, sc.Region.Background(sc.Seed, w.Off, w.Len))
 			for k := range sp.Len {
-				if g, want := gots[p][k], rec[p][k]; g != want {
-					v.classifyValid(sp.Off+k, g, want, i)
+				if got[k] != rec[p][k] {
+					wrong = append(wrong, wrongByte{sp.Off + k, got[k], rec[p][k], i})
 				}
 			}
 		}
-		v.flush()
+		if len(wrong) > 0 {
+			v.wrong = append(v.wrong, wrong...)
+			v.untouched[i] = untouched
+		}
 	}
 	sort.Slice(covered, func(a, b int) bool { return covered[a].Off < covered[b].Off })
 	return covered
 }
 
-func (v *classifier) missing(row int, spans []layout.Span, gots [][]byte) {
-	slot := v.sc.Case.Loc[row]
-	want := bytes.Join(v.sc.records[row], nil)
-	got := bytes.Join(gots, nil)
-	v.out = append(v.out, Violation{Kind: Missing, Row: row, Slot: slot, Page: v.page(slot), HasSlot: true,
-		Off: spans[0].Off, Len: len(want), Want: clip(want), Got: clip(got),
-		Detail: "the row's footprint still holds the background: the kernel never wrote it"})
-}
-
-func (v *classifier) classifyValid(off int, got, want byte, row int) {
-	slot := v.sc.Case.Loc[row]
-	kind := Value
-	switch {
-	case v.padded(slot, off, got):
-		kind = Padding
-	case v.strided(off, got):
-		kind = Stride
-	}
-	owner, _ := v.sc.Layout.Locate(off, v.sc.Region.Slots)
-	v.add(kind, row, slot, true, owner.Field, off, got, want)
-}
-
-// checkRest classifies changed bytes outside valid footprints; a correct
-// kernel changes none.
-func (v *classifier) checkRest(covered []pool.Window) {
-	base := v.sc.Region.Pool.Off
-	off := 0
+// collectRest adds changed bytes outside valid footprints: a correct
+// kernel changes none. Both lists are sorted, so one merge walk finds them.
+func (v *classifier) collectRest(covered []pool.Window) {
+	off, c := 0, 0
 	for _, w := range v.delta.Windows {
-		for k := range w.Len {
-			a := w.Off + k
-			if !inside(covered, a) {
-				want := pool.Background(v.sc.Seed, a, 1)[0]
-				v.classifyRest(a-base, v.delta.Bytes[off+k], want)
+		for a := w.Off; a < w.End(); {
+			for c < len(covered) && covered[c].End() <= a {
+				c++
 			}
+			if c < len(covered) && covered[c].Off <= a {
+				a = min(covered[c].End(), w.End())
+				continue
+			}
+			hi := w.End()
+			if c < len(covered) {
+				hi = min(hi, covered[c].Off)
+			}
+			bg := v.sc.Region.Background(v.sc.Seed, a, hi-a)
+			for k := a; k < hi; k++ {
+				v.wrong = append(v.wrong, wrongByte{k, v.delta.Bytes[off+k-w.Off], bg[k-a], NoRow})
+			}
+			a = hi
 		}
 		off += w.Len
 	}
-	v.flush()
 }
 
-func inside(ws []pool.Window, a int) bool {
-	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > a })
-	return i < len(ws) && ws[i].Off <= a
-}
-
-func (v *classifier) classifyRest(off int, got, want byte) {
-	slot, field, owned := v.slotAt(off)
-	kind := Alias
-	switch {
-	case off < 0 || off >= v.sc.Region.Pool.Len:
-		kind = Guard
-	case owned && v.padded(slot, off, got):
-		kind = Padding
-	case v.strided(off, got):
-		kind = Stride
+// classify turns wrong bytes into violations: guard, padding, stride (when
+// a misreading explains the picture), then value or missing inside valid
+// footprints, alias elsewhere.
+func (v *classifier) classify() {
+	missing := map[int]bool{}
+	for _, b := range v.wrong {
+		slot, field, owned := v.slotAt(b.off)
+		kind, row := Alias, b.row
+		switch {
+		case b.off < 0 || b.off >= v.sc.Region.Pool.Len:
+			kind = Guard
+		case owned && v.padded(slot, b.off, b.got):
+			kind = Padding
+		case v.explains(v.stride, b):
+			kind = Stride
+		case b.row != NoRow && v.untouched[b.row]:
+			missing[b.row] = true
+			continue
+		case b.row != NoRow:
+			kind = Value
+		}
+		if row == NoRow && (kind == Guard || kind == Padding) {
+			if rows := v.sc.padTarget[slot]; owned && len(rows) > 0 {
+				row = rows[0]
+			}
+		}
+		v.add(kind, row, slot, owned, field, b.off, b.got, b.want)
 	}
-	v.add(kind, NoRow, slot, owned, field, off, got, want)
+	v.flush()
+	for i := range v.sc.Case.Valid {
+		if missing[i] {
+			v.missing(i)
+		}
+	}
+}
+
+func (v *classifier) missing(row int) {
+	sc := v.sc
+	slot := sc.Case.Loc[row]
+	spans := sc.Layout.Footprint(slot)
+	want := bytes.Join(sc.records[row], nil)
+	var got []byte
+	for _, sp := range spans {
+		got = append(got, v.got(pool.Window{Off: sp.Off, Len: sp.Len})...)
+	}
+	v.out = append(v.out, Violation{Kind: Missing, Row: row, Slot: slot, Page: v.page(slot), HasSlot: true,
+		Off: spans[0].Off, Len: len(want), Want: clip(want), Got: clip(got),
+		Detail: "the row's footprint still holds the background: the kernel never wrote it"})
 }
 
 // slotAt names the slot whose footprint would hold pool offset off, also
@@ -295,12 +326,19 @@ func (v *classifier) page(slot int64) int64 {
 	return int64(p)
 }
 
+// mergeGap is how many correct bytes may separate two wrong ones of the
+// same run: a byte that happens to equal its expected value by chance does
+// not split one violation into two.
+const mergeGap = 16
+
 // add extends the current run or starts a new one.
 func (v *classifier) add(kind Kind, row int, slot int64, hasSlot bool, field string, off int, got, want byte) {
 	r := v.run
-	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field && r.Off+r.Len == off {
-		r.Len++
-		if len(r.Got) < MaxShown {
+	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field &&
+		off >= r.Off+r.Len && off-(r.Off+r.Len) <= mergeGap {
+		contiguous := off == r.Off+r.Len && len(r.Got) == r.Len
+		r.Len = off + 1 - r.Off
+		if contiguous && len(r.Got) < MaxShown {
 			r.Got, r.Want = append(r.Got, got), append(r.Want, want)
 		}
 		return

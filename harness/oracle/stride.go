@@ -20,15 +20,17 @@ func (sc *StoreCheck) misreadings() []misreading {
 	l := sc.Layout
 	var ms []misreading
 	for _, b := range distinct(l.HeadDim, 2*l.HeadDim, sc.Declared.BytesPerToken, l.BytesPerToken()) {
-		ms = append(ms, sc.rowsOf(b))
+		if len(l.Planes) > 1 || b != l.BytesPerToken() {
+			ms = append(ms, sc.rowsOf(b))
+		}
 	}
 	for _, pb := range distinct(l.HeadDim*l.PageSize, 2*l.HeadDim*l.PageSize, sc.Declared.PageBytes) {
 		if pb != l.PageBytes() {
 			ms = append(ms, sc.pagedAs(pb))
 		}
 	}
-	for _, planes := range [][][]string{oneRecord(l), onePlaneEach(l)} {
-		if alt, err := l.Rearranged(planes); err == nil {
+	if len(l.Planes) == 1 && len(l.PlaneFields(0)) > 1 {
+		if alt, err := l.Rearranged(onePlaneEach(l)); err == nil {
 			ms = append(ms, sc.arranged(alt))
 		}
 	}
@@ -73,51 +75,69 @@ func (sc *StoreCheck) arranged(alt *layout.Layout) misreading {
 	}
 }
 
-func oneRecord(l *layout.Layout) [][]string {
-	var all []string
-	for i := range l.Planes {
-		all = append(all, l.PlaneFields(i)...)
-	}
-	return [][]string{all}
-}
-
 func onePlaneEach(l *layout.Layout) [][]string {
 	var out [][]string
-	for _, names := range oneRecord(l)[0:1] {
-		for _, n := range names {
-			out = append(out, []string{n})
-		}
+	for _, n := range l.PlaneFields(0) {
+		out = append(out, []string{n})
 	}
 	return out
 }
 
-// strided reports whether got at pool offset off is what a valid row
-// would have put there under one of the misreadings.
-func (v *classifier) strided(off int, got byte) bool {
-	for _, b := range v.sc.strideMap()[off] {
-		if b == got {
-			return true
-		}
-	}
-	return false
-}
+// misread is the pool a kernel following one misreading would leave: the
+// bytes its valid rows put at each offset (the last row wins).
+type misread struct{ placed map[int]byte }
 
-// strideMap is built on the first unexplained byte only: passing cases
-// never pay for it.
-func (sc *StoreCheck) strideMap() map[int][]byte {
-	if sc.stride != nil {
-		return sc.stride
-	}
-	sc.stride = map[int][]byte{}
-	for _, m := range sc.misreadings() {
-		for i := range sc.Case.Valid {
-			spans, recs := m(sc.Case.Loc[i], i)
-			for k, sp := range spans {
-				for j := range sp.Len {
-					sc.stride[sp.Off+j] = append(sc.stride[sp.Off+j], recs[k][j])
-				}
+func (sc *StoreCheck) place(m misreading) *misread {
+	r := &misread{placed: map[int]byte{}}
+	for i := range sc.Case.Valid {
+		spans, recs := m(sc.Case.Loc[i], i)
+		for k, sp := range spans {
+			for j := range sp.Len {
+				r.placed[sp.Off+j] = recs[k][j]
 			}
 		}
 	}
-	return sc.stride
+	return r
+}
+
+// explains reports whether the misread pool holds b's observed byte:
+// either a misplaced row's byte, or the background where the misreading
+// leaves a true footprint unwritten.
+func (v *classifier) explains(r *misread, b wrongByte) bool {
+	if r == nil {
+		return false
+	}
+	if x, ok := r.placed[b.off]; ok {
+		return x == b.got
+	}
+	return v.isBackground(b)
+}
+
+// explain picks the misreading that accounts for the most wrong bytes. It
+// is kept only if it explains at least half of them and the wrong bytes
+// hold misplaced row data, not merely unwritten background: a value bug
+// must not pass for a stride bug because a few bytes coincide.
+func (v *classifier) explain() {
+	best, bestN := (*misread)(nil), 0
+	for _, m := range v.sc.misreadings() {
+		r := v.sc.place(m)
+		n, placed := 0, 0
+		for _, b := range v.wrong {
+			if v.explains(r, b) {
+				n++
+				if _, ok := r.placed[b.off]; ok {
+					placed++
+				}
+			}
+		}
+		if placed >= 4 && 2*n >= len(v.wrong) && n > bestN {
+			best, bestN = r, n
+		}
+	}
+	v.stride = best
+}
+
+// isBackground reports whether a wrong byte still holds the background.
+func (v *classifier) isBackground(b wrongByte) bool {
+	return v.sc.Region.Background(v.sc.Seed, b.off, 1)[0] == b.got
 }

@@ -46,6 +46,8 @@ type Plugin struct {
 	runner *groupRunner
 	kernel kvpb.KernelClient
 	stderr *tail
+
+	noBatch bool // the plugin answered Unimplemented to StoreBatch
 }
 
 // Start launches the plugin at path and completes the handshake.
@@ -159,8 +161,8 @@ func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(c
 // classify turns an RPC error into a Fault. The order matters: a process
 // that died is a crash whatever gRPC said about the broken connection.
 func (p *Plugin) classify(ctx context.Context, name string, err error) error {
-	f := &Fault{Plugin: p.Name, Call: name, Err: err}
 	st, _ := status.FromError(err)
+	f := &Fault{Plugin: p.Name, Call: name, Err: err, Code: st.Code()}
 	wait := 50 * time.Millisecond
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled {
 		wait = 2 * time.Second // the connection broke: the process is probably dying
@@ -216,6 +218,25 @@ func (p *Plugin) Detach(ctx context.Context) error {
 func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
 	_, err := call(ctx, p, "Store", p.kernel.Store, req)
 	return err
+}
+
+// StoreBatch runs several stores in one round trip. A plugin without
+// StoreBatch gets the same calls one by one, in order.
+func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
+	if !p.noBatch {
+		_, err := call(ctx, p, "StoreBatch", p.kernel.StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs})
+		f, ok := AsFault(err)
+		if !ok || f.Code != codes.Unimplemented {
+			return err
+		}
+		p.noBatch = true
+	}
+	for _, r := range reqs {
+		if err := p.Store(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Base is the file name of the plugin, for messages.

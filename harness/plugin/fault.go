@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"errors"
+
 	"fmt"
+	"google.golang.org/grpc/codes"
 	"strings"
 )
 
@@ -26,6 +28,7 @@ type Fault struct {
 	Call   string // RPC name, or "start"
 	Detail string // exit status, signal, deadline, or the plugin's message
 	Stderr string // last lines the plugin wrote to stderr
+	Code   codes.Code
 	Err    error
 }
 

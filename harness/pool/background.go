@@ -2,16 +2,17 @@ package pool
 
 import "encoding/binary"
 
-// Background returns the seeded background of arena bytes [off, off+n).
-// Each aligned 8-byte word is splitmix64 of (seed, word index), so any
-// range can be computed on its own, on the host or in a GPU kernel.
+// Background returns the seeded background of bytes [off, off+n) of a
+// filled window, off counted from the window's start. Each aligned 8-byte
+// word is splitmix64 of (seed, word index), so any range can be computed
+// on its own, on the host or in a GPU kernel.
 func Background(seed uint64, off, n int) []byte {
 	out := make([]byte, n)
 	FillBackground(out, seed, off)
 	return out
 }
 
-// FillBackground writes the background of arena bytes [off, off+len(dst)).
+// FillBackground writes the background of window bytes [off, off+len(dst)).
 func FillBackground(dst []byte, seed uint64, off int) {
 	var w [8]byte
 	i := 0
@@ -29,7 +30,8 @@ func FillBackground(dst []byte, seed uint64, off int) {
 	}
 }
 
-// BackgroundWord is the background of arena word idx (bytes 8·idx..8·idx+7).
+// BackgroundWord is the background of word idx (bytes 8·idx..8·idx+7) of a
+// filled window.
 func BackgroundWord(seed, idx uint64) uint64 {
 	z := seed + (idx+1)*0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9

@@ -28,6 +28,13 @@ type Region struct {
 	GuardBefore, Pool, GuardAfter Window
 }
 
+// Background returns the background of n bytes at off, counted from the
+// pool base (negative in the leading guard): regions are filled from the
+// start of their leading guard.
+func (r Region) Background(seed uint64, off, n int) []byte {
+	return Background(seed, off+r.GuardBefore.Len, n)
+}
+
 // Span returns the whole region, guards included.
 func (r Region) Span() Window {
 	return Window{r.GuardBefore.Off, r.GuardAfter.End() - r.GuardBefore.Off}

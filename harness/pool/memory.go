@@ -12,7 +12,9 @@ type Memory interface {
 	// ReadAt and WriteAt copy between host memory and the arena.
 	ReadAt(p []byte, off int) error
 	WriteAt(p []byte, off int) error
-	// Fill writes the seeded background over w; it becomes w's baseline.
+	// Fill writes the seeded background over w (byte w.Off+k gets
+	// Background(seed, k, 1)); it becomes w's baseline. Windows filled with
+	// the same seed hold the same bytes wherever they are.
 	Fill(w Window, seed uint64) error
 	// Changed lists the maximal ranges of w that differ from the baseline.
 	Changed(w Window) ([]Window, error)

@@ -157,6 +157,25 @@ func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.Store
 	return &kvpb.StoreResponse{}, nil
 }
 
+func (s *server) StoreBatch(ctx context.Context, req *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
+	k, ok := s.p.Kernel.(Storer)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel", s.p.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range req.Calls {
+		call, err := s.storeCall(r)
+		if err != nil {
+			return nil, fmt.Errorf("call %d: %w", i, err)
+		}
+		if err := k.Store(ctx, call); err != nil {
+			return nil, status.Errorf(codes.Aborted, "store kernel failed on call %d: %v", i, err)
+		}
+	}
+	return &kvpb.StoreBatchResponse{}, nil
+}
+
 func (s *server) storeCall(req *kvpb.StoreRequest) (*StoreCall, error) {
 	if s.arena == nil {
 		return nil, status.Error(codes.FailedPrecondition, "store before attach")

@@ -1027,6 +1027,86 @@ func (*StoreResponse) Descriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{13}
 }
 
+type StoreBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*StoreRequest        `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreBatchRequest) Reset() {
+	*x = StoreBatchRequest{}
+	mi := &file_kvharness_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreBatchRequest) ProtoMessage() {}
+
+func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
+func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StoreBatchRequest) GetCalls() []*StoreRequest {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+type StoreBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreBatchResponse) Reset() {
+	*x = StoreBatchResponse{}
+	mi := &file_kvharness_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreBatchResponse) ProtoMessage() {}
+
+func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreBatchResponse.ProtoReflect.Descriptor instead.
+func (*StoreBatchResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{15}
+}
+
 type ReadRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Pool            uint32                 `protobuf:"varint,1,opt,name=pool,proto3" json:"pool,omitempty"`
@@ -1043,7 +1123,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1135,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1148,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{14}
+	return file_kvharness_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReadRequest) GetPool() uint32 {
@@ -1135,7 +1215,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1227,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1240,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{15}
+	return file_kvharness_proto_rawDescGZIP(), []int{17}
 }
 
 // Room is one request's pages: src_pages[i] is copied to dst_pages[i] in
@@ -1176,7 +1256,7 @@ type Room struct {
 
 func (x *Room) Reset() {
 	*x = Room{}
-	mi := &file_kvharness_proto_msgTypes[16]
+	mi := &file_kvharness_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1268,7 @@ func (x *Room) String() string {
 func (*Room) ProtoMessage() {}
 
 func (x *Room) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[16]
+	mi := &file_kvharness_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1281,7 @@ func (x *Room) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Room.ProtoReflect.Descriptor instead.
 func (*Room) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{16}
+	return file_kvharness_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Room) GetId() uint64 {
@@ -1236,7 +1316,7 @@ type BufferPair struct {
 
 func (x *BufferPair) Reset() {
 	*x = BufferPair{}
-	mi := &file_kvharness_proto_msgTypes[17]
+	mi := &file_kvharness_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1328,7 @@ func (x *BufferPair) String() string {
 func (*BufferPair) ProtoMessage() {}
 
 func (x *BufferPair) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[17]
+	mi := &file_kvharness_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1341,7 @@ func (x *BufferPair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BufferPair.ProtoReflect.Descriptor instead.
 func (*BufferPair) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{17}
+	return file_kvharness_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BufferPair) GetSrcPool() uint32 {
@@ -1288,7 +1368,7 @@ type TransferRequest struct {
 
 func (x *TransferRequest) Reset() {
 	*x = TransferRequest{}
-	mi := &file_kvharness_proto_msgTypes[18]
+	mi := &file_kvharness_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1380,7 @@ func (x *TransferRequest) String() string {
 func (*TransferRequest) ProtoMessage() {}
 
 func (x *TransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[18]
+	mi := &file_kvharness_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1393,7 @@ func (x *TransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
 func (*TransferRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{18}
+	return file_kvharness_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TransferRequest) GetBuffers() []*BufferPair {
@@ -1346,7 +1426,7 @@ type Descriptor struct {
 
 func (x *Descriptor) Reset() {
 	*x = Descriptor{}
-	mi := &file_kvharness_proto_msgTypes[19]
+	mi := &file_kvharness_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1438,7 @@ func (x *Descriptor) String() string {
 func (*Descriptor) ProtoMessage() {}
 
 func (x *Descriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[19]
+	mi := &file_kvharness_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1451,7 @@ func (x *Descriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Descriptor.ProtoReflect.Descriptor instead.
 func (*Descriptor) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{19}
+	return file_kvharness_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Descriptor) GetRoom() uint64 {
@@ -1432,7 +1512,7 @@ type TransferResponse struct {
 
 func (x *TransferResponse) Reset() {
 	*x = TransferResponse{}
-	mi := &file_kvharness_proto_msgTypes[20]
+	mi := &file_kvharness_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1524,7 @@ func (x *TransferResponse) String() string {
 func (*TransferResponse) ProtoMessage() {}
 
 func (x *TransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[20]
+	mi := &file_kvharness_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1537,7 @@ func (x *TransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResponse.ProtoReflect.Descriptor instead.
 func (*TransferResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{20}
+	return file_kvharness_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TransferResponse) GetDescriptors() []*Descriptor {
@@ -1488,7 +1568,7 @@ type BenchRequest struct {
 
 func (x *BenchRequest) Reset() {
 	*x = BenchRequest{}
-	mi := &file_kvharness_proto_msgTypes[21]
+	mi := &file_kvharness_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1580,7 @@ func (x *BenchRequest) String() string {
 func (*BenchRequest) ProtoMessage() {}
 
 func (x *BenchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[21]
+	mi := &file_kvharness_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1593,7 @@ func (x *BenchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchRequest.ProtoReflect.Descriptor instead.
 func (*BenchRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{21}
+	return file_kvharness_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BenchRequest) GetKernel() isBenchRequest_Kernel {
@@ -1632,7 +1712,7 @@ type BenchResponse struct {
 
 func (x *BenchResponse) Reset() {
 	*x = BenchResponse{}
-	mi := &file_kvharness_proto_msgTypes[22]
+	mi := &file_kvharness_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1724,7 @@ func (x *BenchResponse) String() string {
 func (*BenchResponse) ProtoMessage() {}
 
 func (x *BenchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[22]
+	mi := &file_kvharness_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1737,7 @@ func (x *BenchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchResponse.ProtoReflect.Descriptor instead.
 func (*BenchResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{22}
+	return file_kvharness_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BenchResponse) GetNs() []float64 {
@@ -1746,7 +1826,10 @@ const file_kvharness_proto_rawDesc = "" +
 	"\n" +
 	"loc_offset\x18\x06 \x01(\x04R\tlocOffset\x12\x14\n" +
 	"\x05graph\x18\a \x01(\bR\x05graph\"\x0f\n" +
-	"\rStoreResponse\"\x92\x02\n" +
+	"\rStoreResponse\"E\n" +
+	"\x11StoreBatchRequest\x120\n" +
+	"\x05calls\x18\x01 \x03(\v2\x1a.kvharness.v1.StoreRequestR\x05calls\"\x14\n" +
+	"\x12StoreBatchResponse\"\x92\x02\n" +
 	"\vReadRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\rR\x04pool\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\rR\brequests\x12\f\n" +
@@ -1812,12 +1895,14 @@ const file_kvharness_proto_rawDesc = "" +
 	"\fBACKEND_CUDA\x10\x02*4\n" +
 	"\tBenchMode\x12\x14\n" +
 	"\x10BENCH_PER_LAUNCH\x10\x00\x12\x11\n" +
-	"\rBENCH_BATCHED\x10\x012\xeb\x03\n" +
+	"\rBENCH_BATCHED\x10\x012\xbc\x04\n" +
 	"\x06Kernel\x12I\n" +
 	"\bDescribe\x12\x1d.kvharness.v1.DescribeRequest\x1a\x1e.kvharness.v1.DescribeResponse\x12C\n" +
 	"\x06Attach\x12\x1b.kvharness.v1.AttachRequest\x1a\x1c.kvharness.v1.AttachResponse\x12C\n" +
 	"\x06Detach\x12\x1b.kvharness.v1.DetachRequest\x1a\x1c.kvharness.v1.DetachResponse\x12@\n" +
-	"\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12=\n" +
+	"\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n" +
+	"\n" +
+	"StoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponse\x12=\n" +
 	"\x04Read\x12\x19.kvharness.v1.ReadRequest\x1a\x1a.kvharness.v1.ReadResponse\x12I\n" +
 	"\bTransfer\x12\x1d.kvharness.v1.TransferRequest\x1a\x1e.kvharness.v1.TransferResponse\x12@\n" +
 	"\x05Bench\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3"
@@ -1835,34 +1920,36 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 }
 
 var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kvharness_proto_goTypes = []any{
-	(Padding)(0),             // 0: kvharness.v1.Padding
-	(Backend)(0),             // 1: kvharness.v1.Backend
-	(BenchMode)(0),           // 2: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),        // 3: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),  // 4: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),         // 5: kvharness.v1.Geometry
-	(*Variant)(nil),          // 6: kvharness.v1.Variant
-	(*DescribeResponse)(nil), // 7: kvharness.v1.DescribeResponse
-	(*Arena)(nil),            // 8: kvharness.v1.Arena
-	(*Window)(nil),           // 9: kvharness.v1.Window
-	(*PoolDesc)(nil),         // 10: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),    // 11: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),   // 12: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),    // 13: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),   // 14: kvharness.v1.DetachResponse
-	(*StoreRequest)(nil),     // 15: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),    // 16: kvharness.v1.StoreResponse
-	(*ReadRequest)(nil),      // 17: kvharness.v1.ReadRequest
-	(*ReadResponse)(nil),     // 18: kvharness.v1.ReadResponse
-	(*Room)(nil),             // 19: kvharness.v1.Room
-	(*BufferPair)(nil),       // 20: kvharness.v1.BufferPair
-	(*TransferRequest)(nil),  // 21: kvharness.v1.TransferRequest
-	(*Descriptor)(nil),       // 22: kvharness.v1.Descriptor
-	(*TransferResponse)(nil), // 23: kvharness.v1.TransferResponse
-	(*BenchRequest)(nil),     // 24: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),    // 25: kvharness.v1.BenchResponse
+	(Padding)(0),               // 0: kvharness.v1.Padding
+	(Backend)(0),               // 1: kvharness.v1.Backend
+	(BenchMode)(0),             // 2: kvharness.v1.BenchMode
+	(*LayoutRef)(nil),          // 3: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),    // 4: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),           // 5: kvharness.v1.Geometry
+	(*Variant)(nil),            // 6: kvharness.v1.Variant
+	(*DescribeResponse)(nil),   // 7: kvharness.v1.DescribeResponse
+	(*Arena)(nil),              // 8: kvharness.v1.Arena
+	(*Window)(nil),             // 9: kvharness.v1.Window
+	(*PoolDesc)(nil),           // 10: kvharness.v1.PoolDesc
+	(*AttachRequest)(nil),      // 11: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),     // 12: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),      // 13: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),     // 14: kvharness.v1.DetachResponse
+	(*StoreRequest)(nil),       // 15: kvharness.v1.StoreRequest
+	(*StoreResponse)(nil),      // 16: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),  // 17: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil), // 18: kvharness.v1.StoreBatchResponse
+	(*ReadRequest)(nil),        // 19: kvharness.v1.ReadRequest
+	(*ReadResponse)(nil),       // 20: kvharness.v1.ReadResponse
+	(*Room)(nil),               // 21: kvharness.v1.Room
+	(*BufferPair)(nil),         // 22: kvharness.v1.BufferPair
+	(*TransferRequest)(nil),    // 23: kvharness.v1.TransferRequest
+	(*Descriptor)(nil),         // 24: kvharness.v1.Descriptor
+	(*TransferResponse)(nil),   // 25: kvharness.v1.TransferResponse
+	(*BenchRequest)(nil),       // 26: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),      // 27: kvharness.v1.BenchResponse
 }
 var file_kvharness_proto_depIdxs = []int32{
 	5,  // 0: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
@@ -1878,32 +1965,35 @@ var file_kvharness_proto_depIdxs = []int32{
 	9,  // 10: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
 	5,  // 11: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
 	0,  // 12: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	20, // 13: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	19, // 14: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	22, // 15: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	15, // 16: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	17, // 17: kvharness.v1.BenchRequest.read:type_name -> kvharness.v1.ReadRequest
-	21, // 18: kvharness.v1.BenchRequest.transfer:type_name -> kvharness.v1.TransferRequest
-	2,  // 19: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	4,  // 20: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	11, // 21: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	13, // 22: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	15, // 23: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	17, // 24: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	21, // 25: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	24, // 26: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	7,  // 27: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	12, // 28: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	14, // 29: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	16, // 30: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	18, // 31: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	23, // 32: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	25, // 33: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	15, // 13: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	22, // 14: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	21, // 15: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	24, // 16: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	15, // 17: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	19, // 18: kvharness.v1.BenchRequest.read:type_name -> kvharness.v1.ReadRequest
+	23, // 19: kvharness.v1.BenchRequest.transfer:type_name -> kvharness.v1.TransferRequest
+	2,  // 20: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	4,  // 21: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	11, // 22: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	13, // 23: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	15, // 24: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	17, // 25: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	19, // 26: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	23, // 27: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	26, // 28: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	7,  // 29: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	12, // 30: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	14, // 31: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	16, // 32: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	18, // 33: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	20, // 34: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	25, // 35: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	27, // 36: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -1911,7 +2001,7 @@ func file_kvharness_proto_init() {
 	if File_kvharness_proto != nil {
 		return
 	}
-	file_kvharness_proto_msgTypes[21].OneofWrappers = []any{
+	file_kvharness_proto_msgTypes[23].OneofWrappers = []any{
 		(*BenchRequest_Store)(nil),
 		(*BenchRequest_Read)(nil),
 		(*BenchRequest_Transfer)(nil),
@@ -1922,7 +2012,7 @@ func file_kvharness_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,13 +28,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Kernel_Describe_FullMethodName = "/kvharness.v1.Kernel/Describe"
-	Kernel_Attach_FullMethodName   = "/kvharness.v1.Kernel/Attach"
-	Kernel_Detach_FullMethodName   = "/kvharness.v1.Kernel/Detach"
-	Kernel_Store_FullMethodName    = "/kvharness.v1.Kernel/Store"
-	Kernel_Read_FullMethodName     = "/kvharness.v1.Kernel/Read"
-	Kernel_Transfer_FullMethodName = "/kvharness.v1.Kernel/Transfer"
-	Kernel_Bench_FullMethodName    = "/kvharness.v1.Kernel/Bench"
+	Kernel_Describe_FullMethodName   = "/kvharness.v1.Kernel/Describe"
+	Kernel_Attach_FullMethodName     = "/kvharness.v1.Kernel/Attach"
+	Kernel_Detach_FullMethodName     = "/kvharness.v1.Kernel/Detach"
+	Kernel_Store_FullMethodName      = "/kvharness.v1.Kernel/Store"
+	Kernel_StoreBatch_FullMethodName = "/kvharness.v1.Kernel/StoreBatch"
+	Kernel_Read_FullMethodName       = "/kvharness.v1.Kernel/Read"
+	Kernel_Transfer_FullMethodName   = "/kvharness.v1.Kernel/Transfer"
+	Kernel_Bench_FullMethodName      = "/kvharness.v1.Kernel/Bench"
 )
 
 // KernelClient is the client API for Kernel service.
@@ -51,6 +52,10 @@ type KernelClient interface {
 	Detach(ctx context.Context, in *DetachRequest, opts ...grpc.CallOption) (*DetachResponse, error)
 	// Store writes rows into a pool's slots.
 	Store(ctx context.Context, in *StoreRequest, opts ...grpc.CallOption) (*StoreResponse, error)
+	// StoreBatch runs several stores in order, each on its own pool: the
+	// harness checks a case, its repeat and its unpadded twin in one round
+	// trip. A plugin may leave it unimplemented; the harness then calls Store.
+	StoreBatch(ctx context.Context, in *StoreBatchRequest, opts ...grpc.CallOption) (*StoreBatchResponse, error)
 	// Read scores queries against the keys of token lists and returns top-k.
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	// Transfer copies rooms' pages from source pools to destination pools and
@@ -108,6 +113,16 @@ func (c *kernelClient) Store(ctx context.Context, in *StoreRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *kernelClient) StoreBatch(ctx context.Context, in *StoreBatchRequest, opts ...grpc.CallOption) (*StoreBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoreBatchResponse)
+	err := c.cc.Invoke(ctx, Kernel_StoreBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *kernelClient) Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadResponse)
@@ -152,6 +167,10 @@ type KernelServer interface {
 	Detach(context.Context, *DetachRequest) (*DetachResponse, error)
 	// Store writes rows into a pool's slots.
 	Store(context.Context, *StoreRequest) (*StoreResponse, error)
+	// StoreBatch runs several stores in order, each on its own pool: the
+	// harness checks a case, its repeat and its unpadded twin in one round
+	// trip. A plugin may leave it unimplemented; the harness then calls Store.
+	StoreBatch(context.Context, *StoreBatchRequest) (*StoreBatchResponse, error)
 	// Read scores queries against the keys of token lists and returns top-k.
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	// Transfer copies rooms' pages from source pools to destination pools and
@@ -180,6 +199,9 @@ func (UnimplementedKernelServer) Detach(context.Context, *DetachRequest) (*Detac
 }
 func (UnimplementedKernelServer) Store(context.Context, *StoreRequest) (*StoreResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Store not implemented")
+}
+func (UnimplementedKernelServer) StoreBatch(context.Context, *StoreBatchRequest) (*StoreBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StoreBatch not implemented")
 }
 func (UnimplementedKernelServer) Read(context.Context, *ReadRequest) (*ReadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Read not implemented")
@@ -283,6 +305,24 @@ func _Kernel_Store_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kernel_StoreBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).StoreBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_StoreBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).StoreBatch(ctx, req.(*StoreBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Kernel_Read_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadRequest)
 	if err := dec(in); err != nil {
@@ -359,6 +399,10 @@ var Kernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Store",
 			Handler:    _Kernel_Store_Handler,
+		},
+		{
+			MethodName: "StoreBatch",
+			Handler:    _Kernel_StoreBatch_Handler,
 		},
 		{
 			MethodName: "Read",

@@ -1,0 +1,38 @@
+package check
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// BenchmarkCheckedCases measures whole checked store cases against a real
+// plugin process: three runs per case (as given, again, unpadded), each a
+// gRPC call plus a scan and classification of the pool. Capacity ≤ 64 and
+// a 4096-slot pool, the reference shape.
+func BenchmarkCheckedCases(b *testing.B) {
+	for _, l := range []string{"bf16", "fp8-paged"} {
+		b.Run("layout="+l, func(b *testing.B) {
+			tg := target(b, "fusedstore", l, "")
+			gens := make([]*workload.Gen, len(workload.Paddings))
+			for i, p := range workload.Paddings {
+				gens[i] = &workload.Gen{Slots: tg.Slots, PageSize: 64, Padding: p, MaxCapacity: 64}
+			}
+			rng := rand.New(rand.NewSource(1))
+			cases := make([]*workload.Store, 1024)
+			for i := range cases {
+				cases[i] = gens[i%len(gens)].Draw(rng)
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				res, err := tg.Check(context.Background(), cases[i%len(cases)])
+				if err != nil || res.Failed() {
+					b.Fatalf("case %v: %v %v", cases[i%len(cases)], err, res)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+		})
+	}
+}

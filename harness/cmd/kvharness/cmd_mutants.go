@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/mutants"
+	"github.com/kvharness/kvharness/harness/plugin"
+)
+
+func init() {
+	register("mutants", "run the suite on every plugin and mutant: mutants must die, controls pass", runMutants)
+}
+
+const mutantsExamples = `  kvharness mutants
+  kvharness mutants --plugin fp8store --cases 5000
+`
+
+func runMutants(ctx context.Context, e *env, args []string) int {
+	fs := flags("mutants", "[--plugin P]... [flags]", mutantsExamples, e)
+	names := fs.StringSlice("plugin", plugin.Bundled, "plugins whose controls and variants to run")
+	cfg := mutants.Config{HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize}
+	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
+	fs.IntVar(&cfg.Slots, "slots", 4096, "slots in the pool")
+	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
+	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if cfg.Cases < 1 || cfg.Slots < 2 || cfg.MaxCapacity < 1 {
+		return e.errorf("--cases, --slots and --max-capacity must be positive (and slots ≥ 2)")
+	}
+	var results []mutants.Result
+	for _, name := range *names {
+		rs, err := mutantsOf(ctx, name, cfg)
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		results = append(results, rs...)
+	}
+	mutants.WriteTable(e.stdout, results, !*noTimes)
+	mutants.WriteSummary(e.stdout, results, !*noTimes)
+	for _, r := range results {
+		if !r.OK() {
+			return exitViolation
+		}
+	}
+	return exitPass
+}
+
+// mutantsOf runs one plugin's control and variants, a fresh process each,
+// so one variant's state cannot leak into the next.
+func mutantsOf(ctx context.Context, name string, cfg mutants.Config) ([]mutants.Result, error) {
+	probe, err := open(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
+	if err != nil {
+		return nil, err
+	}
+	subjects := mutants.Subjects(name, probe.desc)
+	layouts, err := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
+	probe.close()
+	if err != nil {
+		return nil, err
+	}
+	var out []mutants.Result
+	for _, s := range subjects {
+		sess, err := open(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+		}
+		c := cfg
+		c.Dir = sess.dir
+		out = append(out, mutants.Run(ctx, sess.plugin, layouts, s, c))
+		sess.close()
+	}
+	return out, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+func init() {
+	register("plugins", "list the bundled plugins and what they declare", runPlugins)
+}
+
+const pluginsExamples = `  kvharness plugins
+  kvharness plugins --plugin ./my-plugin --head-dim 64 --page-size 16
+  kvharness plugins --json
+`
+
+func runPlugins(ctx context.Context, e *env, args []string) int {
+	fs := flags("plugins", "[--plugin P]... [flags]", pluginsExamples, e)
+	names := fs.StringSlice("plugin", plugin.Bundled, "plugins to describe")
+	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
+	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	var descs []*kvpb.DescribeResponse
+	for _, n := range *names {
+		s, err := open(ctx, n, "", *headDim, *pageSize, plugin.DefaultCallTimeout)
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		descs = append(descs, s.desc)
+		s.close()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(descs)
+		return exitPass
+	}
+	for i, d := range descs {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		writeDescription(e, d, *headDim, *pageSize)
+	}
+	return exitPass
+}
+
+func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
+	w := e.stdout
+	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
+	fmt.Fprintf(w, "  kernels: %s\n", strings.Join(d.Kernels, ", "))
+	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
+	for _, g := range d.Layouts {
+		mark := ""
+		if l, err := layout.Builtin(g.Layout, headDim, pageSize); err == nil &&
+			(l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
+			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
+		}
+		fmt.Fprintf(w, "    %-10s %4d B/token %7d B/page%s\n", g.Layout, g.BytesPerToken, g.BytesPerPage, mark)
+	}
+	if len(d.Variants) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  variants:\n")
+	for _, v := range d.Variants {
+		fmt.Fprintf(w, "    %-26s %s\n", v.Name, v.Doc)
+	}
+}

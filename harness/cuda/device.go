@@ -1,0 +1,163 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Device attributes queried at Open (CUdevice_attribute values).
+const (
+	attrMultiprocessorCount = 16
+	attrComputeMajor        = 75
+	attrComputeMinor        = 76
+)
+
+// Device is one GPU with its primary context current on a dedicated OS
+// thread. Its methods are safe for concurrent use; calls are serialised on
+// that thread.
+type Device struct {
+	ordinal int
+	dev     int32
+	ctx     uintptr
+	api     *driverAPI
+	w       *worker
+
+	name         string
+	major, minor int
+	sms          int
+	totalMem     int64
+
+	mu     sync.RWMutex // held for reading by every call, for writing by Close
+	closed bool
+}
+
+// errNilHandle is returned by methods of a nil *Device, *Stream, *Event and
+// so on when a driver exists (without one they return the ErrNoDriver reason
+// instead, which is the more useful thing to say).
+var errNilHandle = errors.New("cuda: method called on a nil handle; get a Device from cuda.Open and other handles from its methods")
+
+// Open retains device ordinal's primary context on a new dedicated thread.
+func Open(ordinal int) (*Device, error) {
+	api, err := driver()
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{ordinal: ordinal, api: api, w: newWorker()}
+	if err := d.w.do(d.init); err != nil {
+		d.w.stop()
+		return nil, fmt.Errorf("open CUDA device %d: %w", ordinal, err)
+	}
+	return d, nil
+}
+
+// init runs on the device thread: it makes the primary context current and
+// caches the properties that never change.
+func (d *Device) init() error {
+	a := d.api
+	if err := check("cuDeviceGet", a.cuDeviceGet(&d.dev, int32(d.ordinal))); err != nil {
+		return err
+	}
+	if err := check("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(&d.ctx, d.dev)); err != nil {
+		return err
+	}
+	if err := check("cuCtxSetCurrent", a.cuCtxSetCurrent(d.ctx)); err != nil {
+		a.cuDevicePrimaryCtxRelease(d.dev)
+		return err
+	}
+	return d.queryProperties()
+}
+
+func (d *Device) queryProperties() error {
+	a := d.api
+	var buf [256]byte
+	if err := check("cuDeviceGetName", a.cuDeviceGetName(&buf[0], int32(len(buf)), d.dev)); err != nil {
+		return err
+	}
+	d.name = goString(&buf[0])
+	attrs := []struct {
+		attr int32
+		dst  *int
+	}{{attrComputeMajor, &d.major}, {attrComputeMinor, &d.minor}, {attrMultiprocessorCount, &d.sms}}
+	for _, at := range attrs {
+		var v int32
+		if err := check("cuDeviceGetAttribute", a.cuDeviceGetAttribute(&v, at.attr, d.dev)); err != nil {
+			return err
+		}
+		*at.dst = int(v)
+	}
+	var total uint64
+	if err := check("cuDeviceTotalMem", a.cuDeviceTotalMem(&total, d.dev)); err != nil {
+		return err
+	}
+	d.totalMem = int64(total)
+	return nil
+}
+
+// usable reports why d cannot take calls: nil, closed, or no driver.
+func (d *Device) usable() error {
+	if d == nil {
+		if _, err := driver(); err != nil {
+			return err
+		}
+		return errNilHandle
+	}
+	return nil
+}
+
+// call runs f on the device thread with the context current.
+func (d *Device) call(f func(a *driverAPI) error) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return ErrClosed
+	}
+	return d.w.do(func() error { return f(d.api) })
+}
+
+// Close waits for calls in flight, releases the primary context and stops
+// the device thread. Memory, modules, streams and events of a context whose
+// last reference is released are freed with it.
+func (d *Device) Close() error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	err := d.w.do(func() error {
+		return check("cuDevicePrimaryCtxRelease", d.api.cuDevicePrimaryCtxRelease(d.dev))
+	})
+	d.closed = true
+	d.w.stop()
+	return err
+}
+
+// Sync waits for all work on the device to finish (cuCtxSynchronize); it
+// reports a kernel fault that asynchronous calls could not.
+func (d *Device) Sync() error {
+	return d.call(func(a *driverAPI) error { return check("cuCtxSynchronize", a.cuCtxSynchronize()) })
+}
+
+// Ordinal is the index passed to Open.
+func (d *Device) Ordinal() int { return d.ordinal }
+
+// Name is the marketing name, e.g. "NVIDIA H200".
+func (d *Device) Name() string { return d.name }
+
+// ComputeCapability is the SM version, e.g. (9, 0) for Hopper.
+func (d *Device) ComputeCapability() (major, minor int) { return d.major, d.minor }
+
+// Arch is the real architecture NVRTC compiles for, e.g. "sm_90".
+func (d *Device) Arch() string { return fmt.Sprintf("sm_%d%d", d.major, d.minor) }
+
+// Multiprocessors is the SM count, for sizing grid-stride launches.
+func (d *Device) Multiprocessors() int { return d.sms }
+
+// TotalMem is the device memory in bytes.
+func (d *Device) TotalMem() int64 { return d.totalMem }

@@ -1,0 +1,67 @@
+package cuda
+
+import (
+	"errors"
+	"time"
+)
+
+// Event marks a point in a stream; two recorded events time the work between
+// them on the GPU's clock (about 0.5 µs resolution).
+type Event struct {
+	d *Device
+	h uintptr
+}
+
+// NewEvent creates an event with timing enabled (CU_EVENT_DEFAULT).
+func (d *Device) NewEvent() (*Event, error) {
+	e := &Event{d: d}
+	if err := d.call(func(a *driverAPI) error { return check("cuEventCreate", a.cuEventCreate(&e.h, 0)) }); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Event) dev() *Device {
+	if e == nil {
+		return nil
+	}
+	return e.d
+}
+
+// Record marks the current end of stream s (nil: the legacy stream).
+func (e *Event) Record(s *Stream) error {
+	return e.dev().call(func(a *driverAPI) error { return check("cuEventRecord", a.cuEventRecord(e.h, s.handle())) })
+}
+
+// Sync waits until the work before the event's last Record is done.
+func (e *Event) Sync() error {
+	return e.dev().call(func(a *driverAPI) error { return check("cuEventSynchronize", a.cuEventSynchronize(e.h)) })
+}
+
+// Destroy releases the event.
+func (e *Event) Destroy() error {
+	return e.dev().call(func(a *driverAPI) error { return check("cuEventDestroy", a.cuEventDestroy(e.h)) })
+}
+
+// Elapsed is the GPU time between two recorded events of one device. It
+// waits for end first, since cuEventElapsedTime fails with NOT_READY on an
+// event that has not completed.
+func Elapsed(start, end *Event) (time.Duration, error) {
+	if start == nil || end == nil {
+		return 0, (*Device)(nil).usable()
+	}
+	if start.d != end.d {
+		return 0, errors.New("cuda: Elapsed of events on different devices; record both on one device")
+	}
+	var ms float32
+	err := end.dev().call(func(a *driverAPI) error {
+		if err := check("cuEventSynchronize", a.cuEventSynchronize(end.h)); err != nil {
+			return err
+		}
+		return check("cuEventElapsedTime", a.cuEventElapsedTime(&ms, start.h, end.h))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
+}

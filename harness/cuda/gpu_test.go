@@ -1,0 +1,188 @@
+package cuda
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestDeviceInfo(t *testing.T) {
+	d := openDevice(t)
+	major, minor := d.ComputeCapability()
+	v, err := DriverVersion()
+	must(t, err)
+	t.Logf("device %d: %s, sm_%d%d, %d SMs, %d MiB, driver CUDA %d", d.Ordinal(), d.Name(), major, minor,
+		d.Multiprocessors(), d.TotalMem()>>20, v)
+	if d.Name() == "" || major < 3 || d.TotalMem() <= 0 || d.Multiprocessors() <= 0 {
+		t.Errorf("implausible properties: %q sm_%d%d mem %d SMs %d", d.Name(), major, minor, d.TotalMem(), d.Multiprocessors())
+	}
+}
+
+func TestAllocCopyRoundTrip(t *testing.T) {
+	d := openDevice(t)
+	const n = 1<<20 + 13 // not a multiple of anything convenient
+	src := make([]byte, n)
+	rand.NewChaCha8([32]byte{1}).Read(src)
+	a, b := alloc(t, d, n), alloc(t, d, n)
+
+	must(t, d.HtoD(a, src))
+	must(t, d.DtoD(b, a, n))
+	got := make([]byte, n)
+	must(t, d.DtoH(got, b))
+	if !bytes.Equal(got, src) {
+		t.Fatal("HtoD → DtoD → DtoH changed the data")
+	}
+
+	must(t, d.Memset8(b.Add(100), 0xab, 50))
+	must(t, d.DtoH(got[:200], b))
+	for i := range 200 {
+		want := src[i]
+		if i >= 100 && i < 150 {
+			want = 0xab
+		}
+		if got[i] != want {
+			t.Fatalf("after Memset8, byte %d = %#x; want %#x", i, got[i], want)
+		}
+	}
+}
+
+func TestAsyncCopies(t *testing.T) {
+	d := openDevice(t)
+	s, err := d.NewStream()
+	must(t, err)
+	defer s.Destroy()
+	src := []byte("stream-ordered copies keep their order")
+	a, b := alloc(t, d, 64), alloc(t, d, 64)
+	must(t, s.Memset8Async(a, 0, 64))
+	must(t, s.HtoDAsync(a, src))
+	must(t, s.DtoDAsync(b, a, len(src)))
+	got := make([]byte, len(src))
+	must(t, s.DtoHAsync(got, b))
+	must(t, s.Sync())
+	if !bytes.Equal(got, src) {
+		t.Fatalf("async round trip gave %q", got)
+	}
+}
+
+const patternSrc = `
+extern "C" __global__ void pattern(unsigned long long* out, int n, unsigned int mul, long long add, float f) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) out[i] = (unsigned long long)i * mul + add + (long long)f;
+}
+`
+
+func patternWant(i int) uint64 { return uint64(i)*3 + uint64(1<<40) + 2 }
+
+func TestCompileLaunch(t *testing.T) {
+	d := openDevice(t)
+	start := time.Now()
+	m, err := d.Compile("pattern", patternSrc, "-DKVHARNESS_TEST=1", "-lineinfo")
+	must(t, err)
+	t.Logf("NVRTC compile + load of a small kernel for %s: %v", d.Arch(), time.Since(start))
+	f, err := m.Function("pattern")
+	must(t, err)
+	const n = 1000
+	out := alloc(t, d, n*8)
+	must(t, f.Launch(nil, Dim3{X: (n + 127) / 128}, Dim3{X: 128}, 0, out, int32(n), uint32(3), int64(1<<40), float32(2.75)))
+	must(t, d.Sync())
+	got := make([]byte, n*8)
+	must(t, d.DtoH(got, out))
+	for i := range n {
+		if v := binary.LittleEndian.Uint64(got[i*8:]); v != patternWant(i) {
+			t.Fatalf("out[%d] = %d; want %d", i, v, patternWant(i))
+		}
+	}
+	if _, err := m.Function("missing"); err == nil {
+		t.Error("Function(missing) succeeded")
+	}
+}
+
+func TestCompileError(t *testing.T) {
+	d := openDevice(t)
+	_, err := d.Compile("broken", `extern "C" __global__ void k() { this is not cuda; }`)
+	var ce *CompileError
+	if !errors.As(err, &ce) || ce.Log == "" {
+		t.Fatalf("Compile of bad source = %v; want a *CompileError with a log", err)
+	}
+	t.Logf("compile error as reported:\n%v", err)
+}
+
+func TestFP8Header(t *testing.T) {
+	d := openDevice(t)
+	src := `#include <cuda_fp8.h>
+extern "C" __global__ void q(unsigned char* out, float v) { out[0] = __nv_fp8_e4m3(v).__x; }`
+	m, err := d.Compile("fp8", src)
+	must(t, err)
+	f, err := m.Function("q")
+	must(t, err)
+	out := alloc(t, d, 1)
+	must(t, f.Launch(nil, Dim3{X: 1}, Dim3{X: 1}, 0, out, float32(1.0)))
+	got := make([]byte, 1)
+	must(t, d.DtoH(got, out))
+	if got[0] != 0x38 { // 1.0 in e4m3: sign 0, exponent 7 (bias 7), mantissa 0
+		t.Errorf("fp8 e4m3 of 1.0 = %#x; want 0x38", got[0])
+	}
+}
+
+func TestEventTiming(t *testing.T) {
+	d := openDevice(t)
+	const n = 256 << 20
+	p := alloc(t, d, n)
+	start, err := d.NewEvent()
+	must(t, err)
+	end, err := d.NewEvent()
+	must(t, err)
+	defer start.Destroy()
+	defer end.Destroy()
+	s, err := d.NewStream()
+	must(t, err)
+	defer s.Destroy()
+	must(t, start.Record(s))
+	must(t, s.Memset8Async(p, 1, n))
+	must(t, end.Record(s))
+	el, err := Elapsed(start, end)
+	must(t, err)
+	t.Logf("memset of 256 MiB: %v (%.0f GB/s)", el, float64(n)/el.Seconds()/1e9)
+	if el <= 0 || el > 10*time.Second {
+		t.Errorf("Elapsed = %v; want a small positive duration", el)
+	}
+}
+
+// TestCompileDiskCache: a second Compile of the same source, by a cache with
+// an empty memory (as in a new process), loads the cubin from disk without
+// running NVRTC, and the module works.
+func TestCompileDiskCache(t *testing.T) {
+	d := openDevice(t)
+	src := patternSrc + fmt.Sprintf("// %s %d\n", t.Name(), time.Now().UnixNano())
+	c := processCache()
+	before := c.compiles.Load()
+	_, err := d.Compile("pattern", src)
+	must(t, err)
+	if got := c.compiles.Load() - before; got != 1 {
+		t.Fatalf("first Compile ran NVRTC %d times; want 1", got)
+	}
+
+	fresh := newCubinCache(c.dir)
+	cubins = fresh
+	defer func() { cubins = c }()
+	start := time.Now()
+	m, err := d.Compile("pattern", src)
+	must(t, err)
+	if fresh.compiles.Load() != 0 {
+		t.Fatalf("Compile with a warm disk cache ran NVRTC %d times; want 0", fresh.compiles.Load())
+	}
+	t.Logf("Compile from the disk cache: %v", time.Since(start))
+	f, err := m.Function("pattern")
+	must(t, err)
+	out := alloc(t, d, 8)
+	must(t, f.Launch(nil, Dim3{X: 1}, Dim3{X: 1}, 0, out, int32(1), uint32(3), int64(1<<40), float32(2)))
+	got := make([]byte, 8)
+	must(t, d.DtoH(got, out))
+	if v := binary.LittleEndian.Uint64(got); v != patternWant(0) {
+		t.Errorf("kernel from cached cubin wrote %d; want %d", v, patternWant(0))
+	}
+}

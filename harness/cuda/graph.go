@@ -1,0 +1,89 @@
+package cuda
+
+import "errors"
+
+// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED. The device thread serves
+// every goroutine using the device, so under a global or thread-local mode an
+// unrelated call from another goroutine (an allocation, a synchronous copy)
+// would count as an unsafe call on the capturing thread and invalidate the
+// capture. Relaxed mode leaves such calls alone; they are not captured.
+const captureRelaxed = 2
+
+// Graph is a captured sequence of stream work.
+type Graph struct {
+	d *Device
+	h uintptr
+}
+
+// GraphExec is an instantiated Graph, ready to replay.
+type GraphExec struct {
+	d *Device
+	h uintptr
+}
+
+// BeginCapture starts recording the work queued on s into a graph instead of
+// running it. The legacy default stream cannot be captured.
+func (s *Stream) BeginCapture() error {
+	if s == nil {
+		if err := (*Device)(nil).usable(); !errors.Is(err, errNilHandle) {
+			return err
+		}
+		return errors.New("cuda: cannot capture the legacy default stream; capture a stream from NewStream")
+	}
+	return s.d.call(func(a *driverAPI) error {
+		return check("cuStreamBeginCapture", a.cuStreamBeginCapture(s.h, captureRelaxed))
+	})
+}
+
+// EndCapture stops recording and returns the graph.
+func (s *Stream) EndCapture() (*Graph, error) {
+	g := &Graph{d: s.dev()}
+	err := s.dev().call(func(a *driverAPI) error { return check("cuStreamEndCapture", a.cuStreamEndCapture(s.h, &g.h)) })
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Graph) dev() *Device {
+	if g == nil {
+		return nil
+	}
+	return g.d
+}
+
+// Instantiate prepares the graph for replay.
+func (g *Graph) Instantiate() (*GraphExec, error) {
+	x := &GraphExec{d: g.dev()}
+	err := g.dev().call(func(a *driverAPI) error {
+		return check("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags(&x.h, g.h, 0))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Destroy releases the graph; executables instantiated from it live on.
+func (g *Graph) Destroy() error {
+	return g.dev().call(func(a *driverAPI) error { return check("cuGraphDestroy", a.cuGraphDestroy(g.h)) })
+}
+
+func (x *GraphExec) dev() *Device {
+	if x == nil {
+		return nil
+	}
+	return x.d
+}
+
+// Launch replays the graph on s (nil: the legacy default stream). Kernel
+// arguments are the values captured; pointers in them are read afresh, so
+// rewriting a buffer a captured kernel reads changes what a replay computes.
+func (x *GraphExec) Launch(s *Stream) error {
+	return x.dev().call(func(a *driverAPI) error { return check("cuGraphLaunch", a.cuGraphLaunch(x.h, s.handle())) })
+}
+
+// Destroy releases the executable graph.
+func (x *GraphExec) Destroy() error {
+	return x.dev().call(func(a *driverAPI) error { return check("cuGraphExecDestroy", a.cuGraphExecDestroy(x.h)) })
+}

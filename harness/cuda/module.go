@@ -1,0 +1,107 @@
+package cuda
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+)
+
+// Module is a cubin loaded into a device's context.
+type Module struct {
+	d    *Device
+	h    uintptr
+	name string
+}
+
+// Function is a kernel of a Module, found by its extern "C" name.
+type Function struct {
+	m    *Module
+	h    uintptr
+	name string
+}
+
+// Compile builds CUDA C src with NVRTC for the device's architecture and
+// loads it. name labels the program in errors and logs. opts are NVRTC
+// options such as "-DN=4", "-lineinfo" or "--use_fast_math" (NVRTC has no
+// -O3: it optimises device code by default); --gpu-architecture=sm_XY is
+// added unless given. The cubin is cached in memory and on disk by (source,
+// options, architecture), so only the first compile pays for NVRTC.
+func (d *Device) Compile(name, src string, opts ...string) (*Module, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	opts = withArch(opts, d.Arch())
+	key := cacheKey(src, opts, d.Arch())
+	c := processCache()
+	compile := func() ([]byte, error) { return compileCUBIN(name, src, opts) }
+	cubin, fromDisk, err := c.get(key, compile)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s for %s: %w", name, d.Arch(), err)
+	}
+	m, err := d.loadModule(name, cubin)
+	if err != nil && fromDisk {
+		// A damaged or foreign file in the cache: drop it and build afresh.
+		c.evict(key)
+		if cubin, _, err = c.get(key, compile); err == nil {
+			m, err = d.loadModule(name, cubin)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load module %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// withArch appends --gpu-architecture=arch unless opts already choose one.
+func withArch(opts []string, arch string) []string {
+	for _, o := range opts {
+		if strings.HasPrefix(o, "--gpu-architecture") || strings.HasPrefix(o, "-arch") {
+			return opts
+		}
+	}
+	return append(append([]string(nil), opts...), "--gpu-architecture="+arch)
+}
+
+// loadModule loads a cubin (or fatbin) image into the context.
+func (d *Device) loadModule(name string, image []byte) (*Module, error) {
+	m := &Module{d: d, name: name}
+	err := d.call(func(a *driverAPI) error {
+		return check("cuModuleLoadData", a.cuModuleLoadData(&m.h, unsafe.Pointer(&image[0])))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Module) dev() *Device {
+	if m == nil {
+		return nil
+	}
+	return m.d
+}
+
+func (m *Module) label() string {
+	if m == nil {
+		return "<nil module>"
+	}
+	return m.name
+}
+
+// Function looks up a kernel by name; kernels must be extern "C" so the
+// name is not mangled.
+func (m *Module) Function(name string) (*Function, error) {
+	f := &Function{m: m, name: name}
+	err := m.dev().call(func(a *driverAPI) error {
+		return check("cuModuleGetFunction", a.cuModuleGetFunction(&f.h, m.h, name))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kernel %q in module %s (is it extern \"C\"?): %w", name, m.label(), err)
+	}
+	return f, nil
+}
+
+// Unload releases the module; its Functions become invalid.
+func (m *Module) Unload() error {
+	return m.dev().call(func(a *driverAPI) error { return check("cuModuleUnload", a.cuModuleUnload(m.h)) })
+}

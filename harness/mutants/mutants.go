@@ -1,0 +1,127 @@
+// Package mutants proves the harness's power: it runs the property suite
+// against every correct plugin (controls, which must pass) and every named
+// mutant (which must be killed), and measures how fast each one dies.
+//
+// Budgets escalate: every layout × padding combination first gets a few
+// cases, then more, so a mutant that only one combination can see (say
+// minus1-wraps, visible under the minus1 convention alone) is killed in
+// the first round instead of after the other combinations' full budgets.
+package mutants
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Reference bugs are whole plugins kept broken on purpose: run without a
+// variant they are mutants, not controls.
+var Reference = map[string]string{
+	"bf16scatter": "the incident's pad-unaware scatter",
+}
+
+// Subject is one plugin build under test.
+type Subject struct {
+	Plugin  string
+	Variant string // "" for the plugin as shipped
+	Doc     string
+	Mutant  bool // must be killed; otherwise a control that must pass
+}
+
+// Result is a subject's fate.
+type Result struct {
+	Subject
+	Killed   bool // a mutant was caught, or a control failed
+	Property oracle.Kind
+	Layout   string
+	Padding  workload.Padding
+	Cases    int           // cases run until the kill (or in total for survivors)
+	ToKill   time.Duration // wall time from the suite's start to the first failure
+	Case     *workload.Store
+	Err      error // plugin fault or setup error
+}
+
+// OK reports whether the subject behaved as it must.
+func (r Result) OK() bool { return r.Err == nil && r.Killed == r.Mutant }
+
+// Config shapes a mutants run.
+type Config struct {
+	Dir         *pool.Dir
+	Cases       int // final per-combination budget for mutants and controls
+	Seed        int64
+	Slots       int
+	MaxCapacity int
+	HeadDim     int
+	PageSize    int
+}
+
+// Subjects lists a plugin's control (unless it is a reference bug) and its
+// variants, from its own description.
+func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
+	doc, ref := Reference[name]
+	out := []Subject{{Plugin: name, Doc: d.Doc, Mutant: ref}}
+	if ref {
+		out[0].Doc = doc
+	}
+	for _, v := range d.Variants {
+		out = append(out, Subject{Plugin: name, Variant: v.Name, Doc: v.Doc, Mutant: true})
+	}
+	return out
+}
+
+// Run tests one subject against a started plugin.
+func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subject, cfg Config) Result {
+	res := Result{Subject: s}
+	start := time.Now()
+	budgets := []int{20, 200, cfg.Cases}
+	if !s.Mutant {
+		budgets = []int{cfg.Cases} // a control gets the whole budget once
+	}
+	for round, n := range budgets {
+		if n > cfg.Cases {
+			break
+		}
+		suite := &property.Suite{Plugin: p, Dir: cfg.Dir, Variant: s.Variant, Layouts: layouts,
+			Paddings: workload.Paddings, Cases: n, Seed: cfg.Seed + int64(1000*round), Slots: cfg.Slots,
+			MaxCapacity: cfg.MaxCapacity, BackgroundSeed: cfg.Seed, StopAtFirst: true}
+		vs, err := suite.Run(ctx)
+		res.Cases += casesOf(vs)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		if v, ok := firstFailure(vs); ok {
+			f := v.Outcome.Failure
+			res.Killed, res.Property, res.Layout, res.Padding = true, f.Property, v.Layout.Name, v.Padding
+			res.Case = f.Minimal.Case
+			res.ToKill = time.Since(start) - v.Outcome.Elapsed + v.Outcome.ToFailure
+			return res
+		}
+	}
+	res.ToKill = time.Since(start)
+	return res
+}
+
+func casesOf(vs []property.Verdict) int {
+	n := 0
+	for _, v := range vs {
+		n += v.Outcome.Cases
+	}
+	return n
+}
+
+func firstFailure(vs []property.Verdict) (property.Verdict, bool) {
+	for _, v := range vs {
+		if v.Outcome.Failure != nil {
+			return v, true
+		}
+	}
+	return property.Verdict{}, false
+}

@@ -1,0 +1,128 @@
+package plot
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kvharness/kvharness/harness/results"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// A series is the cells that differ only in tokens.
+type series struct {
+	label string
+	pts   plotter.XYs // (tokens, GB/s), by tokens
+}
+
+// Throughput writes a PNG of GB/s against tokens to w: one series per
+// combination of the other identity fields, and the same-size copy as a
+// dashed roofline series (the best copy GB/s seen at each token count)
+// when any cell measured it. Every cell needs GB/s.
+func Throughput(w io.Writer, cells []results.Cell, o Options) error {
+	if len(cells) == 0 {
+		return ErrNoCells
+	}
+	for _, c := range cells {
+		if c.GBps <= 0 {
+			return &MissingDataError{c.Key(), "no GB/s (count bytes_per_launch and call Cell.Derive)"}
+		}
+	}
+	p := plot.New()
+	p.Title.Text = o.title("Store throughput vs size")
+	p.X.Label.Text = "tokens"
+	p.Y.Label.Text = "GB/s (bytes read + written / median time)"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, pow2Ticks{}
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	if err := addSeries(p, groupSeries(cells), rooflinePoints(cells)); err != nil {
+		return err
+	}
+	widenSingle(&p.X)
+	return writePNG(p, w, o)
+}
+
+// groupSeries groups cells by every name field but tokens, in order of
+// first appearance.
+func groupSeries(cells []results.Cell) []series {
+	names := labels(cells, "tokens")
+	index := map[string]int{}
+	var out []series
+	for i, c := range cells {
+		k := seriesKey(c)
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, series{label: names[i]})
+		}
+		out[j].pts = append(out[j].pts, plotter.XY{X: float64(c.Tokens), Y: c.GBps})
+	}
+	for _, s := range out {
+		slices.SortFunc(s.pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+	}
+	return out
+}
+
+func seriesKey(c results.Cell) string {
+	var b strings.Builder
+	for _, f := range c.Fields() {
+		if f.Key != "tokens" {
+			fmt.Fprintf(&b, "/%s=%s", f.Key, f.Value)
+		}
+	}
+	return b.String()
+}
+
+// rooflinePoints is the best copy GB/s measured at each token count.
+func rooflinePoints(cells []results.Cell) plotter.XYs {
+	best := map[int]float64{}
+	for _, c := range cells {
+		if c.CopyGBps > 0 {
+			best[c.Tokens] = max(best[c.Tokens], c.CopyGBps)
+		}
+	}
+	var pts plotter.XYs
+	for _, t := range slices.Sorted(maps.Keys(best)) {
+		pts = append(pts, plotter.XY{X: float64(t), Y: best[t]})
+	}
+	return pts
+}
+
+func addSeries(p *plot.Plot, ss []series, roof plotter.XYs) error {
+	for i, s := range ss {
+		l, pts, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return fmt.Errorf("plot series %q: %w", s.label, err)
+		}
+		l.Color, pts.Color, l.Width = plotutil.Color(i), plotutil.Color(i), 1.5
+		p.Add(l, pts)
+		p.Legend.Add(s.label, l, pts)
+	}
+	if len(roof) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(roof)
+	if err != nil {
+		return fmt.Errorf("plot copy roofline: %w", err)
+	}
+	l.Width, l.Dashes = 1.5, []vg.Length{vg.Points(6), vg.Points(4)}
+	p.Add(l)
+	p.Legend.Add("copy, same bytes (roofline)", l)
+	return nil
+}
+
+// widenSingle gives a log axis holding one value a range around it;
+// gonum would widen it by ±1, which can reach zero.
+func widenSingle(a *plot.Axis) {
+	if a.Min == a.Max {
+		a.Min, a.Max = a.Min/2, a.Max*2
+	}
+}

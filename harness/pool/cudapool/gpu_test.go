@@ -1,0 +1,302 @@
+package cudapool
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// openDevice opens GPU 0 or skips the test on a machine without CUDA.
+func openDevice(t testing.TB) *cuda.Device {
+	t.Helper()
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA driver (%v): run ./scripts/gpu-test on a GPU machine", err)
+	}
+	d, err := cuda.Open(0)
+	if err != nil {
+		t.Fatalf("cuda.Open(0): %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// pair is the same arena in both backends; every operation runs on both and
+// must give the same answer.
+type pair struct {
+	t   *testing.T
+	shm *pool.SHM
+	gpu *Memory
+}
+
+func newPair(t *testing.T, size int) *pair {
+	dev := openDevice(t)
+	shm, err := pool.NewSHM(&pool.Dir{Path: t.TempDir()}, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shm.Close() })
+	gpu, err := New(dev, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gpu.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &pair{t, shm, gpu}
+}
+
+func (p *pair) both(what string, f func(m pool.Memory) error) {
+	p.t.Helper()
+	e1, e2 := f(p.shm), f(p.gpu)
+	if (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
+		p.t.Fatalf("%s: shm error %v, cuda error %v", what, e1, e2)
+	}
+}
+
+func (p *pair) write(off int, b []byte) {
+	p.both("WriteAt", func(m pool.Memory) error { return m.WriteAt(b, off) })
+}
+
+func (p *pair) fill(w pool.Window, seed uint64) {
+	p.both("Fill", func(m pool.Memory) error { return m.Fill(w, seed) })
+}
+
+// changed compares Changed on both backends and returns the answer.
+func (p *pair) changed(w pool.Window) []pool.Window {
+	p.t.Helper()
+	want, err := p.shm.Changed(w)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got, err := p.gpu.Changed(w)
+	if err != nil {
+		p.t.Fatalf("cuda Changed(%+v): %v", w, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		p.t.Fatalf("Changed(%+v):\ncuda %v\nshm  %v", w, got, want)
+	}
+	return got
+}
+
+// sameBytes compares the whole arena.
+func (p *pair) sameBytes() {
+	p.t.Helper()
+	size := len(p.shm.Bytes())
+	got := make([]byte, size)
+	if err := p.gpu.ReadAt(got, 0); err != nil {
+		p.t.Fatal(err)
+	}
+	if i := firstDiff(got, p.shm.Bytes()); i >= 0 {
+		p.t.Fatalf("arenas differ first at byte %d: cuda %#x, shm %#x", i, got[i], p.shm.Bytes()[i])
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestMatchesSHM(t *testing.T) {
+	const size = 1<<20 + 100 // not a multiple of 8 or 256
+	p := newPair(t, size)
+	whole := pool.Window{Off: 0, Len: size}
+	if c := p.changed(whole); c != nil {
+		t.Fatalf("fresh arena changed: %v", c)
+	}
+
+	p.fill(pool.Window{Off: 0, Len: 4096}, 1)
+	p.fill(pool.Window{Off: 4099, Len: 50001}, 2) // unaligned both ends
+	p.fill(pool.Window{Off: 300000, Len: size - 300000}, 3)
+	p.fill(pool.Window{Off: 1000, Len: 3097}, 4) // overlaps the first; leaves [4097,4099) unfilled
+	p.sameBytes()
+	if c := p.changed(whole); c != nil {
+		t.Fatalf("filled arena changed: %v", c)
+	}
+
+	bg := pool.Background(4, 2000, 8) // rewriting the baseline is no change
+	p.write(2000, bg)
+	p.write(0, []byte{0xff})
+	p.write(7, []byte{1, 2})                                 // across a word boundary
+	p.write(250, []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}) // across a block boundary
+	p.write(4094, []byte{1, 2, 3, 4, 5, 6, 7})               // seed 4, unfilled gap, seed 2
+	p.write(998, []byte{1, 2, 3, 4})                         // seed 1 into seed 4
+	p.write(54096, bytes.Repeat([]byte{0x33}, 8))            // seed 2 into the unfilled gap
+	p.write(100000, make([]byte, 700))                       // a row of zeros in the unfilled gap: no change
+	p.write(100001, []byte{1})                               // one changed byte there
+	row := bytes.Repeat([]byte{0x5a}, 1000)
+	p.write(300123, row)
+	p.write(size-1, []byte{0x77})
+	p.sameBytes()
+
+	c := p.changed(whole)
+	if len(c) < 7 {
+		t.Fatalf("only %d changed ranges found: %v", len(c), c)
+	}
+	for _, w := range []pool.Window{{Off: 5, Len: 1000}, {Off: 250, Len: 10}, {Off: 4095, Len: 3}, {Off: 300200, Len: 1}, {Off: size - 1, Len: 1}, {Off: 17, Len: 0}} {
+		p.changed(w)
+	}
+	p.both("Reset", func(m pool.Memory) error { return m.Reset(c) })
+	p.sameBytes()
+	if c := p.changed(whole); c != nil {
+		t.Fatalf("after Reset: %v", c)
+	}
+
+	p.both("ReadAt past the end", func(m pool.Memory) error { return m.ReadAt(make([]byte, 2), size-1) })
+	p.both("Fill past the end", func(m pool.Memory) error { return m.Fill(pool.Window{Off: size, Len: 1}, 1) })
+	p.both("Changed past the end", func(m pool.Memory) error { _, err := m.Changed(pool.Window{Off: -1, Len: 2}); return err })
+	p.both("Reset past the end", func(m pool.Memory) error { return m.Reset([]pool.Window{{Off: 0, Len: size + 1}}) })
+}
+
+// TestMatchesSHMRandom: random writes, some equal to the baseline, then
+// Changed on random windows and Reset of the whole arena, round after round.
+func TestMatchesSHMRandom(t *testing.T) {
+	const size = 512 << 10
+	p := newPair(t, size)
+	p.fill(pool.Window{Off: 64, Len: 200000}, 11)
+	p.fill(pool.Window{Off: 250001, Len: 100000}, 12)
+	rng := rand.New(rand.NewPCG(3, 5))
+	whole := pool.Window{Off: 0, Len: size}
+	for range 20 {
+		for range 1 + rng.IntN(40) {
+			off := rng.IntN(size - 600)
+			b := make([]byte, 1+rng.IntN(600))
+			for i := range b {
+				if rng.IntN(3) != 0 {
+					b[i] = byte(rng.Uint32())
+				} else {
+					p.shm.ReadAt(b[i:i+1], off+i) // keep the current byte
+				}
+			}
+			p.write(off, b)
+		}
+		for range 5 {
+			off := rng.IntN(size)
+			p.changed(pool.Window{Off: off, Len: rng.IntN(size - off + 1)})
+		}
+		p.both("Reset", func(m pool.Memory) error { return m.Reset([]pool.Window{whole}) })
+		if c := p.changed(whole); c != nil {
+			t.Fatalf("after Reset: %v", c)
+		}
+	}
+	p.sameBytes()
+}
+
+// TestManyChangedBlocks overflows the first scan list and needs several
+// gather rounds.
+func TestManyChangedBlocks(t *testing.T) {
+	const size = 4 << 20
+	p := newPair(t, size)
+	p.fill(pool.Window{Off: 0, Len: size}, 5)
+	for off := 0; off < size; off += 2 * blockBytes {
+		p.write(off+17, []byte{0, 1, 2})
+	}
+	c := p.changed(pool.Window{Off: 0, Len: size})
+	if len(c) < initialListCap+gatherChunk {
+		t.Fatalf("%d ranges; the test means to exceed the first list (%d) and one gather chunk (%d)", len(c), initialListCap, gatherChunk)
+	}
+	p.both("Reset", func(m pool.Memory) error { return m.Reset([]pool.Window{{Off: 0, Len: size}}) })
+	p.sameBytes()
+}
+
+func TestDesc(t *testing.T) {
+	dev := openDevice(t)
+	m, err := New(dev, 12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d := m.Desc()
+	if d.Backend != kvpb.Backend_BACKEND_CUDA || d.Size != 12345 || len(d.IpcHandle) != 64 || d.Device != 0 {
+		t.Fatalf("Desc = %v", d)
+	}
+	if bytes.Equal(d.IpcHandle, make([]byte, 64)) {
+		t.Fatal("IPC handle is all zeros")
+	}
+	if m.Ptr() == 0 {
+		t.Fatal("Ptr is 0")
+	}
+}
+
+// BenchmarkChanged scans a 256 MiB window in which a few 256-byte rows
+// changed: the cost of checking one kernel call.
+func BenchmarkChanged(b *testing.B) {
+	const size = 256 << 20
+	dev := openDevice(b)
+	m, err := New(dev, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	w := pool.Window{Off: 0, Len: size}
+	if err := m.Fill(w, 42); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	row := bytes.Repeat([]byte{0xa5}, 256)
+	for range 8 {
+		if err := m.WriteAt(row, rng.IntN(size/256)*256); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for b.Loop() {
+		c, err := m.Changed(w)
+		if err != nil || len(c) != 8 {
+			b.Fatalf("Changed = %d ranges, %v; want 8", len(c), err)
+		}
+	}
+}
+
+// BenchmarkChangedClean is the common case: nothing changed.
+func BenchmarkChangedClean(b *testing.B) {
+	const size = 256 << 20
+	dev := openDevice(b)
+	m, err := New(dev, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	w := pool.Window{Off: 0, Len: size}
+	if err := m.Fill(w, 42); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		if c, err := m.Changed(w); err != nil || c != nil {
+			b.Fatalf("Changed = %v, %v", c, err)
+		}
+	}
+}
+
+// BenchmarkReset restores a 256 MiB window.
+func BenchmarkReset(b *testing.B) {
+	const size = 256 << 20
+	dev := openDevice(b)
+	m, err := New(dev, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	w := pool.Window{Off: 0, Len: size}
+	if err := m.Fill(w, 42); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		if err := m.Reset([]pool.Window{w}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package property
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+func suite(t *testing.T, name, variant string, layouts ...string) *Suite {
+	t.Helper()
+	dir, err := pool.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	path, err := plugin.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	s := &Suite{Plugin: p, Dir: dir, Variant: variant, Paddings: workload.Paddings, Cases: 200, Seed: 1,
+		Slots: 4096, MaxCapacity: 64, BackgroundSeed: 1}
+	for _, n := range layouts {
+		l, err := layout.Builtin(n, 128, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Layouts = append(s.Layouts, l)
+	}
+	return s
+}
+
+func TestCorrectPluginsPass(t *testing.T) {
+	for _, tc := range []struct {
+		plugin  string
+		layouts []string
+	}{
+		{"fusedstore", []string{"bf16", "fp8-paged", "fp8-rows"}},
+		{"fp8store", []string{"fp8-paged", "fp8-rows"}},
+	} {
+		vs, err := suite(t, tc.plugin, "", tc.layouts...).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) != len(tc.layouts)*len(workload.Paddings) {
+			t.Fatalf("%s: %d verdicts", tc.plugin, len(vs))
+		}
+		for _, v := range vs {
+			if !v.Outcome.Passed() || v.Outcome.Cases != 200 {
+				t.Errorf("%s %s/%s: %d cases, failure %+v", tc.plugin, v.Layout.Name, v.Padding, v.Outcome.Cases, v.Outcome.Failure)
+			}
+		}
+	}
+}
+
+// TestBF16ScatterShrinks is the incident: the pad-unaware scatter must fail
+// under every padding convention and shrink to a one- or two-row batch.
+func TestBF16ScatterShrinks(t *testing.T) {
+	s := suite(t, "bf16scatter", "", "bf16")
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[workload.Padding]oracle.Kind{
+		workload.PadCount: oracle.Padding, workload.PadSink: oracle.Padding, workload.PadMinus1: oracle.Guard}
+	for _, v := range vs {
+		o := v.Outcome
+		if v.Padding == workload.PadNone {
+			if !o.Passed() {
+				t.Errorf("no padding: %+v", o.Failure.Minimal.Violations)
+			}
+			continue
+		}
+		if o.Failure == nil || o.Failure.Flaky {
+			t.Fatalf("%s: not caught (%+v)", v.Padding, o)
+		}
+		m := o.Failure.Minimal
+		if o.Failure.Property != want[v.Padding] || !m.Has(want[v.Padding]) {
+			t.Errorf("%s: property %s, want %s", v.Padding, o.Failure.Property, want[v.Padding])
+		}
+		if m.Case.Capacity() > 2 || m.Case.Capacity()-m.Case.Valid < 1 {
+			t.Errorf("%s: shrunk to %v, want capacity ≤ 2 with a padded row", v.Padding, m.Case)
+		}
+		t.Logf("%s: %v after %d shrinks, case #%d", v.Padding, m.Case, o.Failure.Shrinks, o.Cases)
+	}
+}

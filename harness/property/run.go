@@ -1,0 +1,129 @@
+package property
+
+import (
+	"context"
+	"time"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/prop"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Config shapes one property run.
+type Config struct {
+	Cases       int // passing cases wanted
+	Seed        int64
+	Padding     workload.Padding
+	MaxCapacity int // largest batch drawn
+	MaxShrinks  int // shrink steps at most; 0 means 500
+}
+
+// Outcome is how a property run ended.
+type Outcome struct {
+	Cases     int      // cases checked before the run ended, the failing one included
+	Failure   *Failure // the first failure, shrunk; nil if none
+	Fault     error    // a plugin fault that stopped the run
+	FaultCase *workload.Store
+	ToFailure time.Duration // wall time until the first failure was seen
+	Elapsed   time.Duration // whole run, shrinking included
+}
+
+// Passed reports a clean run.
+func (o *Outcome) Passed() bool { return o.Failure == nil && o.Fault == nil }
+
+// Failure is a confirmed (or flaky) counterexample.
+type Failure struct {
+	Original *check.Result // as first found
+	Minimal  *check.Result // after shrinking; Original when flaky
+	Rerun    *check.Result // the confirming run (clean when Flaky)
+	Property oracle.Kind   // the property shrinking preserved
+	Shrinks  int
+	Flaky    bool
+}
+
+// runner is the state gopter's condition closure works on.
+type runner struct {
+	ctx    context.Context
+	target *check.Target
+	start  time.Time
+	out    *Outcome
+}
+
+// Run checks cfg.Cases generated cases against t.
+func Run(ctx context.Context, t *check.Target, cfg Config) *Outcome {
+	if cfg.MaxShrinks == 0 {
+		cfg.MaxShrinks = 500
+	}
+	r := &runner{ctx: ctx, target: t, start: time.Now(), out: &Outcome{}}
+	g := &workload.Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: cfg.Padding, MaxCapacity: cfg.MaxCapacity}
+	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
+	params.MinSuccessfulTests = cfg.Cases
+	params.MaxShrinkCount = cfg.MaxShrinks
+	params.Workers = 1
+	prop.ForAll(r.condition, generator(g)).Check(params)
+	r.out.Elapsed = time.Since(r.start)
+	return r.out
+}
+
+func generator(g *workload.Gen) gopter.Gen {
+	return func(gp *gopter.GenParameters) *gopter.GenResult {
+		return gopter.NewGenResult(g.Draw(gp.Rng), shrinker)
+	}
+}
+
+func shrinker(v any) gopter.Shrink {
+	cands := workload.Shrink(v.(*workload.Store))
+	return func() (any, bool) {
+		if len(cands) == 0 {
+			return nil, false
+		}
+		c := cands[0]
+		cands = cands[1:]
+		return c, true
+	}
+}
+
+// condition is gopter's property: true when the case passes. After the
+// first failure it becomes the shrink oracle: a candidate "fails" only if
+// it still violates the same property.
+func (r *runner) condition(c *workload.Store) bool {
+	if r.out.Fault != nil || r.ctx.Err() != nil {
+		return false // stopped: fail fast so gopter ends without calling the plugin
+	}
+	res, err := r.target.Check(r.ctx, c)
+	if err != nil {
+		r.out.Fault, r.out.FaultCase = err, c
+		return false
+	}
+	f := r.out.Failure
+	if f == nil {
+		r.out.Cases++
+		if !res.Failed() {
+			return true
+		}
+		r.out.ToFailure = time.Since(r.start)
+		return r.confirm(res)
+	}
+	if f.Flaky || !res.Has(f.Property) {
+		return true
+	}
+	f.Minimal = res
+	f.Shrinks++
+	return false
+}
+
+// confirm re-runs a first failure before it is reported.
+func (r *runner) confirm(res *check.Result) bool {
+	again, err := r.target.Check(r.ctx, res.Case)
+	if err != nil {
+		r.out.Fault, r.out.FaultCase = err, res.Case
+		return false
+	}
+	f := &Failure{Original: res, Minimal: res, Rerun: again, Property: res.Primary()}
+	f.Flaky = !again.Has(f.Property)
+	r.out.Failure = f
+	return false
+}

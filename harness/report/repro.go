@@ -1,0 +1,165 @@
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// ReproVersion is the repro file format this harness writes and reads.
+const ReproVersion = 1
+
+// Repro is a saved failing case: everything needed to run it again.
+type Repro struct {
+	Version        int             `json:"version"`
+	Kernel         string          `json:"kernel"`
+	Plugin         string          `json:"plugin"`
+	Variant        string          `json:"variant,omitempty"`
+	Layout         json.RawMessage `json:"layout"`
+	Slots          int             `json:"slots"`
+	BackgroundSeed int64           `json:"background_seed"`
+	Case           *workload.Store `json:"case"`
+	Found          *Found          `json:"found,omitempty"`
+}
+
+// Found records how and where the case was found.
+type Found struct {
+	Property   oracle.Kind        `json:"property"`
+	Flaky      bool               `json:"flaky,omitempty"`
+	Seed       int64              `json:"seed"`
+	CaseIndex  int                `json:"case_index"`
+	Shrinks    int                `json:"shrinks"`
+	Test       string             `json:"test,omitempty"` // go test -run line, when a test found it
+	Violations []oracle.Violation `json:"violations"`
+}
+
+// ErrBadRepro is wrapped by every problem with a repro file's content.
+var ErrBadRepro = errors.New("bad repro file")
+
+// MaxReproBytes bounds what LoadRepro reads.
+const MaxReproBytes = 64 << 20
+
+// LoadRepro reads and validates a repro file.
+func LoadRepro(path string) (*Repro, *layout.Layout, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read repro file: %w", err)
+	}
+	r, l, err := ParseRepro(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, l, nil
+}
+
+// ParseRepro decodes and validates repro file content.
+func ParseRepro(data []byte) (*Repro, *layout.Layout, error) {
+	if len(data) > MaxReproBytes {
+		return nil, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadRepro, len(data), MaxReproBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Repro
+	if err := dec.Decode(&r); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
+	switch {
+	case r.Version > ReproVersion:
+		return nil, nil, fmt.Errorf("%w: format version %d is newer than this kvharness reads (%d); update kvharness", ErrBadRepro, r.Version, ReproVersion)
+	case r.Version < 1:
+		return nil, nil, fmt.Errorf("%w: no format version", ErrBadRepro)
+	case r.Kernel != "store":
+		return nil, nil, fmt.Errorf("%w: kernel %q (this kvharness replays store cases)", ErrBadRepro, r.Kernel)
+	case r.Case == nil:
+		return nil, nil, fmt.Errorf("%w: no case", ErrBadRepro)
+	}
+	l, err := layout.Parse(r.Layout, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
+	if err := r.Case.Validate(r.Slots); err != nil {
+		return nil, nil, fmt.Errorf("%w: case: %v", ErrBadRepro, err)
+	}
+	return &r, l, nil
+}
+
+// Name is a stable file name: plugin, variant, layout, padding, property
+// and a hash of the content, so the same finding overwrites itself.
+func (r *Repro) Name() string {
+	body, _ := json.Marshal(r.Case)
+	sum := sha256.Sum256(append(append([]byte(r.Plugin+r.Variant), r.Layout...), body...))
+	parts := []string{r.Plugin}
+	if r.Variant != "" {
+		parts = append(parts, r.Variant)
+	}
+	var l struct{ Name string }
+	json.Unmarshal(r.Layout, &l)
+	parts = append(parts, l.Name, r.Case.Padding.String())
+	if r.Found != nil {
+		parts = append(parts, string(r.Found.Property))
+	}
+	parts = append(parts, hex.EncodeToString(sum[:4]))
+	return safeName(strings.Join(parts, "-")) + ".json"
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Save writes the repro file into dir, whole or not at all, and returns
+// its path.
+func (r *Repro) Save(dir string) (string, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make results folder: %w", err)
+	}
+	path := filepath.Join(dir, r.Name())
+	return path, WriteFileAtomic(path, append(data, '\n'), 0o644)
+}
+
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and
+// renames it into place: readers see the old file or the new one, never
+// half of one.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package results
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/measure"
+)
+
+// A Cell is the result of benchmarking one Identity. Its JSON form is one
+// line of the results log, with the Identity's fields at the top level.
+type Cell struct {
+	Identity
+	Summary measure.Summary `json:"summary"`
+
+	// BytesPerLaunch is what one launch reads plus what it writes,
+	// counted by the runner from the workload; GBps is derived from it.
+	BytesPerLaunch int64   `json:"bytes_per_launch"`
+	TokensPerSec   float64 `json:"tokens_per_s"`
+	GBps           float64 `json:"gb_per_s"`
+	PeakGBps       float64 `json:"peak_gb_per_s,omitempty"` // the device's peak bandwidth
+	PctOfPeak      float64 `json:"pct_of_peak,omitempty"`
+
+	// CopyGBps is a plain device copy of BytesPerLaunch bytes, measured
+	// in the same run: the roofline this kernel is held against.
+	// CopyRatio is kernel time over copy time (1 = at the roofline).
+	CopyGBps  float64 `json:"copy_gb_per_s,omitempty"`
+	CopyRatio float64 `json:"copy_ratio,omitempty"`
+
+	Stop    measure.StopReason `json:"stop"`
+	Env     Env                `json:"env"`
+	Samples []float64          `json:"samples_ns,omitempty"` // per-launch ns, in the order taken
+}
+
+// Env is where and when a cell ran. SMClockMHz and MemClockMHz should be
+// the locked (application) clocks, not an instantaneous reading, because
+// they become benchmark config lines and a changing value splits
+// benchstat's tables.
+type Env struct {
+	Device      string    `json:"device"`
+	Driver      string    `json:"driver,omitempty"`
+	SMClockMHz  int       `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz int       `json:"mem_clock_mhz,omitempty"`
+	Commit      string    `json:"commit,omitempty"`
+	Host        string    `json:"host,omitempty"`
+	GoVersion   string    `json:"go_version,omitempty"`
+	GOOS        string    `json:"goos,omitempty"`
+	GOARCH      string    `json:"goarch,omitempty"`
+	Time        time.Time `json:"time"`
+}
+
+// LocalEnv fills the host half of an Env: host name, Go version, GOOS,
+// GOARCH and the time now. The caller adds the device, driver, clocks
+// and commit.
+func LocalEnv(now time.Time) Env {
+	host, _ := os.Hostname() // an unknown host is left empty
+	return Env{Host: host, GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Time: now}
+}
+
+// Derive fills TokensPerSec, GBps, PctOfPeak and CopyRatio from the
+// median time Summary.P50, BytesPerLaunch, PeakGBps and CopyGBps. Rates
+// whose inputs are zero are left zero.
+func (c *Cell) Derive() error {
+	var err error
+	if c.TokensPerSec, err = measure.TokensPerSecond(c.Tokens, c.Summary.P50); err != nil {
+		return fmt.Errorf("cell %s: tokens/s: %w", c.Key(), err)
+	}
+	if c.BytesPerLaunch > 0 {
+		c.GBps, _ = measure.GBPerSecond(c.BytesPerLaunch, c.Summary.P50) // P50 > 0 checked above
+	}
+	if c.PeakGBps > 0 {
+		c.PctOfPeak, _ = measure.PercentOf(c.GBps, c.PeakGBps)
+	}
+	if c.CopyGBps > 0 && c.GBps > 0 {
+		// Same bytes, so the time ratio is the inverse rate ratio.
+		c.CopyRatio = c.CopyGBps / c.GBps
+	}
+	return nil
+}
+
+// Validate reports the first problem that would make c unusable: a bad
+// identity, no samples, or raw samples that disagree with the summary.
+func (c *Cell) Validate() error {
+	if err := c.Identity.Validate(); err != nil {
+		return fmt.Errorf("cell %s: %w", c.Key(), err)
+	}
+	if c.Summary.N <= 0 {
+		return fmt.Errorf("cell %s: summary has no samples (summarize the samples with measure.Summarize before recording the cell)", c.Key())
+	}
+	if len(c.Samples) > 0 && len(c.Samples) != c.Summary.N {
+		return fmt.Errorf("cell %s: %d raw samples but summary.n = %d (summarize the samples that are stored)", c.Key(), len(c.Samples), c.Summary.N)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package results
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/measure"
+)
+
+func TestDerive(t *testing.T) {
+	c := Cell{Identity: Identity{Tokens: 4096, Kernel: "store"}, Summary: measure.Summary{N: 1, P50: 10_000},
+		BytesPerLaunch: 30_000_000, PeakGBps: 4800, CopyGBps: 3600}
+	if err := c.Derive(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"TokensPerSec", c.TokensPerSec, 4096 / 10e-6},
+		{"GBps", c.GBps, 3000},
+		{"PctOfPeak", c.PctOfPeak, 62.5},
+		{"CopyRatio", c.CopyRatio, 1.2}, // the copy takes 30e6/3600 = 8333 ns
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestDeriveLeavesMissingRatesZero(t *testing.T) {
+	c := Cell{Identity: Identity{Tokens: 1, Kernel: "store"}, Summary: measure.Summary{N: 1, P50: 1}}
+	if err := c.Derive(); err != nil || c.GBps != 0 || c.PctOfPeak != 0 || c.CopyRatio != 0 {
+		t.Errorf("Derive without bytes, peak or copy: err %v, cell %+v", err, c)
+	}
+	c.Summary.P50 = 0
+	if err := c.Derive(); err == nil {
+		t.Error("Derive with a zero median time succeeded")
+	}
+}
+
+func TestCellValidate(t *testing.T) {
+	c := testCell(t, "p", 16, 20, 1000)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Samples = c.Samples[:5]
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "5 raw samples but summary.n = 20") {
+		t.Errorf("Validate with 5 of 20 samples = %v", err)
+	}
+	c.Summary.N = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "no samples") {
+		t.Errorf("Validate with N = 0: %v", err)
+	}
+}

@@ -1,0 +1,120 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// A Log is what ReadLog found in a results log.
+type Log struct {
+	Cells    []Cell       // in order of first appearance; a repeated Key keeps its last line
+	Done     map[Key]bool // keys of finished cells, for --resume
+	Warnings []error      // *TruncatedLineError, repeated keys: show, don't fail
+}
+
+// A LineError is a line of a results log that is not a valid cell. Only a
+// torn final line is forgiven (as a *TruncatedLineError); a bad line
+// anywhere else means the file was edited or corrupted.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("%s:%d: %v (fix or delete the line; a results log has one JSON cell per line)", e.File, e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// A TruncatedLineError is a warning: the log ends in a partial line, left
+// by a run killed while writing it. The cell on it was not finished.
+type TruncatedLineError struct {
+	File  string
+	Line  int
+	Bytes int
+}
+
+func (e *TruncatedLineError) Error() string {
+	return fmt.Sprintf("%s:%d: ignoring a torn final line (%d bytes) left by an interrupted run; that cell will be measured again", e.File, e.Line, e.Bytes)
+}
+
+// ReadLogFile reads the results log at path. A missing file is an error
+// that matches fs.ErrNotExist, so a --resume of a fresh run can start
+// from an empty Log.
+func ReadLogFile(path string) (*Log, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results log: %w", err)
+	}
+	defer f.Close()
+	return ReadLog(f, path)
+}
+
+// ReadLog reads a results log from r; name is used in messages. It
+// returns a *LineError for a bad line other than a torn final one.
+func ReadLog(r io.Reader, name string) (*Log, error) {
+	lr := &logReader{name: name, log: &Log{Done: map[Key]bool{}}, at: map[Key]int{}}
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if perr := lr.add(line, err == nil); perr != nil {
+			return nil, perr
+		}
+		if err != nil {
+			return lr.log, nil
+		}
+	}
+}
+
+type logReader struct {
+	name string
+	line int
+	log  *Log
+	at   map[Key]int // key -> index in log.Cells
+	idx  []int       // line number of each kept cell
+}
+
+// add parses one line; whole is false for a final line with no newline.
+func (lr *logReader) add(line []byte, whole bool) error {
+	lr.line++
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	var c Cell
+	err := json.Unmarshal(line, &c)
+	if err == nil {
+		err = c.Validate()
+	}
+	switch {
+	case err == nil:
+		lr.keep(c)
+	case !whole:
+		lr.log.Warnings = append(lr.log.Warnings, &TruncatedLineError{lr.name, lr.line, len(line)})
+	default:
+		return &LineError{lr.name, lr.line, err}
+	}
+	return nil
+}
+
+func (lr *logReader) keep(c Cell) {
+	k := c.Key()
+	if i, ok := lr.at[k]; ok {
+		lr.log.Warnings = append(lr.log.Warnings, fmt.Errorf("%s:%d: cell %s repeats line %d; keeping the later line", lr.name, lr.line, k, lr.idx[i]))
+		lr.log.Cells[i] = c
+		lr.idx[i] = lr.line
+		return
+	}
+	lr.at[k] = len(lr.log.Cells)
+	lr.log.Cells = append(lr.log.Cells, c)
+	lr.idx = append(lr.idx, lr.line)
+	lr.log.Done[k] = true
+}
