@@ -165,13 +165,15 @@ func (t *Target) attach(ctx context.Context) error {
 			GuardBefore: window(r.GuardBefore), GuardAfter: window(r.GuardAfter),
 		})
 	}
-	_, err := t.Plugin.Attach(ctx, req)
+	_, err := t.Plugin.Attach(ctx, t, req)
 	return err
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
 func (t *Target) Close(ctx context.Context) {
-	t.Plugin.Detach(ctx)
+	if t.Plugin.AttachedTo(t) {
+		t.Plugin.Detach(ctx)
+	}
 	t.Mem.Close()
 }
 
@@ -188,6 +190,11 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 	c := batch[0].c
 	if c.Capacity() > t.MaxCapacity {
 		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
+	}
+	if !t.Plugin.AttachedTo(t) { // another target of the same plugin attached since
+		if err := t.attach(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.stage(c, rows); err != nil {
 		return nil, err

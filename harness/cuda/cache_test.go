@@ -112,14 +112,35 @@ func TestDefaultCacheDir(t *testing.T) {
 	}
 }
 
-func TestWithArch(t *testing.T) {
-	got := withArch([]string{"-O3"}, "sm_90")
-	if !slices.Equal(got, []string{"-O3", "--gpu-architecture=sm_90"}) {
-		t.Errorf("withArch = %v", got)
+func TestWithDefaults(t *testing.T) {
+	got := withDefaults([]string{"-lineinfo"}, "sm_90", "")
+	if !slices.Equal(got, []string{"-lineinfo", "--gpu-architecture=sm_90"}) {
+		t.Errorf("withDefaults = %v", got)
 	}
-	mine := []string{"--gpu-architecture=sm_90a"}
-	if got := withArch(mine, "sm_90"); !slices.Equal(got, mine) {
-		t.Errorf("withArch overrode the caller's architecture: %v", got)
+	mine := []string{"--gpu-architecture=sm_90a", "-I/mine"}
+	got = withDefaults(mine, "sm_90", "/usr/local/cuda/include")
+	if !slices.Equal(got, []string{"--gpu-architecture=sm_90a", "-I/mine", "--include-path=/usr/local/cuda/include"}) {
+		t.Errorf("withDefaults kept %v; want the caller's architecture and include path first", got)
+	}
+}
+
+func TestToolkitInclude(t *testing.T) {
+	home := t.TempDir()
+	inc := filepath.Join(home, "include")
+	if err := os.Mkdir(inc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CUDA_HOME", "/nonexistent-cuda")
+	t.Setenv("CUDA_PATH", home)
+	cands := includeCandidates()
+	if len(cands) != 3 || cands[1] != inc {
+		t.Fatalf("includeCandidates = %v; want $CUDA_HOME/include, $CUDA_PATH/include, the default", cands)
+	}
+	if got := toolkitInclude(cands); got != inc {
+		t.Errorf("toolkitInclude = %q; want the first existing candidate %q", got, inc)
+	}
+	if got := toolkitInclude([]string{"/nonexistent-cuda/include"}); got != "" {
+		t.Errorf("toolkitInclude of missing dirs = %q; want none", got)
 	}
 }
 

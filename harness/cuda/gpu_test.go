@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,6 +48,45 @@ func TestAllocCopyRoundTrip(t *testing.T) {
 		if got[i] != want {
 			t.Fatalf("after Memset8, byte %d = %#x; want %#x", i, got[i], want)
 		}
+	}
+}
+
+// TestConcurrentUse: many goroutines share one Device; their calls are
+// serialised on its thread and each sees its own data.
+func TestConcurrentUse(t *testing.T) {
+	d := openDevice(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			src := bytes.Repeat([]byte{byte(g + 1)}, 4096+g)
+			p, err := d.Alloc(len(src))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer d.Free(p)
+			got := make([]byte, len(src))
+			for range 20 {
+				if err := d.HtoD(p, src); err != nil {
+					errs <- err
+					return
+				}
+				if err := d.DtoH(got, p); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(got, src) {
+					errs <- fmt.Errorf("goroutine %d read back another goroutine's data", g)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 
@@ -114,7 +154,7 @@ func TestCompileError(t *testing.T) {
 func TestFP8Header(t *testing.T) {
 	d := openDevice(t)
 	src := `#include <cuda_fp8.h>
-extern "C" __global__ void q(unsigned char* out, float v) { out[0] = __nv_fp8_e4m3(v).__x; }`
+extern "C" __global__ void q(unsigned char* out, float v) { out[0] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3); }`
 	m, err := d.Compile("fp8", src)
 	must(t, err)
 	f, err := m.Function("q")

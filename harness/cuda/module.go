@@ -2,6 +2,9 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -24,13 +27,14 @@ type Function struct {
 // loads it. name labels the program in errors and logs. opts are NVRTC
 // options such as "-DN=4", "-lineinfo" or "--use_fast_math" (NVRTC has no
 // -O3: it optimises device code by default); --gpu-architecture=sm_XY is
-// added unless given. The cubin is cached in memory and on disk by (source,
+// added unless given, and so is the CUDA toolkit's include directory when
+// one is installed. The cubin is cached in memory and on disk by (source,
 // options, architecture), so only the first compile pays for NVRTC.
 func (d *Device) Compile(name, src string, opts ...string) (*Module, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	opts = withArch(opts, d.Arch())
+	opts = withDefaults(opts, d.Arch(), toolkitInclude(includeCandidates()))
 	key := cacheKey(src, opts, d.Arch())
 	c := processCache()
 	compile := func() ([]byte, error) { return compileCUBIN(name, src, opts) }
@@ -52,14 +56,46 @@ func (d *Device) Compile(name, src string, opts ...string) (*Module, error) {
 	return m, nil
 }
 
-// withArch appends --gpu-architecture=arch unless opts already choose one.
-func withArch(opts []string, arch string) []string {
-	for _, o := range opts {
-		if strings.HasPrefix(o, "--gpu-architecture") || strings.HasPrefix(o, "-arch") {
-			return opts
+// withDefaults appends --gpu-architecture=arch unless opts already choose
+// one, then the toolkit include directory (if any) after the caller's own
+// include paths, so theirs are searched first.
+func withDefaults(opts []string, arch, include string) []string {
+	out := append([]string(nil), opts...)
+	if !slices.ContainsFunc(opts, isArchOption) {
+		out = append(out, "--gpu-architecture="+arch)
+	}
+	if include != "" {
+		out = append(out, "--include-path="+include)
+	}
+	return out
+}
+
+func isArchOption(o string) bool {
+	return strings.HasPrefix(o, "--gpu-architecture") || strings.HasPrefix(o, "-arch")
+}
+
+// includeCandidates are the places a CUDA toolkit's headers may be, in order
+// of preference: $CUDA_HOME, $CUDA_PATH, then the default install.
+func includeCandidates() []string {
+	var dirs []string
+	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if d := os.Getenv(env); d != "" {
+			dirs = append(dirs, filepath.Join(d, "include"))
 		}
 	}
-	return append(append([]string(nil), opts...), "--gpu-architecture="+arch)
+	return append(dirs, "/usr/local/cuda/include")
+}
+
+// toolkitInclude is the first candidate directory that exists, or "". NVRTC
+// has no include search path of its own: a header outside its built-in set,
+// such as cuda_fp8.h, is found only through one.
+func toolkitInclude(candidates []string) string {
+	for _, d := range candidates {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
 }
 
 // loadModule loads a cubin (or fatbin) image into the context.

@@ -100,7 +100,7 @@ func TestNoDriverEntryPoints(t *testing.T) {
 	}
 }
 
-// TestNVRTCVersionWithoutNVRTC: either NVRTC loads and reports a plausible
+// TestNVRTCVersion: either NVRTC loads and reports a plausible
 // version, or the error says ErrNoNVRTC.
 func TestNVRTCVersion(t *testing.T) {
 	major, minor, err := NVRTCVersion()

@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/results"
@@ -29,7 +30,20 @@ func labels(cells []results.Cell, skip string) []string {
 	for i, c := range cells {
 		out[i] = label(c, vary)
 	}
-	return out
+	return numberRepeats(out)
+}
+
+// numberRepeats appends " #2", " #3"... to repeated labels, as when the
+// same cell from two runs is plotted.
+func numberRepeats(ls []string) []string {
+	count := map[string]int{}
+	for i, l := range ls {
+		count[l]++
+		if count[l] > 1 {
+			ls[i] = fmt.Sprintf("%s #%d", l, count[l])
+		}
+	}
+	return ls
 }
 
 // fieldMap is a cell's name fields by key, leaving out skip.

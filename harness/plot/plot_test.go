@@ -167,6 +167,10 @@ func TestLabels(t *testing.T) {
 	if one[0] != "plugin=a layout=bf16 mode=graph" {
 		t.Errorf("single-cell label %q", one[0])
 	}
+	same := labels([]results.Cell{cell("a", results.Graph, 16, 1, 0, nil), cell("a", results.Graph, 16, 1, 0, nil)}, "")
+	if !slices.Equal(same, []string{"plugin=a layout=bf16 mode=graph", "plugin=a layout=bf16 mode=graph #2"}) {
+		t.Errorf("labels of one cell from two runs = %q, want them numbered", same)
+	}
 	two := labels([]results.Cell{cell("a", results.Graph, 16, 1, 0, nil), cell("a", results.Eager, 32, 1, 0, nil)}, "tokens")
 	if !slices.Equal(two, []string{"mode=graph", "mode=eager"}) {
 		t.Errorf("labels = %q, want only the differing mode (tokens skipped)", two)

@@ -48,6 +48,7 @@ type Plugin struct {
 	stderr *tail
 
 	noBatch bool // the plugin answered Unimplemented to StoreBatch
+	owner   any  // what the plugin is attached to now (see Attach)
 }
 
 // Start launches the plugin at path and completes the handshake.
@@ -129,6 +130,9 @@ func firstLine(s string) string {
 
 // waitExit waits up to d for the process to exit and describes how it did.
 func (p *Plugin) waitExit(d time.Duration) string {
+	if p.runner == nil {
+		return "" // in process: nothing to wait for
+	}
 	select {
 	case <-p.runner.exited:
 	case <-time.After(d):
@@ -136,15 +140,18 @@ func (p *Plugin) waitExit(d time.Duration) string {
 	return p.runner.exitDetail()
 }
 
-// Exited reports whether the plugin process has ended.
-func (p *Plugin) Exited() bool { return p.runner == nil || p.runner.exitDetail() != "" }
+// Exited reports whether the plugin process has ended. An in-process
+// plugin never has.
+func (p *Plugin) Exited() bool { return p.runner != nil && p.runner.exitDetail() != "" }
 
 // Close kills the plugin's process group and waits for go-plugin to finish.
 func (p *Plugin) Close() {
 	if p.runner != nil {
 		p.runner.Kill(context.Background())
 	}
-	p.client.Kill()
+	if p.client != nil {
+		p.client.Kill()
+	}
 }
 
 // call runs one RPC under the per-call deadline and classifies its failure.
@@ -198,9 +205,15 @@ func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb
 	return call(ctx, p, "Describe", p.kernel.Describe, req)
 }
 
-// Attach gives the plugin the arena.
-func (p *Plugin) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+// Attach gives the plugin the arena on behalf of owner. A plugin holds one
+// attachment at a time; AttachedTo tells a caller whether it must attach
+// again before its next call.
+func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	p.owner = nil
 	resp, err := call(ctx, p, "Attach", p.kernel.Attach, req)
+	if err == nil {
+		p.owner = owner
+	}
 	if err == nil && len(resp.Geometry) != len(req.Pools) {
 		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Attach",
 			Detail: fmt.Sprintf("answered %d geometries for %d pools", len(resp.Geometry), len(req.Pools))}
@@ -208,8 +221,12 @@ func (p *Plugin) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.Att
 	return resp, err
 }
 
+// AttachedTo reports whether the plugin's attachment is owner's.
+func (p *Plugin) AttachedTo(owner any) bool { return p.owner == owner }
+
 // Detach releases the arena.
 func (p *Plugin) Detach(ctx context.Context) error {
+	p.owner = nil
 	_, err := call(ctx, p, "Detach", p.kernel.Detach, &kvpb.DetachRequest{})
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/property"
@@ -46,9 +47,7 @@ func WriteFailure(w io.Writer, f Failure) {
 	default:
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", o.Cases, f.Verdict.Seed, fl.Shrinks)
 	}
-	writeCase(w, m.Case)
-	writeViolations(w, m.Violations)
-	writePageMap(w, f.Layout, m)
+	WriteResult(w, f.Layout, m)
 	if fl.Flaky {
 		fmt.Fprintf(w, "  re-run: %d violations\n", len(fl.Rerun.Violations))
 	}
@@ -58,6 +57,14 @@ func WriteFailure(w io.Writer, f Failure) {
 	if f.Test != "" {
 		fmt.Fprintf(w, "  test:   %s\n", f.Test)
 	}
+}
+
+// WriteResult prints a checked case: its rows, its violations with
+// want/got bytes, and a page map.
+func WriteResult(w io.Writer, l *layout.Layout, r *check.Result) {
+	writeCase(w, r.Case)
+	writeViolations(w, r.Violations)
+	writePageMap(w, l, r)
 }
 
 func variantSuffix(v string) string {

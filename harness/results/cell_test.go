@@ -2,8 +2,10 @@ package results
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/measure"
 )
@@ -52,5 +54,13 @@ func TestCellValidate(t *testing.T) {
 	c.Summary.N = 0
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "no samples") {
 		t.Errorf("Validate with N = 0: %v", err)
+	}
+}
+
+func TestLocalEnv(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := LocalEnv(now)
+	if e.GOOS != runtime.GOOS || e.GOARCH != runtime.GOARCH || e.GoVersion != runtime.Version() || !e.Time.Equal(now) {
+		t.Errorf("LocalEnv = %+v, want this process's GOOS, GOARCH, Go version and the given time", e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Mode is how the kernel is launched.
@@ -158,7 +159,8 @@ func checkWord(key, v string) error {
 		return fmt.Errorf("%s is empty", key)
 	}
 	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || r == '/' || r == '=' }); i >= 0 {
-		return fmt.Errorf("%s %q contains %q (white space, '/' and '=' would break the benchmark name; rename it)", key, v, v[i])
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Errorf("%s %q contains %q (white space, '/' and '=' would break the benchmark name; rename it)", key, v, r)
 	}
 	return nil
 }

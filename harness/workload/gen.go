@@ -20,6 +20,9 @@ const recentSlots = 64
 func (g *Gen) Draw(rng *rand.Rand) *Store {
 	c := g.capacity(rng)
 	n := g.valid(rng, c)
+	if g.Padding == PadNone {
+		c = n // without padding every row is valid, so no more rows than slots
+	}
 	s := &Store{Padding: g.Padding, Valid: n, Loc: make([]int64, c), Rows: make([]Row, c)}
 	taken := make(map[int64]bool, n)
 	for i := range n {

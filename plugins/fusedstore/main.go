@@ -1,94 +1,10 @@
-// Command fusedstore is one padding-aware store for every layout: bf16 rows,
-// fp8-paged and fp8-rows. It is told the valid count n and never touches a
-// padded row, whatever its loc holds. This is the fix for the incident. Its
-// variants put back, one at a time, the padding guards real kernels got
-// wrong.
+// Command fusedstore serves the fusedstore kernel as a kvharness plugin; see package
+// kernel for what it does.
 package main
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
-var variants = []sdk.Variant{
-	{Name: "ignore-count", Doc: "skips only loc < 0 (vLLM's guard): stale padded rows and slot-0 sinks are stored"},
-	{Name: "sink-writes", Doc: "treats slot 0 as a harmless sink and stores padded rows that point at it (sglang #33816)"},
-	{Name: "minus1-wraps", Doc: "resolves -1 to the last slot as Python indexing does, then stores it (vllm #43810)"},
-	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
-}
-
-// store reports whether row i is stored, and into which slot.
-func store(variant string, i, n int, loc, slots int64) (int64, bool) {
-	switch variant {
-	case "ignore-count":
-		return loc, loc >= 0
-	case "sink-writes":
-		return loc, i < n || loc == 0
-	case "minus1-wraps":
-		if loc < 0 {
-			return loc + slots, true
-		}
-		return loc, i < n
-	case "off-by-one-tail":
-		return loc, i < n-1
-	}
-	return loc, i < n
-}
-
-func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
-	switch layout {
-	case "bf16":
-		return cpustore.Rows{Stride: 2 * d, ValueBytes: 2 * d}, 2 * d, nil
-	case "fp8-rows":
-		return cpustore.Rows{Stride: d + 4, ValueBytes: d}, d + 4, nil
-	case "fp8-paged":
-		return cpustore.Paged{P: p, ValueBytes: d, ScaleBytes: 4, PageBytes: (d + 4) * p}, d + 4, nil
-	}
-	return nil, 0, fmt.Errorf("fusedstore has no layout %s", layout)
-}
-
-type kernel struct{}
-
-func (kernel) Store(_ context.Context, c *sdk.StoreCall) error {
-	l := c.Pool.Layout
-	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
-	if err != nil {
-		return err
-	}
-	d := l.HeadDim
-	for i := range c.Capacity {
-		slot, ok := store(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
-		if !ok {
-			continue
-		}
-		value, scale := g.Offsets(slot)
-		row := c.Rows[i*d : (i+1)*d]
-		if l.Name == "bf16" {
-			cpustore.PutBF16(c.Arena, c.Pool.Base+value, row)
-		} else {
-			cpustore.Exact.PutFP8(c.Arena, c.Pool.Base+value, c.Pool.Base+scale, row)
-		}
-	}
-	return nil
-}
-
-func main() {
-	sdk.Serve(sdk.Plugin{
-		Name:     "fusedstore",
-		Version:  "1.0.0",
-		Doc:      "padding-aware store for bf16, fp8-paged and fp8-rows (the fix)",
-		Variants: variants,
-		Geometry: func(_ string, d, p int) []sdk.Geometry {
-			var out []sdk.Geometry
-			for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
-				_, perToken, _ := geometry(name, d, p)
-				out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p})
-			}
-			return out
-		},
-		Kernel: kernel{},
-	})
-}
+func main() { sdk.Serve(kernel.Plugin) }

@@ -2,16 +2,20 @@ package cudapool
 
 import "github.com/kvharness/kvharness/harness/pool"
 
-// span is a window last filled with seed.
+// span is part of a window that Fill gave the background of seed. The
+// background is relative to the filled window (its byte k is byte k of
+// pool.Background(seed, 0, ...)), so a span remembers origin, the offset of
+// the Fill window it came from, even after a later Fill cut it down.
 type span struct {
 	pool.Window
-	seed uint64
+	seed   uint64
+	origin int
 }
 
-// baseline records which seed each arena byte was last filled with; bytes
-// never filled have a zero baseline, as in a fresh pool.SHM. spans are
-// disjoint, non-empty and sorted by offset; a harness fills a handful of
-// windows, so linear scans are fine.
+// baseline records which Fill each arena byte last got; bytes never filled
+// have a zero baseline, as in a fresh pool.SHM. spans are disjoint,
+// non-empty and sorted by offset; a harness fills a handful of windows, so
+// linear scans are fine.
 type baseline struct {
 	spans []span
 }
@@ -34,25 +38,26 @@ func (b *baseline) fill(w pool.Window, seed uint64) {
 			add(s)
 			continue
 		}
-		add(span{pool.Window{Off: s.Off, Len: min(s.End(), w.Off) - s.Off}, s.seed})
+		add(span{pool.Window{Off: s.Off, Len: min(s.End(), w.Off) - s.Off}, s.seed, s.origin})
 		if !placed {
-			add(span{w, seed})
+			add(span{w, seed, w.Off})
 			placed = true
 		}
-		add(span{pool.Window{Off: max(s.Off, w.End()), Len: s.End() - max(s.Off, w.End())}, s.seed})
+		add(span{pool.Window{Off: max(s.Off, w.End()), Len: s.End() - max(s.Off, w.End())}, s.seed, s.origin})
 	}
 	if !placed {
-		add(span{w, seed})
+		add(span{w, seed, w.Off})
 	}
 	b.spans = merge(out)
 }
 
-// merge joins touching spans of one seed: their background is one run, so
-// one kernel launch covers them.
+// merge joins touching spans of one seed and origin (the pieces of a Fill
+// that a later Fill split and a third one healed): their background is one
+// run, so one kernel launch covers them.
 func merge(spans []span) []span {
 	var out []span
 	for _, s := range spans {
-		if n := len(out); n > 0 && out[n-1].End() == s.Off && out[n-1].seed == s.seed {
+		if n := len(out); n > 0 && out[n-1].End() == s.Off && out[n-1].seed == s.seed && out[n-1].origin == s.origin {
 			out[n-1].Len += s.Len
 			continue
 		}
@@ -61,11 +66,12 @@ func merge(spans []span) []span {
 	return out
 }
 
-// piece is a stretch of a window with one baseline: the background of seed
-// when filled, zeros otherwise.
+// piece is a stretch of a window with one baseline: when filled, the
+// background of seed for the window filled from origin; zeros otherwise.
 type piece struct {
 	pool.Window
 	seed   uint64
+	origin int
 	filled bool
 }
 
@@ -85,7 +91,7 @@ func (b *baseline) pieces(w pool.Window) []piece {
 			at = s.Off
 		}
 		end := min(s.End(), w.End())
-		out = append(out, piece{pool.Window{Off: at, Len: end - at}, s.seed, true})
+		out = append(out, piece{pool.Window{Off: at, Len: end - at}, s.seed, s.origin, true})
 		at = end
 	}
 	if at < w.End() {
@@ -99,7 +105,7 @@ func (b *baseline) expected(dst []byte, off int) {
 	for _, p := range b.pieces(pool.Window{Off: off, Len: len(dst)}) {
 		part := dst[p.Off-off : p.End()-off]
 		if p.filled {
-			pool.FillBackground(part, p.seed, p.Off)
+			pool.FillBackground(part, p.seed, p.Off-p.origin)
 		} else {
 			clear(part)
 		}

@@ -20,7 +20,7 @@ func TestBaselineMatchesCopy(t *testing.T) {
 			w := randWindow(rng, size)
 			seed := rng.Uint64N(4) // few seeds, so merges happen
 			bl.fill(w, seed)
-			pool.FillBackground(model[w.Off:w.End()], seed, w.Off)
+			pool.FillBackground(model[w.Off:w.End()], seed, 0) // as pool.SHM does
 		}
 		checkSpans(t, bl.spans)
 		for range 20 {
@@ -49,7 +49,7 @@ func checkSpans(t *testing.T, spans []span) {
 		if i > 0 && spans[i-1].End() > s.Off {
 			t.Fatalf("spans %+v and %+v overlap or are out of order", spans[i-1], s)
 		}
-		if i > 0 && spans[i-1].End() == s.Off && spans[i-1].seed == s.seed {
+		if i > 0 && spans[i-1].End() == s.Off && spans[i-1].seed == s.seed && spans[i-1].origin == s.origin {
 			t.Fatalf("touching spans of one seed not merged: %+v %+v", spans[i-1], s)
 		}
 	}
@@ -74,16 +74,24 @@ func TestBaselineOverwrite(t *testing.T) {
 	bl.fill(pool.Window{Off: 0, Len: 100}, 1)
 	bl.fill(pool.Window{Off: 40, Len: 20}, 2)
 	bl.fill(pool.Window{Off: 150, Len: 10}, 1)
-	want := []span{{pool.Window{Off: 0, Len: 40}, 1}, {pool.Window{Off: 40, Len: 20}, 2}, {pool.Window{Off: 60, Len: 40}, 1}, {pool.Window{Off: 150, Len: 10}, 1}}
+	want := []span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 2, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
 	if !equalSpans(bl.spans, want) {
 		t.Fatalf("spans = %+v; want %+v", bl.spans, want)
 	}
-	bl.fill(pool.Window{Off: 40, Len: 20}, 1) // back to one seed: one span
-	if want := []span{{pool.Window{Off: 0, Len: 100}, 1}, {pool.Window{Off: 150, Len: 10}, 1}}; !equalSpans(bl.spans, want) {
+	// Seed 1 again over [40,60), but counted from 40: a different background
+	// from the first fill's, so no merge.
+	bl.fill(pool.Window{Off: 40, Len: 20}, 1)
+	want = []span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 1, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
+	if !equalSpans(bl.spans, want) {
 		t.Fatalf("after refill spans = %+v; want %+v", bl.spans, want)
 	}
+	bl.fill(pool.Window{Off: 0, Len: 100}, 1) // the first fill again: one span
+	want = []span{{pool.Window{Off: 0, Len: 100}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
+	if !equalSpans(bl.spans, want) {
+		t.Fatalf("after the first fill again spans = %+v; want %+v", bl.spans, want)
+	}
 	ps := bl.pieces(pool.Window{Off: 90, Len: 65})
-	wantP := []piece{{pool.Window{Off: 90, Len: 10}, 1, true}, {pool.Window{Off: 100, Len: 50}, 0, false}, {pool.Window{Off: 150, Len: 5}, 1, true}}
+	wantP := []piece{{pool.Window{Off: 90, Len: 10}, 1, 0, true}, {pool.Window{Off: 100, Len: 50}, 0, 0, false}, {pool.Window{Off: 150, Len: 5}, 1, 150, true}}
 	if len(ps) != len(wantP) {
 		t.Fatalf("pieces = %+v; want %+v", ps, wantP)
 	}

@@ -3,9 +3,9 @@
 // plugin process through a CUDA IPC handle.
 //
 // It behaves exactly like pool.SHM, so the oracle cannot tell them apart: the
-// arena starts zeroed, Fill writes the seeded background of pool.Background,
-// and Changed reports the maximal byte ranges that differ from the baseline,
-// sorted by offset.
+// arena starts zeroed, Fill writes the seeded background of pool.Background
+// counted from the window's start, and Changed reports the maximal byte
+// ranges that differ from the baseline, sorted by offset.
 //
 // The baseline is kept as the list of filled windows and their seeds, not as
 // a second copy of the arena: kernels compute the background on the fly. To

@@ -6,7 +6,8 @@ import (
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
-// Fill implements pool.Memory: the background of seed over w, which becomes
+// Fill implements pool.Memory: the background of seed over w, counted from
+// w's start (byte w.Off+k gets pool.Background(seed, k, 1)), which becomes
 // w's baseline.
 func (m *Memory) Fill(w pool.Window, seed uint64) error {
 	if err := m.check(w.Off, w.Len); err != nil {
@@ -18,7 +19,7 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 	if w.Len == 0 {
 		return nil
 	}
-	if err := m.k.fillRange(m.base, w.Off, w.End(), seed); err != nil {
+	if err := m.k.fillRange(m.base, w.Off, w.End(), seed, w.Off); err != nil {
 		return err
 	}
 	return m.sync("fill")
@@ -44,7 +45,7 @@ func (m *Memory) restore(w pool.Window) error {
 	for _, p := range m.bl.pieces(w) {
 		var err error
 		if p.filled {
-			err = m.k.fillRange(m.base, p.Off, p.End(), p.seed)
+			err = m.k.fillRange(m.base, p.Off, p.End(), p.seed, p.origin)
 		} else {
 			err = m.dev.Memset8(m.base.Add(p.Off), 0, p.Len)
 		}

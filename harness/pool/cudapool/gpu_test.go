@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -40,10 +41,12 @@ func newPair(t *testing.T, size int) *pair {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shm.Close() })
+	start := time.Now()
 	gpu, err := New(dev, size)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("New(%d bytes), kernels compiled or taken from the cache: %v", size, time.Since(start))
 	t.Cleanup(func() {
 		if err := gpu.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -98,6 +101,19 @@ func (p *pair) sameBytes() {
 	}
 }
 
+// noBlocksFlagged checks the device scan itself, not just Changed's answer:
+// on an unchanged arena it must flag no block, or the host would fetch and
+// recheck blocks for nothing.
+func (p *pair) noBlocksFlagged(w pool.Window) {
+	p.t.Helper()
+	p.gpu.mu.Lock()
+	defer p.gpu.mu.Unlock()
+	n, err := p.gpu.scan(p.gpu.bl.pieces(w))
+	if err != nil || n != 0 {
+		p.t.Fatalf("scan of an unchanged arena flagged %d blocks (%v)", n, err)
+	}
+}
+
 func firstDiff(a, b []byte) int {
 	for i := range a {
 		if a[i] != b[i] {
@@ -124,8 +140,15 @@ func TestMatchesSHM(t *testing.T) {
 		t.Fatalf("filled arena changed: %v", c)
 	}
 
-	bg := pool.Background(4, 2000, 8) // rewriting the baseline is no change
+	p.fill(pool.Window{Off: 10003, Len: 77}, 5) // splits seed 2: [10080,54100) keeps origin 4099
+	p.sameBytes()
+	p.noBlocksFlagged(whole)
+
+	bg := make([]byte, 8) // rewriting the baseline is no change
+	p.shm.ReadAt(bg, 2000)
 	p.write(2000, bg)
+	p.write(10079, []byte{1, 2, 3}) // seed 5 into what is left of seed 2
+	p.write(20001, []byte{4, 5, 6}) // inside that remainder
 	p.write(0, []byte{0xff})
 	p.write(7, []byte{1, 2})                                 // across a word boundary
 	p.write(250, []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}) // across a block boundary
@@ -151,6 +174,10 @@ func TestMatchesSHM(t *testing.T) {
 	if c := p.changed(whole); c != nil {
 		t.Fatalf("after Reset: %v", c)
 	}
+	p.noBlocksFlagged(whole)
+	p.write(0, bytes.Repeat([]byte{0xc3}, size))
+	p.both("Reset all", func(m pool.Memory) error { return m.Reset([]pool.Window{whole}) })
+	p.sameBytes()
 
 	p.both("ReadAt past the end", func(m pool.Memory) error { return m.ReadAt(make([]byte, 2), size-1) })
 	p.both("Fill past the end", func(m pool.Memory) error { return m.Fill(pool.Window{Off: size, Len: 1}, 1) })
@@ -250,7 +277,6 @@ func BenchmarkChanged(b *testing.B) {
 		}
 	}
 	b.SetBytes(size)
-	b.ResetTimer()
 	for b.Loop() {
 		c, err := m.Changed(w)
 		if err != nil || len(c) != 8 {

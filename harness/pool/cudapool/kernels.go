@@ -51,17 +51,19 @@ func (k *kernels) grid(units, perUnit int) cuda.Dim3 {
 	return cuda.Dim3{X: uint32(max(1, min(blocks, 16*max(k.sms, 1))))}
 }
 
-// fillRange writes the background of seed over arena bytes [lo, hi).
-func (k *kernels) fillRange(arena cuda.Ptr, lo, hi int, seed uint64) error {
+// fillRange writes, over arena bytes [lo, hi), the background of seed for
+// the window filled from arena byte origin (origin <= lo).
+func (k *kernels) fillRange(arena cuda.Ptr, lo, hi int, seed uint64, origin int) error {
 	words := (hi+7)/8 - lo/8
-	err := k.fill.Launch(nil, k.grid(words, 1), cuda.Dim3{X: threads}, 0, arena, uint64(lo), uint64(hi), seed)
+	err := k.fill.Launch(nil, k.grid(words, 1), cuda.Dim3{X: threads}, 0,
+		arena, uint64(lo), uint64(hi), seed, uint64(origin))
 	if err != nil {
 		return fmt.Errorf("fill arena [%d,%d): %w", lo, hi, err)
 	}
 	return nil
 }
 
-// diffRange queues a scan of arena bytes [lo, hi) against the background.
+// diffRange queues a scan of the piece's arena bytes against its baseline.
 func (k *kernels) diffRange(arena cuda.Ptr, p piece, count, list cuda.Ptr, capacity int) error {
 	blocks := (p.End()+blockBytes-1)/blockBytes - p.Off/blockBytes
 	filled := uint32(0)
@@ -69,7 +71,7 @@ func (k *kernels) diffRange(arena cuda.Ptr, p piece, count, list cuda.Ptr, capac
 		filled = 1
 	}
 	err := k.diff.Launch(nil, k.grid(blocks, 32), cuda.Dim3{X: threads}, 0,
-		arena, uint64(p.Off), uint64(p.End()), p.seed, filled, count, list, uint32(capacity))
+		arena, uint64(p.Off), uint64(p.End()), p.seed, uint64(p.origin), filled, count, list, uint32(capacity))
 	if err != nil {
 		return fmt.Errorf("scan arena [%d,%d): %w", p.Off, p.End(), err)
 	}

@@ -1,0 +1,107 @@
+package fuzz
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/plugin"
+)
+
+// These tests run go test -fuzz in a child go command, the way CI's fuzz
+// step does. They take about two minutes; -short skips them.
+
+func fuzzCmd(t *testing.T, dir, pluginName string, fuzztime time.Duration) (string, error) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fuzz campaigns take minutes; run without -short")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	// -trimpath keys the build cache by content, not directory: the three
+	// campaigns, the copy included, share one instrumented build.
+	cmd := exec.Command("go", "test", "-trimpath", "-run=^$", "-fuzz=^FuzzStore$", "-fuzztime="+fuzztime.String(),
+		"-fuzzminimizetime=5s", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s fuzz output (last lines):\n%s", pluginName, lastLines(string(out), 8))
+	return string(out), err
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TestFuzzCorrectPlugins is CI's bounded fuzz step: 30 s against each
+// correct store plugin must find nothing.
+func TestFuzzCorrectPlugins(t *testing.T) {
+	for _, name := range []string{"fusedstore", "fp8store"} {
+		if out, err := fuzzCmd(t, ".", name, 30*time.Second); err != nil {
+			t.Errorf("fuzzing %s failed (%v); a crasher, if any, is in testdata/fuzz/FuzzStore:\n%s", name, err, lastLines(out, 40))
+		}
+	}
+}
+
+// TestFuzzFindsIncident fuzzes the incident's scatter from an empty corpus
+// (in a copy of the source tree, so the committed corpus, which already
+// holds the bug, neither short-cuts the search nor receives the crasher)
+// and requires a crasher file showing a padding or guard violation.
+func TestFuzzFindsIncident(t *testing.T) {
+	root, ok := plugin.SourceRoot()
+	if !ok {
+		t.Skip("not inside the kvharness source tree")
+	}
+	tmp := t.TempDir()
+	if err := copyTree(root, tmp); err != nil {
+		t.Fatal(err)
+	}
+	out, err := fuzzCmd(t, filepath.Join(tmp, "fuzz"), "bf16scatter", 60*time.Second)
+	if err == nil {
+		t.Fatalf("fuzzing bf16scatter found nothing:\n%s", lastLines(out, 20))
+	}
+	if !strings.Contains(out, "property padding violated") && !strings.Contains(out, "property guard violated") {
+		t.Errorf("the failure is not a padding or guard violation:\n%s", lastLines(out, 40))
+	}
+	crashers, _ := os.ReadDir(filepath.Join(tmp, "fuzz", "testdata", "fuzz", "FuzzStore"))
+	if len(crashers) == 0 || !strings.Contains(out, "Failing input written to testdata/fuzz/FuzzStore/") {
+		t.Fatalf("no crasher written:\n%s", lastLines(out, 20))
+	}
+	data, _ := os.ReadFile(filepath.Join(tmp, "fuzz", "testdata", "fuzz", "FuzzStore", crashers[0].Name()))
+	if !bytes.HasPrefix(data, []byte("go test fuzz v1\n")) {
+		t.Errorf("crasher %s is not a corpus file: %q", crashers[0].Name(), data)
+	}
+}
+
+// copyTree copies the module's sources, leaving out version control,
+// results, build outputs and the fuzz corpus.
+func copyTree(src, dst string) error {
+	skip := map[string]bool{".git": true, "kvharness-results": true, "dist": true, "node_modules": true}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if skip[d.Name()] || rel == filepath.Join("fuzz", "testdata", "fuzz") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+}

@@ -1,0 +1,92 @@
+package compare
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// A rowKey identifies a row: a benchmark and one of its units (tidied,
+// as benchfmt returns it: sec/op, p99-sec/op, GB/s).
+type rowKey struct{ name, unit string }
+
+// A table is one benchmark file grouped by row.
+type table struct {
+	name   string
+	order  []rowKey // first appearance
+	values map[rowKey][]float64
+	config map[string]string // file config keys with one value in the file ("" if it varied)
+	units  benchfmt.UnitMetadataMap
+}
+
+// readTable reads a whole Go benchmark file. A syntax error, or a file
+// that ends mid-line (truncated), is a *benchfmt.SyntaxError with the
+// file and line.
+func readTable(r io.Reader, name string) (*table, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if err := checkComplete(data, name); err != nil {
+		return nil, err
+	}
+	t := &table{name: name, values: map[rowKey][]float64{}, config: map[string]string{}}
+	br := benchfmt.NewReader(bytes.NewReader(data), name)
+	for br.Scan() {
+		if err := t.add(br.Result()); err != nil {
+			return nil, fmt.Errorf("%w (is this a Go benchmark file? regenerate it with kvharness bench)", err)
+		}
+	}
+	if err := br.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(t.order) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrNoResults)
+	}
+	t.units = br.Units()
+	return t, nil
+}
+
+// checkComplete rejects a file whose last line has no newline: every
+// writer of the format ends lines, so it was cut short.
+func checkComplete(data []byte, name string) error {
+	if len(data) == 0 || data[len(data)-1] == '\n' {
+		return nil
+	}
+	line := bytes.Count(data, []byte{'\n'}) + 1
+	return &benchfmt.SyntaxError{FileName: name, Line: line,
+		Msg: "file ends mid-line; it looks truncated (was the run killed while writing? rerun or restore it)"}
+}
+
+func (t *table) add(rec benchfmt.Record) error {
+	switch rec := rec.(type) {
+	case *benchfmt.SyntaxError:
+		return rec
+	case *benchfmt.Result:
+		t.addResult(rec)
+	}
+	return nil
+}
+
+func (t *table) addResult(res *benchfmt.Result) {
+	name := string(res.Name)
+	for _, v := range res.Values {
+		k := rowKey{name, v.Unit}
+		if _, ok := t.values[k]; !ok {
+			t.order = append(t.order, k)
+		}
+		t.values[k] = append(t.values[k], v.Value)
+	}
+	for _, c := range res.Config {
+		if !c.File {
+			continue
+		}
+		if have, ok := t.config[c.Key]; ok && have != string(c.Value) {
+			t.config[c.Key] = "" // varies within the file
+		} else if !ok {
+			t.config[c.Key] = string(c.Value)
+		}
+	}
+}

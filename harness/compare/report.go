@@ -1,0 +1,52 @@
+package compare
+
+import "golang.org/x/perf/benchmath"
+
+// A Side is one file's values for a row, summarised.
+type Side struct {
+	benchmath.Summary     // median and its confidence interval
+	N                 int // number of values; 0 if the row is missing here
+}
+
+// A Row compares one benchmark in one unit between the two files.
+type Row struct {
+	Name     string  // full benchmark name, without "Benchmark"
+	Unit     string  // tidied unit: sec/op, p99-sec/op, GB/s, tokens/s...
+	Better   int     // -1 lower is better, +1 higher is better, 0 unknown
+	Old, New Side    // base and new
+	DeltaPct float64 // (new - old) / old × 100, of the medians
+	P        float64 // U-test p-value; 1 when not tested
+	Verdict  Verdict
+	Warnings []error // statistical caveats: show as footnotes
+}
+
+// A Report is the comparison of two benchmark files.
+type Report struct {
+	Base, New string // file names
+	Options   Options
+	Rows      []Row   // grouped by unit, in order of first appearance
+	Warnings  []error // about the files as a whole, such as a different gpu
+}
+
+// Regressions returns the rows whose verdict is Regression. A nightly
+// job should exit non-zero when there are any.
+func (r *Report) Regressions() []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Verdict == Regression {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Count returns how many rows have verdict v.
+func (r *Report) Count(v Verdict) int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Verdict == v {
+			n++
+		}
+	}
+	return n
+}

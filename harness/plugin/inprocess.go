@@ -1,0 +1,53 @@
+package plugin
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// InProcess wraps a kernel service linked into this process as a Plugin,
+// with no process, socket or gRPC in between. A panic in the kernel is a
+// panic of the caller: go test -fuzz records that as a crasher.
+func InProcess(name string, srv kvpb.KernelServer) *Plugin {
+	return &Plugin{Name: name, Path: "(in process)", kernel: direct{srv}, opts: Options{CallTimeout: DefaultCallTimeout}}
+}
+
+// direct calls a KernelServer as if it were a KernelClient.
+type direct struct{ s kvpb.KernelServer }
+
+var _ kvpb.KernelClient = direct{}
+
+func (d direct) Describe(ctx context.Context, in *kvpb.DescribeRequest, _ ...grpc.CallOption) (*kvpb.DescribeResponse, error) {
+	return d.s.Describe(ctx, in)
+}
+
+func (d direct) Attach(ctx context.Context, in *kvpb.AttachRequest, _ ...grpc.CallOption) (*kvpb.AttachResponse, error) {
+	return d.s.Attach(ctx, in)
+}
+
+func (d direct) Detach(ctx context.Context, in *kvpb.DetachRequest, _ ...grpc.CallOption) (*kvpb.DetachResponse, error) {
+	return d.s.Detach(ctx, in)
+}
+
+func (d direct) Store(ctx context.Context, in *kvpb.StoreRequest, _ ...grpc.CallOption) (*kvpb.StoreResponse, error) {
+	return d.s.Store(ctx, in)
+}
+
+func (d direct) StoreBatch(ctx context.Context, in *kvpb.StoreBatchRequest, _ ...grpc.CallOption) (*kvpb.StoreBatchResponse, error) {
+	return d.s.StoreBatch(ctx, in)
+}
+
+func (d direct) Read(ctx context.Context, in *kvpb.ReadRequest, _ ...grpc.CallOption) (*kvpb.ReadResponse, error) {
+	return d.s.Read(ctx, in)
+}
+
+func (d direct) Transfer(ctx context.Context, in *kvpb.TransferRequest, _ ...grpc.CallOption) (*kvpb.TransferResponse, error) {
+	return d.s.Transfer(ctx, in)
+}
+
+func (d direct) Bench(ctx context.Context, in *kvpb.BenchRequest, _ ...grpc.CallOption) (*kvpb.BenchResponse, error) {
+	return d.s.Bench(ctx, in)
+}

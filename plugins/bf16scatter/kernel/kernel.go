@@ -1,0 +1,39 @@
+// Package kernel is the bf16scatter plugin: the plain scatter of the
+// incident, pool[loc[i]] = rows[i] for every row of the captured batch. It
+// ignores the valid count and every padding convention, so it is correct
+// without padding and corrupts other requests' slots with it. kvharness
+// keeps it as its reference bug; do not fix it.
+package kernel
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+)
+
+type scatter struct{}
+
+func (scatter) Store(_ context.Context, c *sdk.StoreCall) error {
+	d := c.Pool.Layout.HeadDim
+	if c.Pool.Layout.Name != "bf16" {
+		return fmt.Errorf("bf16scatter stores the bf16 layout only, not %s", c.Pool.Layout.Name)
+	}
+	for i := range c.Capacity { // all C rows: the bug
+		at := c.Pool.Base + int(c.Loc[i])*2*d
+		cpustore.PutBF16(c.Arena, at, c.Rows[i*d:(i+1)*d])
+	}
+	return nil
+}
+
+// Plugin is what the plugin serves; fuzz tests link it in-process.
+var Plugin = sdk.Plugin{
+	Name:    "bf16scatter",
+	Version: "1.0.0",
+	Doc:     "buf[loc] = k: the incident's pad-unaware bf16 scatter (a deliberate bug)",
+	Geometry: func(_ string, d, p int) []sdk.Geometry {
+		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
+	},
+	Kernel: scatter{},
+}

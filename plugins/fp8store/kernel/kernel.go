@@ -1,0 +1,81 @@
+// Package kernel is the fp8store plugin. It quantizes bf16 rows to fp8
+// e4m3 with a per-token float32 scale and stores them into the fp8-paged
+// (SGLang) or fp8-rows (vLLM) layout, skipping padded rows under every
+// convention. Its variants are the fp8 bug classes seen in public trackers.
+package kernel
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/fp8"
+)
+
+var variants = []sdk.Variant{
+	{Name: "scale-interleaved", Doc: "fp8-paged: writes each scale right after its row, as the rows layout does (vLLM #40991)"},
+	{Name: "bytes-per-token-elements", Doc: "bytes per token computed as an element count: stride and declared size 128, not 132"},
+	{Name: "scale-no-floor", Doc: "scale = max|x|/448 without the 1e-4 floor: a zero row divides by zero"},
+	{Name: "round-toward-zero", Doc: "truncates to e4m3 instead of rounding to nearest even"},
+}
+
+// geometry is where this kernel's code puts a token, per layout and variant.
+func geometry(variant, layout string, d, p int) (cpustore.Geometry, int, error) {
+	perToken := d + 4
+	if variant == "bytes-per-token-elements" {
+		perToken = d
+	}
+	switch {
+	case layout == "fp8-rows", layout == "fp8-paged" && variant == "scale-interleaved":
+		return cpustore.Rows{Stride: perToken, ValueBytes: d}, perToken, nil
+	case layout == "fp8-paged":
+		return cpustore.Paged{P: p, ValueBytes: d, ScaleBytes: 4, PageBytes: perToken * p}, perToken, nil
+	}
+	return nil, 0, fmt.Errorf("fp8store stores fp8-paged and fp8-rows, not %s", layout)
+}
+
+func quantizer(variant string) cpustore.Quantizer {
+	q := cpustore.Exact
+	switch variant {
+	case "scale-no-floor":
+		q.Floor = false
+	case "round-toward-zero":
+		q.Convert = fp8.FromFloat32TowardZero
+	}
+	return q
+}
+
+type store struct{}
+
+func (store) Store(_ context.Context, c *sdk.StoreCall) error {
+	l := c.Pool.Layout
+	g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
+	if err != nil {
+		return err
+	}
+	q := quantizer(c.Variant)
+	d := l.HeadDim
+	for i := range c.Valid { // the kernel is told n: padded rows are never touched
+		value, scale := g.Offsets(c.Loc[i])
+		q.PutFP8(c.Arena, c.Pool.Base+value, c.Pool.Base+scale, c.Rows[i*d:(i+1)*d])
+	}
+	return nil
+}
+
+// Plugin is what the plugin serves; fuzz tests link it in-process.
+var Plugin = sdk.Plugin{
+	Name:     "fp8store",
+	Version:  "1.0.0",
+	Doc:      "fp8 e4m3 + per-token scale store for fp8-paged and fp8-rows, padding-aware",
+	Variants: variants,
+	Geometry: func(variant string, d, p int) []sdk.Geometry {
+		var out []sdk.Geometry
+		for _, name := range []string{"fp8-paged", "fp8-rows"} {
+			_, perToken, _ := geometry(variant, name, d, p)
+			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p})
+		}
+		return out
+	},
+	Kernel: store{},
+}
