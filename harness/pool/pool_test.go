@@ -167,4 +167,3 @@ func TestUnsafeUserDirRefused(t *testing.T) {
 		t.Error("a world-writable runtime directory was accepted")
 	}
 }
-
