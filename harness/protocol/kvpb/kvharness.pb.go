@@ -1560,8 +1560,10 @@ type BenchRequest struct {
 	Mode          BenchMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
 	Batch         uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode
 	Cold          bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches between launches
-	Copy          bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a same-size copy instead of the kernel (roofline)
+	Copy          bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
 	CopyBytes     uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
+	Empty         bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
+	FlushBytes    uint64                `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1679,6 +1681,20 @@ func (x *BenchRequest) GetCopyBytes() uint64 {
 	return 0
 }
 
+func (x *BenchRequest) GetEmpty() bool {
+	if x != nil {
+		return x.Empty
+	}
+	return false
+}
+
+func (x *BenchRequest) GetFlushBytes() uint64 {
+	if x != nil {
+		return x.FlushBytes
+	}
+	return 0
+}
+
 type isBenchRequest_Kernel interface {
 	isBenchRequest_Kernel()
 }
@@ -1703,9 +1719,9 @@ func (*BenchRequest_Transfer) isBenchRequest_Kernel() {}
 
 type BenchResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            []float64              `protobuf:"fixed64,1,rep,packed,name=ns,proto3" json:"ns,omitempty"` // per launch (per-launch mode) or per batch
+	Ns            []float64              `protobuf:"fixed64,1,rep,packed,name=ns,proto3" json:"ns,omitempty"` // per launch (per-launch mode) or per batch of `batch` launches
 	Clock         string                 `protobuf:"bytes,2,opt,name=clock,proto3" json:"clock,omitempty"`    // "cuda-event" or "monotonic"
-	Device        string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`
+	Device        string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`  // what ran it, e.g. "NVIDIA H200" or "cpu"
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1863,7 +1879,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bitem_len\x18\x06 \x01(\x04R\aitemLen\x12\x10\n" +
 	"\x03run\x18\a \x01(\x04R\x03run\"N\n" +
 	"\x10TransferResponse\x12:\n" +
-	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xfc\x02\n" +
+	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xb3\x03\n" +
 	"\fBenchRequest\x122\n" +
 	"\x05store\x18\x01 \x01(\v2\x1a.kvharness.v1.StoreRequestH\x00R\x05store\x12/\n" +
 	"\x04read\x18\x02 \x01(\v2\x19.kvharness.v1.ReadRequestH\x00R\x04read\x12;\n" +
@@ -1878,7 +1894,10 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04copy\x18\t \x01(\bR\x04copy\x12\x1d\n" +
 	"\n" +
 	"copy_bytes\x18\n" +
-	" \x01(\x04R\tcopyBytesB\b\n" +
+	" \x01(\x04R\tcopyBytes\x12\x14\n" +
+	"\x05empty\x18\v \x01(\bR\x05empty\x12\x1f\n" +
+	"\vflush_bytes\x18\f \x01(\x04R\n" +
+	"flushBytesB\b\n" +
 	"\x06kernel\"M\n" +
 	"\rBenchResponse\x12\x0e\n" +
 	"\x02ns\x18\x01 \x03(\x01R\x02ns\x12\x14\n" +
