@@ -12,6 +12,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -60,6 +61,8 @@ type Config struct {
 	MaxCapacity int
 	HeadDim     int
 	PageSize    int
+	Backend     check.Backend // nil: host shared memory
+	Graph       bool
 }
 
 // Subjects lists a plugin's control (unless it is a reference bug) and its
@@ -90,7 +93,8 @@ func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subj
 		}
 		suite := &property.Suite{Plugin: p, Dir: cfg.Dir, Variant: s.Variant, Layouts: layouts,
 			Paddings: workload.Paddings, Cases: n, Seed: cfg.Seed + int64(1000*round), Slots: cfg.Slots,
-			MaxCapacity: cfg.MaxCapacity, BackgroundSeed: cfg.Seed, StopAtFirst: true}
+			MaxCapacity: cfg.MaxCapacity, BackgroundSeed: cfg.Seed, StopAtFirst: true,
+			Backend: cfg.Backend, Graph: cfg.Graph}
 		vs, err := suite.Run(ctx)
 		res.Cases += casesOf(vs)
 		if err != nil {

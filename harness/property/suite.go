@@ -23,6 +23,8 @@ type Suite struct {
 	Slots          int
 	MaxCapacity    int
 	BackgroundSeed int64
+	Backend        check.Backend // nil: host shared memory
+	Graph          bool          // replay captured CUDA graphs
 	// StopAtFirst ends the suite at the first failing combination (the
 	// mutant runner wants time-to-kill, not a full table).
 	StopAtFirst bool
@@ -42,7 +44,7 @@ func (s *Suite) Run(ctx context.Context) ([]Verdict, error) {
 	var out []Verdict
 	for li, l := range s.Layouts {
 		t, err := check.Open(ctx, s.Plugin, s.Dir, check.Config{Variant: s.Variant, Layout: l, Slots: s.Slots,
-			MaxCapacity: s.MaxCapacity, Seed: s.BackgroundSeed})
+			MaxCapacity: s.MaxCapacity, Seed: s.BackgroundSeed, Backend: s.Backend, Graph: s.Graph})
 		if err != nil {
 			return out, err
 		}

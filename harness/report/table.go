@@ -29,6 +29,8 @@ type Header struct {
 	Plugin, Version, Variant  string
 	Cases, Slots, MaxCapacity int
 	Seed                      int64
+	Backend                   string // "cpu" or "cuda:<device>"
+	Graph                     bool
 }
 
 // WriteTable prints one row per layout × padding and one column per
@@ -38,8 +40,15 @@ func WriteTable(w io.Writer, h Header, vs []property.Verdict) {
 	if variant == "" {
 		variant = "none"
 	}
-	fmt.Fprintf(w, "plugin %s %s, variant %s: up to %d cases per row, seed %d, %d slots, capacity ≤ %d\n\n",
-		h.Plugin, h.Version, variant, h.Cases, h.Seed, h.Slots, h.MaxCapacity)
+	backend := h.Backend
+	if backend == "" {
+		backend = "cpu"
+	}
+	if h.Graph {
+		backend += ", graph replay"
+	}
+	fmt.Fprintf(w, "plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %d slots, capacity ≤ %d\n\n",
+		h.Plugin, h.Version, variant, backend, h.Cases, h.Seed, h.Slots, h.MaxCapacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "layout\tpadding\tcases")
 	for _, p := range Properties {

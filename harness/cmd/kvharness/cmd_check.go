@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
@@ -25,11 +26,11 @@ const checkExamples = `  kvharness check --plugin fusedstore
 
 // checkFlags are the flags check, mutants and repro share.
 type checkFlags struct {
-	plugin, variant, layout, layoutFile, padding, results string
-	cases, slots, headDim, pageSize, maxCapacity          int
-	seed                                                  int64
-	timeout                                               time.Duration
-	json                                                  bool
+	plugin, variant, layout, layoutFile, padding, results, backend string
+	cases, slots, headDim, pageSize, maxCapacity, device           int
+	seed                                                           int64
+	timeout                                                        time.Duration
+	json, graph                                                    bool
 }
 
 func (f *checkFlags) register(fs interface {
@@ -53,6 +54,9 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.results, "results", "kvharness-results", "folder for repro files of failures")
 	fs.DurationVar(&f.timeout, "timeout", plugin.DefaultCallTimeout, "deadline of one plugin call; past it the plugin is killed as hung")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&f.backend, "backend", "auto", "where the pool lives: cpu (host shared memory), cuda (GPU memory), or auto (cuda when a GPU and a CUDA kernel are there)")
+	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
+	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 }
 
 func (f *checkFlags) validate() error {
@@ -69,6 +73,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	case f.layoutFile != "" && f.layout != "all":
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
+	case !oneOf(f.backend, check.Backends...):
+		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
@@ -102,16 +108,24 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return e.errorf("%v", err)
 	}
+	backend, where, release, err := check.ChooseBackend(f.backend, f.device, s.desc.Backends)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer release()
+	if f.graph && where == "cpu" {
+		return e.errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")
+	}
 	suite := &property.Suite{Plugin: s.plugin, Dir: s.dir, Variant: f.variant, Layouts: layouts,
 		Paddings: f.paddings(), Cases: f.cases, Seed: f.seed, Slots: f.slots, MaxCapacity: f.maxCapacity,
-		BackgroundSeed: f.seed}
+		BackgroundSeed: f.seed, Backend: backend, Graph: f.graph}
 	verdicts, runErr := suite.Run(ctx)
 	failures, err := saveFailures(&f, s.desc.Name, verdicts)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	h := report.Header{Plugin: s.desc.Name, Version: s.desc.Version, Variant: f.variant, Cases: f.cases,
-		Slots: f.slots, MaxCapacity: f.maxCapacity, Seed: f.seed}
+		Slots: f.slots, MaxCapacity: f.maxCapacity, Seed: f.seed, Backend: where, Graph: f.graph}
 	if f.json {
 		writeJSON(e, h, verdicts, failures, runErr)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -26,6 +27,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&cfg.Slots, "slots", 4096, "slots in the pool")
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
+	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
+	device := fs.Int("device", 0, "CUDA device ordinal")
+	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -34,7 +38,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	var results []mutants.Result
 	for _, name := range *names {
-		rs, err := mutantsOf(ctx, name, cfg)
+		rs, err := mutantsOf(ctx, name, *backend, *device, cfg)
 		if err != nil {
 			return e.errorf("%v", err)
 		}
@@ -52,17 +56,27 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 
 // mutantsOf runs one plugin's control and variants, a fresh process each,
 // so one variant's state cannot leak into the next.
-func mutantsOf(ctx context.Context, name string, cfg mutants.Config) ([]mutants.Result, error) {
+func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutants.Config) ([]mutants.Result, error) {
 	probe, err := open(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
 	if err != nil {
 		return nil, err
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, err := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
+	served := probe.desc.Backends
 	probe.close()
 	if err != nil {
 		return nil, err
 	}
+	b, where, release, err := check.ChooseBackend(backend, device, served)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if cfg.Graph && where == "cpu" {
+		return nil, fmt.Errorf("--graph needs the cuda backend; %s runs on the cpu backend here", name)
+	}
+	cfg.Backend = b
 	var out []mutants.Result
 	for _, s := range subjects {
 		sess, err := open(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)

@@ -1,0 +1,58 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/pool/cudapool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// CUDA is the device backend: arenas in GPU memory, exported to the
+// plugin by IPC handle, diffed on the GPU.
+type CUDA struct{ Dev *cuda.Device }
+
+// NewMemory implements Backend.
+func (c CUDA) NewMemory(_ *pool.Dir, size int) (pool.Memory, error) { return cudapool.New(c.Dev, size) }
+
+// ErrBackend marks a backend that was asked for and cannot be had: a usage
+// error, not a plugin fault.
+var ErrBackend = errors.New("backend unavailable")
+
+// Backends are the values of --backend.
+var Backends = []string{"auto", "cpu", "cuda"}
+
+// ChooseBackend resolves a --backend value. "auto" takes CUDA when a
+// driver and a device are present and the plugin serves that backend,
+// host shared memory otherwise; "cuda" insists. The returned close
+// function releases the device.
+func ChooseBackend(name string, device int, served []kvpb.Backend) (Backend, string, func(), error) {
+	none := func() {}
+	switch name {
+	case "cpu":
+		return SHM{}, "cpu", none, nil
+	case "auto", "cuda":
+	default:
+		return nil, "", none, fmt.Errorf("%w: --backend %q: want auto, cpu or cuda", ErrBackend, name)
+	}
+	serves := false
+	for _, b := range served {
+		serves = serves || b == kvpb.Backend_BACKEND_CUDA
+	}
+	err := cuda.Available()
+	switch {
+	case name == "auto" && (err != nil || !serves):
+		return SHM{}, "cpu", none, nil
+	case err != nil:
+		return nil, "", none, fmt.Errorf("%w: --backend cuda: %v; use --backend cpu on this machine", ErrBackend, err)
+	case !serves:
+		return nil, "", none, fmt.Errorf("%w: --backend cuda: the plugin has no CUDA kernel (it serves %v)", ErrBackend, served)
+	}
+	dev, err := cuda.Open(device)
+	if err != nil {
+		return nil, "", none, fmt.Errorf("%w: --backend cuda: %v", ErrBackend, err)
+	}
+	return CUDA{Dev: dev}, "cuda:" + dev.Name(), func() { dev.Close() }, nil
+}

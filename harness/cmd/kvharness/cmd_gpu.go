@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/telemetry"
+)
+
+func init() {
+	register("gpu", "show GPU telemetry: memory, clocks, peak bandwidth, power, throttling", runGPU)
+}
+
+const gpuExamples = `  kvharness gpu
+  kvharness gpu --json
+`
+
+func runGPU(_ context.Context, e *env, args []string) int {
+	fs := flags("gpu", "[--json]", gpuExamples, e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	snap, err := telemetry.Collect(telemetry.NewLibrary())
+	if errors.Is(err, telemetry.ErrUnavailable) {
+		fmt.Fprintf(e.stdout, "no GPU: %v\n", err) // not an error: a CPU machine is a valid place to run
+		return exitPass
+	}
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(snap)
+		return exitPass
+	}
+	if err := snap.WriteText(e.stdout); err != nil {
+		return e.errorf("%v", err)
+	}
+	return exitPass
+}
