@@ -156,17 +156,23 @@ func window(w pool.Window) *kvpb.Window {
 }
 
 func (t *Target) attach(ctx context.Context) error {
-	req := &kvpb.AttachRequest{Arena: t.Mem.Desc(), Variant: t.Variant, Staging: window(t.Geometry.Staging)}
-	for _, r := range t.Geometry.Regions {
+	_, err := t.Plugin.Attach(ctx, t, AttachRequest(t.Mem, t.Geometry, t.Variant))
+	return err
+}
+
+// AttachRequest describes an arena and its pools to a plugin.
+func AttachRequest(mem pool.Memory, g pool.Geometry, variant string) *kvpb.AttachRequest {
+	req := &kvpb.AttachRequest{Arena: mem.Desc(), Variant: variant, Staging: window(g.Staging)}
+	for _, r := range g.Regions {
+		l := r.Layout
 		req.Pools = append(req.Pools, &kvpb.PoolDesc{
 			Name:   r.Name,
-			Layout: &kvpb.LayoutRef{Name: t.Layout.Name, HeadDim: uint32(t.Layout.HeadDim), PageSize: uint32(t.Layout.PageSize)},
+			Layout: &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)},
 			Slots:  uint64(r.Slots), Pool: window(r.Pool),
 			GuardBefore: window(r.GuardBefore), GuardAfter: window(r.GuardAfter),
 		})
 	}
-	_, err := t.Plugin.Attach(ctx, t, req)
-	return err
+	return req
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.

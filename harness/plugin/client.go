@@ -256,5 +256,15 @@ func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) erro
 	return nil
 }
 
+// Bench times a kernel inside the plugin. Its deadline is the per-call
+// deadline: callers size their requests to stay well inside it.
+func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+	resp, err := call(ctx, p, "Bench", p.kernel.Bench, req)
+	if err == nil && len(resp.Ns) == 0 {
+		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Bench", Detail: "answered no samples"}
+	}
+	return resp, err
+}
+
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }

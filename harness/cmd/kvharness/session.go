@@ -18,6 +18,9 @@ type session struct {
 	desc   *kvpb.DescribeResponse
 }
 
+// openDir makes the private run directory for plugins and arenas.
+func openDir() (*pool.Dir, error) { return pool.OpenDir() }
+
 // open resolves, starts and describes a plugin.
 func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration) (*session, error) {
 	dir, err := pool.OpenDir()

@@ -1,0 +1,74 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// arena is one pool and staging for the largest batch, with rows and a
+// slot list already staged: every cell of a group reads a prefix of them.
+type arena struct {
+	mem     pool.Memory
+	geo     pool.Geometry
+	rowsOff int
+	locOff  int
+}
+
+// openArena plans, fills and stages an arena and attaches p to it. The
+// slots are distinct and drawn at random from the whole pool, as a serving
+// engine's free list hands them out after a while.
+func openArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*arena, error) {
+	n := m.maxTokens()
+	rowsBytes := (n*l.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
+	g, err := pool.Plan([]pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}, rowsBytes+8*n)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := b.NewMemory(dir, g.Size)
+	if err != nil {
+		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
+	}
+	a := &arena{mem: mem, geo: g, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
+	if err := a.stage(l, m, n); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	if _, err := p.Attach(ctx, a, check.AttachRequest(mem, g, m.Variant)); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *arena) stage(l *layout.Layout, m Matrix, n int) error {
+	if err := a.mem.Fill(a.geo.Regions[0].Span(), uint64(m.Seed)); err != nil {
+		return err
+	}
+	rows := make([]byte, n*l.RowBytes())
+	row := make([]uint16, l.HeadDim)
+	for i := range n {
+		workload.Row{Kind: workload.RowNormal, Seed: uint64(i)}.Fill(row)
+		for j, e := range row {
+			binary.LittleEndian.PutUint16(rows[i*l.RowBytes()+2*j:], e)
+		}
+	}
+	if err := a.mem.WriteAt(rows, a.rowsOff); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(uint64(m.Seed), 7))
+	loc := make([]byte, 8*n)
+	for i, s := range rng.Perm(m.Slots)[:n] {
+		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
+	}
+	return a.mem.WriteAt(loc, a.locOff)
+}
+
+func (a *arena) close() { a.mem.Close() }

@@ -1,0 +1,106 @@
+package benchrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/measure"
+	"github.com/kvharness/kvharness/harness/results"
+)
+
+// Matrix is what a bench run covers. A JSON matrix file holds the same
+// fields; omitted ones take the defaults.
+type Matrix struct {
+	Plugins  []string         `json:"plugins"`
+	Variant  string           `json:"variant,omitempty"`
+	Layouts  []string         `json:"layouts"` // names, or ["all"]: every built-in layout a plugin declares
+	Tokens   []int            `json:"tokens"`
+	Modes    []results.Mode   `json:"modes"`
+	Caches   []results.Cache  `json:"caches"`
+	Timings  []results.Timing `json:"timings"`
+	Slots    int              `json:"slots"`
+	HeadDim  int              `json:"head_dim"`
+	PageSize int              `json:"page_size"`
+	Seed     int64            `json:"seed"`
+	// Stopping rules per timing. Per-launch cells want many samples for
+	// their tails and tolerate noise; batched cells want a stable mean.
+	PerLaunch measure.Criterion `json:"per_launch"`
+	Batched   measure.Criterion `json:"batched"`
+	// KeepSamples stores every sample in the log (for CDF plots).
+	KeepSamples bool `json:"keep_samples"`
+}
+
+// DefaultTokens are the issue's batch sizes: one decode token to a large
+// prefill chunk.
+var DefaultTokens = []int{1, 32, 512, 4096, 32768, 262144}
+
+// Default returns the full default matrix for the given plugins.
+func Default(plugins ...string) Matrix {
+	return Matrix{
+		Plugins: plugins, Layouts: []string{"all"}, Tokens: DefaultTokens,
+		Modes:   []results.Mode{results.Eager, results.Graph},
+		Caches:  []results.Cache{results.Hot, results.Cold},
+		Timings: []results.Timing{results.PerLaunch, results.Batched},
+		Slots:   1 << 20, HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize, Seed: 1,
+		PerLaunch:   measure.Criterion{MinSamples: 200, MaxNoise: math.Inf(1), TimeLimit: 2 * time.Second, MaxSamples: 5000},
+		Batched:     measure.Criterion{MinSamples: 10, MaxNoise: 0.01, TimeLimit: 3 * time.Second, MaxSamples: 500},
+		KeepSamples: true,
+	}
+}
+
+// LoadMatrix reads a matrix file over the defaults. Unknown keys are
+// errors: a typo must not silently shrink a nightly run.
+func LoadMatrix(path string) (Matrix, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("read matrix: %w", err)
+	}
+	m := Default()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Matrix{}, fmt.Errorf("matrix %s: %w", path, err)
+	}
+	if err := m.Validate(); err != nil {
+		return Matrix{}, fmt.Errorf("matrix %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Validate rejects matrices that cannot run.
+func (m Matrix) Validate() error {
+	switch {
+	case len(m.Plugins) == 0:
+		return fmt.Errorf("no plugins")
+	case len(m.Layouts) == 0 || len(m.Tokens) == 0 || len(m.Modes) == 0 || len(m.Caches) == 0 || len(m.Timings) == 0:
+		return fmt.Errorf("layouts, tokens, modes, caches and timings must each name at least one value")
+	case m.HeadDim < 16 || m.HeadDim%16 != 0:
+		return fmt.Errorf("head_dim %d: want a multiple of 16", m.HeadDim)
+	case m.PageSize < 1:
+		return fmt.Errorf("page_size %d: want at least 1", m.PageSize)
+	}
+	for _, t := range m.Tokens {
+		if t < 1 || t > m.Slots {
+			return fmt.Errorf("tokens %d: want 1..slots (%d): each token needs its own slot", t, m.Slots)
+		}
+	}
+	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched} {
+		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 {
+			return fmt.Errorf("stopping criteria must not be negative")
+		}
+	}
+	return nil
+}
+
+func (m Matrix) maxTokens() int {
+	n := 0
+	for _, t := range m.Tokens {
+		n = max(n, t)
+	}
+	return n
+}

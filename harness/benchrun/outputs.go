@@ -1,0 +1,84 @@
+package benchrun
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/kvharness/kvharness/harness/plot"
+	"github.com/kvharness/kvharness/harness/results"
+)
+
+// File names inside a bench output folder.
+const (
+	LogFile   = "cells.jsonl" // every finished cell, appended and synced as it finishes
+	BenchFile = "bench.txt"   // Go benchmark format, for benchstat and kvharness compare
+	TableFile = "table.txt"   // the human table
+	PlotDir   = "plots"
+)
+
+// WriteOutputs writes the benchmark file, the table and the plots for all
+// cells of a run (resumed cells included). Each file is written whole or
+// not at all; warnings (cells without raw samples, say) are returned.
+func WriteOutputs(dir string, cells []results.Cell) ([]error, error) {
+	var warnings []error
+	err := results.WriteFileAtomic(filepath.Join(dir, BenchFile), 0o644, func(w io.Writer) error {
+		ws, err := results.WriteBench(w, cells, results.BenchOptions{})
+		warnings = ws
+		return err
+	})
+	if err != nil {
+		return warnings, err
+	}
+	var table bytes.Buffer
+	WriteTable(&table, cells)
+	if err := results.WriteFileAtomic(filepath.Join(dir, TableFile), 0o644, func(w io.Writer) error {
+		_, err := w.Write(table.Bytes())
+		return err
+	}); err != nil {
+		return warnings, err
+	}
+	return warnings, writePlots(filepath.Join(dir, PlotDir), cells)
+}
+
+// writePlots draws, per plugin and layout, throughput against tokens with
+// the copy roofline, and per plugin, layout, mode and cache the latency
+// CDFs of the per-launch cells.
+func writePlots(dir string, cells []results.Cell) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tput := map[string][]results.Cell{}
+	cdf := map[string][]results.Cell{}
+	for _, c := range cells {
+		group := c.Plugin + "_" + c.Layout
+		if c.Kernel == KernelStore || c.Kernel == KernelCopy {
+			tput[group] = append(tput[group], c)
+		}
+		if c.Kernel == KernelStore && c.Timing == results.PerLaunch && len(c.Samples) > 0 {
+			k := fmt.Sprintf("%s_%s_%s", group, c.Mode, c.Cache)
+			cdf[k] = append(cdf[k], c)
+		}
+	}
+	for k, cs := range tput {
+		if err := plotFile(filepath.Join(dir, "throughput_"+k+".png"), func(w io.Writer) error {
+			return plot.Throughput(w, cs, plot.Options{Title: "throughput " + k})
+		}); err != nil {
+			return err
+		}
+	}
+	for k, cs := range cdf {
+		if err := plotFile(filepath.Join(dir, "latency_"+k+".png"), func(w io.Writer) error {
+			return plot.LatencyCDF(w, cs, plot.Options{Title: "per-launch latency " + k})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func plotFile(path string, draw func(io.Writer) error) error {
+	return results.WriteFileAtomic(path, 0o644, draw)
+}

@@ -1,0 +1,280 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/measure"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/results"
+)
+
+// Kernels of the cells a run records besides the store itself.
+const (
+	KernelStore = "store"
+	KernelCopy  = "copy"  // a device (or memory) copy of the same input bytes: the roofline
+	KernelEmpty = "empty" // an empty kernel launch: the floor for tiny batches
+)
+
+// Runner runs a matrix against plugins.
+type Runner struct {
+	Matrix   Matrix
+	Dir      *pool.Dir
+	Backend  check.Backend
+	OnGPU    bool // graph mode needs it; graph cells are skipped on the CPU
+	Log      *results.LogWriter
+	Previous []results.Cell // cells of an earlier, resumed run
+	Env      results.Env
+	PeakGBps float64
+	Progress io.Writer // nil: quiet
+	Start    func(ctx context.Context, name string) (*plugin.Plugin, error)
+
+	done  map[results.Key]results.Cell
+	total int
+	count int
+}
+
+// Run measures every cell not already done and returns the new ones.
+func (r *Runner) Run(ctx context.Context) ([]results.Cell, error) {
+	r.done = map[results.Key]results.Cell{}
+	for _, c := range r.Previous {
+		r.done[c.Key()] = c
+	}
+	var out []results.Cell
+	for _, name := range r.Matrix.Plugins {
+		cells, err := r.runPlugin(ctx, name)
+		out = append(out, cells...)
+		if err != nil {
+			return out, err
+		}
+	}
+	r.progressDone()
+	return out, nil
+}
+
+func (r *Runner) runPlugin(ctx context.Context, name string) ([]results.Cell, error) {
+	p, err := r.Start(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	m := r.Matrix
+	desc, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: m.Variant, HeadDim: uint32(m.HeadDim), PageSize: uint32(m.PageSize)})
+	if err != nil {
+		return nil, err
+	}
+	layouts, err := pickLayouts(desc, m)
+	if err != nil {
+		return nil, err
+	}
+	r.total += len(layouts) * len(m.Tokens) * len(r.modes()) * len(m.Caches) * len(m.Timings)
+	var out []results.Cell
+	for _, l := range layouts {
+		g := &group{r: r, p: p, desc: desc, l: l}
+		cells, err := g.run(ctx)
+		out = append(out, cells...)
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %w", name, l.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// modes drops graph mode off the GPU: a CPU kernel has no graph to replay.
+func (r *Runner) modes() []results.Mode {
+	var out []results.Mode
+	for _, m := range r.Matrix.Modes {
+		if m != results.Graph || r.OnGPU {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error) {
+	var names []string
+	for _, n := range m.Layouts {
+		if n != "all" {
+			names = append(names, n)
+			continue
+		}
+		for _, g := range desc.Layouts {
+			if layout.Describe(g.Layout) != "" {
+				names = append(names, g.Layout)
+			}
+		}
+	}
+	var out []*layout.Layout
+	for _, n := range names {
+		l, err := layout.Builtin(n, m.HeadDim, m.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// group is one plugin and one layout: one arena serves all its cells.
+type group struct {
+	r    *Runner
+	p    *plugin.Plugin
+	desc *kvpb.DescribeResponse
+	l    *layout.Layout
+	a    *arena
+}
+
+func (g *group) run(ctx context.Context) ([]results.Cell, error) {
+	a, err := openArena(ctx, g.p, g.r.Dir, g.r.Backend, g.l, g.r.Matrix)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	g.a = a
+	var out []results.Cell
+	m := g.r.Matrix
+	for _, tokens := range m.Tokens {
+		for _, mode := range g.r.modes() {
+			for _, cache := range m.Caches {
+				for _, timing := range m.Timings {
+					cells, err := g.cell(ctx, tokens, mode, cache, timing)
+					out = append(out, cells...)
+					if err != nil {
+						return out, err
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// cell measures one store cell, and the copy and empty references it is
+// compared with unless an earlier cell of this run already measured them.
+func (g *group) cell(ctx context.Context, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) ([]results.Cell, error) {
+	g.r.progress(g.desc.Name, g.l.Name, tokens, mode, cache, timing)
+	var out []results.Cell
+	copyCell, fresh, err := g.measure(ctx, g.identity(KernelCopy, tokens, results.Eager, cache, timing), nil)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		out = append(out, copyCell)
+	}
+	empty, fresh, err := g.measure(ctx, g.identity(KernelEmpty, 1, mode, cache, timing), nil)
+	if err != nil {
+		return out, err
+	}
+	if fresh {
+		out = append(out, empty)
+	}
+	store, fresh, err := g.measure(ctx, g.identity(KernelStore, tokens, mode, cache, timing), &copyCell)
+	if err != nil {
+		return out, err
+	}
+	if fresh {
+		out = append(out, store)
+	}
+	return out, nil
+}
+
+func (g *group) identity(kernel string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) results.Identity {
+	return results.Identity{Plugin: g.desc.Name, PluginVersion: g.desc.Version, Variant: g.r.Matrix.Variant,
+		Kernel: kernel, Layout: g.l.Name, HeadDim: g.l.HeadDim, PageSize: g.l.PageSize, Tokens: tokens,
+		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1}
+}
+
+// measure returns the cell of id, from this or a resumed run when it was
+// done already (fresh is false then), otherwise by sampling and logging it.
+func (g *group) measure(ctx context.Context, id results.Identity, copyCell *results.Cell) (results.Cell, bool, error) {
+	if c, ok := g.r.lookup(id); ok {
+		return c, false, nil
+	}
+	crit := g.r.Matrix.PerLaunch
+	if id.Timing == results.Batched {
+		crit = g.r.Matrix.Batched
+	}
+	s, err := sample(ctx, g.p, g.request(id), id.Timing, crit)
+	if err != nil {
+		return results.Cell{}, false, err
+	}
+	c, err := g.record(id, s, copyCell)
+	return c, err == nil, err
+}
+
+func (g *group) request(id results.Identity) *kvpb.BenchRequest {
+	store := &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens), Padding: kvpb.Padding_PADDING_NONE,
+		RowsOffset: uint64(g.a.rowsOff), LocOffset: uint64(g.a.locOff), Graph: id.Mode == results.Graph}
+	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Cold: id.Cache == results.Cold,
+		Copy: id.Kernel == KernelCopy, CopyBytes: uint64(id.Tokens * g.l.RowBytes()), Empty: id.Kernel == KernelEmpty}
+}
+
+// bytesMoved counts what one launch reads and writes.
+func (g *group) bytesMoved(id results.Identity) int64 {
+	switch id.Kernel {
+	case KernelCopy:
+		return 2 * int64(id.Tokens*g.l.RowBytes())
+	case KernelEmpty:
+		return 0
+	}
+	return int64(id.Tokens * (g.l.RowBytes() + 8 + g.l.BytesPerToken()))
+}
+
+func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (results.Cell, error) {
+	sum, err := measure.Summarize(s.ns)
+	if err != nil {
+		return results.Cell{}, fmt.Errorf("cell %s: %w", id.Name(), err)
+	}
+	id.BatchSize = s.batch
+	c := results.Cell{Identity: id, Summary: sum, BytesPerLaunch: g.bytesMoved(id), PeakGBps: g.r.PeakGBps,
+		Stop: s.stop, Env: g.r.Env}
+	if s.dev != "" {
+		c.Env.Device = s.dev
+	}
+	c.Env.Time = time.Now().UTC()
+	if copyCell != nil {
+		c.CopyGBps = copyCell.GBps
+	}
+	if g.r.Matrix.KeepSamples {
+		c.Samples = s.ns
+	}
+	if err := c.Derive(); err != nil && id.Kernel != KernelEmpty {
+		return c, err
+	}
+	if err := g.r.Log.Append(c); err != nil {
+		return c, fmt.Errorf("log cell %s: %w", id.Name(), err)
+	}
+	g.r.done[c.Key()] = c
+	return c, nil
+}
+
+// lookup finds a finished cell of the same identity; batch sizes differ
+// between runs, so the key is taken with the batch size of the done cell.
+func (r *Runner) lookup(id results.Identity) (results.Cell, bool) {
+	for _, c := range r.done {
+		id.BatchSize = c.BatchSize
+		if c.Key() == id.Key() {
+			return c, true
+		}
+	}
+	return results.Cell{}, false
+}
+
+func (r *Runner) progress(plugin, l string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) {
+	r.count++
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, "\r\033[K[%d/%d] %s %s tokens=%d %s %s %s", r.count, r.total, plugin, l, tokens, mode, cache, timing)
+	}
+}
+
+func (r *Runner) progressDone() {
+	if r.Progress != nil {
+		fmt.Fprintln(r.Progress)
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/telemetry"
+)
+
+func init() {
+	register("bench", "measure throughput and tail latency over a matrix of cells", runBench)
+}
+
+const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
+  kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
+  kvharness bench --matrix bench/matrix.json --out night --resume
+  kvharness compare bench/baselines/cpu.txt night/bench.txt
+`
+
+type benchFlags struct {
+	plugins, layouts                      []string
+	tokens, matrix, out, backend, variant string
+	modes, caches, timings                []string
+	device                                int
+	resume, quick                         bool
+	timeout                               time.Duration
+}
+
+func runBench(ctx context.Context, e *env, args []string) int {
+	var f benchFlags
+	fs := flags("bench", "--plugin P [flags] | --matrix FILE [flags]", benchExamples, e)
+	fs.StringSliceVar(&f.plugins, "plugin", nil, "plugins to measure (repeat or comma-separate)")
+	fs.StringVar(&f.variant, "variant", "", "plugin variant")
+	fs.StringSliceVar(&f.layouts, "layout", []string{"all"}, "layouts, or all")
+	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144)")
+	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
+	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch)")
+	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
+	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
+	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
+	fs.BoolVar(&f.resume, "resume", false, "keep the cells already in --out and measure only the rest")
+	fs.BoolVar(&f.quick, "quick", false, "short stopping rules (smoke runs; numbers are rough)")
+	fs.StringVar(&f.backend, "backend", "auto", "cpu, cuda or auto")
+	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "deadline of one plugin call")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	m, err := f.buildMatrix(fs.Changed)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	return benchRun(ctx, e, &f, m)
+}
+
+func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, error) {
+	m := benchrun.Default()
+	if f.matrix != "" {
+		var err error
+		if m, err = benchrun.LoadMatrix(f.matrix); err != nil {
+			return m, err
+		}
+	}
+	if len(f.plugins) > 0 {
+		m.Plugins = f.plugins
+	}
+	if changed("variant") {
+		m.Variant = f.variant
+	}
+	if changed("layout") || f.matrix == "" {
+		m.Layouts = f.layouts
+	}
+	if f.tokens != "" {
+		toks, err := parseInts(f.tokens)
+		if err != nil {
+			return m, fmt.Errorf("--tokens: %w", err)
+		}
+		m.Tokens = toks
+	}
+	if err := f.enums(&m, changed); err != nil {
+		return m, err
+	}
+	if f.quick {
+		m.PerLaunch.MinSamples, m.PerLaunch.TimeLimit = 50, 300*time.Millisecond
+		m.Batched.MinSamples, m.Batched.TimeLimit = 5, 300*time.Millisecond
+	}
+	return m, m.Validate()
+}
+
+func (f *benchFlags) enums(m *benchrun.Matrix, changed func(string) bool) error {
+	if changed("mode") || f.matrix == "" {
+		m.Modes = nil
+		for _, s := range f.modes {
+			if !oneOf(s, "eager", "graph") {
+				return fmt.Errorf("--mode %q: want eager or graph", s)
+			}
+			m.Modes = append(m.Modes, results.Mode(s))
+		}
+	}
+	if changed("cache") || f.matrix == "" {
+		m.Caches = nil
+		for _, s := range f.caches {
+			if !oneOf(s, "hot", "cold") {
+				return fmt.Errorf("--cache %q: want hot or cold", s)
+			}
+			m.Caches = append(m.Caches, results.Cache(s))
+		}
+	}
+	if changed("timing") || f.matrix == "" {
+		m.Timings = nil
+		for _, s := range f.timings {
+			if !oneOf(s, "per-launch", "batched") {
+				return fmt.Errorf("--timing %q: want per-launch or batched", s)
+			}
+			m.Timings = append(m.Timings, results.Timing(s))
+		}
+	}
+	return nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int {
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return e.errorf("make --out folder: %v", err)
+	}
+	logPath := filepath.Join(f.out, benchrun.LogFile)
+	previous, err := previousCells(logPath, f.resume, e)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	backend, where, release, err := check.ChooseBackend(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_CUDA})
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer release()
+	log, err := results.OpenLog(logPath)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer log.Close()
+	dir, err := openDir()
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer dir.Close()
+	r := &benchrun.Runner{Matrix: m, Dir: dir, Backend: backend, OnGPU: where != "cpu", Log: log, Previous: previous,
+		Env: benchEnv(), Progress: progressWriter(e)}
+	r.PeakGBps = peakGBps(r.OnGPU, f.device)
+	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
+		path, err := plugin.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, CallTimeout: f.timeout})
+	}
+	if !r.OnGPU && hasGraph(m) {
+		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")
+	}
+	fresh, runErr := r.Run(ctx)
+	return benchFinish(e, f.out, append(previous, fresh...), runErr)
+}
+
+func benchFinish(e *env, out string, cells []results.Cell, runErr error) int {
+	if len(cells) > 0 {
+		warnings, err := benchrun.WriteOutputs(out, cells)
+		for _, w := range warnings {
+			fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
+		}
+		if err != nil {
+			return e.errorf("write outputs: %v", err)
+		}
+		benchrun.WriteTable(e.stdout, cells)
+		fmt.Fprintf(e.stdout, "\n%d cells in %s (%s, %s, %s, %s/)\n", len(cells), out, benchrun.LogFile, benchrun.BenchFile, benchrun.TableFile, benchrun.PlotDir)
+	}
+	if runErr != nil {
+		return e.errorf("%v (finished cells are kept in %s; rerun with --resume)", runErr, filepath.Join(out, benchrun.LogFile))
+	}
+	return exitPass
+}
+
+func previousCells(path string, resume bool, e *env) ([]results.Cell, error) {
+	if !resume {
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("%s exists: pass --resume to continue that run, or choose another --out", path)
+		}
+		return nil, nil
+	}
+	l, err := results.ReadLogFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range l.Warnings {
+		fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
+	}
+	return l.Cells, nil
+}
+
+func hasGraph(m benchrun.Matrix) bool {
+	for _, x := range m.Modes {
+		if x == results.Graph {
+			return true
+		}
+	}
+	return false
+}
+
+// progressWriter shows progress on a terminal and stays quiet otherwise.
+func progressWriter(e *env) *os.File {
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
+	return nil
+}
+
+func benchEnv() results.Env {
+	env := results.LocalEnv(time.Now())
+	env.Commit = commit()
+	if snap, err := telemetry.Collect(telemetry.NewLibrary()); err == nil && len(snap.Devices) > 0 {
+		d := snap.Devices[0]
+		env.Device, env.Driver = d.Name, snap.DriverVersion
+		if d.SMClockMHz != nil {
+			env.SMClockMHz = int(*d.SMClockMHz)
+		}
+		if d.MemClockMHz != nil {
+			env.MemClockMHz = int(*d.MemClockMHz)
+		}
+	}
+	return env
+}
+
+func peakGBps(onGPU bool, device int) float64 {
+	if !onGPU {
+		return 0
+	}
+	snap, err := telemetry.Collect(telemetry.NewLibrary())
+	if err != nil || device >= len(snap.Devices) || snap.Devices[device].PeakMemoryBandwidthGBps == nil {
+		return 0
+	}
+	return *snap.Devices[device].PeakMemoryBandwidthGBps
+}
+
+// commit names the source: git when it is there, else the commit file a
+// GPU build leaves beside the binary.
+func commit() string {
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	if exe, err := os.Executable(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "commit")); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
+}

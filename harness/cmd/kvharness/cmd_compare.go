@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/compare"
+)
+
+func init() {
+	register("compare", "compare two bench.txt files; exit 1 on a significant regression", runCompare)
+}
+
+const compareExamples = `  kvharness compare bench/baselines/cpu.txt night/bench.txt
+  kvharness compare --threshold 0.10 --alpha 0.01 base.txt new.txt
+`
+
+func runCompare(_ context.Context, e *env, args []string) int {
+	fs := flags("compare", "BASE NEW [flags]", compareExamples, e)
+	o := compare.Options{}
+	fs.Float64Var(&o.Alpha, "alpha", compare.DefaultAlpha, "significance level of the Mann–Whitney U-test")
+	fs.Float64Var(&o.Threshold, "threshold", compare.DefaultThreshold, "smallest relative change that counts as a regression (0.05 = 5%)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 2 {
+		return e.errorf("compare takes two files, BASE and NEW; got %d", fs.NArg())
+	}
+	if o.Alpha <= 0 || o.Alpha >= 1 || o.Threshold < 0 {
+		return e.errorf("--alpha must be in (0,1) and --threshold non-negative")
+	}
+	r, err := compare.CompareFiles(fs.Arg(0), fs.Arg(1), o)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if err := compare.WriteText(e.stdout, r); err != nil {
+		return e.errorf("%v", err)
+	}
+	if n := len(r.Regressions()); n > 0 {
+		fmt.Fprintf(e.stderr, "kvharness: %d significant regression(s) beyond %.0f%%\n", n, 100*o.Threshold)
+		return exitViolation
+	}
+	return exitPass
+}
