@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -212,6 +213,9 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 			RowsOffset: uint64(t.Geometry.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
 	}
 	err := t.Plugin.StoreBatch(ctx, reqs)
+	if err == nil {
+		err = t.checkStaging(c, rows)
+	}
 	deltas := make([]oracle.Delta, len(batch))
 	for i, r := range batch {
 		d, cerr := t.capture(t.Geometry.Regions[r.pool])
@@ -235,20 +239,52 @@ func (t *Target) capture(r pool.Region) (oracle.Delta, error) {
 	return d, t.Mem.Reset(abs)
 }
 
-// stage writes rows and loc into staging. Rows are copied as the host's
-// bytes: kvharness runs on little-endian machines only, as the kernels do.
-func (t *Target) stage(c *workload.Store, rows [][]uint16) error {
-	rb := t.Layout.RowBytes()
-	buf := make([]byte, c.Capacity()*rb)
-	for i, r := range rows[:c.Capacity()] {
-		copy(buf[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r))), rb))
+// checkStaging reads the inputs back: a store kernel must leave them as
+// staged. A plugin that writes there is broken in a way no pool invariant
+// describes, so it is a protocol fault, not a violation.
+func (t *Target) checkStaging(c *workload.Store, rows [][]uint16) error {
+	for _, seg := range t.staged(c, rows) {
+		got := make([]byte, len(seg.data))
+		if err := t.Mem.ReadAt(got, seg.off); err != nil {
+			return err
+		}
+		if !bytes.Equal(got, seg.data) {
+			return &plugin.Fault{Kind: plugin.Protocol, Plugin: t.Plugin.Name, Call: "StoreBatch",
+				Detail: fmt.Sprintf("wrote into its read-only input staging (%s); a store may write only the pool", seg.name)}
+		}
 	}
-	if err := t.Mem.WriteAt(buf, t.Geometry.Staging.Off); err != nil {
-		return err
+	return nil
+}
+
+// stage writes rows and loc into staging.
+func (t *Target) stage(c *workload.Store, rows [][]uint16) error {
+	for _, seg := range t.staged(c, rows) {
+		if err := t.Mem.WriteAt(seg.data, seg.off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segment is a piece of staged input.
+type segment struct {
+	name string
+	off  int
+	data []byte
+}
+
+// staged is a case's staging content: its rows, then its slots. Rows are
+// the host's bytes: kvharness runs on little-endian machines only, as the
+// kernels do.
+func (t *Target) staged(c *workload.Store, rows [][]uint16) []segment {
+	rb := t.Layout.RowBytes()
+	r := make([]byte, c.Capacity()*rb)
+	for i, row := range rows[:c.Capacity()] {
+		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
 	}
 	loc := make([]byte, 8*c.Capacity())
 	for i, s := range c.Loc {
 		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
 	}
-	return t.Mem.WriteAt(loc, t.locOffset())
+	return []segment{{"rows", t.Geometry.Staging.Off, r}, {"loc", t.locOffset(), loc}}
 }

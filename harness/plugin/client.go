@@ -35,6 +35,14 @@ type Options struct {
 	StartTimeout time.Duration // handshake deadline; DefaultStartTimeout if 0
 	Args         []string      // extra command-line arguments
 	Env          []string      // extra environment, KEY=VALUE
+	// Variant is also passed as KVHARNESS_VARIANT, for plugins whose
+	// variant acts before the first RPC.
+	Variant string
+	// SHA256 pins the plugin binary: a different file is refused.
+	SHA256 []byte
+	// NoMTLS turns off go-plugin's automatic mutual TLS on the channel,
+	// for plugins (in other languages) that cannot negotiate it.
+	NoMTLS bool
 }
 
 // Plugin is a running plugin process.
@@ -59,19 +67,33 @@ func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	p := &Plugin{Name: name, Path: path, opts: opts, stderr: newTail(16 << 10)}
-	cmd := exec.Command(path, opts.Args...)
+	p := &Plugin{Name: name, Path: path, opts: opts}
+	if err := p.verify(); err != nil {
+		return nil, err
+	}
+	if err := p.launch(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// launch starts a fresh process for p and connects to it.
+func (p *Plugin) launch(ctx context.Context) error {
+	p.stderr = newTail(16 << 10)
+	p.owner, p.noBatch = nil, false
+	cmd := exec.Command(p.Path, p.opts.Args...)
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.Plugins(nil),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd.Env = append(spec.Env, opts.Env...)
-			p.runner = newGroupRunner(cmd, opts.Dir)
+			cmd.Env = append(append(spec.Env, "KVHARNESS_VARIANT="+p.opts.Variant), p.opts.Env...)
+			p.runner = newGroupRunner(cmd, p.opts.Dir)
 			return p.runner, nil
 		},
-		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir.Path},
-		StartTimeout:     opts.StartTimeout,
+		AutoMTLS:         !p.opts.NoMTLS,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: p.opts.Dir.Path},
+		StartTimeout:     p.opts.StartTimeout,
 		Stderr:           p.stderr,
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
@@ -79,9 +101,20 @@ func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error
 	})
 	if err := p.connect(ctx); err != nil {
 		p.Close()
-		return nil, err
+		return err
 	}
-	return p, nil
+	return nil
+}
+
+// Restart kills the plugin's process group, if it still runs, and starts a
+// new process in its place. Targets attached to the old process attach
+// again on their next call.
+func (p *Plugin) Restart(ctx context.Context) error {
+	if p.client == nil {
+		return nil // in process: nothing to restart
+	}
+	p.Close()
+	return p.launch(ctx)
 }
 
 func (p *Plugin) connect(ctx context.Context) error {
@@ -111,11 +144,13 @@ func (p *Plugin) startFault(err error) error {
 	f := &Fault{Kind: Handshake, Plugin: p.Name, Call: "start", Err: err,
 		Detail: firstLine(err.Error()), Stderr: p.stderr.Lines(12)}
 	if p.runner != nil {
-		if d := p.waitExit(200 * time.Millisecond); d != "" {
+		// go-plugin kills the process on a failed start; only an exit of
+		// the plugin's own says something.
+		if d := p.waitExit(200 * time.Millisecond); d != "" && !strings.HasSuffix(d, "signal killed") {
 			f.Detail += " (" + d + ")"
 		}
 	}
-	if strings.Contains(err.Error(), "Incompatible API version") {
+	if strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
 		f.Detail += fmt.Sprintf("; this harness speaks protocol version %d: rebuild the plugin against it", protocol.Version)
 	}
 	return f

@@ -16,8 +16,13 @@ import (
 // Module is the module path that marks the kvharness source tree.
 const Module = "github.com/kvharness/kvharness"
 
-// Bundled lists the plugins that ship in plugins/.
-var Bundled = []string{"fusedstore", "fp8store", "bf16scatter"}
+// Stores lists the bundled store plugins: the ones kvharness checks,
+// benchmarks and mutates by default.
+var Stores = []string{"fusedstore", "fp8store", "bf16scatter"}
+
+// Bundled lists every plugin that ships in plugins/, the fault-injection
+// plugin included.
+var Bundled = append(append([]string(nil), Stores...), "faulty")
 
 // ErrNotFound is returned when a plugin name or path leads nowhere.
 var ErrNotFound = errors.New("plugin not found")

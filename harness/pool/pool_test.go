@@ -120,9 +120,15 @@ func TestDirIsPrivateAndRemoved(t *testing.T) {
 			t.Errorf("%s: mode %v, err %v; want 0700", p, st.Mode(), err)
 		}
 	}
-	st, err := os.Stat(m.path)
+	st, err := m.file.Stat()
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("arena file mode %v, err %v; want 0600", st.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(d.Path); len(entries) != 1 || entries[0].Name() != "lock" {
+		t.Errorf("run directory holds %v; the arena file must be unlinked once mapped", entries)
+	}
+	if _, err := os.Stat(m.Desc().Path); err != nil {
+		t.Errorf("plugins cannot open the arena at %s: %v", m.Desc().Path, err)
 	}
 	m.Close()
 	d.Close()

@@ -12,8 +12,13 @@ import (
 
 // SHM is an arena in host shared memory: a 0600 file in a run directory,
 // mapped read-write by the harness and by the plugin.
+//
+// The file is unlinked as soon as it is mapped. The harness keeps it open
+// and hands plugins /proc/<pid>/fd/<n>, which opens the same file: nothing
+// is left in the file system however the harness dies, kill -9 included.
 type SHM struct {
-	path     string
+	file     *os.File
+	path     string // what plugins open
 	mem      []byte
 	baseline []byte // background of filled windows, same offsets as mem
 }
@@ -26,20 +31,22 @@ func NewSHM(dir *Dir, size int) (*SHM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create shared-memory file: %w", err)
 	}
-	defer f.Close()
+	os.Remove(f.Name()) // the open file lives on; see the type's comment
 	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := f.Truncate(int64(size)); err != nil {
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("size shared-memory file to %d bytes: %w", size, err)
+		f.Close()
+		return nil, fmt.Errorf("size shared-memory file to %d bytes (is %s full?): %w", size, dir.Path, err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		os.Remove(f.Name())
+		f.Close()
 		return nil, fmt.Errorf("map shared memory: %w", err)
 	}
-	return &SHM{path: f.Name(), mem: mem, baseline: make([]byte, size)}, nil
+	path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
+	return &SHM{file: f, path: path, mem: mem, baseline: make([]byte, size)}, nil
 }
 
 // Bytes is the live mapping, for tests and host-side tools.
@@ -142,11 +149,11 @@ func (s *SHM) Reset(ws []Window) error {
 	return nil
 }
 
-// Close unmaps the arena and removes its file.
+// Close unmaps the arena and closes its file, which frees it.
 func (s *SHM) Close() error {
 	err := unix.Munmap(s.mem)
-	if rerr := os.Remove(s.path); err == nil {
-		err = rerr
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }

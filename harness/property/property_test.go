@@ -2,6 +2,7 @@ package property
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -91,5 +92,26 @@ func TestBF16ScatterShrinks(t *testing.T) {
 			t.Errorf("%s: shrunk to %v, want capacity ≤ 2 with a padded row", v.Padding, m.Case)
 		}
 		t.Logf("%s: %v after %d shrinks, case #%d", v.Padding, m.Case, o.Failure.Shrinks, o.Cases)
+	}
+}
+
+// TestFaultsRestartThenStop: a plugin that panics on every store is
+// restarted after each crash (the run goes on) until the same fault has
+// happened MaxFaults times; it is never reported as a violation.
+func TestFaultsRestartThenStop(t *testing.T) {
+	s := suite(t, "faulty", "panic", "bf16")
+	s.Paddings = []workload.Padding{workload.PadNone}
+	vs, err := s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
+		t.Fatalf("err = %v, want the run stopped after 3 identical faults", err)
+	}
+	o := vs[0].Outcome
+	if len(o.Faults) != 3 || o.Failure != nil || o.FaultCase == nil {
+		t.Errorf("faults %d, failure %v, fault case %v: want 3 faults, no failure, the case recorded", len(o.Faults), o.Failure, o.FaultCase)
+	}
+	for _, f := range o.Faults {
+		if pf, ok := plugin.AsFault(f.Fault); !ok || pf.Kind != plugin.Crash {
+			t.Errorf("fault %v is not a crash", f.Fault)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package property
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/leanovate/gopter"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -19,6 +21,7 @@ type Config struct {
 	Padding     workload.Padding
 	MaxCapacity int // largest batch drawn
 	MaxShrinks  int // shrink steps at most; 0 means 500
+	MaxFaults   int // stop once the same plugin fault happened this often; 0 means 3
 }
 
 // Outcome is how a property run ended.
@@ -27,12 +30,19 @@ type Outcome struct {
 	Failure   *Failure // the first failure, shrunk; nil if none
 	Fault     error    // a plugin fault that stopped the run
 	FaultCase *workload.Store
+	Faults    []FaultEvent  // plugin faults survived: the plugin was restarted each time
 	ToFailure time.Duration // wall time until the first failure was seen
 	Elapsed   time.Duration // whole run, shrinking included
 }
 
-// Passed reports a clean run.
-func (o *Outcome) Passed() bool { return o.Failure == nil && o.Fault == nil }
+// Passed reports a clean run: no violation, no plugin fault.
+func (o *Outcome) Passed() bool { return o.Failure == nil && o.Fault == nil && len(o.Faults) == 0 }
+
+// FaultEvent is a plugin fault and the case that triggered it.
+type FaultEvent struct {
+	Fault error
+	Case  *workload.Store
+}
 
 // Failure is a confirmed (or flaky) counterexample.
 type Failure struct {
@@ -48,8 +58,11 @@ type Failure struct {
 type runner struct {
 	ctx    context.Context
 	target *check.Target
+	cfg    Config
 	start  time.Time
 	out    *Outcome
+	faults map[string]int // per fault kind and call
+	streak int            // consecutive faults, for the backoff
 }
 
 // Run checks cfg.Cases generated cases against t.
@@ -57,7 +70,10 @@ func Run(ctx context.Context, t *check.Target, cfg Config) *Outcome {
 	if cfg.MaxShrinks == 0 {
 		cfg.MaxShrinks = 500
 	}
-	r := &runner{ctx: ctx, target: t, start: time.Now(), out: &Outcome{}}
+	if cfg.MaxFaults == 0 {
+		cfg.MaxFaults = 3
+	}
+	r := &runner{ctx: ctx, target: t, cfg: cfg, start: time.Now(), out: &Outcome{}, faults: map[string]int{}}
 	g := &workload.Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: cfg.Padding, MaxCapacity: cfg.MaxCapacity}
 	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
 	params.MinSuccessfulTests = cfg.Cases
@@ -95,9 +111,9 @@ func (r *runner) condition(c *workload.Store) bool {
 	}
 	res, err := r.target.Check(r.ctx, c)
 	if err != nil {
-		r.out.Fault, r.out.FaultCase = err, c
-		return false
+		return r.fault(err, c)
 	}
+	r.streak = 0
 	f := r.out.Failure
 	if f == nil {
 		r.out.Cases++
@@ -119,11 +135,45 @@ func (r *runner) condition(c *workload.Store) bool {
 func (r *runner) confirm(res *check.Result) bool {
 	again, err := r.target.Check(r.ctx, res.Case)
 	if err != nil {
-		r.out.Fault, r.out.FaultCase = err, res.Case
+		r.fault(err, res.Case)
 		return false
 	}
 	f := &Failure{Original: res, Minimal: res, Rerun: again, Property: res.Primary()}
 	f.Flaky = !again.Has(f.Property)
 	r.out.Failure = f
 	return false
+}
+
+// fault handles a failed call. A plugin fault is recorded with its case,
+// and the plugin restarted after a backoff, until the same fault has
+// happened MaxFaults times; anything else (a harness error, a cancelled
+// run, a plugin that will not restart) stops the run. The case counts as
+// neither passed nor failed: gopter is told it passed so that it moves on.
+func (r *runner) fault(err error, c *workload.Store) bool {
+	f, ok := plugin.AsFault(err)
+	if !ok || r.ctx.Err() != nil {
+		r.out.Fault, r.out.FaultCase = err, c
+		return false
+	}
+	r.out.Faults = append(r.out.Faults, FaultEvent{Fault: err, Case: c})
+	key := string(f.Kind) + " during " + f.Call
+	if r.faults[key]++; r.faults[key] >= r.cfg.MaxFaults {
+		r.out.Fault, r.out.FaultCase = fmt.Errorf("the same fault (%s) happened %d times; stopping: %w", key, r.faults[key], err), c
+		return false
+	}
+	r.streak++
+	select {
+	case <-time.After(backoff(r.streak)):
+	case <-r.ctx.Done():
+	}
+	if rerr := r.target.Plugin.Restart(r.ctx); rerr != nil {
+		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart after %s: %w", key, rerr), c
+		return false
+	}
+	return true
+}
+
+// backoff doubles from 100 ms per consecutive fault, up to 2 s.
+func backoff(streak int) time.Duration {
+	return min(100*time.Millisecond<<min(streak-1, 5), 2*time.Second)
 }

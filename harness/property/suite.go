@@ -25,6 +25,7 @@ type Suite struct {
 	BackgroundSeed int64
 	Backend        check.Backend // nil: host shared memory
 	Graph          bool          // replay captured CUDA graphs
+	MaxFaults      int           // see Config.MaxFaults
 	// StopAtFirst ends the suite at the first failing combination (the
 	// mutant runner wants time-to-kill, not a full table).
 	StopAtFirst bool
@@ -50,7 +51,7 @@ func (s *Suite) Run(ctx context.Context) ([]Verdict, error) {
 		}
 		for pi, p := range s.Paddings {
 			seed := s.Seed + int64(li*len(s.Paddings)+pi)
-			o := Run(ctx, t, Config{Cases: s.Cases, Seed: seed, Padding: p, MaxCapacity: s.MaxCapacity})
+			o := Run(ctx, t, Config{Cases: s.Cases, Seed: seed, Padding: p, MaxCapacity: s.MaxCapacity, MaxFaults: s.MaxFaults})
 			out = append(out, Verdict{Layout: l, Padding: p, Seed: seed, Outcome: o})
 			if o.Fault != nil || (s.StopAtFirst && !o.Passed()) {
 				t.Close(ctx)

@@ -54,13 +54,13 @@ func WriteTable(w io.Writer, h Header, vs []property.Verdict) {
 	for _, p := range Properties {
 		fmt.Fprintf(tw, "\t%s", p)
 	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "\tfaults")
 	for _, v := range vs {
 		fmt.Fprintf(tw, "%s\t%s\t%d", v.Layout.Name, v.Padding, v.Outcome.Cases)
 		for _, p := range Properties {
 			fmt.Fprintf(tw, "\t%s", cell(v.Outcome, p))
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "\t%d\n", len(v.Outcome.Faults))
 	}
 	tw.Flush()
 }

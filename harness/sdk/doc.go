@@ -1,11 +1,11 @@
 // Package sdk turns a Go kernel into a kvharness plugin.
 //
 // A plugin author fills in a [Plugin] — name, variants, the geometry the
-// kernel's own code uses — and a kernel value implementing [Storer] (and,
-// as they land, the read and transfer interfaces), then calls [Serve] from
-// main. The SDK speaks the go-plugin handshake, maps the harness's arena,
-// checks every request's offsets against it, and hands the kernel plain
-// slices: the arena, the input rows, the slot list.
+// kernel's own code uses — and a kernel value implementing [Storer] (host
+// memory), [DeviceStorer] (CUDA), or both, then calls [Serve] from main.
+// The SDK speaks the go-plugin handshake, maps the harness's arena, checks
+// every request's offsets against it, and hands the kernel plain slices or
+// device pointers: the arena, the input rows, the slot list.
 //
 //	func main() {
 //		sdk.Serve(sdk.Plugin{
@@ -22,4 +22,28 @@
 // slot -1 lands in a guard the harness checks, exactly as a CUDA kernel
 // would; a write outside the arena panics, and the harness reports the
 // plugin as crashed.
+//
+// # CUDA
+//
+// When the harness attaches a CUDA arena (Arena.backend BACKEND_CUDA), the
+// SDK opens the device once per process, opens the arena's IPC handle and
+// creates a stream, then calls the kernel's StoreDevice with device
+// pointers ([DeviceStoreCall]). StoreDevice only enqueues on that stream;
+// the SDK synchronises before it answers. Before every launch or graph
+// replay the SDK writes the valid count n into a per-pool device int32
+// (DeviceStoreCall.Valid), the way serving engines feed a captured graph.
+//
+// In graph mode (StoreRequest.graph) the first call of each shape — pool,
+// capacity, padding, rows and loc offsets, variant — is captured into a
+// CUDA graph and later calls replay it with only n rewritten. That is how
+// the incident happened: a pad-unaware scatter captured at capacity C and
+// replayed with fewer valid rows writes the padded rows' slots.
+//
+// # Bench
+//
+// Bench times, inside the plugin and with no RPC in the timed loop, the
+// store, a same-size copy (the roofline) or an empty launch (the overhead
+// floor): per launch (CUDA events around each launch and a sync, or the
+// monotonic clock on the CPU) or per batch of back-to-back launches,
+// optionally flushing the caches before each measurement.
 package sdk

@@ -31,7 +31,9 @@ type Plugin struct {
 	// Geometry lists the layouts the kernel supports for a variant, head
 	// dimension and page size.
 	Geometry func(variant string, headDim, pageSize int) []Geometry
-	// Kernel implements Storer (and later Reader, Transferer).
+	// Kernel implements Storer (host shared memory), DeviceStorer (CUDA
+	// device memory) or both, optionally DevicePreparer (and later Reader,
+	// Transferer). Describe lists the backends it can serve.
 	Kernel any
 }
 

@@ -2,10 +2,8 @@ package sdk
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -20,10 +18,12 @@ type server struct {
 	p Plugin
 
 	mu      sync.Mutex
-	arena   []byte
+	arena   []byte       // the shared-memory mapping, when attached to SHM
+	dev     *deviceArena // the CUDA arena, when attached to CUDA
 	pools   []Pool
 	staging window
 	variant string
+	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 }
 
 type window struct{ off, len int }
@@ -48,7 +48,7 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 	resp := &kvpb.DescribeResponse{
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
-		Backends: []kvpb.Backend{kvpb.Backend_BACKEND_SHM},
+		Backends: s.backends(),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{
@@ -62,20 +62,46 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 
 func (s *server) kernels() []string {
 	var ks []string
-	if _, ok := s.p.Kernel.(Storer); ok {
+	_, cpu := s.p.Kernel.(Storer)
+	_, gpu := s.p.Kernel.(DeviceStorer)
+	if cpu || gpu {
 		ks = append(ks, "store")
 	}
 	return ks
 }
 
-func (s *server) Attach(_ context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+// backends lists SHM for a host kernel and CUDA for a device kernel. A
+// kernel with neither (a plugin that only describes itself) keeps the
+// shared-memory default, which is all it could ever attach to.
+func (s *server) backends() []kvpb.Backend {
+	_, cpu := s.p.Kernel.(Storer)
+	_, gpu := s.p.Kernel.(DeviceStorer)
+	var bs []kvpb.Backend
+	if cpu || !gpu {
+		bs = append(bs, kvpb.Backend_BACKEND_SHM)
+	}
+	if gpu {
+		bs = append(bs, kvpb.Backend_BACKEND_CUDA)
+	}
+	return bs
+}
+
+func (s *server) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	if err := s.knownVariant(req.Variant); err != nil {
 		return nil, err
 	}
 	a := req.GetArena()
-	if a.GetBackend() != kvpb.Backend_BACKEND_SHM {
-		return nil, status.Errorf(codes.Unimplemented, "%s supports the shm backend only, not %v", s.p.Name, a.GetBackend())
+	switch a.GetBackend() {
+	case kvpb.Backend_BACKEND_SHM:
+		return s.attachSHM(req)
+	case kvpb.Backend_BACKEND_CUDA:
+		return s.attachCUDA(ctx, req)
 	}
+	return nil, status.Errorf(codes.Unimplemented, "%s supports the shm and cuda backends, not %v", s.p.Name, a.GetBackend())
+}
+
+func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	a := req.GetArena()
 	size := int(a.Size)
 	pools, staging, err := checkWindows(req, size)
 	if err != nil {
@@ -87,7 +113,7 @@ func (s *server) Attach(_ context.Context, req *kvpb.AttachRequest) (*kvpb.Attac
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.unmap()
+	s.release()
 	s.arena, s.pools, s.staging, s.variant = mem, pools, staging, req.Variant
 	return &kvpb.AttachResponse{Geometry: s.geometry(pools)}, nil
 }
@@ -129,91 +155,24 @@ func checkWindows(req *kvpb.AttachRequest, size int) ([]Pool, window, error) {
 func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.unmap()
+	if err := s.release(); err != nil {
+		return nil, status.Errorf(codes.Internal, "detach: %v", err)
+	}
 	return &kvpb.DetachResponse{}, nil
 }
 
-func (s *server) unmap() {
+// release unmaps whichever arena is attached. The CUDA arena is closed
+// even when waiting for its stream fails, so the harness can free it.
+func (s *server) release() error {
 	if s.arena != nil {
 		unix.Munmap(s.arena)
 	}
-	s.arena, s.pools = nil, nil
+	var err error
+	if s.dev != nil {
+		err = s.dev.close()
+	}
+	s.arena, s.dev, s.pools = nil, nil, nil
+	return err
 }
 
-func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.StoreResponse, error) {
-	k, ok := s.p.Kernel.(Storer)
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel", s.p.Name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	call, err := s.storeCall(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := k.Store(ctx, call); err != nil {
-		return nil, status.Errorf(codes.Aborted, "store kernel failed: %v", err)
-	}
-	return &kvpb.StoreResponse{}, nil
-}
-
-func (s *server) StoreBatch(ctx context.Context, req *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
-	k, ok := s.p.Kernel.(Storer)
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel", s.p.Name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, r := range req.Calls {
-		call, err := s.storeCall(r)
-		if err != nil {
-			return nil, fmt.Errorf("call %d: %w", i, err)
-		}
-		if err := k.Store(ctx, call); err != nil {
-			return nil, status.Errorf(codes.Aborted, "store kernel failed on call %d: %v", i, err)
-		}
-	}
-	return &kvpb.StoreBatchResponse{}, nil
-}
-
-func (s *server) storeCall(req *kvpb.StoreRequest) (*StoreCall, error) {
-	if s.arena == nil {
-		return nil, status.Error(codes.FailedPrecondition, "store before attach")
-	}
-	if int(req.Pool) >= len(s.pools) {
-		return nil, badRequest("pool %d: only %d attached", req.Pool, len(s.pools))
-	}
-	p := s.pools[req.Pool]
-	c, n := int(req.Capacity), int(req.Valid)
-	if c < 1 || n > c {
-		return nil, badRequest("capacity %d, valid %d: want 1 <= capacity and valid <= capacity", c, n)
-	}
-	rows, err := stagingSlice[uint16](s, req.RowsOffset, c*p.Layout.HeadDim)
-	if err != nil {
-		return nil, fmt.Errorf("rows: %w", err)
-	}
-	loc, err := stagingSlice[int64](s, req.LocOffset, c)
-	if err != nil {
-		return nil, fmt.Errorf("loc: %w", err)
-	}
-	return &StoreCall{Variant: s.variant, Pool: p, Arena: s.arena, Capacity: c, Valid: n,
-		Padding: req.Padding, Rows: rows, Loc: loc, Graph: req.Graph}, nil
-}
-
-// stagingSlice views n elements of T at a staging offset, after checking
-// that they lie inside the staging window and are aligned for T.
-func stagingSlice[T uint16 | int64 | float32](s *server, off uint64, n int) ([]T, error) {
-	var zero T
-	size := int(unsafe.Sizeof(zero))
-	end := off + uint64(n*size)
-	if off < uint64(s.staging.off) || end > uint64(s.staging.end()) || end < off || n < 0 {
-		return nil, badRequest("[%d,%d) outside staging [%d,%d)", off, end, s.staging.off, s.staging.end())
-	}
-	if off%uint64(size) != 0 {
-		return nil, badRequest("offset %d not aligned to %d bytes", off, size)
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(&s.arena[off])), n), nil
-}
+func (s *server) attached() bool { return s.arena != nil || s.dev != nil }

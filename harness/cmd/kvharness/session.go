@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -21,8 +23,34 @@ type session struct {
 // openDir makes the private run directory for plugins and arenas.
 func openDir() (*pool.Dir, error) { return pool.OpenDir() }
 
+// trust holds the flags that decide which plugin binaries may run.
+type trust struct {
+	sha256 string // pinned SHA-256 of the plugin binary, hex
+	noMTLS bool
+}
+
+// options turns the trust flags into plugin options.
+func (t trust) options(dir *pool.Dir, variant string, timeout time.Duration) (plugin.Options, error) {
+	o := plugin.Options{Dir: dir, CallTimeout: timeout, Variant: variant, NoMTLS: t.noMTLS}
+	if t.sha256 != "" {
+		sum, err := hex.DecodeString(t.sha256)
+		if err != nil || len(sum) != sha256.Size {
+			return o, fmt.Errorf("--plugin-sha256 %q: want 64 hex digits", t.sha256)
+		}
+		o.SHA256 = sum
+	}
+	return o, nil
+}
+
+var noTrust trust
+
 // open resolves, starts and describes a plugin.
 func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration) (*session, error) {
+	return openTrusted(ctx, arg, variant, headDim, pageSize, timeout, noTrust)
+}
+
+// openTrusted is open with trust flags.
+func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust) (*session, error) {
 	dir, err := pool.OpenDir()
 	if err != nil {
 		return nil, err
@@ -33,7 +61,12 @@ func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeo
 		s.close()
 		return nil, err
 	}
-	s.plugin, err = plugin.Start(ctx, arg, path, plugin.Options{Dir: dir, CallTimeout: timeout})
+	opts, err := tr.options(dir, variant, timeout)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.plugin, err = plugin.Start(ctx, arg, path, opts)
 	if err != nil {
 		s.close()
 		return nil, err

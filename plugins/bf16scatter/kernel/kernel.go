@@ -11,11 +11,17 @@ import (
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
-type scatter struct{}
+// scatter is the plain scatter on both backends; gpu caches its compiled
+// CUDA kernel (device.go).
+type scatter struct {
+	gpu gpustore.Kernels
+}
 
-func (scatter) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements sdk.Storer.
+func (*scatter) Store(_ context.Context, c *sdk.StoreCall) error {
 	d := c.Pool.Layout.HeadDim
 	if c.Pool.Layout.Name != "bf16" {
 		return fmt.Errorf("bf16scatter stores the bf16 layout only, not %s", c.Pool.Layout.Name)
@@ -35,5 +41,5 @@ var Plugin = sdk.Plugin{
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
 	},
-	Kernel: scatter{},
+	Kernel: &scatter{},
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
+	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
 var variants = []sdk.Variant{
@@ -46,9 +47,14 @@ func quantizer(variant string) cpustore.Quantizer {
 	return q
 }
 
-type store struct{}
+// store is the fp8 store on both backends; gpu caches its compiled CUDA
+// kernels (device.go).
+type store struct {
+	gpu gpustore.Kernels
+}
 
-func (store) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements sdk.Storer.
+func (*store) Store(_ context.Context, c *sdk.StoreCall) error {
 	l := c.Pool.Layout
 	g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -77,5 +83,5 @@ var Plugin = sdk.Plugin{
 		}
 		return out
 	},
-	Kernel: store{},
+	Kernel: &store{},
 }

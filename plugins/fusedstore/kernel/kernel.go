@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
 var variants = []sdk.Variant{
@@ -50,9 +51,14 @@ func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
 	return nil, 0, fmt.Errorf("fusedstore has no layout %s", layout)
 }
 
-type kernel struct{}
+// kernel is the fused store on both backends; gpu caches its compiled
+// CUDA kernels (device.go).
+type kernel struct {
+	gpu gpustore.Kernels
+}
 
-func (kernel) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements sdk.Storer.
+func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 	l := c.Pool.Layout
 	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -89,5 +95,5 @@ var Plugin = sdk.Plugin{
 		}
 		return out
 	},
-	Kernel: kernel{},
+	Kernel: &kernel{},
 }

@@ -1,0 +1,170 @@
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// faultCase is one way the faulty plugin misbehaves and what the harness
+// must call it.
+type faultCase struct {
+	variant string
+	kind    plugin.FaultKind
+	call    string
+	detail  string // a substring of the fault's detail
+}
+
+var faultCases = []faultCase{
+	{"panic", plugin.Crash, "StoreBatch", "exited with status 2"},
+	{"segfault", plugin.Crash, "StoreBatch", "signal segmentation fault"},
+	{"exit", plugin.Crash, "StoreBatch", "exited with status 3"},
+	{"hang", plugin.Hang, "StoreBatch", "no answer within"},
+	{"bad-handshake", plugin.Handshake, "start", "Unrecognized remote plugin message"},
+	{"wrong-version", plugin.Handshake, "start", "rebuild the plugin"},
+	{"slow-start", plugin.Handshake, "start", "timeout while waiting for plugin to start"},
+	{"garbage-response", plugin.Protocol, "Attach", "0 geometries for 3 pools"},
+	{"scribble-staging", plugin.Protocol, "StoreBatch", "input staging"},
+	{"leak-child", plugin.Crash, "StoreBatch", "exited with status 2"},
+}
+
+// TestFaultSuite runs every fault of the faulty plugin and prints the
+// table: each must become a Fault of the right kind, at the right call,
+// never a panic of the harness and never an invariant violation.
+func TestFaultSuite(t *testing.T) {
+	dir := runDir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\twant\tgot\tcall\tdetail")
+	for _, fc := range faultCases {
+		f := provoke(t, dir, path, fc.variant)
+		got, call, detail := "none", "-", "-"
+		if f != nil {
+			got, call, detail = string(f.Kind), f.Call, f.Detail
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", fc.variant, fc.kind, got, call, firstLine(detail))
+		if f == nil || f.Kind != fc.kind || f.Call != fc.call || !strings.Contains(f.Detail, fc.detail) {
+			t.Errorf("%s: got %v, want a %s fault during %s mentioning %q", fc.variant, f, fc.kind, fc.call, fc.detail)
+		}
+	}
+	tw.Flush()
+	t.Logf("fault suite:\n%s", table.String())
+}
+
+func firstLine(s string) string {
+	if len(s) > 90 {
+		s = s[:90] + "…"
+	}
+	return strings.SplitN(s, "\n", 2)[0]
+}
+
+func runDir(t *testing.T) *pool.Dir {
+	t.Helper()
+	dir, err := pool.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return dir
+}
+
+// provoke starts the faulty plugin with a variant, checks one case, and
+// returns the fault it caused.
+func provoke(t *testing.T, dir *pool.Dir, path, variant string) *plugin.Fault {
+	t.Helper()
+	ctx := context.Background()
+	p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: variant,
+		CallTimeout: time.Second, StartTimeout: 2 * time.Second})
+	if err != nil {
+		return asFault(t, err)
+	}
+	defer p.Close()
+	l, _ := layout.Builtin("bf16", 128, 64)
+	tg, err := check.Open(ctx, p, dir, check.Config{Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
+	if err != nil {
+		return asFault(t, err)
+	}
+	defer tg.Close(ctx)
+	c := &workload.Store{Padding: workload.PadCount, Valid: 1, Loc: []int64{3, 9},
+		Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}, {Kind: workload.RowGarbage, Seed: 2}}}
+	res, err := tg.Check(ctx, c)
+	if err == nil {
+		t.Errorf("%s: no fault; violations %v", variant, res.Violations)
+		return nil
+	}
+	return asFault(t, err)
+}
+
+func asFault(t *testing.T, err error) *plugin.Fault {
+	t.Helper()
+	f, ok := plugin.AsFault(err)
+	if !ok {
+		t.Errorf("error is not a plugin fault: %v", err)
+	}
+	return f
+}
+
+// TestNoLeakedChild: the leak-child variant starts a child and crashes;
+// closing the plugin kills its whole process group, the child included.
+func TestNoLeakedChild(t *testing.T) {
+	dir := runDir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := provoke(t, dir, path, "leak-child"); f == nil || f.Kind != plugin.Crash {
+		t.Fatalf("leak-child: %v", f)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := processesWith("KVHARNESS_VARIANT=leak-child", dir.Path)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left behind: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processesWith lists live processes whose environment holds all of marks.
+func processesWith(marks ...string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		all := true
+		for _, m := range marks {
+			all = all && bytes.Contains(env, []byte(m))
+		}
+		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); all && !bytes.Contains(stat, []byte(") Z ")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// attachCUDA opens the harness's device allocation through its IPC handle.
+// Any earlier attach is released first: a process may not hold one IPC
+// handle open twice, and the harness re-attaches the same arena.
+func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	if _, ok := s.p.Kernel.(DeviceStorer); !ok {
+		return nil, status.Errorf(codes.Unimplemented,
+			"%s has no CUDA kernel (its Kernel does not implement sdk.DeviceStorer): attach it with the shm backend (--backend cpu)", s.p.Name)
+	}
+	a := req.GetArena()
+	if len(a.IpcHandle) != 64 {
+		return nil, badRequest("cuda arena: ipc_handle has %d bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle", len(a.IpcHandle))
+	}
+	pools, staging, err := checkWindows(req, int(a.Size))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.release(); err != nil {
+		return nil, status.Errorf(codes.Internal, "release the previous arena: %v", err)
+	}
+	dev, err := openDeviceAttach(ctx, s.p.Kernel, a, pools, req.Variant)
+	if err != nil {
+		return nil, err
+	}
+	s.dev, s.pools, s.staging, s.variant = dev, pools, staging, req.Variant
+	return &kvpb.AttachResponse{Geometry: s.geometry(pools)}, nil
+}
+
+// openDeviceAttach opens the device and the arena, then lets the kernel
+// prepare (compile) for the pools.
+func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Pool, variant string) (*deviceArena, error) {
+	g, err := openGPU(int(a.Device))
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"cuda arena on device %d: %v; run the plugin on a machine with an NVIDIA driver, or attach with the shm backend (--backend cpu)", a.Device, err)
+	}
+	dev, err := openDeviceArena(g, [64]byte(a.IpcHandle), int(a.Size), len(pools))
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"cuda arena on device %d: %v; the harness must export it from another live process, on the same device", a.Device, err)
+	}
+	if p, ok := kernel.(DevicePreparer); ok {
+		if err := p.PrepareDevice(ctx, &DeviceAttach{Variant: variant, Device: g.dev, Pools: pools}); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "prepare the CUDA kernels: %v", errors.Join(err, dev.close()))
+		}
+	}
+	return dev, nil
+}

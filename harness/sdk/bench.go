@@ -1,0 +1,145 @@
+package sdk
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// DefaultBenchBatch is the launches per timing in batched mode when the
+// request leaves batch at 0: enough to hide a small kernel's launch gaps
+// behind the queue.
+const DefaultBenchBatch = 64
+
+// Default bytes written between timed launches in cold mode: several times
+// the last-level cache (the H200's L2 is 60 MiB; a server CPU's L3 is
+// tens of MiB).
+const (
+	DefaultDeviceFlushBytes = 256 << 20
+	DefaultHostFlushBytes   = 64 << 20
+)
+
+// benchOps is one backend's side of a bench: what is timed and how.
+type benchOps struct {
+	launch func() error                  // queue (GPU) or run (CPU) one timed launch
+	flush  func(i int) error             // cold mode: evict caches, outside the timed region
+	start  func() error                  // open the timed region
+	stop   func() (time.Duration, error) // close it and wait for the work in it
+	settle func() error                  // wait for the warmup launches
+}
+
+// Bench times a kernel, the copy roofline or an empty launch inside the
+// plugin, with no RPC in the timed loop.
+func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+	if req.Iterations == 0 {
+		return nil, badRequest("bench: iterations is 0; ask for at least one measurement")
+	}
+	if req.GetStore() == nil && (req.GetRead() != nil || req.GetTransfer() != nil) {
+		return nil, status.Errorf(codes.Unimplemented, "%s benches store kernels only", s.p.Name)
+	}
+	if req.GetStore() == nil && !req.Copy && !req.Empty {
+		return nil, badRequest("bench: no kernel; send a store request, or set copy or empty")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.attached() {
+		return nil, status.Error(codes.FailedPrecondition, "bench before attach")
+	}
+	if s.dev != nil {
+		return s.benchDevice(ctx, req)
+	}
+	return s.benchHost(ctx, req)
+}
+
+// perTiming is how many launches one measurement covers.
+func perTiming(req *kvpb.BenchRequest) int {
+	if req.Mode != kvpb.BenchMode_BENCH_BATCHED {
+		return 1
+	}
+	if req.Batch == 0 {
+		return DefaultBenchBatch
+	}
+	return int(req.Batch)
+}
+
+// measure runs the warmup launches, then the timed measurements. A
+// measurement below the clock's resolution is reported as 1 ns, so every
+// sample is positive.
+func measure(ctx context.Context, req *kvpb.BenchRequest, ops benchOps) ([]float64, error) {
+	for range req.Warmup {
+		if err := ops.launch(); err != nil {
+			return nil, err
+		}
+	}
+	if err := ops.settle(); err != nil {
+		return nil, err
+	}
+	per := perTiming(req)
+	ns := make([]float64, 0, req.Iterations)
+	for i := range int(req.Iterations) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := measureOnce(req, ops, i, per)
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, float64(max(d, 1)))
+	}
+	return ns, nil
+}
+
+func measureOnce(req *kvpb.BenchRequest, ops benchOps, i, per int) (time.Duration, error) {
+	if req.Cold {
+		if err := ops.flush(i); err != nil {
+			return 0, err
+		}
+	}
+	if err := ops.start(); err != nil {
+		return 0, err
+	}
+	for range per {
+		if err := ops.launch(); err != nil {
+			return 0, err
+		}
+	}
+	return ops.stop()
+}
+
+// benchError turns a failure inside a bench into the RPC's error.
+func benchError(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Errorf(codes.Aborted, "bench: %v", err)
+}
+
+// maxBenchBytes bounds copy_bytes and flush_bytes, so that a typo is an
+// error rather than an out-of-memory kill of the plugin.
+const maxBenchBytes = 16 << 30
+
+// flushBytes is the cold-mode flush size: flush_bytes, or def.
+func flushBytes(req *kvpb.BenchRequest, def int) int {
+	if req.FlushBytes == 0 {
+		return def
+	}
+	return int(min(req.FlushBytes, maxBenchBytes))
+}
+
+// copyBytes is the size of a copy bench: copy_bytes, or by default the
+// store's input rows (capacity × head_dim bf16), the bytes a store of that
+// batch has to read.
+func (s *server) copyBytes(req *kvpb.BenchRequest) (int, error) {
+	n := req.CopyBytes
+	if st := req.GetStore(); n == 0 && st != nil && int(st.Pool) < len(s.pools) {
+		n = uint64(st.Capacity) * uint64(s.pools[st.Pool].Layout.HeadDim) * 2
+	}
+	if n == 0 || n > maxBenchBytes {
+		return 0, badRequest("copy bench of %d bytes: set copy_bytes between 1 and %d (or send the store whose rows to copy)", n, maxBenchBytes)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,88 @@
+package sdk
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// hostBuffers are the CPU bench's scratch memory, kept between Bench calls
+// so that a nightly run of many benches does not churn the heap.
+type hostBuffers struct {
+	flush, src, dst []byte
+}
+
+// grow returns b resized to n bytes, reallocating only to grow.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// emptyLaunch is the CPU's launch-overhead reference: a call that does
+// nothing, made through a variable so the compiler cannot remove it.
+var emptyLaunch = func() error { return nil }
+
+// benchHost times on the monotonic clock: the CPU kernel, copy() or an
+// empty call.
+func (s *server) benchHost(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+	launch, err := s.hostLaunch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var t0 time.Time
+	ops := benchOps{
+		launch: launch,
+		flush:  s.hostFlush(req),
+		start:  func() error { t0 = time.Now(); return nil },
+		stop:   func() (time.Duration, error) { return time.Since(t0), nil },
+		settle: func() error { return nil },
+	}
+	ns, err := measure(ctx, req, ops)
+	if err != nil {
+		return nil, benchError(err)
+	}
+	return &kvpb.BenchResponse{Ns: ns, Clock: "monotonic", Device: "cpu"}, nil
+}
+
+// hostLaunch picks what one timed launch does.
+func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func() error, error) {
+	switch {
+	case req.Empty:
+		return emptyLaunch, nil
+	case req.Copy:
+		n, err := s.copyBytes(req)
+		if err != nil {
+			return nil, err
+		}
+		b := &s.bench
+		b.src, b.dst = grow(b.src, n), grow(b.dst, n)
+		return func() error { copy(b.dst, b.src); return nil }, nil
+	}
+	k, ok := s.p.Kernel.(Storer)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel for host memory", s.p.Name)
+	}
+	call, err := s.storeCall(req.GetStore())
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return k.Store(ctx, call) }, nil
+}
+
+// hostFlush writes flush_bytes (default DefaultHostFlushBytes) of scratch
+// memory, evicting the kernel's data from the CPU caches. clear is a
+// vectorised memset: every line is written, which is all eviction needs.
+func (s *server) hostFlush(req *kvpb.BenchRequest) func(int) error {
+	n := flushBytes(req, DefaultHostFlushBytes)
+	return func(int) error {
+		s.bench.flush = grow(s.bench.flush, n)
+		clear(s.bench.flush)
+		return nil
+	}
+}

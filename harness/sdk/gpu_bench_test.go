@@ -1,0 +1,134 @@
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/sdk"
+)
+
+// benchRig is fusedstore attached to a bf16 and an fp8-paged pool of slots
+// tokens each, with tokens gaussian rows staged for random distinct slots.
+type benchRig struct {
+	p  *plugin.Plugin
+	pl arenaPlan
+}
+
+func newBenchRig(t testing.TB, slots, tokens int) *benchRig {
+	dev := openDevice(t)
+	ctx := context.Background()
+	p := startPlugin(t, "fusedstore")
+	pl := newPlan([]string{"bf16", "fp8-paged"}, 128, 64, slots, tokens)
+	ga := newGPUArena(t, dev, pl.size)
+	t.Cleanup(ga.free)
+	t.Cleanup(func() { p.Detach(ctx) }) // before the free: cleanups run last first
+	_, err := p.Attach(ctx, ga, pl.attach(ga.desc(), ""))
+	must(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := storeCase{capacity: tokens, n: tokens}
+	c.rows = make([]uint16, tokens*128)
+	for i := range c.rows {
+		c.rows[i] = uint16(math.Float32bits(float32(rng.NormFloat64())) >> 16)
+	}
+	for _, s := range rng.Perm(slots)[:tokens] {
+		c.loc = append(c.loc, int64(s))
+	}
+	img := make([]byte, pl.size)
+	c.stage(img, pl)
+	ga.write(t, pl.rowsOff, img[pl.rowsOff:])
+	return &benchRig{p: p, pl: pl}
+}
+
+// store is the store of the first n staged rows into pool.
+func (r *benchRig) store(pool, n int, graph bool) *kvpb.StoreRequest {
+	return &kvpb.StoreRequest{Pool: uint32(pool), Capacity: uint32(n), Valid: uint32(n), Padding: sdk.PadNone,
+		RowsOffset: uint64(r.pl.rowsOff), LocOffset: uint64(r.pl.locOff), Graph: graph}
+}
+
+// median benches req and returns the median sample over per launches.
+func (r *benchRig) median(t testing.TB, req *kvpb.BenchRequest) float64 {
+	t.Helper()
+	resp, err := r.p.Bench(context.Background(), req)
+	must(t, err)
+	per := 1.0
+	if req.Mode == kvpb.BenchMode_BENCH_BATCHED {
+		per = float64(req.Batch)
+	}
+	return medianOf(resp.Ns) / per
+}
+
+func batched(req *kvpb.BenchRequest, batch uint32) *kvpb.BenchRequest {
+	req.Mode, req.Batch = kvpb.BenchMode_BENCH_BATCHED, batch
+	return req
+}
+
+func storeBench(store *kvpb.StoreRequest, iterations uint32) *kvpb.BenchRequest {
+	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Warmup: 10, Iterations: iterations}
+}
+
+// TestBenchDevice: every bench mode answers the samples asked for on the
+// GPU clock, and they are physically sane.
+func TestBenchDevice(t *testing.T) {
+	r := newBenchRig(t, 1<<16, 4096)
+	for name, req := range benchModes(r.store(0, 4096, false), 64<<20, 0) {
+		resp, err := r.p.Bench(context.Background(), req)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		checkSamples(t, name, req, resp, "cuda-event")
+		t.Logf("%-16s median %8.2f µs on %s", name, medianOf(resp.Ns)/1e3, resp.Device)
+	}
+	perLaunch := r.median(t, storeBench(r.store(0, 4096, false), 50))
+	inBatch := r.median(t, batched(storeBench(r.store(0, 4096, false), 50), 20))
+	graph := r.median(t, batched(storeBench(r.store(1, 4096, true), 50), 20))
+	empty := r.median(t, &kvpb.BenchRequest{Empty: true, Iterations: 50, Warmup: 10})
+	emptyGraph := r.median(t, &kvpb.BenchRequest{Empty: true, Iterations: 50, Warmup: 10,
+		Kernel: &kvpb.BenchRequest_Store{Store: r.store(0, 1, true)}})
+	copyNs := r.median(t, &kvpb.BenchRequest{Copy: true, CopyBytes: 256 << 20, Iterations: 20, Warmup: 3})
+	cold := r.median(t, &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: r.store(0, 4096, false)}, Cold: true, Iterations: 20})
+	tbps := 2 * float64(256<<20) / copyNs / 1e3
+	t.Logf("4096 tokens: per launch %.2f µs, in a batch %.2f µs, fp8 graph %.2f µs, cold %.2f µs; empty %.2f µs (graph %.2f µs); copy 256 MiB %.1f µs = %.2f TB/s",
+		perLaunch/1e3, inBatch/1e3, graph/1e3, cold/1e3, empty/1e3, emptyGraph/1e3, copyNs/1e3, tbps)
+	if inBatch > 1.5*perLaunch {
+		t.Errorf("a launch inside a batch (%.2f µs) is slower than a launch timed alone (%.2f µs)", inBatch/1e3, perLaunch/1e3)
+	}
+	if empty > 100e3 || emptyGraph > 100e3 {
+		t.Errorf("an empty launch takes %.1f µs (graph %.1f µs)", empty/1e3, emptyGraph/1e3)
+	}
+	if tbps < 0.5 || tbps > 10 {
+		t.Errorf("device copy at %.2f TB/s is not a plausible HBM bandwidth", tbps)
+	}
+}
+
+// BenchmarkStoreVsCopy times fusedstore on bf16 and fp8-paged against a
+// device copy of the same n × 256 B, at the anchor table's sizes. Batched
+// timings (20 back-to-back launches per sample, b.N samples): µs per
+// launch, eager and graph-replayed; per-launch p50 is the tail-mode view.
+func BenchmarkStoreVsCopy(b *testing.B) {
+	const tokens = 262144
+	r := newBenchRig(b, 1<<20, tokens)
+	for _, n := range []int{1, 512, 32768, tokens} {
+		for pool, layout := range []string{"bf16", "fp8-paged"} {
+			b.Run(fmt.Sprintf("layout=%s/tokens=%d", layout, n), func(b *testing.B) {
+				iters := uint32(max(b.N, 5))
+				store := r.median(b, batched(storeBench(r.store(pool, n, false), iters), 20))
+				graph := r.median(b, batched(storeBench(r.store(pool, n, true), iters), 20))
+				single := r.median(b, storeBench(r.store(pool, n, false), iters))
+				cp := r.median(b, batched(&kvpb.BenchRequest{Copy: true, CopyBytes: uint64(n) * 256, Warmup: 10, Iterations: iters}, 20))
+				b.ReportMetric(store/1e3, "us/store")
+				b.ReportMetric(graph/1e3, "us/graph")
+				b.ReportMetric(single/1e3, "us/launch-p50")
+				b.ReportMetric(cp/1e3, "us/copy")
+				b.ReportMetric(store/cp, "store/copy")
+				b.Logf("%s %7d tokens: store %8.2f µs, graph %8.2f µs, per-launch p50 %8.2f µs, copy %8.2f µs (%.3f× copy)",
+					layout, n, store/1e3, graph/1e3, single/1e3, cp/1e3, store/cp)
+			})
+		}
+	}
+}

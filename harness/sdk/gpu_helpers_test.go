@@ -1,0 +1,100 @@
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// openDevice opens GPU 0 for the harness side of a test, or skips.
+func openDevice(t testing.TB) *cuda.Device {
+	t.Helper()
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA driver (%v): run ./scripts/gpu-test on a GPU machine", err)
+	}
+	d, err := cuda.Open(0)
+	if err != nil {
+		t.Fatalf("cuda.Open(0): %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// startPlugin runs a bundled plugin in a child process (this test binary,
+// see TestMain).
+func startPlugin(t testing.TB, name string) *plugin.Plugin {
+	t.Helper()
+	dir, err := pool.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	p, err := plugin.Start(context.Background(), name, os.Args[0], plugin.Options{
+		Dir: dir, Env: []string{serveEnv + "=" + name}, Args: []string{"-test.run=^$", "-test.bench=^$"},
+		CallTimeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatalf("start plugin %s: %v", name, err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// gpuArena is a harness arena in device memory, exported for IPC.
+type gpuArena struct {
+	dev    *cuda.Device
+	base   cuda.Ptr
+	size   int
+	handle [64]byte
+}
+
+// newGPUArena allocates a zeroed arena. The caller frees it, after the
+// plugin detached: an exported allocation must outlive its importers.
+func newGPUArena(t testing.TB, dev *cuda.Device, size int) *gpuArena {
+	t.Helper()
+	p, err := dev.Alloc(size)
+	must(t, err)
+	must(t, dev.Memset8(p, 0, size))
+	h, err := dev.IpcHandle(p)
+	must(t, err)
+	return &gpuArena{dev: dev, base: p, size: size, handle: h}
+}
+
+func (a *gpuArena) desc() *kvpb.Arena {
+	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, IpcHandle: a.handle[:], Device: int32(a.dev.Ordinal()), Size: uint64(a.size)}
+}
+
+func (a *gpuArena) write(t testing.TB, off int, b []byte) {
+	t.Helper()
+	must(t, a.dev.HtoD(a.base.Add(off), b))
+}
+
+func (a *gpuArena) read(t testing.TB) []byte {
+	t.Helper()
+	b := make([]byte, a.size)
+	must(t, a.dev.DtoH(b, a.base))
+	return b
+}
+
+func (a *gpuArena) free() { a.dev.Free(a.base) }
+
+// where names the region of an arena offset, for failure messages.
+func (pl arenaPlan) where(off int) string {
+	for _, pd := range pl.pools {
+		for _, w := range []struct {
+			name string
+			win  *kvpb.Window
+		}{{"guard before", pd.GuardBefore}, {"pool", pd.Pool}, {"guard after", pd.GuardAfter}} {
+			if off >= int(w.win.Offset) && off < int(w.win.Offset+w.win.Size) {
+				return fmt.Sprintf("%s %s, pool byte %+d", pd.Name, w.name, off-int(pd.Pool.Offset))
+			}
+		}
+	}
+	return "staging"
+}

@@ -1,0 +1,61 @@
+package sdk_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// hostArena is a shared-memory arena as the harness makes one: a file the
+// test maps and the plugin maps again at Attach.
+type hostArena struct {
+	path string
+	mem  []byte
+}
+
+func newHostArena(t testing.TB, size int) *hostArena {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "arena")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return &hostArena{path: path, mem: mem}
+}
+
+func (h *hostArena) desc() *kvpb.Arena {
+	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_SHM, Path: h.path, Size: uint64(len(h.mem))}
+}
+
+// firstDiff is the first index where a and b differ, -1 if none.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

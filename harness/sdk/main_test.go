@@ -1,0 +1,39 @@
+package sdk_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	scatter "github.com/kvharness/kvharness/plugins/bf16scatter/kernel"
+	fp8 "github.com/kvharness/kvharness/plugins/fp8store/kernel"
+	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+)
+
+// serveEnv makes this test binary a plugin: the GPU tests start it again
+// with the variable naming a bundled plugin, and it serves that plugin over
+// go-plugin. The harness's arena lives in the test process and the plugin
+// opens it through its IPC handle, as in production (CUDA forbids opening
+// one's own IPC handle, so the plugin must be another process anyway).
+const serveEnv = "KVHARNESS_SDK_TEST_SERVE"
+
+var bundled = map[string]sdk.Plugin{
+	"bf16scatter": scatter.Plugin,
+	"fusedstore":  fused.Plugin,
+	"fp8store":    fp8.Plugin,
+}
+
+// layoutsOf are the layouts each bundled plugin stores.
+var layoutsOf = map[string][]string{
+	"bf16scatter": {"bf16"},
+	"fusedstore":  {"bf16", "fp8-paged", "fp8-rows"},
+	"fp8store":    {"fp8-paged", "fp8-rows"},
+}
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(serveEnv); name != "" {
+		sdk.Serve(bundled[name])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}

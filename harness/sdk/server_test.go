@@ -1,0 +1,136 @@
+package sdk_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/sdk"
+	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+)
+
+type hostOnly struct{}
+
+func (hostOnly) Store(context.Context, *sdk.StoreCall) error { return nil }
+
+type deviceOnly struct{}
+
+func (deviceOnly) StoreDevice(context.Context, *sdk.DeviceStoreCall) error { return nil }
+
+type bothBackends struct {
+	hostOnly
+	deviceOnly
+}
+
+func testPlugin(kernel any) sdk.Plugin {
+	return sdk.Plugin{Name: "test", Kernel: kernel, Geometry: func(string, int, int) []sdk.Geometry {
+		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 256, BytesPerPage: 256 * 64}}
+	}}
+}
+
+func TestDescribeBackends(t *testing.T) {
+	shm, gpu := kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA
+	for _, tc := range []struct {
+		name     string
+		kernel   any
+		backends []kvpb.Backend
+		kernels  []string
+	}{
+		{"host", hostOnly{}, []kvpb.Backend{shm}, []string{"store"}},
+		{"device", deviceOnly{}, []kvpb.Backend{gpu}, []string{"store"}},
+		{"both", bothBackends{}, []kvpb.Backend{shm, gpu}, []string{"store"}},
+		{"none", nil, []kvpb.Backend{shm}, nil},
+		{"fusedstore", fused.Plugin.Kernel, []kvpb.Backend{shm, gpu}, []string{"store"}},
+	} {
+		resp, err := sdk.NewServer(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		must(t, err)
+		if !slices.Equal(resp.Backends, tc.backends) || !slices.Equal(resp.Kernels, tc.kernels) {
+			t.Errorf("%s: backends %v kernels %v; want %v %v", tc.name, resp.Backends, resp.Kernels, tc.backends, tc.kernels)
+		}
+	}
+}
+
+// cudaAttach asks for a CUDA attach of a one-pool arena.
+func cudaAttach(handle []byte) *kvpb.AttachRequest {
+	pl := newPlan([]string{"bf16"}, 128, 64, 64, 8)
+	return pl.attach(&kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, IpcHandle: handle, Size: uint64(pl.size)}, "")
+}
+
+func wantStatus(t *testing.T, err error, code codes.Code, says ...string) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("error %v; want code %v", err, code)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+}
+
+func TestAttachCUDAWithoutDeviceStorer(t *testing.T) {
+	_, err := sdk.NewServer(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	wantStatus(t, err, codes.Unimplemented, "DeviceStorer", "shm backend")
+}
+
+func TestAttachCUDABadHandle(t *testing.T) {
+	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 10)))
+	wantStatus(t, err, codes.InvalidArgument, "64-byte")
+}
+
+func TestAttachCUDAWithoutDriver(t *testing.T) {
+	if cuda.Available() == nil {
+		t.Skip("this machine has a CUDA driver; the no-driver error cannot be provoked")
+	}
+	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	wantStatus(t, err, codes.FailedPrecondition, cuda.ErrNoDriver.Error(), "--backend cpu")
+}
+
+// TestStoreHost: a store through the server over shared memory writes what
+// the kernel called directly on a copy of the arena writes.
+func TestStoreHost(t *testing.T) {
+	ctx := context.Background()
+	pl := newPlan([]string{"bf16", "fp8-paged", "fp8-rows"}, 128, 64, 400, 130)
+	h := newHostArena(t, pl.size)
+	srv := sdk.NewServer(fused.Plugin)
+	if _, err := srv.Store(ctx, &kvpb.StoreRequest{Capacity: 1}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("store before attach: %v", err)
+	}
+	_, err := srv.Attach(ctx, pl.attach(h.desc(), "sink-writes"))
+	must(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		c := drawCase(rng, pl, "sink-writes")
+		c.stage(h.mem, pl)
+		want := append([]byte(nil), h.mem...)
+		direct(t, want, pl, c, "sink-writes")
+		_, err := srv.Store(ctx, c.request(pl, false))
+		must(t, err)
+		if i := firstDiff(h.mem, want); i >= 0 {
+			t.Fatalf("case %+v: server and kernel differ at byte %d", c, i)
+		}
+	}
+	bad := &kvpb.StoreBatchRequest{Calls: []*kvpb.StoreRequest{{Capacity: 1, RowsOffset: uint64(pl.rowsOff), LocOffset: uint64(pl.locOff)}, {Capacity: 1, RowsOffset: 1}}}
+	_, err = srv.StoreBatch(ctx, bad)
+	wantStatus(t, err, codes.InvalidArgument, "call 1")
+}
+
+// direct runs the fused kernel's Store on an arena image.
+func direct(t *testing.T, arena []byte, pl arenaPlan, c storeCase, variant string) {
+	pd := pl.pools[c.pool]
+	d := int(pd.Layout.HeadDim)
+	call := &sdk.StoreCall{Variant: variant, Arena: arena, Capacity: c.capacity, Valid: c.n, Padding: c.padding,
+		Pool: sdk.Pool{Name: pd.Name, Slots: int(pd.Slots), Base: int(pd.Pool.Offset), Bytes: int(pd.Pool.Size),
+			Layout: sdk.Layout{Name: pd.Layout.Name, HeadDim: d, PageSize: int(pd.Layout.PageSize)}},
+		Rows: unsafe.Slice((*uint16)(unsafe.Pointer(&arena[pl.rowsOff])), c.capacity*d),
+		Loc:  unsafe.Slice((*int64)(unsafe.Pointer(&arena[pl.locOff])), c.capacity)}
+	must(t, fused.Plugin.Kernel.(sdk.Storer).Store(context.Background(), call))
+}

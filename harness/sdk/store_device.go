@@ -1,0 +1,88 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// deviceRowsAlign is the alignment the SDK promises DeviceStoreCall.Rows:
+// enough for 16-byte vector loads. The harness places rows at the start of
+// its 256-byte aligned staging window.
+const deviceRowsAlign = 16
+
+// storeBatchDevice queues every call, then waits for the stream once. It
+// waits even after a failed call, so no write is still in flight when the
+// harness reads the arena.
+func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreRequest) error {
+	k := s.p.Kernel.(DeviceStorer) // checked at attach
+	var qerr error
+	for i, r := range calls {
+		if qerr = s.enqueueStore(ctx, k, r); qerr != nil {
+			qerr = callError(len(calls), i, qerr)
+			break
+		}
+	}
+	if err := s.dev.sync(); err != nil {
+		return status.Errorf(codes.Aborted, "store kernel failed: %v", errors.Join(qerr, err))
+	}
+	return qerr
+}
+
+// enqueueStore writes the valid count and queues the store: eagerly, or as
+// a replay of the graph captured for the request's shape.
+func (s *server) enqueueStore(ctx context.Context, k DeviceStorer, req *kvpb.StoreRequest) error {
+	call, err := s.deviceCall(req)
+	if err != nil {
+		return err
+	}
+	if err := s.dev.setValid(int(req.Pool), call.N); err != nil {
+		return status.Error(codes.Aborted, err.Error())
+	}
+	launch, err := s.deviceLaunch(ctx, k, req, call)
+	if err != nil {
+		return status.Errorf(codes.Aborted, "store kernel failed: %v", err)
+	}
+	if err := launch(); err != nil {
+		return status.Errorf(codes.Aborted, "store kernel failed: %v", err)
+	}
+	return nil
+}
+
+// deviceLaunch returns what queues one store of call: StoreDevice itself,
+// or in graph mode a replay of the graph captured for the request's key
+// (capturing it on first use).
+func (s *server) deviceLaunch(ctx context.Context, k DeviceStorer, req *kvpb.StoreRequest, call *DeviceStoreCall) (func() error, error) {
+	eager := func() error { return k.StoreDevice(ctx, call) }
+	if !req.Graph {
+		return eager, nil
+	}
+	key := graphKey{pool: int(req.Pool), capacity: call.Capacity, padding: call.Padding,
+		rows: req.RowsOffset, loc: req.LocOffset, variant: call.Variant}
+	x, err := s.dev.graphs.get(key, s.dev.stream, eager)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return x.Launch(s.dev.stream) }, nil
+}
+
+// deviceCall checks the request as the host path does and points its
+// fields into the device arena.
+func (s *server) deviceCall(req *kvpb.StoreRequest) (*DeviceStoreCall, error) {
+	p, err := s.checkStore(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.RowsOffset%deviceRowsAlign != 0 {
+		return nil, badRequest("rows offset %d: the CUDA backend needs %d-byte aligned rows; stage them at an aligned offset",
+			req.RowsOffset, deviceRowsAlign)
+	}
+	d := s.dev
+	return &DeviceStoreCall{Variant: s.variant, Pool: p, Device: d.gpu.dev, Stream: d.stream, Arena: d.base,
+		Capacity: int(req.Capacity), Valid: d.validPtr(int(req.Pool)), N: int(req.Valid), Padding: req.Padding,
+		Rows: d.base.Add(int(req.RowsOffset)), Loc: d.base.Add(int(req.LocOffset))}, nil
+}

@@ -1,0 +1,46 @@
+package kernel
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/gpustore"
+)
+
+//go:embed fusedstore.cu
+var source string
+
+// rule is the FUSED_RULE number of a variant: its position in variants,
+// counted from 1; 0 is the correct kernel (and, as in store(), any name
+// it does not know).
+func rule(variant string) int {
+	return slices.IndexFunc(variants, func(v sdk.Variant) bool { return v.Name == variant }) + 1
+}
+
+// spec is the CUDA kernel of a variant and layout, built from the CPU
+// kernel's geometry.
+func spec(variant string, l sdk.Layout) (gpustore.Spec, error) {
+	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	if err != nil {
+		return gpustore.Spec{}, err
+	}
+	s := gpustore.Spec{Name: "fusedstore/" + l.Name, Source: source, Entry: "fusedstore_fp8", Kind: gpustore.FP8,
+		HeadDim: l.HeadDim, PageSize: l.PageSize, Geometry: g, Defines: []string{fmt.Sprintf("-DFUSED_RULE=%d", rule(variant))}}
+	if l.Name == "bf16" {
+		s.Kind, s.Entry = gpustore.BF16, "fusedstore_bf16"
+	}
+	return s, nil
+}
+
+// PrepareDevice implements sdk.DevicePreparer: it compiles every pool's kernel.
+func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
+	return k.gpu.Prepare(a, spec)
+}
+
+// StoreDevice implements sdk.DeviceStorer.
+func (k *kernel) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+	return k.gpu.Store(c, spec)
+}

@@ -1,0 +1,40 @@
+// fusedstore: one padding-aware store for every layout. FusedRule makes
+// exactly the decisions of store() in kernel.go; FUSED_RULE numbers the
+// variants in the order kernel.go lists them.
+//   0  (no variant)     rows 0..n-1
+//   1  ignore-count     every row whose loc >= 0 (vLLM's guard only)
+//   2  sink-writes      rows 0..n-1 and padded rows pointing at slot 0
+//   3  minus1-wraps     loc < 0 resolves to loc + slots and is stored
+//   4  off-by-one-tail  rows 0..n-2
+struct FusedRule {
+  __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
+    *slot = loc;
+#if FUSED_RULE == 1
+    return loc >= 0;
+#elif FUSED_RULE == 2
+    return i < n || loc == 0;
+#elif FUSED_RULE == 3
+    if (loc < 0) {
+      *slot = loc + slots;
+      return true;
+    }
+    return i < n;
+#elif FUSED_RULE == 4
+    return i < n - 1;
+#else
+    return i < n;
+#endif
+  }
+};
+
+#if KV_FP8
+extern "C" __global__ void __launch_bounds__(KV_FP8_WARPS * 32)
+    fusedstore_fp8(char* pool, const unsigned short* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
+  kv_fp8_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+}
+#else
+extern "C" __global__ void __launch_bounds__(KV_BF16_THREADS)
+    fusedstore_bf16(char* pool, const uint4* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
+  kv_bf16_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+}
+#endif

@@ -1,0 +1,88 @@
+package gpustore
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/sdk"
+)
+
+// Kernels caches a plugin's compiled store kernels per device and spec, for
+// the life of the process: an attach compiles (or loads from the cubin
+// cache) once, every store after it only looks the function up.
+type Kernels struct {
+	mu sync.Mutex
+	fn map[kernelKey]*cuda.Function
+}
+
+type kernelKey struct {
+	dev  *cuda.Device
+	name string // Spec.Name, Entry and options: all that makes a cubin differ
+}
+
+func key(dev *cuda.Device, s Spec, opts []string) kernelKey {
+	return kernelKey{dev, s.Name + "\x00" + s.Entry + "\x00" + strings.Join(opts, "\x00")}
+}
+
+// Function returns the compiled entry point of s on dev, compiling it on
+// first use.
+func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
+	opts, err := s.Options()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	kk := key(dev, s, opts)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f := k.fn[kk]; f != nil {
+		return f, nil
+	}
+	m, err := dev.Compile(s.Name, s.Program(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	f, err := m.Function(s.Entry)
+	if err != nil {
+		m.Unload()
+		return nil, err
+	}
+	if k.fn == nil {
+		k.fn = make(map[kernelKey]*cuda.Function)
+	}
+	k.fn[kk] = f
+	return f, nil
+}
+
+// Launch queues the store of c with the kernel of s on c.Stream. Its
+// arguments are the pool base, rows, loc and valid-count pointers, the
+// capacity and the slot count; the valid count itself is read on the
+// device, so a graph capturing this launch replays correctly for any n.
+func (k *Kernels) Launch(c *sdk.DeviceStoreCall, s Spec) error {
+	if err := aligned(c); err != nil {
+		return err
+	}
+	f, err := k.Function(c.Device, s)
+	if err != nil {
+		return err
+	}
+	grid, block := s.Shape(c.Capacity)
+	return f.Launch(c.Stream, grid, block, 0,
+		c.PoolBase(), c.Rows, c.Loc, c.Valid, int32(c.Capacity), int64(c.Pool.Slots))
+}
+
+// aligned checks what the vector accesses need: a 16-byte aligned pool
+// base and rows, 8-byte slots and a 4-byte count.
+func aligned(c *sdk.DeviceStoreCall) error {
+	for _, a := range []struct {
+		what  string
+		p     cuda.Ptr
+		align uint64
+	}{{"pool base", c.PoolBase(), 16}, {"rows", c.Rows, 16}, {"loc", c.Loc, 8}, {"valid count", c.Valid, 4}} {
+		if uint64(a.p)%a.align != 0 {
+			return fmt.Errorf("%s at %#x is not %d-byte aligned; place it at an aligned arena offset", a.what, uint64(a.p), a.align)
+		}
+	}
+	return nil
+}
