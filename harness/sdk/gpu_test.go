@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -60,8 +61,11 @@ func compareGeometry(t *testing.T, dev *cuda.Device, p *plugin.Plugin, name stri
 	defer ga.free()
 	defer p.Detach(ctx)
 	for _, variant := range variantsOf(name) {
+		start := time.Now()
 		_, err := p.Attach(ctx, ga, pl.attach(ga.desc(), variant))
 		must(t, err)
+		t.Logf("%s %q D=%d P=%d: attach (IPC open and NVRTC compile of %d pools) %v",
+			name, variant, pl.pools[0].Layout.HeadDim, pl.pools[0].Layout.PageSize, len(pl.pools), time.Since(start))
 		pr := pair{p: p, cpu: sdk.NewServer(bundled[name]), ga: ga, host: newHostArena(t, pl.size), pl: pl}
 		_, err = pr.cpu.Attach(ctx, pl.attach(pr.host.desc(), variant))
 		must(t, err)

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden runs the CLI in process and compares stdout, stderr and the exit
+// status with testdata/NAME.{stdout,stderr,code}. On a mismatch it writes
+// NAME.got-stdout beside them. Reports carry no timings and no map order,
+// so the same seed must give the same bytes.
+func golden(t *testing.T, name string, wantCode int, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), &stdout, &stderr, args)
+	if code != wantCode {
+		t.Errorf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", name, code, wantCode, stdout.String(), stderr.String())
+	}
+	for _, out := range []struct {
+		ext string
+		got []byte
+	}{{"stdout", stdout.Bytes()}, {"stderr", stderr.Bytes()}} {
+		path := filepath.Join("testdata", name+"."+out.ext)
+		if *update {
+			os.WriteFile(path, out.got, 0o644)
+			continue
+		}
+		want, _ := os.ReadFile(path)
+		if diff := cmp.Diff(string(want), string(out.got)); diff != "" {
+			os.WriteFile(filepath.Join("testdata", name+".got-"+out.ext), out.got, 0o644)
+			t.Errorf("%s %s differs from %s (-want +got):\n%s", name, out.ext, path, diff)
+		}
+	}
+	return stdout.String()
+}
+
+func resultsDir(t *testing.T) string {
+	dir := filepath.Join("testdata", "results")
+	os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestCheckPasses(t *testing.T) {
+	golden(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
+		"--results", resultsDir(t))
+}
+
+func TestCheckCatchesIncident(t *testing.T) {
+	dir := resultsDir(t)
+	out := golden(t, "check-bf16scatter", exitViolation, "check", "--plugin", "bf16scatter", "--cases", "60",
+		"--backend", "cpu", "--results", dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 3 {
+		t.Fatalf("want a repro file per failing padding convention, got %v", files)
+	}
+	// The replay line points at a file that replays the same verdict.
+	for _, f := range files {
+		if !strings.Contains(out, f) {
+			t.Errorf("report does not name %s", f)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), &stdout, &stderr, []string{"repro", f}); code != exitViolation {
+			t.Errorf("repro %s: exit %d, want 1\n%s%s", f, code, stdout.String(), stderr.String())
+		}
+		stdout.Reset()
+		if code := run(context.Background(), &stdout, &stderr, []string{"repro", f, "--plugin", "fusedstore"}); code != exitPass {
+			t.Errorf("repro %s against the fix: exit %d, want 0\n%s", f, code, stdout.String())
+		}
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	golden(t, "check-json", exitViolation, "check", "--plugin", "bf16scatter", "--padding", "sink", "--cases", "20",
+		"--backend", "cpu", "--json", "--results", resultsDir(t))
+}
+
+func TestMutantsTable(t *testing.T) {
+	golden(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu")
+}
+
+func TestPlugins(t *testing.T) {
+	golden(t, "plugins", exitPass, "plugins")
+}
+
+func TestUsageErrors(t *testing.T) {
+	golden(t, "no-plugin", exitError, "check")
+	golden(t, "bad-padding", exitError, "check", "--plugin", "fusedstore", "--padding", "zero")
+	golden(t, "bad-cases", exitError, "check", "--plugin", "fusedstore", "--cases", "0")
+	golden(t, "conflicting-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "bf16", "--layout-file", "x.json")
+	golden(t, "unknown-plugin", exitError, "check", "--plugin", "nosuchplugin")
+	golden(t, "unknown-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "fp4")
+	if cuda.Available() != nil { // on a GPU machine this is not an error
+		golden(t, "cuda-without-gpu", exitError, "check", "--plugin", "fusedstore", "--backend", "cuda")
+	}
+	golden(t, "unknown-command", exitError, "frobnicate")
+}
+
+func TestBadReproFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"truncated": `{"version": 1, "kernel": "store", "plugin": "fusedstore", "slots": 8, "case": {"padding": "none"`,
+		"future":    `{"version": 9, "kernel": "store"}`,
+		"bad-case":  `{"version": 1, "kernel": "store", "plugin": "fusedstore", "layout": {"name": "bf16", "head_dim": 16, "page_size": 4, "fields": [{"name": "v", "kind": "bf16", "to": 16}], "planes": [["v"]]}, "slots": 8, "background_seed": 1, "case": {"padding": "none", "valid": 1, "loc": [99], "rows": [{"kind": "normal", "seed": 1}]}}`,
+	} {
+		path := filepath.Join(dir, name+".json")
+		os.WriteFile(path, []byte(content), 0o644)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), &stdout, &stderr, []string{"repro", path})
+		if code != exitError || !strings.Contains(stderr.String(), "bad repro file") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and a bad repro file message", name, code, stderr.String())
+		}
+	}
+}
