@@ -60,16 +60,25 @@ func LoadMatrix(path string) (Matrix, error) {
 	if err != nil {
 		return Matrix{}, fmt.Errorf("read matrix: %w", err)
 	}
+	m, err := ParseMatrix(data)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("matrix %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ParseMatrix decodes a matrix over the defaults and validates it.
+func ParseMatrix(data []byte) (Matrix, error) {
 	m := Default()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return Matrix{}, fmt.Errorf("matrix %s: %w", path, err)
+		return Matrix{}, err
 	}
-	if err := m.Validate(); err != nil {
-		return Matrix{}, fmt.Errorf("matrix %s: %w", path, err)
+	if dec.More() {
+		return Matrix{}, fmt.Errorf("trailing data after the matrix object")
 	}
-	return m, nil
+	return m, m.Validate()
 }
 
 // Validate rejects matrices that cannot run.

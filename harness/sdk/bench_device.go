@@ -80,7 +80,8 @@ func (b *benchBuffers) free(dev *cuda.Device) error {
 // store (eager or graph replays), a device-to-device copy, or an empty
 // kernel. The valid count is written once, before the warmup: it does not
 // change during a bench, and a copy between launches would sit inside
-// batched timings.
+// batched timings. Batched measurements are queued behind a hold kernel
+// (see holder), so they time the GPU running the batch back to back.
 func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	d := s.dev
 	launch, err := s.deviceBenchLaunch(ctx, req)
@@ -95,14 +96,28 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 	if err != nil {
 		return nil, benchError(err)
 	}
+	// A batch is queued behind a hold: its timing is the GPU's. A single
+	// launch is not: per-launch mode is the latency a caller sees, host
+	// launch cost included.
+	h := newHolder(nil, d.stream)
+	calls := perTiming(req) + 2 // the launches and the two event records
+	if req.Mode == kvpb.BenchMode_BENCH_BATCHED {
+		h.f = d.gpu.holdKernel()
+	}
 	ops := benchOps{
 		launch: launch,
 		flush:  flush,
-		start:  func() error { return start.Record(d.stream) },
+		start: func() error {
+			if err := h.hold(calls); err != nil {
+				return err
+			}
+			return start.Record(d.stream)
+		},
 		stop: func() (time.Duration, error) {
 			if err := end.Record(d.stream); err != nil {
 				return 0, err
 			}
+			h.queuedAll(calls)
 			return cuda.Elapsed(start, end)
 		},
 		settle: d.sync,

@@ -17,6 +17,9 @@ type gpu struct {
 	emptyOnce sync.Once
 	empty     *cuda.Function
 	emptyErr  error
+
+	holdOnce sync.Once
+	hold     *cuda.Function // nil when it did not compile: batches are then timed without a hold
 }
 
 var gpus struct {
@@ -58,4 +61,30 @@ func (g *gpu) emptyKernel() (*cuda.Function, error) {
 		g.empty, g.emptyErr = m.Function("kvharness_empty")
 	})
 	return g.empty, g.emptyErr
+}
+
+// holdSource keeps a stream busy for ns nanoseconds of the GPU's global
+// timer, so that the host can queue a whole batch behind it and the batch
+// then runs back to back, at the GPU's pace rather than the host's (what
+// nvbench's blocking kernel does). The loop is bounded, so a timer that
+// never advanced could not hang the stream.
+const holdSource = `extern "C" __global__ void kvharness_hold(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (unsigned i = 0; i < (1u << 24); i++) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 >= ns) return;
+    __nanosleep(200);
+  }
+}`
+
+// holdKernel compiles the hold kernel once per device; nil if it cannot be
+// had, in which case batched timings include the host's launch gaps.
+func (g *gpu) holdKernel() *cuda.Function {
+	g.holdOnce.Do(func() {
+		if m, err := g.dev.Compile("kvharness_hold", holdSource); err == nil {
+			g.hold, _ = m.Function("kvharness_hold")
+		}
+	})
+	return g.hold
 }

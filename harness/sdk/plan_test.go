@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -105,6 +106,8 @@ func drawCase(rng *rand.Rand, pl arenaPlan, variant string) storeCase {
 	d := int(pd.Layout.HeadDim)
 	free := slotsFor(variant, int(pd.Slots), int(pd.Layout.PageSize))
 	rng.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	c.capacity = min(c.capacity, len(free)) // spaced slots are fewer: every row needs its own
+	c.n = min(c.n, c.capacity)
 	pad := drawRow(rng, d)
 	for i := range c.capacity {
 		if i < c.n {
@@ -164,4 +167,33 @@ func drawRow(rng *rand.Rand, d int) []uint16 {
 		r[rng.IntN(d)] = bf(rng.NormFloat64() * 1e3)
 	}
 	return r
+}
+
+// TestDrawCaseFits: the generator the GPU equivalence test uses draws, for
+// every plugin, variant and geometry it runs, cases whose written slots are
+// distinct and inside the pool.
+func TestDrawCaseFits(t *testing.T) {
+	for name, layouts := range layoutsOf {
+		for _, g := range geometries {
+			pl := newPlan(layouts, g[0], g[1], 400, 130)
+			for _, variant := range variantsOf(name) {
+				rng := rand.New(rand.NewPCG(1, uint64(g[0])))
+				for range 200 {
+					c := drawCase(rng, pl, variant)
+					seen := map[int64]bool{}
+					for i, l := range c.loc {
+						if i < c.n || c.padding == sdk.PadCount {
+							if l < 1 || l >= int64(pl.pools[c.pool].Slots)-1 || seen[l] {
+								t.Fatalf("%s %q D=%d: row %d slot %d repeats or leaves the pool", name, variant, g[0], i, l)
+							}
+							seen[l] = true
+						}
+					}
+					if len(c.rows) != c.capacity*g[0] || len(c.loc) != c.capacity || c.n > c.capacity {
+						t.Fatalf("%s %q D=%d: malformed case %d rows, %d slots, capacity %d, valid %d", name, variant, g[0], len(c.rows), len(c.loc), c.capacity, c.n)
+					}
+				}
+			}
+		}
+	}
 }
