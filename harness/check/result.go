@@ -10,7 +10,7 @@ import (
 
 // Result is the verdict on one case.
 type Result struct {
-	Case       *workload.Store
+	Case       workload.Case
 	Violations []oracle.Violation
 }
 

@@ -42,10 +42,10 @@ type Result struct {
 	Killed   bool // a mutant was caught, or a control failed
 	Property oracle.Kind
 	Layout   string
-	Padding  workload.Padding
+	Label    string        // the suite row that killed it: for stores, the padding
 	Cases    int           // cases run until the kill (or in total for survivors)
 	ToKill   time.Duration // wall time from the suite's start to the first failure
-	Case     *workload.Store
+	Case     workload.Case
 	Err      error // plugin fault or setup error
 }
 
@@ -103,7 +103,7 @@ func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subj
 		}
 		if v, ok := firstFailure(vs); ok {
 			f := v.Outcome.Failure
-			res.Killed, res.Property, res.Layout, res.Padding = true, f.Property, v.Layout.Name, v.Padding
+			res.Killed, res.Property, res.Layout, res.Label = true, f.Property, v.Layout.Name, v.Label
 			res.Case = f.Minimal.Case
 			res.ToKill = time.Since(start) - v.Outcome.Elapsed + v.Outcome.ToFailure
 			return res

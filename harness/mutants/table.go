@@ -104,7 +104,7 @@ func where(r Result) string {
 	if !r.Killed {
 		return "-"
 	}
-	return fmt.Sprintf("%s/%s", r.Layout, r.Padding)
+	return fmt.Sprintf("%s/%s", r.Layout, r.Label)
 }
 
 func orNone(s string) string {

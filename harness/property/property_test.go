@@ -57,7 +57,7 @@ func TestCorrectPluginsPass(t *testing.T) {
 		}
 		for _, v := range vs {
 			if !v.Outcome.Passed() || v.Outcome.Cases != 200 {
-				t.Errorf("%s %s/%s: %d cases, failure %+v", tc.plugin, v.Layout.Name, v.Padding, v.Outcome.Cases, v.Outcome.Failure)
+				t.Errorf("%s %s/%s: %d cases, failure %+v", tc.plugin, v.Layout.Name, v.Label, v.Outcome.Cases, v.Outcome.Failure)
 			}
 		}
 	}
@@ -71,27 +71,26 @@ func TestBF16ScatterShrinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[workload.Padding]oracle.Kind{
-		workload.PadCount: oracle.Padding, workload.PadSink: oracle.Padding, workload.PadMinus1: oracle.Guard}
+	want := map[string]oracle.Kind{"count": oracle.Padding, "sink": oracle.Padding, "minus1": oracle.Guard}
 	for _, v := range vs {
 		o := v.Outcome
-		if v.Padding == workload.PadNone {
+		if v.Label == "none" {
 			if !o.Passed() {
 				t.Errorf("no padding: %+v", o.Failure.Minimal.Violations)
 			}
 			continue
 		}
 		if o.Failure == nil || o.Failure.Flaky {
-			t.Fatalf("%s: not caught (%+v)", v.Padding, o)
+			t.Fatalf("%s: not caught (%+v)", v.Label, o)
 		}
 		m := o.Failure.Minimal
-		if o.Failure.Property != want[v.Padding] || !m.Has(want[v.Padding]) {
-			t.Errorf("%s: property %s, want %s", v.Padding, o.Failure.Property, want[v.Padding])
+		if o.Failure.Property != want[v.Label] || !m.Has(want[v.Label]) {
+			t.Errorf("%s: property %s, want %s", v.Label, o.Failure.Property, want[v.Label])
 		}
-		if m.Case.Capacity() > 2 || m.Case.Capacity()-m.Case.Valid < 1 {
-			t.Errorf("%s: shrunk to %v, want capacity ≤ 2 with a padded row", v.Padding, m.Case)
+		if c := m.Case.(*workload.Store); c.Capacity() > 2 || c.Capacity()-c.Valid < 1 {
+			t.Errorf("%s: shrunk to %v, want capacity ≤ 2 with a padded row", v.Label, m.Case)
 		}
-		t.Logf("%s: %v after %d shrinks, case #%d", v.Padding, m.Case, o.Failure.Shrinks, o.Cases)
+		t.Logf("%s: %v after %d shrinks, case #%d", v.Label, m.Case, o.Failure.Shrinks, o.Cases)
 	}
 }
 

@@ -3,6 +3,7 @@ package property
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"time"
 
 	"github.com/leanovate/gopter"
@@ -16,12 +17,20 @@ import (
 
 // Config shapes one property run.
 type Config struct {
-	Cases       int // passing cases wanted
-	Seed        int64
-	Padding     workload.Padding
-	MaxCapacity int // largest batch drawn
-	MaxShrinks  int // shrink steps at most; 0 means 500
-	MaxFaults   int // stop once the same plugin fault happened this often; 0 means 3
+	Cases      int // passing cases wanted
+	Seed       int64
+	MaxShrinks int // shrink steps at most; 0 means 500
+	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
+}
+
+// A System is one kernel on one target, as a property run drives it: it
+// draws cases, shrinks them, checks them, and restarts its plugin after a
+// fault. Stores, transfers and reads each provide one.
+type System interface {
+	Draw(rng *rand.Rand) workload.Case
+	Shrink(workload.Case) []workload.Case
+	Check(context.Context, workload.Case) (*check.Result, error)
+	Restart(context.Context) error
 }
 
 // Outcome is how a property run ended.
@@ -29,7 +38,7 @@ type Outcome struct {
 	Cases     int      // cases checked before the run ended, the failing one included
 	Failure   *Failure // the first failure, shrunk; nil if none
 	Fault     error    // a plugin fault that stopped the run
-	FaultCase *workload.Store
+	FaultCase workload.Case
 	Faults    []FaultEvent  // plugin faults survived: the plugin was restarted each time
 	ToFailure time.Duration // wall time until the first failure was seen
 	Elapsed   time.Duration // whole run, shrinking included
@@ -41,7 +50,7 @@ func (o *Outcome) Passed() bool { return o.Failure == nil && o.Fault == nil && l
 // FaultEvent is a plugin fault and the case that triggered it.
 type FaultEvent struct {
 	Fault error
-	Case  *workload.Store
+	Case  workload.Case
 }
 
 // Failure is a confirmed (or flaky) counterexample.
@@ -57,7 +66,7 @@ type Failure struct {
 // runner is the state gopter's condition closure works on.
 type runner struct {
 	ctx    context.Context
-	target *check.Target
+	sys    System
 	cfg    Config
 	start  time.Time
 	out    *Outcome
@@ -65,33 +74,34 @@ type runner struct {
 	streak int            // consecutive faults, for the backoff
 }
 
-// Run checks cfg.Cases generated cases against t.
-func Run(ctx context.Context, t *check.Target, cfg Config) *Outcome {
+// Run checks cfg.Cases generated cases against a system.
+func Run(ctx context.Context, sys System, cfg Config) *Outcome {
 	if cfg.MaxShrinks == 0 {
 		cfg.MaxShrinks = 500
 	}
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 3
 	}
-	r := &runner{ctx: ctx, target: t, cfg: cfg, start: time.Now(), out: &Outcome{}, faults: map[string]int{}}
-	g := &workload.Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: cfg.Padding, MaxCapacity: cfg.MaxCapacity}
+	r := &runner{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome{}, faults: map[string]int{}}
 	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
 	params.MinSuccessfulTests = cfg.Cases
 	params.MaxShrinkCount = cfg.MaxShrinks
 	params.Workers = 1
-	prop.ForAll(r.condition, generator(g)).Check(params)
+	prop.ForAll(r.condition, r.generator()).Check(params)
 	r.out.Elapsed = time.Since(r.start)
 	return r.out
 }
 
-func generator(g *workload.Gen) gopter.Gen {
+// generator hands gopter the system's cases with the system's shrinker:
+// gopter's own combinators would lose shrinking.
+func (r *runner) generator() gopter.Gen {
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
-		return gopter.NewGenResult(g.Draw(gp.Rng), shrinker)
+		return gopter.NewGenResult(r.sys.Draw(gp.Rng), r.shrinker)
 	}
 }
 
-func shrinker(v any) gopter.Shrink {
-	cands := workload.Shrink(v.(*workload.Store))
+func (r *runner) shrinker(v any) gopter.Shrink {
+	cands := r.sys.Shrink(v.(workload.Case))
 	return func() (any, bool) {
 		if len(cands) == 0 {
 			return nil, false
@@ -105,11 +115,11 @@ func shrinker(v any) gopter.Shrink {
 // condition is gopter's property: true when the case passes. After the
 // first failure it becomes the shrink oracle: a candidate "fails" only if
 // it still violates the same property.
-func (r *runner) condition(c *workload.Store) bool {
+func (r *runner) condition(c workload.Case) bool {
 	if r.out.Fault != nil || r.ctx.Err() != nil {
 		return false // stopped: fail fast so gopter ends without calling the plugin
 	}
-	res, err := r.target.Check(r.ctx, c)
+	res, err := r.sys.Check(r.ctx, c)
 	if err != nil {
 		return r.fault(err, c)
 	}
@@ -133,7 +143,7 @@ func (r *runner) condition(c *workload.Store) bool {
 
 // confirm re-runs a first failure before it is reported.
 func (r *runner) confirm(res *check.Result) bool {
-	again, err := r.target.Check(r.ctx, res.Case)
+	again, err := r.sys.Check(r.ctx, res.Case)
 	if err != nil {
 		r.fault(err, res.Case)
 		return false
@@ -149,7 +159,7 @@ func (r *runner) confirm(res *check.Result) bool {
 // happened MaxFaults times; anything else (a harness error, a cancelled
 // run, a plugin that will not restart) stops the run. The case counts as
 // neither passed nor failed: gopter is told it passed so that it moves on.
-func (r *runner) fault(err error, c *workload.Store) bool {
+func (r *runner) fault(err error, c workload.Case) bool {
 	f, ok := plugin.AsFault(err)
 	if !ok || r.ctx.Err() != nil {
 		r.out.Fault, r.out.FaultCase = err, c
@@ -166,7 +176,7 @@ func (r *runner) fault(err error, c *workload.Store) bool {
 	case <-time.After(backoff(r.streak)):
 	case <-r.ctx.Done():
 	}
-	if rerr := r.target.Plugin.Restart(r.ctx); rerr != nil {
+	if rerr := r.sys.Restart(r.ctx); rerr != nil {
 		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart after %s: %w", key, rerr), c
 		return false
 	}

@@ -31,10 +31,11 @@ type Suite struct {
 	StopAtFirst bool
 }
 
-// Verdict is the outcome of one layout × padding combination.
+// Verdict is the outcome of one combination of a suite: for stores, a
+// layout and a padding convention (the Label).
 type Verdict struct {
 	Layout  *layout.Layout
-	Padding workload.Padding
+	Label   string
 	Seed    int64
 	Outcome *Outcome
 }
@@ -51,8 +52,8 @@ func (s *Suite) Run(ctx context.Context) ([]Verdict, error) {
 		}
 		for pi, p := range s.Paddings {
 			seed := s.Seed + int64(li*len(s.Paddings)+pi)
-			o := Run(ctx, t, Config{Cases: s.Cases, Seed: seed, Padding: p, MaxCapacity: s.MaxCapacity, MaxFaults: s.MaxFaults})
-			out = append(out, Verdict{Layout: l, Padding: p, Seed: seed, Outcome: o})
+			o := Run(ctx, NewStores(t, p, s.MaxCapacity), Config{Cases: s.Cases, Seed: seed, MaxFaults: s.MaxFaults})
+			out = append(out, Verdict{Layout: l, Label: p.String(), Seed: seed, Outcome: o})
 			if o.Fault != nil || (s.StopAtFirst && !o.Passed()) {
 				t.Close(ctx)
 				return out, o.Fault

@@ -36,7 +36,7 @@ func WriteFailure(w io.Writer, f Failure) {
 		status = "FLAKY"
 	}
 	fmt.Fprintf(w, "%s %s%s · %s · padding %s · property %s\n", status, f.Plugin, variantSuffix(f.Variant),
-		f.Layout.Name, f.Verdict.Padding, fl.Property)
+		f.Layout.Name, f.Verdict.Label, fl.Property)
 	switch {
 	case fl.Flaky && f.Replayed:
 		fmt.Fprintf(w, "  replayed case failed once, then passed when re-run:\n")
@@ -62,9 +62,11 @@ func WriteFailure(w io.Writer, f Failure) {
 // WriteResult prints a checked case: its rows, its violations with
 // want/got bytes, and a page map.
 func WriteResult(w io.Writer, l *layout.Layout, r *check.Result) {
-	writeCase(w, r.Case)
+	r.Case.Describe(w, "    ")
 	writeViolations(w, r.Violations)
-	writePageMap(w, l, r)
+	if s, ok := r.Case.(*workload.Store); ok && l != nil {
+		writePageMap(w, l, s, r.Violations)
+	}
 }
 
 func variantSuffix(v string) string {
@@ -72,21 +74,6 @@ func variantSuffix(v string) string {
 		return ""
 	}
 	return " --variant " + v
-}
-
-func writeCase(w io.Writer, c *workload.Store) {
-	fmt.Fprintf(w, "    %v\n", c)
-	const maxRows = 8
-	for i := range min(c.Capacity(), maxRows) {
-		role := "valid "
-		if i >= c.Valid {
-			role = "padded"
-		}
-		fmt.Fprintf(w, "      row %-3d %s loc %-6d %s seed %d\n", i, role, c.Loc[i], c.Rows[i].Kind, c.Rows[i].Seed)
-	}
-	if c.Capacity() > maxRows {
-		fmt.Fprintf(w, "      … %d more rows in the repro file\n", c.Capacity()-maxRows)
-	}
 }
 
 func writeViolations(w io.Writer, vs []oracle.Violation) {

@@ -21,7 +21,7 @@ type JSONReport struct {
 // JSONVerdict is one layout × padding row.
 type JSONVerdict struct {
 	Layout     string                 `json:"layout"`
-	Padding    workload.Padding       `json:"padding"`
+	Padding    string                 `json:"padding"`
 	Seed       int64                  `json:"seed"`
 	Cases      int                    `json:"cases"`
 	Properties map[oracle.Kind]string `json:"properties"`
@@ -33,7 +33,7 @@ type JSONFailure struct {
 	Property   oracle.Kind        `json:"property"`
 	Flaky      bool               `json:"flaky,omitempty"`
 	Shrinks    int                `json:"shrinks"`
-	Case       *workload.Store    `json:"case"`
+	Case       workload.Case      `json:"case"`
 	Violations []oracle.Violation `json:"violations"`
 	Repro      string             `json:"repro,omitempty"`
 }
@@ -49,7 +49,7 @@ func JSON(h Header, vs []property.Verdict, failures []Failure, runErr error) *JS
 		repro[f.Verdict.Outcome] = f.ReproPath
 	}
 	for _, v := range vs {
-		jv := JSONVerdict{Layout: v.Layout.Name, Padding: v.Padding, Seed: v.Seed, Cases: v.Outcome.Cases,
+		jv := JSONVerdict{Layout: v.Layout.Name, Padding: v.Label, Seed: v.Seed, Cases: v.Outcome.Cases,
 			Properties: map[oracle.Kind]string{}}
 		for _, p := range Properties {
 			jv.Properties[p] = cell(v.Outcome, p)

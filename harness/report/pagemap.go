@@ -6,9 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // maxMapPages bounds the pages drawn.
@@ -20,8 +20,8 @@ const maxMapPages = 4
 //	p  a padded row's target, untouched  .  a slot no row targets
 //
 // Guard zones before and after the pool are shown as [guard] when written.
-func writePageMap(w io.Writer, l *layout.Layout, r *check.Result) {
-	marks := slotMarks(r)
+func writePageMap(w io.Writer, l *layout.Layout, c *workload.Store, vs []oracle.Violation) {
+	marks := slotMarks(c, vs)
 	pages := pagesOf(l, marks)
 	if len(pages) == 0 || l.PageSize > 128 {
 		return
@@ -36,9 +36,8 @@ func writePageMap(w io.Writer, l *layout.Layout, r *check.Result) {
 	}
 }
 
-func slotMarks(r *check.Result) map[int64]byte {
+func slotMarks(c *workload.Store, vs []oracle.Violation) map[int64]byte {
 	m := map[int64]byte{}
-	c := r.Case
 	for i, s := range c.Loc {
 		if i < c.Valid {
 			m[s] = 'V'
@@ -46,7 +45,7 @@ func slotMarks(r *check.Result) map[int64]byte {
 			m[s] = 'p'
 		}
 	}
-	for _, v := range r.Violations {
+	for _, v := range vs {
 		if v.HasSlot && v.Kind != oracle.Determinism && v.Kind != oracle.Differential {
 			m[v.Slot] = '!'
 		}

@@ -28,7 +28,21 @@ type Repro struct {
 	Layout         json.RawMessage `json:"layout"`
 	Slots          int             `json:"slots"`
 	BackgroundSeed int64           `json:"background_seed"`
-	Case           *workload.Store `json:"case"`
+	Case           workload.Case   `json:"case"`
+	Found          *Found          `json:"found,omitempty"`
+}
+
+// reproFile is Repro as stored: the case stays raw until the kernel field
+// says which case type to decode it into.
+type reproFile struct {
+	Version        int             `json:"version"`
+	Kernel         string          `json:"kernel"`
+	Plugin         string          `json:"plugin"`
+	Variant        string          `json:"variant,omitempty"`
+	Layout         json.RawMessage `json:"layout"`
+	Slots          int             `json:"slots"`
+	BackgroundSeed int64           `json:"background_seed"`
+	Case           json.RawMessage `json:"case"`
 	Found          *Found          `json:"found,omitempty"`
 }
 
@@ -69,20 +83,24 @@ func ParseRepro(data []byte) (*Repro, *layout.Layout, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var r Repro
-	if err := dec.Decode(&r); err != nil {
+	var f reproFile
+	if err := dec.Decode(&f); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
 	}
 	switch {
-	case r.Version > ReproVersion:
-		return nil, nil, fmt.Errorf("%w: format version %d is newer than this kvharness reads (%d); update kvharness", ErrBadRepro, r.Version, ReproVersion)
-	case r.Version < 1:
+	case f.Version > ReproVersion:
+		return nil, nil, fmt.Errorf("%w: format version %d is newer than this kvharness reads (%d); update kvharness", ErrBadRepro, f.Version, ReproVersion)
+	case f.Version < 1:
 		return nil, nil, fmt.Errorf("%w: no format version", ErrBadRepro)
-	case r.Kernel != "store":
-		return nil, nil, fmt.Errorf("%w: kernel %q (this kvharness replays store cases)", ErrBadRepro, r.Kernel)
-	case r.Case == nil:
+	case len(f.Case) == 0:
 		return nil, nil, fmt.Errorf("%w: no case", ErrBadRepro)
 	}
+	c, err := workload.DecodeCase(f.Kernel, f.Case)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
+	r := Repro{Version: f.Version, Kernel: f.Kernel, Plugin: f.Plugin, Variant: f.Variant, Layout: f.Layout,
+		Slots: f.Slots, BackgroundSeed: f.BackgroundSeed, Case: c, Found: f.Found}
 	l, err := layout.Parse(r.Layout, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
@@ -104,7 +122,12 @@ func (r *Repro) Name() string {
 	}
 	var l struct{ Name string }
 	json.Unmarshal(r.Layout, &l)
-	parts = append(parts, l.Name, r.Case.Padding.String())
+	parts = append(parts, l.Name)
+	if s, ok := r.Case.(*workload.Store); ok {
+		parts = append(parts, s.Padding.String())
+	} else {
+		parts = append(parts, r.Kernel)
+	}
 	if r.Found != nil {
 		parts = append(parts, string(r.Found.Property))
 	}

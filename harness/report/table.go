@@ -56,7 +56,7 @@ func WriteTable(w io.Writer, h Header, vs []property.Verdict) {
 	}
 	fmt.Fprintln(tw, "\tfaults")
 	for _, v := range vs {
-		fmt.Fprintf(tw, "%s\t%s\t%d", v.Layout.Name, v.Padding, v.Outcome.Cases)
+		fmt.Fprintf(tw, "%s\t%s\t%d", v.Layout.Name, v.Label, v.Outcome.Cases)
 		for _, p := range Properties {
 			fmt.Fprintf(tw, "\t%s", cell(v.Outcome, p))
 		}

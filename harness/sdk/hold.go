@@ -31,8 +31,8 @@ func newHolder(f *cuda.Function, s *cuda.Stream) *holder {
 	return &holder{f: f, s: s, callCost: initialCallCost}
 }
 
-// hold queues the hold kernel ahead of calls queued calls, and starts the
-// host's clock on them.
+// hold queues the hold kernel, sized for the given number of driver calls
+// to queue behind it, and starts the host's clock on those calls.
 func (h *holder) hold(calls int) error {
 	h.queued = time.Now()
 	if h.f == nil {

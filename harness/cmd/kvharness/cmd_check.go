@@ -180,7 +180,7 @@ func writeText(e *env, h report.Header, vs []property.Verdict, failures []report
 		if i == 1 {
 			fmt.Fprintln(e.stdout, "\nother failures:")
 		}
-		fmt.Fprintf(e.stdout, "  %s/%s %s: kvharness repro %s\n", f.Layout.Name, f.Verdict.Padding,
+		fmt.Fprintf(e.stdout, "  %s/%s %s: kvharness repro %s\n", f.Layout.Name, f.Verdict.Label,
 			f.Verdict.Outcome.Failure.Property, f.ReproPath)
 	}
 }
@@ -200,14 +200,14 @@ func verdictCode(e *env, vs []property.Verdict, runErr error) int {
 	for _, v := range vs {
 		for _, f := range v.Outcome.Faults {
 			faulted = true
-			fmt.Fprintf(e.stderr, "\nkvharness: %s/%s: %v\n  case: %v\n  (plugin restarted, run continued)\n", v.Layout.Name, v.Padding, f.Fault, f.Case)
+			fmt.Fprintf(e.stderr, "\nkvharness: %s/%s: %v\n  case: %v\n  (plugin restarted, run continued)\n", v.Layout.Name, v.Label, f.Fault, f.Case)
 		}
 	}
 	if runErr != nil {
 		fmt.Fprintf(e.stderr, "\nkvharness: %v\n", runErr)
 		for _, v := range vs {
 			if v.Outcome.FaultCase != nil {
-				fmt.Fprintf(e.stderr, "  while running %s/%s case %v\n", v.Layout.Name, v.Padding, v.Outcome.FaultCase)
+				fmt.Fprintf(e.stderr, "  while running %s/%s case %v\n", v.Layout.Name, v.Label, v.Outcome.FaultCase)
 			}
 		}
 	}

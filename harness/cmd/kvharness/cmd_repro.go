@@ -10,6 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func init() {
@@ -51,13 +52,12 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		return e.errorf("%v", err)
 	}
 	defer s.close()
-	t, err := check.Open(ctx, s.plugin, s.dir, check.Config{Variant: variant, Layout: l, Slots: r.Slots,
-		MaxCapacity: r.Case.Capacity(), Seed: r.BackgroundSeed})
+	sys, closeSys, err := replaySystem(ctx, s, r, l, variant)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	defer t.Close(ctx)
-	first, err := t.Check(ctx, r.Case)
+	defer closeSys()
+	first, err := sys.Check(ctx, r.Case)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -65,7 +65,7 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated\n", s.desc.Name, variantSuffix(variant), l.Name, r.Case)
 		return exitPass
 	}
-	again, err := t.Check(ctx, r.Case)
+	again, err := sys.Check(ctx, r.Case)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -83,7 +83,7 @@ func verdictOf(l *layout.Layout, r *report.Repro, first, again *check.Result) pr
 	if r.Found != nil {
 		seed, index = r.Found.Seed, r.Found.CaseIndex
 	}
-	return property.Verdict{Layout: l, Padding: r.Case.Padding, Seed: seed,
+	return property.Verdict{Layout: l, Label: label(r.Case), Seed: seed,
 		Outcome: &property.Outcome{Cases: index, Failure: f}}
 }
 
@@ -92,4 +92,26 @@ func variantSuffix(v string) string {
 		return ""
 	}
 	return " --variant " + v
+}
+
+// replaySystem attaches the plugin the way the case's kernel needs.
+func replaySystem(ctx context.Context, s *session, r *report.Repro, l *layout.Layout, variant string) (property.System, func(), error) {
+	switch c := r.Case.(type) {
+	case *workload.Store:
+		t, err := check.Open(ctx, s.plugin, s.dir, check.Config{Variant: variant, Layout: l, Slots: r.Slots,
+			MaxCapacity: c.Capacity(), Seed: r.BackgroundSeed})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &property.Stores{Target: t}, func() { t.Close(ctx) }, nil
+	}
+	return nil, nil, fmt.Errorf("this kvharness cannot replay %s cases", r.Kernel)
+}
+
+// label is the report's second column for a case: the padding of a store.
+func label(c workload.Case) string {
+	if s, ok := c.(*workload.Store); ok {
+		return s.Padding.String()
+	}
+	return c.Kernel()
 }
