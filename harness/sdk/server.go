@@ -62,13 +62,28 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 
 func (s *server) kernels() []string {
 	var ks []string
-	_, cpu := s.p.Kernel.(Storer)
-	_, gpu := s.p.Kernel.(DeviceStorer)
-	if cpu || gpu {
-		ks = append(ks, "store")
+	for _, k := range kernelKinds {
+		if k.has(s.p.Kernel) {
+			ks = append(ks, k.name)
+		}
 	}
 	return ks
 }
+
+// kernelKind is one kind of kernel a plugin may serve, and how to tell
+// whether its Kernel value implements it (on the host or the device).
+type kernelKind struct {
+	name string
+	has  func(kernel any) bool
+}
+
+// kernelKinds lists the kinds in Describe order. A file that adds a kernel
+// kind (read, transfer) appends to it in an init function.
+var kernelKinds = []kernelKind{{"store", func(k any) bool {
+	_, cpu := k.(Storer)
+	_, gpu := k.(DeviceStorer)
+	return cpu || gpu
+}}}
 
 // backends lists SHM for a host kernel and CUDA for a device kernel. A
 // kernel with neither (a plugin that only describes itself) keeps the

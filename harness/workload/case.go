@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 )
 
 // Case is a case of any kernel, as property runs, reports and repro files
@@ -22,15 +23,20 @@ type Case interface {
 	Validate(slots int) error
 }
 
+// caseTypes makes an empty case of each kernel, for decoding. A file that
+// adds a case type registers it in an init function.
+var caseTypes = map[string]func() Case{"store": func() Case { return &Store{} }}
+
+// registerCase adds a kernel's case type.
+func registerCase(kernel string, empty func() Case) { caseTypes[kernel] = empty }
+
 // DecodeCase reads the JSON of a case of the given kernel, strictly.
 func DecodeCase(kernel string, data []byte) (Case, error) {
-	var c Case
-	switch kernel {
-	case "store":
-		c = &Store{}
-	default:
-		return nil, fmt.Errorf("unknown kernel %q (this kvharness knows store cases)", kernel)
+	empty, ok := caseTypes[kernel]
+	if !ok {
+		return nil, fmt.Errorf("unknown kernel %q (cases this kvharness knows: %v)", kernel, caseKernels())
 	}
+	c := empty()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
@@ -56,4 +62,13 @@ func (s *Store) Describe(w io.Writer, indent string) {
 	if s.Capacity() > maxRows {
 		fmt.Fprintf(w, "%s  … %d more rows in the repro file\n", indent, s.Capacity()-maxRows)
 	}
+}
+
+func caseKernels() []string {
+	var out []string
+	for k := range caseTypes {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
