@@ -48,7 +48,8 @@ type Options struct {
 // Plugin is a running plugin process.
 type Plugin struct {
 	Name   string
-	Path   string
+	Path   string // the command line, for messages
+	spec   Spec
 	opts   Options
 	client *goplugin.Client
 	runner *groupRunner
@@ -59,18 +60,27 @@ type Plugin struct {
 	owner   any  // what the plugin is attached to now (see Attach)
 }
 
-// Start launches the plugin at path and completes the handshake.
+// Start launches the plugin binary at path and completes the handshake.
 func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error) {
+	s := Spec{Name: name, Argv: []string{path}}
+	if len(opts.SHA256) > 0 {
+		s.Pins = map[string][]byte{path: opts.SHA256}
+		opts.SHA256 = nil
+		if err := verifyFile(path, s.Pins[path]); err != nil {
+			return nil, err
+		}
+	}
+	return start(ctx, s, opts)
+}
+
+func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = DefaultCallTimeout
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	p := &Plugin{Name: name, Path: path, opts: opts}
-	if err := p.verify(); err != nil {
-		return nil, err
-	}
+	p := &Plugin{Name: s.Name, Path: strings.Join(s.Argv, " "), spec: s, opts: opts}
 	if err := p.launch(ctx); err != nil {
 		return nil, err
 	}
@@ -81,7 +91,8 @@ func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
 	p.owner, p.noBatch = nil, false
-	cmd := exec.Command(p.Path, p.opts.Args...)
+	cmd := exec.Command(p.spec.Argv[0], append(p.spec.Argv[1:], p.opts.Args...)...)
+	cmd.Dir = p.spec.Dir
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.Plugins(nil),
@@ -114,6 +125,11 @@ func (p *Plugin) Restart(ctx context.Context) error {
 		return nil // in process: nothing to restart
 	}
 	p.Close()
+	for file, sum := range p.spec.Pins { // a restart runs the file again: check it again
+		if err := verifyFile(file, sum); err != nil {
+			return err
+		}
+	}
 	return p.launch(ctx)
 }
 

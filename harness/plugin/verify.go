@@ -14,19 +14,16 @@ import (
 // that was pinned.
 var ErrChecksum = errors.New("plugin checksum mismatch")
 
-// verify checks the binary against its pinned SHA-256, if any. It hashes
-// the file itself, as go-plugin's SecureConfig does, before every start.
-func (p *Plugin) verify() error {
-	if len(p.opts.SHA256) == 0 {
-		return nil
-	}
-	got, err := FileSHA256(p.Path)
+// verifyFile checks a file against its pinned SHA-256, as go-plugin's
+// SecureConfig does, before every start.
+func verifyFile(path string, want []byte) error {
+	got, err := FileSHA256(path)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(got, p.opts.SHA256) {
+	if !bytes.Equal(got, want) {
 		return fmt.Errorf("%w: %s has SHA-256 %s, pinned %s; rebuild or re-pin it (kvharness plugins --sha256 prints it)",
-			ErrChecksum, p.Path, hex.EncodeToString(got), hex.EncodeToString(p.opts.SHA256))
+			ErrChecksum, path, hex.EncodeToString(got), hex.EncodeToString(want))
 	}
 	return nil
 }

@@ -173,11 +173,11 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 		Env: benchEnv(), Progress: progressWriter(e)}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
-		path, err := plugin.Resolve(name)
+		spec, err := plugin.ResolveSpec(name)
 		if err != nil {
 			return nil, err
 		}
-		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, CallTimeout: f.timeout})
+		return plugin.StartSpec(ctx, spec, plugin.Options{Dir: dir, CallTimeout: f.timeout, Variant: f.variant})
 	}
 	if !r.OnGPU && hasGraph(m) {
 		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")

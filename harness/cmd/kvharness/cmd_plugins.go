@@ -26,8 +26,12 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
 	asJSON := fs.Bool("json", false, "print JSON")
+	sums := fs.Bool("sha256", false, "print each plugin's SHA-256 (of its script for a command plugin), for --plugin-sha256")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *sums {
+		return printSums(e, *names)
 	}
 	var descs []*kvpb.DescribeResponse
 	for _, n := range *names {
@@ -73,4 +77,23 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 	for _, v := range d.Variants {
 		fmt.Fprintf(w, "    %-26s %s\n", v.Name, v.Doc)
 	}
+}
+
+func printSums(e *env, names []string) int {
+	for _, n := range names {
+		spec, err := plugin.ResolveSpec(n)
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		file := spec.Argv[0]
+		if len(spec.Argv) > 1 {
+			file = spec.Argv[len(spec.Argv)-1]
+		}
+		sum, err := plugin.FileSHA256(file)
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		fmt.Fprintf(e.stdout, "%x  %s  (%s)\n", sum, n, file)
+	}
+	return exitPass
 }

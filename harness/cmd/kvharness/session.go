@@ -56,7 +56,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	s := &session{dir: dir}
-	path, err := plugin.Resolve(arg)
+	spec, err := plugin.ResolveSpec(arg)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -66,7 +66,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		s.close()
 		return nil, err
 	}
-	s.plugin, err = plugin.Start(ctx, arg, path, opts)
+	s.plugin, err = plugin.StartSpec(ctx, spec, opts)
 	if err != nil {
 		s.close()
 		return nil, err

@@ -1,0 +1,203 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"unicode"
+)
+
+// Spec says how to start a plugin: a binary, or a command line that runs
+// an interpreter on a script (a Python plugin), usually named by a
+// manifest file. Go plugins need only Argv.
+type Spec struct {
+	Name string
+	Argv []string // Argv[0] is the executable
+	Dir  string   // working directory; "" keeps the harness's
+	// Pins maps files to the SHA-256 they must have before every start:
+	// for an interpreted plugin the script, not only the interpreter.
+	Pins map[string][]byte
+	// NoMTLS is for plugins that cannot negotiate go-plugin's AutoMTLS.
+	NoMTLS bool
+}
+
+// Manifest is a plugin manifest file (JSON): what to run and how to trust it.
+//
+//	{"name": "torchscatter", "command": ["python3", "plugin.py"],
+//	 "mtls": false, "sha256": {"plugin.py": "9f86d0…"}}
+//
+// Relative paths in command, dir and sha256 are relative to the manifest.
+type Manifest struct {
+	Name    string            `json:"name"`
+	Command []string          `json:"command"`
+	Dir     string            `json:"dir,omitempty"`
+	MTLS    *bool             `json:"mtls,omitempty"` // default true
+	SHA256  map[string]string `json:"sha256,omitempty"`
+}
+
+// ResolveSpec turns a --plugin argument into a Spec: a manifest (a .json
+// file), a command line (an argument with spaces, such as
+// 'python3 plugins/python/torchscatter/plugin.py'), or a bundled name or
+// binary path (see Resolve).
+func ResolveSpec(arg string) (Spec, error) {
+	switch {
+	case strings.HasSuffix(arg, ".json"):
+		return loadManifest(arg)
+	case strings.IndexFunc(arg, unicode.IsSpace) >= 0:
+		return commandSpec(arg)
+	}
+	path, err := Resolve(arg)
+	if err != nil {
+		return Spec{}, err
+	}
+	return Spec{Name: arg, Argv: []string{path}}, nil
+}
+
+func commandSpec(line string) (Spec, error) {
+	argv, err := splitCommand(line)
+	if err != nil {
+		return Spec{}, err
+	}
+	exe, err := exec.LookPath(argv[0])
+	if err != nil {
+		return Spec{}, fmt.Errorf("%w: %s: %v", ErrNotFound, argv[0], err)
+	}
+	argv[0] = exe
+	name := filepath.Base(exe)
+	if script := scriptOf(argv); script != "" {
+		name = strings.TrimSuffix(filepath.Base(script), filepath.Ext(script))
+		if name == "plugin" || name == "main" {
+			name = filepath.Base(filepath.Dir(script))
+		}
+	}
+	return Spec{Name: name, Argv: argv}, nil
+}
+
+// scriptOf is the last argument that names an existing file: what a
+// checksum pin of a command plugin covers.
+func scriptOf(argv []string) string {
+	for i := len(argv) - 1; i > 0; i-- {
+		if st, err := os.Stat(argv[i]); err == nil && st.Mode().IsRegular() {
+			return argv[i]
+		}
+	}
+	return ""
+}
+
+// splitCommand splits a command line on white space, honouring single and
+// double quotes. It runs nothing through a shell.
+func splitCommand(line string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	quote, inWord := rune(0), false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case unicode.IsSpace(r):
+			if inWord {
+				out, inWord = append(out, cur.String()), false
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("plugin command %q: unterminated %c quote", line, quote)
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty plugin command")
+	}
+	return out, nil
+}
+
+func loadManifest(path string) (Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%w: manifest: %v", ErrNotFound, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return Spec{}, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	if len(m.Command) == 0 {
+		return Spec{}, fmt.Errorf("manifest %s: no command", path)
+	}
+	return m.spec(filepath.Dir(path))
+}
+
+func (m Manifest) spec(base string) (Spec, error) {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	s := Spec{Name: m.Name, Dir: abs(m.Dir), NoMTLS: m.MTLS != nil && !*m.MTLS, Pins: map[string][]byte{}}
+	exe := m.Command[0]
+	if strings.ContainsRune(exe, '/') {
+		exe = abs(exe)
+	} else if p, err := exec.LookPath(exe); err == nil {
+		exe = p
+	} else {
+		return Spec{}, fmt.Errorf("%w: manifest command %s: %v", ErrNotFound, exe, err)
+	}
+	s.Argv = []string{exe}
+	for _, a := range m.Command[1:] {
+		if st, err := os.Stat(abs(a)); err == nil && st.Mode().IsRegular() {
+			a = abs(a)
+		}
+		s.Argv = append(s.Argv, a)
+	}
+	for file, sum := range m.SHA256 {
+		b, err := hex.DecodeString(sum)
+		if err != nil || len(b) != 32 {
+			return Spec{}, fmt.Errorf("manifest sha256 of %s: want 64 hex digits", file)
+		}
+		s.Pins[abs(file)] = b
+	}
+	if s.Name == "" {
+		s.Name = filepath.Base(base)
+	}
+	return s, nil
+}
+
+// StartSpec launches a plugin from a Spec.
+func StartSpec(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
+	opts.NoMTLS = opts.NoMTLS || s.NoMTLS
+	if len(opts.SHA256) > 0 { // --plugin-sha256 pins the script of a command, else the binary
+		target := s.Argv[0]
+		if script := scriptOf(s.Argv); script != "" {
+			target = script
+		}
+		if s.Pins == nil {
+			s.Pins = map[string][]byte{}
+		}
+		s.Pins[target] = opts.SHA256
+		opts.SHA256 = nil
+	}
+	for file, sum := range s.Pins {
+		if err := verifyFile(file, sum); err != nil {
+			return nil, err
+		}
+	}
+	return start(ctx, s, opts)
+}
