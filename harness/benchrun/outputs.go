@@ -54,7 +54,7 @@ func writePlots(dir string, cells []results.Cell) error {
 	cdf := map[string][]results.Cell{}
 	for _, c := range cells {
 		group := c.Plugin + "_" + c.Layout
-		if c.Kernel == KernelStore || c.Kernel == KernelCopy {
+		if c.Kernel == KernelStore { // the copy shows as the roofline, from CopyGBps
 			tput[group] = append(tput[group], c)
 		}
 		if c.Kernel == KernelStore && c.Timing == results.PerLaunch && len(c.Samples) > 0 {

@@ -254,16 +254,10 @@ func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (
 	return c, nil
 }
 
-// lookup finds a finished cell of the same identity; batch sizes differ
-// between runs, so the key is taken with the batch size of the done cell.
+// lookup finds a finished cell of the same identity.
 func (r *Runner) lookup(id results.Identity) (results.Cell, bool) {
-	for _, c := range r.done {
-		id.BatchSize = c.BatchSize
-		if c.Key() == id.Key() {
-			return c, true
-		}
-	}
-	return results.Cell{}, false
+	c, ok := r.done[id.Key()]
+	return c, ok
 }
 
 func (r *Runner) progress(plugin, l string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) {

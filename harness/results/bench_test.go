@@ -29,7 +29,7 @@ func TestWriteBenchGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "bench", buf.Bytes())
-	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "timing=batched/batch=64@0.9.1: 1 result line(s)") {
+	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "timing=batched@0.9.1: 1 result line(s)") {
 		t.Errorf("warnings = %v, want one about the summary-only cell", warnings)
 	}
 }

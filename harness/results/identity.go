@@ -78,9 +78,9 @@ func (id Identity) Fields() []Field {
 		Field{"mode", string(id.Mode)},
 		Field{"cache", string(id.Cache)},
 		Field{"timing", string(id.Timing)})
-	if id.Timing == Batched {
-		f = append(f, Field{"batch", strconv.Itoa(id.BatchSize)})
-	}
+	// The batch size is not part of a cell's identity: the runner sizes
+	// batches from a probe launch, so two nights may pick different ones
+	// for the same cell, and their results must still line up.
 	return f
 }
 

@@ -16,7 +16,7 @@ func TestName(t *testing.T) {
 		t.Errorf("Key() = %q, want the name plus @1.0", got)
 	}
 	id.Variant, id.Timing, id.BatchSize = "v2", Batched, 64
-	want = "Store/plugin=fusedstore/variant=v2/layout=bf16/head_dim=128/page_size=16/tokens=4096/mode=graph/cache=hot/timing=batched/batch=64"
+	want = "Store/plugin=fusedstore/variant=v2/layout=bf16/head_dim=128/page_size=16/tokens=4096/mode=graph/cache=hot/timing=batched" // the batch size is data, not identity
 	if got := id.Name(); got != want {
 		t.Errorf("batched Name() = %q, want %q", got, want)
 	}

@@ -8,6 +8,7 @@ package cpustore
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
@@ -50,10 +51,12 @@ func (g Paged) Offsets(slot int64) (int, int) {
 }
 
 // PutBF16 copies a bf16 row to arena[at:].
+// The row is copied as bytes: bf16 in memory is little-endian on every
+// machine kvharness runs on, as on the GPU.
 func PutBF16(arena []byte, at int, row []uint16) {
 	dst := arena[at : at+2*len(row)]
-	for i, e := range row {
-		binary.LittleEndian.PutUint16(dst[2*i:], e)
+	if len(row) > 0 {
+		copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), 2*len(row)))
 	}
 }
 
