@@ -10,22 +10,26 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
-// arena is one pool and staging for the largest batch, with rows and a
-// slot list already staged: every cell of a group reads a prefix of them.
-type arena struct {
+// Arena is one pool and staging for the largest batch of a matrix, with
+// rows and a slot list already staged: every cell of a plugin and layout
+// reads a prefix of them.
+type Arena struct {
 	mem     pool.Memory
 	geo     pool.Geometry
+	layout  *layout.Layout
 	rowsOff int
 	locOff  int
 }
 
-// openArena plans, fills and stages an arena and attaches p to it. The
+// OpenArena plans, fills and stages an arena and attaches p to it. The
 // slots are distinct and drawn at random from the whole pool, as a serving
 // engine's free list hands them out after a while.
-func openArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*arena, error) {
+func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
 	n := m.maxTokens()
 	rowsBytes := (n*l.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
 	g, err := pool.Plan([]pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}, rowsBytes+8*n)
@@ -36,7 +40,7 @@ func openArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Bac
 	if err != nil {
 		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
 	}
-	a := &arena{mem: mem, geo: g, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
+	a := &Arena{mem: mem, geo: g, layout: l, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
 	if err := a.stage(l, m, n); err != nil {
 		mem.Close()
 		return nil, err
@@ -48,7 +52,7 @@ func openArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Bac
 	return a, nil
 }
 
-func (a *arena) stage(l *layout.Layout, m Matrix, n int) error {
+func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 	if err := a.mem.Fill(a.geo.Regions[0].Span(), uint64(m.Seed)); err != nil {
 		return err
 	}
@@ -71,4 +75,13 @@ func (a *arena) stage(l *layout.Layout, m Matrix, n int) error {
 	return a.mem.WriteAt(loc, a.locOff)
 }
 
-func (a *arena) close() { a.mem.Close() }
+// Close frees the arena.
+func (a *Arena) Close() { a.mem.Close() }
+
+// Request is the Bench request that measures a cell on this arena.
+func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {
+	store := &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens), Padding: kvpb.Padding_PADDING_NONE,
+		RowsOffset: uint64(a.rowsOff), LocOffset: uint64(a.locOff), Graph: id.Mode == results.Graph}
+	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Cold: id.Cache == results.Cold,
+		Copy: id.Kernel == KernelCopy, CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == KernelEmpty}
+}

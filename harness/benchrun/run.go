@@ -127,15 +127,15 @@ type group struct {
 	p    *plugin.Plugin
 	desc *kvpb.DescribeResponse
 	l    *layout.Layout
-	a    *arena
+	a    *Arena
 }
 
 func (g *group) run(ctx context.Context) ([]results.Cell, error) {
-	a, err := openArena(ctx, g.p, g.r.Dir, g.r.Backend, g.l, g.r.Matrix)
+	a, err := OpenArena(ctx, g.p, g.r.Dir, g.r.Backend, g.l, g.r.Matrix)
 	if err != nil {
 		return nil, err
 	}
-	defer a.close()
+	defer a.Close()
 	g.a = a
 	var out []results.Cell
 	m := g.r.Matrix
@@ -200,7 +200,7 @@ func (g *group) measure(ctx context.Context, id results.Identity, copyCell *resu
 	if id.Timing == results.Batched {
 		crit = g.r.Matrix.Batched
 	}
-	s, err := sample(ctx, g.p, g.request(id), id.Timing, crit)
+	s, err := sample(ctx, g.p, g.a.Request(id), id.Timing, crit)
 	if err != nil {
 		return results.Cell{}, false, err
 	}
@@ -208,22 +208,17 @@ func (g *group) measure(ctx context.Context, id results.Identity, copyCell *resu
 	return c, err == nil, err
 }
 
-func (g *group) request(id results.Identity) *kvpb.BenchRequest {
-	store := &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens), Padding: kvpb.Padding_PADDING_NONE,
-		RowsOffset: uint64(g.a.rowsOff), LocOffset: uint64(g.a.locOff), Graph: id.Mode == results.Graph}
-	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Cold: id.Cache == results.Cold,
-		Copy: id.Kernel == KernelCopy, CopyBytes: uint64(id.Tokens * g.l.RowBytes()), Empty: id.Kernel == KernelEmpty}
-}
-
-// bytesMoved counts what one launch reads and writes.
-func (g *group) bytesMoved(id results.Identity) int64 {
+// BytesMoved counts what one launch of a cell reads and writes: a store
+// reads its rows and slots and writes its tokens; a copy reads and writes
+// the rows' bytes; an empty kernel moves nothing.
+func BytesMoved(l *layout.Layout, id results.Identity) int64 {
 	switch id.Kernel {
 	case KernelCopy:
-		return 2 * int64(id.Tokens*g.l.RowBytes())
+		return 2 * int64(id.Tokens*l.RowBytes())
 	case KernelEmpty:
 		return 0
 	}
-	return int64(id.Tokens * (g.l.RowBytes() + 8 + g.l.BytesPerToken()))
+	return int64(id.Tokens * (l.RowBytes() + 8 + l.BytesPerToken()))
 }
 
 func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (results.Cell, error) {
@@ -232,7 +227,7 @@ func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (
 		return results.Cell{}, fmt.Errorf("cell %s: %w", id.Name(), err)
 	}
 	id.BatchSize = s.batch
-	c := results.Cell{Identity: id, Summary: sum, BytesPerLaunch: g.bytesMoved(id), PeakGBps: g.r.PeakGBps,
+	c := results.Cell{Identity: id, Summary: sum, BytesPerLaunch: BytesMoved(g.l, id), PeakGBps: g.r.PeakGBps,
 		Stop: s.stop, Env: g.r.Env}
 	if s.dev != "" {
 		c.Env.Device = s.dev

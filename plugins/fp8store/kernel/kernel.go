@@ -10,7 +10,6 @@ import (
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
-	"github.com/kvharness/kvharness/plugins/internal/fp8"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
@@ -42,7 +41,7 @@ func quantizer(variant string) cpustore.Quantizer {
 	case "scale-no-floor":
 		q.Floor = false
 	case "round-toward-zero":
-		q.Convert = fp8.FromFloat32TowardZero
+		q.TowardZero = true
 	}
 	return q
 }

@@ -62,20 +62,26 @@ func PutBF16(arena []byte, at int, row []uint16) {
 
 // Quantizer turns a bf16 row into e4m3 codes and a float32 scale.
 type Quantizer struct {
-	Floor   bool               // apply the 1e-4 scale floor
-	Convert func(float32) byte // float32 → e4m3
+	Floor      bool // apply the 1e-4 scale floor
+	TowardZero bool // truncate instead of rounding to nearest even (a mutant)
 }
 
 // Exact is the correct quantizer.
-var Exact = Quantizer{Floor: true, Convert: fp8.FromFloat32}
+var Exact = Quantizer{Floor: true}
 
 // PutFP8 quantizes row and writes its codes at value and its scale at
 // scale, both arena offsets.
 func (q Quantizer) PutFP8(arena []byte, value, scale int, row []uint16) {
 	s := fp8.Scale(row, q.Floor)
 	dst := arena[value : value+len(row)]
-	for i, e := range row {
-		dst[i] = q.Convert(fp8.BF16(e) / s)
+	if q.TowardZero {
+		for i, e := range row {
+			dst[i] = fp8.FromFloat32TowardZero(fp8.BF16(e) / s)
+		}
+	} else {
+		for i, e := range row {
+			dst[i] = fp8.FromFloat32(fp8.BF16(e) / s)
+		}
 	}
 	binary.LittleEndian.PutUint32(arena[scale:scale+4], math.Float32bits(s))
 }
