@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -43,12 +44,11 @@ func TestSeedCorpus(t *testing.T) {
 // fail at least once, and replaying it against the correct plugins never.
 func TestSeedsKillEveryMutant(t *testing.T) {
 	for name, p := range inProcess {
-		variants := []string{""}
-		for _, v := range p.Variants {
-			variants = append(variants, v.Name)
-		}
-		for _, v := range variants {
-			mutant := v != "" || name == "bf16scatter"
+		variants := []sdk.Variant{{}}
+		variants = append(variants, p.Variants...)
+		for _, variant := range variants {
+			v := variant.Name
+			mutant := (v != "" && !variant.Correct) || name == "bf16scatter"
 			t.Setenv("KVHARNESS_PLUGIN", name)
 			t.Setenv("KVHARNESS_VARIANT", v)
 			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")

@@ -74,7 +74,7 @@ func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
 		out[0].Doc = doc
 	}
 	for _, v := range d.Variants {
-		out = append(out, Subject{Plugin: name, Variant: v.Name, Doc: v.Doc, Mutant: true})
+		out = append(out, Subject{Plugin: name, Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
 	}
 	return out
 }

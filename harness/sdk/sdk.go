@@ -11,6 +11,10 @@ import (
 type Variant struct {
 	Name string
 	Doc  string
+	// Correct marks a variant that behaves correctly but differently, a
+	// deliberately slowed one say: a control for the mutant suite, not a
+	// mutant.
+	Correct bool
 }
 
 // Geometry is what the kernel's own code believes about a layout. The

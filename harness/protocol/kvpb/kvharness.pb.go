@@ -359,9 +359,12 @@ func (x *Geometry) GetBytesPerPage() uint64 {
 }
 
 type Variant struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Doc           string                 `protobuf:"bytes,2,opt,name=doc,proto3" json:"doc,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Doc   string                 `protobuf:"bytes,2,opt,name=doc,proto3" json:"doc,omitempty"`
+	// correct marks a variant that stores correctly: a performance variant
+	// (say, deliberately slowed, to test benchmark comparison), not a mutant.
+	Correct       bool `protobuf:"varint,3,opt,name=correct,proto3" json:"correct,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -408,6 +411,13 @@ func (x *Variant) GetDoc() string {
 		return x.Doc
 	}
 	return ""
+}
+
+func (x *Variant) GetCorrect() bool {
+	if x != nil {
+		return x.Correct
+	}
+	return false
 }
 
 type DescribeResponse struct {
@@ -1793,10 +1803,11 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bGeometry\x12\x16\n" +
 	"\x06layout\x18\x01 \x01(\tR\x06layout\x12&\n" +
 	"\x0fbytes_per_token\x18\x02 \x01(\x04R\rbytesPerToken\x12$\n" +
-	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\"/\n" +
+	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\"I\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03doc\x18\x02 \x01(\tR\x03doc\"\x84\x02\n" +
+	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
+	"\acorrect\x18\x03 \x01(\bR\acorrect\"\x84\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +

@@ -19,6 +19,7 @@ var variants = []sdk.Variant{
 	{Name: "sink-writes", Doc: "treats slot 0 as a harmless sink and stores padded rows that point at it (sglang #33816)"},
 	{Name: "minus1-wraps", Doc: "resolves -1 to the last slot as Python indexing does, then stores it (vllm #43810)"},
 	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
+	{Name: "slowed", Doc: "correct, but stores every row twice: a regression for kvharness compare to flag", Correct: true},
 }
 
 // store reports whether row i is stored, and into which slot.
@@ -65,7 +66,12 @@ func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 		return err
 	}
 	d := l.HeadDim
-	for i := range c.Capacity {
+	passes := 1
+	if c.Variant == "slowed" {
+		passes = 2 // the same bytes twice: correct, and twice the work
+	}
+	for i := range c.Capacity * passes {
+		i %= c.Capacity
 		slot, ok := store(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
 		if !ok {
 			continue

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The nightly benchmark job: run the matrix, then compare with the baseline.
+# Exit status: 0 no significant regression, 1 a regression, 2 an error.
+#
+#   bench/nightly.sh [OUT]
+#
+# Environment:
+#   KVHARNESS  the kvharness command (default: go run ./harness/cmd/kvharness
+#              where Go is installed, else dist/gpu/kvharness from scripts/gpu-build)
+#   MATRIX     the matrix (default: bench/matrix-gpu.json on a GPU, else bench/matrix-cpu.json)
+#   BASELINE   the file to compare with (default: bench/baselines/<gpu|cpu>.txt)
+#
+# A killed night resumes where it stopped: rerun with the same OUT. To make
+# a night the new baseline, copy OUT/bench.txt over the baseline and commit it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-bench-night-$(date +%Y%m%d)}
+if [ -z "${KVHARNESS:-}" ]; then
+	if command -v go >/dev/null; then KVHARNESS="go run ./harness/cmd/kvharness"; else KVHARNESS=dist/gpu/kvharness; fi
+fi
+kind=cpu
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then kind=gpu; fi
+matrix=${MATRIX:-bench/matrix-$kind.json}
+baseline=${BASELINE:-bench/baselines/$kind.txt}
+resume=
+[ -f "$out/cells.jsonl" ] && resume=--resume
+$KVHARNESS bench --matrix "$matrix" --out "$out" $resume || exit 2
+if [ ! -f "$baseline" ]; then
+	echo "nightly: no baseline $baseline; to start one: cp $out/bench.txt $baseline" >&2
+	exit 0
+fi
+$KVHARNESS compare "$baseline" "$out/bench.txt"
