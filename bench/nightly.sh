@@ -9,6 +9,8 @@
 #              where Go is installed, else dist/gpu/kvharness from scripts/gpu-build)
 #   MATRIX     the matrix (default: bench/matrix-gpu.json on a GPU, else bench/matrix-cpu.json)
 #   BASELINE   the file to compare with (default: bench/baselines/<gpu|cpu>.txt)
+#   THRESHOLD  the smallest slowdown that counts (default 0.05; on a shared CPU,
+#              where runs differ by tens of percent, use 0.3)
 #
 # A killed night resumes where it stopped: rerun with the same OUT. To make
 # a night the new baseline, copy OUT/bench.txt over the baseline and commit it.
@@ -29,4 +31,4 @@ if [ ! -f "$baseline" ]; then
 	echo "nightly: no baseline $baseline; to start one: cp $out/bench.txt $baseline" >&2
 	exit 0
 fi
-$KVHARNESS compare "$baseline" "$out/bench.txt"
+$KVHARNESS compare --threshold "${THRESHOLD:-0.05}" "$baseline" "$out/bench.txt"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/check"
@@ -97,11 +98,19 @@ func (r *Runner) modes() []results.Mode {
 	return out
 }
 
+// pickLayouts keeps the matrix's layouts that the plugin declares: a
+// matrix lists layouts for all its plugins, and bf16scatter has no fp8.
 func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error) {
+	declared := map[string]bool{}
+	for _, g := range desc.Layouts {
+		declared[g.Layout] = true
+	}
 	var names []string
 	for _, n := range m.Layouts {
 		if n != "all" {
-			names = append(names, n)
+			if declared[n] {
+				names = append(names, n)
+			}
 			continue
 		}
 		for _, g := range desc.Layouts {
@@ -109,6 +118,9 @@ func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error
 				names = append(names, g.Layout)
 			}
 		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("plugin %s declares none of the layouts %v (it has %v)", desc.Name, m.Layouts, keys(declared))
 	}
 	var out []*layout.Layout
 	for _, n := range names {
@@ -266,4 +278,13 @@ func (r *Runner) progressDone() {
 	if r.Progress != nil {
 		fmt.Fprintln(r.Progress)
 	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

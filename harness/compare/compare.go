@@ -31,11 +31,11 @@ func CompareFiles(basePath, newPath string, o Options) (*Report, error) {
 // be read; statistical problems are verdicts and warnings.
 func Compare(baseName string, base io.Reader, newName string, next io.Reader, o Options) (*Report, error) {
 	o = o.withDefaults()
-	old, err := readTable(base, baseName)
+	old, err := readTable(base, baseName, o.Ignore)
 	if err != nil {
 		return nil, err
 	}
-	nw, err := readTable(next, newName)
+	nw, err := readTable(next, newName, o.Ignore)
 	if err != nil {
 		return nil, err
 	}

@@ -212,3 +212,15 @@ func TestDecide(t *testing.T) {
 		}
 	}
 }
+
+func TestIgnoreKeys(t *testing.T) {
+	base := "BenchmarkStore/plugin=p/tokens=1 1 100 ns/op\n"
+	next := "BenchmarkStore/plugin=p/variant=slowed/tokens=1 1 200 ns/op\n"
+	r, err := Compare("base", strings.NewReader(base), "new", strings.NewReader(next), Options{Ignore: []string{"variant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 1 || r.Rows[0].Name != "Store/plugin=p/tokens=1" || r.Rows[0].Verdict == Missing {
+		t.Errorf("rows %+v: want the variant matched with the base row", r.Rows)
+	}
+}

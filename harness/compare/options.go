@@ -17,6 +17,10 @@ type Options struct {
 	Threshold float64
 	// Confidence is the level of the median's confidence interval.
 	Confidence float64
+	// Ignore lists name keys dropped before rows are matched, as
+	// benchstat's -ignore does: with "variant", a run of a plugin's
+	// variant compares against the baseline of the plugin itself.
+	Ignore []string
 }
 
 func (o Options) withDefaults() Options {

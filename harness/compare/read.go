@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"golang.org/x/perf/benchfmt"
 )
@@ -18,13 +20,14 @@ type table struct {
 	order  []rowKey // first appearance
 	values map[rowKey][]float64
 	config map[string]string // file config keys with one value in the file ("" if it varied)
+	ignore []string          // name keys dropped before matching
 	units  benchfmt.UnitMetadataMap
 }
 
 // readTable reads a whole Go benchmark file. A syntax error, or a file
 // that ends mid-line (truncated), is a *benchfmt.SyntaxError with the
 // file and line.
-func readTable(r io.Reader, name string) (*table, error) {
+func readTable(r io.Reader, name string, ignore []string) (*table, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -32,7 +35,7 @@ func readTable(r io.Reader, name string) (*table, error) {
 	if err := checkComplete(data, name); err != nil {
 		return nil, err
 	}
-	t := &table{name: name, values: map[rowKey][]float64{}, config: map[string]string{}}
+	t := &table{name: name, values: map[rowKey][]float64{}, config: map[string]string{}, ignore: ignore}
 	br := benchfmt.NewReader(bytes.NewReader(data), name)
 	for br.Scan() {
 		if err := t.add(br.Result()); err != nil {
@@ -71,7 +74,7 @@ func (t *table) add(rec benchfmt.Record) error {
 }
 
 func (t *table) addResult(res *benchfmt.Result) {
-	name := string(res.Name)
+	name := dropKeys(string(res.Name), t.ignore)
 	for _, v := range res.Values {
 		k := rowKey{name, v.Unit}
 		if _, ok := t.values[k]; !ok {
@@ -89,4 +92,20 @@ func (t *table) addResult(res *benchfmt.Result) {
 			t.config[c.Key] = string(c.Value)
 		}
 	}
+}
+
+// dropKeys removes "/key=value" parts of a benchmark name for each key.
+func dropKeys(name string, keys []string) string {
+	if len(keys) == 0 {
+		return name
+	}
+	parts := strings.Split(name, "/")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		k, _, _ := strings.Cut(p, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "/")
 }

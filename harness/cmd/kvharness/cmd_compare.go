@@ -13,6 +13,7 @@ func init() {
 
 const compareExamples = `  kvharness compare bench/baselines/cpu.txt night/bench.txt
   kvharness compare --threshold 0.10 --alpha 0.01 base.txt new.txt
+  kvharness compare --ignore variant base.txt slowed/bench.txt
 `
 
 func runCompare(_ context.Context, e *env, args []string) int {
@@ -20,6 +21,7 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	o := compare.Options{}
 	fs.Float64Var(&o.Alpha, "alpha", compare.DefaultAlpha, "significance level of the Mann–Whitney U-test")
 	fs.Float64Var(&o.Threshold, "threshold", compare.DefaultThreshold, "smallest relative change that counts as a regression (0.05 = 5%)")
+	fs.StringSliceVar(&o.Ignore, "ignore", nil, "benchmark name keys to drop before matching rows (e.g. variant: compare a variant with the plugin's baseline)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}

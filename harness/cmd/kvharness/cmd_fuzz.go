@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/plugin"
+)
+
+func init() {
+	register("fuzz", "fuzz a plugin with go test -fuzz (needs the kvharness source and Go)", runFuzz)
+}
+
+const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
+  kvharness fuzz --plugin ./my-plugin --target FuzzStore --time 10m
+  kvharness fuzz --plugin fp8store --mode in-process
+`
+
+// runFuzz runs the fuzz targets of the source tree's fuzz package against a
+// plugin. A failing input lands in fuzz/testdata/fuzz/TARGET/ and go test
+// prints the line that replays it.
+func runFuzz(ctx context.Context, e *env, args []string) int {
+	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
+	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz (bundled name, path or command)")
+	variant := fs.String("variant", "", "plugin variant")
+	target := fs.String("target", "FuzzStore", "fuzz target: FuzzStore, FuzzTransfer, FuzzRead, or a file-parser target")
+	mode := fs.String("mode", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
+	fuzztime := fs.Duration("time", 30*time.Second, "how long to fuzz")
+	parallel := fs.Int("parallel", 0, "fuzz worker processes (0: one per CPU; use 1 on one GPU)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	root, ok := plugin.SourceRoot()
+	if !ok {
+		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
+	}
+	if !oneOf(*mode, "out-of-process", "in-process") {
+		return e.errorf("--mode %q: want out-of-process or in-process", *mode)
+	}
+	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
+		*pluginArg = spec.Argv[0] // absolute, since go test runs in fuzz/
+	}
+	cmd := exec.CommandContext(ctx, "go", "test", "-trimpath", "-run=^$", "-fuzz=^"+*target+"$",
+		"-fuzztime="+fuzztime.String(), fmt.Sprintf("-parallel=%d", *parallel), ".")
+	if *parallel == 0 {
+		cmd.Args = append(cmd.Args[:6], cmd.Args[7:]...)
+	}
+	cmd.Dir = filepath.Join(root, "fuzz")
+	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return exitViolation // go test found a failing input
+		}
+		return e.errorf("go test -fuzz: %v", err)
+	}
+	return exitPass
+}
