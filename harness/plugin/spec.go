@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -54,18 +54,32 @@ func ResolveSpec(arg string) (Spec, error) {
 		return commandSpec(arg)
 	}
 	path, err := Resolve(arg)
+	if errors.Is(err, ErrNotFound) && SelfServes && slices.Contains(Bundled, arg) {
+		if exe, xerr := os.Executable(); xerr == nil {
+			return Spec{Name: arg, Argv: []string{exe, ServeCommand, arg}}, nil
+		}
+	}
 	if err != nil {
 		return Spec{}, err
 	}
 	return Spec{Name: arg, Argv: []string{path}}, nil
 }
 
+// ServeCommand is the kvharness subcommand that serves a bundled plugin
+// from the kvharness binary itself.
+const ServeCommand = "serve-plugin"
+
+// SelfServes is set by the kvharness command: its binary holds the bundled
+// plugins, so when no plugin binary and no Go toolchain are at hand (a GPU
+// machine, say) a bundled name runs `kvharness serve-plugin NAME`.
+var SelfServes bool
+
 func commandSpec(line string) (Spec, error) {
 	argv, err := splitCommand(line)
 	if err != nil {
 		return Spec{}, err
 	}
-	exe, err := exec.LookPath(argv[0])
+	exe, err := lookCommand(argv[0])
 	if err != nil {
 		return Spec{}, fmt.Errorf("%w: %s: %v", ErrNotFound, argv[0], err)
 	}
@@ -141,7 +155,11 @@ func loadManifest(path string) (Spec, error) {
 	if len(m.Command) == 0 {
 		return Spec{}, fmt.Errorf("manifest %s: no command", path)
 	}
-	return m.spec(filepath.Dir(path))
+	base, err := filepath.Abs(filepath.Dir(path)) // the plugin runs in base: relative paths would double
+	if err != nil {
+		return Spec{}, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return m.spec(base)
 }
 
 func (m Manifest) spec(base string) (Spec, error) {
@@ -155,7 +173,7 @@ func (m Manifest) spec(base string) (Spec, error) {
 	exe := m.Command[0]
 	if strings.ContainsRune(exe, '/') {
 		exe = abs(exe)
-	} else if p, err := exec.LookPath(exe); err == nil {
+	} else if p, err := lookCommand(exe); err == nil {
 		exe = p
 	} else {
 		return Spec{}, fmt.Errorf("%w: manifest command %s: %v", ErrNotFound, exe, err)

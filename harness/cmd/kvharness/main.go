@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 func main() {
+	plugin.SelfServes = true
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
 	stop()

@@ -1,0 +1,129 @@
+// Package kernel is the faulty plugin, which misbehaves on purpose, one
+// way per variant, so the harness's fault handling can be tested against
+// real process failures: a panic, a segmentation fault, an exit, a hang, a
+// broken or incompatible handshake, inconsistent answers, a slow start, a
+// leaked child process, and writes into its input staging. Without a
+// variant it is a correct bf16 store.
+//
+// Variants that act before any RPC (bad-handshake, wrong-version,
+// slow-start) read KVHARNESS_VARIANT from the environment, which the
+// harness sets for every plugin it starts.
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+)
+
+var variants = []sdk.Variant{
+	{Name: "panic", Doc: "panics inside Store"},
+	{Name: "segfault", Doc: "dies of SIGSEGV inside Store, like a native kernel"},
+	{Name: "exit", Doc: "calls exit(3) inside Store"},
+	{Name: "hang", Doc: "never returns from Store"},
+	{Name: "bad-handshake", Doc: "prints garbage instead of the go-plugin handshake"},
+	{Name: "wrong-version", Doc: "speaks protocol version 99"},
+	{Name: "garbage-response", Doc: "answers Attach with the wrong number of geometries"},
+	{Name: "slow-start", Doc: "sleeps 60 s before the handshake"},
+	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
+	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
+}
+
+type store struct{}
+
+func (store) Store(_ context.Context, c *sdk.StoreCall) error {
+	misbehave(c.Variant, c)
+	d := c.Pool.Layout.HeadDim
+	for i := range c.Valid {
+		cpustore.PutBF16(c.Arena, c.Pool.Base+int(c.Loc[i])*2*d, c.Rows[i*d:(i+1)*d])
+	}
+	if c.Variant == "scribble-staging" && len(c.Rows) > 0 {
+		c.Rows[0] = 0x7fc1 // a NaN no harness row holds
+	}
+	return nil
+}
+
+func misbehave(variant string, c *sdk.StoreCall) {
+	switch variant {
+	case "panic":
+		panic(fmt.Sprintf("faulty: deliberate panic storing %d rows", c.Capacity))
+	case "segfault":
+		segfault()
+	case "exit":
+		os.Exit(3)
+	case "hang":
+		select {}
+	case "leak-child":
+		cmd := exec.Command("sleep", "600")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.Start()
+		panic(fmt.Sprintf("faulty: left child %d behind", cmd.Process.Pid))
+	}
+}
+
+// segfault dies of SIGSEGV the way a native kernel does: the Go runtime's
+// handler would turn the signal into a panic and exit 2, so the default
+// disposition is restored first.
+func segfault() {
+	var dfl [4]uint64 // struct sigaction: handler SIG_DFL, flags, restorer, mask
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGSEGV), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	syscall.Kill(os.Getpid(), syscall.SIGSEGV)
+	time.Sleep(time.Second)
+}
+
+func geometry(variant string, d, p int) []sdk.Geometry {
+	return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
+}
+
+// garbage answers Attach with no geometry for the pools it was given: an
+// inconsistent count the harness must call a protocol fault.
+type garbage struct{ kvpb.KernelServer }
+
+func (g garbage) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	resp, err := g.KernelServer.Attach(ctx, req)
+	if err == nil {
+		resp.Geometry = nil
+	}
+	return resp, err
+}
+
+// serve is sdk.Serve with a handshake and server of the variant's choosing.
+func serve(hs goplugin.HandshakeConfig, srv kvpb.KernelServer) {
+	goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, Plugins: protocol.Plugins(srv),
+		GRPCServer: goplugin.DefaultGRPCServer,
+		Logger:     hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})})
+}
+
+// Main serves the plugin, misbehaving as KVHARNESS_VARIANT says.
+func Main() {
+	p := sdk.Plugin{Name: "faulty", Version: "1.0.0", Doc: "misbehaves on purpose, one way per variant",
+		Variants: variants, Geometry: geometry, Kernel: store{}}
+	switch os.Getenv("KVHARNESS_VARIANT") {
+	case "bad-handshake":
+		fmt.Println("this is not a go-plugin handshake")
+		time.Sleep(time.Minute)
+	case "wrong-version":
+		hs := protocol.Handshake
+		hs.ProtocolVersion = 99
+		serve(hs, sdk.NewServer(p))
+	case "garbage-response":
+		serve(protocol.Handshake, garbage{sdk.NewServer(p)})
+	case "slow-start":
+		time.Sleep(time.Minute)
+		sdk.Serve(p)
+	default:
+		sdk.Serve(p)
+	}
+}
