@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC stubs. Do not edit: run plugins/python/gen.sh."""

@@ -1,0 +1,585 @@
+// Package python holds the end-to-end tests of the Python plugin SDK
+// (kvharness_sdk) and its example plugins: real Python processes driven by
+// the harness's own machinery, on the CPU backend. The GPU side is
+// gpu_test.sh.
+//
+// The tests skip, saying why, when no python that imports grpc, protobuf
+// and numpy is found (see plugin.Python); .ci/run installs Debian's.
+package python
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// python returns the interpreter the harness would run Python plugins
+// with, or skips the test.
+func python(t testing.TB) string {
+	t.Helper()
+	py, err := plugin.Python("python3")
+	if err != nil {
+		t.Skipf("no usable python for the Python SDK, skipping: %v", err)
+	}
+	return py
+}
+
+func runDir(t testing.TB) *pool.Dir {
+	t.Helper()
+	dir, err := pool.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return dir
+}
+
+// start starts a plugin from a --plugin argument (a manifest, a command
+// line or a bundled Go plugin's name), as the CLI does.
+func start(t testing.TB, dir *pool.Dir, arg, variant string) *plugin.Plugin {
+	t.Helper()
+	spec, err := plugin.ResolveSpec(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: dir, Variant: variant, NoMTLS: noOpenSSL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// noOpenSSL reports whether the openssl command, which the SDK's AutoMTLS
+// needs, is missing; the tests then run without mutual TLS.
+func noOpenSSL(t testing.TB) bool {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Logf("no openssl command: running Python plugins without AutoMTLS")
+		return true
+	}
+	return false
+}
+
+func abs(t testing.TB, path string) string {
+	t.Helper()
+	p, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func bf16(t testing.TB) *layout.Layout {
+	t.Helper()
+	l, err := layout.Builtin("bf16", 128, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The shipped manifests resolve to a python that runs the SDK, turn
+// AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
+// certificate; see README.md), and describe the plugin they name.
+func TestManifests(t *testing.T) {
+	python(t)
+	for _, name := range []string{"torchscatter", "tritonstore"} {
+		spec, err := plugin.ResolveSpec(filepath.Join(name, "kvharness-plugin.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Name != name || !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
+			t.Errorf("%s: spec %+v", name, spec)
+		}
+		p := start(t, runDir(t), filepath.Join(name, "kvharness-plugin.json"), "")
+		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		if err != nil || d.Name != name || len(d.Kernels) != 1 || d.Kernels[0] != "store" {
+			t.Errorf("%s: describe %v, %v", name, d, err)
+		}
+	}
+}
+
+// AutoMTLS end to end: the SDK's openssl-made certificate in the
+// handshake, the harness's client certificate required. It needs a grpcio
+// on the system OpenSSL (Debian's); on BoringSSL (pip's wheels) the
+// handshake fails as documented, and the test says so and skips.
+func TestAutoMTLS(t *testing.T) {
+	py := python(t)
+	if noOpenSSL(t) {
+		t.Skip("no openssl command: the SDK cannot make its AutoMTLS certificate")
+	}
+	spec, err := plugin.ResolveSpec(py + " " + abs(t, filepath.Join("torchscatter", "plugin.py")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: runDir(t)})
+	if f, ok := plugin.AsFault(err); ok && strings.Contains(f.Stderr, "PEER_DID_NOT_RETURN_A_CERTIFICATE") {
+		t.Skipf("this grpcio (BoringSSL) refuses go-plugin's P-521 client certificate, as documented: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
+		t.Errorf("describe over mutual TLS: %v, %v", d, err)
+	}
+}
+
+// suite runs the store properties for one padding convention, as
+// `kvharness check --backend cpu --padding P` does.
+func suite(t *testing.T, p *plugin.Plugin, dir *pool.Dir, pad workload.Padding) property.Verdict {
+	t.Helper()
+	s := &property.Suite{Plugin: p, Dir: dir, Layouts: []*layout.Layout{bf16(t)}, Paddings: []workload.Padding{pad},
+		Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64, BackgroundSeed: 1}
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", pad, err)
+	}
+	return vs[0]
+}
+
+// torchscatter, the incident's `pool[loc] = rows` in Python, is caught
+// under every padding convention and passes without padding: the verdicts
+// of its Go twin, bf16scatter.
+func TestTorchscatterCaughtUnderPadding(t *testing.T) {
+	python(t)
+	dir := runDir(t)
+	py := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
+	gopl := start(t, dir, "bf16scatter", "")
+	for _, pad := range workload.Paddings {
+		v, twin := suite(t, py, dir, pad), suite(t, gopl, dir, pad)
+		caught := v.Outcome.Failure != nil
+		if caught != (pad != workload.PadNone) || len(v.Outcome.Faults) > 0 {
+			t.Errorf("%s: caught=%v faults=%v; want caught only under padding, no faults", pad, caught, v.Outcome.Faults)
+		}
+		if caught != (twin.Outcome.Failure != nil) {
+			t.Errorf("%s: torchscatter caught=%v, bf16scatter caught=%v", pad, caught, twin.Outcome.Failure != nil)
+		}
+		if caught {
+			f := v.Outcome.Failure
+			t.Logf("%s: caught at case %d, property %s (bf16scatter: %s), minimal case %v",
+				pad, v.Outcome.Cases, f.Property, twin.Outcome.Failure.Property, f.Minimal.Case)
+		}
+	}
+}
+
+// The CLI's exit codes for a Python plugin: 1 when caught, 0 when clean.
+func TestCheckCommand(t *testing.T) {
+	python(t)
+	if testing.Short() {
+		t.Skip("builds the kvharness command; skipped in -short")
+	}
+	bin := filepath.Join(t.TempDir(), "kvharness")
+	build := exec.Command("go", "build", "-o", bin, "./harness/cmd/kvharness")
+	build.Dir = abs(t, filepath.Join("..", ".."))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build kvharness: %v\n%s", err, out)
+	}
+	manifest := abs(t, filepath.Join("torchscatter", "kvharness-plugin.json"))
+	for _, tc := range []struct {
+		padding string
+		code    int
+		want    string
+	}{{"all", 1, "FAIL torchscatter"}, {"none", 0, "bf16    none"}} {
+		args := []string{"check", "--plugin", manifest, "--backend", "cpu", "--cases", "40", "--padding", tc.padding, "--results", t.TempDir()}
+		if noOpenSSL(t) {
+			args = append(args, "--no-mtls")
+		}
+		cmd := exec.Command(bin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		if code != tc.code || !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("check --padding %s: exit %d (%v), want %d with %q\n%s%s", tc.padding, code, err, tc.code, tc.want, &stdout, &stderr)
+		}
+	}
+}
+
+func storeCase(p workload.Padding, valid int, loc ...int64) *workload.Store {
+	c := &workload.Store{Padding: p, Valid: valid, Loc: loc}
+	for i := range loc {
+		c.Rows = append(c.Rows, workload.Row{Kind: workload.RowNormal, Seed: uint64(i + 1)})
+	}
+	return c
+}
+
+// A Python kernel that raises is the plugin's refusal (an "error" fault
+// carrying the message and the traceback) and the plugin lives on; one
+// that exits or dies of a signal is a crash. None is a harness crash or an
+// invariant violation.
+func TestPythonFaults(t *testing.T) {
+	py := python(t)
+	script := abs(t, filepath.Join("testdata", "faulty", "plugin.py"))
+	for _, tc := range []struct {
+		variant string
+		kind    plugin.FaultKind
+		detail  string
+	}{
+		{"raise", plugin.Refused, "RuntimeError: pyfaulty: deliberate failure storing 2 rows"},
+		{"exit", plugin.Crash, "exited with status 3"},
+		{"segfault", plugin.Crash, "signal"},
+	} {
+		dir := runDir(t)
+		p := start(t, dir, py+" "+script, tc.variant)
+		tg, err := check.Open(context.Background(), p, dir, check.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tg.Check(context.Background(), storeCase(workload.PadCount, 1, 3, 9))
+		f, ok := plugin.AsFault(err)
+		if !ok || f.Kind != tc.kind || !strings.Contains(f.Detail, tc.detail) {
+			t.Errorf("%s: err = %v; want a %s fault with %q", tc.variant, err, tc.kind, tc.detail)
+			continue
+		}
+		if tc.kind == plugin.Refused {
+			if f.Code != codes.Aborted || !strings.Contains(f.Stderr, "Traceback") {
+				t.Errorf("raise: code %v, stderr %q; want ABORTED and the traceback", f.Code, f.Stderr)
+			}
+			if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+				t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
+			}
+		}
+		// A property run survives the fault, restarts the plugin and
+		// stops after MaxFaults of them: the CLI's exit status 2.
+		tg.Close(context.Background())
+		if err := p.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := &property.Suite{Plugin: p, Dir: dir, Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
+			Paddings: []workload.Padding{workload.PadNone}, Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, BackgroundSeed: 1, MaxFaults: 2}
+		vs, runErr := s.Run(context.Background())
+		if !property.IsFault(runErr) || len(vs) != 1 || len(vs[0].Outcome.Faults) == 0 || vs[0].Outcome.Failure != nil {
+			t.Errorf("%s: suite: err %v, verdicts %+v; want survived faults, then a fault stop", tc.variant, runErr, vs)
+		}
+	}
+}
+
+// The handshake and go-plugin's services, spoken to directly: refused
+// without the cookie, `1|1|unix|<socket>|grpc` with it, health SERVING for
+// "plugin", and Shutdown makes the process exit 0 on its own.
+func TestHandshakeAndShutdown(t *testing.T) {
+	py := python(t)
+	script := abs(t, filepath.Join("torchscatter", "plugin.py"))
+	out, err := exec.Command(py, script).CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "is a kvharness plugin") {
+		t.Errorf("run by hand: exit %d, output %q; want 1 and how to run it", code, out)
+	}
+
+	sockets, err := os.MkdirTemp("", "kvh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockets)
+	cmd := exec.Command(py, script)
+	cmd.Env = append(os.Environ(), protocol.Handshake.MagicCookieKey+"="+protocol.Handshake.MagicCookieValue,
+		"PLUGIN_UNIX_SOCKET_DIR="+sockets, "PLUGIN_CLIENT_CERT=")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		s.Scan()
+		line <- s.Text()
+	}()
+	var hs string
+	select {
+	case hs = <-line:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no handshake in 20 s; stderr:\n%s", &stderr)
+	}
+	parts := strings.Split(hs, "|")
+	if len(parts) != 5 || parts[0] != "1" || parts[1] != "1" || parts[2] != "unix" || parts[4] != "grpc" ||
+		filepath.Dir(parts[3]) != sockets {
+		t.Fatalf("handshake %q; want 1|1|unix|%s/...|grpc", hs, sockets)
+	}
+	conn, err := grpc.NewClient("unix://"+parts[3], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "plugin"})
+	if err != nil || h.Status != grpc_health_v1.HealthCheckResponse_SERVING {
+		t.Errorf("health: %v, %v", h, err)
+	}
+	if err := conn.Invoke(ctx, "/plugin.GRPCController/Shutdown", &emptypb.Empty{}, &emptypb.Empty{}); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("after Shutdown the plugin exited with %v; stderr:\n%s", err, &stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the plugin did not exit within 10 s of Shutdown")
+	}
+	if _, err := os.Stat(parts[3]); !os.IsNotExist(err) {
+		t.Errorf("socket %s left behind", parts[3])
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// The Python SDK validates requests as the Go SDK does: every request
+// below gets the same status code from torchscatter (Python) and
+// bf16scatter (Go), and the same message but for the plugin's name.
+func TestValidationMatchesGoSDK(t *testing.T) {
+	python(t)
+	dir := runDir(t)
+	l := bf16(t)
+	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := pool.NewSHM(dir, g.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	good := check.AttachRequest(mem, g, "")
+	rows, loc := uint64(g.Staging.Off), uint64(g.Staging.Off+64*l.RowBytes())
+	store := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {
+		return &kvpb.StoreRequest{Pool: pool, Capacity: capacity, Valid: valid, Padding: kvpb.Padding_PADDING_COUNT,
+			RowsOffset: rows, LocOffset: loc}
+	}
+	attach := func(edit func(*kvpb.AttachRequest)) func(*plugin.Plugin) error {
+		return func(p *plugin.Plugin) error {
+			req := check.AttachRequest(mem, g, "")
+			edit(req)
+			_, err := p.Attach(context.Background(), p, req)
+			return err
+		}
+	}
+	doStore := func(r ...*kvpb.StoreRequest) func(*plugin.Plugin) error {
+		return func(p *plugin.Plugin) error { return p.StoreBatch(context.Background(), r) }
+	}
+	bench := func(r *kvpb.BenchRequest) func(*plugin.Plugin) error {
+		return func(p *plugin.Plugin) error { _, err := p.Bench(context.Background(), r); return err }
+	}
+	benchStore := &kvpb.BenchRequest_Store{Store: store(0, 4, 4, rows, loc)}
+	steps := []struct {
+		name string
+		do   func(*plugin.Plugin) error
+	}{
+		{"describe unknown variant", func(p *plugin.Plugin) error {
+			_, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: "nope", HeadDim: 128, PageSize: 64})
+			return err
+		}},
+		{"store before attach", doStore(store(0, 1, 1, rows, loc))},
+		{"bench before attach", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1})},
+		{"attach unknown variant", attach(func(r *kvpb.AttachRequest) { r.Variant = "nope" })},
+		{"attach no backend", attach(func(r *kvpb.AttachRequest) { r.Arena.Backend = kvpb.Backend_BACKEND_UNSPECIFIED })},
+		{"attach short ipc handle", attach(func(r *kvpb.AttachRequest) {
+			r.Arena.Backend, r.Arena.IpcHandle = kvpb.Backend_BACKEND_CUDA, make([]byte, 10)
+		})},
+		{"attach pool outside arena", attach(func(r *kvpb.AttachRequest) { r.Pools[0].Pool.Offset = r.Arena.Size })},
+		{"attach no staging", attach(func(r *kvpb.AttachRequest) { r.Staging = nil })},
+		{"attach missing file", attach(func(r *kvpb.AttachRequest) { r.Arena.Path = "/nonexistent/arena" })},
+		{"attach", func(p *plugin.Plugin) error { _, err := p.Attach(context.Background(), p, good); return err }},
+		{"store pool past the end", doStore(store(3, 1, 1, rows, loc))},
+		{"store capacity 0", doStore(store(0, 0, 0, rows, loc))},
+		{"store valid > capacity", doStore(store(0, 2, 3, rows, loc))},
+		{"store rows outside staging", doStore(store(0, 2, 2, uint64(g.Staging.Off-256), loc))},
+		{"store rows misaligned", doStore(store(0, 2, 2, rows+1, loc))},
+		{"store loc misaligned", doStore(store(0, 2, 2, rows, loc+4))},
+		{"store loc past staging", doStore(store(0, 2, 2, rows, uint64(g.Staging.End()-8)))},
+		{"batch, second call bad", doStore(store(0, 1, 1, rows, loc), store(0, 1, 1, rows, loc+1))},
+		{"store", doStore(store(0, 4, 4, rows, loc))},
+		{"bench iterations 0", bench(&kvpb.BenchRequest{Kernel: benchStore})},
+		{"bench a read", bench(&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Read{Read: &kvpb.ReadRequest{}}, Iterations: 1})},
+		{"bench nothing", bench(&kvpb.BenchRequest{Iterations: 1})},
+		{"bench a huge copy", bench(&kvpb.BenchRequest{Copy: true, CopyBytes: 17 << 30, Iterations: 1})},
+		{"bench bad store", bench(&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store(0, 0, 0, rows, loc)}, Iterations: 1})},
+		{"bench per-launch", bench(&kvpb.BenchRequest{Kernel: benchStore, Warmup: 2, Iterations: 5})},
+		{"bench batched cold", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4, Cold: true, FlushBytes: 1 << 20})},
+		{"bench copy", bench(&kvpb.BenchRequest{Kernel: benchStore, Copy: true, Iterations: 3})},
+		{"bench empty", bench(&kvpb.BenchRequest{Empty: true, Iterations: 3})},
+		{"detach", func(p *plugin.Plugin) error { return p.Detach(context.Background()) }},
+	}
+	py := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
+	gopl := start(t, dir, "bf16scatter", "")
+	for _, s := range steps {
+		pc, pm := outcome(s.do(py), "torchscatter")
+		gc, gm := outcome(s.do(gopl), "bf16scatter")
+		// The Go SDK wraps a status error in fmt.Errorf, which repeats
+		// the code inside the message; the Python SDK does not.
+		gm = strings.ReplaceAll(gm, "rpc error: code = InvalidArgument desc = ", "")
+		switch {
+		case pc != gc:
+			t.Errorf("%s: Python %v %q, Go %v %q", s.name, pc, pm, gc, gm)
+		case pm != gm && !strings.HasPrefix(pm, "window {"): // Go prints the window with %v
+			t.Errorf("%s: messages differ:\n  Python %q\n  Go     %q", s.name, pm, gm)
+		default:
+			t.Logf("%-28s %v %s", s.name, pc, pm)
+		}
+	}
+}
+
+// outcome is a call's status code and message, the plugin's name masked.
+func outcome(err error, name string) (codes.Code, string) {
+	if err == nil {
+		return codes.OK, ""
+	}
+	f, ok := plugin.AsFault(err)
+	if !ok {
+		return codes.Unknown, err.Error()
+	}
+	return f.Code, strings.ReplaceAll(f.Detail, name, "NAME")
+}
+
+// Bench on the CPU answers positive samples on the monotonic clock in
+// every mode.
+func TestHostBench(t *testing.T) {
+	python(t)
+	dir := runDir(t)
+	p := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
+	tg, err := check.Open(context.Background(), p, dir, check.Config{Layout: bf16(t), Slots: 1024, MaxCapacity: 64, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close(context.Background())
+	st := &kvpb.StoreRequest{Capacity: 64, Valid: 64, RowsOffset: uint64(tg.Geometry.Staging.Off),
+		LocOffset: uint64(tg.Geometry.Staging.Off + 64*256)}
+	for name, req := range map[string]*kvpb.BenchRequest{
+		"per-launch": {Warmup: 3, Iterations: 20},
+		"batched":    {Iterations: 5, Mode: kvpb.BenchMode_BENCH_BATCHED},
+		"cold":       {Iterations: 3, Cold: true, FlushBytes: 4 << 20},
+		"copy":       {Iterations: 5, Copy: true},
+		"empty":      {Iterations: 5, Empty: true},
+	} {
+		req.Kernel = &kvpb.BenchRequest_Store{Store: st}
+		resp, err := p.Bench(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(resp.Ns) != int(req.Iterations) || resp.Clock != "monotonic" || resp.Device != "cpu" {
+			t.Errorf("%s: %d samples on %s/%s", name, len(resp.Ns), resp.Clock, resp.Device)
+		}
+		for _, ns := range resp.Ns {
+			if ns < 1 {
+				t.Errorf("%s: sample %v ns", name, ns)
+			}
+		}
+	}
+}
+
+// kvharness_sdk.fp8, the reference tritonstore is tested against on the
+// GPU, is the harness's quantizer bit for bit: e4m3 codes of every bf16
+// value and of random float32 patterns, and whole fp8-rows records
+// (codes and scale) of rows with NaN, infinities, subnormals and zeros.
+func TestFP8ReferenceMatchesHarness(t *testing.T) {
+	py := python(t)
+	rng := rand.New(rand.NewSource(1))
+	var xs []float32
+	for b := range 1 << 16 {
+		xs = append(xs, layout.BF16ToFloat32(uint16(b)))
+	}
+	for range 1 << 16 {
+		xs = append(xs, math.Float32frombits(rng.Uint32()))
+	}
+	const rows, d = 512, 128
+	rowBits := make([]uint16, rows*d)
+	for i := range rowBits {
+		switch r := i / d; {
+		case r%8 == 0:
+			rowBits[i] = uint16(rng.Uint32()) // anything: NaN, Inf, subnormal
+		case r%8 == 1:
+			rowBits[i] = 0
+		default:
+			rowBits[i] = layout.Float32ToBF16(float32(rng.NormFloat64() * math.Ldexp(1, rng.Intn(40)-20)))
+		}
+	}
+	tmp := t.TempDir()
+	write := func(name string, data any) {
+		var b bytes.Buffer
+		binary.Write(&b, binary.LittleEndian, data)
+		os.WriteFile(filepath.Join(tmp, name), b.Bytes(), 0o644)
+	}
+	write("x.f32", xs)
+	write("rows.u16", rowBits)
+	prog := `import sys, numpy as np
+sys.path.insert(0, sys.argv[1]); d = sys.argv[2]
+from kvharness_sdk import fp8
+fp8.e4m3_rne(np.fromfile(d + "/x.f32", np.float32)).tofile(d + "/codes.u8")
+codes, scales = fp8.quantize(np.fromfile(d + "/rows.u16", np.uint16).reshape(-1, 128))
+codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")`
+	cmd := exec.Command(py, "-B", "-c", prog, abs(t, "."), tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	codes, _ := os.ReadFile(filepath.Join(tmp, "codes.u8"))
+	bad := 0
+	for i, x := range xs {
+		if want := layout.EncodeE4M3(x); i >= len(codes) || codes[i] != want {
+			if bad++; bad <= 5 {
+				t.Errorf("e4m3(%v = %#08x): python %#02x, harness %#02x", x, math.Float32bits(x), at(codes, i), want)
+			}
+		}
+	}
+	l, err := layout.Builtin("fp8-rows", d, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowCodes, _ := os.ReadFile(filepath.Join(tmp, "rowcodes.u8"))
+	scales, _ := os.ReadFile(filepath.Join(tmp, "scales.f32"))
+	for r := range rows {
+		rec := l.Encode(rowBits[r*d : (r+1)*d])[0]
+		got := append(append([]byte(nil), rowCodes[r*d:(r+1)*d]...), scales[4*r:4*r+4]...)
+		if !bytes.Equal(got, rec) {
+			if bad++; bad <= 5 {
+				t.Errorf("row %d: python record %x\nharness %x", r, got, rec)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d mismatches", bad)
+	}
+}
+
+func at(b []byte, i int) byte {
+	if i < len(b) {
+		return b[i]
+	}
+	return 0
+}
