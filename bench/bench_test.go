@@ -90,7 +90,7 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	backend, _, release, err := check.ChooseBackend(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_CUDA})
+	backend, _, release, err := check.ChooseBackend(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		b.Fatal(err)
 	}

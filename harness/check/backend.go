@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -30,19 +31,22 @@ var Backends = []string{"auto", "cpu", "cuda"}
 // function releases the device.
 func ChooseBackend(name string, device int, served []kvpb.Backend) (Backend, string, func(), error) {
 	none := func() {}
+	cpuOK := slices.Contains(served, kvpb.Backend_BACKEND_SHM)
+	serves := slices.Contains(served, kvpb.Backend_BACKEND_CUDA)
 	switch name {
 	case "cpu":
+		if !cpuOK {
+			return nil, "", none, fmt.Errorf("%w: --backend cpu: the plugin has no CPU kernel (it serves %v)", ErrBackend, served)
+		}
 		return SHM{}, "cpu", none, nil
 	case "auto", "cuda":
 	default:
 		return nil, "", none, fmt.Errorf("%w: --backend %q: want auto, cpu or cuda", ErrBackend, name)
 	}
-	serves := false
-	for _, b := range served {
-		serves = serves || b == kvpb.Backend_BACKEND_CUDA
-	}
 	err := cuda.Available()
 	switch {
+	case name == "auto" && (err != nil || !serves) && !cpuOK:
+		return nil, "", none, fmt.Errorf("%w: the plugin serves only %v and this machine has no usable GPU (%v)", ErrBackend, served, err)
 	case name == "auto" && (err != nil || !serves):
 		return SHM{}, "cpu", none, nil
 	case err != nil:

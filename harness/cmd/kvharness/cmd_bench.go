@@ -154,7 +154,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, where, release, err := check.ChooseBackend(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_CUDA})
+	backend, where, release, err := check.ChooseBackend(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		return e.errorf("%v", err)
 	}
