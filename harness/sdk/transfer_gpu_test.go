@@ -1,0 +1,97 @@
+package sdk_test
+
+import (
+	"context"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/workload"
+	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
+)
+
+// gpuTransfer is pdtransfer as the CUDA tests serve it. Until the SDK
+// attaches CUDA arenas for any device kernel (sdk.ServesDevice), a plugin
+// needs a DeviceStorer to be attached on the GPU: this one has a store
+// that refuses every call.
+type gpuTransfer struct {
+	sdk.Transferer
+	sdk.DeviceTransferer
+}
+
+func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
+	return context.Canceled
+}
+
+func init() {
+	p := pdtransfer.Plugin
+	k := p.Kernel
+	p.Kernel = gpuTransfer{k.(sdk.Transferer), k.(sdk.DeviceTransferer)}
+	bundled["pdtransfer-gpu"] = p
+}
+
+// TestTransferMatchesCPU: for pdtransfer and every variant, the CUDA path
+// (one cuMemcpyDtoDAsync per descriptor on the plugin's stream, on an arena
+// opened by IPC) answers the same descriptors as the CPU path and leaves
+// the same bytes: the oracle finds the same violations and digests, none
+// for the correct kernel.
+func TestTransferMatchesCPU(t *testing.T) {
+	dev := openDevice(t)
+	p := startPlugin(t, "pdtransfer-gpu")
+	dir, err := pool.OpenDir()
+	must(t, err)
+	defer dir.Close()
+	ctx := context.Background()
+	g := workload.DefaultTransferGeometry(2, 24)
+	variants := []string{""}
+	for _, v := range pdtransfer.Plugin.Variants {
+		variants = append(variants, v.Name)
+	}
+	for _, variant := range variants {
+		start := time.Now()
+		gpu, err := check.OpenTransfer(ctx, p, dir, check.TransferConfig{Variant: variant, Geometry: g, Seed: 1, Backend: check.CUDA{Dev: dev}})
+		must(t, err)
+		cpu, err := check.OpenTransfer(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+			check.TransferConfig{Variant: variant, Geometry: g, Seed: 1})
+		must(t, err)
+		compareTransfers(t, variant, gpu, cpu, g)
+		t.Logf("pdtransfer %q: 40 cases on the GPU and the CPU agree (%v)", variant, time.Since(start).Round(time.Millisecond))
+		gpu.Close(ctx)
+		cpu.Close(ctx)
+	}
+}
+
+func compareTransfers(t *testing.T, variant string, gpu, cpu *check.TransferTarget, g workload.TransferGeometry) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(int64(len(variant))))
+	for i := range 40 {
+		c := (&workload.TransferGen{Geometry: g, Profile: workload.TransferProfiles[i%len(workload.TransferProfiles)]}).Draw(rng)
+		rg, err := gpu.Check(ctx, c)
+		must(t, err)
+		rc, err := cpu.Check(ctx, c)
+		must(t, err)
+		if !slices.Equal(rg.Descriptors, rc.Descriptors) || !slices.Equal(rg.Digests, rc.Digests) {
+			t.Fatalf("%q %v: descriptors or digests differ\nGPU %v\nCPU %v", variant, c, rg.Descriptors, rc.Descriptors)
+		}
+		if gs, cs := violationLines(rg), violationLines(rc); !slices.Equal(gs, cs) {
+			t.Fatalf("%q %v: violations differ\nGPU %q\nCPU %q", variant, c, gs, cs)
+		}
+		if rg.Failed() == (variant == "") {
+			t.Fatalf("%q %v: failed %v: %v", variant, c, rg.Failed(), rg.Violations)
+		}
+	}
+}
+
+func violationLines(r *check.TransferResult) []string {
+	var out []string
+	for _, v := range r.Transfer {
+		out = append(out, v.String())
+	}
+	return out
+}

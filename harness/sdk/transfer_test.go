@@ -1,0 +1,195 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+func TestParsePoolName(t *testing.T) {
+	for _, b := range workload.DefaultTransferGeometry(2, 40).Buffers {
+		for _, side := range []string{workload.SideSrc, workload.SideDst} {
+			n, err := sdk.ParsePoolName(b.PoolName(side))
+			must(t, err)
+			if n.Side != side || n.Buffer != b.Name || n.AllocKey() != b.AllocKey() || n.Shift != b.Shift {
+				t.Errorf("%q parsed as %+v", b.PoolName(side), n)
+			}
+		}
+	}
+	if n, err := sdk.ParsePoolName("dst/x;color=red;shift=3"); err != nil || n.Shift != 3 {
+		t.Errorf("an unknown attribute is not ignored: %+v %v", n, err)
+	}
+	for _, bad := range []string{"L0.kv", "src/", "mid/L0.kv", "src/a;shift=-1", "src/a;shift=x"} {
+		if _, err := sdk.ParsePoolName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// recorder is a transfer kernel that sends page 0 of each room's first
+// pair per buffer and records the call.
+type recorder struct {
+	call *sdk.TransferCall
+	ds   []sdk.Descriptor
+	err  error
+}
+
+func (r *recorder) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
+	r.call = c
+	if r.err != nil {
+		return nil, r.err
+	}
+	ds := r.ds
+	if ds == nil {
+		for _, b := range c.Buffers {
+			pb := 2 * b.Src.Layout.HeadDim * b.Src.Layout.PageSize
+			room := c.Rooms[0]
+			ds = append(ds, sdk.Descriptor{Room: room.ID, Buffer: b.Index, Src: b.Src.Base + int(b.Phys(room.Src[0]))*pb,
+				Dst: b.Dst.Base + int(b.Phys(room.Dst[0]))*pb, Length: pb, ItemLen: pb, Run: 1})
+		}
+	}
+	return ds, c.Copy(ds)
+}
+
+type deviceTransfer struct{}
+
+func (deviceTransfer) TransferDevice(context.Context, *sdk.DeviceTransferCall) ([]sdk.Descriptor, error) {
+	return nil, nil
+}
+
+func TestDescribeTransferKernels(t *testing.T) {
+	shm := kvpb.Backend_BACKEND_SHM
+	resp, err := sdk.NewServer(testPlugin(&recorder{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	must(t, err)
+	if !slices.Equal(resp.Kernels, []string{"transfer"}) || !slices.Equal(resp.Backends, []kvpb.Backend{shm}) {
+		t.Errorf("kernels %v backends %v", resp.Kernels, resp.Backends)
+	}
+	resp, err = sdk.NewServer(testPlugin(deviceTransfer{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	must(t, err)
+	if !slices.Equal(resp.Kernels, []string{"transfer"}) {
+		t.Errorf("device transfer kernels %v", resp.Kernels)
+	}
+	if !sdk.ServesDevice(deviceTransfer{}) || !sdk.ServesDevice(deviceOnly{}) || sdk.ServesDevice(&recorder{}) {
+		t.Error("ServesDevice is wrong")
+	}
+}
+
+// transferArena attaches a two-buffer bf16 transfer arena in shared
+// memory: A, and B carved from A's allocation with its page table shifted.
+func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geometry) {
+	t.Helper()
+	l, err := layout.Builtin("bf16", 16, 4)
+	must(t, err)
+	bufs := []workload.TransferBuffer{{Name: "A", Layout: "bf16", HeadDim: 16}, {Name: "B", Layout: "bf16", HeadDim: 16, Alloc: "A", Shift: 1}}
+	var specs []pool.Spec
+	for _, side := range []string{workload.SideSrc, workload.SideDst} {
+		for _, b := range bufs {
+			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: 4 * 4})
+		}
+	}
+	g, err := pool.Plan(specs, 256)
+	must(t, err)
+	h := newHostArena(t, g.Size)
+	for i := range h.mem {
+		h.mem[i] = byte(i * 7)
+	}
+	_, err = srv.Attach(context.Background(), check.AttachRequest(hostMemory{h}, g, ""))
+	must(t, err)
+	return h, g
+}
+
+// hostMemory lends a test arena to check.AttachRequest, which needs only
+// its description.
+type hostMemory struct{ *hostArena }
+
+func (m hostMemory) Desc() *kvpb.Arena            { return m.desc() }
+func (hostMemory) ReadAt([]byte, int) error       { return nil }
+func (hostMemory) WriteAt([]byte, int) error      { return nil }
+func (hostMemory) Fill(pool.Window, uint64) error { return nil }
+func (hostMemory) Changed(pool.Window) ([]pool.Window, error) {
+	return nil, nil
+}
+func (hostMemory) Reset([]pool.Window) error { return nil }
+func (hostMemory) Close() error              { return nil }
+
+func transferRequest(src, dst uint64) *kvpb.TransferRequest {
+	return &kvpb.TransferRequest{
+		Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 2}, {SrcPool: 1, DstPool: 3}},
+		Rooms:   []*kvpb.Room{{Id: 9, SrcPages: []uint64{src}, DstPages: []uint64{dst}}}}
+}
+
+func TestTransferHandsTheKernelItsBuffers(t *testing.T) {
+	rec := &recorder{}
+	srv := sdk.NewServer(testPlugin(rec))
+	h, g := transferArena(t, srv)
+	before := slices.Clone(h.mem)
+	resp, err := srv.Transfer(context.Background(), transferRequest(1, 3))
+	must(t, err)
+	c := rec.call
+	if len(c.Buffers) != 2 || len(c.Pools) != 4 || len(c.Rooms) != 1 || c.Rooms[0].ID != 9 {
+		t.Fatalf("call %+v", c)
+	}
+	a, b := c.Buffers[0], c.Buffers[1]
+	if a.Name != "A" || a.Alloc != "A" || a.Shift != 0 || b.Name != "B" || b.Index != 1 || b.Alloc != "A" || b.Shift != 1 ||
+		b.Src.Base != g.Regions[1].Pool.Off || b.Dst.Base != g.Regions[3].Pool.Off || b.Pages() != 4 || b.Phys(3) != 0 {
+		t.Errorf("buffers %v and %v", a, b)
+	}
+	if len(resp.Descriptors) != 2 || resp.Descriptors[1].Buffer != 1 || resp.Descriptors[1].Run != 1 {
+		t.Errorf("descriptors %v", resp.Descriptors)
+	}
+	pb := 2 * 16 * 4
+	srcB, dstB := g.Regions[1].Pool.Off+2*pb, g.Regions[3].Pool.Off+0*pb // B's page table shifts pages 1 → 2 and 3 → 0
+	if !slices.Equal(h.mem[dstB:dstB+pb], before[srcB:srcB+pb]) {
+		t.Error("Copy did not copy B's page")
+	}
+}
+
+func TestTransferRejects(t *testing.T) {
+	ctx := context.Background()
+	if _, err := sdk.NewServer(testPlugin(&recorder{})).Transfer(ctx, transferRequest(0, 0)); err != nil {
+		wantStatus(t, err, codes.FailedPrecondition, "before attach")
+	} else {
+		t.Error("a transfer before attach was served")
+	}
+	rec := &recorder{}
+	srv := sdk.NewServer(testPlugin(rec))
+	transferArena(t, srv)
+	swapped := transferRequest(0, 0)
+	swapped.Buffers[0] = &kvpb.BufferPair{SrcPool: 2, DstPool: 0}
+	crossed := transferRequest(0, 0)
+	crossed.Buffers[0].DstPool = 3
+	uneven := transferRequest(0, 0)
+	uneven.Rooms[0].DstPages = nil
+	for name, req := range map[string]*kvpb.TransferRequest{
+		"no buffers": {}, "swapped sides": swapped, "other buffer": crossed, "uneven room": uneven,
+		"page past end": transferRequest(4, 0), "pool past end": {Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 9}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := srv.Transfer(ctx, req)
+			wantStatus(t, err, codes.InvalidArgument)
+		})
+	}
+	rec.err = errors.New("no route to decode")
+	_, err := srv.Transfer(ctx, transferRequest(0, 0))
+	wantStatus(t, err, codes.Aborted, "no route to decode")
+	rec.err, rec.ds = nil, []sdk.Descriptor{{Src: 0, Dst: 1 << 40, Length: 1}}
+	_, err = srv.Transfer(ctx, transferRequest(0, 0))
+	wantStatus(t, err, codes.Aborted, "leaves the")
+	rec.ds = []sdk.Descriptor{{Buffer: -1}}
+	_, err = srv.Transfer(ctx, transferRequest(0, 0))
+	wantStatus(t, err, codes.Aborted, "negative field")
+	store := sdk.NewServer(testPlugin(hostOnly{}))
+	transferArena(t, store)
+	_, err = store.Transfer(ctx, transferRequest(0, 0))
+	wantStatus(t, err, codes.Unimplemented, "no transfer kernel")
+}
