@@ -105,10 +105,15 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// call runs f on the device thread with the context current.
+// call runs f on the device thread with the context current. From inside
+// Do (or any call), f runs at once: the thread is already the device's and
+// the outer call holds the lock.
 func (d *Device) call(f func(a *driverAPI) error) error {
 	if err := d.usable(); err != nil {
 		return err
+	}
+	if d.w.onThread() {
+		return f(d.api)
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -124,6 +129,9 @@ func (d *Device) call(f func(a *driverAPI) error) error {
 func (d *Device) Close() error {
 	if err := d.usable(); err != nil {
 		return err
+	}
+	if d.w.onThread() {
+		return errors.New("cuda: Device.Close called from inside Do; close the device after Do returns")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

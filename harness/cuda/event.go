@@ -53,14 +53,22 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 	if start.d != end.d {
 		return 0, errors.New("cuda: Elapsed of events on different devices; record both on one device")
 	}
-	var ms float32
-	err := end.dev().call(func(a *driverAPI) error {
-		if err := check("cuEventSynchronize", a.cuEventSynchronize(end.h)); err != nil {
-			return err
-		}
-		return check("cuEventElapsedTime", a.cuEventElapsedTime(&ms, start.h, end.h))
+	var d time.Duration
+	err := end.dev().call(func(a *driverAPI) (err error) {
+		d, err = elapsed(a, start, end)
+		return err
 	})
-	if err != nil {
+	return d, err
+}
+
+// elapsed waits for end and reads the time from start, on the device
+// thread.
+func elapsed(a *driverAPI, start, end *Event) (time.Duration, error) {
+	if err := check("cuEventSynchronize", a.cuEventSynchronize(end.h)); err != nil {
+		return 0, err
+	}
+	var ms float32
+	if err := check("cuEventElapsedTime", a.cuEventElapsedTime(&ms, start.h, end.h)); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

@@ -25,17 +25,20 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedBytes int, args ...
 		return fmt.Errorf("launch %s: %w", f.label(), err)
 	}
 	g, b := grid.norm(), block.norm()
-	err = f.dev().call(func(a *driverAPI) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		r := a.cuLaunchKernel(f.h, g.X, g.Y, g.Z, b.X, b.Y, b.Z, uint32(sharedBytes), s.handle(), ka.params(&pin), nil)
-		runtime.KeepAlive(ka)
-		return check("cuLaunchKernel", r)
-	})
+	err = f.dev().call(func(a *driverAPI) error { return f.launch(a, s, g, b, sharedBytes, ka) })
 	if err != nil {
 		return fmt.Errorf("launch %s grid %v block %v: %w", f.label(), g, b, err)
 	}
 	return nil
+}
+
+// launch is the cuLaunchKernel call, on the device thread.
+func (f *Function) launch(a *driverAPI, s *Stream, g, b Dim3, sharedBytes int, ka *kernelArgs) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	r := a.cuLaunchKernel(f.h, g.X, g.Y, g.Z, b.X, b.Y, b.Z, uint32(sharedBytes), s.handle(), ka.params(&pin), nil)
+	runtime.KeepAlive(ka)
+	return check("cuLaunchKernel", r)
 }
 
 func (f *Function) dev() *Device {

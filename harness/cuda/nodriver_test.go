@@ -56,6 +56,7 @@ func TestNoDriverEntryPoints(t *testing.T) {
 		"Open":              func() error { _, err := Open(0); return err },
 		"Close":             d.Close,
 		"Sync":              d.Sync,
+		"Do":                func() error { return d.Do(func(*Ctx) error { return nil }) },
 		"Alloc":             func() error { _, err := d.Alloc(64); return err },
 		"Free":              func() error { return d.Free(1) },
 		"HtoD":              func() error { return d.HtoD(1, buf) },

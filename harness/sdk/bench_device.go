@@ -78,54 +78,61 @@ func (b *benchBuffers) free(dev *cuda.Device) error {
 
 // benchDevice times on CUDA events recorded on the plugin's stream: the
 // store (eager or graph replays), a device-to-device copy, or an empty
-// kernel. The valid count is written once, before the warmup: it does not
+// kernel (launched, or replayed from a graph, exactly as the store is).
+// The whole bench, warmup, timed loops, flushes and waits, runs in one
+// trip to the device's thread (cuda.Device.Do), so no handoff between
+// goroutines sits inside a timed region: between two events there are only
+// the driver calls that queue the work.
+//
+// Per-launch mode records an event, queues one launch, records another and
+// waits for it: the latency a caller sees, the host's launch call
+// included. Batched mode times batch launches queued back to back between
+// two events, behind a hold kernel (see holder) unless that is switched
+// off. The valid count is written once, before the warmup: it does not
 // change during a bench, and a copy between launches would sit inside
-// batched timings. Batched measurements are queued behind a hold kernel
-// (see holder), so they time the GPU running the batch back to back.
+// batched timings.
 func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	d := s.dev
-	launch, err := s.deviceBenchLaunch(ctx, req)
-	if err != nil {
-		return nil, benchError(err)
-	}
-	start, end, err := d.bench.events(d.gpu.dev)
-	if err != nil {
-		return nil, benchError(err)
-	}
-	flush, err := d.flushOp(req)
-	if err != nil {
-		return nil, benchError(err)
-	}
-	// A batch is queued behind a hold: its timing is the GPU's. A single
-	// launch is not: per-launch mode is the latency a caller sees, host
-	// launch cost included.
-	h := newHolder(nil, d.stream)
-	calls := perTiming(req) + 2 // the launches and the two event records
-	if req.Mode == kvpb.BenchMode_BENCH_BATCHED {
-		h.f = d.gpu.holdKernel()
-	}
-	ops := benchOps{
-		launch: launch,
-		flush:  flush,
-		start: func() error {
-			if err := h.hold(calls); err != nil {
-				return err
-			}
-			return start.Record(d.stream)
-		},
-		stop: func() (time.Duration, error) {
-			if err := end.Record(d.stream); err != nil {
-				return 0, err
-			}
-			h.queuedAll(calls)
-			return cuda.Elapsed(start, end)
-		},
-		settle: d.sync,
-	}
-	ns, err := measure(ctx, req, ops)
-	if serr := d.sync(); err == nil {
-		err = serr
-	}
+	var ns []float64
+	err := d.gpu.dev.Do(func(c *cuda.Ctx) error {
+		launch, err := s.deviceBenchLaunch(ctx, c, req)
+		if err != nil {
+			return err
+		}
+		start, end, err := d.bench.events(d.gpu.dev)
+		if err != nil {
+			return err
+		}
+		flush, err := d.flushOp(c, req)
+		if err != nil {
+			return err
+		}
+		h := d.holder(req)
+		calls := perTiming(req) + 2 // the launches and the two event records
+		ops := benchOps{
+			launch: launch,
+			flush:  flush,
+			start: func() error {
+				if err := h.hold(c, calls); err != nil {
+					return err
+				}
+				return c.Record(start, d.stream)
+			},
+			stop: func() (time.Duration, error) {
+				if err := c.Record(end, d.stream); err != nil {
+					return 0, err
+				}
+				h.queuedAll(calls)
+				return c.Elapsed(start, end)
+			},
+			settle: func() error { return d.syncIn(c) },
+		}
+		ns, err = measure(ctx, req, ops)
+		if serr := d.syncIn(c); err == nil {
+			err = serr
+		}
+		return err
+	})
 	if err != nil {
 		return nil, benchError(err)
 	}
@@ -135,7 +142,7 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 // flushOp returns cold mode's cache flush: a memset of flush_bytes (default
 // DefaultDeviceFlushBytes, over twice the H200's L2) on the stream, before
 // the start event. The buffer is allocated only when cold is asked for.
-func (d *deviceArena) flushOp(req *kvpb.BenchRequest) (func(int) error, error) {
+func (d *deviceArena) flushOp(c *cuda.Ctx, req *kvpb.BenchRequest) (func(int) error, error) {
 	if !req.Cold {
 		return func(int) error { return nil }, nil
 	}
@@ -144,17 +151,17 @@ func (d *deviceArena) flushOp(req *kvpb.BenchRequest) (func(int) error, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(i int) error { return d.stream.Memset8Async(p, byte(i), n) }, nil
+	return func(i int) error { return c.Memset8Async(d.stream, p, byte(i), n) }, nil
 }
 
 // deviceBenchLaunch picks what one timed launch queues.
-func (s *server) deviceBenchLaunch(ctx context.Context, req *kvpb.BenchRequest) (func() error, error) {
+func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
 	d := s.dev
 	switch {
 	case req.Empty:
-		return d.emptyLaunch(req.GetStore().GetGraph())
+		return d.emptyLaunch(c, req.GetStore().GetGraph())
 	case req.Copy:
-		return s.deviceCopy(req)
+		return s.deviceCopy(c, req)
 	}
 	k := s.p.Kernel.(DeviceStorer) // checked at attach
 	st := req.GetStore()
@@ -162,15 +169,15 @@ func (s *server) deviceBenchLaunch(ctx context.Context, req *kvpb.BenchRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := d.setValid(int(st.Pool), call.N); err != nil {
+	if err := d.setValidIn(c, int(st.Pool), call.N); err != nil {
 		return nil, err
 	}
-	return s.deviceLaunch(ctx, k, st, call)
+	return s.deviceLaunch(ctx, c, k, st, call)
 }
 
 // deviceCopy is the roofline: cuMemcpyDtoDAsync between two plugin-owned
 // buffers of copy_bytes.
-func (s *server) deviceCopy(req *kvpb.BenchRequest) (func() error, error) {
+func (s *server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
 	d := s.dev
 	n, err := s.copyBytes(req)
 	if err != nil {
@@ -184,12 +191,13 @@ func (s *server) deviceCopy(req *kvpb.BenchRequest) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return d.stream.DtoDAsync(dst, src, n) }, nil
+	return func() error { return c.DtoDAsync(d.stream, dst, src, n) }, nil
 }
 
 // emptyLaunch is the launch-overhead reference: the empty kernel, launched
-// or (in graph mode) replayed from a one-node graph.
-func (d *deviceArena) emptyLaunch(graph bool) (func() error, error) {
+// or (in graph mode) replayed from a one-node graph, through the same
+// calls as a store's launch or replay.
+func (d *deviceArena) emptyLaunch(c *cuda.Ctx, graph bool) (func() error, error) {
 	f, err := d.gpu.emptyKernel()
 	if err != nil {
 		return nil, err
@@ -202,5 +210,5 @@ func (d *deviceArena) emptyLaunch(graph bool) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return x.Launch(d.stream) }, nil
+	return func() error { return c.GraphLaunch(x, d.stream) }, nil
 }

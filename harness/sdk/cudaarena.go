@@ -24,18 +24,27 @@ type deviceArena struct {
 	valid  cuda.Ptr // pool i's count at valid + i·validStride
 	graphs graphCache
 	bench  benchBuffers
+	hold   holder // batched benches' hold, sized from the last one
 }
 
 // openDeviceArena maps the arena exported by the harness and creates the
-// per-attach state. On error nothing is left open.
+// per-attach state, in one trip to the device's thread. On error nothing
+// is left open.
 func openDeviceArena(g *gpu, handle [64]byte, size, pools int) (*deviceArena, error) {
-	base, err := g.dev.IpcOpen(handle)
+	var a *deviceArena
+	err := g.dev.Do(func(*cuda.Ctx) error {
+		base, err := g.dev.IpcOpen(handle)
+		if err != nil {
+			return err
+		}
+		a = &deviceArena{gpu: g, base: base, size: size}
+		if err := a.init(pools); err != nil {
+			return errors.Join(err, a.close())
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	a := &deviceArena{gpu: g, base: base, size: size}
-	if err := a.init(pools); err != nil {
-		return nil, errors.Join(err, a.close())
 	}
 	return a, nil
 }
@@ -55,21 +64,22 @@ func (a *deviceArena) init(pools int) error {
 // validPtr is the device address of pool i's valid count.
 func (a *deviceArena) validPtr(pool int) cuda.Ptr { return a.valid.Add(validStride * pool) }
 
-// setValid writes n into pool i's count, in stream order: kernels and
-// graph replays queued after it read n.
-func (a *deviceArena) setValid(pool, n int) error {
+// setValidIn writes n into pool i's count, in stream order: kernels and
+// graph replays queued after it read n. The 4-byte source is pageable Go
+// memory: the driver has staged it when the call returns.
+func (a *deviceArena) setValidIn(c *cuda.Ctx, pool, n int) error {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(n))
-	if err := a.stream.HtoDAsync(a.validPtr(pool), b[:]); err != nil {
+	if err := c.HtoDAsync(a.stream, a.validPtr(pool), b[:]); err != nil {
 		return fmt.Errorf("write valid count %d of pool %d: %w", n, pool, err)
 	}
 	return nil
 }
 
-// sync waits for everything queued on the stream; a kernel fault shows
-// here.
-func (a *deviceArena) sync() error {
-	if err := a.stream.Sync(); err != nil {
+// syncIn waits, inside a Do, for everything queued on the stream; a
+// kernel fault shows here.
+func (a *deviceArena) syncIn(c *cuda.Ctx) error {
+	if err := c.StreamSync(a.stream); err != nil {
 		return fmt.Errorf("wait for the store kernels (a fault leaves the CUDA context unusable: restart the plugin): %w", err)
 	}
 	return nil
@@ -78,6 +88,10 @@ func (a *deviceArena) sync() error {
 // close waits for queued work, then releases the graphs, the buffers, the
 // stream and the IPC mapping, so the harness may free its allocation.
 func (a *deviceArena) close() error {
+	return a.gpu.dev.Do(func(*cuda.Ctx) error { return a.release() })
+}
+
+func (a *deviceArena) release() error {
 	var errs []error
 	if a.stream != nil {
 		errs = append(errs, a.stream.Sync())

@@ -27,6 +27,7 @@ func TestStoreMatchesCPU(t *testing.T) {
 	dev := openDevice(t)
 	for _, name := range []string{"bf16scatter", "fusedstore", "fp8store"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // separate plugin processes and arenas: their NVRTC compiles overlap
 			p := startPlugin(t, name)
 			for _, g := range geometries {
 				pl := newPlan(layoutsOf[name], g[0], g[1], 400, 130)

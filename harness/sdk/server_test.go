@@ -48,7 +48,7 @@ func TestDescribeBackends(t *testing.T) {
 		{"device", deviceOnly{}, []kvpb.Backend{gpu}, []string{"store"}},
 		{"both", bothBackends{}, []kvpb.Backend{shm, gpu}, []string{"store"}},
 		{"none", nil, []kvpb.Backend{shm}, nil},
-		{"fusedstore", fused.Plugin.Kernel, []kvpb.Backend{shm, gpu}, []string{"store"}},
+		{"fusedstore", fused.Plugin.Kernel, []kvpb.Backend{shm, gpu}, []string{"store", "read"}},
 	} {
 		resp, err := sdk.NewServer(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 		must(t, err)

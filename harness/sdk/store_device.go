@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -15,19 +16,25 @@ import (
 // its 256-byte aligned staging window.
 const deviceRowsAlign = 16
 
-// storeBatchDevice queues every call, then waits for the stream once. It
-// waits even after a failed call, so no write is still in flight when the
-// harness reads the arena.
+// storeBatchDevice queues every call, then waits for the stream once, all
+// in one trip to the device's thread (cuda.Device.Do): the valid-count
+// writes, the launches or graph replays and the wait cost one handoff, not
+// one each. It waits even after a failed call, so no write is still in
+// flight when the harness reads the arena.
 func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreRequest) error {
 	k := s.p.Kernel.(DeviceStorer) // checked at attach
-	var qerr error
-	for i, r := range calls {
-		if qerr = s.enqueueStore(ctx, k, r); qerr != nil {
-			qerr = callError(len(calls), i, qerr)
-			break
+	var qerr, serr error
+	err := s.dev.gpu.dev.Do(func(c *cuda.Ctx) error {
+		for i, r := range calls {
+			if qerr = s.enqueueStore(ctx, c, k, r); qerr != nil {
+				qerr = callError(len(calls), i, qerr)
+				break
+			}
 		}
-	}
-	if err := s.dev.sync(); err != nil {
+		serr = s.dev.syncIn(c)
+		return nil
+	})
+	if err = errors.Join(err, serr); err != nil {
 		return status.Errorf(codes.Aborted, "store kernel failed: %v", errors.Join(qerr, err))
 	}
 	return qerr
@@ -35,15 +42,15 @@ func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreReques
 
 // enqueueStore writes the valid count and queues the store: eagerly, or as
 // a replay of the graph captured for the request's shape.
-func (s *server) enqueueStore(ctx context.Context, k DeviceStorer, req *kvpb.StoreRequest) error {
+func (s *server) enqueueStore(ctx context.Context, c *cuda.Ctx, k DeviceStorer, req *kvpb.StoreRequest) error {
 	call, err := s.deviceCall(req)
 	if err != nil {
 		return err
 	}
-	if err := s.dev.setValid(int(req.Pool), call.N); err != nil {
+	if err := s.dev.setValidIn(c, int(req.Pool), call.N); err != nil {
 		return status.Error(codes.Aborted, err.Error())
 	}
-	launch, err := s.deviceLaunch(ctx, k, req, call)
+	launch, err := s.deviceLaunch(ctx, c, k, req, call)
 	if err != nil {
 		return status.Errorf(codes.Aborted, "store kernel failed: %v", err)
 	}
@@ -55,8 +62,8 @@ func (s *server) enqueueStore(ctx context.Context, k DeviceStorer, req *kvpb.Sto
 
 // deviceLaunch returns what queues one store of call: StoreDevice itself,
 // or in graph mode a replay of the graph captured for the request's key
-// (capturing it on first use).
-func (s *server) deviceLaunch(ctx context.Context, k DeviceStorer, req *kvpb.StoreRequest, call *DeviceStoreCall) (func() error, error) {
+// (capturing it on first use). Both run inside c's Do.
+func (s *server) deviceLaunch(ctx context.Context, c *cuda.Ctx, k DeviceStorer, req *kvpb.StoreRequest, call *DeviceStoreCall) (func() error, error) {
 	eager := func() error { return k.StoreDevice(ctx, call) }
 	if !req.Graph {
 		return eager, nil
@@ -67,7 +74,8 @@ func (s *server) deviceLaunch(ctx context.Context, k DeviceStorer, req *kvpb.Sto
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return x.Launch(s.dev.stream) }, nil
+	stream := s.dev.stream
+	return func() error { return c.GraphLaunch(x, stream) }, nil
 }
 
 // deviceCall checks the request as the host path does and points its

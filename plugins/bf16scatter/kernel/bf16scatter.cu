@@ -9,7 +9,7 @@ struct ScatterRule {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(KV_BF16_THREADS)
+extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     bf16scatter_store(char* pool, const uint4* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
   kv_bf16_store<ScatterRule>(pool, rows, loc, valid, capacity, slots);
 }

@@ -11,7 +11,7 @@ struct CountRule {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(KV_FP8_WARPS * 32)
+extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     fp8store_store(char* pool, const unsigned short* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
   kv_fp8_store<CountRule>(pool, rows, loc, valid, capacity, slots);
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -43,4 +44,19 @@ func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 // StoreDevice implements sdk.DeviceStorer.
 func (k *kernel) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
 	return k.gpu.Store(c, spec)
+}
+
+// DeviceKernel is the compiled CUDA kernel StoreDevice launches for a
+// variant and layout on dev, with its grid and block for capacity rows,
+// so that a test can time the very kernel the plugin runs with its own
+// CUDA events, outside the SDK. Its arguments are the pool base, rows,
+// loc and valid-count pointers, the capacity (int32) and the pool's slots
+// (int64), as gpustore.Kernels.Launch passes them.
+func DeviceKernel(dev *cuda.Device, variant string, l sdk.Layout, capacity int) (f *cuda.Function, grid, block cuda.Dim3, err error) {
+	f, s, err := Plugin.Kernel.(*kernel).gpu.Kernel(dev, variant, l, capacity, spec)
+	if err != nil {
+		return nil, grid, block, err
+	}
+	grid, block = s.Shape(capacity)
+	return f, grid, block, nil
 }

@@ -6,6 +6,7 @@
 //   2  sink-writes      rows 0..n-1 and padded rows pointing at slot 0
 //   3  minus1-wraps     loc < 0 resolves to loc + slots and is stored
 //   4  off-by-one-tail  rows 0..n-2
+//   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -27,14 +28,29 @@ struct FusedRule {
   }
 };
 
+// FUSED_PASSES is how often the store runs. The compiler barrier between
+// passes keeps the first pass's stores and the second's loads: without it
+// the duplicate work could be optimised away.
+#if FUSED_RULE == 5
+#define FUSED_PASSES 2
+#else
+#define FUSED_PASSES 1
+#endif
+
 #if KV_FP8
-extern "C" __global__ void __launch_bounds__(KV_FP8_WARPS * 32)
+extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     fusedstore_fp8(char* pool, const unsigned short* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
-  kv_fp8_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+  for (int pass = 0; pass < FUSED_PASSES; pass++) {
+    if (pass > 0) asm volatile("" ::: "memory");
+    kv_fp8_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+  }
 }
 #else
-extern "C" __global__ void __launch_bounds__(KV_BF16_THREADS)
+extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     fusedstore_bf16(char* pool, const uint4* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
-  kv_bf16_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+  for (int pass = 0; pass < FUSED_PASSES; pass++) {
+    if (pass > 0) asm volatile("" ::: "memory");
+    kv_bf16_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+  }
 }
 #endif

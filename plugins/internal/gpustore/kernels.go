@@ -13,8 +13,9 @@ import (
 // the life of the process: an attach compiles (or loads from the cubin
 // cache) once, every store after it only looks the function up.
 type Kernels struct {
-	mu sync.Mutex
-	fn map[kernelKey]*cuda.Function
+	mu       sync.Mutex
+	fn       map[kernelKey]*cuda.Function
+	prepared map[readyKey]*ready // Store's per-launch lookups
 }
 
 type kernelKey struct {
@@ -26,6 +27,30 @@ func key(dev *cuda.Device, s Spec, opts []string) kernelKey {
 	return kernelKey{dev, s.Name + "\x00" + s.Entry + "\x00" + strings.Join(opts, "\x00")}
 }
 
+// readyKey is what a plugin's SpecFunc is given: its result never changes.
+type readyKey struct {
+	dev     *cuda.Device
+	variant string
+	layout  sdk.Layout
+}
+
+// ready is a variant and layout's compiled kernels, for small and large
+// batches, so that a store's host work is a map lookup and the launch
+// call: no options are formatted and no spec is rebuilt per launch.
+type ready struct {
+	small, large         *cuda.Function
+	smallSpec, largeSpec Spec
+	smallMax             int
+}
+
+// pick is the kernel and spec for a batch of capacity rows.
+func (r *ready) pick(capacity int) (*cuda.Function, Spec) {
+	if capacity <= r.smallMax {
+		return r.small, r.smallSpec
+	}
+	return r.large, r.largeSpec
+}
+
 // Function returns the compiled entry point of s on dev, compiling it on
 // first use.
 func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
@@ -35,18 +60,27 @@ func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
 	}
 	kk := key(dev, s, opts)
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if f := k.fn[kk]; f != nil {
+	f := k.fn[kk]
+	k.mu.Unlock()
+	if f != nil {
 		return f, nil
 	}
+	// Compile without the lock, so that kernels compile concurrently
+	// (Prepare compiles an attach's pools at once); two compiles of one
+	// key both succeed and the first to finish is kept.
 	m, err := dev.Compile(s.Name, s.Program(), opts...)
 	if err != nil {
 		return nil, err
 	}
-	f, err := m.Function(s.Entry)
-	if err != nil {
+	if f, err = m.Function(s.Entry); err != nil {
 		m.Unload()
 		return nil, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if kept := k.fn[kk]; kept != nil {
+		m.Unload()
+		return kept, nil
 	}
 	if k.fn == nil {
 		k.fn = make(map[kernelKey]*cuda.Function)
@@ -63,10 +97,15 @@ func (k *Kernels) Launch(c *sdk.DeviceStoreCall, s Spec) error {
 	if err := aligned(c); err != nil {
 		return err
 	}
+	s = s.For(c.Capacity)
 	f, err := k.Function(c.Device, s)
 	if err != nil {
 		return err
 	}
+	return launch(c, f, s)
+}
+
+func launch(c *sdk.DeviceStoreCall, f *cuda.Function, s Spec) error {
 	grid, block := s.Shape(c.Capacity)
 	return f.Launch(c.Stream, grid, block, 0,
 		c.PoolBase(), c.Rows, c.Loc, c.Valid, int32(c.Capacity), int64(c.Pool.Slots))

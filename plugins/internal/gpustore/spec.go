@@ -3,6 +3,11 @@ package gpustore
 import (
 	_ "embed"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
@@ -37,17 +42,193 @@ type Spec struct {
 	Geometry cpustore.Geometry
 	Quant    Quantizer
 	Defines  []string // the plugin's own -D options, e.g. its variant's rule
+	// Tune lays the kernel out on the GPU; nil is the kind's default
+	// (DefaultBF16, DefaultFP8, or TuningEnv's), by capacity (For). It
+	// never changes a stored byte.
+	Tune *Tuning
 }
 
-// rowsPerThread is how many rows each bf16 thread group or fp8 warp loads
-// before it stores any: more bytes in flight per thread, for the same
-// occupancy, which is what a bandwidth-bound scatter needs.
-const (
-	bf16RowsPerThread = 2
-	fp8RowsPerWarp    = 4
-	fp8Warps          = 8   // 256-thread blocks
-	maxBlockThreads   = 256 // bf16 blocks hold at most this many threads
+// Tuning is how a store kernel runs: block shape, rows in flight, cache
+// hints and the form of the fp8 arithmetic. Every tuning stores the same
+// bytes; benchmarks compile several to pick the defaults.
+type Tuning struct {
+	BlockThreads  int // threads per block (bf16: rounded down to whole rows)
+	RowsPerThread int // rows each thread group moves, all loaded before any is stored
+	BF16Lanes     int // bf16 threads per row, 16 bytes each per pass; 0: one per 16 B of the row, at most a block
+	FP8Lanes      int // fp8 lanes per row: 4, 8, 16 or 32
+	FP8Elems      int // bf16 elements an fp8 lane loads at once: 4 (8 bytes) or 8 (16 bytes)
+	LoadHint      int // 0 plain, 1 streaming, 2 non-coherent, 3 non-coherent + no L1 + 256 B L2 prefetch
+	StoreHint     int // 0 plain, 1 streaming, 2 no L1 allocation
+	FP8Div        int // 0: x / s; 1 or 2: RN(1/s) and 1 or 2 FMA corrections, the same IEEE quotient
+	FP8Pair       bool
+	FP8FMax       bool
+	Idx32         bool // 32-bit pool offsets: only for pools under 2 GiB
+}
+
+// Tunings are a kind's tunings by batch size: Small for capacities up to
+// SmallMax rows (latency: more lanes, less work each), Large above
+// (throughput). The choice depends on the capacity only, so a graph
+// captured at capacity C replays the kernel chosen for C.
+type Tunings struct {
+	Small, Large Tuning
+	SmallMax     int
+}
+
+// The default tunings, chosen by TestKernelVariants on an H200 and
+// measured through the SDK with them (NOTES.md in this package). bf16: one
+// row per 16-thread group in 128-thread blocks up to 4096 rows (latency),
+// two rows per group in 1024-thread blocks above (more stores in flight,
+// which the IPC-mapped arena's random writes need). fp8: 16 lanes per row
+// with the reciprocal-corrected division (exact: TestDivisionExhaustive)
+// up to 4096 rows; 8 lanes per row, 16-byte loads, one row per group and
+// fmaxf above.
+var (
+	DefaultBF16 = Tunings{
+		Small:    Tuning{BlockThreads: 128, RowsPerThread: 1},
+		Large:    Tuning{BlockThreads: 1024, RowsPerThread: 2},
+		SmallMax: 4096,
+	}
+	DefaultFP8 = Tunings{
+		Small:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
+		Large:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
+		SmallMax: 4096,
+	}
 )
+
+// TuningEnv replaces the default tunings of the process, for benches:
+// "bf16=SMALL/LARGE/SMALLMAX;fp8=SMALL/LARGE/SMALLMAX", each tuning as
+// Tuning.String writes it. A kind it leaves out keeps its default.
+const TuningEnv = "KVHARNESS_GPUSTORE_TUNING"
+
+var envTunings = sync.OnceValues(func() (map[Kind]Tunings, error) {
+	return ParseTunings(os.Getenv(TuningEnv))
+})
+
+// tuningsOf is the kind's tunings: the environment's, else the default.
+func tuningsOf(k Kind) (Tunings, error) {
+	env, err := envTunings()
+	if t, ok := env[k]; ok && err == nil {
+		return t, nil
+	}
+	if k == FP8 {
+		return DefaultFP8, err
+	}
+	return DefaultBF16, err
+}
+
+// For is the spec with the tuning for a batch of capacity rows fixed: its
+// own Tune if set, else the kind's Small or Large.
+func (s Spec) For(capacity int) Spec {
+	if s.Tune != nil {
+		return s
+	}
+	ts, _ := tuningsOf(s.Kind)
+	t := ts.Large
+	if capacity <= ts.SmallMax {
+		t = ts.Small
+	}
+	s.Tune = &t
+	return s
+}
+
+// String is the tuning as TuningEnv spells it.
+func (t Tuning) String() string {
+	return fmt.Sprintf("blk:%d,rpt:%d,tpr:%d,lanes:%d,elems:%d,ld:%d,st:%d,div:%d,pair:%d,fmax:%d,idx32:%d",
+		t.BlockThreads, t.RowsPerThread, t.BF16Lanes, t.FP8Lanes, t.FP8Elems, t.LoadHint, t.StoreHint, t.FP8Div,
+		b2i(t.FP8Pair), b2i(t.FP8FMax), b2i(t.Idx32))
+}
+
+// ParseTuning reads Tuning.String's form; fields left out are zero.
+func ParseTuning(str string) (Tuning, error) {
+	var t Tuning
+	ints := map[string]*int{"blk": &t.BlockThreads, "rpt": &t.RowsPerThread, "tpr": &t.BF16Lanes, "lanes": &t.FP8Lanes,
+		"elems": &t.FP8Elems, "ld": &t.LoadHint, "st": &t.StoreHint, "div": &t.FP8Div}
+	bools := map[string]*bool{"pair": &t.FP8Pair, "fmax": &t.FP8FMax, "idx32": &t.Idx32}
+	for _, kv := range strings.Split(str, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return Tuning{}, fmt.Errorf("tuning %q: %q is not key:number", str, kv)
+		}
+		switch {
+		case ints[k] != nil:
+			*ints[k] = n
+		case bools[k] != nil:
+			*bools[k] = n != 0
+		default:
+			return Tuning{}, fmt.Errorf("tuning %q: no field %q", str, k)
+		}
+	}
+	return t, nil
+}
+
+// String is the tunings as TuningEnv spells them.
+func (ts Tunings) String() string { return fmt.Sprintf("%v/%v/%d", ts.Small, ts.Large, ts.SmallMax) }
+
+// ParseTunings reads TuningEnv's form.
+func ParseTunings(str string) (map[Kind]Tunings, error) {
+	out := map[Kind]Tunings{}
+	if strings.TrimSpace(str) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(str, ";") {
+		name, spec, _ := strings.Cut(strings.TrimSpace(part), "=")
+		kinds := map[string]Kind{"bf16": BF16, "fp8": FP8}
+		k, ok := kinds[name]
+		f := strings.Split(spec, "/")
+		if !ok || len(f) != 3 {
+			return nil, fmt.Errorf("%s: %q is not bf16= or fp8=SMALL/LARGE/SMALLMAX", TuningEnv, part)
+		}
+		var ts Tunings
+		var err error
+		if ts.Small, err = ParseTuning(f[0]); err != nil {
+			return nil, err
+		}
+		if ts.Large, err = ParseTuning(f[1]); err != nil {
+			return nil, err
+		}
+		if ts.SmallMax, err = strconv.Atoi(f[2]); err != nil {
+			return nil, fmt.Errorf("%s: small max %q: %w", TuningEnv, f[2], err)
+		}
+		out[k] = ts
+	}
+	return out, nil
+}
+
+// tuning is the spec's tuning with its defaults filled in: its Tune, else
+// the kind's Large one (For picks by capacity).
+func (s Spec) tuning() Tuning {
+	t := s.For(1 << 62).Tune
+	tu := *t
+	if s.Kind == BF16 {
+		chunks := max(s.HeadDim*2/16, 1)
+		if tu.BF16Lanes <= 0 || tu.BF16Lanes > chunks {
+			tu.BF16Lanes = chunks
+		}
+		if tu.BF16Lanes = min(tu.BF16Lanes, tu.BlockThreads); tu.BF16Lanes > 0 {
+			tu.BlockThreads = tu.BlockThreads / tu.BF16Lanes * tu.BF16Lanes
+		}
+	}
+	return tu
+}
+
+// checkTuning rejects a tuning the kernels cannot run.
+func (s Spec) checkTuning(t Tuning) error {
+	switch {
+	case t.BlockThreads < 1 || t.BlockThreads > 1024:
+		return fmt.Errorf("tuning %+v: %d threads per block; want 1 to 1024", t, t.BlockThreads)
+	case t.RowsPerThread < 1 || t.RowsPerThread > 16:
+		return fmt.Errorf("tuning %+v: %d rows per thread; want 1 to 16", t, t.RowsPerThread)
+	case t.LoadHint < 0 || t.LoadHint > 3 || t.StoreHint < 0 || t.StoreHint > 2:
+		return fmt.Errorf("tuning %+v: no such cache hint", t)
+	case s.Kind == BF16 && t.BF16Lanes < 1:
+		return fmt.Errorf("tuning %+v: a bf16 row needs a thread", t)
+	case s.Kind == FP8 && (t.BlockThreads%32 != 0 || !slices.Contains([]int{4, 8, 16, 32}, t.FP8Lanes) ||
+		(t.FP8Elems != 4 && t.FP8Elems != 8) || t.FP8Div < 0 || t.FP8Div > 2):
+		return fmt.Errorf("tuning %+v: fp8 needs whole warps, 4 to 32 lanes per row, 4 or 8 elements per load and division 0 to 2", t)
+	}
+	return nil
+}
 
 // addressing returns tokens per addressing page, page bytes and value bytes
 // of a CPU geometry: a row layout is a paged layout of one token per page.
@@ -63,13 +244,6 @@ func addressing(g cpustore.Geometry) (tokens, pageBytes, valueBytes int, err err
 	}
 	return 0, 0, 0, fmt.Errorf("geometry %T has no CUDA addressing; add it to gpustore", g)
 }
-
-// bf16Threads is threads per bf16 row: one 16-byte chunk each, at most a
-// block's worth (longer rows loop).
-func (s Spec) bf16Threads() int { return min(s.HeadDim*2/16, maxBlockThreads) }
-
-// bf16RowsPerBlock is the thread groups of one bf16 block.
-func (s Spec) bf16RowsPerBlock() int { return max(1, maxBlockThreads/s.bf16Threads()) }
 
 // check rejects what the kernels cannot do: vectors need head dims that
 // are multiples of 16 and addresses aligned for their width.
@@ -92,7 +266,10 @@ func (s Spec) check() error {
 		return fmt.Errorf("geometry %+v: %d tokens per page, %d-byte pages and %d-byte values must be %d-byte multiples for the CUDA kernels",
 			s.Geometry, tokens, pageBytes, valueBytes, align)
 	}
-	return nil
+	if _, err := tuningsOf(s.Kind); err != nil {
+		return err
+	}
+	return s.checkTuning(s.tuning())
 }
 
 // Options are the NVRTC options of the spec: the plugin's defines, then
@@ -109,17 +286,24 @@ func (s Spec) Options() ([]string, error) {
 	def("KV_TOKENS_PER_PAGE", tokens)
 	def("KV_PAGE_BYTES", pageBytes)
 	def("KV_VALUE_BYTES", valueBytes)
+	t := s.tuning()
+	def("KV_BLOCK_THREADS", t.BlockThreads)
+	def("KV_ROWS_PER_THREAD", t.RowsPerThread)
+	def("KV_LOAD_HINT", t.LoadHint)
+	def("KV_STORE_HINT", t.StoreHint)
+	def("KV_IDX32", b2i(t.Idx32))
 	if s.Kind == FP8 {
 		def("KV_FP8", 1)
-		def("KV_ROWS_PER_THREAD", fp8RowsPerWarp)
-		def("KV_FP8_WARPS", fp8Warps)
+		def("KV_FP8_LPR", t.FP8Lanes)
+		def("KV_FP8_EPL", t.FP8Elems)
+		def("KV_FP8_DIV", t.FP8Div)
+		def("KV_FP8_PAIR", b2i(t.FP8Pair))
+		def("KV_FP8_FMAX", b2i(t.FP8FMax))
 		def("KV_SCALE_FLOOR", b2i(!s.Quant.NoFloor))
 		def("KV_ROUND_TOWARD_ZERO", b2i(s.Quant.TowardZeroE4M3))
 	} else {
 		def("KV_FP8", 0)
-		def("KV_ROWS_PER_THREAD", bf16RowsPerThread)
-		def("KV_BF16_TPR", s.bf16Threads())
-		def("KV_BF16_RPB", s.bf16RowsPerBlock())
+		def("KV_BF16_TPR", t.BF16Lanes)
 	}
 	return opts, nil
 }
