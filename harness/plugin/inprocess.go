@@ -12,7 +12,8 @@ import (
 // with no process, socket or gRPC in between. A panic in the kernel is a
 // panic of the caller: go test -fuzz records that as a crasher.
 func InProcess(name string, srv kvpb.KernelServer) *Plugin {
-	return &Plugin{Name: name, Path: "(in process)", kernel: direct{srv}, opts: Options{CallTimeout: DefaultCallTimeout}}
+	return &Plugin{Name: name, Path: "(in process)", kernel: direct{srv}, stderr: newTail(16 << 10),
+		opts: Options{CallTimeout: DefaultCallTimeout}}
 }
 
 // direct calls a KernelServer as if it were a KernelClient.

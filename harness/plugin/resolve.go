@@ -20,9 +20,15 @@ const Module = "github.com/kvharness/kvharness"
 // benchmarks and mutates by default.
 var Stores = []string{"fusedstore", "fp8store", "bf16scatter"}
 
+// Transfers lists the bundled transfer plugins.
+var Transfers = []string{"pdtransfer"}
+
+// Kernels lists the bundled plugins under test: stores and transfers.
+var Kernels = append(append([]string(nil), Stores...), Transfers...)
+
 // Bundled lists every plugin that ships in plugins/, the fault-injection
 // plugin included.
-var Bundled = append(append([]string(nil), Stores...), "faulty")
+var Bundled = append(append([]string(nil), Kernels...), "faulty")
 
 // ErrNotFound is returned when a plugin name or path leads nowhere.
 var ErrNotFound = errors.New("plugin not found")

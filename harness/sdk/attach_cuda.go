@@ -14,9 +14,9 @@ import (
 // Any earlier attach is released first: a process may not hold one IPC
 // handle open twice, and the harness re-attaches the same arena.
 func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
-	if _, ok := s.p.Kernel.(DeviceStorer); !ok {
+	if !ServesDevice(s.p.Kernel) {
 		return nil, status.Errorf(codes.Unimplemented,
-			"%s has no CUDA kernel (its Kernel does not implement sdk.DeviceStorer): attach it with the shm backend (--backend cpu)", s.p.Name)
+			"%s has no CUDA kernel (its Kernel implements none of DeviceStorer, DeviceReader, DeviceTransferer): attach it with the shm backend (--backend cpu)", s.p.Name)
 	}
 	a := req.GetArena()
 	if len(a.IpcHandle) != 64 {

@@ -89,8 +89,7 @@ var kernelKinds = []kernelKind{{"store", func(k any) bool {
 // kernel with neither (a plugin that only describes itself) keeps the
 // shared-memory default, which is all it could ever attach to.
 func (s *server) backends() []kvpb.Backend {
-	_, cpu := s.p.Kernel.(Storer)
-	_, gpu := s.p.Kernel.(DeviceStorer)
+	cpu, gpu := ServesHost(s.p.Kernel), ServesDevice(s.p.Kernel)
 	var bs []kvpb.Backend
 	if cpu || !gpu {
 		bs = append(bs, kvpb.Backend_BACKEND_SHM)
@@ -191,3 +190,11 @@ func (s *server) release() error {
 }
 
 func (s *server) attached() bool { return s.arena != nil || s.dev != nil }
+
+// ServesHost reports whether a kernel has any host (shared-memory) kernel.
+func ServesHost(kernel any) bool {
+	_, store := kernel.(Storer)
+	_, read := kernel.(Reader)
+	_, transfer := kernel.(Transferer)
+	return store || read || transfer
+}

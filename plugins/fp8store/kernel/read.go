@@ -1,0 +1,66 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/cpuread"
+	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/gpuread"
+)
+
+// readVariants mutate the read kernel only; the store stays correct.
+var readVariants = []sdk.Variant{
+	sdk.ReadVariant("scale-stride", "reads each scale where the other arrangement keeps it: "+
+		"interleaved after the row in fp8-paged, packed after the page's rows in fp8-rows (vLLM #40991, read side)"),
+}
+
+// The read variants join the store variants the plugin describes.
+func init() { Plugin.Variants = slices.Concat(Plugin.Variants, readVariants) }
+
+// readGeometry is where the read kernel finds a token's values and where
+// it reads its scale from. The store's geometry is the truth; the
+// scale-stride mutant reads scales through the other arrangement.
+func readGeometry(variant string, l sdk.Layout) (values, scales cpustore.Geometry, err error) {
+	d, p := l.HeadDim, l.PageSize
+	values, _, err = geometry("", l.Name, d, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if variant != "scale-stride" {
+		return values, values, nil
+	}
+	switch l.Name {
+	case "fp8-paged":
+		return values, cpustore.Rows{Stride: d + 4, ValueBytes: d}, nil
+	case "fp8-rows":
+		return values, cpustore.Paged{P: p, ValueBytes: d, ScaleBytes: 4, PageBytes: (d + 4) * p}, nil
+	}
+	return nil, nil, fmt.Errorf("fp8store reads fp8-paged and fp8-rows, not %s", l.Name)
+}
+
+// Read implements sdk.Reader.
+func (*store) Read(_ context.Context, c *sdk.ReadCall) error {
+	values, scales, err := readGeometry(c.Variant, c.Pool.Layout)
+	if err != nil {
+		return err
+	}
+	cpuread.Run(c, cpuread.FP8{Pool: c.Arena[c.Pool.Base:], Values: values, Scales: scales}, cpuread.ListSpan)
+	return nil
+}
+
+// reads caches the compiled CUDA read kernels.
+var reads gpuread.Kernels
+
+// ReadDevice implements sdk.DeviceReader.
+func (*store) ReadDevice(_ context.Context, c *sdk.DeviceReadCall) error {
+	values, scales, err := readGeometry(c.Variant, c.Pool.Layout)
+	if err != nil {
+		return err
+	}
+	l := c.Pool.Layout
+	return reads.Read(c, gpuread.Spec{Name: "fp8store/read/" + l.Name, Kind: gpuread.FP8, HeadDim: l.HeadDim,
+		Values: values, Scales: scales})
+}

@@ -1,0 +1,114 @@
+package kernel
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/cpuread"
+	"github.com/kvharness/kvharness/plugins/internal/gpuread"
+)
+
+// readVariants mutate the read kernel only; the store stays the fix.
+var readVariants = []sdk.Variant{
+	sdk.ReadVariant("unmasked-tail", "scores each token list in tiles of 8 without masking the tail: "+
+		"a short list also reads the next request's tokens (unmasked loads)"),
+	sdk.ReadVariant("writes-scratch", "keeps each request's top scores in slot 0, the reserved padding sink "+
+		"it assumes nobody reads, and never restores it"),
+}
+
+// The read variants join the store variants the plugin describes. The
+// store's own list (variants) is left alone: its order numbers the CUDA
+// store rules.
+func init() { Plugin.Variants = slices.Concat(Plugin.Variants, readVariants) }
+
+// readRule is the mutant a variant makes of the read kernel.
+func readRule(variant string) gpuread.Rule {
+	switch variant {
+	case "unmasked-tail":
+		return gpuread.UnmaskedTail
+	case "writes-scratch":
+		return gpuread.Scratch
+	}
+	return gpuread.Correct
+}
+
+// Read implements sdk.Reader.
+func (*kernel) Read(_ context.Context, c *sdk.ReadCall) error {
+	l := c.Pool.Layout
+	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	if err != nil {
+		return err
+	}
+	pool := c.Arena[c.Pool.Base:]
+	var keys cpuread.Keys = cpuread.FP8{Pool: pool, Values: g, Scales: g}
+	if l.Name == "bf16" {
+		keys = cpuread.BF16{Pool: pool, Geometry: g}
+	}
+	rule := readRule(c.Variant)
+	span := cpuread.ListSpan
+	if rule == gpuread.UnmaskedTail {
+		span = tiledSpan
+	}
+	for r := range c.Requests {
+		top := cpuread.Request(c, keys, span, r)
+		cpuread.Write(c, r, top)
+		if rule == gpuread.Scratch {
+			value, _ := g.Offsets(0)
+			scratch(pool[value:value+valueBytes(l)], top)
+		}
+	}
+	return nil
+}
+
+// tiledSpan rounds a list up to whole tiles, cut at the call's last token:
+// the unmasked-tail mutant.
+func tiledSpan(c *sdk.ReadCall, r int) (int64, int64) {
+	lo, hi := c.Indptr[r], c.Indptr[r+1]
+	hi = lo + (hi-lo+gpuread.Tile-1)/gpuread.Tile*gpuread.Tile
+	return lo, min(hi, int64(len(c.Tokens)))
+}
+
+// scratch writes the scores of top into dst as float32s, as far as they
+// fit: the writes-scratch mutant's working space.
+func scratch(dst []byte, top []cpuread.Scored) {
+	for i, s := range top[:min(len(top), len(dst)/4)] {
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(s.Score))
+	}
+}
+
+// valueBytes is the bytes of one token's values in layout l.
+func valueBytes(l sdk.Layout) int {
+	if l.Name == "bf16" {
+		return 2 * l.HeadDim
+	}
+	return l.HeadDim
+}
+
+// reads caches the compiled CUDA read kernels.
+var reads gpuread.Kernels
+
+// readSpec is the CUDA read kernel of a variant and layout, from the CPU
+// kernel's geometry.
+func readSpec(variant string, l sdk.Layout) (gpuread.Spec, error) {
+	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	if err != nil {
+		return gpuread.Spec{}, err
+	}
+	s := gpuread.Spec{Name: "fusedstore/read/" + l.Name, Kind: gpuread.FP8, HeadDim: l.HeadDim, Values: g, Rule: readRule(variant)}
+	if l.Name == "bf16" {
+		s.Kind = gpuread.BF16
+	}
+	return s, nil
+}
+
+// ReadDevice implements sdk.DeviceReader.
+func (*kernel) ReadDevice(_ context.Context, c *sdk.DeviceReadCall) error {
+	s, err := readSpec(c.Variant, c.Pool.Layout)
+	if err != nil {
+		return err
+	}
+	return reads.Read(c, s)
+}
