@@ -241,7 +241,7 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 		}
 		variants := []string{""}
 		for _, v := range p.Variants {
-			if sdk.IsReadVariant(v.Doc) {
+			if sdk.IsReadVariant(v) {
 				variants = append(variants, v.Name)
 			}
 		}

@@ -47,7 +47,7 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 		variants := []sdk.Variant{{}}
 		variants = append(variants, p.Variants...)
 		for _, variant := range variants {
-			if sdk.IsReadVariant(variant.Doc) {
+			if sdk.IsReadVariant(variant) {
 				continue // a read mutant: TestReadSeedsKillEveryReadMutant replays the read corpus against it
 			}
 			v := variant.Name

@@ -2,7 +2,6 @@ package property
 
 import (
 	"context"
-	"strings"
 
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -59,14 +58,9 @@ func (s *ReadSuite) Run(ctx context.Context) ([]Verdict, error) {
 	return out, nil
 }
 
-// ReadVariantPrefix begins the doc of a plugin variant that mutates only
-// its read kernel (sdk.ReadVariantPrefix: the plugin side of the same
-// convention).
-const ReadVariantPrefix = "read: "
-
 // IsReadVariant reports whether a described variant is a read mutant: run
 // ReadSuite against it, not the store Suite, where it would survive.
-func IsReadVariant(v *kvpb.Variant) bool { return strings.HasPrefix(v.GetDoc(), ReadVariantPrefix) }
+func IsReadVariant(v *kvpb.Variant) bool { return v.GetKernel() == "read" }
 
 // ReadVariants lists a plugin's read mutants, in the order it describes
 // them.

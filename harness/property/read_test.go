@@ -12,7 +12,6 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -126,9 +125,6 @@ func kindIn(k oracle.Kind, ks []oracle.Kind) bool {
 }
 
 func TestReadVariantConvention(t *testing.T) {
-	if ReadVariantPrefix != sdk.ReadVariantPrefix {
-		t.Fatalf("harness prefix %q, sdk prefix %q", ReadVariantPrefix, sdk.ReadVariantPrefix)
-	}
 	s := readSuite(t, "fusedstore", "", 1)
 	d, err := s.Plugin.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 	if err != nil {

@@ -165,7 +165,7 @@ func TestReadWithoutReader(t *testing.T) {
 
 func TestReadVariantsAreMarked(t *testing.T) {
 	v := sdk.ReadVariant("x", "does y")
-	if !sdk.IsReadVariant(v.Doc) || sdk.IsReadVariant("does y") {
-		t.Errorf("ReadVariant doc %q", v.Doc)
+	if !sdk.IsReadVariant(v) || sdk.IsReadVariant(sdk.Variant{Name: "x", Doc: "does y"}) || v.Doc != "does y" {
+		t.Errorf("ReadVariant = %+v", v)
 	}
 }

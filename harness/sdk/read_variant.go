@@ -1,19 +1,12 @@
 package sdk
 
-import "strings"
-
-// ReadVariantPrefix begins the Doc of a variant that changes only the read
-// kernel: its store is the plugin's correct one. The harness runs store
-// properties against the other variants and read properties against these,
-// so a read mutant is never counted as a store mutant that survived. The
-// prefix is the whole protocol: a plugin in another language marks its
-// read variants the same way.
-const ReadVariantPrefix = "read: "
-
-// ReadVariant declares a variant of the read kernel.
+// ReadVariant declares a variant that changes only the read kernel: its
+// store is the plugin's correct one. The harness runs read properties
+// against it (Variant.Kernel, sent in Describe), so a read mutant is never
+// counted as a store mutant that survived.
 func ReadVariant(name, doc string) Variant {
-	return Variant{Name: name, Doc: ReadVariantPrefix + doc}
+	return Variant{Name: name, Doc: doc, Kernel: "read"}
 }
 
-// IsReadVariant reports whether a variant's doc marks it as a read variant.
-func IsReadVariant(doc string) bool { return strings.HasPrefix(doc, ReadVariantPrefix) }
+// IsReadVariant reports whether a variant changes the read kernel.
+func IsReadVariant(v Variant) bool { return v.Kernel == "read" }

@@ -15,6 +15,10 @@ type Variant struct {
 	// deliberately slowed one say: a control for the mutant suite, not a
 	// mutant.
 	Correct bool
+	// Kernel is the kernel the variant changes: "" for the store, "read"
+	// or "transfer". The mutant suite runs each variant against its
+	// kernel's properties.
+	Kernel string
 }
 
 // Geometry is what the kernel's own code believes about a layout. The

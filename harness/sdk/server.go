@@ -55,7 +55,7 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 			Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage)})
 	}
 	for _, v := range s.p.Variants {
-		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct})
+		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: v.Kernel})
 	}
 	return resp, nil
 }

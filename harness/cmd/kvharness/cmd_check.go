@@ -26,12 +26,12 @@ const checkExamples = `  kvharness check --plugin fusedstore
 
 // checkFlags are the flags check, mutants and repro share.
 type checkFlags struct {
-	plugin, variant, layout, layoutFile, padding, results, backend  string
+	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults int
-	seed                                                            int64
-	timeout                                                         time.Duration
-	json, graph                                                     bool
-	trust                                                           trust
+	seed int64
+	timeout time.Duration
+	json, graph bool
+	trust trust
 }
 
 func (f *checkFlags) register(fs interface {
@@ -43,6 +43,7 @@ func (f *checkFlags) register(fs interface {
 }) {
 	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.Bundled)+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
+	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: store, read or transfer (default: the plugin's first)")
 	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
@@ -110,6 +111,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
+	kernel, err := s.kernel(f.kernel)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if kernel != "store" {
+		return kernelChecks[kernel](ctx, e, &f, s)
+	}
 	layouts, err := s.layouts(f.layout, f.layoutFile, f.headDim, f.pageSize)
 	if err != nil {
 		return e.errorf("%v", err)

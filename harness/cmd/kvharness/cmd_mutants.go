@@ -20,7 +20,7 @@ const mutantsExamples = `  kvharness mutants
 
 func runMutants(ctx context.Context, e *env, args []string) int {
 	fs := flags("mutants", "[--plugin P]... [flags]", mutantsExamples, e)
-	names := fs.StringSlice("plugin", plugin.Stores, "plugins whose controls and variants to run")
+	names := fs.StringSlice("plugin", plugin.Kernels, "plugins whose controls and variants to run")
 	cfg := mutants.Config{HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")

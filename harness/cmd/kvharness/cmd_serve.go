@@ -9,6 +9,7 @@ import (
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
 func init() {
@@ -19,6 +20,7 @@ func init() {
 // so one file is all a machine without Go needs.
 var bundledMains = map[string]func(){
 	"fusedstore":  func() { sdk.Serve(fusedstore.Plugin) },
+	"pdtransfer":  func() { sdk.Serve(pdtransfer.Plugin) },
 	"fp8store":    func() { sdk.Serve(fp8store.Plugin) },
 	"bf16scatter": func() { sdk.Serve(bf16scatter.Plugin) },
 	"faulty":      faulty.Main,

@@ -123,3 +123,23 @@ func (s *session) layouts(name, file string, headDim, pageSize int) ([]*layout.L
 	}
 	return out, nil
 }
+
+// kernel picks the kernel to check: the one asked for, which the plugin
+// must serve, or the plugin's first.
+func (s *session) kernel(asked string) (string, error) {
+	if len(s.desc.Kernels) == 0 {
+		return "", fmt.Errorf("plugin %s serves no kernel", s.desc.Name)
+	}
+	if asked == "" {
+		return s.desc.Kernels[0], nil
+	}
+	for _, k := range s.desc.Kernels {
+		if k == asked {
+			if _, ok := kernelChecks[k]; ok || k == "store" {
+				return k, nil
+			}
+			return "", fmt.Errorf("this kvharness cannot check %s kernels", k)
+		}
+	}
+	return "", fmt.Errorf("plugin %s has no %s kernel (it serves %v)", s.desc.Name, asked, s.desc.Kernels)
+}

@@ -364,7 +364,10 @@ type Variant struct {
 	Doc   string                 `protobuf:"bytes,2,opt,name=doc,proto3" json:"doc,omitempty"`
 	// correct marks a variant that stores correctly: a performance variant
 	// (say, deliberately slowed, to test benchmark comparison), not a mutant.
-	Correct       bool `protobuf:"varint,3,opt,name=correct,proto3" json:"correct,omitempty"`
+	Correct bool `protobuf:"varint,3,opt,name=correct,proto3" json:"correct,omitempty"`
+	// kernel is the kernel the variant changes ("store" when empty): a read
+	// mutant must be run against the read properties, where it dies.
+	Kernel        string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -418,6 +421,13 @@ func (x *Variant) GetCorrect() bool {
 		return x.Correct
 	}
 	return false
+}
+
+func (x *Variant) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
 }
 
 type DescribeResponse struct {
@@ -1803,11 +1813,12 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bGeometry\x12\x16\n" +
 	"\x06layout\x18\x01 \x01(\tR\x06layout\x12&\n" +
 	"\x0fbytes_per_token\x18\x02 \x01(\x04R\rbytesPerToken\x12$\n" +
-	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\"I\n" +
+	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\"a\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
-	"\acorrect\x18\x03 \x01(\bR\acorrect\"\x84\x02\n" +
+	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\x84\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +

@@ -13,7 +13,7 @@ func TestReadVariantsJoinTheDescription(t *testing.T) {
 		t.Fatalf("described variants %v", Plugin.Variants)
 	}
 	for _, v := range readVariants {
-		if !sdk.IsReadVariant(v.Doc) {
+		if !sdk.IsReadVariant(v) {
 			t.Errorf("%s is not marked as a read variant", v.Name)
 		}
 	}

@@ -17,10 +17,10 @@ func TestReadVariantsJoinTheDescription(t *testing.T) {
 		t.Fatalf("described variants %v; want the store's %v, then the read ones", Plugin.Variants, variants)
 	}
 	for _, v := range Plugin.Variants {
-		if sdk.IsReadVariant(v.Doc) != slices.Contains(readVariants, v) {
+		if sdk.IsReadVariant(v) != slices.Contains(readVariants, v) {
 			t.Errorf("%s: read variant mark wrong (%q)", v.Name, v.Doc)
 		}
-		if sdk.IsReadVariant(v.Doc) && rule(v.Name) != 0 {
+		if sdk.IsReadVariant(v) && rule(v.Name) != 0 {
 			t.Errorf("read variant %s changes the store (rule %d)", v.Name, rule(v.Name))
 		}
 	}
