@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/check"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -31,6 +29,7 @@ var Reference = map[string]string{
 // Subject is one plugin build under test.
 type Subject struct {
 	Plugin  string
+	Kernel  string // "store", "read" or "transfer": whose properties judge it
 	Variant string // "" for the plugin as shipped
 	Doc     string
 	Mutant  bool // must be killed; otherwise a control that must pass
@@ -67,20 +66,35 @@ type Config struct {
 
 // Subjects lists a plugin's control (unless it is a reference bug) and its
 // variants, from its own description.
+//
+// Each kernel the plugin serves gets a control; each variant is judged by
+// the properties of the kernel it changes.
 func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
 	doc, ref := Reference[name]
-	out := []Subject{{Plugin: name, Doc: d.Doc, Mutant: ref}}
-	if ref {
-		out[0].Doc = doc
+	var out []Subject
+	for _, k := range d.Kernels {
+		c := Subject{Plugin: name, Kernel: k, Doc: d.Doc, Mutant: ref}
+		if ref {
+			c.Doc = doc
+		}
+		out = append(out, c)
 	}
 	for _, v := range d.Variants {
-		out = append(out, Subject{Plugin: name, Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
+		k := v.Kernel
+		if k == "" {
+			k = d.Kernels[0]
+		}
+		out = append(out, Subject{Plugin: name, Kernel: k, Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
 	}
 	return out
 }
 
-// Run tests one subject against a started plugin.
-func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subject, cfg Config) Result {
+// SuiteFunc runs one subject's properties with a budget of cases per
+// combination and a seed, stopping at the first failure.
+type SuiteFunc func(ctx context.Context, cases int, seed int64) ([]property.Verdict, error)
+
+// Run tests one subject with its kernel's suite.
+func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 	res := Result{Subject: s}
 	start := time.Now()
 	budgets := []int{20, 200, cfg.Cases}
@@ -91,11 +105,7 @@ func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subj
 		if n > cfg.Cases {
 			break
 		}
-		suite := &property.Suite{Plugin: p, Dir: cfg.Dir, Variant: s.Variant, Layouts: layouts,
-			Paddings: workload.Paddings, Cases: n, Seed: cfg.Seed + int64(1000*round), Slots: cfg.Slots,
-			MaxCapacity: cfg.MaxCapacity, BackgroundSeed: cfg.Seed, StopAtFirst: true,
-			Backend: cfg.Backend, Graph: cfg.Graph}
-		vs, err := suite.Run(ctx)
+		vs, err := suite(ctx, n, cfg.Seed+int64(1000*round))
 		res.Cases += casesOf(vs)
 		if err != nil {
 			res.Err = err
@@ -103,7 +113,10 @@ func Run(ctx context.Context, p *plugin.Plugin, layouts []*layout.Layout, s Subj
 		}
 		if v, ok := firstFailure(vs); ok {
 			f := v.Outcome.Failure
-			res.Killed, res.Property, res.Layout, res.Label = true, f.Property, v.Layout.Name, v.Label
+			res.Killed, res.Property, res.Label = true, f.Property, v.Label
+			if v.Layout != nil {
+				res.Layout = v.Layout.Name
+			}
 			res.Case = f.Minimal.Case
 			res.ToKill = time.Since(start) - v.Outcome.Elapsed + v.Outcome.ToFailure
 			return res

@@ -12,13 +12,13 @@ import (
 // withTimes is false, so a golden file can hold the rest.
 func WriteTable(w io.Writer, rs []Result, withTimes bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "plugin\tvariant\tmust\tresult\tproperty\twhere\tcases")
+	fmt.Fprint(tw, "plugin\tkernel\tvariant\tmust\tresult\tproperty\twhere\tcases")
 	if withTimes {
 		fmt.Fprint(tw, "\ttime")
 	}
 	fmt.Fprintln(tw)
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d", r.Plugin, orNone(r.Variant), must(r), outcome(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", r.Plugin, r.Kernel, orNone(r.Variant), must(r), outcome(r),
 			orDash(string(r.Property)), where(r), r.Cases)
 		if withTimes {
 			fmt.Fprintf(tw, "\t%s", r.ToKill.Round(time.Millisecond))

@@ -27,11 +27,11 @@ const checkExamples = `  kvharness check --plugin fusedstore
 // checkFlags are the flags check, mutants and repro share.
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
-	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults int
-	seed int64
-	timeout time.Duration
-	json, graph bool
-	trust trust
+	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults        int
+	seed                                                                   int64
+	timeout                                                                time.Duration
+	json, graph                                                            bool
+	trust                                                                  trust
 }
 
 func (f *checkFlags) register(fs interface {
@@ -171,7 +171,7 @@ func reproOf(pluginArg, variant string, slots int, bg int64, v property.Verdict)
 	if len(vs) > report.MaxViolations {
 		vs = vs[:report.MaxViolations]
 	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: "store", Plugin: pluginArg, Variant: variant,
+	return &report.Repro{Version: report.ReproVersion, Kernel: fl.Minimal.Case.Kernel(), Plugin: pluginArg, Variant: variant,
 		Layout: v.Layout.JSON(), Slots: slots, BackgroundSeed: bg, Case: fl.Minimal.Case,
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
 			Shrinks: fl.Shrinks, Violations: vs}}

@@ -8,6 +8,8 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func init() {
@@ -54,7 +56,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-// mutantsOf runs one plugin's control and variants, a fresh process each,
+// mutantsOf runs one plugin's controls and variants, a fresh process each,
 // so one variant's state cannot leak into the next.
 func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutants.Config) ([]mutants.Result, error) {
 	probe, err := open(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
@@ -62,12 +64,9 @@ func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutant
 		return nil, err
 	}
 	subjects := mutants.Subjects(name, probe.desc)
-	layouts, err := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
+	layouts, _ := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
 	served := probe.desc.Backends
 	probe.close()
-	if err != nil {
-		return nil, err
-	}
 	b, where, release, err := check.ChooseBackend(backend, device, served)
 	if err != nil {
 		return nil, err
@@ -79,14 +78,37 @@ func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutant
 	cfg.Backend = b
 	var out []mutants.Result
 	for _, s := range subjects {
+		if cfg.Graph && s.Kernel != "store" {
+			continue // graphs replay stores; reads and transfers run eagerly
+		}
 		sess, err := open(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 		}
 		c := cfg
 		c.Dir = sess.dir
-		out = append(out, mutants.Run(ctx, sess.plugin, layouts, s, c))
+		out = append(out, mutants.Run(ctx, s, c, suiteFor(sess, s, c, layouts)))
 		sess.close()
 	}
 	return out, nil
+}
+
+// suiteFor is the subject's kernel's property suite on its session.
+func suiteFor(sess *session, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
+	return func(ctx context.Context, cases int, seed int64) ([]property.Verdict, error) {
+		switch s.Kernel {
+		case "read":
+			r := &property.ReadSuite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Layouts: layouts, Cases: cases,
+				Seed: seed, Slots: c.Slots, BackgroundSeed: c.Seed, Backend: c.Backend, StopAtFirst: true}
+			return r.Run(ctx)
+		case "transfer":
+			t := &property.TransferSuite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Cases: cases,
+				Seed: seed, BackgroundSeed: c.Seed, Backend: c.Backend, StopAtFirst: true}
+			return t.Run(ctx)
+		}
+		st := &property.Suite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Layouts: layouts,
+			Paddings: workload.Paddings, Cases: cases, Seed: seed, Slots: c.Slots, MaxCapacity: c.MaxCapacity,
+			BackgroundSeed: c.Seed, StopAtFirst: true, Backend: c.Backend, Graph: c.Graph}
+		return st.Run(ctx)
+	}
 }

@@ -70,7 +70,17 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		return e.errorf("%v", err)
 	}
 	v := verdictOf(l, r, first, again)
-	report.WriteFailure(e.stdout, report.Failure{Plugin: s.desc.Name, Variant: variant, Layout: l, Verdict: v, ReproPath: path, Replayed: true})
+	f := report.Failure{Plugin: s.desc.Name, Variant: variant, Layout: l, Verdict: v, ReproPath: path, Replayed: true}
+	switch sys := sys.(type) {
+	case *property.Transfers:
+		d, _ := sys.Details(first)
+		report.WriteTransferFailure(e.stdout, report.TransferFailure{Plugin: f.Plugin, Variant: variant, Verdict: v,
+			Details: d, ReproPath: path, Replayed: true})
+	case *property.Reads:
+		report.WriteReadFailure(e.stdout, f)
+	default:
+		report.WriteFailure(e.stdout, f)
+	}
 	return exitViolation
 }
 
@@ -104,6 +114,17 @@ func replaySystem(ctx context.Context, s *session, r *report.Repro, l *layout.La
 			return nil, nil, err
 		}
 		return &property.Stores{Target: t}, func() { t.Close(ctx) }, nil
+	case *workload.Read:
+		t, err := check.OpenRead(ctx, s.plugin, s.dir, check.ReadConfig{Variant: variant, Layout: l, Slots: r.Slots,
+			MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &property.Reads{Target: t}, func() { t.Close(ctx) }, nil
+	case *workload.Transfer:
+		sys := property.NewTransfers(s.plugin, s.dir, check.TransferConfig{Variant: variant, Geometry: c.Geometry,
+			Seed: r.BackgroundSeed}, nil)
+		return sys, func() { sys.Close(ctx) }, nil
 	}
 	return nil, nil, fmt.Errorf("this kvharness cannot replay %s cases", r.Kernel)
 }
