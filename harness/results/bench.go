@@ -85,6 +85,9 @@ func newBenchBuf(cells []Cell, opts BenchOptions) *benchBuf {
 
 func (b *benchBuf) unitLines() {
 	for _, u := range BenchUnits {
+		if u.Better == 0 {
+			continue // no direction: see BenchUnits
+		}
 		dir := "lower"
 		if u.Better > 0 {
 			dir = "higher"
