@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -13,20 +14,7 @@ import (
 
 func start(t testing.TB, name string) (*plugin.Plugin, *pool.Dir) {
 	t.Helper()
-	dir, err := pool.OpenDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	path, err := plugin.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p, dir := plugintest.Start(t, name)
 	return p, dir
 }
 

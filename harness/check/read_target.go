@@ -2,14 +2,11 @@ package check
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // ReadConfig says what to attach for reads. The maxima size staging.
@@ -75,22 +72,9 @@ func OpenRead(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, cfg ReadConf
 }
 
 func (t *ReadTarget) describe(ctx context.Context) error {
-	l := t.Layout
-	d, err := t.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: t.Variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(d.Kernels, "read") {
-		return fmt.Errorf("%w: %s has no read kernel (it serves %v)", ErrUnsupported, t.Plugin.Name, d.Kernels)
-	}
-	for _, g := range d.Layouts {
-		if g.Layout == l.Name {
-			t.Declared = oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}
-			t.GeometryViolation = geometryViolation(l, t.Declared)
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not read layout %s (it lists %v)", ErrUnsupported, t.Plugin.Name, l.Name, layoutNames(d))
+	var err error
+	t.Declared, t.GeometryViolation, err = declared(ctx, t.Plugin, "read", t.Variant, t.Layout)
+	return err
 }
 
 // plan lays out one pool and the staging windows, and fills both with the
@@ -125,9 +109,4 @@ func (t *ReadTarget) attach(ctx context.Context) error {
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *ReadTarget) Close(ctx context.Context) {
-	if t.Plugin.AttachedTo(t) {
-		t.Plugin.Detach(ctx)
-	}
-	t.Mem.Close()
-}
+func (t *ReadTarget) Close(ctx context.Context) { release(ctx, t.Plugin, t, t.Mem) }

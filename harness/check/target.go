@@ -86,20 +86,9 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, cfg Config) (*Ta
 }
 
 func (t *Target) describe(ctx context.Context) error {
-	l := t.Layout
-	d, err := t.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: t.Variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
-	if err != nil {
-		return err
-	}
-	for _, g := range d.Layouts {
-		if g.Layout != l.Name {
-			continue
-		}
-		t.Declared = oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}
-		t.GeometryViolation = geometryViolation(l, t.Declared)
-		return nil
-	}
-	return fmt.Errorf("%w: %s does not store layout %s (it lists %v)", ErrUnsupported, t.Plugin.Name, l.Name, layoutNames(d))
+	var err error
+	t.Declared, t.GeometryViolation, err = declared(ctx, t.Plugin, "store", t.Variant, t.Layout)
+	return err
 }
 
 func layoutNames(d *kvpb.DescribeResponse) []string {
@@ -177,12 +166,7 @@ func AttachRequest(mem pool.Memory, g pool.Geometry, variant string) *kvpb.Attac
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *Target) Close(ctx context.Context) {
-	if t.Plugin.AttachedTo(t) {
-		t.Plugin.Detach(ctx)
-	}
-	t.Mem.Close()
-}
+func (t *Target) Close(ctx context.Context) { release(ctx, t.Plugin, t, t.Mem) }
 
 // run is one store of a batch: a case on one of the target's pools.
 type run struct {

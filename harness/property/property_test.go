@@ -5,29 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func suite(t *testing.T, name, variant string, layouts ...string) *Suite {
 	t.Helper()
-	dir, err := pool.OpenDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	path, err := plugin.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p, dir := plugintest.Start(t, name)
 	s := &Suite{Plugin: p, Dir: dir, Variant: variant, Paddings: workload.Paddings, Cases: 200, Seed: 1,
 		Slots: 4096, MaxCapacity: 64, BackgroundSeed: 1}
 	for _, n := range layouts {

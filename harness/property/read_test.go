@@ -7,30 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func readSuite(t *testing.T, name, variant string, cases int, layouts ...string) *ReadSuite {
 	t.Helper()
-	dir, err := pool.OpenDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	path, err := plugin.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p, dir := plugintest.Start(t, name)
 	s := &ReadSuite{Plugin: p, Dir: dir, Variant: variant, Cases: cases, Seed: 1, Slots: 4096, BackgroundSeed: 1}
 	for _, n := range layouts {
 		l, err := layout.Builtin(n, 128, 64)

@@ -7,22 +7,12 @@ import (
 	"unsafe"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
 
 // openDevice opens GPU 0, or skips the test on a machine without CUDA.
-func openDevice(t testing.TB) *cuda.Device {
-	t.Helper()
-	if err := cuda.Available(); err != nil {
-		t.Skipf("no CUDA driver (%v): run ./scripts/gpu-test on a GPU machine", err)
-	}
-	d, err := cuda.Open(0)
-	if err != nil {
-		t.Fatalf("cuda.Open(0): %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
+func openDevice(t testing.TB) *cuda.Device { return cudatest.Device(t) }
 
 func alloc(t testing.TB, d *cuda.Device, n int) cuda.Ptr {
 	t.Helper()
