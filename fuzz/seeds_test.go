@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -33,8 +35,8 @@ func TestSeedCorpus(t *testing.T) {
 			t.Errorf("%s: corpus file missing or stale (%v); run go test ./fuzz -run TestSeedCorpus -update", s.Name, err)
 		}
 		c := workload.Decode(s.Input()[1:], Slots, PageSize, MaxCapacity)
-		if c.String() != s.Case.String() {
-			t.Errorf("%s decodes to %v, want %v", s.Name, c, s.Case)
+		if diff := cmp.Diff(s.Case, c); diff != "" {
+			t.Errorf("%s decodes differently (-want +got):\n%s", s.Name, diff)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func (t *Target) Check(ctx context.Context, c *workload.Store) (*Result, error) 
 		return nil, err
 	}
 	first, again := deltas[0], deltas[1]
-	unpadded := again // without padded rows a case is its own unpadded twin
+	unpadded := first // without padded rows a case is its own unpadded twin
 	switch {
 	case padded:
 		unpadded = deltas[2]

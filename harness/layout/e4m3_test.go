@@ -84,7 +84,7 @@ func TestE4M3Saturates(t *testing.T) {
 
 // TestE4M3AgainstNearestScan checks every bf16 input (the kernels' input
 // domain) against a linear scan for the nearest code: an implementation
-// sharing nothing with the binary search.
+// sharing nothing with the encoder's table lookup.
 func TestE4M3AgainstNearestScan(t *testing.T) {
 	for b := range 1 << 16 {
 		x := BF16ToFloat32(uint16(b))

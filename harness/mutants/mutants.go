@@ -81,7 +81,7 @@ func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
 	}
 	for _, v := range d.Variants {
 		k := v.Kernel
-		if k == "" {
+		if k == "" && len(d.Kernels) > 0 {
 			k = d.Kernels[0]
 		}
 		out = append(out, Subject{Plugin: name, Kernel: k, Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
@@ -97,14 +97,11 @@ type SuiteFunc func(ctx context.Context, cases int, seed int64) ([]property.Verd
 func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 	res := Result{Subject: s}
 	start := time.Now()
-	budgets := []int{20, 200, cfg.Cases}
-	if !s.Mutant {
-		budgets = []int{cfg.Cases} // a control gets the whole budget once
+	budgets := []int{cfg.Cases} // a control gets the whole budget once
+	if s.Mutant {
+		budgets = escalation(cfg.Cases)
 	}
 	for round, n := range budgets {
-		if n > cfg.Cases {
-			break
-		}
 		vs, err := suite(ctx, n, cfg.Seed+int64(1000*round))
 		res.Cases += casesOf(vs)
 		if err != nil {
@@ -124,6 +121,18 @@ func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 	}
 	res.ToKill = time.Since(start)
 	return res
+}
+
+// escalation is a mutant's budgets: 20 and 200 cases per combination where
+// they are below the final budget, then the final budget.
+func escalation(cases int) []int {
+	var out []int
+	for _, n := range []int{20, 200} {
+		if n < cases {
+			out = append(out, n)
+		}
+	}
+	return append(out, cases)
 }
 
 func casesOf(vs []property.Verdict) int {

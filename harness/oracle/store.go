@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -224,11 +225,15 @@ func (v *classifier) classify() {
 	for _, b := range v.wrong {
 		slot, field, owned := v.slotAt(b.off)
 		kind, row := Alias, b.row
+		writer, padded := NoRow, false
+		if owned {
+			writer, padded = v.padded(slot, b.off, b.got)
+		}
 		switch {
 		case b.off < 0 || b.off >= v.sc.Region.Pool.Len:
 			kind = Guard
-		case owned && v.padded(slot, b.off, b.got):
-			kind = Padding
+		case padded:
+			kind, row = Padding, writer // the padded row that wrote, not the live row it hit
 		case v.explains(v.stride, b):
 			kind = Stride
 		case b.row != NoRow && v.untouched[b.row]:
@@ -237,7 +242,7 @@ func (v *classifier) classify() {
 		case b.row != NoRow:
 			kind = Value
 		}
-		if row == NoRow && (kind == Guard || kind == Padding) {
+		if row == NoRow && kind == Guard {
 			if rows := v.sc.padTarget[slot]; owned && len(rows) > 0 {
 				row = rows[0]
 			}
@@ -252,18 +257,18 @@ func (v *classifier) classify() {
 	}
 }
 
+// missing reports a valid row whose footprint was never written: one
+// violation per plane, so each names its own byte range.
 func (v *classifier) missing(row int) {
 	sc := v.sc
 	slot := sc.Case.Loc[row]
-	spans := sc.Layout.Footprint(slot)
-	want := bytes.Join(sc.records[row], nil)
-	var got []byte
-	for _, sp := range spans {
-		got = append(got, v.got(pool.Window{Off: sp.Off, Len: sp.Len})...)
+	for p, sp := range sc.Layout.Footprint(slot) {
+		got := v.got(pool.Window{Off: sp.Off, Len: sp.Len})
+		v.out = append(v.out, Violation{Kind: Missing, Row: row, Slot: slot, Page: v.page(slot), HasSlot: true,
+			Field: strings.Join(sc.Layout.PlaneFields(p), "+"), Off: sp.Off, Len: sp.Len,
+			Want: clip(sc.records[row][p]), Got: clip(got),
+			Detail: "the row's footprint still holds the background: the kernel never wrote it"})
 	}
-	v.out = append(v.out, Violation{Kind: Missing, Row: row, Slot: slot, Page: v.page(slot), HasSlot: true,
-		Off: spans[0].Off, Len: len(want), Want: clip(want), Got: clip(got),
-		Detail: "the row's footprint still holds the background: the kernel never wrote it"})
 }
 
 // slotAt names the slot whose footprint would hold pool offset off, also
@@ -295,20 +300,23 @@ func floorDiv(a, b int) (q, r int) {
 // padded reports whether a padded row targeting slot explains byte got at
 // off: it does when no valid row owns the slot (nothing else should touch
 // it) or when got is the padded row's own data.
-func (v *classifier) padded(slot int64, off int, got byte) bool {
+//
+// It returns the padded row whose data is at off, or, when none matches
+// (the slot is no valid row's), the first padded row aiming at the slot.
+func (v *classifier) padded(slot int64, off int, got byte) (int, bool) {
 	rows := v.sc.padTarget[slot]
 	if len(rows) == 0 {
-		return false
-	}
-	if _, ok := v.sc.validSlot[slot]; !ok {
-		return true
+		return NoRow, false
 	}
 	for _, i := range rows {
 		if b, ok := v.sc.placed(v.sc.record(i), slot, off); ok && b == got {
-			return true
+			return i, true
 		}
 	}
-	return false
+	if _, ok := v.sc.validSlot[slot]; !ok {
+		return rows[0], true
+	}
+	return NoRow, false
 }
 
 // placed returns the byte a record written to slot puts at pool offset off.

@@ -121,8 +121,8 @@ func TestPaddingOverLiveSlot(t *testing.T) {
 	f := newFixture(t, "fp8-rows", storeCase(workload.PadCount, 1, 9, 9))
 	f.storeValid()
 	f.store(1, 9)
-	if v := only(t, f.check(), Padding); v.Slot != 9 {
-		t.Errorf("slot %d, want 9", v.Slot)
+	if v := only(t, f.check(), Padding); v.Slot != 9 || v.Row != 1 {
+		t.Errorf("violation %v: want slot 9 written by padded row 1", v)
 	}
 }
 
@@ -149,9 +149,16 @@ func TestAliasIntoUnrelatedSlot(t *testing.T) {
 func TestMissingRow(t *testing.T) {
 	f := newFixture(t, "fp8-paged", storeCase(workload.PadNone, 2, 3, 4))
 	f.store(0, 3)
-	v := only(t, f.check(), Missing)
-	if v.Row != 1 || v.Slot != 4 {
-		t.Errorf("violation %v: want row 1 slot 4", v)
+	vs := f.check()
+	only(t, vs, Missing)
+	spans := f.l.Footprint(4)
+	if len(vs) != len(spans) {
+		t.Fatalf("%d missing violations, want one per plane (%d): %v", len(vs), len(spans), vs)
+	}
+	for i, v := range vs {
+		if v.Row != 1 || v.Slot != 4 || v.Off != spans[i].Off || v.Len != spans[i].Len {
+			t.Errorf("violation %v: want row 1 slot 4 bytes [%d,%d)", v, spans[i].Off, spans[i].End())
+		}
 	}
 }
 

@@ -1,5 +1,7 @@
 package oracle
 
+import "slices"
+
 // Violation kinds of a transfer (prefill → decode page copy). The first
 // three judge the descriptors the plugin answered, the next three the bytes
 // the copy left, the last the room as a decode server verifies it:
@@ -36,6 +38,13 @@ const (
 // keeps the root cause.
 var TransferKinds = []Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum}
 
-// The transfer kinds join Kinds, after the store kinds, so that a
-// check.Result of a transfer leads with the right one.
-func init() { Kinds = append(Kinds, TransferKinds...) }
+// The transfer kinds join Kinds ahead of the kinds that compare runs, so a
+// transfer that is wrong and also nondeterministic leads with what is wrong
+// (and shrinking keeps the root cause).
+func init() {
+	at := slices.Index(Kinds, Determinism)
+	if at < 0 {
+		at = len(Kinds)
+	}
+	Kinds = slices.Insert(Kinds, at, TransferKinds...)
+}

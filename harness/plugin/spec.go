@@ -85,7 +85,7 @@ func commandSpec(line string) (Spec, error) {
 	}
 	argv[0] = exe
 	name := filepath.Base(exe)
-	if script := scriptOf(argv); script != "" {
+	if script := ScriptOf(argv); script != "" {
 		name = strings.TrimSuffix(filepath.Base(script), filepath.Ext(script))
 		if name == "plugin" || name == "main" {
 			name = filepath.Base(filepath.Dir(script))
@@ -94,9 +94,9 @@ func commandSpec(line string) (Spec, error) {
 	return Spec{Name: name, Argv: argv}, nil
 }
 
-// scriptOf is the last argument that names an existing file: what a
-// checksum pin of a command plugin covers.
-func scriptOf(argv []string) string {
+// ScriptOf is the last argument that names an existing file: what a
+// checksum pin of a command plugin covers ("" for a plain binary).
+func ScriptOf(argv []string) string {
 	for i := len(argv) - 1; i > 0; i-- {
 		if st, err := os.Stat(argv[i]); err == nil && st.Mode().IsRegular() {
 			return argv[i]
@@ -203,7 +203,7 @@ func StartSpec(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	opts.NoMTLS = opts.NoMTLS || s.NoMTLS
 	if len(opts.SHA256) > 0 { // --plugin-sha256 pins the script of a command, else the binary
 		target := s.Argv[0]
-		if script := scriptOf(s.Argv); script != "" {
+		if script := ScriptOf(s.Argv); script != "" {
 			target = script
 		}
 		if s.Pins == nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,9 @@ func OpenDir() (*Dir, error) {
 	}
 	lock, err := os.OpenFile(filepath.Join(path, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
-		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lock.Close()
+		}
 	}
 	if err != nil {
 		os.RemoveAll(path)
@@ -91,10 +94,15 @@ func sweep(user string) {
 	}
 }
 
+// youngest is how old a run directory without a lock must be before it
+// counts as stale: another run may be between creating it and locking it.
+const youngest = time.Minute
+
 func stale(path string) bool {
 	f, err := os.Open(filepath.Join(path, "lock"))
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
+		st, serr := os.Stat(path)
+		return errors.Is(err, os.ErrNotExist) && serr == nil && time.Since(st.ModTime()) > youngest
 	}
 	defer f.Close()
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {

@@ -67,6 +67,10 @@ func Plan(specs []Spec, stagingBytes int) (Geometry, error) {
 		if s.Slots < 1 {
 			return Geometry{}, fmt.Errorf("pool %q: %d slots; want at least 1", s.Name, s.Slots)
 		}
+		if s.Slots/s.Layout.PageSize > MaxArenaBytes/s.Layout.PageBytes() {
+			return Geometry{}, fmt.Errorf("pool %q: %d slots of %s need more than %d GiB; use fewer slots",
+				s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
+		}
 		guard := align(max(s.Layout.PageBytes(), 4096))
 		r := Region{Spec: s}
 		r.GuardBefore = Window{off, guard}

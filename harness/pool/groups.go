@@ -14,10 +14,12 @@ import (
 
 const groupsFile = "pgids"
 
-// PluginEnvMarker is an environment variable every plugin process inherits
-// (go-plugin's magic cookie). Sweeping kills only processes carrying it, so
-// a recycled process-group id never takes an unrelated process down.
-var PluginEnvMarker = "KVHARNESS_PLUGIN_COOKIE="
+// runMarker is what every process a run started carries in its
+// environment: go-plugin points plugins at their socket directory inside
+// the run directory, and their children inherit it. Sweeping kills only
+// processes carrying the stale run's marker, so a recycled process-group
+// id takes down neither an unrelated process nor another run's plugin.
+func runMarker(path string) []byte { return []byte("PLUGIN_UNIX_SOCKET_DIR=" + path + "/") }
 
 // RecordGroup notes a plugin's process group so that a later run can kill
 // what is left of it if this harness dies without cleaning up.
@@ -44,12 +46,12 @@ func killRecordedGroups(path string) {
 			groups[pgid] = true
 		}
 	}
-	KillMarked(groups)
+	killMarked(groups, runMarker(path))
 }
 
-// KillMarked sends SIGKILL to every process in one of groups that carries
-// PluginEnvMarker, and returns how many it signalled.
-func KillMarked(groups map[int]bool) int {
+// killMarked sends SIGKILL to every process in one of groups whose
+// environment holds marker, and returns how many it signalled.
+func killMarked(groups map[int]bool, marker []byte) int {
 	procs, _ := os.ReadDir("/proc")
 	killed := 0
 	for _, p := range procs {
@@ -57,7 +59,7 @@ func KillMarked(groups map[int]bool) int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if pg := processGroup(pid); groups[pg] && marked(pid) {
+		if pg := processGroup(pid); groups[pg] && marked(pid, marker) {
 			if unix.Kill(pid, unix.SIGKILL) == nil {
 				killed++
 			}
@@ -84,7 +86,7 @@ func processGroup(pid int) int {
 	return pg
 }
 
-func marked(pid int) bool {
+func marked(pid int, marker []byte) bool {
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	return err == nil && bytes.Contains(env, []byte(PluginEnvMarker))
+	return err == nil && bytes.Contains(env, marker)
 }

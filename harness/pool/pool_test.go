@@ -2,8 +2,10 @@ package pool
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -172,4 +174,47 @@ func TestUnsafeUserDirRefused(t *testing.T) {
 	if _, err := OpenDir(); err == nil {
 		t.Error("a world-writable runtime directory was accepted")
 	}
+}
+
+// TestSweepKillsOrphans: a run killed with SIGKILL leaves plugin children
+// behind; the next run kills the processes of the groups it recorded that
+// carry its marker, and nothing else.
+func TestSweepKillsOrphans(t *testing.T) {
+	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
+	live, err := OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	stale := filepath.Join(filepath.Dir(live.Path), "run-999998-dead")
+	os.Mkdir(stale, 0o700)
+	os.WriteFile(filepath.Join(stale, "lock"), nil, 0o600)
+	orphan := sleeper(t, "PLUGIN_UNIX_SOCKET_DIR="+stale+"/plugin-dir1")
+	bystander := sleeper(t, "PLUGIN_UNIX_SOCKET_DIR=/elsewhere/plugin-dir1")
+	d := &Dir{Path: stale}
+	d.RecordGroup(orphan.Process.Pid)
+	d.RecordGroup(bystander.Process.Pid)
+	next, err := OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if err := orphan.Wait(); err == nil {
+		t.Error("the orphan survived the sweep")
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the sweep killed a process without the run's marker: %v", err)
+	}
+}
+
+func sleeper(t *testing.T, env string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
 }

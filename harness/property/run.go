@@ -116,7 +116,10 @@ func (r *runner) shrinker(v any) gopter.Shrink {
 // first failure it becomes the shrink oracle: a candidate "fails" only if
 // it still violates the same property.
 func (r *runner) condition(c workload.Case) bool {
-	if r.out.Fault != nil || r.ctx.Err() != nil {
+	if r.out.Fault == nil && r.ctx.Err() != nil {
+		r.out.Fault, r.out.FaultCase = r.ctx.Err(), c // cancelled: the run did not pass
+	}
+	if r.out.Fault != nil {
 		return false // stopped: fail fast so gopter ends without calling the plugin
 	}
 	res, err := r.sys.Check(r.ctx, c)
@@ -143,14 +146,16 @@ func (r *runner) condition(c workload.Case) bool {
 
 // confirm re-runs a first failure before it is reported.
 func (r *runner) confirm(res *check.Result) bool {
+	f := &Failure{Original: res, Minimal: res, Property: res.Primary()}
+	r.out.Failure = f // kept even if the re-run faults: the violation was seen
 	again, err := r.sys.Check(r.ctx, res.Case)
 	if err != nil {
+		f.Flaky = true // not confirmed; the fault is reported beside it
 		r.fault(err, res.Case)
 		return false
 	}
-	f := &Failure{Original: res, Minimal: res, Rerun: again, Property: res.Primary()}
+	f.Rerun = again
 	f.Flaky = !again.Has(f.Property)
-	r.out.Failure = f
 	return false
 }
 

@@ -49,7 +49,11 @@ func WriteFailure(w io.Writer, f Failure) {
 	}
 	WriteResult(w, f.Layout, m)
 	if fl.Flaky {
-		fmt.Fprintf(w, "  re-run: %d violations\n", len(fl.Rerun.Violations))
+		if fl.Rerun != nil {
+			fmt.Fprintf(w, "  re-run: %d violations\n", len(fl.Rerun.Violations))
+		} else {
+			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
+		}
 	}
 	if f.ReproPath != "" {
 		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)

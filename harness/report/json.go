@@ -54,8 +54,8 @@ func JSON(h Header, vs []property.Verdict, failures []Failure, runErr error) *JS
 		for _, p := range Properties {
 			jv.Properties[p] = cell(v.Outcome, p)
 		}
+		out.Passed = out.Passed && v.Outcome.Passed() // a survived plugin fault is not a pass
 		if fl := v.Outcome.Failure; fl != nil {
-			out.Passed = false
 			jv.Failure = &JSONFailure{Property: fl.Property, Flaky: fl.Flaky, Shrinks: fl.Shrinks,
 				Case: fl.Minimal.Case, Violations: fl.Minimal.Violations, Repro: repro[v.Outcome]}
 		}

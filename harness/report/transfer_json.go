@@ -56,8 +56,8 @@ func TransferJSON(h TransferHeader, vs []property.Verdict, failures []TransferFa
 		for _, p := range TransferProperties {
 			jv.Properties[p] = transferCell(v.Outcome, p)
 		}
+		out.Passed = out.Passed && v.Outcome.Passed() // a survived plugin fault is not a pass
 		if fl := v.Outcome.Failure; fl != nil {
-			out.Passed = false
 			jv.Failure = transferJSONFailure(fl, byOutcome[v.Outcome])
 		}
 		out.Verdicts = append(out.Verdicts, jv)

@@ -117,8 +117,10 @@ func (g *Gen) free(slot int64, taken map[int64]bool) int64 {
 	return slot
 }
 
-// Encode is Decode's inverse for any valid case: Decode(Encode(c)) equals
-// c. Seed corpora are written with it, so each seed reads as a case.
+// Encode is Decode's inverse for valid cases whose capacity fits the
+// decoder's maximum and whose row seeds fit a byte (fuzz rows carry one
+// seed byte): Decode(Encode(c)) equals c. Seed corpora are written with
+// it, so each seed reads as a case.
 func Encode(c *Store, maxCapacity int) []byte {
 	var out []byte
 	put := func(v uint64, n int) {

@@ -26,6 +26,13 @@ func checkTransfer(ctx context.Context, e *env, f *checkFlags, s *session) int {
 	}
 	defer release()
 	g := workload.DefaultTransferGeometry(property.DefaultTransferLayers, max(f.slots/f.pageSize, 8))
+	g.PageSize = f.pageSize
+	for i := range g.Buffers {
+		g.Buffers[i].HeadDim = f.headDim
+	}
+	if err := g.Validate(); err != nil {
+		return e.errorf("transfer geometry: %v", err)
+	}
 	suite := &property.TransferSuite{Plugin: s.plugin, Dir: s.dir, Variant: f.variant, Geometry: g, Cases: f.cases,
 		Seed: f.seed, BackgroundSeed: f.seed, Backend: backend, MaxFaults: f.maxFaults}
 	vs, runErr := suite.Run(ctx)

@@ -48,7 +48,7 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed gives the same cases and report)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
 	fs.IntVar(&f.slots, "slots", 4096, "slots in the pool")
 	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
 	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
@@ -60,8 +60,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
-	fs.StringVar(&f.trust.sha256, "plugin-sha256", "", "refuse to run the plugin unless its binary has this SHA-256 (hex)")
-	fs.BoolVar(&f.trust.noMTLS, "no-mtls", false, "no mutual TLS on the plugin channel (for plugins that cannot negotiate go-plugin's AutoMTLS)")
+	f.trust.register(fs)
 }
 
 func (f *checkFlags) validate() error {
@@ -74,6 +73,10 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved)", f.slots)
 	case f.maxCapacity < 1 || f.maxCapacity > workload.MaxCapacity:
 		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, workload.MaxCapacity)
+	case f.headDim < 16 || f.headDim%16 != 0 || f.headDim > layout.MaxHeadDim:
+		return fmt.Errorf("--head-dim %d: want a multiple of 16 in [16, %d]", f.headDim, layout.MaxHeadDim)
+	case f.pageSize < 1 || f.pageSize > 1<<16:
+		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:

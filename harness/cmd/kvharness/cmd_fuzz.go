@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,17 +46,20 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
 		*pluginArg = spec.Argv[0] // absolute, since go test runs in fuzz/
 	}
-	cmd := exec.CommandContext(ctx, "go", "test", "-trimpath", "-run=^$", "-fuzz=^"+*target+"$",
-		"-fuzztime="+fuzztime.String(), fmt.Sprintf("-parallel=%d", *parallel), ".")
-	if *parallel == 0 {
-		cmd.Args = append(cmd.Args[:6], cmd.Args[7:]...)
+	goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + *target + "$", "-fuzztime=" + fuzztime.String()}
+	if *parallel > 0 {
+		goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 	}
+	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
 	cmd.Dir = filepath.Join(root, "fuzz")
 	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
-	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out), io.MultiWriter(e.stderr, &out)
 	if err := cmd.Run(); err != nil {
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
-			return exitViolation // go test found a failing input
+		// go test exits 1 for a failing input and for a build failure alike:
+		// only a written crasher is a finding.
+		if bytes.Contains(out.Bytes(), []byte("Failing input written to")) {
+			return exitViolation
 		}
 		return e.errorf("go test -fuzz: %v", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -30,6 +31,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
 	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
+	noMTLS := fs.Bool("no-mtls", false, "no mutual TLS on the plugin channel (see check --help)")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	if code, ok := parse(fs, args); !ok {
@@ -40,7 +42,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	var results []mutants.Result
 	for _, name := range *names {
-		rs, err := mutantsOf(ctx, name, *backend, *device, cfg)
+		rs, err := mutantsOf(ctx, name, *backend, *device, trust{noMTLS: *noMTLS}, cfg)
 		if err != nil {
 			return e.errorf("%v", err)
 		}
@@ -58,15 +60,18 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 
 // mutantsOf runs one plugin's controls and variants, a fresh process each,
 // so one variant's state cannot leak into the next.
-func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutants.Config) ([]mutants.Result, error) {
-	probe, err := open(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
+func mutantsOf(ctx context.Context, name, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
+	probe, err := openTrusted(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
 	if err != nil {
 		return nil, err
 	}
 	subjects := mutants.Subjects(name, probe.desc)
-	layouts, _ := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
-	served := probe.desc.Backends
+	layouts, lerr := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
+	served, kernels := probe.desc.Backends, probe.desc.Kernels
 	probe.close()
+	if lerr != nil && !slices.Equal(kernels, []string{"transfer"}) { // transfers bring their own geometry
+		return nil, lerr
+	}
 	b, where, release, err := check.ChooseBackend(backend, device, served)
 	if err != nil {
 		return nil, err
@@ -81,7 +86,7 @@ func mutantsOf(ctx context.Context, name, backend string, device int, cfg mutant
 		if cfg.Graph && s.Kernel != "store" {
 			continue // graphs replay stores; reads and transfers run eagerly
 		}
-		sess, err := open(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout)
+		sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 		}

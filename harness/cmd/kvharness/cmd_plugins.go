@@ -86,8 +86,8 @@ func printSums(e *env, names []string) int {
 			return e.errorf("%v", err)
 		}
 		file := spec.Argv[0]
-		if len(spec.Argv) > 1 {
-			file = spec.Argv[len(spec.Argv)-1]
+		if script := plugin.ScriptOf(spec.Argv); script != "" {
+			file = script // what --plugin-sha256 pins for a command plugin
 		}
 		sum, err := plugin.FileSHA256(file)
 		if err != nil {

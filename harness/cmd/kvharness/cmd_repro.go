@@ -27,6 +27,8 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the one in the file)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
+	var tr trust
+	tr.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -43,11 +45,11 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	if !fs.Changed("variant") {
 		*variant = r.Variant
 	}
-	return replay(ctx, e, r, l, *pluginArg, *variant, *timeout, fs.Arg(0))
+	return replay(ctx, e, r, l, *pluginArg, *variant, *timeout, tr, fs.Arg(0))
 }
 
-func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, pluginArg, variant string, timeout time.Duration, path string) int {
-	s, err := open(ctx, pluginArg, variant, l.HeadDim, l.PageSize, timeout)
+func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, pluginArg, variant string, timeout time.Duration, tr trust, path string) int {
+	s, err := openTrusted(ctx, pluginArg, variant, l.HeadDim, l.PageSize, timeout, tr)
 	if err != nil {
 		return e.errorf("%v", err)
 	}

@@ -42,6 +42,15 @@ func (t trust) options(dir *pool.Dir, variant string, timeout time.Duration) (pl
 	return o, nil
 }
 
+// register adds the trust flags to a command.
+func (t *trust) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.StringVar(&t.sha256, "plugin-sha256", "", "refuse to run the plugin unless its binary (a command plugin: its script) has this SHA-256 (hex)")
+	fs.BoolVar(&t.noMTLS, "no-mtls", false, "no mutual TLS on the plugin channel (for plugins that cannot negotiate go-plugin's AutoMTLS)")
+}
+
 var noTrust trust
 
 // open resolves, starts and describes a plugin.
