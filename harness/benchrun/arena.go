@@ -19,6 +19,7 @@ import (
 // rows and a slot list already staged: every cell of a plugin and layout
 // reads a prefix of them.
 type Arena struct {
+	p       *plugin.Plugin
 	mem     pool.Memory
 	geo     pool.Geometry
 	layout  *layout.Layout
@@ -40,7 +41,7 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Bac
 	if err != nil {
 		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
 	}
-	a := &Arena{mem: mem, geo: g, layout: l, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
+	a := &Arena{p: p, mem: mem, geo: g, layout: l, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
 	if err := a.stage(l, m, n); err != nil {
 		mem.Close()
 		return nil, err
@@ -75,8 +76,8 @@ func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 	return a.mem.WriteAt(loc, a.locOff)
 }
 
-// Close frees the arena.
-func (a *Arena) Close() { a.mem.Close() }
+// Close detaches the plugin and frees the arena.
+func (a *Arena) Close(ctx context.Context) { check.Release(ctx, a.p, a, a.mem) }
 
 // Request is the Bench request that measures a cell on this arena.
 func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {

@@ -85,6 +85,26 @@ func ParseMatrix(data []byte) (Matrix, error) {
 	return m, m.Validate()
 }
 
+// Measurable reports whether a cache state and timing make a cell. Cold
+// caches are timed per launch only: a batch is flushed once, so all but
+// its first launch would run hot under a cold label.
+func Measurable(c results.Cache, t results.Timing) bool {
+	return c != results.Cold || t != results.Batched
+}
+
+// cacheTimings counts the measurable cache × timing pairs of m.
+func (m Matrix) cacheTimings() int {
+	n := 0
+	for _, c := range m.Caches {
+		for _, t := range m.Timings {
+			if Measurable(c, t) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Validate rejects matrices that cannot run.
 func (m Matrix) Validate() error {
 	switch {
@@ -96,6 +116,13 @@ func (m Matrix) Validate() error {
 		return fmt.Errorf("head_dim %d: want a multiple of 16", m.HeadDim)
 	case m.PageSize < 1:
 		return fmt.Errorf("page_size %d: want at least 1", m.PageSize)
+	case m.cacheTimings() == 0:
+		return fmt.Errorf("caches %v with timings %v make no cell: cold caches are timed per launch only (a batch runs hot after its first launch)", m.Caches, m.Timings)
+	}
+	for _, n := range m.Layouts {
+		if n != "all" && layout.Describe(n) == "" {
+			return fmt.Errorf("layout %q: unknown; want \"all\" or one of %v", n, layout.Names())
+		}
 	}
 	for _, t := range m.Tokens {
 		if t < 1 || t > m.Slots {

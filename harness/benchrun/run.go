@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,14 +37,16 @@ type Runner struct {
 	Progress io.Writer // nil: quiet
 	Start    func(ctx context.Context, name string) (*plugin.Plugin, error)
 
-	done  map[results.Key]results.Cell
-	total int
-	count int
+	done    map[results.Key]results.Cell
+	wanted  map[results.Key]bool // every cell this run's matrix produces
+	visited map[string]bool      // plugins (by described name) this run reached
+	total   int
+	count   int
 }
 
 // Run measures every cell not already done and returns the new ones.
 func (r *Runner) Run(ctx context.Context) ([]results.Cell, error) {
-	r.done = map[results.Key]results.Cell{}
+	r.done, r.wanted, r.visited = map[results.Key]results.Cell{}, map[results.Key]bool{}, map[string]bool{}
 	for _, c := range r.Previous {
 		r.done[c.Key()] = c
 	}
@@ -70,11 +73,15 @@ func (r *Runner) runPlugin(ctx context.Context, name string) ([]results.Cell, er
 	if err != nil {
 		return nil, err
 	}
+	r.visited[desc.Name] = true
+	if !slices.Contains(desc.Kernels, KernelStore) {
+		return nil, fmt.Errorf("plugin %s has no store kernel (it serves %v): kvharness bench measures stores; drop it from the matrix's plugins", name, desc.Kernels)
+	}
 	layouts, err := pickLayouts(desc, m)
 	if err != nil {
 		return nil, err
 	}
-	r.total += len(layouts) * len(m.Tokens) * len(r.modes()) * len(m.Caches) * len(m.Timings)
+	r.total += len(layouts) * len(m.Tokens) * len(r.modes()) * m.cacheTimings()
 	var out []results.Cell
 	for _, l := range layouts {
 		g := &group{r: r, p: p, desc: desc, l: l}
@@ -147,7 +154,7 @@ func (g *group) run(ctx context.Context) ([]results.Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
+	defer a.Close(ctx)
 	g.a = a
 	if err := g.warm(ctx); err != nil {
 		return nil, err
@@ -158,6 +165,9 @@ func (g *group) run(ctx context.Context) ([]results.Cell, error) {
 		for _, mode := range g.r.modes() {
 			for _, cache := range m.Caches {
 				for _, timing := range m.Timings {
+					if !Measurable(cache, timing) {
+						continue
+					}
 					cells, err := g.cell(ctx, tokens, mode, cache, timing)
 					out = append(out, cells...)
 					if err != nil {
@@ -268,7 +278,7 @@ func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (
 	}
 	c.Env.Time = time.Now().UTC()
 	if copyCell != nil {
-		c.CopyGBps = copyCell.GBps
+		c.CopyNs, c.CopyGBps = copyCell.Summary.P50, copyCell.GBps
 	}
 	if g.r.Matrix.KeepSamples {
 		c.Samples = s.ns
@@ -283,10 +293,28 @@ func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (
 	return c, nil
 }
 
-// lookup finds a finished cell of the same identity.
+// lookup finds a finished cell of the same identity, and notes that the
+// matrix produces it.
 func (r *Runner) lookup(id results.Identity) (results.Cell, bool) {
+	r.wanted[id.Key()] = true
 	c, ok := r.done[id.Key()]
 	return c, ok
+}
+
+// Current splits the cells of a resumed run after Run: those this run's
+// matrix still produces, or that belong to a plugin the run did not reach
+// (it stopped early), are kept; the rest measured another plugin version,
+// variant or geometry and would mix with the new cells under one
+// benchmark name.
+func (r *Runner) Current(previous []results.Cell) (kept, dropped []results.Cell) {
+	for _, c := range previous {
+		if r.wanted[c.Key()] || !r.visited[c.Plugin] {
+			kept = append(kept, c)
+		} else {
+			dropped = append(dropped, c)
+		}
+	}
+	return kept, dropped
 }
 
 func (r *Runner) progress(plugin, l string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) {

@@ -109,4 +109,4 @@ func (t *ReadTarget) attach(ctx context.Context) error {
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *ReadTarget) Close(ctx context.Context) { release(ctx, t.Plugin, t, t.Mem) }
+func (t *ReadTarget) Close(ctx context.Context) { Release(ctx, t.Plugin, t, t.Mem) }

@@ -166,7 +166,7 @@ func AttachRequest(mem pool.Memory, g pool.Geometry, variant string) *kvpb.Attac
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *Target) Close(ctx context.Context) { release(ctx, t.Plugin, t, t.Mem) }
+func (t *Target) Close(ctx context.Context) { Release(ctx, t.Plugin, t, t.Mem) }
 
 // run is one store of a batch: a case on one of the target's pools.
 type run struct {

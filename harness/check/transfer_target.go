@@ -167,7 +167,7 @@ func (t *TransferTarget) attach(ctx context.Context) error {
 }
 
 // Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *TransferTarget) Close(ctx context.Context) { release(ctx, t.Plugin, t, t.Mem) }
+func (t *TransferTarget) Close(ctx context.Context) { Release(ctx, t.Plugin, t, t.Mem) }
 
 // Request is the transfer request of a case: buffer i pairs source pool i
 // with destination pool n+i.

@@ -87,7 +87,7 @@ func compareRow(k rowKey, old, next []float64, units benchfmt.UnitMetadataMap, o
 	row.DeltaPct = deltaPct(row.Old.Center, row.New.Center)
 	if assume != benchmath.AssumeExact && minUTestP(len(old), len(next)) >= o.Alpha {
 		row.Verdict = Insufficient
-		row.Warnings = append(row.Warnings, fmt.Errorf("need ≥ 4 values per side for a U-test to reach p < %v; have %d and %d (write more lines per cell)", o.Alpha, len(old), len(next)))
+		row.Warnings = append(row.Warnings, fmt.Errorf("too few values for a U-test to reach p < %v: %d and %d (4 per side suffice; write more lines per cell)", o.Alpha, len(old), len(next)))
 		return row
 	}
 	c := assume.Compare(benchmath.NewSample(old, th), benchmath.NewSample(next, th))

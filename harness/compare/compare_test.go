@@ -97,7 +97,7 @@ func TestTooFewSamplesIsNotRegression(t *testing.T) {
 	r := compareText(t, benchText(t, 10, base), benchText(t, 10, slow)) // 3 samples: 3 lines
 	wantVerdicts(t, r, base.Name(), all(Insufficient))
 	row := rowsFor(r, base.Name())["sec/op"]
-	if !strings.Contains(fmt.Sprint(row.Warnings), "have 3 and 3") {
+	if !strings.Contains(fmt.Sprint(row.Warnings), "too few values for a U-test to reach p < 0.05: 3 and 3") {
 		t.Errorf("warnings = %v, want one saying 3 and 3 values are too few", row.Warnings)
 	}
 	if len(r.Regressions()) != 0 {

@@ -9,17 +9,19 @@ import (
 )
 
 // direction says which way unit (tidied) is better: -1 lower, +1
-// higher, 0 unknown. It asks the files' unit metadata first (which also
-// knows sec/op and B/s), then the units results.WriteBench emits, then
-// the unit's shape.
+// higher, 0 unknown. The units results.WriteBench emits are decided by
+// results.BenchUnits, whatever an older file's metadata says (a baseline
+// written before copy-ratio stopped being judged still carries
+// "better=lower"); other units ask the files' metadata (which also knows
+// sec/op and B/s), then the unit's shape.
 func direction(units benchfmt.UnitMetadataMap, unit string) int {
-	if b := units.GetBetter(unit); b != 0 {
-		return b
-	}
 	for _, u := range results.BenchUnits {
 		if _, tidy := benchunit.Tidy(1, u.Name); tidy == unit {
 			return u.Better
 		}
+	}
+	if b := units.GetBetter(unit); b != 0 {
+		return b
 	}
 	switch {
 	case strings.HasSuffix(unit, "sec/op"):

@@ -51,7 +51,7 @@ func cell(t *testing.T, plugin string, tokens, n int, scale float64, seed uint64
 		Identity: results.Identity{Plugin: plugin, PluginVersion: "1.0", Kernel: "store", Layout: "bf16",
 			HeadDim: 128, PageSize: 16, Tokens: tokens, Mode: results.Graph, Cache: results.Hot,
 			Timing: results.PerLaunch, BatchSize: 1},
-		Summary: sum, BytesPerLaunch: int64(tokens) * 1024, CopyGBps: 600,
+		Summary: sum, BytesPerLaunch: int64(tokens) * 1024, CopyGBps: 600, CopyNs: float64(tokens) * 1024 / 600,
 		Env:     results.Env{Device: "NVIDIA H200", Driver: "570.86.15", Commit: "c" + plugin, GOOS: "linux", GOARCH: "amd64", Time: time.Unix(0, 0).UTC()},
 		Samples: samples,
 	}

@@ -152,6 +152,11 @@ func (d *Device) Sync() error {
 	return d.call(func(a *driverAPI) error { return check("cuCtxSynchronize", a.cuCtxSynchronize()) })
 }
 
+// InDo reports whether the caller runs inside a Do of d (on its thread).
+// Such a caller must not wait for another goroutine that uses d: that
+// goroutine's calls queue behind the very Do that waits for them.
+func (d *Device) InDo() bool { return d.w.onThread() }
+
 // Ordinal is the index passed to Open.
 func (d *Device) Ordinal() int { return d.ordinal }
 

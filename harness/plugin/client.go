@@ -191,10 +191,6 @@ func (p *Plugin) waitExit(d time.Duration) string {
 	return p.runner.exitDetail()
 }
 
-// Exited reports whether the plugin process has ended. An in-process
-// plugin never has.
-func (p *Plugin) Exited() bool { return p.runner != nil && p.runner.exitDetail() != "" }
-
 // Close kills the plugin's process group and waits for go-plugin to finish.
 func (p *Plugin) Close() {
 	if p.runner != nil {
@@ -233,6 +229,9 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 		p.Close()
 	case errors.Is(ctx.Err(), context.Canceled):
 		return ctx.Err()
+	case st.Code() == codes.DataLoss: // the SDK's word for a device fault
+		f.Kind, f.Detail = Crash, st.Message()
+		p.Close() // its CUDA context is gone; the next call must not reuse it
 	case refusal(st.Code()):
 		f.Kind, f.Detail = Refused, st.Message()
 	default:

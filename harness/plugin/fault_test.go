@@ -39,6 +39,7 @@ var faultCases = []faultCase{
 	{"garbage-response", plugin.Protocol, "Attach", "0 geometries for 3 pools"},
 	{"scribble-staging", plugin.Protocol, "StoreBatch", "input staging"},
 	{"leak-child", plugin.Crash, "StoreBatch", "exited with status 2"},
+	{"device-fault", plugin.Crash, "StoreBatch", "CUDA_ERROR_ILLEGAL_ADDRESS"},
 }
 
 // TestFaultSuite runs every fault of the faulty plugin and prints the

@@ -46,11 +46,8 @@ func lineMetrics(c *Cell, s measure.Summary) []metric {
 	if tps, err := measure.TokensPerSecond(c.Tokens, s.P50); err == nil {
 		m = append(m, metric{tps, UnitTokens})
 	}
-	if c.CopyGBps > 0 && c.BytesPerLaunch > 0 {
-		copyNs := float64(c.BytesPerLaunch) / c.CopyGBps
-		if r, err := measure.CopyRatio(s.P50, copyNs); err == nil {
-			m = append(m, metric{r, UnitCopyRatio})
-		}
+	if r, err := measure.CopyRatio(s.P50, c.CopyNs); err == nil {
+		m = append(m, metric{r, UnitCopyRatio})
 	}
 	return m
 }

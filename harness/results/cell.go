@@ -23,9 +23,14 @@ type Cell struct {
 	PeakGBps       float64 `json:"peak_gb_per_s,omitempty"` // the device's peak bandwidth
 	PctOfPeak      float64 `json:"pct_of_peak,omitempty"`
 
-	// CopyGBps is a plain device copy of BytesPerLaunch bytes, measured
-	// in the same run: the roofline this kernel is held against.
-	// CopyRatio is kernel time over copy time (1 = at the roofline).
+	// CopyNs is the median time of a plain device copy of this cell's
+	// input rows (the same tokens, cache state and timing), measured in
+	// the same run: the roofline this kernel is held against. CopyGBps is
+	// that copy's own rate over its own bytes; the copy and the store move
+	// different byte counts (a store also reads slots and writes scales),
+	// so only times are compared. CopyRatio is kernel time over copy time
+	// (1 = as fast as copying the rows).
+	CopyNs    float64 `json:"copy_ns,omitempty"`
 	CopyGBps  float64 `json:"copy_gb_per_s,omitempty"`
 	CopyRatio float64 `json:"copy_ratio,omitempty"`
 
@@ -60,7 +65,7 @@ func LocalEnv(now time.Time) Env {
 }
 
 // Derive fills TokensPerSec, GBps, PctOfPeak and CopyRatio from the
-// median time Summary.P50, BytesPerLaunch, PeakGBps and CopyGBps. Rates
+// median time Summary.P50, BytesPerLaunch, PeakGBps and CopyNs. Rates
 // whose inputs are zero are left zero.
 func (c *Cell) Derive() error {
 	var err error
@@ -73,9 +78,8 @@ func (c *Cell) Derive() error {
 	if c.PeakGBps > 0 {
 		c.PctOfPeak, _ = measure.PercentOf(c.GBps, c.PeakGBps)
 	}
-	if c.CopyGBps > 0 && c.GBps > 0 {
-		// Same bytes, so the time ratio is the inverse rate ratio.
-		c.CopyRatio = c.CopyGBps / c.GBps
+	if c.CopyNs > 0 {
+		c.CopyRatio, _ = measure.CopyRatio(c.Summary.P50, c.CopyNs) // both positive
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ func testCell(t *testing.T, plugin string, tokens, n int, base float64) Cell {
 		BytesPerLaunch: int64(tokens) * 2 * 128 * 2 * 2, // K and V, bf16, read + write
 		PeakGBps:       4800,
 		CopyGBps:       450,
+		CopyNs:         float64(tokens) * 2 * 128 * 2 * 2 / 450, // the copy's median time
 		Stop:           measure.StopReason{Kind: measure.StopConverged, Samples: n, Criterion: measure.Criterion{}.WithDefaults()},
 		Env: Env{Device: "NVIDIA H200", Driver: "570.86.15", SMClockMHz: 1980, MemClockMHz: 3201,
 			Commit: "abc1234", Host: "gpu-07", GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64",

@@ -35,8 +35,8 @@ type benchOps struct {
 // Bench times a kernel, the copy roofline or an empty launch inside the
 // plugin, with no RPC in the timed loop.
 func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
-	if req.Iterations == 0 {
-		return nil, badRequest("bench: iterations is 0; ask for at least one measurement")
+	if err := checkBenchCounts(req); err != nil {
+		return nil, err
 	}
 	if req.GetStore() == nil && (req.GetRead() != nil || req.GetTransfer() != nil) {
 		return nil, status.Errorf(codes.Unimplemented, "%s benches store kernels only", s.p.Name)
@@ -55,6 +55,34 @@ func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.Bench
 	return s.benchHost(ctx, req)
 }
 
+// Bounds on a bench request's counts: far above what a harness asks for,
+// low enough that a typo is an error rather than a plugin that allocates
+// gigabytes of samples or runs for hours.
+const (
+	maxBenchIterations = 100_000
+	maxBenchWarmup     = 1_000_000
+	maxBenchBatch      = 100_000
+)
+
+// checkBenchCounts rejects counts out of bounds, and cold caches with
+// batched timing: a batch flushes once, so all but its first launch would
+// run on hot caches under a "cold" label.
+func checkBenchCounts(req *kvpb.BenchRequest) error {
+	switch {
+	case req.Iterations == 0:
+		return badRequest("bench: iterations is 0; ask for at least one measurement")
+	case req.Iterations > maxBenchIterations:
+		return badRequest("bench: %d iterations; at most %d per call (call again for more)", req.Iterations, maxBenchIterations)
+	case req.Warmup > maxBenchWarmup:
+		return badRequest("bench: %d warmup launches; at most %d", req.Warmup, maxBenchWarmup)
+	case req.Batch > maxBenchBatch:
+		return badRequest("bench: batch of %d launches; at most %d", req.Batch, maxBenchBatch)
+	case req.Cold && perTiming(req) > 1:
+		return badRequest("bench: cold caches with a batch of %d: a batch flushes once, so its later launches run hot; time cold launches per launch", perTiming(req))
+	}
+	return nil
+}
+
 // perTiming is how many launches one measurement covers.
 func perTiming(req *kvpb.BenchRequest) int {
 	if req.Mode != kvpb.BenchMode_BENCH_BATCHED {
@@ -70,7 +98,10 @@ func perTiming(req *kvpb.BenchRequest) int {
 // measurement below the clock's resolution is reported as 1 ns, so every
 // sample is positive.
 func measure(ctx context.Context, req *kvpb.BenchRequest, ops benchOps) ([]float64, error) {
-	for range req.Warmup {
+	for i := range req.Warmup {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err := ops.launch(); err != nil {
 			return nil, err
 		}

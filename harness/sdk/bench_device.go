@@ -163,7 +163,10 @@ func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.B
 	case req.Copy:
 		return s.deviceCopy(c, req)
 	}
-	k := s.p.Kernel.(DeviceStorer) // checked at attach
+	k, ok := s.p.Kernel.(DeviceStorer)
+	if !ok {
+		return nil, noDeviceStore(s.p.Name)
+	}
 	st := req.GetStore()
 	call, err := s.deviceCall(st)
 	if err != nil {

@@ -120,11 +120,17 @@ func TestBenchRefusals(t *testing.T) {
 		req  *kvpb.BenchRequest
 		code codes.Code
 	}{
-		"no iterations": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}}, codes.InvalidArgument},
-		"no kernel":     {&kvpb.BenchRequest{Iterations: 3}, codes.InvalidArgument},
-		"read kernel":   {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Read{Read: &kvpb.ReadRequest{}}, Iterations: 3}, codes.Unimplemented},
-		"copy no size":  {&kvpb.BenchRequest{Copy: true, Iterations: 3}, codes.InvalidArgument},
-		"bad store":     {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: &kvpb.StoreRequest{Pool: 9, Capacity: 1}}, Iterations: 3}, codes.InvalidArgument},
+		"no iterations":   {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}}, codes.InvalidArgument},
+		"no kernel":       {&kvpb.BenchRequest{Iterations: 3}, codes.InvalidArgument},
+		"read kernel":     {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Read{Read: &kvpb.ReadRequest{}}, Iterations: 3}, codes.Unimplemented},
+		"copy no size":    {&kvpb.BenchRequest{Copy: true, Iterations: 3}, codes.InvalidArgument},
+		"bad store":       {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: &kvpb.StoreRequest{Pool: 9, Capacity: 1}}, Iterations: 3}, codes.InvalidArgument},
+		"huge iterations": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1 << 31}, codes.InvalidArgument},
+		"huge warmup":     {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1, Warmup: 1 << 31}, codes.InvalidArgument},
+		"huge batch": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+			Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 1 << 31}, codes.InvalidArgument},
+		"cold batched": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1, Cold: true,
+			Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 8}, codes.InvalidArgument},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := srv.Bench(ctx, tc.req)

@@ -57,9 +57,11 @@ func (s *server) readDevice(ctx context.Context, req *kvpb.ReadRequest) error {
 		return err
 	}
 	qerr := k.ReadDevice(ctx, call)
-	if err := s.dev.stream.Sync(); err != nil || qerr != nil {
-		return status.Errorf(codes.Aborted, "read kernel failed (a fault leaves the CUDA context unusable: restart the plugin): %v",
-			errors.Join(qerr, err))
+	if err := s.dev.stream.Sync(); err != nil {
+		return deviceFault("read", errors.Join(qerr, err))
+	}
+	if qerr != nil {
+		return status.Errorf(codes.Aborted, "read kernel failed: %v", qerr)
 	}
 	return nil
 }

@@ -163,7 +163,31 @@ func checkWindows(req *kvpb.AttachRequest, size int) ([]Pool, window, error) {
 			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize())}})
 	}
 	staging, err := in(req.Staging)
-	return pools, staging, err
+	if err != nil {
+		return nil, window{}, err
+	}
+	return pools, staging, disjoint(pools, staging)
+}
+
+// disjoint rejects an attach whose pools overlap each other or the
+// staging window: a kernel writing one pool would write another, and a
+// read's outputs would land in a pool the read may not touch.
+func disjoint(pools []Pool, staging window) error {
+	ws := []window{staging}
+	names := []string{"staging"}
+	for _, p := range pools {
+		ws, names = append(ws, window{p.Base, p.Bytes}), append(names, "pool "+p.Name)
+	}
+	for i := range ws {
+		for j := i + 1; j < len(ws); j++ {
+			a, b := ws[i], ws[j]
+			if a.len > 0 && b.len > 0 && a.off < b.off+b.len && b.off < a.off+a.len {
+				return badRequest("%s [%d, %d) overlaps %s [%d, %d); give each pool and the staging its own bytes of the arena",
+					names[i], a.off, a.off+a.len, names[j], b.off, b.off+b.len)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachResponse, error) {

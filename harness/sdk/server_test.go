@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -133,4 +134,24 @@ func direct(t *testing.T, arena []byte, pl arenaPlan, c storeCase, variant strin
 		Rows: unsafe.Slice((*uint16)(unsafe.Pointer(&arena[pl.rowsOff])), c.capacity*d),
 		Loc:  unsafe.Slice((*int64)(unsafe.Pointer(&arena[pl.locOff])), c.capacity)}
 	must(t, fused.Plugin.Kernel.(sdk.Storer).Store(context.Background(), call))
+}
+
+func TestAttachRejectsOverlappingWindows(t *testing.T) {
+	pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 64, 8)
+	h := newHostArena(t, pl.size)
+	srv := sdk.NewServer(fused.Plugin)
+	for name, tc := range map[string]struct {
+		edit func(*kvpb.AttachRequest)
+		says string
+	}{
+		"staging over a pool": {func(r *kvpb.AttachRequest) { r.Staging.Offset = r.Pools[1].Pool.Offset }, "staging"},
+		"pool over a pool":    {func(r *kvpb.AttachRequest) { r.Pools[1].Pool.Offset = r.Pools[0].Pool.Offset + 256 }, "pool"},
+	} {
+		req := proto.Clone(pl.attach(h.desc(), "")).(*kvpb.AttachRequest) // the plan's pools stay as they are
+		tc.edit(req)
+		_, err := srv.Attach(context.Background(), req)
+		t.Run(name, func(t *testing.T) { wantStatus(t, err, codes.InvalidArgument, "overlaps", tc.says) })
+	}
+	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
+	must(t, err) // the plan itself is disjoint
 }

@@ -22,7 +22,10 @@ const deviceRowsAlign = 16
 // one each. It waits even after a failed call, so no write is still in
 // flight when the harness reads the arena.
 func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreRequest) error {
-	k := s.p.Kernel.(DeviceStorer) // checked at attach
+	k, ok := s.p.Kernel.(DeviceStorer)
+	if !ok {
+		return noDeviceStore(s.p.Name)
+	}
 	var qerr, serr error
 	err := s.dev.gpu.dev.Do(func(c *cuda.Ctx) error {
 		for i, r := range calls {
@@ -35,9 +38,23 @@ func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreReques
 		return nil
 	})
 	if err = errors.Join(err, serr); err != nil {
-		return status.Errorf(codes.Aborted, "store kernel failed: %v", errors.Join(qerr, err))
+		return deviceFault("store", errors.Join(qerr, err))
 	}
 	return qerr
+}
+
+// noDeviceStore refuses a store on a plugin whose CUDA kernels do not
+// include one (a read- or transfer-only plugin attaches fine).
+func noDeviceStore(name string) error {
+	return status.Errorf(codes.Unimplemented,
+		"%s has no CUDA store kernel (its Kernel does not implement sdk.DeviceStorer): store with the shm backend (--backend cpu)", name)
+}
+
+// deviceFault reports a failed stream wait: an illegal address or a trap
+// in the kernel. It is a crash, not a refusal, because the CUDA context is
+// now unusable; the harness restarts the plugin.
+func deviceFault(kind string, err error) error {
+	return status.Errorf(codes.DataLoss, "%s kernel faulted on the device (the CUDA context is unusable until the plugin restarts): %v", kind, err)
 }
 
 // enqueueStore writes the valid count and queues the store: eagerly, or as

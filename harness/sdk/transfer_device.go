@@ -61,9 +61,11 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 	d := s.dev
 	ds, qerr := k.TransferDevice(ctx, &DeviceTransferCall{Variant: s.variant, Device: d.gpu.dev, Stream: d.stream,
 		Arena: d.base, ArenaBytes: d.size, Pools: s.pools, Buffers: in.buffers, Rooms: in.rooms})
-	if err := d.stream.Sync(); err != nil || qerr != nil {
-		return nil, status.Errorf(codes.Aborted, "transfer kernel failed (a fault leaves the CUDA context unusable: restart the plugin): %v",
-			errors.Join(qerr, err))
+	if err := d.stream.Sync(); err != nil {
+		return nil, deviceFault("transfer", errors.Join(qerr, err))
+	}
+	if qerr != nil {
+		return nil, status.Errorf(codes.Aborted, "transfer kernel failed: %v", qerr)
 	}
 	return ds, nil
 }

@@ -415,6 +415,9 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		})},
 		{"attach pool outside arena", attach(func(r *kvpb.AttachRequest) { r.Pools[0].Pool.Offset = r.Arena.Size })},
 		{"attach no staging", attach(func(r *kvpb.AttachRequest) { r.Staging = nil })},
+		{"attach staging over pool", attach(func(r *kvpb.AttachRequest) {
+			r.Staging = &kvpb.Window{Offset: r.Pools[0].Pool.Offset, Size: r.Staging.Size}
+		})},
 		{"attach missing file", attach(func(r *kvpb.AttachRequest) { r.Arena.Path = "/nonexistent/arena" })},
 		{"attach", func(p *plugin.Plugin) error { _, err := p.Attach(context.Background(), p, good); return err }},
 		{"store pool past the end", doStore(store(3, 1, 1, rows, loc))},
@@ -433,6 +436,10 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		{"bench bad store", bench(&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store(0, 0, 0, rows, loc)}, Iterations: 1})},
 		{"bench per-launch", bench(&kvpb.BenchRequest{Kernel: benchStore, Warmup: 2, Iterations: 5})},
 		{"bench batched cold", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4, Cold: true, FlushBytes: 1 << 20})},
+		{"bench huge iterations", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1 << 30})},
+		{"bench huge batch", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 1 << 30})},
+		{"bench batched", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4})},
+		{"bench per-launch cold", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Cold: true, FlushBytes: 1 << 20})},
 		{"bench copy", bench(&kvpb.BenchRequest{Kernel: benchStore, Copy: true, Iterations: 3})},
 		{"bench empty", bench(&kvpb.BenchRequest{Empty: true, Iterations: 3})},
 		{"detach", func(p *plugin.Plugin) error { return p.Detach(context.Background()) }},

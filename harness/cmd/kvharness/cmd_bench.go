@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.StringSliceVar(&f.layouts, "layout", []string{"all"}, "layouts, or all")
 	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144)")
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
-	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch)")
+	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
@@ -182,8 +183,16 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 	if !r.OnGPU && hasGraph(m) {
 		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")
 	}
+	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) {
+		fmt.Fprintln(e.stderr, "kvharness: note: cold cells are timed per launch only (a batch runs hot after its first launch)")
+	}
 	fresh, runErr := r.Run(ctx)
-	return benchFinish(e, f.out, append(previous, fresh...), runErr)
+	kept, dropped := r.Current(previous)
+	if len(dropped) > 0 {
+		fmt.Fprintf(e.stderr, "kvharness: warning: %d cells of the earlier run (such as %s) are not in this run's matrix (another plugin version, variant or geometry): left out of the outputs, kept in %s\n",
+			len(dropped), dropped[0].Key(), logPath)
+	}
+	return benchFinish(e, f.out, append(kept, fresh...), runErr)
 }
 
 func benchFinish(e *env, out string, cells []results.Cell, runErr error) int {
@@ -224,14 +233,7 @@ func previousCells(path string, resume bool, e *env) ([]results.Cell, error) {
 	return l.Cells, nil
 }
 
-func hasGraph(m benchrun.Matrix) bool {
-	for _, x := range m.Modes {
-		if x == results.Graph {
-			return true
-		}
-	}
-	return false
-}
+func hasGraph(m benchrun.Matrix) bool { return slices.Contains(m.Modes, results.Graph) }
 
 // progressWriter shows progress on a terminal and stays quiet otherwise.
 func progressWriter(e *env) *os.File {

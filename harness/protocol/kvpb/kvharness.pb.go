@@ -1575,11 +1575,11 @@ type BenchRequest struct {
 	//	*BenchRequest_Read
 	//	*BenchRequest_Transfer
 	Kernel        isBenchRequest_Kernel `protobuf_oneof:"kernel"`
-	Warmup        uint32                `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`
-	Iterations    uint32                `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	Warmup        uint32                `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`         // at most 1,000,000
+	Iterations    uint32                `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
 	Mode          BenchMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
-	Batch         uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode
-	Cold          bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches between launches
+	Batch         uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode, at most 100,000
+	Cold          bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches before each timed launch; per-launch timing only (a batch would run hot after its first launch)
 	Copy          bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
 	CopyBytes     uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
 	Empty         bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)

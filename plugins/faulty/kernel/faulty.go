@@ -21,6 +21,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -38,6 +40,7 @@ var variants = []sdk.Variant{
 	{Name: "garbage-response", Doc: "answers Attach with the wrong number of geometries"},
 	{Name: "slow-start", Doc: "sleeps 60 s before the handshake"},
 	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
+	{Name: "device-fault", Doc: "answers StoreBatch as the SDK does when a CUDA kernel faults (DATA_LOSS)"},
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
 }
 
@@ -99,6 +102,15 @@ func (g garbage) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.Att
 	return resp, err
 }
 
+// deviceFault answers every StoreBatch the way the SDK answers one whose
+// stream wait failed (an illegal address on the GPU), so CI without a GPU
+// checks that the harness calls it a crash and restarts the plugin.
+type deviceFault struct{ kvpb.KernelServer }
+
+func (deviceFault) StoreBatch(context.Context, *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
+	return nil, status.Error(codes.DataLoss, "store kernel faulted on the device: CUDA_ERROR_ILLEGAL_ADDRESS")
+}
+
 // serve is sdk.Serve with a handshake and server of the variant's choosing.
 func serve(hs goplugin.HandshakeConfig, srv kvpb.KernelServer) {
 	goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, Plugins: protocol.Plugins(srv),
@@ -120,6 +132,8 @@ func Main() {
 		serve(hs, sdk.NewServer(p))
 	case "garbage-response":
 		serve(protocol.Handshake, garbage{sdk.NewServer(p)})
+	case "device-fault":
+		serve(protocol.Handshake, deviceFault{sdk.NewServer(p)})
 	case "slow-start":
 		time.Sleep(time.Minute)
 		sdk.Serve(p)

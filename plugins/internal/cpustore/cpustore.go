@@ -7,6 +7,7 @@ package cpustore
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -84,4 +85,21 @@ func (q Quantizer) PutFP8(arena []byte, value, scale int, row []uint16) {
 		}
 	}
 	binary.LittleEndian.PutUint32(arena[scale:scale+4], math.Float32bits(s))
+}
+
+// Addressing is the CUDA kernels' view of a geometry: tokens per
+// addressing page, page bytes and value bytes. A row layout is a paged
+// layout of one token per page. The kernels read and write float32 scales,
+// so a paged geometry with other scales has no addressing.
+func Addressing(g Geometry) (tokens, pageBytes, valueBytes int, err error) {
+	switch g := g.(type) {
+	case Rows:
+		return 1, g.Stride, g.ValueBytes, nil
+	case Paged:
+		if g.ScaleBytes != 4 {
+			return 0, 0, 0, fmt.Errorf("paged geometry with %d-byte scales: the CUDA kernels use float32 scales", g.ScaleBytes)
+		}
+		return g.P, g.PageBytes, g.ValueBytes, nil
+	}
+	return 0, 0, 0, fmt.Errorf("geometry %T has no CUDA addressing; add it to cpustore.Addressing", g)
 }

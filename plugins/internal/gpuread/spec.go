@@ -47,21 +47,6 @@ type Spec struct {
 	Rule    Rule
 }
 
-// addressing is tokens per addressing page, page bytes and value bytes of
-// a CPU geometry: a row layout is a paged layout of one token per page.
-func addressing(g cpustore.Geometry) (tokens, pageBytes, valueBytes int, err error) {
-	switch g := g.(type) {
-	case cpustore.Rows:
-		return 1, g.Stride, g.ValueBytes, nil
-	case cpustore.Paged:
-		if g.ScaleBytes != 4 {
-			return 0, 0, 0, fmt.Errorf("paged geometry with %d-byte scales: the CUDA read kernel reads float32 scales", g.ScaleBytes)
-		}
-		return g.P, g.PageBytes, g.ValueBytes, nil
-	}
-	return 0, 0, 0, fmt.Errorf("geometry %T has no CUDA addressing; add it to gpuread", g)
-}
-
 // align is what the kernel's loads need of every address: 8-byte bf16
 // loads, 4-byte e4m3 words and scales.
 func (s Spec) align() int {
@@ -89,7 +74,7 @@ func (s Spec) Options() ([]string, error) {
 		prefix string
 		geom   cpustore.Geometry
 	}{{"KV_", s.Values}, {"KV_SCALE_", s.scales()}} {
-		tokens, pageBytes, valueBytes, err := addressing(g.geom)
+		tokens, pageBytes, valueBytes, err := cpustore.Addressing(g.geom)
 		if err != nil {
 			return nil, err
 		}

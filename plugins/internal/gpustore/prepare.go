@@ -88,7 +88,12 @@ func (k *Kernels) ready(dev *cuda.Device, variant string, l sdk.Layout, spec Spe
 	var serr, lerr error
 	var wg sync.WaitGroup
 	if *r.smallSpec.Tune != *r.largeSpec.Tune && r.smallMax >= 0 {
-		wg.Go(func() { r.small, serr = k.Function(dev, r.smallSpec) })
+		small := func() { r.small, serr = k.Function(dev, r.smallSpec) }
+		if dev.InDo() {
+			small() // a Store without Prepare: a goroutine's module load would queue behind this Do
+		} else {
+			wg.Go(small)
+		}
 	}
 	r.large, lerr = k.Function(dev, r.largeSpec)
 	wg.Wait()

@@ -230,21 +230,6 @@ func (s Spec) checkTuning(t Tuning) error {
 	return nil
 }
 
-// addressing returns tokens per addressing page, page bytes and value bytes
-// of a CPU geometry: a row layout is a paged layout of one token per page.
-func addressing(g cpustore.Geometry) (tokens, pageBytes, valueBytes int, err error) {
-	switch g := g.(type) {
-	case cpustore.Rows:
-		return 1, g.Stride, g.ValueBytes, nil
-	case cpustore.Paged:
-		if g.ScaleBytes != 4 {
-			return 0, 0, 0, fmt.Errorf("paged geometry with %d-byte scales: the CUDA kernels write float32 scales", g.ScaleBytes)
-		}
-		return g.P, g.PageBytes, g.ValueBytes, nil
-	}
-	return 0, 0, 0, fmt.Errorf("geometry %T has no CUDA addressing; add it to gpustore", g)
-}
-
 // check rejects what the kernels cannot do: vectors need head dims that
 // are multiples of 16 and addresses aligned for their width.
 func (s Spec) check() error {
@@ -254,7 +239,7 @@ func (s Spec) check() error {
 	if s.PageSize <= 0 {
 		return fmt.Errorf("page size %d: want at least 1", s.PageSize)
 	}
-	tokens, pageBytes, valueBytes, err := addressing(s.Geometry)
+	tokens, pageBytes, valueBytes, err := cpustore.Addressing(s.Geometry)
 	if err != nil {
 		return err
 	}
@@ -278,7 +263,7 @@ func (s Spec) Options() ([]string, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	tokens, pageBytes, valueBytes, _ := addressing(s.Geometry)
+	tokens, pageBytes, valueBytes, _ := cpustore.Addressing(s.Geometry)
 	opts := append([]string(nil), s.Defines...)
 	def := func(name string, v int) { opts = append(opts, fmt.Sprintf("-D%s=%d", name, v)) }
 	def("KV_HEAD_DIM", s.HeadDim)

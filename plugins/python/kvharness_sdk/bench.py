@@ -6,7 +6,8 @@ numbers sit in the same table as a Go plugin's:
   included); batched mode times ``batch`` launches back to back
   (throughput);
 - cold mode writes ``flush_bytes`` of scratch memory before each timed
-  measurement, outside the timed region, to evict the caches;
+  launch, outside the timed region, to evict the caches; it needs
+  per-launch timing, since a batch would flush only before its first;
 - ``copy`` times a copy of ``copy_bytes`` (the roofline) and ``empty`` an
   empty launch (the launch-overhead floor) instead of the kernel.
 
@@ -35,6 +36,33 @@ MAX_BENCH_BYTES = 16 << 30  # a typo in copy_bytes is an error, not an OOM kill
 INITIAL_CALL_COST_NS = 50_000
 HOLD_SLACK_NS = 20_000
 MAX_HOLD_NS = 200_000_000
+
+
+# Bounds on a request's counts, as harness/sdk/bench.go: a typo is an
+# error, not gigabytes of samples or hours of launches.
+MAX_BENCH_ITERATIONS = 100_000
+MAX_BENCH_WARMUP = 1_000_000
+MAX_BENCH_BATCH = 100_000
+
+
+def check_counts(req) -> None:
+    """Rejects counts out of bounds and cold caches with batched timing,
+    with the Go SDK's messages."""
+    if req.iterations == 0:
+        raise bad_request("bench: iterations is 0; ask for at least one measurement")
+    if req.iterations > MAX_BENCH_ITERATIONS:
+        raise bad_request(
+            f"bench: {req.iterations} iterations; at most {MAX_BENCH_ITERATIONS} per call (call again for more)"
+        )
+    if req.warmup > MAX_BENCH_WARMUP:
+        raise bad_request(f"bench: {req.warmup} warmup launches; at most {MAX_BENCH_WARMUP}")
+    if req.batch > MAX_BENCH_BATCH:
+        raise bad_request(f"bench: batch of {req.batch} launches; at most {MAX_BENCH_BATCH}")
+    if req.cold and per_timing(req) > 1:
+        raise bad_request(
+            f"bench: cold caches with a batch of {per_timing(req)}: a batch flushes once, "
+            "so its later launches run hot; time cold launches per launch"
+        )
 
 
 def per_timing(req) -> int:

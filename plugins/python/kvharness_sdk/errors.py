@@ -1,7 +1,9 @@
 """RPC errors with the gRPC status codes the Go SDK uses, so the harness
 classifies a Python plugin's answers exactly as a Go plugin's: a malformed
 request is INVALID_ARGUMENT, a call in the wrong state FAILED_PRECONDITION,
-a kernel the plugin lacks UNIMPLEMENTED, a kernel that raised ABORTED."""
+a kernel the plugin lacks UNIMPLEMENTED, a kernel that raised ABORTED, and
+a device fault (the stream wait failed) DATA_LOSS, which the harness
+reports as a crash and answers by restarting the plugin."""
 
 from __future__ import annotations
 
@@ -35,3 +37,7 @@ def unimplemented(message: str) -> RpcError:
 
 def aborted(message: str) -> RpcError:
     return RpcError(grpc.StatusCode.ABORTED, message)
+
+
+def device_fault(message: str) -> RpcError:
+    return RpcError(grpc.StatusCode.DATA_LOSS, message)

@@ -12,7 +12,9 @@ classifies a Python plugin's answers as it does a Go plugin's:
 - a kernel the plugin lacks (store on a backend it does not list, read,
   transfer, CUDA-graph replay): UNIMPLEMENTED;
 - a kernel that raised: ABORTED with its message (its traceback goes to
-  stderr, which the harness shows with the fault).
+  stderr, which the harness shows with the fault);
+- a failed stream wait after the kernel (an illegal address, a trap):
+  DATA_LOSS, a crash: the CUDA context is unusable until a restart.
 
 Calls are serialised: one attachment, one kernel call at a time.
 """
@@ -28,8 +30,8 @@ import grpc
 
 from . import protocol as pb
 from .arena import DeviceArena, HostArena
-from .bench import DeviceBench, HostBench
-from .errors import RpcError, aborted, bad_request, precondition, unimplemented
+from .bench import DeviceBench, HostBench, check_counts
+from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .kernel import CUDA, SHM, Attach, Kernel, Layout, Pool, StoreCall
 
 kv = pb.kv
@@ -72,6 +74,19 @@ def _window(msg, has: bool, arena_size: int) -> Window:
         shown = f"{{offset: {msg.offset}, size: {msg.size}}}" if has else "<nil>"
         raise bad_request(f"window {shown} outside the {arena_size}-byte arena")
     return Window(msg.offset, msg.size)
+
+
+def _disjoint(pools, staging: Window) -> None:
+    """Rejects pools that overlap each other or the staging window, as the
+    Go SDK's disjoint: a kernel writing one pool would write another."""
+    ws = [("staging", staging)] + [(f"pool {p.name}", Window(p.base, p.nbytes)) for p in pools]
+    for i, (an, a) in enumerate(ws):
+        for bn, b in ws[i + 1 :]:
+            if a.size > 0 and b.size > 0 and a.off < b.end and b.off < a.end:
+                raise bad_request(
+                    f"{an} [{a.off}, {a.end}) overlaps {bn} [{b.off}, {b.end}); "
+                    "give each pool and the staging its own bytes of the arena"
+                )
 
 
 class KernelService(pb.kv_grpc.KernelServicer):
@@ -176,7 +191,9 @@ class KernelService(pb.kv_grpc.KernelServicer):
             w = _window(p.pool, p.HasField("pool"), size)
             lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
             pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size))
-        return pools, _window(req.staging, req.HasField("staging"), size)
+        staging = _window(req.staging, req.HasField("staging"), size)
+        _disjoint(pools, staging)
+        return pools, staging
 
     def _prepare(self) -> None:
         at = Attach(variant=self.variant, backend=self.arena.backend, pools=tuple(self.pools),
@@ -262,7 +279,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
             msg = f"store kernel failed: {e}"
             if err is not None:
                 msg += f" (after: {err.message})"
-            raise aborted(msg + "; a fault leaves the CUDA context unusable: the harness restarts the plugin")
+            raise device_fault(msg + "; a fault leaves the CUDA context unusable: the harness restarts the plugin")
         if err is not None:
             raise err
 
@@ -333,8 +350,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
         return self._rpc(context, self._bench, request)
 
     def _bench(self, req):
-        if req.iterations == 0:
-            raise bad_request("bench: iterations is 0; ask for at least one measurement")
+        check_counts(req)
         which = req.WhichOneof("kernel")
         if which in ("read", "transfer"):
             raise unimplemented(f"{self.k.name} benches store kernels only")

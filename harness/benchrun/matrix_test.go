@@ -1,0 +1,66 @@
+package benchrun
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/results"
+)
+
+func TestParseMatrixRejects(t *testing.T) {
+	for name, tc := range map[string]struct{ json, want string }{
+		"unknown key":     {`{"plugins": ["a"], "tokenz": [1]}`, "unknown field"},
+		"layout typo":     {`{"plugins": ["a"], "layouts": ["bf16", "fp8-pagd"]}`, `layout "fp8-pagd": unknown`},
+		"no plugins":      {`{"plugins": []}`, "no plugins"},
+		"tokens > slots":  {`{"plugins": ["a"], "tokens": [9], "slots": 8}`, "tokens 9"},
+		"only cold batch": {`{"plugins": ["a"], "caches": ["cold"], "timings": ["batched"]}`, "make no cell"},
+		"trailing":        {`{"plugins": ["a"]} {}`, "trailing data"},
+	} {
+		if _, err := ParseMatrix([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)
+		}
+	}
+	m, err := ParseMatrix([]byte(`{"plugins": ["a"], "layouts": ["all", "bf16"]}`))
+	if err != nil || m.cacheTimings() != 3 {
+		t.Errorf("default caches and timings: %v, %d cache × timing cells; want 3 (cold batched dropped)", err, m.cacheTimings())
+	}
+}
+
+func TestMeasurable(t *testing.T) {
+	for _, tc := range []struct {
+		c    results.Cache
+		t    results.Timing
+		want bool
+	}{
+		{results.Hot, results.PerLaunch, true},
+		{results.Hot, results.Batched, true},
+		{results.Cold, results.PerLaunch, true},
+		{results.Cold, results.Batched, false},
+	} {
+		if got := Measurable(tc.c, tc.t); got != tc.want {
+			t.Errorf("Measurable(%s, %s) = %v, want %v", tc.c, tc.t, got, tc.want)
+		}
+	}
+}
+
+// BytesMoved counts a store's rows, slots and token bytes, and a copy's
+// rows read and written: the two differ, which is why only their times
+// are compared.
+func TestBytesMoved(t *testing.T) {
+	l, err := layout.Builtin("bf16", 128, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := results.Identity{Kernel: KernelStore, Tokens: 10}
+	copyID := results.Identity{Kernel: KernelCopy, Tokens: 10}
+	if got, want := BytesMoved(l, store), int64(10*(256+8+256)); got != want { // 128 bf16 in, an 8-byte slot, 256 bytes out
+		t.Errorf("store bytes %d, want %d", got, want)
+	}
+	if got, want := BytesMoved(l, copyID), int64(10*2*256); got != want {
+		t.Errorf("copy bytes %d, want %d", got, want)
+	}
+	if got := BytesMoved(l, results.Identity{Kernel: KernelEmpty, Tokens: 1}); got != 0 {
+		t.Errorf("empty kernel moves %d bytes", got)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/results"
+)
+
+// tinyBench is a matrix small enough for CI: one plugin, one layout, two
+// batch sizes, hot per-launch cells on the CPU with short stopping rules.
+var tinyBench = []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", "1,32",
+	"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu"}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), &o, &e, args)
+	return code, o.String(), e.String()
+}
+
+func readCells(t *testing.T, out string) []results.Cell {
+	t.Helper()
+	l, err := results.ReadLogFile(filepath.Join(out, benchrun.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Cells
+}
+
+// TestBenchRunsAndResumes measures a tiny matrix, then resumes it: the
+// resumed run measures nothing again, and a cell of another plugin version
+// left in the log is kept out of the outputs.
+func TestBenchRunsAndResumes(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "night")
+	code, stdout, stderr := runCLI(t, append(tinyBench, "--out", out)...)
+	if code != exitPass {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cells := readCells(t, out)
+	// Per batch size: the store and its copy roofline; one empty launch.
+	if len(cells) != 5 {
+		t.Fatalf("%d cells in the log, want 5 (2 stores, 2 copies, 1 empty): %v", len(cells), cells)
+	}
+	for _, f := range []string{benchrun.BenchFile, benchrun.TableFile} {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || len(b) == 0 {
+			t.Errorf("%s: %v, %d bytes", f, err, len(b))
+		}
+	}
+	bench, _ := os.ReadFile(filepath.Join(out, benchrun.BenchFile))
+	if !strings.Contains(string(bench), "BenchmarkStore/plugin=fusedstore/layout=bf16") || !strings.Contains(string(bench), "copy-ratio") {
+		t.Errorf("bench.txt lacks the store rows or their copy ratio:\n%s", bench)
+	}
+
+	if code, _, stderr := runCLI(t, append(tinyBench, "--out", out)...); code != exitError || !strings.Contains(stderr, "--resume") {
+		t.Errorf("rerun into a used --out: exit %d, stderr %q; want an error naming --resume", code, stderr)
+	}
+
+	stale := cells[len(cells)-1]
+	stale.PluginVersion = "0.9.0"
+	appendCell(t, out, stale)
+	code, stdout, stderr = runCLI(t, append(tinyBench, "--out", out, "--resume")...)
+	if code != exitPass {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := readCells(t, out); len(got) != 6 {
+		t.Errorf("after resume %d cells in the log, want the 5 kept and the stale one (nothing measured again)", len(got))
+	}
+	if !strings.Contains(stderr, "1 cells of the earlier run") || !strings.Contains(stderr, "@0.9.0") {
+		t.Errorf("resume did not warn about the other version's cell:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "5 cells in") {
+		t.Errorf("resume outputs do not hold exactly the 5 current cells:\n%s", stdout)
+	}
+}
+
+func appendCell(t *testing.T, out string, c results.Cell) {
+	t.Helper()
+	w, err := results.OpenLog(filepath.Join(out, benchrun.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Append(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBenchRefusesBadMatrices(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.json")
+	os.WriteFile(typo, []byte(`{"plugins": ["fusedstore"], "layouts": ["bf61"]}`), 0o644)
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"layout typo": {[]string{"bench", "--matrix", typo}, `layout "bf61": unknown`},
+		"cold batched only": {[]string{"bench", "--plugin", "fusedstore", "--cache", "cold", "--timing", "batched"},
+			"cold caches are timed per launch only"},
+		"no store kernel": {[]string{"bench", "--plugin", "pdtransfer", "--tokens", "1", "--mode", "eager", "--cache", "hot",
+			"--timing", "per-launch", "--quick", "--backend", "cpu"}, "has no store kernel"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append(tc.args, "--out", filepath.Join(dir, strings.ReplaceAll(name, " ", "-")))
+			code, _, stderr := runCLI(t, args...)
+			if code != exitError || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr, exitError, tc.want)
+			}
+		})
+	}
+}
