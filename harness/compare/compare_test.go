@@ -53,6 +53,22 @@ func TestSlowedTwentyPercentIsRegression(t *testing.T) {
 	}
 }
 
+// A baseline written while copy-ratio still carried "better=lower" must
+// not make a copy-ratio change a regression: the units WriteBench emits
+// are judged as results.BenchUnits says.
+func TestOldBaselineUnitLineDoesNotJudgeCopyRatio(t *testing.T) {
+	base := cell(t, "a", 4096, 200, 1.0, 1)
+	slow := cell(t, "a", 4096, 200, 1.2, 2)
+	old := append([]byte("Unit copy-ratio better=lower\n"), benchText(t, 10, base)...)
+	r := compareText(t, old, benchText(t, 10, slow))
+	if v := rowsFor(r, base.Name())["copy-ratio"].Verdict; v != Changed {
+		t.Errorf("copy-ratio verdict %q under an old baseline's unit line, want %q", v, Changed)
+	}
+	if len(r.Regressions()) != 6 {
+		t.Errorf("Regressions() = %d rows, want 6 (every unit but the copy ratio)", len(r.Regressions()))
+	}
+}
+
 func TestSpedUpIsImprovement(t *testing.T) {
 	base := cell(t, "a", 4096, 200, 1.0, 1)
 	fast := cell(t, "a", 4096, 200, 0.8, 2)
