@@ -85,10 +85,10 @@ func ParseMatrix(data []byte) (Matrix, error) {
 	return m, m.Validate()
 }
 
-// Measurable reports whether a cache state and timing make a cell. Cold
+// measurable reports whether a cache state and timing make a cell. Cold
 // caches are timed per launch only: a batch is flushed once, so all but
 // its first launch would run hot under a cold label.
-func Measurable(c results.Cache, t results.Timing) bool {
+func measurable(c results.Cache, t results.Timing) bool {
 	return c != results.Cold || t != results.Batched
 }
 
@@ -97,7 +97,7 @@ func (m Matrix) cacheTimings() int {
 	n := 0
 	for _, c := range m.Caches {
 		for _, t := range m.Timings {
-			if Measurable(c, t) {
+			if measurable(c, t) {
 				n++
 			}
 		}

@@ -38,8 +38,8 @@ func TestMeasurable(t *testing.T) {
 		{results.Cold, results.PerLaunch, true},
 		{results.Cold, results.Batched, false},
 	} {
-		if got := Measurable(tc.c, tc.t); got != tc.want {
-			t.Errorf("Measurable(%s, %s) = %v, want %v", tc.c, tc.t, got, tc.want)
+		if got := measurable(tc.c, tc.t); got != tc.want {
+			t.Errorf("measurable(%s, %s) = %v, want %v", tc.c, tc.t, got, tc.want)
 		}
 	}
 }

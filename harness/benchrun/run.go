@@ -165,7 +165,7 @@ func (g *group) run(ctx context.Context) ([]results.Cell, error) {
 		for _, mode := range g.r.modes() {
 			for _, cache := range m.Caches {
 				for _, timing := range m.Timings {
-					if !Measurable(cache, timing) {
+					if !measurable(cache, timing) {
 						continue
 					}
 					cells, err := g.cell(ctx, tokens, mode, cache, timing)

@@ -33,17 +33,10 @@ type Repro struct {
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
-// says which case type to decode it into.
+// says which case type to decode it into. Its Case shadows Repro.Case.
 type reproFile struct {
-	Version        int             `json:"version"`
-	Kernel         string          `json:"kernel"`
-	Plugin         string          `json:"plugin"`
-	Variant        string          `json:"variant,omitempty"`
-	Layout         json.RawMessage `json:"layout"`
-	Slots          int             `json:"slots"`
-	BackgroundSeed int64           `json:"background_seed"`
-	Case           json.RawMessage `json:"case"`
-	Found          *Found          `json:"found,omitempty"`
+	Repro
+	Case json.RawMessage `json:"case"`
 }
 
 // Found records how and where the case was found.
@@ -99,8 +92,8 @@ func ParseRepro(data []byte) (*Repro, *layout.Layout, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
 	}
-	r := Repro{Version: f.Version, Kernel: f.Kernel, Plugin: f.Plugin, Variant: f.Variant, Layout: f.Layout,
-		Slots: f.Slots, BackgroundSeed: f.BackgroundSeed, Case: c, Found: f.Found}
+	r := f.Repro
+	r.Case = c
 	l, err := layout.Parse(r.Layout, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)

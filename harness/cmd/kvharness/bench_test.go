@@ -100,6 +100,7 @@ func TestBenchRefusesBadMatrices(t *testing.T) {
 		want string
 	}{
 		"layout typo": {[]string{"bench", "--matrix", typo}, `layout "bf61": unknown`},
+		"cache typo":  {[]string{"bench", "--plugin", "fusedstore", "--cache", "hot,warm"}, `--cache "warm": want hot or cold`},
 		"cold batched only": {[]string{"bench", "--plugin", "fusedstore", "--cache", "cold", "--timing", "batched"},
 			"cold caches are timed per launch only"},
 		"no store kernel": {[]string{"bench", "--plugin", "pdtransfer", "--tokens", "1", "--mode", "eager", "--cache", "hot",

@@ -104,34 +104,35 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 }
 
 func (f *benchFlags) enums(m *benchrun.Matrix, changed func(string) bool) error {
+	var err error
 	if changed("mode") || f.matrix == "" {
-		m.Modes = nil
-		for _, s := range f.modes {
-			if !oneOf(s, "eager", "graph") {
-				return fmt.Errorf("--mode %q: want eager or graph", s)
-			}
-			m.Modes = append(m.Modes, results.Mode(s))
+		if m.Modes, err = enum[results.Mode]("mode", f.modes, "eager", "graph"); err != nil {
+			return err
 		}
 	}
 	if changed("cache") || f.matrix == "" {
-		m.Caches = nil
-		for _, s := range f.caches {
-			if !oneOf(s, "hot", "cold") {
-				return fmt.Errorf("--cache %q: want hot or cold", s)
-			}
-			m.Caches = append(m.Caches, results.Cache(s))
+		if m.Caches, err = enum[results.Cache]("cache", f.caches, "hot", "cold"); err != nil {
+			return err
 		}
 	}
 	if changed("timing") || f.matrix == "" {
-		m.Timings = nil
-		for _, s := range f.timings {
-			if !oneOf(s, "per-launch", "batched") {
-				return fmt.Errorf("--timing %q: want per-launch or batched", s)
-			}
-			m.Timings = append(m.Timings, results.Timing(s))
+		if m.Timings, err = enum[results.Timing]("timing", f.timings, "per-launch", "batched"); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// enum converts a flag's values, each of which must be one of allowed.
+func enum[T ~string](flag string, values []string, allowed ...string) ([]T, error) {
+	out := make([]T, 0, len(values))
+	for _, v := range values {
+		if !oneOf(v, allowed...) {
+			return nil, fmt.Errorf("--%s %q: want %s", flag, v, strings.Join(allowed, " or "))
+		}
+		out = append(out, T(v))
+	}
+	return out, nil
 }
 
 func parseInts(s string) ([]int, error) {
