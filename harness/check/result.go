@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -41,7 +42,9 @@ func (r *Result) Primary() oracle.Kind {
 // rows alone on another copy, in one round trip, and classifies what it
 // finds.
 func (t *Target) Check(ctx context.Context, c *workload.Store) (*Result, error) {
+	start := time.Now()
 	sc := oracle.NewStoreCheck(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	t.clock("prepare", start)
 	batch := []run{{poolCase, c}, {poolRepeat, c}}
 	padded := c.Valid > 0 && c.Valid < c.Capacity()
 	if padded {
@@ -59,6 +62,7 @@ func (t *Target) Check(ctx context.Context, c *workload.Store) (*Result, error) 
 	case c.Valid == 0:
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
+	defer t.clock("classify", time.Now())
 	res := &Result{Case: c}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -24,6 +25,7 @@ type Config struct {
 	Seed        int64   // background seed
 	Graph       bool    // ask for CUDA-graph replay
 	Backend     Backend // where the arena lives; nil means host shared memory
+	Phases      Phases  // when set, each case adds its time per stage here
 }
 
 // Backend makes arenas.
@@ -187,40 +189,90 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 			return nil, err
 		}
 	}
-	if err := t.stage(c, rows); err != nil {
+	start := time.Now()
+	if err := t.batch(func() error { return t.stage(c, rows) }); err != nil {
 		return nil, err
 	}
+	start = t.clock("stage", start)
+	err := t.Plugin.StoreBatch(ctx, t.requests(batch))
+	if h := t.Plugin.HandlerTime(); t.Phases != nil && h > 0 {
+		t.Phases["store-plugin"] += h
+	}
+	start = t.clock("store", start)
+	var deltas []oracle.Delta
+	berr := t.batch(func() error {
+		if err == nil {
+			err = t.checkStaging(c, rows)
+		}
+		start = t.clock("check-staging", start)
+		var cerr error
+		deltas, cerr = t.collect(batch)
+		start = t.clock("capture", start)
+		return cerr
+	})
+	if berr != nil {
+		return nil, berr
+	}
+	return deltas, err
+}
+
+// requests are the store calls of a batch, on inputs staged as stage
+// leaves them.
+func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 	reqs := make([]*kvpb.StoreRequest, len(batch))
 	for i, r := range batch {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(r.pool),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
 			RowsOffset: uint64(t.Geometry.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
 	}
-	err := t.Plugin.StoreBatch(ctx, reqs)
-	if err == nil {
-		err = t.checkStaging(c, rows)
-	}
-	deltas := make([]oracle.Delta, len(batch))
-	for i, r := range batch {
-		d, cerr := t.capture(t.Geometry.Regions[r.pool])
-		if cerr != nil {
-			return nil, cerr
-		}
-		deltas[i] = d
-	}
-	return deltas, err
+	return reqs
 }
 
-func (t *Target) capture(r pool.Region) (oracle.Delta, error) {
-	d, err := oracle.Capture(t.Mem, r)
-	if err != nil {
-		return d, err
+// collect captures what each run changed and restores the pools, with one
+// reset for the whole batch: on the GPU that is one kernel launch.
+func (t *Target) collect(batch []run) ([]oracle.Delta, error) {
+	deltas := make([]oracle.Delta, len(batch))
+	var changed []pool.Window
+	for i, r := range batch {
+		region := t.Geometry.Regions[r.pool]
+		d, err := oracle.Capture(t.Mem, region)
+		if err != nil {
+			return nil, err
+		}
+		deltas[i] = d
+		for _, w := range d.Windows {
+			changed = append(changed, pool.Window{Off: w.Off + region.Pool.Off, Len: w.Len})
+		}
 	}
-	abs := make([]pool.Window, len(d.Windows))
-	for i, w := range d.Windows {
-		abs[i] = pool.Window{Off: w.Off + r.Pool.Off, Len: w.Len}
+	return deltas, t.Mem.Reset(changed)
+}
+
+// batcher is a pool.Memory that runs a function's calls on it as one unit:
+// the CUDA backend, where each call alone is a trip to its device thread.
+type batcher interface {
+	Batch(f func() error) error
+}
+
+// batch runs f as one unit of the target's memory, if it has units.
+func (t *Target) batch(f func() error) error {
+	if b, ok := t.Mem.(batcher); ok {
+		return b.Batch(f)
 	}
-	return d, t.Mem.Reset(abs)
+	return f()
+}
+
+// Phases is where checked cases spent their wall time, by stage; a Target
+// given one adds to it (benchmarks report it per case).
+type Phases map[string]time.Duration
+
+// clock adds the time since start to stage, when the target keeps
+// Phases, and returns the time now.
+func (t *Target) clock(stage string, start time.Time) time.Time {
+	now := time.Now()
+	if t.Phases != nil {
+		t.Phases[stage] += now.Sub(start)
+	}
+	return now
 }
 
 // checkStaging reads the inputs back: a store kernel must leave them as

@@ -157,6 +157,11 @@ func (d *Device) Sync() error {
 // goroutine's calls queue behind the very Do that waits for them.
 func (d *Device) InDo() bool { return d.w.onThread() }
 
+// Trips counts the calls handed to the device thread so far, each a
+// goroutine wake-up on both sides; tests of batching compare it before and
+// after.
+func (d *Device) Trips() uint64 { return d.w.trips.Load() }
+
 // Ordinal is the index passed to Open.
 func (d *Device) Ordinal() int { return d.ordinal }
 

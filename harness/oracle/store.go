@@ -3,8 +3,10 @@ package oracle
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -37,16 +39,42 @@ func NewStoreCheck(l *layout.Layout, r pool.Region, seed uint64, c *workload.Sto
 	sc := &StoreCheck{Layout: l, Region: r, Seed: seed, Case: c, Declared: d,
 		rows: make([][]uint16, c.Capacity()), records: make([][][]byte, c.Capacity()),
 		validSlot: make(map[int64]int, c.Valid), padTarget: map[int64][]int{}}
+	sc.prepare()
 	for i := range c.Capacity() {
-		sc.rows[i] = c.Rows[i].Data(l.HeadDim)
 		if i < c.Valid {
-			sc.records[i] = l.Encode(sc.rows[i])
 			sc.validSlot[c.Loc[i]] = i
 		} else {
 			sc.padTarget[c.Loc[i]] = append(sc.padTarget[c.Loc[i]], i)
 		}
 	}
 	return sc
+}
+
+// prepareChunk rows are drawn and encoded per goroutine: a large batch's
+// rows are the harness's largest cost per case, and independent.
+const prepareChunk = 32
+
+// prepare draws every row and encodes the valid ones, spread over the CPUs.
+func (sc *StoreCheck) prepare() {
+	c, l := sc.Case, sc.Layout
+	do := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			sc.rows[i] = c.Rows[i].Data(l.HeadDim)
+			if i < c.Valid {
+				sc.records[i] = l.Encode(sc.rows[i])
+			}
+		}
+	}
+	n := c.Capacity()
+	if n <= prepareChunk || runtime.GOMAXPROCS(0) == 1 {
+		do(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += prepareChunk {
+		wg.Go(func() { do(lo, min(lo+prepareChunk, n)) })
+	}
+	wg.Wait()
 }
 
 // Rows returns the input rows as bf16 bit patterns, row-major, for staging.
@@ -87,26 +115,62 @@ type Outcome struct {
 	Delta      Delta
 }
 
+// bytesChanger is a pool.Memory that returns changed ranges with their
+// bytes in one call: the CUDA backend, for which a read per range would be
+// a trip to the device each.
+type bytesChanger interface {
+	ChangedBytes(w pool.Window) ([]pool.Window, []byte, error)
+}
+
 // Capture reads what a run changed in the region, guards included.
 func Capture(mem pool.Memory, r pool.Region) (Delta, error) {
-	ws, err := mem.Changed(r.Span())
+	ws, b, err := changedBytes(mem, r.Span())
 	if err != nil {
 		return Delta{}, err
 	}
+	d := Delta{Windows: make([]pool.Window, len(ws)), Bytes: b}
+	for i, w := range ws {
+		d.Windows[i] = pool.Window{Off: w.Off - r.Pool.Off, Len: w.Len}
+	}
+	return d, nil
+}
+
+// changedBytes lists the changed ranges of w and reads them, back to back.
+func changedBytes(mem pool.Memory, w pool.Window) ([]pool.Window, []byte, error) {
+	if bc, ok := mem.(bytesChanger); ok {
+		ws, b, err := bc.ChangedBytes(w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n := total(ws); n != len(b) {
+			return nil, nil, fmt.Errorf("arena returned %d changed bytes for ranges of %d", len(b), n)
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return ws, b, nil
+	}
+	ws, err := mem.Changed(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := make([]byte, total(ws))
+	off := 0
+	for _, w := range ws {
+		if err := mem.ReadAt(b[off:off+w.Len], w.Off); err != nil {
+			return nil, nil, err
+		}
+		off += w.Len
+	}
+	return ws, b, nil
+}
+
+func total(ws []pool.Window) int {
 	n := 0
 	for _, w := range ws {
 		n += w.Len
 	}
-	d := Delta{Windows: make([]pool.Window, len(ws)), Bytes: make([]byte, n)}
-	off := 0
-	for i, w := range ws {
-		if err := mem.ReadAt(d.Bytes[off:off+w.Len], w.Off); err != nil {
-			return Delta{}, err
-		}
-		d.Windows[i] = pool.Window{Off: w.Off - r.Pool.Off, Len: w.Len}
-		off += w.Len
-	}
-	return d, nil
+	return n
 }
 
 // Check classifies every wrong byte a run left, given its delta.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/pool"
@@ -56,8 +58,9 @@ type Plugin struct {
 	kernel kvpb.KernelClient
 	stderr *tail
 
-	noBatch bool // the plugin answered Unimplemented to StoreBatch
-	owner   any  // what the plugin is attached to now (see Attach)
+	noBatch bool          // the plugin answered Unimplemented to StoreBatch
+	handler time.Duration // the last StoreBatch's handler time, when the plugin said
+	owner   any           // what the plugin is attached to now (see Attach)
 }
 
 // Start launches the plugin binary at path and completes the handshake.
@@ -202,10 +205,10 @@ func (p *Plugin) Close() {
 }
 
 // call runs one RPC under the per-call deadline and classifies its failure.
-func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	resp, err := rpc(ctx, req)
+	resp, err := rpc(ctx, req, opts...)
 	if err != nil {
 		return resp, p.classify(ctx, name, err)
 	}
@@ -291,7 +294,9 @@ func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
 // StoreBatch gets the same calls one by one, in order.
 func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
 	if !p.noBatch {
-		_, err := call(ctx, p, "StoreBatch", p.kernel.StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs})
+		var md metadata.MD
+		_, err := call(ctx, p, "StoreBatch", p.kernel.StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs}, grpc.Trailer(&md))
+		p.handler = handlerTime(md)
 		f, ok := AsFault(err)
 		if !ok || f.Code != codes.Unimplemented {
 			return err
@@ -318,3 +323,19 @@ func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.Bench
 
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }
+
+// HandlerTime is how long the plugin says its last StoreBatch handler
+// took, or 0 when it did not say (the trailer is optional).
+func (p *Plugin) HandlerTime() time.Duration { return p.handler }
+
+func handlerTime(md metadata.MD) time.Duration {
+	v := md.Get(protocol.HandlerTimeKey)
+	if len(v) != 1 {
+		return 0
+	}
+	ns, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0
+	}
+	return time.Duration(ns)
+}

@@ -59,3 +59,8 @@ func (p *KernelPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *gr
 func Plugins(server kvpb.KernelServer) plugin.PluginSet {
 	return plugin.PluginSet{PluginName: &KernelPlugin{Impl: server}}
 }
+
+// HandlerTimeKey names the trailer in which a plugin may report how long
+// its StoreBatch handler took, in nanoseconds: the harness subtracts it
+// from the call's time to tell the plugin's work from the transport's.
+const HandlerTimeKey = "kvharness-handler-ns"

@@ -3,11 +3,16 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 	"unsafe"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -22,8 +27,13 @@ func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.Store
 // queued on the plugin's stream and waited for once, before the answer,
 // so the harness sees every write.
 func (s *server) StoreBatch(ctx context.Context, req *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
+	start := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		ns := strconv.FormatInt(time.Since(start).Nanoseconds(), 10)
+		grpc.SetTrailer(ctx, metadata.Pairs(protocol.HandlerTimeKey, ns))
+	}()
 	var err error
 	if s.dev != nil {
 		err = s.storeBatchDevice(ctx, req.Calls)

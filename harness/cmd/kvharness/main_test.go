@@ -57,6 +57,13 @@ func TestCheckPasses(t *testing.T) {
 		"--results", resultsDir(t))
 }
 
+// TestCheckJobs: combinations run side by side on three plugin processes
+// print the very report of a serial run.
+func TestCheckJobs(t *testing.T) {
+	golden(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
+		"--jobs", "3", "--results", resultsDir(t))
+}
+
 func TestCheckCatchesIncident(t *testing.T) {
 	dir := resultsDir(t)
 	out := golden(t, "check-bf16scatter", exitViolation, "check", "--plugin", "bf16scatter", "--cases", "60",

@@ -18,6 +18,8 @@ type session struct {
 	dir    *pool.Dir
 	plugin *plugin.Plugin
 	desc   *kvpb.DescribeResponse
+	spec   plugin.Spec // how plugin was started, for spawn
+	opts   plugin.Options
 }
 
 // openDir makes the private run directory for plugins and arenas.
@@ -75,6 +77,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		s.close()
 		return nil, err
 	}
+	s.spec, s.opts = spec, opts
 	s.plugin, err = plugin.StartSpec(ctx, spec, opts)
 	if err != nil {
 		s.close()
@@ -86,6 +89,12 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	return s, nil
+}
+
+// spawn starts another process of the session's plugin, with the same
+// trust and options; the caller closes it.
+func (s *session) spawn(ctx context.Context) (*plugin.Plugin, error) {
+	return plugin.StartSpec(ctx, s.spec, s.opts)
 }
 
 func (s *session) close() {

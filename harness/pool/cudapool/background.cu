@@ -46,46 +46,151 @@ __device__ __forceinline__ u64 byte_mask(u64 w, u64 lo, u64 hi) {
 	return m << (s * 8);
 }
 
+// store_word writes v over the bytes of arena word w that m selects: the
+// whole word at once when m selects all of it, else byte by byte, so that
+// ranges sharing a word never write each other's bytes.
+__device__ __forceinline__ void store_word(unsigned char* arena, u64 w, u64 v, u64 m) {
+	if (m == ~0ULL) {
+		*(u64*)(arena + w * 8) = v;
+		return;
+	}
+	for (int b = 0; b < 8; b++) {
+		if ((m >> (8 * b)) & 0xff) arena[w * 8 + b] = (unsigned char)(v >> (8 * b));
+	}
+}
+
 // fill_background writes the background of the window filled from origin
 // with seed over arena bytes [lo, hi) (origin <= lo), one arena word per
 // thread in a grid-stride loop.
 extern "C" __global__ void fill_background(unsigned char* arena, u64 lo, u64 hi, u64 seed, u64 origin) {
 	u64 stride = (u64)gridDim.x * blockDim.x;
 	for (u64 w = lo / 8 + (u64)blockIdx.x * blockDim.x + threadIdx.x; w * 8 < hi; w += stride) {
-		u64 v = window_word(seed, origin, w);
-		u64 m = byte_mask(w, lo, hi);
-		if (m == ~0ULL) {
-			*(u64*)(arena + w * 8) = v;
-			continue;
-		}
-		for (int b = 0; b < 8; b++) {
-			if ((m >> (8 * b)) & 0xff) arena[w * 8 + b] = (unsigned char)(v >> (8 * b));
+		store_word(arena, w, window_word(seed, origin, w), byte_mask(w, lo, hi));
+	}
+}
+
+// piece is a stretch of arena with one baseline, as cudapool's piece: the
+// background of seed for the window filled from origin, or zeros.
+struct piece {
+	u64 lo, hi, seed, origin, filled;
+};
+
+// restore_pieces gives each of n small pieces its baseline back, a block
+// per piece: one launch restores every range a run changed, however many.
+extern "C" __global__ void restore_pieces(unsigned char* arena, const piece* list, u32 n) {
+	for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
+		piece p = list[i];
+		for (u64 w = p.lo / 8 + threadIdx.x; w * 8 < p.hi; w += blockDim.x) {
+			u64 v = p.filled ? window_word(p.seed, p.origin, w) : 0;
+			store_word(arena, w, v, byte_mask(w, p.lo, p.hi));
 		}
 	}
 }
 
+// A packed entry is what a scan reports of one changed block: its 256
+// bytes, a bit per byte saying which of them differ from the baseline
+// (bit j of the 16-bit word at 256 + 2*l is byte 16*l + j), and the block's
+// index at 288; ENTRY_BYTES apart. cudapool's entryBytes must match.
+#define ENTRY_BYTES 304
+
+// byte_bits has bit j set where byte j of x0, or (bit j + 8) of x1, is not zero.
+__device__ __forceinline__ u32 byte_bits(u64 x0, u64 x1) {
+	u32 bits = 0;
+	for (int j = 0; j < 8; j++) {
+		bits |= (u32)(((x0 >> (8 * j)) & 0xff) != 0) << j;
+		bits |= (u32)(((x1 >> (8 * j)) & 0xff) != 0) << (j + 8);
+	}
+	return bits;
+}
+
+// report_block records a block that a half-warp found changed (mine): its
+// index in list, and its entry in packed, at a slot taken from *count by
+// the half-warp's first lane. v is the lane's 16 bytes of the block and
+// bits their byte_bits, lane & 15 their place. Every lane must call it.
+__device__ __forceinline__ void report_block(bool mine, u64 b, uint4 v, u32 bits, u32* count, u32* list, u32 cap,
+		unsigned char* packed, u32 packed_cap) {
+	u32 lane = threadIdx.x & 31;
+	u32 l = lane & 15;
+	u32 i = 0;
+	if (mine && l == 0) i = atomicAdd(count, 1u);
+	i = __shfl_sync(0xffffffffu, i, lane & 16);
+	if (!mine) return;
+	if (l == 0 && i < cap) list[i] = (u32)b;
+	if (i >= packed_cap) return;
+	unsigned char* e = packed + (u64)i * ENTRY_BYTES;
+	((uint4*)e)[l] = v;
+	((unsigned short*)(e + 256))[l] = (unsigned short)bits;
+	if (l == 0) *(u32*)(e + 288) = (u32)b;
+}
+
+// lane_word is word k (0 or 1) of a lane's 16 bytes.
+__device__ __forceinline__ u64 lane_word(uint4 v, int k) {
+	return k == 0 ? ((u64)v.x | ((u64)v.y << 32)) : ((u64)v.z | ((u64)v.w << 32));
+}
+
 // diff_background finds the 256-byte arena blocks that differ, inside
 // [lo, hi), from the baseline: the background of the window filled from
-// origin with seed when filled, else zero. A warp checks one block, a word
-// per lane; lane 0 appends a differing block's index to list (when it fits
-// in cap) and counts it in *count either way, so the host can grow the list
-// and rescan.
-extern "C" __global__ void diff_background(const u64* arena, u64 lo, u64 hi, u64 seed, u64 origin, u32 filled,
-		u32* count, u32* list, u32 cap) {
+// origin with seed when filled, else zero. It takes any range; diff_blocks
+// below is the fast path for whole blocks. A half-warp checks one block,
+// 16 bytes per lane; a changed block is reported (report_block) whether or
+// not the list has room, and *count counts it either way, so the host can
+// grow the list and rescan.
+extern "C" __global__ void diff_background(const uint4* arena, u64 lo, u64 hi, u64 seed, u64 origin, u32 filled,
+		u32* count, u32* list, u32 cap, unsigned char* packed, u32 packed_cap) {
 	u32 lane = threadIdx.x & 31;
 	u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
-	for (u64 b = lo / 256 + warp; b * 256 < hi; b += warps) {
-		u64 w = b * 32 + lane;
-		u64 m = byte_mask(w, lo, hi);
-		u64 d = 0;
-		if (m) {
-			u64 want = filled ? window_word(seed, origin, w) : 0;
-			d = (arena[w] ^ want) & m;
+	u64 last = (hi + 255) / 256;
+	for (u64 b2 = lo / 256 + 2 * warp; b2 < last; b2 += 2 * warps) {
+		u64 b = b2 + (lane >> 4);
+		u64 x[2] = {0, 0};
+		uint4 v = make_uint4(0, 0, 0, 0);
+		if (b < last) {
+			v = arena[b * 16 + (lane & 15)];
+			u64 w = b * 32 + (lane & 15) * 2;
+			for (int k = 0; k < 2; k++) {
+				u64 m = byte_mask(w + k, lo, hi);
+				u64 want = (m && filled) ? window_word(seed, origin, w + k) : 0;
+				x[k] = (lane_word(v, k) ^ want) & m;
+			}
 		}
-		if (__any_sync(0xffffffffu, d != 0) && lane == 0) {
-			u32 i = atomicAdd(count, 1u);
-			if (i < cap) list[i] = (u32)b;
+		bool d = (x[0] | x[1]) != 0;
+		u32 bal = __ballot_sync(0xffffffffu, d);
+		report_block(((lane < 16) ? (bal & 0xffffu) : (bal >> 16)) != 0, b, v, d ? byte_bits(x[0], x[1]) : 0,
+			count, list, cap, packed, packed_cap);
+	}
+}
+
+// diff_blocks is diff_background for whole blocks [b0, b1) of a piece
+// whose window starts on a word (origin = 8 * word0): no byte masks and no
+// stitching of window words. A warp takes eight blocks at a time, with all
+// four of each lane's loads in flight before it compares, so that the scan
+// runs at memory speed.
+extern "C" __global__ void diff_blocks(const uint4* arena, u64 b0, u64 b1, u64 seed, u64 word0, u32 filled,
+		u32* count, u32* list, u32 cap, unsigned char* packed, u32 packed_cap) {
+	u32 lane = threadIdx.x & 31;
+	u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+	for (u64 g = b0 + 8 * warp; g < b1; g += 8 * warps) {
+		uint4 v[4];
+#pragma unroll
+		for (int r = 0; r < 4; r++) {
+			u64 b = g + 2 * r + (lane >> 4);
+			v[r] = b < b1 ? arena[b * 16 + (lane & 15)] : make_uint4(0, 0, 0, 0);
+		}
+#pragma unroll
+		for (int r = 0; r < 4; r++) {
+			u64 b = g + 2 * r + (lane >> 4);
+			u64 x0 = 0, x1 = 0;
+			if (b < b1) {
+				u64 w = b * 32 + (lane & 15) * 2 - word0;
+				x0 = lane_word(v[r], 0) ^ (filled ? background_word(seed, w) : 0);
+				x1 = lane_word(v[r], 1) ^ (filled ? background_word(seed, w + 1) : 0);
+			}
+			bool d = (x0 | x1) != 0;
+			u32 bal = __ballot_sync(0xffffffffu, d);
+			report_block(((lane < 16) ? (bal & 0xffffu) : (bal >> 16)) != 0, b, v[r], d ? byte_bits(x0, x1) : 0,
+				count, list, cap, packed, packed_cap);
 		}
 	}
 }

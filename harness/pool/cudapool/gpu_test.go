@@ -75,6 +75,20 @@ func (p *pair) changed(w pool.Window) []pool.Window {
 	if !reflect.DeepEqual(got, want) {
 		p.t.Fatalf("Changed(%+v):\ncuda %v\nshm  %v", w, got, want)
 	}
+	ws, b, err := p.gpu.ChangedBytes(w)
+	if err != nil || !reflect.DeepEqual(ws, want) {
+		p.t.Fatalf("cuda ChangedBytes(%+v) ranges %v (%v); want %v", w, ws, err, want)
+	}
+	off := 0
+	for _, r := range ws {
+		if !bytes.Equal(b[off:off+r.Len], p.shm.Bytes()[r.Off:r.End()]) {
+			p.t.Fatalf("ChangedBytes(%+v): bytes of %+v differ from the arena's", w, r)
+		}
+		off += r.Len
+	}
+	if off != len(b) {
+		p.t.Fatalf("ChangedBytes(%+v): %d bytes for ranges of %d", w, len(b), off)
+	}
 	return got
 }
 
@@ -98,7 +112,12 @@ func (p *pair) noBlocksFlagged(w pool.Window) {
 	p.t.Helper()
 	p.gpu.mu.Lock()
 	defer p.gpu.mu.Unlock()
-	n, err := p.gpu.scan(p.gpu.bl.pieces(w))
+	var n int
+	err := p.gpu.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		n, err = p.gpu.scan(c, p.gpu.bl.pieces(w))
+		return err
+	})
 	if err != nil || n != 0 {
 		p.t.Fatalf("scan of an unchanged arena flagged %d blocks (%v)", n, err)
 	}
@@ -226,6 +245,42 @@ func TestManyChangedBlocks(t *testing.T) {
 	p.sameBytes()
 }
 
+// TestBatchedTrips: a run changes hundreds of small ranges; finding them
+// with their bytes and restoring them each take one trip to the device
+// thread, not one per range.
+func TestBatchedTrips(t *testing.T) {
+	const size = 4 << 20
+	p := newPair(t, size)
+	whole := pool.Window{Off: 0, Len: size}
+	p.fill(pool.Window{Off: 0, Len: size / 2}, 8)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 600 {
+		p.write(rng.IntN(size-300), bytes.Repeat([]byte{byte(rng.IntN(255) + 1)}, 1+rng.IntN(300)))
+	}
+	c := p.changed(whole)
+	if len(c) < 300 {
+		t.Fatalf("%d changed ranges; the test means hundreds", len(c))
+	}
+	dev := p.gpu.dev
+	before := dev.Trips()
+	if _, _, err := p.gpu.ChangedBytes(whole); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.gpu.Reset(c); err != nil {
+		t.Fatal(err)
+	}
+	if trips := dev.Trips() - before; trips != 2 {
+		t.Errorf("ChangedBytes and Reset of %d ranges took %d trips to the device thread; want 2", len(c), trips)
+	}
+	if err := p.shm.Reset(c); err != nil {
+		t.Fatal(err)
+	}
+	p.sameBytes()
+	if c := p.changed(whole); c != nil {
+		t.Fatalf("after Reset: %v", c)
+	}
+}
+
 func TestDesc(t *testing.T) {
 	dev := openDevice(t)
 	m, err := New(dev, 12345)
@@ -260,9 +315,16 @@ func BenchmarkChanged(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	row := bytes.Repeat([]byte{0xa5}, 256)
+	row := make([]byte, 256)
 	for range 8 {
-		if err := m.WriteAt(row, rng.IntN(size/256)*256); err != nil {
+		off := rng.IntN(size/256) * 256
+		if err := m.ReadAt(row, off); err != nil {
+			b.Fatal(err)
+		}
+		for i := range row {
+			row[i] = ^row[i] // every byte changes: one range per row
+		}
+		if err := m.WriteAt(row, off); err != nil {
 			b.Fatal(err)
 		}
 	}

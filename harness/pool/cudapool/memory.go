@@ -25,6 +25,7 @@ type Memory struct {
 	mu      sync.Mutex // guards the baseline and the scan buffers
 	bl      baseline
 	scratch scanBuffers
+	want    [blockBytes]byte // a block's baseline, for diffBlock
 }
 
 var _ pool.Memory = (*Memory)(nil)
@@ -102,6 +103,12 @@ func (m *Memory) WriteAt(p []byte, off int) error {
 		return err
 	}
 	return m.dev.HtoD(m.base.Add(off), p)
+}
+
+// Batch runs f, whose calls on m (and on its device) then take one trip to
+// the device thread together instead of one each.
+func (m *Memory) Batch(f func() error) error {
+	return m.dev.Do(func(*cuda.Ctx) error { return f() })
 }
 
 // Close frees the arena and the scan buffers and unloads the kernels. Any
