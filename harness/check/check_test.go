@@ -102,3 +102,21 @@ func TestBF16ScatterViolations(t *testing.T) {
 		t.Errorf("no padding: %v", res.Violations)
 	}
 }
+
+// TestPhases: a target given Phases adds each stage's time per case, and
+// the Go SDK reports its StoreBatch handler's own time in a trailer.
+func TestPhases(t *testing.T) {
+	tg := target(t, "fusedstore", "bf16", "")
+	tg.Phases = Phases{}
+	if _, err := tg.Check(context.Background(), storeCase(workload.PadCount, 2, 5, 63, 5, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"prepare", "stage", "store", "store-plugin", "check-staging", "capture", "classify"} {
+		if tg.Phases[stage] <= 0 {
+			t.Errorf("stage %s: %v; want a positive time", stage, tg.Phases[stage])
+		}
+	}
+	if tg.Phases["store-plugin"] > tg.Phases["store"] {
+		t.Errorf("the plugin's handler (%v) took longer than the call around it (%v)", tg.Phases["store-plugin"], tg.Phases["store"])
+	}
+}

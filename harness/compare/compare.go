@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
@@ -41,8 +42,11 @@ func Compare(baseName string, base io.Reader, newName string, next io.Reader, o 
 	}
 	rep := &Report{Base: baseName, New: newName, Options: o, Warnings: configWarnings(old, nw)}
 	units := mergeUnits(old.units, nw.units)
+	d := drift{old, nw}
 	for _, k := range rowOrder(old, nw) {
-		rep.Rows = append(rep.Rows, compareRow(k, old.values[k], nw.values[k], units, o))
+		row := compareRow(k, old.values[k], nw.values[k], units, o)
+		judgeNet(&row, k, d, o)
+		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
 }
@@ -96,6 +100,48 @@ func compareRow(k rowKey, old, next []float64, units benchfmt.UnitMetadataMap, o
 	row.Verdict = decide(c.P, o.Alpha, row.DeltaPct, o.Threshold, row.Better)
 	return row
 }
+
+// judgeNet re-judges a tested kernel row against the floor measured beside
+// it (see drift), and marks floors as references, unless o.Absolute. A
+// change counts only when both its own size and its size net of the
+// floor's drift pass the threshold: the machine's drift neither makes nor
+// hides a regression. Per-launch rows take LatencyThreshold: their times
+// include the host's wait for the GPU, which moves between runs far more
+// than a batch does. Rates are the same samples as the times, judged there.
+func judgeNet(row *Row, k rowKey, d drift, o Options) {
+	if o.Absolute || row.Verdict == Missing || row.Verdict == Insufficient {
+		return
+	}
+	if isFloor(k.name) {
+		row.Verdict = Reference
+		return
+	}
+	ref, ratio, ok := d.reference(k)
+	if !ok {
+		return
+	}
+	if !strings.HasSuffix(k.unit, "sec/op") {
+		row.Verdict = Derived
+		return
+	}
+	row.Ref, row.RefDeltaPct = ref, (ratio-1)*100
+	row.NetDeltaPct = ((1+row.DeltaPct/100)/ratio - 1) * 100
+	th := o.Threshold
+	if strings.Contains(k.name, "/timing=per-launch") {
+		th = o.LatencyThreshold
+	}
+	raw := decide(row.P, o.Alpha, row.DeltaPct, th, row.Better)
+	net := decide(row.P, o.Alpha, row.NetDeltaPct, th, row.Better)
+	row.Verdict = Unchanged
+	if raw == net && apart(row.Old, row.New) {
+		row.Verdict = raw
+	}
+}
+
+// apart reports whether two sides' confidence intervals are disjoint. A
+// tail that doubles within its own interval (a per-launch p99.9 of ten
+// lines, ±100%) is noise a rerun shows, not a change.
+func apart(a, b Side) bool { return a.Hi < b.Lo || b.Hi < a.Lo }
 
 func summarize(assume benchmath.Assumption, s *benchmath.Sample, o Options, row *Row) Side {
 	sum := assume.Summary(s, o.Confidence)

@@ -2,9 +2,13 @@ package compare
 
 // Defaults for zero Options fields.
 const (
-	DefaultAlpha      = 0.05
-	DefaultThreshold  = 0.05
-	DefaultConfidence = 0.95
+	DefaultAlpha     = 0.05
+	DefaultThreshold = 0.05
+	// DefaultLatencyThreshold is for per-launch rows: on an H200 virtual
+	// machine an unchanged rerun moved per-launch medians of small cells
+	// by up to 36% (batched ones by under 15%, mostly the machine's drift).
+	DefaultLatencyThreshold = 0.5
+	DefaultConfidence       = 0.95
 )
 
 // Options configures a comparison. Zero fields take the defaults.
@@ -15,12 +19,19 @@ type Options struct {
 	// Threshold is the smallest relative change of the medians that
 	// counts as a regression or improvement, as a fraction (0.05 = 5%).
 	Threshold float64
+	// LatencyThreshold is Threshold for per-launch rows (tail latency),
+	// judged net of their floor's drift.
+	LatencyThreshold float64
 	// Confidence is the level of the median's confidence interval.
 	Confidence float64
 	// Ignore lists name keys dropped before rows are matched, as
 	// benchstat's -ignore does: with "variant", a run of a plugin's
 	// variant compares against the baseline of the plugin itself.
 	Ignore []string
+	// Absolute judges each row's own change. By default a kernel's row is
+	// judged net of the drift of the floor measured beside it in the
+	// same run (see drift), and floors are not judged.
+	Absolute bool
 }
 
 func (o Options) withDefaults() Options {
@@ -29,6 +40,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
+	}
+	if o.LatencyThreshold == 0 {
+		o.LatencyThreshold = DefaultLatencyThreshold
 	}
 	if o.Confidence == 0 {
 		o.Confidence = DefaultConfidence

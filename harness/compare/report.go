@@ -15,9 +15,14 @@ type Row struct {
 	Better   int     // -1 lower is better, +1 higher is better, 0 unknown
 	Old, New Side    // base and new
 	DeltaPct float64 // (new - old) / old × 100, of the medians
-	P        float64 // U-test p-value; 1 when not tested
-	Verdict  Verdict
-	Warnings []error // statistical caveats: show as footnotes
+	// Ref is the floor row the change was judged against (see drift),
+	// RefDeltaPct its change, NetDeltaPct the change net of it; Ref is
+	// empty when the row was judged on DeltaPct alone.
+	Ref                      string
+	RefDeltaPct, NetDeltaPct float64
+	P                        float64 // U-test p-value; 1 when not tested
+	Verdict                  Verdict
+	Warnings                 []error // statistical caveats: show as footnotes
 }
 
 // A Report is the comparison of two benchmark files.

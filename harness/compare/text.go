@@ -19,6 +19,10 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "base: %s\nnew:  %s\n", r.Base, r.New)
 	fmt.Fprintf(&b, "Mann–Whitney U-test, alpha %v; regression threshold %v%%; median ± %v%% CI\n",
 		r.Options.Alpha, 100*r.Options.Threshold, 100*r.Options.Confidence)
+	if !r.Options.Absolute {
+		fmt.Fprintf(&b, "kernel times judged on their change and on it net of the drift of the floor measured beside them (empty launch or copy), both past the threshold (per-launch rows: %v%%); floors are references, rates derived\n",
+			100*r.Options.LatencyThreshold)
+	}
 	notes := &footnotes{index: map[string]int{}}
 	for start := 0; start < len(r.Rows); {
 		end := start + 1
@@ -83,6 +87,9 @@ func formatDelta(row Row, alpha float64) string {
 		d = fmt.Sprintf("%+.2f%%", row.DeltaPct)
 		if math.IsInf(row.DeltaPct, 0) {
 			d = fmt.Sprintf("%+.0f%%", row.DeltaPct)
+		}
+		if row.Ref != "" {
+			d += fmt.Sprintf(" net %+.2f%%", row.NetDeltaPct)
 		}
 	}
 	return fmt.Sprintf("%s (p=%.3f n=%d+%d)", d, row.P, row.Old.N, row.New.N)

@@ -11,10 +11,12 @@ const (
 	Changed      Verdict = "changed"              // significant, beyond the threshold, unit direction unknown
 	Insufficient Verdict = "insufficient samples" // too few values for the U-test to reach alpha
 	Missing      Verdict = "missing"              // present in only one file
+	Reference    Verdict = "reference"            // a floor measured beside the kernels (copy, empty launch): shown, not judged
+	Derived      Verdict = "derived"              // a rate of the samples a time row judges: shown, judged there
 )
 
 // verdicts is the order verdicts are counted and listed in.
-var verdicts = []Verdict{Regression, Improvement, Changed, Unchanged, Insufficient, Missing}
+var verdicts = []Verdict{Regression, Improvement, Changed, Unchanged, Reference, Derived, Insufficient, Missing}
 
 // decide is the verdict for a tested row: significance first, then
 // size, then direction (better is -1 lower, +1 higher, 0 unknown).

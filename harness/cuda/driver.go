@@ -30,8 +30,6 @@ type driverAPI struct {
 	cuMemAlloc                  func(p *uint64, n uint64) Result
 	cuMemFree                   func(p uint64) Result
 	cuMemGetAddressRange        func(base *uint64, size *uint64, p uint64) Result
-	cuMemAllocHost              func(p *unsafe.Pointer, n uint64) Result
-	cuMemFreeHost               func(p unsafe.Pointer) Result
 	cuMemcpyHtoD                func(dst uint64, src unsafe.Pointer, n uint64) Result
 	cuMemcpyDtoH                func(dst unsafe.Pointer, src uint64, n uint64) Result
 	cuMemcpyDtoD                func(dst, src uint64, n uint64) Result
@@ -64,8 +62,6 @@ type driverAPI struct {
 
 	// cuGetErrorName is optional: without it codes are named from a table.
 	cuGetErrorName func(r Result, name **byte) Result
-	// vmm is optional too: nil when the driver lacks any of it.
-	vmm *vmmAPI
 }
 
 // ipcHandle is CUipcMemHandle, passed by value to cuIpcOpenMemHandle.
@@ -87,8 +83,6 @@ func (d *driverAPI) symbols() []symbol {
 		{"cuMemAlloc_v2", &d.cuMemAlloc},
 		{"cuMemFree_v2", &d.cuMemFree},
 		{"cuMemGetAddressRange_v2", &d.cuMemGetAddressRange},
-		{"cuMemAllocHost_v2", &d.cuMemAllocHost},
-		{"cuMemFreeHost", &d.cuMemFreeHost},
 		{"cuMemcpyHtoD_v2", &d.cuMemcpyHtoD},
 		{"cuMemcpyDtoH_v2", &d.cuMemcpyDtoH},
 		{"cuMemcpyDtoD_v2", &d.cuMemcpyDtoD},
@@ -157,9 +151,6 @@ func loadDriver(path string) (*driverAPI, error) {
 		return nil, fmt.Errorf("%w: %v; the driver is older than CUDA 11.4, update it", ErrNoDriver, err)
 	}
 	_ = bind(lib, path, []symbol{{"cuGetErrorName", &d.cuGetErrorName}})
-	if v := new(vmmAPI); bind(lib, path, v.symbols()) == nil {
-		d.vmm = v
-	}
 	if err := check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDriver, err)
 	}

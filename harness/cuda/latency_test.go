@@ -11,7 +11,7 @@ import (
 
 // TestLatencies measures what the small operations of a checked case cost
 // on this machine: a trip to the device thread, small copies from pageable
-// and pinned memory, a launch and a wait. It asserts nothing about speed;
+// memory, a launch and a wait. It asserts nothing about speed;
 // set KVHARNESS_GPU_PROBES=1 to run it.
 func TestLatencies(t *testing.T) {
 	if os.Getenv("KVHARNESS_GPU_PROBES") == "" {
@@ -20,9 +20,6 @@ func TestLatencies(t *testing.T) {
 	d := openDevice(t)
 	const big = 48 << 10
 	dev := alloc(t, d, big)
-	pin, err := d.AllocPinned(big)
-	must(t, err)
-	defer pin.Free()
 	page := make([]byte, big)
 	m, err := d.Compile("empty", `extern "C" __global__ void empty() {}`)
 	must(t, err)
@@ -36,13 +33,9 @@ func TestLatencies(t *testing.T) {
 		{"trip (empty Do)", in(func(*Ctx) error { return nil })},
 		{"DtoH 4 B pageable, own trip", func() error { return d.DtoH(page[:4], dev) }},
 		{"DtoH 4 B pageable", in(func(*Ctx) error { return d.DtoH(page[:4], dev) })},
-		{"DtoH 4 B pinned", in(func(*Ctx) error { return d.DtoH(pin.Bytes()[:4], dev) })},
 		{"DtoH 48 KiB pageable", in(func(*Ctx) error { return d.DtoH(page, dev) })},
-		{"DtoH 48 KiB pinned", in(func(*Ctx) error { return d.DtoH(pin.Bytes(), dev) })},
 		{"HtoD 4 B pageable", in(func(*Ctx) error { return d.HtoD(dev, page[:4]) })},
-		{"HtoD 4 B pinned", in(func(*Ctx) error { return d.HtoD(dev, pin.Bytes()[:4]) })},
 		{"HtoD 48 KiB pageable", in(func(*Ctx) error { return d.HtoD(dev, page) })},
-		{"HtoD 48 KiB pinned", in(func(*Ctx) error { return d.HtoD(dev, pin.Bytes()) })},
 		{"launch + sync", in(func(c *Ctx) error {
 			if err := c.Launch(empty, nil, Dim3{X: 1}, Dim3{X: 32}, 0); err != nil {
 				return err
