@@ -63,14 +63,21 @@ func TestIPCChild(t *testing.T) {
 	}
 	n, err := strconv.Atoi(os.Getenv(envIPCSize))
 	must(t, err)
+	d := openDevice(t)
+	p := openHandle(t, d, hs)
+	must(t, d.HtoD(p, ipcPattern(n)))
+	must(t, d.Sync())
+	must(t, d.IpcClose(p))
+}
+
+// openHandle opens an IPC handle given in hex, as a child test receives it.
+func openHandle(t *testing.T, d *Device, hs string) Ptr {
+	t.Helper()
 	raw, err := hex.DecodeString(hs)
 	if err != nil || len(raw) != 64 {
 		t.Fatalf("bad handle %q: %v", hs, err)
 	}
-	d := openDevice(t)
 	p, err := d.IpcOpen([64]byte(raw))
 	must(t, err)
-	must(t, d.HtoD(p, ipcPattern(n)))
-	must(t, d.Sync())
-	must(t, d.IpcClose(p))
+	return p
 }

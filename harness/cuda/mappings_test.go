@@ -141,13 +141,8 @@ func TestScatterChild(t *testing.T) {
 	if _, err := fmt.Sscanf(v, "%s %d %d %d", &hs, &l.pool, &l.rows, &l.loc); err != nil {
 		t.Fatalf("bad %s %q: %v", envScatter, v, err)
 	}
-	raw, err := hex.DecodeString(hs)
-	if err != nil || len(raw) != 64 {
-		t.Fatalf("bad handle %q: %v", hs, err)
-	}
 	d := openDevice(t)
-	p, err := d.IpcOpen([64]byte(raw))
-	must(t, err)
+	p := openHandle(t, d, hs)
 	defer d.IpcClose(p)
 	fmt.Printf("scatter-us %.2f\n", scatterMicros(t, d, p, l))
 }
