@@ -178,7 +178,8 @@ type run struct {
 
 // runs stages the rows and slots once (every run of a batch reads a prefix
 // of them), executes the stores in one round trip, and returns what each
-// changed, leaving every pool as it found it.
+// changed, leaving every pool as it found it (unless a capture fails,
+// which stops the run).
 func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, error) {
 	c := batch[0].c
 	if c.Capacity() > t.MaxCapacity {

@@ -104,10 +104,13 @@ func compareRow(k rowKey, old, next []float64, units benchfmt.UnitMetadataMap, o
 // judgeNet re-judges a tested kernel row against the floor measured beside
 // it (see drift), and marks floors as references, unless o.Absolute. A
 // change counts only when both its own size and its size net of the
-// floor's drift pass the threshold: the machine's drift neither makes nor
-// hides a regression. Per-launch rows take LatencyThreshold: their times
-// include the host's wait for the GPU, which moves between runs far more
-// than a batch does. Rates are the same samples as the times, judged there.
+// floor's drift pass the threshold, and the two medians' confidence
+// intervals are apart: the machine's drift alone never makes a
+// regression, at the price that a regression which a faster machine
+// masked (+1% raw, +15% net) is not called one either. Per-launch rows
+// take LatencyThreshold: their times include the host's wait for the GPU,
+// which moves between runs far more than a batch does. Rates are the same
+// samples as the times, judged there.
 func judgeNet(row *Row, k rowKey, d drift, o Options) {
 	if o.Absolute || row.Verdict == Missing || row.Verdict == Insufficient {
 		return

@@ -20,7 +20,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Mann–Whitney U-test, alpha %v; regression threshold %v%%; median ± %v%% CI\n",
 		r.Options.Alpha, 100*r.Options.Threshold, 100*r.Options.Confidence)
 	if !r.Options.Absolute {
-		fmt.Fprintf(&b, "kernel times judged on their change and on it net of the drift of the floor measured beside them (empty launch or copy), both past the threshold (per-launch rows: %v%%); floors are references, rates derived\n",
+		fmt.Fprintf(&b, "kernel times judged on their change and on it net of the drift of the floor measured beside them (empty launch or copy), both past the threshold (per-launch rows: %v%%) with the medians' intervals apart; floors are references, rates derived\n",
 			100*r.Options.LatencyThreshold)
 	}
 	notes := &footnotes{index: map[string]int{}}

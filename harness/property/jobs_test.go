@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // spawner starts more processes of a bundled plugin, closed with the test.
@@ -81,6 +82,44 @@ func TestJobsStopAtFault(t *testing.T) {
 	for _, v := range vs {
 		if v.Outcome.Fault == nil || strings.Contains(v.Outcome.Fault.Error(), "context canceled") {
 			t.Errorf("%s/%s: fault %v; want only combinations that faulted themselves", v.Layout.Name, v.Label, v.Outcome.Fault)
+		}
+	}
+}
+
+// TestJobsStopLikeSerial: when a later combination stops the run (fp8store
+// has no bf16 kernel), the earlier ones still finish, as they would in a
+// serial run, and the error is the same; the plugins a job spawned are
+// closed with it.
+func TestJobsStopLikeSerial(t *testing.T) {
+	serial := suite(t, "fp8store", "", "fp8-paged", "bf16")
+	serial.Cases = 40
+	want, werr := serial.Run(context.Background())
+	if werr == nil || len(want) != 4 {
+		t.Fatalf("serial run: %d verdicts, err %v; want the 4 fp8-paged ones and bf16's error", len(want), werr)
+	}
+	jobs := *serial
+	var spawned []*plugin.Plugin
+	jobs.Jobs = 5
+	jobs.Spawn = func(ctx context.Context) (*plugin.Plugin, error) {
+		p, err := spawner(t, "fp8store")(ctx)
+		spawned = append(spawned, p)
+		return p, err
+	}
+	got, gerr := jobs.Run(context.Background())
+	if gerr == nil || gerr.Error() != werr.Error() {
+		t.Errorf("5 jobs: err %v; want the serial run's %v", gerr, werr)
+	}
+	if !reflect.DeepEqual(summarize(got), summarize(want)) {
+		t.Errorf("5 jobs:\n%+v\nserial:\n%+v", summarize(got), summarize(want))
+	}
+	for _, v := range got {
+		if v.Outcome.Fault != nil {
+			t.Errorf("%s/%s: fault %v; a stop elsewhere must not show as a fault here", v.Layout.Name, v.Label, v.Outcome.Fault)
+		}
+	}
+	for _, p := range spawned {
+		if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err == nil {
+			t.Errorf("a spawned plugin still answers after the run")
 		}
 	}
 }

@@ -125,81 +125,108 @@ func (j *job) close(ctx context.Context) {
 }
 
 // runJobs runs combinations on Jobs plugin processes at once: the suite's
-// own and Jobs-1 spawned ones. A fault in one stops the others; runs that
-// only stopped for it are left out, as a serial run would never have
-// started them.
-func (s *Suite) runJobs(parent context.Context, combos []combo) ([]Verdict, error) {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	verdicts := make([]*Verdict, len(combos))
-	stop := &firstFault{at: len(combos)}
-	var next atomic.Int64
+// own and Jobs-1 spawned ones. It reports what a serial run would: when
+// combination i stops the run (a plugin fault, a target that will not
+// open), the combinations before i still finish, those after it are
+// cancelled and left out, and i's error is returned.
+func (s *Suite) runJobs(ctx context.Context, combos []combo) ([]Verdict, error) {
+	r := &jobRun{suite: s, combos: combos, verdicts: make([]*Verdict, len(combos)), errs: make([]error, len(combos)),
+		cancels: map[int]context.CancelFunc{}, stopAt: len(combos)}
 	var wg sync.WaitGroup
 	for n := range min(s.Jobs, len(combos)) {
-		wg.Go(func() {
-			p, err := s.jobPlugin(ctx, n)
-			if err != nil {
-				stop.set(len(combos), err, cancel)
-				return
-			}
-			var j job
-			defer j.close(ctx)
-			for i := int(next.Add(1) - 1); i < len(combos) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				if err := j.target(ctx, s, p, combos[i].layout); err != nil {
-					stop.set(i, err, cancel)
-					return
-				}
-				v := s.run(ctx, j.t, combos[i])
-				if f := v.Outcome.Fault; f != nil && errors.Is(f, context.Canceled) && parent.Err() == nil {
-					return // stopped by another job's fault
-				}
-				verdicts[i] = &v
-				if v.Outcome.Fault != nil {
-					stop.set(i, v.Outcome.Fault, cancel)
-					return
-				}
-			}
-		})
+		wg.Go(func() { r.job(ctx, n) })
 	}
 	wg.Wait()
 	var out []Verdict
-	for _, v := range verdicts {
-		if v != nil {
+	for i := range min(r.stopAt+1, len(combos)) {
+		if v := r.verdicts[i]; v != nil {
 			out = append(out, *v)
 		}
 	}
-	return out, stop.err
+	if r.stopAt < len(combos) {
+		return out, r.errs[r.stopAt]
+	}
+	return out, nil
 }
 
-// jobPlugin is job n's plugin: the suite's for the first job, a new
-// process for the others, closed when the run's context ends.
-func (s *Suite) jobPlugin(ctx context.Context, n int) (*plugin.Plugin, error) {
-	if n == 0 {
-		return s.Plugin, nil
-	}
-	p, err := s.Spawn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, p.Close)
-	return p, nil
+// jobRun is the shared state of a parallel run.
+type jobRun struct {
+	suite    *Suite
+	combos   []combo
+	verdicts []*Verdict
+	errs     []error
+	next     atomic.Int64
+
+	mu      sync.Mutex
+	cancels map[int]context.CancelFunc // combinations running
+	stopAt  int                        // the earliest combination that stopped the run
 }
 
-// firstFault keeps the error of the earliest combination that stopped a
-// parallel run, so that the error reported does not depend on timing.
-type firstFault struct {
-	mu  sync.Mutex
-	at  int
-	err error
+// job takes combinations in order until none is left or the run stopped
+// before them. A job whose plugin will not spawn leaves the work to the
+// others.
+func (r *jobRun) job(ctx context.Context, n int) {
+	p := r.suite.Plugin
+	if n > 0 {
+		var err error
+		if p, err = r.suite.Spawn(ctx); err != nil {
+			return
+		}
+		defer p.Close() // after the target below is released
+	}
+	var j job
+	defer j.close(ctx)
+	for i := int(r.next.Add(1) - 1); i < len(r.combos); i = int(r.next.Add(1) - 1) {
+		cctx, ok := r.start(ctx, i)
+		if !ok {
+			return
+		}
+		err := j.target(cctx, r.suite, p, r.combos[i].layout)
+		if err == nil {
+			v := r.suite.run(cctx, j.t, r.combos[i])
+			r.verdicts[i], err = &v, v.Outcome.Fault
+		}
+		if r.finish(i, err) {
+			return
+		}
+	}
 }
 
-func (f *firstFault) set(at int, err error, cancel func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err == nil || at < f.at {
-		f.at, f.err = at, err
+// start registers combination i as running, with a context that a stop
+// at an earlier combination cancels; false if the run already stopped
+// before i.
+func (r *jobRun) start(ctx context.Context, i int) (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i > r.stopAt {
+		return nil, false
 	}
-	cancel()
+	cctx, cancel := context.WithCancel(ctx)
+	r.cancels[i] = cancel
+	return cctx, true
+}
+
+// finish unregisters combination i; when err stops the run there, it
+// cancels every later combination still running. It reports whether the
+// job should stop.
+func (r *jobRun) finish(i int, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cancels[i]()
+	delete(r.cancels, i)
+	if err == nil {
+		return false
+	}
+	r.errs[i] = err
+	if i < r.stopAt {
+		r.stopAt = i
+		for k, cancel := range r.cancels {
+			if k > i {
+				cancel()
+			}
+		}
+	}
+	return true
 }
 
 // IsFault reports whether err is a plugin fault rather than a harness error.

@@ -61,6 +61,6 @@ func Plugins(server kvpb.KernelServer) plugin.PluginSet {
 }
 
 // HandlerTimeKey names the trailer in which a plugin may report how long
-// its StoreBatch handler took, in nanoseconds: the harness subtracts it
-// from the call's time to tell the plugin's work from the transport's.
+// its StoreBatch handler took, in nanoseconds: the harness reports it beside
+// the call's time, to tell the plugin's work from the transport's.
 const HandlerTimeKey = "kvharness-handler-ns"

@@ -25,7 +25,8 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin ./my-plugin --variant my-mutant --json
 `
 
-// checkFlags are the flags check, mutants and repro share.
+// checkFlags are the flags check, mutants and repro share (--jobs is
+// check's alone, and only for store kernels).
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int

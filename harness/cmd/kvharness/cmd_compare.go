@@ -21,7 +21,7 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	o := compare.Options{}
 	fs.Float64Var(&o.Alpha, "alpha", compare.DefaultAlpha, "significance level of the Mann–Whitney U-test")
 	fs.Float64Var(&o.Threshold, "threshold", compare.DefaultThreshold, "smallest relative change that counts as a regression (0.05 = 5%)")
-	fs.Float64Var(&o.LatencyThreshold, "latency-threshold", compare.DefaultLatencyThreshold, "--threshold for per-launch rows, whose times include the host's wait and move more between runs")
+	fs.Float64Var(&o.LatencyThreshold, "latency-threshold", compare.DefaultLatencyThreshold, "--threshold for per-launch kernel rows judged against a floor (not with --absolute): their times include the host's wait and move more between runs")
 	fs.BoolVar(&o.Absolute, "absolute", false, "judge each row's own change; by default a kernel's change is judged net of the drift of the floor measured beside it (empty launch or copy)")
 	fs.StringSliceVar(&o.Ignore, "ignore", nil, "benchmark name keys to drop before matching rows (e.g. variant: compare a variant with the plugin's baseline)")
 	if code, ok := parse(fs, args); !ok {

@@ -36,9 +36,9 @@ func (m *Memory) changed(w pool.Window, keep bool) (ws []pool.Window, got []byte
 	if w.Len == 0 {
 		return nil, nil, nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	err = m.dev.Do(func(c *cuda.Ctx) error {
+		m.mu.Lock() // always after the device thread: see Batch
+		defer m.mu.Unlock()
 		d := diff{keep: keep}
 		if err := m.collect(c, w, &d); err != nil {
 			return err

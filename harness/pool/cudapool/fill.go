@@ -16,16 +16,18 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 	if err := m.check(w.Off, w.Len); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.bl.fill(w, seed)
-	if w.Len == 0 {
-		return nil
-	}
-	if err := m.k.fillRange(m.base, w.Off, w.End(), seed, w.Off); err != nil {
-		return err
-	}
-	return m.sync("fill")
+	return m.dev.Do(func(*cuda.Ctx) error {
+		m.mu.Lock() // always after the device thread: see Batch
+		defer m.mu.Unlock()
+		m.bl.fill(w, seed)
+		if w.Len == 0 {
+			return nil
+		}
+		if err := m.k.fillRange(m.base, w.Off, w.End(), seed, w.Off); err != nil {
+			return err
+		}
+		return m.sync("fill")
+	})
 }
 
 // Reset implements pool.Memory: each window gets its baseline back, the
@@ -39,9 +41,9 @@ func (m *Memory) Reset(ws []pool.Window) error {
 			return err
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.dev.Do(func(*cuda.Ctx) error {
+		m.mu.Lock() // always after the device thread: see Batch
+		defer m.mu.Unlock()
 		var small []piece
 		for _, w := range ws {
 			for _, p := range m.bl.pieces(w) {

@@ -110,10 +110,10 @@ func (p *pair) sameBytes() {
 // recheck blocks for nothing.
 func (p *pair) noBlocksFlagged(w pool.Window) {
 	p.t.Helper()
-	p.gpu.mu.Lock()
-	defer p.gpu.mu.Unlock()
 	var n int
 	err := p.gpu.dev.Do(func(c *cuda.Ctx) error {
+		p.gpu.mu.Lock()
+		defer p.gpu.mu.Unlock()
 		var err error
 		n, err = p.gpu.scan(c, p.gpu.bl.pieces(w))
 		return err

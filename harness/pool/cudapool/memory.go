@@ -106,7 +106,9 @@ func (m *Memory) WriteAt(p []byte, off int) error {
 }
 
 // Batch runs f, whose calls on m (and on its device) then take one trip to
-// the device thread together instead of one each.
+// the device thread together instead of one each. Every method takes the
+// device thread before m's lock, so a Batch and other callers of m never
+// wait for each other in opposite orders.
 func (m *Memory) Batch(f func() error) error {
 	return m.dev.Do(func(*cuda.Ctx) error { return f() })
 }
