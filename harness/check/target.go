@@ -208,7 +208,7 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 		start = t.clock("check-staging", start)
 		var cerr error
 		deltas, cerr = t.collect(batch)
-		start = t.clock("capture", start)
+		t.clock("capture", start)
 		return cerr
 	})
 	if berr != nil {

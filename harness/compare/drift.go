@@ -30,12 +30,12 @@ func (d drift) reference(k rowKey) (name string, ratio float64, ok bool) {
 		return "", 0, false
 	}
 	empty := "Empty/" + withKey(keys, "tokens", "1")
-	copy := "Copy/" + withKey(keys, "mode", "eager")
+	cp := "Copy/" + withKey(keys, "mode", "eager")
 	kernel, okK := median(d.old.values[k])
 	floor, okE := median(d.old.values[rowKey{empty, k.unit}])
-	order := []string{copy, empty}
+	order := []string{cp, empty}
 	if okK && okE && kernel <= launchBound*floor {
-		order = []string{empty, copy}
+		order = []string{empty, cp}
 	}
 	for _, ref := range order {
 		rk := rowKey{ref, k.unit}

@@ -13,8 +13,8 @@ import (
 )
 
 // Changed implements pool.Memory. The arena is scanned on the device; only
-// the changed 256-byte blocks come back to the host, where they are compared
-// byte by byte with the baseline.
+// the changed 256-byte blocks come back to the host, each with a bit per
+// byte that differs from the baseline (see collect).
 func (m *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 	ws, _, err := m.changed(w, false)
 	return ws, err

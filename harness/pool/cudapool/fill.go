@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/cuda"
-
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
