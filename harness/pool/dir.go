@@ -39,28 +39,43 @@ func RuntimeRoot() string {
 }
 
 // OpenDir makes a run directory under RuntimeRoot and removes stale ones.
+// The directory is made and locked under a name sweeps pass over, then
+// renamed: a sweep by another run (or another OpenDir of this one) never
+// sees a run directory whose lock is not yet held.
 func OpenDir() (*Dir, error) {
 	user := filepath.Join(RuntimeRoot(), fmt.Sprintf("kvharness-%d", os.Getuid()))
 	if err := privateDir(user); err != nil {
 		return nil, err
 	}
 	sweep(user)
-	path, err := os.MkdirTemp(user, fmt.Sprintf("run-%d-", os.Getpid()))
+	tmp, err := os.MkdirTemp(user, fmt.Sprintf("%s%d-", newPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("make run directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(path, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(tmp, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			lock.Close()
 		}
 	}
 	if err != nil {
-		os.RemoveAll(path)
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("lock run directory: %w", err)
+	}
+	path := filepath.Join(user, runPrefix+strings.TrimPrefix(filepath.Base(tmp), newPrefix))
+	if err := os.Rename(tmp, path); err != nil {
+		lock.Close()
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("name run directory: %w", err)
 	}
 	return &Dir{Path: path, lock: lock}, nil
 }
+
+// Run directories are named runPrefix…; newPrefix… while being made.
+const (
+	runPrefix = "run-"
+	newPrefix = "new-"
+)
 
 func privateDir(path string) error {
 	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -79,14 +94,21 @@ func privateDir(path string) error {
 }
 
 // sweep removes run directories whose owner is gone, and kills the process
-// groups their plugins were started in.
+// groups their plugins were started in; and directories left half made
+// (their run died between making and naming them) once they are old.
 func sweep(user string) {
 	entries, _ := os.ReadDir(user)
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
+		path := filepath.Join(user, e.Name())
+		if e.IsDir() && strings.HasPrefix(e.Name(), newPrefix) {
+			if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > youngest {
+				os.RemoveAll(path)
+			}
 			continue
 		}
-		path := filepath.Join(user, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), runPrefix) {
+			continue
+		}
 		if stale(path) {
 			killRecordedGroups(path)
 			os.RemoveAll(path)

@@ -5,8 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -163,6 +166,49 @@ func TestStaleDirsAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(live.Path); err != nil {
 		t.Errorf("live run directory removed: %v", err)
+	}
+}
+
+// TestConcurrentOpenDirs: runs opening their directories at the same time
+// (each OpenDir sweeps the others') all get a live directory; a half-made
+// one from a run that died is swept once old, a fresh one is not.
+func TestConcurrentOpenDirs(t *testing.T) {
+	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
+	first, err := OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	user := filepath.Dir(first.Path)
+	old, fresh := filepath.Join(user, "new-1-old"), filepath.Join(user, "new-2-fresh")
+	for _, d := range []string{old, fresh} {
+		os.Mkdir(d, 0o700)
+	}
+	past := time.Now().Add(-2 * youngest)
+	os.Chtimes(old, past, past)
+	dirs := make([]*Dir, 64)
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i := range dirs {
+		wg.Go(func() { dirs[i], errs[i] = OpenDir() })
+	}
+	wg.Wait()
+	for i, d := range dirs {
+		if errs[i] != nil {
+			t.Fatalf("OpenDir %d: %v", i, errs[i])
+		}
+		defer d.Close()
+	}
+	for i, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d.Path, "lock")); err != nil || !strings.HasPrefix(filepath.Base(d.Path), "run-") {
+			t.Errorf("directory %d (%s) after all opened: %v", i, d.Path, err)
+		}
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("half-made directory from a dead run kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("half-made directory of a live run removed: %v", err)
 	}
 }
 
