@@ -37,7 +37,7 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Bac
 	if err != nil {
 		return nil, err
 	}
-	mem, err := b.NewMemory(dir, g.Size)
+	mem, err := b.NewMemory(dir, g.Size, p)
 	if err != nil {
 		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
 	}

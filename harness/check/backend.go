@@ -3,20 +3,34 @@ package check
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/pool/cudapool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-// CUDA is the device backend: arenas in GPU memory, exported to the
-// plugin by IPC handle, diffed on the GPU.
+// CUDA is the device backend: arenas in GPU memory, shared with the
+// plugin by file descriptor when it maps them so (its Describe said
+// cuda_fd_arenas), by IPC handle otherwise; diffed on the GPU.
 type CUDA struct{ Dev *cuda.Device }
 
 // NewMemory implements Backend.
-func (c CUDA) NewMemory(_ *pool.Dir, size int) (pool.Memory, error) { return cudapool.New(c.Dev, size) }
+func (c CUDA) NewMemory(_ *pool.Dir, size int, p *plugin.Plugin) (pool.Memory, error) {
+	return cudapool.New(c.Dev, size, SharingFor(p))
+}
+
+// SharingFor is how a CUDA arena is shared with p: by file descriptor when
+// p maps one and cudapool.SharingEnv does not say "ipc".
+func SharingFor(p *plugin.Plugin) cudapool.Sharing {
+	if p != nil && p.MapsFDArenas() && os.Getenv(cudapool.SharingEnv) != "ipc" {
+		return cudapool.FD
+	}
+	return cudapool.IPC
+}
 
 // ErrBackend marks a backend that was asked for and cannot be had: a usage
 // error, not a plugin fault.

@@ -85,7 +85,7 @@ func (t *ReadTarget) plan(dir *pool.Dir) error {
 	if err != nil {
 		return err
 	}
-	mem, err := t.Backend.NewMemory(dir, g.Size)
+	mem, err := t.Backend.NewMemory(dir, g.Size, t.Plugin)
 	if err != nil {
 		return err
 	}

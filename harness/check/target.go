@@ -30,14 +30,17 @@ type Config struct {
 
 // Backend makes arenas.
 type Backend interface {
-	NewMemory(dir *pool.Dir, size int) (pool.Memory, error)
+	// NewMemory allocates an arena of size bytes for plugin p to map.
+	NewMemory(dir *pool.Dir, size int, p *plugin.Plugin) (pool.Memory, error)
 }
 
 // SHM is the default backend: host shared memory.
 type SHM struct{}
 
 // NewMemory implements Backend.
-func (SHM) NewMemory(dir *pool.Dir, size int) (pool.Memory, error) { return pool.NewSHM(dir, size) }
+func (SHM) NewMemory(dir *pool.Dir, size int, _ *plugin.Plugin) (pool.Memory, error) {
+	return pool.NewSHM(dir, size)
+}
 
 // The pools of a target. All three hold the same background, so a case and
 // its twins can run side by side in one round trip and be compared byte for
@@ -126,7 +129,7 @@ func (t *Target) plan(dir *pool.Dir) error {
 	if err != nil {
 		return err
 	}
-	mem, err := t.Backend.NewMemory(dir, g.Size)
+	mem, err := t.Backend.NewMemory(dir, g.Size, t.Plugin)
 	if err != nil {
 		return err
 	}

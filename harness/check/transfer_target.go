@@ -134,7 +134,7 @@ func (t *TransferTarget) plan(dir *pool.Dir, layouts []*layout.Layout) error {
 	if err != nil {
 		return err
 	}
-	mem, err := t.Backend.NewMemory(dir, plan.Size)
+	mem, err := t.Backend.NewMemory(dir, plan.Size, t.Plugin)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type driverAPI struct {
 	cuEventCreate               func(e *uintptr, flags uint32) Result
 	cuEventRecord               func(e, s uintptr) Result
 	cuEventSynchronize          func(e uintptr) Result
+	cuEventQuery                func(e uintptr) Result
 	cuEventElapsedTime          func(ms *float32, start, end uintptr) Result
 	cuEventDestroy              func(e uintptr) Result
 	cuModuleLoadData            func(m *uintptr, image unsafe.Pointer) Result
@@ -62,6 +63,8 @@ type driverAPI struct {
 
 	// cuGetErrorName is optional: without it codes are named from a table.
 	cuGetErrorName func(r Result, name **byte) Result
+	// vmm is optional too: nil when the driver lacks any of it.
+	vmm *vmmAPI
 }
 
 // ipcHandle is CUipcMemHandle, passed by value to cuIpcOpenMemHandle.
@@ -97,6 +100,7 @@ func (d *driverAPI) symbols() []symbol {
 		{"cuEventCreate", &d.cuEventCreate},
 		{"cuEventRecord", &d.cuEventRecord},
 		{"cuEventSynchronize", &d.cuEventSynchronize},
+		{"cuEventQuery", &d.cuEventQuery},
 		{"cuEventElapsedTime", &d.cuEventElapsedTime},
 		{"cuEventDestroy_v2", &d.cuEventDestroy},
 		{"cuModuleLoadData", &d.cuModuleLoadData},
@@ -151,6 +155,9 @@ func loadDriver(path string) (*driverAPI, error) {
 		return nil, fmt.Errorf("%w: %v; the driver is older than CUDA 11.4, update it", ErrNoDriver, err)
 	}
 	_ = bind(lib, path, []symbol{{"cuGetErrorName", &d.cuGetErrorName}})
+	if v := new(vmmAPI); bind(lib, path, v.symbols()) == nil {
+		d.vmm = v
+	}
 	if err := check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDriver, err)
 	}

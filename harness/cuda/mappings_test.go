@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,11 +91,11 @@ func scatterMicros(t *testing.T, d *Device, base Ptr, l scatterLayout) float64 {
 }
 
 // TestMappings times a plain 256-byte-row scatter on this process's own
-// allocation and, twice (each child maps anew), through a child's IPC
-// mapping of it: first the pool alone in its allocation, then laid out as
-// a bench arena (the pool after a guard, the inputs in the allocation). On
-// an H200 all of them ran at 36.8–37.4 µs: an IPC mapping as such costs a
-// scatter nothing. It asserts nothing about speed; set
+// allocation and through a child's mapping of it, twice (each child maps
+// anew): as an IPC mapping of a cuMemAlloc allocation, and as an import of
+// VMM memory (AllocShared, by file descriptor). The pool is first alone in
+// its allocation, then laid out as a bench arena (the pool after a guard,
+// the inputs in the allocation). It asserts nothing about speed; set
 // KVHARNESS_GPU_PROBES=1 to run it.
 func TestMappings(t *testing.T) {
 	if os.Getenv("KVHARNESS_GPU_PROBES") == "" {
@@ -112,15 +113,28 @@ func TestMappings(t *testing.T) {
 		p := alloc(t, d, c.size)
 		h, err := d.IpcHandle(p)
 		must(t, err)
-		env := fmt.Sprintf("%s=%s %d %d %d", envScatter, hex.EncodeToString(h[:]), c.l.pool, c.l.rows, c.l.loc)
+		layout := fmt.Sprintf("%d %d %d", c.l.pool, c.l.rows, c.l.loc)
+		env := fmt.Sprintf("%s=%s %s", envScatter, hex.EncodeToString(h[:]), layout)
 		t.Logf("%s: own allocation %.2f µs, child IPC mappings %s and %s µs", c.name,
-			scatterMicros(t, d, p, c.l), scatterChild(t, env), scatterChild(t, env))
+			scatterMicros(t, d, p, c.l), scatterChild(t, nil, env), scatterChild(t, nil, env))
+		s, err := d.AllocShared(c.size)
+		must(t, err)
+		env = fmt.Sprintf("%s=fd:%d %s", envScatter, s.Size(), layout)
+		t.Logf("%s: own VMM allocation %.2f µs, child VMM imports %s and %s µs", c.name,
+			scatterMicros(t, d, s.Ptr(), c.l), scatterChild(t, s, env), scatterChild(t, s, env))
+		must(t, s.Free())
 	}
 }
 
-// scatterChild runs TestScatterChild and returns the figure it printed.
-func scatterChild(t *testing.T, env string) string {
+// scatterChild runs TestScatterChild, with s's file descriptor as fd 3
+// when s is set, and returns the figure it printed.
+func scatterChild(t *testing.T, s *Shared, env string) string {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestScatterChild$", "-test.v")
+	if s != nil {
+		var f *os.File
+		cmd, f = sharedChild(t, s, "TestScatterChild")
+		defer f.Close()
+	}
 	cmd.Env = append(os.Environ(), env)
 	out, err := cmd.CombinedOutput()
 	i := strings.Index(string(out), "scatter-us ")
@@ -130,7 +144,9 @@ func scatterChild(t *testing.T, env string) string {
 	return strings.Fields(string(out[i:]))[1]
 }
 
-// TestScatterChild is the child of TestMappings; on its own it skips.
+// TestScatterChild is the child of TestMappings; on its own it skips. It
+// maps the parent's memory from an IPC handle, or from fd 3 when the
+// handle reads fd:SIZE.
 func TestScatterChild(t *testing.T) {
 	v := os.Getenv(envScatter)
 	if v == "" {
@@ -142,7 +158,17 @@ func TestScatterChild(t *testing.T) {
 		t.Fatalf("bad %s %q: %v", envScatter, v, err)
 	}
 	d := openDevice(t)
-	p := openHandle(t, d, hs)
-	defer d.IpcClose(p)
+	var p Ptr
+	if size, ok := strings.CutPrefix(hs, "fd:"); ok {
+		n, err := strconv.Atoi(size)
+		must(t, err)
+		s, err := d.ImportShared(3, n)
+		must(t, err)
+		defer s.Free()
+		p = s.Ptr()
+	} else {
+		p = openHandle(t, d, hs)
+		defer d.IpcClose(p)
+	}
 	fmt.Printf("scatter-us %.2f\n", scatterMicros(t, d, p, l))
 }

@@ -61,6 +61,8 @@ type Plugin struct {
 	noBatch bool          // the plugin answered Unimplemented to StoreBatch
 	handler time.Duration // the last StoreBatch's handler time, when the plugin said
 	owner   any           // what the plugin is attached to now (see Attach)
+	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
+	fdArenas bool
 }
 
 // Start launches the plugin binary at path and completes the handshake.
@@ -255,8 +257,16 @@ func refusal(c codes.Code) bool {
 
 // Describe asks the plugin what it is.
 func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb.DescribeResponse, error) {
-	return call(ctx, p, "Describe", p.kernel.Describe, req)
+	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
+	if err == nil {
+		p.fdArenas = resp.CudaFdArenas
+	}
+	return resp, err
 }
+
+// MapsFDArenas says whether the plugin's last Describe declared that it
+// maps CUDA arenas shared by file descriptor; false before any Describe.
+func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
 
 // Attach gives the plugin the arena on behalf of owner. A plugin holds one
 // attachment at a time; AttachedTo tells a caller whether it must attach

@@ -10,17 +10,18 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-// attachCUDA opens the harness's device allocation through its IPC handle.
-// Any earlier attach is released first: a process may not hold one IPC
-// handle open twice, and the harness re-attaches the same arena.
+// attachCUDA maps the harness's device allocation: imported from the file
+// descriptor its socket hands out, or opened through its IPC handle. Any
+// earlier attach is released first: a process may not hold one IPC handle
+// open twice, and the harness re-attaches the same arena.
 func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	if !ServesDevice(s.p.Kernel) {
 		return nil, status.Errorf(codes.Unimplemented,
 			"%s has no CUDA kernel (its Kernel implements none of DeviceStorer, DeviceReader, DeviceTransferer): attach it with the shm backend (--backend cpu)", s.p.Name)
 	}
 	a := req.GetArena()
-	if len(a.IpcHandle) != 64 {
-		return nil, badRequest("cuda arena: ipc_handle has %d bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle", len(a.IpcHandle))
+	if err := checkShared(a); err != nil {
+		return nil, err
 	}
 	pools, staging, err := checkWindows(req, int(a.Size))
 	if err != nil {
@@ -47,7 +48,7 @@ func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Po
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"cuda arena on device %d: %v; run the plugin on a machine with an NVIDIA driver, or attach with the shm backend (--backend cpu)", a.Device, err)
 	}
-	dev, err := openDeviceArena(g, [64]byte(a.IpcHandle), int(a.Size), len(pools))
+	dev, err := openDeviceArena(ctx, g, a, len(pools))
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"cuda arena on device %d: %v; the harness must export it from another live process, on the same device", a.Device, err)
@@ -58,4 +59,18 @@ func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Po
 		}
 	}
 	return dev, nil
+}
+
+// checkShared rejects an arena that names neither a 64-byte IPC handle nor
+// a socket with a mapped size that covers it.
+func checkShared(a *kvpb.Arena) error {
+	switch {
+	case a.FdSocket != "" && len(a.IpcHandle) != 0:
+		return badRequest("cuda arena: both ipc_handle and fd_socket are set; want one")
+	case a.FdSocket != "" && a.MappedSize < a.Size:
+		return badRequest("cuda arena: mapped_size %d is less than size %d", a.MappedSize, a.Size)
+	case a.FdSocket == "" && len(a.IpcHandle) != 64:
+		return badRequest("cuda arena: ipc_handle has %d bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle", len(a.IpcHandle))
+	}
+	return nil
 }

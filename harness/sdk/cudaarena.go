@@ -1,11 +1,15 @@
 package sdk
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // validStride separates the pools' valid-count words, so that no two pools
@@ -13,13 +17,15 @@ import (
 const validStride = 256
 
 // deviceArena is a CUDA arena attached in this process: the harness's
-// allocation opened through its IPC handle, one stream every kernel of
+// allocation imported from its file descriptor (shared) or opened through
+// its IPC handle, one stream every kernel of
 // this attach runs on, one device int32 per pool holding the valid count,
 // the CUDA graphs captured so far, and the buffers benches use.
 type deviceArena struct {
 	gpu    *gpu
 	stream *cuda.Stream
-	base   cuda.Ptr // arena offset 0
+	base   cuda.Ptr     // arena offset 0
+	shared *cuda.Shared // the import, when shared by file descriptor
 	size   int
 	valid  cuda.Ptr // pool i's count at valid + i·validStride
 	graphs graphCache
@@ -30,14 +36,21 @@ type deviceArena struct {
 // openDeviceArena maps the arena exported by the harness and creates the
 // per-attach state, in one trip to the device's thread. On error nothing
 // is left open.
-func openDeviceArena(g *gpu, handle [64]byte, size, pools int) (*deviceArena, error) {
+func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (*deviceArena, error) {
+	fd := -1
+	if desc.FdSocket != "" {
+		var err error
+		if fd, err = fdpass.Receive(ctx, desc.FdSocket); err != nil {
+			return nil, err
+		}
+		defer syscall.Close(fd)
+	}
 	var a *deviceArena
 	err := g.dev.Do(func(*cuda.Ctx) error {
-		base, err := g.dev.IpcOpen(handle)
-		if err != nil {
+		a = &deviceArena{gpu: g, size: int(desc.Size)}
+		if err := a.open(desc, fd); err != nil {
 			return err
 		}
-		a = &deviceArena{gpu: g, base: base, size: size}
 		if err := a.init(pools); err != nil {
 			return errors.Join(err, a.close())
 		}
@@ -47,6 +60,22 @@ func openDeviceArena(g *gpu, handle [64]byte, size, pools int) (*deviceArena, er
 		return nil, err
 	}
 	return a, nil
+}
+
+// open maps the arena: from fd when the harness shares it so, else from
+// the IPC handle.
+func (a *deviceArena) open(desc *kvpb.Arena, fd int) error {
+	if fd >= 0 {
+		s, err := a.gpu.dev.ImportShared(fd, int(desc.MappedSize))
+		if err != nil {
+			return err
+		}
+		a.shared, a.base = s, s.Ptr()
+		return nil
+	}
+	var err error
+	a.base, err = a.gpu.dev.IpcOpen([64]byte(desc.IpcHandle))
+	return err
 }
 
 func (a *deviceArena) init(pools int) error {
@@ -86,7 +115,7 @@ func (a *deviceArena) syncIn(c *cuda.Ctx) error {
 }
 
 // close waits for queued work, then releases the graphs, the buffers, the
-// stream and the IPC mapping, so the harness may free its allocation.
+// stream and the mapping, so the harness may free its allocation.
 func (a *deviceArena) close() error {
 	return a.gpu.dev.Do(func(*cuda.Ctx) error { return a.release() })
 }
@@ -105,7 +134,11 @@ func (a *deviceArena) release() error {
 		errs = append(errs, a.stream.Destroy())
 		a.stream = nil
 	}
-	if a.base != 0 {
+	switch {
+	case a.shared != nil:
+		errs = append(errs, a.shared.Free())
+		a.shared, a.base = nil, 0
+	case a.base != 0:
 		errs = append(errs, a.gpu.dev.IpcClose(a.base))
 		a.base = 0
 	}

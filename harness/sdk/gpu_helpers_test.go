@@ -11,6 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -36,17 +37,34 @@ func startPlugin(t testing.TB, name string) *plugin.Plugin {
 	return p
 }
 
-// gpuArena is a harness arena in device memory, exported for IPC.
+// gpuArena is a harness arena in device memory: VMM memory whose
+// descriptor a socket hands out, as the harness shares it with plugins of
+// this SDK, or cuMemAlloc memory exported for IPC.
 type gpuArena struct {
 	dev    *cuda.Device
 	base   cuda.Ptr
 	size   int
-	handle [64]byte
+	handle [64]byte       // IPC
+	shared *cuda.Shared   // by descriptor
+	fds    *fdpass.Server // by descriptor
 }
 
-// newGPUArena allocates a zeroed arena. The caller frees it, after the
-// plugin detached: an exported allocation must outlive its importers.
+// newGPUArena allocates a zeroed arena shared by descriptor. The caller
+// frees it, after the plugin detached.
 func newGPUArena(t testing.TB, dev *cuda.Device, size int) *gpuArena {
+	t.Helper()
+	s, err := dev.AllocShared(size)
+	must(t, err)
+	must(t, dev.Memset8(s.Ptr(), 0, s.Size()))
+	fds, err := fdpass.Serve("", s.ExportFD)
+	must(t, err)
+	return &gpuArena{dev: dev, base: s.Ptr(), size: size, shared: s, fds: fds}
+}
+
+// newIPCArena allocates a zeroed arena exported by IPC handle. The caller
+// frees it, after the plugin detached: an exported allocation must outlive
+// its importers.
+func newIPCArena(t testing.TB, dev *cuda.Device, size int) *gpuArena {
 	t.Helper()
 	p, err := dev.Alloc(size)
 	must(t, err)
@@ -56,8 +74,22 @@ func newGPUArena(t testing.TB, dev *cuda.Device, size int) *gpuArena {
 	return &gpuArena{dev: dev, base: p, size: size, handle: h}
 }
 
+// sharing names how a plugin maps a.
+func sharing(a *gpuArena) string {
+	if a.shared != nil {
+		return "descriptor"
+	}
+	return "IPC handle"
+}
+
 func (a *gpuArena) desc() *kvpb.Arena {
-	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, IpcHandle: a.handle[:], Device: int32(a.dev.Ordinal()), Size: uint64(a.size)}
+	d := &kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, Device: int32(a.dev.Ordinal()), Size: uint64(a.size)}
+	if a.shared != nil {
+		d.FdSocket, d.MappedSize = a.fds.Path, uint64(a.shared.Size())
+	} else {
+		d.IpcHandle = a.handle[:]
+	}
+	return d
 }
 
 func (a *gpuArena) write(t testing.TB, off int, b []byte) {
@@ -72,7 +104,14 @@ func (a *gpuArena) read(t testing.TB) []byte {
 	return b
 }
 
-func (a *gpuArena) free() { a.dev.Free(a.base) }
+func (a *gpuArena) free() {
+	if a.shared != nil {
+		a.fds.Close()
+		a.shared.Free()
+		return
+	}
+	a.dev.Free(a.base)
+}
 
 // where names the region of an arena offset, for failure messages.
 func (pl arenaPlan) where(off int) string {

@@ -22,16 +22,17 @@ var geometries = [][2]int{{128, 64}, {48, 5}, {192, 16}}
 // TestStoreMatchesCPU: for every bundled plugin, variant and layout, the
 // CUDA kernel, eager and replayed from a graph, leaves the arena exactly as
 // the plugin's CPU kernel leaves a host copy of it, guards and staging
-// included.
+// included. The second geometry's arena is shared by IPC handle, the
+// others by descriptor: both ways a plugin maps an arena run every variant.
 func TestStoreMatchesCPU(t *testing.T) {
 	dev := openDevice(t)
 	for _, name := range []string{"bf16scatter", "fusedstore", "fp8store"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // separate plugin processes and arenas: their NVRTC compiles overlap
 			p := startPlugin(t, name)
-			for _, g := range geometries {
+			for i, g := range geometries {
 				pl := newPlan(layoutsOf[name], g[0], g[1], 400, 130)
-				compareGeometry(t, dev, p, name, pl)
+				compareGeometry(t, dev, p, name, pl, i == 1)
 			}
 		})
 	}
@@ -56,17 +57,21 @@ type pair struct {
 }
 
 // compareGeometry runs every variant on one arena plan.
-func compareGeometry(t *testing.T, dev *cuda.Device, p *plugin.Plugin, name string, pl arenaPlan) {
+func compareGeometry(t *testing.T, dev *cuda.Device, p *plugin.Plugin, name string, pl arenaPlan, ipc bool) {
 	ctx := context.Background()
-	ga := newGPUArena(t, dev, pl.size)
+	newArena := newGPUArena
+	if ipc {
+		newArena = newIPCArena
+	}
+	ga := newArena(t, dev, pl.size)
 	defer ga.free()
 	defer p.Detach(ctx)
 	for _, variant := range variantsOf(name) {
 		start := time.Now()
 		_, err := p.Attach(ctx, ga, pl.attach(ga.desc(), variant))
 		must(t, err)
-		t.Logf("%s %q D=%d P=%d: attach (IPC open and NVRTC compile of %d pools) %v",
-			name, variant, pl.pools[0].Layout.HeadDim, pl.pools[0].Layout.PageSize, len(pl.pools), time.Since(start))
+		t.Logf("%s %q D=%d P=%d: attach (map by %s and NVRTC compile of %d pools) %v",
+			name, variant, pl.pools[0].Layout.HeadDim, pl.pools[0].Layout.PageSize, sharing(ga), len(pl.pools), time.Since(start))
 		pr := pair{p: p, cpu: sdk.NewServer(bundled[name]), ga: ga, host: newHostArena(t, pl.size), pl: pl}
 		_, err = pr.cpu.Attach(ctx, pl.attach(pr.host.desc(), variant))
 		must(t, err)

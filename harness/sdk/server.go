@@ -49,6 +49,8 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
 		Backends: s.backends(),
+		// The SDK imports CUDA arenas from a descriptor (deviceArena.open).
+		CudaFdArenas: ServesDevice(s.p.Kernel),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{

@@ -87,6 +87,35 @@ func TestAttachCUDABadHandle(t *testing.T) {
 	wantStatus(t, err, codes.InvalidArgument, "64-byte")
 }
 
+// TestAttachCUDABadSharing: an arena must name one way to map it, and a
+// descriptor's mapping must cover the arena.
+func TestAttachCUDABadSharing(t *testing.T) {
+	s := sdk.NewServer(testPlugin(deviceOnly{}))
+	both := cudaAttach(make([]byte, 64))
+	both.Arena.FdSocket, both.Arena.MappedSize = "/nonexistent/arena.sock", 2<<20
+	_, err := s.Attach(context.Background(), both)
+	wantStatus(t, err, codes.InvalidArgument, "both ipc_handle and fd_socket")
+	short := cudaAttach(nil)
+	short.Arena.FdSocket, short.Arena.MappedSize = "/nonexistent/arena.sock", short.Arena.Size-1
+	_, err = s.Attach(context.Background(), short)
+	wantStatus(t, err, codes.InvalidArgument, "mapped_size")
+}
+
+// TestDescribeDeclaresFDArenas: a plugin with a device kernel says it maps
+// arenas shared by descriptor (the SDK does), a host-only one does not.
+func TestDescribeDeclaresFDArenas(t *testing.T) {
+	for _, tc := range []struct {
+		k    any
+		want bool
+	}{{deviceOnly{}, true}, {hostOnly{}, false}} {
+		resp, err := sdk.NewServer(testPlugin(tc.k)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		must(t, err)
+		if resp.CudaFdArenas != tc.want {
+			t.Errorf("%T: cuda_fd_arenas %v; want %v", tc.k, resp.CudaFdArenas, tc.want)
+		}
+	}
+}
+
 func TestAttachCUDAWithoutDriver(t *testing.T) {
 	if cuda.Available() == nil {
 		t.Skip("this machine has a CUDA driver; the no-driver error cannot be provoked")

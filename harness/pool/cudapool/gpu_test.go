@@ -3,6 +3,7 @@ package cudapool
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func newPair(t *testing.T, size int) *pair {
 	}
 	t.Cleanup(func() { shm.Close() })
 	start := time.Now()
-	gpu, err := New(dev, size)
+	gpu, err := New(dev, size, FD) // the pair's tests run on VMM memory; TestDesc covers IPC
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +284,13 @@ func TestBatchedTrips(t *testing.T) {
 
 func TestDesc(t *testing.T) {
 	dev := openDevice(t)
-	m, err := New(dev, 12345)
+	m, err := New(dev, 12345, IPC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	d := m.Desc()
-	if d.Backend != kvpb.Backend_BACKEND_CUDA || d.Size != 12345 || len(d.IpcHandle) != 64 || d.Device != 0 {
+	if d.Backend != kvpb.Backend_BACKEND_CUDA || d.Size != 12345 || len(d.IpcHandle) != 64 || d.Device != 0 || d.FdSocket != "" {
 		t.Fatalf("Desc = %v", d)
 	}
 	if bytes.Equal(d.IpcHandle, make([]byte, 64)) {
@@ -298,6 +299,23 @@ func TestDesc(t *testing.T) {
 	if m.Ptr() == 0 {
 		t.Fatal("Ptr is 0")
 	}
+	shared, err := New(dev, 12345, FD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = shared.Desc()
+	if d.Size != 12345 || len(d.IpcHandle) != 0 || d.FdSocket == "" || d.MappedSize < 12345 || d.MappedSize%(2<<20) != 0 {
+		t.Fatalf("Desc of an FD arena = %v; want a socket and a mapped size of whole 2 MiB pages", d)
+	}
+	if shared.Ptr()%(2<<20) != 0 {
+		t.Errorf("FD arena at %#x; want it 2 MiB aligned", shared.Ptr())
+	}
+	if err := shared.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.FdSocket); err == nil {
+		t.Errorf("socket %s still there after Close", d.FdSocket)
+	}
 }
 
 // BenchmarkChanged scans a 256 MiB window in which a few 256-byte rows
@@ -305,7 +323,7 @@ func TestDesc(t *testing.T) {
 func BenchmarkChanged(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size)
+	m, err := New(dev, size, IPC)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -341,7 +359,7 @@ func BenchmarkChanged(b *testing.B) {
 func BenchmarkChangedClean(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size)
+	m, err := New(dev, size, IPC)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -362,7 +380,7 @@ func BenchmarkChangedClean(b *testing.B) {
 func BenchmarkReset(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size)
+	m, err := New(dev, size, IPC)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -164,6 +164,12 @@ class KernelService(pb.kv_grpc.KernelServicer):
                 f"{self.k.name} has no CUDA kernel (its backends are {list(self.k.backends)}): "
                 "attach it with the shm backend (--backend cpu)"
             )
+        if a.backend == pb.BACKEND_CUDA and a.fd_socket:
+            # This SDK does not declare cuda_fd_arenas, so a harness shares by IPC handle.
+            raise bad_request(
+                "cuda arena: shared by file descriptor (fd_socket), which the Python SDK does not map; "
+                "share it by IPC handle (the harness does for plugins whose Describe lacks cuda_fd_arenas)"
+            )
         if a.backend == pb.BACKEND_CUDA and len(a.ipc_handle) != 64:
             raise bad_request(
                 f"cuda arena: ipc_handle has {len(a.ipc_handle)} bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle"

@@ -1,0 +1,142 @@
+// Package fdpass hands a file descriptor from the harness to a plugin
+// process over a Unix socket (SCM_RIGHTS). A CUDA arena allocated with the
+// virtual memory API is shared as a POSIX file descriptor, and a file
+// descriptor cannot travel in a gRPC message: the harness serves one
+// socket per arena in a directory only its user can enter, and every
+// connection receives a fresh descriptor for the same memory.
+package fdpass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// Server hands out descriptors at Path until Close.
+type Server struct {
+	Path string
+
+	dir    string
+	ln     *net.UnixListener
+	export func() (int, error)
+	wg     sync.WaitGroup
+}
+
+// Serve listens on a new socket in a private directory under base ("" for
+// the system's temporary directory). Each connection gets one descriptor
+// from export, which the server closes after sending.
+func Serve(base string, export func() (int, error)) (*Server, error) {
+	dir, err := os.MkdirTemp(base, "kvharness-fd-")
+	if err != nil {
+		return nil, fmt.Errorf("fd socket directory: %w", err)
+	}
+	s := &Server{Path: filepath.Join(dir, "arena.sock"), dir: dir, export: export}
+	s.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: s.Path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("fd socket: %w", err)
+	}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return // closed
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			s.send(c)
+		}()
+	}
+}
+
+// send writes one descriptor, or on an export failure a message the
+// receiver reports: a byte 0 means a descriptor follows, 1 an error text.
+func (s *Server) send(c *net.UnixConn) {
+	fd, err := s.export()
+	if err != nil {
+		c.Write(append([]byte{1}, err.Error()...))
+		return
+	}
+	defer syscall.Close(fd)
+	c.WriteMsgUnix([]byte{0}, syscall.UnixRights(fd), nil)
+}
+
+// Close stops serving, waits for connections in flight and removes the
+// socket's directory. Descriptors already received stay valid.
+func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
+	err := s.ln.Close()
+	s.wg.Wait()
+	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// Receive connects to the socket at path and returns the descriptor it
+// hands out; the caller closes it.
+func Receive(ctx context.Context, path string) (int, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return -1, fmt.Errorf("connect to the harness's fd socket: %w (the harness must still hold the arena)", err)
+	}
+	defer conn.Close()
+	c := conn.(*net.UnixConn)
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetReadDeadline(dl)
+	}
+	buf := make([]byte, 4096)
+	oob := make([]byte, syscall.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return -1, fmt.Errorf("receive the arena's descriptor: %w", err)
+	}
+	fds, perr := fdsOf(oob[:oobn])
+	switch {
+	case n > 0 && buf[0] == 1:
+		closeAll(fds)
+		return -1, fmt.Errorf("the harness could not export the arena: %s", buf[1:n])
+	case perr != nil:
+		return -1, perr
+	case n != 1 || buf[0] != 0 || len(fds) != 1:
+		closeAll(fds)
+		return -1, fmt.Errorf("the fd socket sent %d bytes and %d descriptors; want 1 and 1", n, len(fds))
+	}
+	return fds[0], nil
+}
+
+func fdsOf(oob []byte) ([]int, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("parse the fd socket's control message: %w", err)
+	}
+	var fds []int
+	for _, m := range msgs {
+		got, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			closeAll(fds)
+			return nil, fmt.Errorf("parse the fd socket's rights: %w", err)
+		}
+		fds = append(fds, got...)
+	}
+	return fds, nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+}

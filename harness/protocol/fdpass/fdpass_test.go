@@ -1,0 +1,94 @@
+package fdpass
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReceiveSameFile serves a temporary file's descriptor and checks that
+// what two clients receive is that file: a write through one shows through
+// the other, and each got a descriptor of its own.
+func TestReceiveSameFile(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "arena")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var exports atomic.Int32
+	s, err := Serve(t.TempDir(), func() (int, error) {
+		exports.Add(1)
+		return syscall.Dup(int(f.Fd()))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := Receive(ctx, s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(a)
+	b, err := Receive(ctx, s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(b)
+	if a == b || a == int(f.Fd()) {
+		t.Fatalf("descriptors %d and %d (file %d): want distinct ones", a, b, f.Fd())
+	}
+	if _, err := syscall.Pwrite(a, []byte("kv"), 100); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 2)
+	if _, err := syscall.Pread(b, got, 100); err != nil || string(got) != "kv" {
+		t.Fatalf("read through the second descriptor: %q, %v; want \"kv\"", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := exports.Load(); n != 2 {
+		t.Errorf("exported %d times for 2 connections", n)
+	}
+	if _, err := os.Stat(s.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s still there after Close: %v", s.Path, err)
+	}
+	if _, err := Receive(ctx, s.Path); err == nil || !strings.Contains(err.Error(), "connect") {
+		t.Errorf("Receive after Close: %v; want a connect error", err)
+	}
+}
+
+// TestReceiveExportError passes the harness's export failure on, worded.
+func TestReceiveExportError(t *testing.T) {
+	s, err := Serve(t.TempDir(), func() (int, error) { return -1, errors.New("cuMemExportToShareableHandle: out of memory") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = Receive(context.Background(), s.Path)
+	if err == nil || !strings.Contains(err.Error(), "could not export the arena: cuMemExportToShareableHandle: out of memory") {
+		t.Fatalf("Receive: %v; want the export error", err)
+	}
+}
+
+// TestSocketPrivate: the socket's directory admits its owner only.
+func TestSocketPrivate(t *testing.T) {
+	s, err := Serve(t.TempDir(), func() (int, error) { return -1, errors.New("unused") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := os.Stat(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory mode %v; want 0700", st.Mode().Perm())
+	}
+}
