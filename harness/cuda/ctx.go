@@ -106,6 +106,30 @@ func (c *Ctx) EventSync(e *Event) error {
 	return check("cuEventSynchronize", c.a.cuEventSynchronize(e.h))
 }
 
+// Reached says whether the GPU has passed e's last Record, without
+// waiting. A batched timing uses it to see whether its hold kernel ended
+// before the host finished queueing the batch (then the batch ran at the
+// host's pace, not the GPU's).
+func (c *Ctx) Reached(e *Event) (bool, error) {
+	if e == nil {
+		return false, errNilHandle
+	}
+	if err := c.live(e.d); err != nil {
+		return false, err
+	}
+	switch r := c.a.cuEventQuery(e.h); r {
+	case 0:
+		return true, nil
+	case resultNotReady:
+		return false, nil
+	default:
+		return false, check("cuEventQuery", r)
+	}
+}
+
+// resultNotReady is CUDA_ERROR_NOT_READY: queued work not yet done.
+const resultNotReady Result = 600
+
 // Elapsed waits for end, then returns the GPU time between start and end,
 // as [Elapsed] does.
 func (c *Ctx) Elapsed(start, end *Event) (time.Duration, error) {

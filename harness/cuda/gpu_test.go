@@ -192,6 +192,46 @@ func TestEventTiming(t *testing.T) {
 	}
 }
 
+// TestReached: an event behind a 50 ms spin is not reached right after
+// queueing, and is once the stream is done.
+func TestReached(t *testing.T) {
+	d := openDevice(t)
+	m, err := d.Compile("spin", `extern "C" __global__ void spin(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}`)
+	must(t, err)
+	f, err := m.Function("spin")
+	must(t, err)
+	e, err := d.NewEvent()
+	must(t, err)
+	defer e.Destroy()
+	s, err := d.NewStream()
+	must(t, err)
+	defer s.Destroy()
+	var before, after bool
+	must(t, d.Do(func(c *Ctx) error {
+		if err := c.Launch(f, s, Dim3{X: 1}, Dim3{X: 1}, 0, uint64(50*time.Millisecond)); err != nil {
+			return err
+		}
+		if err := c.Record(e, s); err != nil {
+			return err
+		}
+		if before, err = c.Reached(e); err != nil {
+			return err
+		}
+		if err := c.StreamSync(s); err != nil {
+			return err
+		}
+		after, err = c.Reached(e)
+		return err
+	}))
+	if before || !after {
+		t.Errorf("Reached: %v while the spin runs, %v after; want false, true", before, after)
+	}
+}
+
 // TestCompileDiskCache: a second Compile of the same source, by a cache with
 // an empty memory (as in a new process), loads the cubin from disk without
 // running NVRTC, and the module works.

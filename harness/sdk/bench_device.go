@@ -119,11 +119,19 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 				return c.Record(start, d.stream)
 			},
 			stop: func() (time.Duration, error) {
+				outrun, err := h.outrun(c, start)
+				if err != nil {
+					return 0, err
+				}
 				if err := c.Record(end, d.stream); err != nil {
 					return 0, err
 				}
 				h.queuedAll(calls)
-				return c.Elapsed(start, end)
+				el, err := c.Elapsed(start, end)
+				if err == nil && outrun {
+					err = errRetake
+				}
+				return el, err
 			},
 			settle: func() error { return d.syncIn(c) },
 		}

@@ -3,8 +3,8 @@ package sdk_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,10 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
@@ -43,6 +45,8 @@ type eventLoop struct {
 	e0, e1 *cuda.Event
 	valid  cuda.Ptr
 	hold   *cuda.Function
+	// retakes counts samples dropped because the hold ended too soon.
+	retakes int
 }
 
 func newEventLoop(t testing.TB, d *cuda.Device) *eventLoop {
@@ -80,7 +84,8 @@ type loopArena struct {
 	Slots          int
 	Batch, Samples int
 	Cells          []loopCell
-	Handle         string // hex IPC handle, for the child
+	Socket         string // where the child receives the arena's descriptor
+	Mapped         int    // the arena's mapped size
 }
 
 // time returns the median µs per launch over samples of batch back-to-back
@@ -100,16 +105,20 @@ func (l *eventLoop) time(base cuda.Ptr, a loopArena, c loopCell) (float64, error
 	args := []any{base.Add(a.Pools[c.Pool]), base.Add(a.Rows), base.Add(a.Loc), l.valid, int32(c.N), int64(a.Slots)}
 	var us []float64
 	err = l.d.Do(func(cx *cuda.Ctx) error {
-		for range 5 {
-			if err := cx.Launch(f, l.s, grid, block, 0, args...); err != nil {
+		// Warm up for 20 ms of launches: a GPU left idle while this
+		// process started runs its first milliseconds at lower clocks.
+		for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
+			for range 8 {
+				if err := cx.Launch(f, l.s, grid, block, 0, args...); err != nil {
+					return err
+				}
+			}
+			if err := cx.StreamSync(l.s); err != nil {
 				return err
 			}
 		}
-		if err := cx.StreamSync(l.s); err != nil {
-			return err
-		}
 		hold := uint64(a.Batch)*uint64(10*time.Microsecond) + uint64(20*time.Microsecond)
-		for range a.Samples {
+		for len(us) < a.Samples {
 			if err := cx.Launch(l.hold, l.s, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, hold); err != nil {
 				return err
 			}
@@ -121,12 +130,23 @@ func (l *eventLoop) time(base cuda.Ptr, a loopArena, c loopCell) (float64, error
 					return err
 				}
 			}
+			// A hold that ended before the batch was queued lets the
+			// host's pace in: drop the sample, hold twice as long.
+			short, err := cx.Reached(l.e0)
+			if err != nil {
+				return err
+			}
 			if err := cx.Record(l.e1, l.s); err != nil {
 				return err
 			}
 			el, err := cx.Elapsed(l.e0, l.e1)
 			if err != nil {
 				return err
+			}
+			if short && l.retakes < 64 {
+				l.retakes++
+				hold *= 2
+				continue
 			}
 			us = append(us, float64(el.Nanoseconds())/float64(a.Batch)/1e3)
 		}
@@ -146,15 +166,14 @@ const eventLoopEnv = "KVHARNESS_SDK_TEST_EVENTLOOP"
 // batched figure: the same compiled fusedstore kernel, on the same staged
 // rows and slots, timed by a CUDA-event loop of this test's own (many
 // launches between two events behind its own hold kernel, no SDK), run in
-// a child process that opens the arena through its IPC handle exactly as
-// the plugin does; against the plugin's Bench RPC (batched) for the same
+// a child process that maps the arena from its descriptor exactly as the
+// plugin does; against the plugin's Bench RPC (batched) for the same
 // cell. The two alternate three times and the medians are compared: they
-// must agree within 10% where the kernel is long (the target is 3%). The
-// same loop on this process's own allocation (not an IPC mapping) is
-// reported too.
+// must agree within 3% in every cell. The same loop on this process's own
+// mapping is reported too.
 func TestBenchMatchesEventLoop(t *testing.T) {
 	r := newBenchRig(t, 1<<20, 262144)
-	a := loopArena{Rows: r.pl.rowsOff, Loc: r.pl.locOff, Slots: r.slots, Batch: 20, Samples: 15, Handle: hex.EncodeToString(r.ga.handle[:])}
+	a := loopArena{Rows: r.pl.rowsOff, Loc: r.pl.locOff, Slots: r.slots, Batch: 20, Samples: 15, Socket: r.ga.fds.Path, Mapped: r.ga.shared.Size()}
 	for _, pd := range r.pl.pools {
 		a.Pools = append(a.Pools, int(pd.Pool.Offset))
 	}
@@ -180,13 +199,13 @@ func TestBenchMatchesEventLoop(t *testing.T) {
 		p, q := medianOf(rpc[i]), medianOf(child[i])
 		ratio := p / q
 		lines = append(lines, fmt.Sprintf("%-9s %7d | %10.2f %10.2f %7.3f | %10.2f", c.Layout, c.N, p, q, ratio, own))
-		if c.N >= 32768 && math.Abs(ratio-1) > 0.10 {
+		if math.Abs(ratio-1) > 0.03 {
 			t.Errorf("%s %d tokens: the Bench RPC's %.2f µs and an independent event loop's %.2f µs differ by %.1f%%",
 				c.Layout, c.N, p, q, 100*(ratio-1))
 		}
 	}
-	t.Logf("µs per launch, batches of %d, median of 3 alternating rounds of %d samples; own loop in a child process on the IPC mapping, "+
-		"as the plugin; last column the same loop on the harness's own allocation\n%s", a.Batch, a.Samples, strings.Join(lines, "\n"))
+	t.Logf("µs per launch, batches of %d, median of 3 alternating rounds of %d samples; own loop in a child process on its import of the arena, "+
+		"as the plugin; last column the same loop on the harness's own mapping\n%s", a.Batch, a.Samples, strings.Join(lines, "\n"))
 }
 
 // runEventLoopChild runs TestEventLoopChild in a new process and returns
@@ -204,6 +223,9 @@ func runEventLoopChild(t *testing.T, a loopArena) []float64 {
 	var us []float64
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "RETAKES "); ok && rest != "0" {
+			t.Logf("the event-loop child retook %s samples whose hold ended too soon", rest)
+		}
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "EVENTLOOP "); ok {
 			v, err := strconv.ParseFloat(rest, 64)
 			must(t, err)
@@ -225,18 +247,18 @@ func TestEventLoopChild(t *testing.T) {
 	}
 	var a loopArena
 	must(t, json.Unmarshal([]byte(js), &a))
-	h, err := hex.DecodeString(a.Handle)
-	if err != nil || len(h) != 64 {
-		t.Fatalf("bad handle %q: %v", a.Handle, err)
-	}
-	d := openDevice(t)
-	base, err := d.IpcOpen([64]byte(h))
+	fd, err := fdpass.Receive(context.Background(), a.Socket)
 	must(t, err)
-	defer d.IpcClose(base)
+	d := openDevice(t)
+	s, err := d.ImportShared(fd, a.Mapped)
+	syscall.Close(fd)
+	must(t, err)
+	defer s.Free()
 	l := newEventLoop(t, d)
 	for _, c := range a.Cells {
-		us, err := l.time(base, a, c)
+		us, err := l.time(s.Ptr(), a, c)
 		must(t, err)
 		fmt.Printf("EVENTLOOP %g\n", us)
 	}
+	fmt.Printf("RETAKES %d\n", l.retakes)
 }
