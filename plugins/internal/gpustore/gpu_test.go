@@ -177,9 +177,10 @@ extern "C" __global__ void aux_hold(unsigned long long ns) {
 // fp8-paged pool of benchSlots slots (128-element rows, 64-token pages),
 // then two sets of benchTokens staged rows (gaussian, as serving data; and
 // mixed, with NaN, infinities, zeros and tiny values), their slots (in a
-// random order, and sorted) and the valid count.
+// random order, and sorted; and for the bf16 diagnosis, the first
+// benchTokens slots in a random order, and in order) and the valid count.
 type benchLayout struct {
-	bf16Pool, fp8Pool, rows, rowsMixed, loc, locSorted, valid, size int
+	bf16Pool, fp8Pool, rows, rowsMixed, loc, locSorted, locDense, locIdentity, valid, size int
 }
 
 const (
@@ -199,7 +200,9 @@ func newBenchLayout() benchLayout {
 	l.rowsMixed = l.rows + up(benchTokens*2*benchDim)
 	l.loc = l.rowsMixed + up(benchTokens*2*benchDim)
 	l.locSorted = l.loc + up(8*benchTokens)
-	l.valid = l.locSorted + up(8*benchTokens)
+	l.locDense = l.locSorted + up(8*benchTokens)
+	l.locIdentity = l.locDense + up(8*benchTokens)
+	l.valid = l.locIdentity + up(8*benchTokens)
 	l.size = l.valid + 256
 	return l
 }

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +24,21 @@ import (
 // prints a table; it decides DefaultBF16 and DefaultFP8).
 const VariantsEnv = "KVHARNESS_GPU_VARIANTS"
 
-// variantsChildEnv carries the parent's IPC handle to the child process.
-const variantsChildEnv = "KVHARNESS_GPUSTORE_VARIANTS_IPC"
+// variantsChildEnv carries the parent's IPC handle to the child process;
+// variantsSharedEnv the size of the parent's VMM buffer, whose file
+// descriptor the child inherits as fd 3.
+const (
+	variantsChildEnv  = "KVHARNESS_GPUSTORE_VARIANTS_IPC"
+	variantsSharedEnv = "KVHARNESS_GPUSTORE_VARIANTS_SHARED"
+)
+
+// VariantsOnlyEnv restricts TestKernelVariants to the variants whose name
+// matches it (a regular expression); VariantsRoundsEnv runs the child that
+// many times, each mapping the parent's buffers anew.
+const (
+	VariantsOnlyEnv   = "KVHARNESS_GPU_VARIANTS_ONLY"
+	VariantsRoundsEnv = "KVHARNESS_GPU_VARIANTS_ROUNDS"
+)
 
 type variant struct {
 	name string
@@ -60,6 +75,18 @@ func benchVariants() []variant {
 		b("b-r8-1024", bt(1024, 8)),
 		b("b-r4-1024-stcs", with(bt(1024, 4), func(t *Tuning) { t.StoreHint = 1 })),
 		b("b-r4-1024-ldnc", with(bt(1024, 4), func(t *Tuning) { t.LoadHint = 2 })),
+		b("b-r1-256-ldef", with(bt(256, 1), func(t *Tuning) { t.LoadHint = 4 })),
+		b("b-r1-256-stef", with(bt(256, 1), func(t *Tuning) { t.StoreHint = 3 })),
+		b("b-r1-256-stel", with(bt(256, 1), func(t *Tuning) { t.StoreHint = 4 })),
+		b("b-r1-256-ldef-stel", with(bt(256, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r1-256-ldef-stef", with(bt(256, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r1-256-ldef-st2", with(bt(256, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 2 })),
+		b("b-r1-256-ldef-stcs", with(bt(256, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 1 })),
+		b("b-r1-128-ldef-stel", with(bt(128, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r1-512-ldef-stel", with(bt(512, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r2-256-ldef-stel", with(bt(256, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r2-1024-ldef-stel", with(bt(1024, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r4-256-ldef-stel", with(bt(256, 4), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
 
 		f("f-legacy", Tuning{BlockThreads: 256, RowsPerThread: 4, FP8Lanes: 32, FP8Elems: 4, LoadHint: 1, StoreHint: 1}),
 		f("f-l8-r2-256", ft(8, 8, 2, 256)),
@@ -81,6 +108,8 @@ func benchVariants() []variant {
 		f("f-l16-r1-128-div1", with(ft(16, 8, 1, 128), func(t *Tuning) { t.FP8Div = 1 })),
 		f("f-l8-r1-128-div2", with(ft(8, 8, 1, 128), func(t *Tuning) { t.FP8Div = 2 })),
 		f("f-l8-r1-128-nopair", with(ft(8, 8, 1, 128), func(t *Tuning) { t.FP8Pair = false })),
+		f("f-l8-r1-128-fmax-ldef-stel", with(ft(8, 8, 1, 128), func(t *Tuning) { t.FP8FMax, t.LoadHint, t.StoreHint = true, 4, 4 })),
+		f("f-l8-r1-128-fmax-ldef-stef", with(ft(8, 8, 1, 128), func(t *Tuning) { t.FP8FMax, t.LoadHint, t.StoreHint = true, 4, 3 })),
 	}
 }
 
@@ -101,22 +130,36 @@ func TestKernelVariants(t *testing.T) {
 	must(t, d.Memset8(p, 0, l.size))
 	h, err := d.IpcHandle(p)
 	must(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKernelVariantsChild$", "-test.v", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), variantsChildEnv+"="+hex.EncodeToString(h[:]))
-	out, err := cmd.CombinedOutput()
-	t.Logf("child:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestKernelVariantsChild") {
-		t.Fatalf("variant child failed: %v", err)
+	shared, err := d.AllocShared(l.size)
+	must(t, err)
+	defer shared.Free()
+	must(t, d.Memset8(shared.Ptr(), 0, l.size))
+	rounds, _ := strconv.Atoi(os.Getenv(VariantsRoundsEnv))
+	for round := range max(rounds, 1) {
+		fd, err := shared.ExportFD()
+		must(t, err)
+		f := os.NewFile(uintptr(fd), "shared")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKernelVariantsChild$", "-test.v", "-test.timeout=10m")
+		cmd.Env = append(os.Environ(), variantsChildEnv+"="+hex.EncodeToString(h[:]),
+			variantsSharedEnv+"="+strconv.Itoa(shared.Size()))
+		cmd.ExtraFiles = []*os.File{f}
+		out, err := cmd.CombinedOutput()
+		f.Close()
+		t.Logf("child, round %d:\n%s", round, out)
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestKernelVariantsChild") {
+			t.Fatalf("variant child failed: %v", err)
+		}
 	}
 }
 
 // benchData is the staged input and the CPU's pools after storing the
 // mixed rows.
 type benchData struct {
-	rows, mixed []uint16
-	loc, sorted []int64
-	bf16, fp8   []byte // the pools after storing the mixed rows, poisoned elsewhere
-	poison      byte
+	rows, mixed  []uint16
+	loc, sorted  []int64
+	dense, ident []int64 // slots 0..benchTokens-1, shuffled and in order
+	bf16, fp8    []byte  // the pools after storing the mixed rows, poisoned elsewhere
+	poison       byte
 }
 
 func newBenchData() *benchData {
@@ -153,6 +196,9 @@ func newBenchData() *benchData {
 		b.loc = append(b.loc, int64(s))
 	}
 	b.sorted = slices.Sorted(slices.Values(b.loc))
+	for i, s := range rng.Perm(benchTokens) {
+		b.dense, b.ident = append(b.dense, int64(s)), append(b.ident, int64(i))
+	}
 	l := newBenchLayout()
 	b.bf16 = slices.Repeat([]byte{b.poison}, l.bf16Bytes())
 	b.fp8 = slices.Repeat([]byte{b.poison}, l.fp8Bytes())
@@ -165,6 +211,67 @@ func newBenchData() *benchData {
 		cpustore.Exact.PutFP8(b.fp8, v, sc, row)
 	}
 	return b
+}
+
+// stage uploads the bench data into every memory of r, the CPU's pools
+// for the checks, and loads the auxiliary kernels.
+func (r *benchRig) stage(t *testing.T) {
+	d := r.d
+	start := time.Now()
+	data := newBenchData()
+	t.Logf("data and CPU reference: %v", time.Since(start))
+	for _, m := range r.mems {
+		must(t, d.HtoD(m.base.Add(r.l.rows), bytesOf(data.rows)))
+		must(t, d.HtoD(m.base.Add(r.l.rowsMixed), bytesOf(data.mixed)))
+		must(t, d.HtoD(m.base.Add(r.l.loc), bytesOf(data.loc)))
+		must(t, d.HtoD(m.base.Add(r.l.locSorted), bytesOf(data.sorted)))
+		must(t, d.HtoD(m.base.Add(r.l.locDense), bytesOf(data.dense)))
+		must(t, d.HtoD(m.base.Add(r.l.locIdentity), bytesOf(data.ident)))
+	}
+	r.refBF16, r.refFP8 = alloc(t, d, len(data.bf16)), alloc(t, d, len(data.fp8))
+	must(t, d.HtoD(r.refBF16, data.bf16))
+	must(t, d.HtoD(r.refFP8, data.fp8))
+	r.scratch, r.counter = alloc(t, d, benchTokens*2*benchDim), alloc(t, d, 256)
+	m, err := d.Compile("gpustore-aux", auxSource+"extern \"C\" __global__ void aux_empty() {}\n")
+	must(t, err)
+	for _, fn := range []struct {
+		f    **cuda.Function
+		name string
+	}{{&r.cmp, "aux_cmp"}, {&r.hold, "aux_hold"}, {&r.empty, "aux_empty"}} {
+		*fn.f, err = m.Function(fn.name)
+		must(t, err)
+	}
+	r.s, err = d.NewStream()
+	must(t, err)
+	for i := range r.ev {
+		r.ev[i], err = d.NewEvent()
+		must(t, err)
+	}
+}
+
+// TestDefaultTuningsExact: every tier of the default tunings (the kernels
+// a plugin runs, by capacity) stores 262,144 mixed rows (NaN, infinities,
+// zeros, tiny values) exactly as the CPU does.
+func TestDefaultTuningsExact(t *testing.T) {
+	d := openDevice(t)
+	r := &benchRig{d: d, l: newBenchLayout()}
+	r.mems = []benchMem{{"local", alloc(t, d, r.l.size)}}
+	r.stage(t)
+	var k Kernels
+	for _, kind := range []Kind{BF16, FP8} {
+		ts, err := tuningsOf(kind)
+		must(t, err)
+		for _, b := range ts.tiers() {
+			v := variant{name: fmt.Sprintf("default-%d-rows", b), kind: kind, t: ts.pick(b)}
+			f, err := k.Function(d, r.spec(v))
+			must(t, err)
+			bad, err := r.check(v, f, r.spec(v))
+			must(t, err)
+			if bad != 0 {
+				t.Errorf("kind %d, tuning for %d rows (%v): %d words of the pool differ from the CPU", kind, b, v.t, bad)
+			}
+		}
+	}
 }
 
 // benchRig is the child's device state.
@@ -204,36 +311,20 @@ func TestKernelVariantsChild(t *testing.T) {
 	t.Cleanup(func() { d.IpcClose(ipc) })
 	local := alloc(t, d, r.l.size)
 	r.mems = []benchMem{{"local", local}, {"ipc", ipc}}
+	if v := os.Getenv(variantsSharedEnv); v != "" {
+		size, err := strconv.Atoi(v)
+		must(t, err)
+		imported, err := d.ImportShared(3, size)
+		must(t, err)
+		t.Cleanup(func() { imported.Free() })
+		own, err := d.AllocShared(r.l.size)
+		must(t, err)
+		t.Cleanup(func() { own.Free() })
+		r.mems = append(r.mems, benchMem{"vmm", imported.Ptr()}, benchMem{"own-vmm", own.Ptr()})
+	}
 	t.Logf("IPC mapping at %#x (%d KiB into a 2 MiB page), local allocation at %#x (%d KiB)",
 		uint64(ipc), uint64(ipc)%(2<<20)>>10, uint64(local), uint64(local)%(2<<20)>>10)
-	start := time.Now()
-	data := newBenchData()
-	t.Logf("data and CPU reference: %v", time.Since(start))
-	for _, m := range r.mems {
-		must(t, d.HtoD(m.base.Add(r.l.rows), bytesOf(data.rows)))
-		must(t, d.HtoD(m.base.Add(r.l.rowsMixed), bytesOf(data.mixed)))
-		must(t, d.HtoD(m.base.Add(r.l.loc), bytesOf(data.loc)))
-		must(t, d.HtoD(m.base.Add(r.l.locSorted), bytesOf(data.sorted)))
-	}
-	r.refBF16, r.refFP8 = alloc(t, d, len(data.bf16)), alloc(t, d, len(data.fp8))
-	must(t, d.HtoD(r.refBF16, data.bf16))
-	must(t, d.HtoD(r.refFP8, data.fp8))
-	r.scratch, r.counter = alloc(t, d, benchTokens*2*benchDim), alloc(t, d, 256)
-	m, err := d.Compile("gpustore-aux", auxSource+"extern \"C\" __global__ void aux_empty() {}\n")
-	must(t, err)
-	for _, fn := range []struct {
-		f    **cuda.Function
-		name string
-	}{{&r.cmp, "aux_cmp"}, {&r.hold, "aux_hold"}, {&r.empty, "aux_empty"}} {
-		*fn.f, err = m.Function(fn.name)
-		must(t, err)
-	}
-	r.s, err = d.NewStream()
-	must(t, err)
-	for i := range r.ev {
-		r.ev[i], err = d.NewEvent()
-		must(t, err)
-	}
+	r.stage(t)
 
 	// Columns: gaussian rows at each size on local then IPC memory; then at
 	// the largest size mixed rows (local), sorted slots (local, IPC).
@@ -245,7 +336,11 @@ func TestKernelVariantsChild(t *testing.T) {
 	}
 	cols = append(cols, benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rowsMixed, loc: r.l.loc, label: "mixed"},
 		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locSorted, label: "sorted"},
-		benchCol{mem: r.mems[1], n: benchTokens, rows: r.l.rows, loc: r.l.locSorted, label: "sorted"})
+		benchCol{mem: r.mems[1], n: benchTokens, rows: r.l.rows, loc: r.l.locSorted, label: "sorted"},
+		// Where a bf16 store's time goes beyond the copy's: the same rows
+		// into the pool's first quarter in a random order, and in order.
+		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locDense, label: "dense"},
+		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locIdentity, label: "identity"})
 	header := fmt.Sprintf("%-20s", "µs per launch")
 	for _, c := range cols {
 		header += fmt.Sprintf(" %9s", c.name())
@@ -272,7 +367,14 @@ func TestKernelVariantsChild(t *testing.T) {
 	row("copy n×256 B", copyUS, "")
 	row("empty kernel", emptyUS, "")
 
-	variants := append(benchVariants(), benchVariants()[0], benchVariants()[15]) // the baselines again: drift
+	variants := benchVariants()
+	for _, name := range []string{"b-r2-256", "f-l8-r2-256"} { // the baselines again: drift
+		variants = append(variants, variants[slices.IndexFunc(variants, func(v variant) bool { return v.name == name })])
+	}
+	if only := os.Getenv(VariantsOnlyEnv); only != "" {
+		re := regexp.MustCompile(only)
+		variants = slices.DeleteFunc(variants, func(v variant) bool { return !re.MatchString(v.name) })
+	}
 	// Compile every variant first, concurrently (NVRTC is the slow part).
 	fns, errs := make([]*cuda.Function, len(variants)), make([]error, len(variants))
 	cstart := time.Now()
@@ -349,49 +451,55 @@ func (c benchCol) name() string {
 	return s
 }
 
-// pickTunings chooses, per kind, the Large tuning (fastest on IPC memory
-// at the largest size, as a plugin runs), the Small one (fastest on IPC
-// memory at 512 rows) and the largest size up to which Small is at least
-// as fast.
+// pickTunings chooses, per kind, on the memory a plugin maps (the VMM
+// import, else the IPC mapping): the Streaming tuning (fastest at the
+// largest size), the Large one (fastest at 32,768 rows), the Small one
+// (fastest at 512 rows) and the largest size up to which Small is at
+// least as fast as Large. Streaming applies from 131,072 rows, where rows
+// and destinations outgrow the H200's L2, when it differs from Large.
 func pickTunings(t *testing.T, cols []benchCol, results map[string][]float64) string {
+	mem := "ipc"
+	if slices.ContainsFunc(cols, func(c benchCol) bool { return c.mem.name == "vmm" }) {
+		mem = "vmm"
+	}
 	at := func(n int) int {
-		for i, c := range cols {
-			if c.mem.name == "ipc" && c.n == n && c.label == "" {
-				return i
-			}
-		}
-		return -1
+		return slices.IndexFunc(cols, func(c benchCol) bool { return c.mem.name == mem && c.n == n && c.label == "" })
 	}
 	var parts []string
 	for _, kind := range []Kind{BF16, FP8} {
-		var small, large variant
-		bestSmall, bestLarge := math.Inf(1), math.Inf(1)
-		for _, v := range benchVariants() {
-			us, ok := results[v.name]
-			if !ok || v.kind != kind || strings.Contains(v.name, "legacy") {
-				continue
+		best := func(score func(us []float64) float64) (variant, bool) {
+			var out variant
+			min := math.Inf(1)
+			for _, v := range benchVariants() {
+				us, ok := results[v.name]
+				if ok && v.kind == kind && !strings.Contains(v.name, "legacy") && score(us) < min {
+					min, out = score(us), v
+				}
 			}
-			if x := us[at(benchTokens)]; x < bestLarge {
-				bestLarge, large = x, v
-			}
-			if x := us[at(512)] + 0.01*us[at(4096)]; x < bestSmall {
-				bestSmall, small = x, v
-			}
+			return out, out.name != ""
 		}
-		if large.name == "" || small.name == "" {
-			t.Errorf("no exact variant of kind %d to choose", kind)
+		streaming, ok1 := best(func(us []float64) float64 { return us[at(benchTokens)] })
+		large, ok2 := best(func(us []float64) float64 { return us[at(32768)] + 0.01*us[at(benchTokens)] })
+		small, ok3 := best(func(us []float64) float64 { return us[at(512)] + 0.01*us[at(4096)] })
+		if !ok1 || !ok2 || !ok3 {
+			if os.Getenv(VariantsOnlyEnv) == "" {
+				t.Errorf("no exact variant of kind %d to choose", kind)
+			}
 			continue
 		}
-		smallMax := 512
+		ts := Tunings{Small: small.t, Large: large.t, SmallMax: 512}
 		for _, n := range []int{4096, 32768} {
 			if results[small.name][at(n)] > results[large.name][at(n)] {
 				break
 			}
-			smallMax = n
+			ts.SmallMax = n
+		}
+		if streaming.t != large.t {
+			ts.Streaming, ts.StreamingMin = streaming.t, 131072
 		}
 		name := map[Kind]string{BF16: "bf16", FP8: "fp8"}[kind]
-		t.Logf("%s: small %s (up to %d rows), large %s", name, small.name, smallMax, large.name)
-		parts = append(parts, name+"="+Tunings{Small: small.t, Large: large.t, SmallMax: smallMax}.String())
+		t.Logf("%s on %s memory: small %s (up to %d rows), large %s, streaming %s", name, mem, small.name, ts.SmallMax, large.name, streaming.name)
+		parts = append(parts, name+"="+ts.String())
 	}
 	return strings.Join(parts, ";")
 }

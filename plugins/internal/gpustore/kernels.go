@@ -34,21 +34,30 @@ type readyKey struct {
 	layout  sdk.Layout
 }
 
-// ready is a variant and layout's compiled kernels, for small and large
-// batches, so that a store's host work is a map lookup and the launch
-// call: no options are formatted and no spec is rebuilt per launch.
+// ready is a variant and layout's compiled kernels, one per capacity
+// tier of its tunings (see Tunings), smallest first, so that a store's
+// host work is a map lookup and the launch call: no options are formatted
+// and no spec is rebuilt per launch.
 type ready struct {
-	small, large         *cuda.Function
-	smallSpec, largeSpec Spec
-	smallMax             int
+	tiers []tier
+}
+
+// tier is the kernel for capacities up to max (the last tier: any).
+type tier struct {
+	max  int
+	spec Spec
+	f    *cuda.Function
 }
 
 // pick is the kernel and spec for a batch of capacity rows.
 func (r *ready) pick(capacity int) (*cuda.Function, Spec) {
-	if capacity <= r.smallMax {
-		return r.small, r.smallSpec
+	for _, t := range r.tiers[:len(r.tiers)-1] {
+		if capacity <= t.max {
+			return t.f, t.spec
+		}
 	}
-	return r.large, r.largeSpec
+	t := r.tiers[len(r.tiers)-1]
+	return t.f, t.spec
 }
 
 // Function returns the compiled entry point of s on dev, compiling it on

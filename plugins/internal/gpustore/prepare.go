@@ -62,7 +62,7 @@ func (k *Kernels) Kernel(dev *cuda.Device, variant string, l sdk.Layout, capacit
 	return f, s, nil
 }
 
-// ready looks up, or compiles (both tunings at once) and remembers, the
+// ready looks up, or compiles (every tier at once) and remembers, the
 // kernels for a variant and layout.
 func (k *Kernels) ready(dev *cuda.Device, variant string, l sdk.Layout, spec SpecFunc) (*ready, error) {
 	rk := readyKey{dev, variant, l}
@@ -76,32 +76,8 @@ func (k *Kernels) ready(dev *cuda.Device, variant string, l sdk.Layout, spec Spe
 	if err != nil {
 		return nil, err
 	}
-	r = &ready{smallMax: -1}
-	if s.Tune == nil {
-		ts, err := tuningsOf(s.Kind)
-		if err != nil {
-			return nil, err
-		}
-		r.smallMax = ts.SmallMax
-	}
-	r.smallSpec, r.largeSpec = s.For(0), s.For(r.smallMax+1)
-	var serr, lerr error
-	var wg sync.WaitGroup
-	if *r.smallSpec.Tune != *r.largeSpec.Tune && r.smallMax >= 0 {
-		small := func() { r.small, serr = k.Function(dev, r.smallSpec) }
-		if dev.InDo() {
-			small() // a Store without Prepare: a goroutine's module load would queue behind this Do
-		} else {
-			wg.Go(small)
-		}
-	}
-	r.large, lerr = k.Function(dev, r.largeSpec)
-	wg.Wait()
-	if err := errors.Join(serr, lerr); err != nil {
+	if r, err = k.compileTiers(dev, s); err != nil {
 		return nil, err
-	}
-	if r.small == nil {
-		r.small, r.smallSpec = r.large, r.largeSpec
 	}
 	k.mu.Lock()
 	k.readyMap()[rk] = r
@@ -114,4 +90,45 @@ func (k *Kernels) readyMap() map[readyKey]*ready {
 		k.prepared = make(map[readyKey]*ready)
 	}
 	return k.prepared
+}
+
+// compileTiers compiles s for each capacity tier of its kind's tunings
+// (one tier when s has a tuning of its own), each distinct tuning once and
+// concurrently: NVRTC is the slow part. Inside a Do (a Store without
+// Prepare) they compile one after another, since a goroutine's module
+// load would queue behind that Do.
+func (k *Kernels) compileTiers(dev *cuda.Device, s Spec) (*ready, error) {
+	bounds := []int{0}
+	if s.Tune == nil {
+		ts, err := tuningsOf(s.Kind)
+		if err != nil {
+			return nil, err
+		}
+		bounds = ts.tiers()
+	}
+	r := &ready{tiers: make([]tier, len(bounds))}
+	errs := make([]error, len(bounds))
+	var wg sync.WaitGroup
+	for i, b := range bounds {
+		r.tiers[i] = tier{max: b, spec: s.For(b)}
+		if i > 0 && *r.tiers[i].spec.Tune == *r.tiers[i-1].spec.Tune {
+			continue // the same kernel: shared below
+		}
+		compile := func() { r.tiers[i].f, errs[i] = k.Function(dev, r.tiers[i].spec) }
+		if dev.InDo() {
+			compile()
+		} else {
+			wg.Go(compile)
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i := range r.tiers {
+		if r.tiers[i].f == nil {
+			r.tiers[i].f = r.tiers[i-1].f
+		}
+	}
+	return r, nil
 }

@@ -57,8 +57,8 @@ type Tuning struct {
 	BF16Lanes     int // bf16 threads per row, 16 bytes each per pass; 0: one per 16 B of the row, at most a block
 	FP8Lanes      int // fp8 lanes per row: 4, 8, 16 or 32
 	FP8Elems      int // bf16 elements an fp8 lane loads at once: 4 (8 bytes) or 8 (16 bytes)
-	LoadHint      int // 0 plain, 1 streaming, 2 non-coherent, 3 non-coherent + no L1 + 256 B L2 prefetch
-	StoreHint     int // 0 plain, 1 streaming, 2 no L1 allocation
+	LoadHint      int // 0 plain, 1 streaming, 2 non-coherent, 3 non-coherent + no L1 + 256 B L2 prefetch, 4 non-coherent + no L1 + L2 evict-first
+	StoreHint     int // 0 plain, 1 streaming, 2 no L1 allocation, 3 no L1 + L2 evict-first, 4 no L1 + L2 evict-last
 	FP8Div        int // 0: x / s; 1 or 2: RN(1/s) and 1 or 2 FMA corrections, the same IEEE quotient
 	FP8Pair       bool
 	FP8FMax       bool
@@ -67,37 +67,73 @@ type Tuning struct {
 
 // Tunings are a kind's tunings by batch size: Small for capacities up to
 // SmallMax rows (latency: more lanes, less work each), Large above
-// (throughput). The choice depends on the capacity only, so a graph
-// captured at capacity C replays the kernel chosen for C.
+// (throughput), and Streaming from StreamingMin rows when that is set: a
+// batch whose rows and destinations outgrow the L2 cache, where L2
+// eviction policies that keep nothing help. The choice depends on the
+// capacity only, so a graph captured at capacity C replays the kernel
+// chosen for C.
 type Tunings struct {
 	Small, Large Tuning
 	SmallMax     int
+	Streaming    Tuning
+	StreamingMin int // 0: no Streaming tier
+}
+
+// pick is the tuning for a batch of capacity rows.
+func (ts Tunings) pick(capacity int) Tuning {
+	switch {
+	case ts.StreamingMin > 0 && capacity >= ts.StreamingMin:
+		return ts.Streaming
+	case capacity <= ts.SmallMax:
+		return ts.Small
+	}
+	return ts.Large
+}
+
+// tiers are the capacity ranges with a tuning of their own, as the
+// largest capacity each serves (the last one serves every larger one).
+func (ts Tunings) tiers() []int {
+	tiers := []int{ts.SmallMax}
+	if ts.StreamingMin > 0 {
+		return append(tiers, ts.StreamingMin-1, ts.StreamingMin)
+	}
+	return append(tiers, ts.SmallMax+1)
 }
 
 // The default tunings, chosen by TestKernelVariants on an H200 and
 // measured through the SDK with them (NOTES.md in this package). bf16: one
 // row per 16-thread group in 128-thread blocks up to 4096 rows (latency),
-// two rows per group in 1024-thread blocks above (more stores in flight,
-// which the IPC-mapped arena's random writes need). fp8: 16 lanes per row
-// with the reciprocal-corrected division (exact: TestDivisionExhaustive)
-// up to 4096 rows; 8 lanes per row, 16-byte loads, one row per group and
-// fmaxf above.
+// two rows per group in 1024-thread blocks up to 131,071 (more stores in
+// flight), then one row per group in 256-thread blocks with rows loaded
+// evict-first and stored under an evict-last L2 policy. fp8: 16 lanes per
+// row with the reciprocal-corrected division (exact:
+// TestDivisionExhaustive) up to 4096 rows; 8 lanes per row, 16-byte loads,
+// one row per group and fmaxf above, with the same L2 policies from
+// 131,072 rows. 131,072 rows of 256 B and their destinations are 64 MiB,
+// more than the H200's 50 MB L2; at 32,768 rows the policies cost 4–7%
+// (rows that stayed in L2 between launches are evicted), at 262,144 they
+// gain 1–2%.
 var (
 	DefaultBF16 = Tunings{
-		Small:    Tuning{BlockThreads: 128, RowsPerThread: 1},
-		Large:    Tuning{BlockThreads: 1024, RowsPerThread: 2},
-		SmallMax: 4096,
+		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1},
+		Large:        Tuning{BlockThreads: 1024, RowsPerThread: 2},
+		SmallMax:     4096,
+		Streaming:    Tuning{BlockThreads: 256, RowsPerThread: 1, LoadHint: 4, StoreHint: 4},
+		StreamingMin: 131072,
 	}
 	DefaultFP8 = Tunings{
-		Small:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
-		Large:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
-		SmallMax: 4096,
+		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
+		Large:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
+		SmallMax:     4096,
+		Streaming:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true, LoadHint: 4, StoreHint: 4},
+		StreamingMin: 131072,
 	}
 )
 
 // TuningEnv replaces the default tunings of the process, for benches:
-// "bf16=SMALL/LARGE/SMALLMAX;fp8=SMALL/LARGE/SMALLMAX", each tuning as
-// Tuning.String writes it. A kind it leaves out keeps its default.
+// "bf16=SMALL/LARGE/SMALLMAX[/STREAMING/STREAMINGMIN];fp8=...", each
+// tuning as Tuning.String writes it. A kind it leaves out keeps its
+// default.
 const TuningEnv = "KVHARNESS_GPUSTORE_TUNING"
 
 var envTunings = sync.OnceValues(func() (map[Kind]Tunings, error) {
@@ -117,16 +153,13 @@ func tuningsOf(k Kind) (Tunings, error) {
 }
 
 // For is the spec with the tuning for a batch of capacity rows fixed: its
-// own Tune if set, else the kind's Small or Large.
+// own Tune if set, else the kind's Small, Large or Streaming.
 func (s Spec) For(capacity int) Spec {
 	if s.Tune != nil {
 		return s
 	}
 	ts, _ := tuningsOf(s.Kind)
-	t := ts.Large
-	if capacity <= ts.SmallMax {
-		t = ts.Small
-	}
+	t := ts.pick(capacity)
 	s.Tune = &t
 	return s
 }
@@ -163,7 +196,13 @@ func ParseTuning(str string) (Tuning, error) {
 }
 
 // String is the tunings as TuningEnv spells them.
-func (ts Tunings) String() string { return fmt.Sprintf("%v/%v/%d", ts.Small, ts.Large, ts.SmallMax) }
+func (ts Tunings) String() string {
+	s := fmt.Sprintf("%v/%v/%d", ts.Small, ts.Large, ts.SmallMax)
+	if ts.StreamingMin > 0 {
+		s += fmt.Sprintf("/%v/%d", ts.Streaming, ts.StreamingMin)
+	}
+	return s
+}
 
 // ParseTunings reads TuningEnv's form.
 func ParseTunings(str string) (map[Kind]Tunings, error) {
@@ -176,8 +215,8 @@ func ParseTunings(str string) (map[Kind]Tunings, error) {
 		kinds := map[string]Kind{"bf16": BF16, "fp8": FP8}
 		k, ok := kinds[name]
 		f := strings.Split(spec, "/")
-		if !ok || len(f) != 3 {
-			return nil, fmt.Errorf("%s: %q is not bf16= or fp8=SMALL/LARGE/SMALLMAX", TuningEnv, part)
+		if !ok || (len(f) != 3 && len(f) != 5) {
+			return nil, fmt.Errorf("%s: %q is not bf16= or fp8=SMALL/LARGE/SMALLMAX[/STREAMING/STREAMINGMIN]", TuningEnv, part)
 		}
 		var ts Tunings
 		var err error
@@ -190,6 +229,14 @@ func ParseTunings(str string) (map[Kind]Tunings, error) {
 		if ts.SmallMax, err = strconv.Atoi(f[2]); err != nil {
 			return nil, fmt.Errorf("%s: small max %q: %w", TuningEnv, f[2], err)
 		}
+		if len(f) == 5 {
+			if ts.Streaming, err = ParseTuning(f[3]); err != nil {
+				return nil, err
+			}
+			if ts.StreamingMin, err = strconv.Atoi(f[4]); err != nil || ts.StreamingMin <= ts.SmallMax {
+				return nil, fmt.Errorf("%s: streaming min %q: want a row count above the small max %d", TuningEnv, f[4], ts.SmallMax)
+			}
+		}
 		out[k] = ts
 	}
 	return out, nil
@@ -198,7 +245,11 @@ func ParseTunings(str string) (map[Kind]Tunings, error) {
 // tuning is the spec's tuning with its defaults filled in: its Tune, else
 // the kind's Large one (For picks by capacity).
 func (s Spec) tuning() Tuning {
-	t := s.For(1 << 62).Tune
+	t := s.Tune
+	if t == nil {
+		ts, _ := tuningsOf(s.Kind)
+		t = &ts.Large
+	}
 	tu := *t
 	if s.Kind == BF16 {
 		chunks := max(s.HeadDim*2/16, 1)
@@ -219,7 +270,7 @@ func (s Spec) checkTuning(t Tuning) error {
 		return fmt.Errorf("tuning %+v: %d threads per block; want 1 to 1024", t, t.BlockThreads)
 	case t.RowsPerThread < 1 || t.RowsPerThread > 16:
 		return fmt.Errorf("tuning %+v: %d rows per thread; want 1 to 16", t, t.RowsPerThread)
-	case t.LoadHint < 0 || t.LoadHint > 3 || t.StoreHint < 0 || t.StoreHint > 2:
+	case t.LoadHint < 0 || t.LoadHint > 4 || t.StoreHint < 0 || t.StoreHint > 4:
 		return fmt.Errorf("tuning %+v: no such cache hint", t)
 	case s.Kind == BF16 && t.BF16Lanes < 1:
 		return fmt.Errorf("tuning %+v: a bf16 row needs a thread", t)

@@ -76,7 +76,8 @@ func TestTuningMacros(t *testing.T) {
 		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 12, FP8Elems: 8},
 		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 16},
 		{BlockThreads: 100, RowsPerThread: 1, FP8Lanes: 4, FP8Elems: 8},
-		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, LoadHint: 4},
+		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, LoadHint: 5},
+		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, StoreHint: 5},
 		{BlockThreads: 256, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Div: 3},
 	} {
 		s.Tune = &bad
@@ -173,7 +174,8 @@ func TestTuningsRoundTrip(t *testing.T) {
 	if m, err := ParseTunings(""); err != nil || len(m) != 0 {
 		t.Errorf("empty: %v %v", m, err)
 	}
-	for _, bad := range []string{"fp8=blk:1/blk:2", "gpu=blk:1/blk:1/4", "bf16=blk:x/blk:1/4", "bf16=nope:1/blk:1/4", "bf16=blk:1/blk:1/x"} {
+	for _, bad := range []string{"fp8=blk:1/blk:2", "gpu=blk:1/blk:1/4", "bf16=blk:x/blk:1/4", "bf16=nope:1/blk:1/4", "bf16=blk:1/blk:1/x",
+		"bf16=blk:1/blk:1/4/blk:1", "bf16=blk:1/blk:1/4/blk:1/4", "bf16=blk:1/blk:1/4/blk:x/8"} {
 		if _, err := ParseTunings(bad); err == nil {
 			t.Errorf("ParseTunings(%q) succeeded", bad)
 		}
@@ -181,8 +183,8 @@ func TestTuningsRoundTrip(t *testing.T) {
 }
 
 // TestForPicksByCapacity: a spec without a tuning takes its kind's Small
-// one up to SmallMax rows and the Large one above; an explicit tuning is
-// kept for every capacity.
+// one up to SmallMax rows, the Large one above and the Streaming one from
+// StreamingMin; an explicit tuning is kept for every capacity.
 func TestForPicksByCapacity(t *testing.T) {
 	s := fp8Spec(128, 64)
 	if got := *s.For(DefaultFP8.SmallMax).Tune; got != DefaultFP8.Small {
@@ -190,6 +192,12 @@ func TestForPicksByCapacity(t *testing.T) {
 	}
 	if got := *s.For(DefaultFP8.SmallMax + 1).Tune; got != DefaultFP8.Large {
 		t.Errorf("For(SmallMax+1) = %+v", got)
+	}
+	if got := *s.For(DefaultFP8.StreamingMin - 1).Tune; got != DefaultFP8.Large {
+		t.Errorf("For(StreamingMin-1) = %+v", got)
+	}
+	if got := *s.For(DefaultFP8.StreamingMin).Tune; got != DefaultFP8.Streaming || got == DefaultFP8.Large {
+		t.Errorf("For(StreamingMin) = %+v; want the Streaming tuning, which differs from Large", got)
 	}
 	own := Tuning{BlockThreads: 64, RowsPerThread: 1, FP8Lanes: 32, FP8Elems: 4}
 	s.Tune = &own
@@ -200,5 +208,27 @@ func TestForPicksByCapacity(t *testing.T) {
 	_, large := fp8Spec(128, 64).For(1 << 20).Shape(1 << 20)
 	if small.X != uint32(DefaultFP8.Small.BlockThreads) || large.X != uint32(DefaultFP8.Large.BlockThreads) {
 		t.Errorf("blocks %d and %d; want the Small and Large tunings'", small.X, large.X)
+	}
+}
+
+// TestTiersMatchFor: the kernels compiled per tier are those For picks at
+// every capacity around the tiers' bounds, with and without a Streaming
+// tier.
+func TestTiersMatchFor(t *testing.T) {
+	for _, ts := range []Tunings{DefaultBF16, DefaultFP8, {Small: DefaultBF16.Small, Large: DefaultBF16.Large, SmallMax: 512}} {
+		bounds := ts.tiers()
+		r := &ready{}
+		for _, b := range bounds {
+			tu := ts.pick(b)
+			r.tiers = append(r.tiers, tier{max: b, spec: Spec{Tune: &tu}})
+		}
+		for _, c := range []int{1, ts.SmallMax, ts.SmallMax + 1, ts.StreamingMin - 1, ts.StreamingMin, 1 << 30} {
+			if c < 1 {
+				continue
+			}
+			if _, s := r.pick(c); *s.Tune != ts.pick(c) {
+				t.Errorf("%v: capacity %d runs %v; For picks %v", ts, c, *s.Tune, ts.pick(c))
+			}
+		}
 	}
 }

@@ -29,9 +29,12 @@
 //                        8-byte load) or 8 (16 bytes)
 //   KV_LOAD_HINT         rows and slots: 0 plain loads, 1 streaming
 //                        (ld.global.cs), 2 non-coherent (ld.global.nc), 3
-//                        non-coherent, no L1 allocation, 256 B L2 prefetch
+//                        non-coherent, no L1 allocation, 256 B L2 prefetch, 4
+//                        non-coherent, no L1 allocation, L2 evict-first policy
 //   KV_STORE_HINT        0 plain stores, 1 streaming (st.global.cs), 2 no L1
-//                        allocation
+//                        allocation, 3 no L1 allocation and L2 evict-first
+//                        policy, 4 the same with evict-last (the policies
+//                        need sm_80; older devices get hints 3 and 2)
 //   KV_FP8_DIV           0: the quotient x / s as written; 1 or 2: the same
 //                        IEEE quotient from a correctly rounded reciprocal
 //                        and 1 or 2 FMA corrections (see kv_quotients)
@@ -71,6 +74,34 @@ __device__ __forceinline__ void kv_offsets(kv_i64 slot64, kv_off* value, kv_off*
 
 // ---- loads and stores with the configured cache hints ---------------------
 
+// L2 cache policies (load hint 4, store hints 3 and 4) need sm_80: older
+// devices take the nearest hint without one.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#if KV_LOAD_HINT == 4
+#undef KV_LOAD_HINT
+#define KV_LOAD_HINT 3
+#endif
+#if KV_STORE_HINT >= 3
+#undef KV_STORE_HINT
+#define KV_STORE_HINT 2
+#endif
+#endif
+
+#if KV_LOAD_HINT == 4 || KV_STORE_HINT == 3
+// kv_policy is an L2 cache policy that evicts what it touches first.
+__device__ __forceinline__ unsigned long long kv_policy() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+#elif KV_STORE_HINT == 4
+__device__ __forceinline__ unsigned long long kv_policy() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+#endif
+
 __device__ __forceinline__ kv_i64 kv_ld_loc(const kv_i64* p) {
 #if KV_LOAD_HINT == 1
   return __ldcs(p);
@@ -92,6 +123,12 @@ __device__ __forceinline__ uint4 kv_ld16(const uint4* p) {
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
+#elif KV_LOAD_HINT == 4
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "l"(kv_policy()));
+  return v;
 #else
   return *p;
 #endif
@@ -106,6 +143,12 @@ __device__ __forceinline__ uint2 kv_ld8(const uint2* p) {
   uint2 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
   return v;
+#elif KV_LOAD_HINT == 4
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+      : "=r"(v.x), "=r"(v.y)
+      : "l"(p), "l"(kv_policy()));
+  return v;
 #else
   return *p;
 #endif
@@ -118,6 +161,10 @@ __device__ __forceinline__ void kv_st16(uint4* p, uint4 v) {
   asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w)
                : "memory");
+#elif KV_STORE_HINT >= 3
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w), "l"(kv_policy())
+               : "memory");
 #else
   *p = v;
 #endif
@@ -128,6 +175,10 @@ __device__ __forceinline__ void kv_st8(uint2* p, uint2 v) {
   __stcs(p, v);
 #elif KV_STORE_HINT == 2
   asm volatile("st.global.L1::no_allocate.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+#elif KV_STORE_HINT >= 3
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;" ::"l"(p), "r"(v.x), "r"(v.y),
+               "l"(kv_policy())
+               : "memory");
 #else
   *p = v;
 #endif
@@ -138,6 +189,8 @@ __device__ __forceinline__ void kv_st4(unsigned* p, unsigned v) {
   __stcs(p, v);
 #elif KV_STORE_HINT == 2
   asm volatile("st.global.L1::no_allocate.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#elif KV_STORE_HINT >= 3
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.u32 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(kv_policy()) : "memory");
 #else
   *p = v;
 #endif
