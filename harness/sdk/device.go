@@ -8,7 +8,7 @@ import (
 
 // DeviceStoreCall is one store on a CUDA arena: the device-memory twin of
 // [StoreCall]. Every pointer is a device address inside the harness's arena,
-// opened through its IPC handle in this process.
+// mapped in this process.
 //
 // The kernel must read the valid count from Valid, never from N: the SDK
 // writes n there (stream-ordered) before every launch and every graph

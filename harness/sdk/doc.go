@@ -26,8 +26,9 @@
 // # CUDA
 //
 // When the harness attaches a CUDA arena (Arena.backend BACKEND_CUDA), the
-// SDK opens the device once per process, opens the arena's IPC handle and
-// creates a stream, then calls the kernel's StoreDevice with device
+// SDK opens the device once per process, maps the arena (imported from
+// the file descriptor the harness's socket hands out, or opened through
+// its IPC handle) and creates a stream, then calls the kernel's StoreDevice with device
 // pointers ([DeviceStoreCall]). StoreDevice only enqueues on that stream;
 // the SDK synchronises before it answers. Before every launch or graph
 // replay the SDK writes the valid count n into a per-pool device int32

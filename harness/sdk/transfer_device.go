@@ -13,7 +13,7 @@ import (
 
 // DeviceTransferCall is one transfer on a CUDA arena: the device-memory
 // twin of [TransferCall]. Both sides' pools live in the harness's one
-// allocation, opened through its IPC handle in this process, so every copy
+// allocation, mapped in this process, so every copy
 // is device to device.
 type DeviceTransferCall struct {
 	Variant    string

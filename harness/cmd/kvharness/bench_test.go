@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,40 @@ func TestBenchRefusesBadMatrices(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr, exitError, tc.want)
 			}
 		})
+	}
+}
+
+// TestCommitMarksDirty: a night is credited to the commit it ran, marked
+// dirty when tracked files differ from it.
+func TestCommitMarksDirty(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on this machine")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.WriteFile("kernel.cu", []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "kernel.cu")
+	git("commit", "-qm", "one")
+	clean := commit()
+	if clean == "" || strings.HasSuffix(clean, "-dirty") {
+		t.Fatalf("commit() on a clean tree = %q", clean)
+	}
+	os.WriteFile("untracked.txt", []byte("x"), 0o644)
+	if got := commit(); got != clean {
+		t.Errorf("an untracked file made commit() %q; want %q", got, clean)
+	}
+	os.WriteFile("kernel.cu", []byte("b"), 0o644)
+	if got := commit(); got != clean+"-dirty" {
+		t.Errorf("commit() with a changed tracked file = %q; want %q", got, clean+"-dirty")
 	}
 }

@@ -271,11 +271,17 @@ func peakGBps(onGPU bool, device int) float64 {
 	return *snap.Devices[device].PeakMemoryBandwidthGBps
 }
 
-// commit names the source: git when it is there, else the commit file a
-// GPU build leaves beside the binary.
+// commit names the source: git when it is there (with "-dirty" when
+// tracked files differ from the commit, so a night is never credited to a
+// commit it does not match), else the commit file a GPU build leaves
+// beside the binary.
 func commit() string {
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		return strings.TrimSpace(string(out))
+		c := strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			c += "-dirty"
+		}
+		return c
 	}
 	if exe, err := os.Executable(); err == nil {
 		if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "commit")); err == nil {

@@ -1,6 +1,8 @@
 // Package cudapool is the CUDA device-memory backend of the harness arena: a
-// pool.Memory whose bytes live in one cuMemAlloc allocation, exported to the
-// plugin process through a CUDA IPC handle.
+// pool.Memory whose bytes live in one device allocation the plugin process
+// maps too: VMM memory whose file descriptor a Unix socket hands out (FD,
+// for plugins that declare it: both processes map it with large pages), or
+// a cuMemAlloc allocation exported by CUDA IPC handle (IPC).
 //
 // It behaves exactly like pool.SHM, so the oracle cannot tell them apart: the
 // arena starts zeroed, Fill writes the seeded background of pool.Background
