@@ -12,8 +12,12 @@
 #   THRESHOLD  the smallest slowdown that counts (default 0.05; on a shared CPU,
 #              where runs differ by tens of percent, use 0.3)
 #
-# A killed night resumes where it stopped: rerun with the same OUT. To make
-# a night the new baseline, copy OUT/bench.txt over the baseline and commit it.
+# A killed night resumes where it stopped: rerun with the same OUT. When the
+# comparison finds a regression, the matrix runs again into OUT/rerun and a
+# regression counts only if the rerun shows it too (compare --confirm): one
+# cell landing on a slow stretch of a shared machine does not fail a night,
+# a change in the code does. To make a night the new baseline, copy
+# OUT/bench.txt over the baseline and commit it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-night-$(date +%Y%m%d)}
@@ -31,4 +35,13 @@ if [ ! -f "$baseline" ]; then
 	echo "nightly: no baseline $baseline; to start one: cp $out/bench.txt $baseline" >&2
 	exit 0
 fi
-$KVHARNESS compare --threshold "${THRESHOLD:-0.05}" "$baseline" "$out/bench.txt"
+rc=0
+$KVHARNESS compare --threshold "${THRESHOLD:-0.05}" "$baseline" "$out/bench.txt" >"$out/compare.txt.tmp" || rc=$?
+mv "$out/compare.txt.tmp" "$out/compare.txt"
+cat "$out/compare.txt"
+[ $rc -eq 1 ] || exit $rc
+echo "nightly: regressions found; running the matrix again to confirm them" >&2
+rerun=--resume
+[ -f "$out/rerun/cells.jsonl" ] || rerun=
+$KVHARNESS bench --matrix "$matrix" --out "$out/rerun" $rerun || exit 2
+$KVHARNESS compare --threshold "${THRESHOLD:-0.05}" --confirm "$out/rerun/bench.txt" "$baseline" "$out/bench.txt"

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/kvharness/kvharness/harness/results"
 )
 
 // wantVerdicts checks the verdict of every unit of one benchmark.
@@ -244,5 +246,27 @@ func TestIgnoreKeys(t *testing.T) {
 	}
 	if len(r.Rows) != 1 || r.Rows[0].Name != "Store/plugin=p/tokens=1" || r.Rows[0].Verdict == Missing {
 		t.Errorf("rows %+v: want the variant matched with the base row", r.Rows)
+	}
+}
+
+// TestConfirm: a regression the rerun repeats stays one; one it does not
+// repeat (a slow stretch of the machine during one night) becomes
+// Unconfirmed and no longer counts; rows that were no regression are left
+// as they were.
+func TestConfirm(t *testing.T) {
+	base := []results.Cell{cell(t, "a", 4096, 200, 1.0, 1), cell(t, "b", 4096, 200, 1.0, 2)}
+	night := []results.Cell{cell(t, "a", 4096, 200, 1.3, 3), cell(t, "b", 4096, 200, 1.3, 4)} // both slow
+	rerun := []results.Cell{cell(t, "a", 4096, 200, 1.3, 5), cell(t, "b", 4096, 200, 1.0, 6)} // only a is
+	r := compareText(t, benchText(t, 10, base...), benchText(t, 10, night...))
+	if len(r.Regressions()) != 12 {
+		t.Fatalf("before Confirm: %d regression rows, want 12 (6 units of 2 cells)", len(r.Regressions()))
+	}
+	r.Confirm(compareText(t, benchText(t, 10, base...), benchText(t, 10, rerun...)))
+	wantVerdicts(t, r, base[0].Name(), all(Regression))
+	want := all(Unconfirmed)
+	want["copy-ratio"] = Changed
+	wantVerdicts(t, r, base[1].Name(), want)
+	if len(r.Regressions()) != 6 || r.Count(Unconfirmed) != 6 || r.Rerun != "new.txt" {
+		t.Errorf("after Confirm: %d regressions, %d unconfirmed, rerun %q; want 6, 6, new.txt", len(r.Regressions()), r.Count(Unconfirmed), r.Rerun)
 	}
 }

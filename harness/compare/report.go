@@ -28,6 +28,7 @@ type Row struct {
 // A Report is the comparison of two benchmark files.
 type Report struct {
 	Base, New string // file names
+	Rerun     string // the file Confirm checked regressions against; "" if none
 	Options   Options
 	Rows      []Row   // grouped by unit, in order of first appearance
 	Warnings  []error // about the files as a whole, such as a different gpu
@@ -54,4 +55,23 @@ func (r *Report) Count(v Verdict) int {
 		}
 	}
 	return n
+}
+
+// Confirm keeps a regression only where rerun, the same base compared with
+// a second run of the new code, shows it too; the others become
+// Unconfirmed. On a shared machine one cell of a night can land on a slow
+// stretch (the host busy through a per-launch cell, a plugin process whose
+// launches settle 0.2 µs slower): a change in the code repeats on a rerun,
+// such a stretch does not.
+func (r *Report) Confirm(rerun *Report) {
+	again := map[[2]string]bool{}
+	for _, row := range rerun.Regressions() {
+		again[[2]string{row.Name, row.Unit}] = true
+	}
+	for i, row := range r.Rows {
+		if row.Verdict == Regression && !again[[2]string{row.Name, row.Unit}] {
+			r.Rows[i].Verdict = Unconfirmed
+		}
+	}
+	r.Rerun = rerun.New
 }

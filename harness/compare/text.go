@@ -17,6 +17,9 @@ import (
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base: %s\nnew:  %s\n", r.Base, r.New)
+	if r.Rerun != "" {
+		fmt.Fprintf(&b, "rerun: %s (a regression counts only when the rerun shows it too)\n", r.Rerun)
+	}
 	fmt.Fprintf(&b, "Mann–Whitney U-test, alpha %v; regression threshold %v%%; median ± %v%% CI\n",
 		r.Options.Alpha, 100*r.Options.Threshold, 100*r.Options.Confidence)
 	if !r.Options.Absolute {

@@ -13,10 +13,11 @@ const (
 	Missing      Verdict = "missing"              // present in only one file
 	Reference    Verdict = "reference"            // a floor measured beside the kernels (copy, empty launch): shown, not judged
 	Derived      Verdict = "derived"              // a rate of the samples a time row judges: shown, judged there
+	Unconfirmed  Verdict = "unconfirmed"          // a regression a rerun of the same code did not repeat (see Report.Confirm)
 )
 
 // verdicts is the order verdicts are counted and listed in.
-var verdicts = []Verdict{Regression, Improvement, Changed, Unchanged, Reference, Derived, Insufficient, Missing}
+var verdicts = []Verdict{Regression, Unconfirmed, Improvement, Changed, Unchanged, Reference, Derived, Insufficient, Missing}
 
 // decide is the verdict for a tested row: significance first, then
 // size, then direction (better is -1 lower, +1 higher, 0 unknown).

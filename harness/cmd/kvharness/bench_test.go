@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,5 +150,37 @@ func TestCommitMarksDirty(t *testing.T) {
 	os.WriteFile("kernel.cu", []byte("b"), 0o644)
 	if got := commit(); got != clean+"-dirty" {
 		t.Errorf("commit() with a changed tracked file = %q; want %q", got, clean+"-dirty")
+	}
+}
+
+// TestCompareConfirm: with --confirm, a regression fails the night only
+// when the rerun shows it too.
+func TestCompareConfirm(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, ns float64) string {
+		var b strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&b, "BenchmarkStore/plugin=p/tokens=4096 1 %.0f ns/op\n", ns+float64(i))
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base, slow, slowAgain, fine := write("base.txt", 1000), write("slow.txt", 2000), write("again.txt", 2000), write("fine.txt", 1000)
+	if code, _, stderr := runCLI(t, "compare", base, slow); code != exitViolation {
+		t.Fatalf("compare without --confirm: exit %d, want %d\n%s", code, exitViolation, stderr)
+	}
+	code, _, stderr := runCLI(t, "compare", "--confirm", slowAgain, base, slow)
+	if code != exitViolation || !strings.Contains(stderr, "confirmed by the rerun") {
+		t.Errorf("confirmed regression: exit %d, stderr %q; want %d and the rerun named", code, stderr, exitViolation)
+	}
+	code, stdout, _ := runCLI(t, "compare", "--confirm", fine, base, slow)
+	if code != exitPass || !strings.Contains(stdout, "unconfirmed") || !strings.Contains(stdout, "rerun: "+fine) {
+		t.Errorf("unconfirmed regression: exit %d; want %d, the row unconfirmed and the rerun named:\n%s", code, exitPass, stdout)
+	}
+	if code, _, stderr := runCLI(t, "compare", "--confirm", filepath.Join(dir, "nope.txt"), base, slow); code != exitError || !strings.Contains(stderr, "--confirm") {
+		t.Errorf("missing rerun file: exit %d, stderr %q; want %d naming --confirm", code, stderr, exitError)
 	}
 }

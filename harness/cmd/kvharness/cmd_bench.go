@@ -271,11 +271,19 @@ func peakGBps(onGPU bool, device int) float64 {
 	return *snap.Devices[device].PeakMemoryBandwidthGBps
 }
 
-// commit names the source: git when it is there (with "-dirty" when
-// tracked files differ from the commit, so a night is never credited to a
-// commit it does not match), else the commit file a GPU build leaves
-// beside the binary.
+// buildCommit is the commit a release build was made from, set by
+// scripts/gpu-build (-X main.buildCommit=...): such a binary runs where
+// any git checkout, if there is one, need not be its source.
+var buildCommit string
+
+// commit names the source: the build's commit, else git when it is there
+// (with "-dirty" when tracked files differ from the commit, so a night is
+// never credited to a commit it does not match), else the commit file a
+// GPU build leaves beside the binary.
 func commit() string {
+	if buildCommit != "" {
+		return buildCommit
+	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		c := strings.TrimSpace(string(out))
 		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {

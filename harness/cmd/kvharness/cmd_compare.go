@@ -14,6 +14,7 @@ func init() {
 const compareExamples = `  kvharness compare bench/baselines/cpu.txt night/bench.txt
   kvharness compare --threshold 0.10 --alpha 0.01 base.txt new.txt
   kvharness compare --ignore variant base.txt slowed/bench.txt
+  kvharness compare --confirm rerun/bench.txt bench/baselines/gpu.txt night/bench.txt
 `
 
 func runCompare(_ context.Context, e *env, args []string) int {
@@ -23,6 +24,8 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	fs.Float64Var(&o.Threshold, "threshold", compare.DefaultThreshold, "smallest relative change that counts as a regression (0.05 = 5%)")
 	fs.Float64Var(&o.LatencyThreshold, "latency-threshold", compare.DefaultLatencyThreshold, "--threshold for per-launch kernel rows judged against a floor (not with --absolute): their times include the host's wait and move more between runs")
 	fs.BoolVar(&o.Absolute, "absolute", false, "judge each row's own change; by default a kernel's change is judged net of the drift of the floor measured beside it (empty launch or copy)")
+	var rerun string
+	fs.StringVar(&rerun, "confirm", "", "a second run of NEW's code: a regression counts only when this run shows it too (bench/nightly.sh reruns the matrix when the first compare fails)")
 	fs.StringSliceVar(&o.Ignore, "ignore", nil, "benchmark name keys to drop before matching rows (e.g. variant: compare a variant with the plugin's baseline)")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -37,11 +40,22 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	if err != nil {
 		return e.errorf("%v", err)
 	}
+	if rerun != "" {
+		again, err := compare.CompareFiles(fs.Arg(0), rerun, o)
+		if err != nil {
+			return e.errorf("--confirm: %v", err)
+		}
+		r.Confirm(again)
+	}
 	if err := compare.WriteText(e.stdout, r); err != nil {
 		return e.errorf("%v", err)
 	}
 	if n := len(r.Regressions()); n > 0 {
-		fmt.Fprintf(e.stderr, "kvharness: %d significant regression(s) beyond %.0f%%\n", n, 100*o.Threshold)
+		confirmed := ""
+		if rerun != "" {
+			confirmed = ", confirmed by the rerun"
+		}
+		fmt.Fprintf(e.stderr, "kvharness: %d significant regression(s) beyond %.0f%%%s\n", n, 100*o.Threshold, confirmed)
 		return exitViolation
 	}
 	return exitPass
