@@ -104,19 +104,15 @@ func (d *Device) AllocShared(n int) (*Shared, error) {
 	s := &Shared{d: d}
 	err := d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
 		prop := d.sharedProp()
-		var g uint64
-		if err := check("cuMemGetAllocationGranularity", v.cuMemGetAllocationGranularity(&g, &prop, memGranularityRecommended)); err != nil {
+		g, err := granularity(v, &prop)
+		if err != nil {
 			return err
 		}
 		s.size = int((uint64(n) + g - 1) / g * g)
 		if err := check("cuMemCreate", v.cuMemCreate(&s.handle, uint64(s.size), &prop, 0)); err != nil {
 			return err
 		}
-		if err := s.mapHere(v, g); err != nil {
-			v.cuMemRelease(s.handle)
-			return err
-		}
-		return nil
+		return s.mapOrRelease(v, g)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d bytes of shareable device memory: %w", n, err)
@@ -133,8 +129,8 @@ func (d *Device) ImportShared(fd, size int) (*Shared, error) {
 	s := &Shared{d: d, size: size}
 	err := d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
 		prop := d.sharedProp()
-		var g uint64
-		if err := check("cuMemGetAllocationGranularity", v.cuMemGetAllocationGranularity(&g, &prop, memGranularityRecommended)); err != nil {
+		g, err := granularity(v, &prop)
+		if err != nil {
 			return err
 		}
 		if uint64(size)%g != 0 {
@@ -143,16 +139,29 @@ func (d *Device) ImportShared(fd, size int) (*Shared, error) {
 		if err := check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(&s.handle, uintptr(fd), memHandleTypePosixFD)); err != nil {
 			return err
 		}
-		if err := s.mapHere(v, g); err != nil {
-			v.cuMemRelease(s.handle)
-			return err
-		}
-		return nil
+		return s.mapOrRelease(v, g)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("import shared device memory from fd %d: %w", fd, err)
 	}
 	return s, nil
+}
+
+// granularity is the recommended allocation granularity for prop: the
+// unit of sizes, and the alignment of both processes' mappings.
+func granularity(v *vmmAPI, prop *memAllocationProp) (uint64, error) {
+	var g uint64
+	err := check("cuMemGetAllocationGranularity", v.cuMemGetAllocationGranularity(&g, prop, memGranularityRecommended))
+	return g, err
+}
+
+// mapOrRelease maps s here (mapHere), releasing its handle if that fails.
+func (s *Shared) mapOrRelease(v *vmmAPI, align uint64) error {
+	if err := s.mapHere(v, align); err != nil {
+		v.cuMemRelease(s.handle)
+		return err
+	}
+	return nil
 }
 
 // mapHere reserves an address range aligned to align, maps the allocation
