@@ -26,7 +26,8 @@ exit 2
 
 // TestNightlyConfirmsRegressions: the nightly job fails on a regression
 // only when a rerun of the matrix confirms it, reruns nothing when the
-// first comparison passes or errs, and passes compare's errors on.
+// first comparison passes or errs, and passes compare's errors on, the
+// confirming one's too.
 func TestNightlyConfirmsRegressions(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -47,12 +48,16 @@ func TestNightlyConfirmsRegressions(t *testing.T) {
 		{"1", "0", 0, true},
 		{"1", "1", 1, true},
 		{"2", "0", 2, false},
+		{"1", "2", 2, true},
 	} {
 		out, log := filepath.Join(dir, "night-"+tc.first+tc.confirm), filepath.Join(dir, "log-"+tc.first+tc.confirm)
 		cmd := exec.Command("bash", "nightly.sh", out)
 		cmd.Env = append(os.Environ(), "KVHARNESS="+kv, "BASELINE="+baseline, "MATRIX=matrix-cpu.json", "LOG="+log,
 			"FIRST_RC="+tc.first, "CONFIRM_RC="+tc.confirm)
-		output, _ := cmd.CombinedOutput()
+		output, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil {
+			t.Fatalf("nightly.sh did not start: %v", err)
+		}
 		calls, _ := os.ReadFile(log)
 		reran := strings.Contains(string(calls), "--out "+filepath.Join(out, "rerun"))
 		if cmd.ProcessState.ExitCode() != tc.want || reran != tc.rerun {

@@ -19,8 +19,12 @@ import (
 type CUDA struct{ Dev *cuda.Device }
 
 // NewMemory implements Backend.
-func (c CUDA) NewMemory(_ *pool.Dir, size int, p *plugin.Plugin) (pool.Memory, error) {
-	return cudapool.New(c.Dev, size, SharingFor(p))
+func (c CUDA) NewMemory(dir *pool.Dir, size int, p *plugin.Plugin) (pool.Memory, error) {
+	path := ""
+	if dir != nil {
+		path = dir.Path
+	}
+	return cudapool.New(c.Dev, size, SharingFor(p), path)
 }
 
 // SharingFor is how a CUDA arena is shared with p: by file descriptor when

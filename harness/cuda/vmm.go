@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -187,12 +188,19 @@ func (s *Shared) mapHere(v *vmmAPI, align uint64) error {
 
 // ExportFD returns a new file descriptor for the memory, to be passed to
 // another process (over a Unix socket, or as an inherited file); the
-// caller closes it.
+// caller closes it. It is close-on-exec, set under the fork lock, so a
+// plugin started meanwhile does not inherit it (and keep the memory alive
+// after the harness frees it).
 func (s *Shared) ExportFD() (int, error) {
 	var fd int32 = -1
+	syscall.ForkLock.RLock()
 	err := s.dev().vmmCall(func(a *driverAPI, v *vmmAPI) error {
 		return check("cuMemExportToShareableHandle", v.cuMemExportToShareableHandle(unsafe.Pointer(&fd), s.handle, memHandleTypePosixFD, 0))
 	})
+	if err == nil {
+		syscall.CloseOnExec(int(fd))
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return -1, fmt.Errorf("export shared device memory: %w", err)
 	}

@@ -101,7 +101,7 @@ func sweep(user string) {
 	for _, e := range entries {
 		path := filepath.Join(user, e.Name())
 		if e.IsDir() && strings.HasPrefix(e.Name(), newPrefix) {
-			if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > youngest {
+			if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > youngest && stale(path) {
 				os.RemoveAll(path)
 			}
 			continue

@@ -145,7 +145,7 @@ func (l *eventLoop) time(base cuda.Ptr, a loopArena, c loopCell) (float64, error
 			}
 			if short && l.retakes < 64 {
 				l.retakes++
-				hold *= 2
+				hold = min(2*hold, uint64(200*time.Millisecond))
 				continue
 			}
 			us = append(us, float64(el.Nanoseconds())/float64(a.Batch)/1e3)

@@ -37,7 +37,7 @@ func TestDiffAdd(t *testing.T) {
 // TestNewWithoutDevice: New fails cleanly, with ErrNoDriver where there is
 // no driver, rather than panicking.
 func TestNewWithoutDevice(t *testing.T) {
-	_, err := New(nil, 1<<20, IPC)
+	_, err := New(nil, 1<<20, IPC, t.TempDir())
 	if err == nil {
 		t.Fatal("New(nil device) succeeded")
 	}

@@ -33,7 +33,7 @@ func newPair(t *testing.T, size int) *pair {
 	}
 	t.Cleanup(func() { shm.Close() })
 	start := time.Now()
-	gpu, err := New(dev, size, FD) // the pair's tests run on VMM memory; TestDesc covers IPC
+	gpu, err := New(dev, size, FD, t.TempDir()) // the pair's tests run on VMM memory; TestDesc covers IPC
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestBatchedTrips(t *testing.T) {
 
 func TestDesc(t *testing.T) {
 	dev := openDevice(t)
-	m, err := New(dev, 12345, IPC)
+	m, err := New(dev, 12345, IPC, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestDesc(t *testing.T) {
 	if m.Ptr() == 0 {
 		t.Fatal("Ptr is 0")
 	}
-	shared, err := New(dev, 12345, FD)
+	shared, err := New(dev, 12345, FD, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestDesc(t *testing.T) {
 func BenchmarkChanged(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size, IPC)
+	m, err := New(dev, size, IPC, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func BenchmarkChanged(b *testing.B) {
 func BenchmarkChangedClean(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size, IPC)
+	m, err := New(dev, size, IPC, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func BenchmarkChangedClean(b *testing.B) {
 func BenchmarkReset(b *testing.B) {
 	const size = 256 << 20
 	dev := openDevice(b)
-	m, err := New(dev, size, IPC)
+	m, err := New(dev, size, IPC, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

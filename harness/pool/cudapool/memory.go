@@ -41,6 +41,7 @@ type Memory struct {
 	base   cuda.Ptr
 	size   int
 	how    Sharing
+	dir    string         // FD: where the socket's directory goes
 	handle [64]byte       // IPC
 	shared *cuda.Shared   // FD
 	fds    *fdpass.Server // FD
@@ -55,8 +56,10 @@ type Memory struct {
 var _ pool.Memory = (*Memory)(nil)
 
 // New allocates a zeroed arena of size bytes on dev and exports it as how
-// says.
-func New(dev *cuda.Device, size int, how Sharing) (*Memory, error) {
+// says. An FD arena's socket lives in a directory under dir (the run
+// directory, which the next run sweeps if this one is killed; "" for the
+// system's temporary directory).
+func New(dev *cuda.Device, size int, how Sharing, dir string) (*Memory, error) {
 	if size <= 0 || size > pool.MaxArenaBytes {
 		return nil, fmt.Errorf("cuda arena of %d bytes: want 1 to %d", size, pool.MaxArenaBytes)
 	}
@@ -64,7 +67,7 @@ func New(dev *cuda.Device, size int, how Sharing) (*Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda arena kernels: %w", err)
 	}
-	m := &Memory{dev: dev, size: size, how: how, k: k}
+	m := &Memory{dev: dev, size: size, how: how, dir: dir, k: k}
 	if err := m.allocate(); err != nil {
 		m.Close()
 		return nil, err
@@ -104,7 +107,7 @@ func (m *Memory) allocateShared(rounded int) error {
 	if err := m.dev.Memset8(m.base, 0, m.shared.Size()); err != nil {
 		return fmt.Errorf("zero cuda arena: %w", err)
 	}
-	if m.fds, err = fdpass.Serve("", m.shared.ExportFD); err != nil {
+	if m.fds, err = fdpass.Serve(m.dir, m.shared.ExportFD); err != nil {
 		return fmt.Errorf("export cuda arena: %w", err)
 	}
 	return m.scratch.init(m.dev)

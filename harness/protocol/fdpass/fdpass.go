@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Server hands out descriptors at Path until Close.
@@ -46,12 +47,18 @@ func Serve(base string, export func() (int, error)) (*Server, error) {
 	return s, nil
 }
 
+// accept serves connections until Close. Other accept errors (out of
+// descriptors, an aborted connection) pass: a later connection may work.
 func (s *Server) accept() {
 	defer s.wg.Done()
 	for {
 		c, err := s.ln.AcceptUnix()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 		if err != nil {
-			return // closed
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		s.wg.Add(1)
 		go func() {
@@ -67,7 +74,7 @@ func (s *Server) accept() {
 func (s *Server) send(c *net.UnixConn) {
 	fd, err := s.export()
 	if err != nil {
-		c.Write(append([]byte{1}, err.Error()...))
+		c.Write(append([]byte{1}, err.Error()+"; set KVHARNESS_CUDA_SHARING=ipc to share arenas by IPC handle instead"...))
 		return
 	}
 	defer syscall.Close(fd)
@@ -95,17 +102,19 @@ func Receive(ctx context.Context, path string) (int, error) {
 	}
 	defer conn.Close()
 	c := conn.(*net.UnixConn)
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetReadDeadline(dl)
-	}
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) }) // a cancelled call stops waiting
+	defer stop()
 	buf := make([]byte, 4096)
 	oob := make([]byte, syscall.CmsgSpace(4))
-	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return -1, fmt.Errorf("receive the arena's descriptor: %w", err)
+		return -1, fmt.Errorf("receive the arena's descriptor: %w", errors.Join(err, ctx.Err()))
 	}
 	fds, perr := fdsOf(oob[:oobn])
 	switch {
+	case flags&syscall.MSG_CTRUNC != 0:
+		closeAll(fds)
+		return -1, errors.New("receive the arena's descriptor: the kernel dropped it (this process is out of file descriptors: raise ulimit -n)")
 	case n > 0 && buf[0] == 1:
 		closeAll(fds)
 		return -1, fmt.Errorf("the harness could not export the arena: %s", buf[1:n])

@@ -72,8 +72,9 @@ func TestReceiveExportError(t *testing.T) {
 	}
 	defer s.Close()
 	_, err = Receive(context.Background(), s.Path)
-	if err == nil || !strings.Contains(err.Error(), "could not export the arena: cuMemExportToShareableHandle: out of memory") {
-		t.Fatalf("Receive: %v; want the export error", err)
+	if err == nil || !strings.Contains(err.Error(), "could not export the arena: cuMemExportToShareableHandle: out of memory") ||
+		!strings.Contains(err.Error(), "KVHARNESS_CUDA_SHARING=ipc") {
+		t.Fatalf("Receive: %v; want the export error and the way around it", err)
 	}
 }
 
@@ -90,5 +91,27 @@ func TestSocketPrivate(t *testing.T) {
 	}
 	if st.Mode().Perm() != 0o700 {
 		t.Errorf("socket directory mode %v; want 0700", st.Mode().Perm())
+	}
+}
+
+// TestReceiveCancelled: a Receive whose call is cancelled stops waiting
+// for a harness that does not answer, and says why.
+func TestReceiveCancelled(t *testing.T) {
+	release := make(chan struct{})
+	s, err := Serve(t.TempDir(), func() (int, error) {
+		<-release
+		return -1, errors.New("too late")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer close(release) // before Close: the server's send is waiting on it
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = Receive(ctx, s.Path)
+	if err == nil || !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Receive after cancel: %v after %v; want context.Canceled promptly", err, time.Since(start))
 	}
 }

@@ -93,28 +93,22 @@ func (k *Kernels) readyMap() map[readyKey]*ready {
 }
 
 // compileTiers compiles s for each capacity tier of its kind's tunings
-// (one tier when s has a tuning of its own), each distinct tuning once and
-// concurrently: NVRTC is the slow part. Inside a Do (a Store without
-// Prepare) they compile one after another, since a goroutine's module
-// load would queue behind that Do.
+// (see tiersOf), each distinct tuning once and concurrently: NVRTC is the
+// slow part. Inside a Do (a Store without Prepare) they compile one after
+// another, since a goroutine's module load would queue behind that Do.
 func (k *Kernels) compileTiers(dev *cuda.Device, s Spec) (*ready, error) {
-	bounds := []int{0}
-	if s.Tune == nil {
-		ts, err := tuningsOf(s.Kind)
-		if err != nil {
-			return nil, err
-		}
-		bounds = ts.tiers()
+	ts, err := tuningsOf(s.Kind)
+	if err != nil && s.Tune == nil {
+		return nil, err
 	}
-	r := &ready{tiers: make([]tier, len(bounds))}
-	errs := make([]error, len(bounds))
+	tiers, shared := tiersOf(s, ts)
+	errs := make([]error, len(tiers))
 	var wg sync.WaitGroup
-	for i, b := range bounds {
-		r.tiers[i] = tier{max: b, spec: s.For(b)}
-		if i > 0 && *r.tiers[i].spec.Tune == *r.tiers[i-1].spec.Tune {
-			continue // the same kernel: shared below
+	for i := range tiers {
+		if shared[i] {
+			continue
 		}
-		compile := func() { r.tiers[i].f, errs[i] = k.Function(dev, r.tiers[i].spec) }
+		compile := func() { tiers[i].f, errs[i] = k.Function(dev, tiers[i].spec) }
 		if dev.InDo() {
 			compile()
 		} else {
@@ -125,10 +119,30 @@ func (k *Kernels) compileTiers(dev *cuda.Device, s Spec) (*ready, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for i := range r.tiers {
-		if r.tiers[i].f == nil {
-			r.tiers[i].f = r.tiers[i-1].f
+	for i := range tiers {
+		if shared[i] {
+			tiers[i].f = tiers[i-1].f
 		}
 	}
-	return r, nil
+	return &ready{tiers: tiers}, nil
+}
+
+// tiersOf lays out s's capacity tiers under ts: one when s has a tuning of
+// its own, else one per tier of ts, each with the spec For gives at its
+// bound. shared[i] says tier i has tier i-1's tuning, and so its kernel.
+func tiersOf(s Spec, ts Tunings) (tiers []tier, shared []bool) {
+	bounds := []int{0}
+	if s.Tune == nil {
+		bounds = ts.tiers()
+	}
+	for i, b := range bounds {
+		t := tier{max: b, spec: s}
+		if s.Tune == nil {
+			tu := ts.pick(b)
+			t.spec.Tune = &tu
+		}
+		tiers = append(tiers, t)
+		shared = append(shared, i > 0 && *t.spec.Tune == *tiers[i-1].spec.Tune)
+	}
+	return tiers, shared
 }

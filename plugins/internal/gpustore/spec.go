@@ -105,27 +105,26 @@ func (ts Tunings) tiers() []int {
 // row per 16-thread group in 128-thread blocks up to 4096 rows (latency),
 // two rows per group in 1024-thread blocks up to 131,071 (more stores in
 // flight), then one row per group in 256-thread blocks with rows loaded
-// evict-first and stored under an evict-last L2 policy. fp8: 16 lanes per
-// row with the reciprocal-corrected division (exact:
-// TestDivisionExhaustive) up to 4096 rows; 8 lanes per row, 16-byte loads,
-// one row per group and fmaxf above, with the same L2 policies from
-// 131,072 rows. 131,072 rows of 256 B and their destinations are 64 MiB,
-// more than the H200's 50 MB L2; at 32,768 rows the policies cost 4–7%
-// (rows that stayed in L2 between launches are evicted), at 262,144 they
-// gain 1–2%.
+// and stored under an evict-first L2 policy. fp8: 16 lanes per row with
+// the reciprocal-corrected division (exact: TestDivisionExhaustive) up to
+// 4096 rows; 8 lanes per row, 16-byte loads, one row per group and fmaxf
+// above, with the same L2 policy from 131,072 rows. 131,072 rows of 256 B
+// and their destinations are 64 MiB, more than the H200's 50 MB L2; at
+// 32,768 rows the policy costs 2–7% (rows that stayed in L2 between
+// launches are evicted), at 262,144 it gains 0.7% (bf16) and 2% (fp8).
 var (
 	DefaultBF16 = Tunings{
 		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1},
 		Large:        Tuning{BlockThreads: 1024, RowsPerThread: 2},
 		SmallMax:     4096,
-		Streaming:    Tuning{BlockThreads: 256, RowsPerThread: 1, LoadHint: 4, StoreHint: 4},
+		Streaming:    Tuning{BlockThreads: 256, RowsPerThread: 1, LoadHint: 4, StoreHint: 3},
 		StreamingMin: 131072,
 	}
 	DefaultFP8 = Tunings{
 		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
 		Large:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
 		SmallMax:     4096,
-		Streaming:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true, LoadHint: 4, StoreHint: 4},
+		Streaming:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true, LoadHint: 4, StoreHint: 3},
 		StreamingMin: 131072,
 	}
 )
@@ -133,7 +132,8 @@ var (
 // TuningEnv replaces the default tunings of the process, for benches:
 // "bf16=SMALL/LARGE/SMALLMAX[/STREAMING/STREAMINGMIN];fp8=...", each
 // tuning as Tuning.String writes it. A kind it leaves out keeps its
-// default.
+// default; a kind given without the Streaming fields has no Streaming
+// tier.
 const TuningEnv = "KVHARNESS_GPUSTORE_TUNING"
 
 var envTunings = sync.OnceValues(func() (map[Kind]Tunings, error) {
@@ -226,14 +226,14 @@ func ParseTunings(str string) (map[Kind]Tunings, error) {
 		if ts.Large, err = ParseTuning(f[1]); err != nil {
 			return nil, err
 		}
-		if ts.SmallMax, err = strconv.Atoi(f[2]); err != nil {
-			return nil, fmt.Errorf("%s: small max %q: %w", TuningEnv, f[2], err)
+		if ts.SmallMax, err = strconv.Atoi(f[2]); err != nil || ts.SmallMax < 0 {
+			return nil, fmt.Errorf("%s: small max %q: want a row count, 0 or more", TuningEnv, f[2])
 		}
 		if len(f) == 5 {
 			if ts.Streaming, err = ParseTuning(f[3]); err != nil {
 				return nil, err
 			}
-			if ts.StreamingMin, err = strconv.Atoi(f[4]); err != nil || ts.StreamingMin <= ts.SmallMax {
+			if ts.StreamingMin, err = strconv.Atoi(f[4]); err != nil || ts.StreamingMin <= max(ts.SmallMax, 0) {
 				return nil, fmt.Errorf("%s: streaming min %q: want a row count above the small max %d", TuningEnv, f[4], ts.SmallMax)
 			}
 		}

@@ -175,7 +175,8 @@ func TestTuningsRoundTrip(t *testing.T) {
 		t.Errorf("empty: %v %v", m, err)
 	}
 	for _, bad := range []string{"fp8=blk:1/blk:2", "gpu=blk:1/blk:1/4", "bf16=blk:x/blk:1/4", "bf16=nope:1/blk:1/4", "bf16=blk:1/blk:1/x",
-		"bf16=blk:1/blk:1/4/blk:1", "bf16=blk:1/blk:1/4/blk:1/4", "bf16=blk:1/blk:1/4/blk:x/8"} {
+		"bf16=blk:1/blk:1/4/blk:1", "bf16=blk:1/blk:1/4/blk:1/4", "bf16=blk:1/blk:1/4/blk:x/8",
+		"bf16=blk:1/blk:1/-1/blk:1/0", "bf16=blk:1/blk:1/-5"} {
 		if _, err := ParseTunings(bad); err == nil {
 			t.Errorf("ParseTunings(%q) succeeded", bad)
 		}
@@ -211,24 +212,43 @@ func TestForPicksByCapacity(t *testing.T) {
 	}
 }
 
-// TestTiersMatchFor: the kernels compiled per tier are those For picks at
-// every capacity around the tiers' bounds, with and without a Streaming
-// tier.
+// TestTiersMatchFor: the tiers a spec compiles are the tunings For picks
+// at every capacity around their bounds, with and without a Streaming
+// tier; a tier whose tuning equals the one below shares its kernel; a
+// spec with a tuning of its own has one tier.
 func TestTiersMatchFor(t *testing.T) {
-	for _, ts := range []Tunings{DefaultBF16, DefaultFP8, {Small: DefaultBF16.Small, Large: DefaultBF16.Large, SmallMax: 512}} {
-		bounds := ts.tiers()
-		r := &ready{}
-		for _, b := range bounds {
-			tu := ts.pick(b)
-			r.tiers = append(r.tiers, tier{max: b, spec: Spec{Tune: &tu}})
+	same := Tunings{Small: DefaultBF16.Large, Large: DefaultBF16.Large, SmallMax: 512, Streaming: DefaultBF16.Streaming, StreamingMin: 8192}
+	for _, tc := range []struct {
+		ts     Tunings
+		shared []bool
+	}{
+		{DefaultBF16, []bool{false, false, false}},
+		{DefaultFP8, []bool{false, false, false}},
+		{Tunings{Small: DefaultBF16.Small, Large: DefaultBF16.Large, SmallMax: 512}, []bool{false, false}},
+		{same, []bool{false, true, false}},
+	} {
+		tiers, shared := tiersOf(bf16Spec(128), tc.ts)
+		if !slices.Equal(shared, tc.shared) {
+			t.Errorf("%v: shared %v; want %v", tc.ts, shared, tc.shared)
 		}
-		for _, c := range []int{1, ts.SmallMax, ts.SmallMax + 1, ts.StreamingMin - 1, ts.StreamingMin, 1 << 30} {
+		r := &ready{tiers: tiers}
+		for _, c := range []int{1, tc.ts.SmallMax, tc.ts.SmallMax + 1, tc.ts.StreamingMin - 1, tc.ts.StreamingMin, 1 << 30} {
 			if c < 1 {
 				continue
 			}
-			if _, s := r.pick(c); *s.Tune != ts.pick(c) {
-				t.Errorf("%v: capacity %d runs %v; For picks %v", ts, c, *s.Tune, ts.pick(c))
+			if _, s := r.pick(c); *s.Tune != tc.ts.pick(c) {
+				t.Errorf("%v: capacity %d runs %v; For picks %v", tc.ts, c, *s.Tune, tc.ts.pick(c))
 			}
 		}
+	}
+	own := Tuning{BlockThreads: 64, RowsPerThread: 1}
+	s := bf16Spec(128)
+	s.Tune = &own
+	tiers, shared := tiersOf(s, DefaultBF16)
+	if len(tiers) != 1 || shared[0] || tiers[0].spec.Tune != &own {
+		t.Errorf("a spec with its own tuning: %d tiers, shared %v; want 1 tier with that tuning", len(tiers), shared)
+	}
+	if _, got := (&ready{tiers: tiers}).pick(1 << 20); got.Tune != &own {
+		t.Error("one tier: pick did not return it for a large capacity")
 	}
 }

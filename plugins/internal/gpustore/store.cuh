@@ -87,19 +87,30 @@ __device__ __forceinline__ void kv_offsets(kv_i64 slot64, kv_off* value, kv_off*
 #endif
 #endif
 
+// L2 cache policies: what a load (hint 4) or store (hints 3, 4) touches is
+// evicted first, or last. createpolicy only computes a register (not
+// volatile: the compiler may share one value among the accesses).
 #if KV_LOAD_HINT == 4 || KV_STORE_HINT == 3
-// kv_policy is an L2 cache policy that evicts what it touches first.
-__device__ __forceinline__ unsigned long long kv_policy() {
+__device__ __forceinline__ unsigned long long kv_evict_first() {
   unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
+#endif
+#if KV_STORE_HINT == 4
+__device__ __forceinline__ unsigned long long kv_evict_last() {
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+#endif
+#if KV_LOAD_HINT == 4
+#define kv_load_policy kv_evict_first
+#endif
+#if KV_STORE_HINT == 3
+#define kv_store_policy kv_evict_first
 #elif KV_STORE_HINT == 4
-__device__ __forceinline__ unsigned long long kv_policy() {
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
+#define kv_store_policy kv_evict_last
 #endif
 
 __device__ __forceinline__ kv_i64 kv_ld_loc(const kv_i64* p) {
@@ -127,7 +138,7 @@ __device__ __forceinline__ uint4 kv_ld16(const uint4* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "l"(kv_policy()));
+      : "l"(p), "l"(kv_load_policy()));
   return v;
 #else
   return *p;
@@ -147,7 +158,7 @@ __device__ __forceinline__ uint2 kv_ld8(const uint2* p) {
   uint2 v;
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
       : "=r"(v.x), "=r"(v.y)
-      : "l"(p), "l"(kv_policy()));
+      : "l"(p), "l"(kv_load_policy()));
   return v;
 #else
   return *p;
@@ -163,7 +174,7 @@ __device__ __forceinline__ void kv_st16(uint4* p, uint4 v) {
                : "memory");
 #elif KV_STORE_HINT >= 3
   asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w), "l"(kv_policy())
+               "r"(v.y), "r"(v.z), "r"(v.w), "l"(kv_store_policy())
                : "memory");
 #else
   *p = v;
@@ -177,7 +188,7 @@ __device__ __forceinline__ void kv_st8(uint2* p, uint2 v) {
   asm volatile("st.global.L1::no_allocate.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
 #elif KV_STORE_HINT >= 3
   asm volatile("st.global.L1::no_allocate.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;" ::"l"(p), "r"(v.x), "r"(v.y),
-               "l"(kv_policy())
+               "l"(kv_store_policy())
                : "memory");
 #else
   *p = v;
@@ -190,7 +201,7 @@ __device__ __forceinline__ void kv_st4(unsigned* p, unsigned v) {
 #elif KV_STORE_HINT == 2
   asm volatile("st.global.L1::no_allocate.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 #elif KV_STORE_HINT >= 3
-  asm volatile("st.global.L1::no_allocate.L2::cache_hint.u32 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(kv_policy()) : "memory");
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.u32 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(kv_store_policy()) : "memory");
 #else
   *p = v;
 #endif
