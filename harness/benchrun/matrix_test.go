@@ -64,3 +64,17 @@ func TestBytesMoved(t *testing.T) {
 		t.Errorf("empty kernel moves %d bytes", got)
 	}
 }
+
+// TestHostPacedWarns: a cell whose plugin kept host-paced samples is named
+// in a warning, with the count; others are not.
+func TestHostPacedWarns(t *testing.T) {
+	id := results.Identity{Plugin: "fusedstore", Kernel: KernelStore, Layout: "bf16", HeadDim: 128, PageSize: 64, Tokens: 512,
+		Mode: results.Graph, Cache: results.Hot, Timing: results.Batched}
+	quiet := results.Cell{Identity: id}
+	id.Tokens = 1
+	loud := results.Cell{Identity: id, HostPaced: 3}
+	ws := hostPaced([]results.Cell{quiet, loud})
+	if len(ws) != 1 || !strings.Contains(ws[0].Error(), string(loud.Key())) || !strings.Contains(ws[0].Error(), "3 batched samples") {
+		t.Fatalf("warnings %v; want one naming %s and its 3 samples", ws, loud.Key())
+	}
+}

@@ -21,12 +21,13 @@ const (
 
 // WriteOutputs writes the benchmark file, the table and the plots for all
 // cells of a run (resumed cells included). Each file is written whole or
-// not at all; warnings (cells without raw samples, say) are returned.
+// not at all; warnings (cells without raw samples, cells with host-paced
+// samples) are returned.
 func WriteOutputs(dir string, cells []results.Cell) ([]error, error) {
-	var warnings []error
+	warnings := hostPaced(cells)
 	err := results.WriteFileAtomic(filepath.Join(dir, BenchFile), 0o644, func(w io.Writer) error {
 		ws, err := results.WriteBench(w, cells, results.BenchOptions{})
-		warnings = ws
+		warnings = append(warnings, ws...)
 		return err
 	})
 	if err != nil {
@@ -81,4 +82,16 @@ func writePlots(dir string, cells []results.Cell) error {
 
 func plotFile(path string, draw func(io.Writer) error) error {
 	return results.WriteFileAtomic(path, 0o644, draw)
+}
+
+// hostPaced warns of the cells whose plugin kept batched samples that may
+// time the host's launch rate: such a cell's time may be too high.
+func hostPaced(cells []results.Cell) []error {
+	var out []error
+	for _, c := range cells {
+		if c.HostPaced > 0 {
+			out = append(out, fmt.Errorf("cell %s: %d batched samples may time the host's launch rate, not the GPU's (their hold kernel ended before the batch was queued, after the plugin's retakes); a busy host does this: rerun the cell", c.Key(), c.HostPaced))
+		}
+	}
+	return out
 }

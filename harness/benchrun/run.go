@@ -272,7 +272,7 @@ func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (
 	}
 	id.BatchSize = s.batch
 	c := results.Cell{Identity: id, Summary: sum, BytesPerLaunch: BytesMoved(g.l, id), PeakGBps: g.r.PeakGBps,
-		Stop: s.stop, Env: g.r.Env}
+		Stop: s.stop, Env: g.r.Env, HostPaced: s.hostPaced}
 	if s.dev != "" {
 		c.Env.Device = s.dev
 	}

@@ -20,10 +20,11 @@ const chunkTime = 200 * time.Millisecond
 
 // sampled is one timed series, in nanoseconds per launch.
 type sampled struct {
-	ns    []float64
-	batch int
-	stop  measure.StopReason
-	dev   string
+	ns        []float64
+	batch     int
+	stop      measure.StopReason
+	dev       string
+	hostPaced int // samples the plugin said may be host paced
 }
 
 // sample runs req until the criterion stops it. The first call measures
@@ -51,6 +52,7 @@ func sample(ctx context.Context, p *plugin.Plugin, req *kvpb.BenchRequest, timin
 		if err != nil {
 			return sampled{}, err
 		}
+		out.hostPaced += int(resp.HostPaced)
 		for _, ns := range resp.Ns {
 			v := ns / float64(out.batch)
 			out.ns = append(out.ns, v)

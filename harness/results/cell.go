@@ -34,9 +34,13 @@ type Cell struct {
 	CopyGBps  float64 `json:"copy_gb_per_s,omitempty"`
 	CopyRatio float64 `json:"copy_ratio,omitempty"`
 
-	Stop    measure.StopReason `json:"stop"`
-	Env     Env                `json:"env"`
-	Samples []float64          `json:"samples_ns,omitempty"` // per-launch ns, in the order taken
+	Stop measure.StopReason `json:"stop"`
+	// HostPaced counts batched samples the plugin kept although their
+	// hold ended before the batch was queued: they may time the host's
+	// launch rate rather than the GPU's (BenchResponse.host_paced).
+	HostPaced int       `json:"host_paced,omitempty"`
+	Env       Env       `json:"env"`
+	Samples   []float64 `json:"samples_ns,omitempty"` // per-launch ns, in the order taken
 }
 
 // Env is where and when a cell ran. SMClockMHz and MemClockMHz should be

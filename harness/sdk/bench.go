@@ -98,23 +98,23 @@ func perTiming(req *kvpb.BenchRequest) int {
 // measure runs the warmup launches, then the timed measurements. A
 // measurement below the clock's resolution is reported as 1 ns, so every
 // sample is positive.
-func measure(ctx context.Context, req *kvpb.BenchRequest, ops benchOps) ([]float64, error) {
+func measure(ctx context.Context, req *kvpb.BenchRequest, ops benchOps) (ns []float64, hostPaced int, err error) {
 	for i := range req.Warmup {
 		if i%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 		if err := ops.launch(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if err := ops.settle(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	per := perTiming(req)
-	ns := make([]float64, 0, req.Iterations)
+	ns = make([]float64, 0, req.Iterations)
 	for i, retakes := 0, 0; i < int(req.Iterations); i++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		d, err := measureOnce(req, ops, i, per)
 		if errors.Is(err, errRetake) && retakes < maxRetakes {
@@ -122,17 +122,19 @@ func measure(ctx context.Context, req *kvpb.BenchRequest, ops benchOps) ([]float
 			i--
 			continue
 		}
-		if err != nil && !errors.Is(err, errRetake) {
-			return nil, err
+		if errors.Is(err, errRetake) {
+			hostPaced++
+		} else if err != nil {
+			return nil, 0, err
 		}
 		ns = append(ns, float64(max(d, 1)))
 	}
-	return ns, nil
+	return ns, hostPaced, nil
 }
 
 // errRetake marks a measurement that is not what it claims to be (a
 // batch whose hold ended before it was queued); measure takes it again, up
-// to maxRetakes times per bench, then keeps what it gets.
+// to maxRetakes times per bench, then keeps what it gets and counts it.
 var errRetake = errors.New("measurement to retake")
 
 const maxRetakes = 16

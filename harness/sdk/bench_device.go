@@ -94,6 +94,7 @@ func (b *benchBuffers) free(dev *cuda.Device) error {
 func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	d := s.dev
 	var ns []float64
+	var hostPaced int
 	err := d.gpu.dev.Do(func(c *cuda.Ctx) error {
 		launch, err := s.deviceBenchLaunch(ctx, c, req)
 		if err != nil {
@@ -135,7 +136,7 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 			},
 			settle: func() error { return d.syncIn(c) },
 		}
-		ns, err = measure(ctx, req, ops)
+		ns, hostPaced, err = measure(ctx, req, ops)
 		if serr := d.syncIn(c); err == nil {
 			err = serr
 		}
@@ -144,7 +145,7 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 	if err != nil {
 		return nil, benchError(err)
 	}
-	return &kvpb.BenchResponse{Ns: ns, Clock: "cuda-event", Device: d.gpu.dev.Name()}, nil
+	return &kvpb.BenchResponse{Ns: ns, Clock: "cuda-event", Device: d.gpu.dev.Name(), HostPaced: uint32(hostPaced)}, nil
 }
 
 // flushOp returns cold mode's cache flush: a memset of flush_bytes (default

@@ -1773,10 +1773,14 @@ func (*BenchRequest_Read) isBenchRequest_Kernel() {}
 func (*BenchRequest_Transfer) isBenchRequest_Kernel() {}
 
 type BenchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            []float64              `protobuf:"fixed64,1,rep,packed,name=ns,proto3" json:"ns,omitempty"` // per launch (per-launch mode) or per batch of `batch` launches
-	Clock         string                 `protobuf:"bytes,2,opt,name=clock,proto3" json:"clock,omitempty"`    // "cuda-event" or "monotonic"
-	Device        string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`  // what ran it, e.g. "NVIDIA H200" or "cpu"
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Ns     []float64              `protobuf:"fixed64,1,rep,packed,name=ns,proto3" json:"ns,omitempty"` // per launch (per-launch mode) or per batch of `batch` launches
+	Clock  string                 `protobuf:"bytes,2,opt,name=clock,proto3" json:"clock,omitempty"`    // "cuda-event" or "monotonic"
+	Device string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`  // what ran it, e.g. "NVIDIA H200" or "cpu"
+	// host_paced counts batched samples kept although the hold in front of
+	// them ended before the batch was queued (the plugin's retakes ran out):
+	// they may time the host's launch rate rather than the GPU's.
+	HostPaced     uint32 `protobuf:"varint,4,opt,name=host_paced,json=hostPaced,proto3" json:"host_paced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1830,6 +1834,13 @@ func (x *BenchResponse) GetDevice() string {
 		return x.Device
 	}
 	return ""
+}
+
+func (x *BenchResponse) GetHostPaced() uint32 {
+	if x != nil {
+		return x.HostPaced
+	}
+	return 0
 }
 
 var File_kvharness_proto protoreflect.FileDescriptor
@@ -1959,11 +1970,13 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x05empty\x18\v \x01(\bR\x05empty\x12\x1f\n" +
 	"\vflush_bytes\x18\f \x01(\x04R\n" +
 	"flushBytesB\b\n" +
-	"\x06kernel\"M\n" +
+	"\x06kernel\"l\n" +
 	"\rBenchResponse\x12\x0e\n" +
 	"\x02ns\x18\x01 \x03(\x01R\x02ns\x12\x14\n" +
 	"\x05clock\x18\x02 \x01(\tR\x05clock\x12\x16\n" +
-	"\x06device\x18\x03 \x01(\tR\x06device*T\n" +
+	"\x06device\x18\x03 \x01(\tR\x06device\x12\x1d\n" +
+	"\n" +
+	"host_paced\x18\x04 \x01(\rR\thostPaced*T\n" +
 	"\aPadding\x12\x10\n" +
 	"\fPADDING_NONE\x10\x00\x12\x11\n" +
 	"\rPADDING_COUNT\x10\x01\x12\x10\n" +
