@@ -28,7 +28,10 @@ func (c CUDA) NewMemory(dir *pool.Dir, size int, p *plugin.Plugin) (pool.Memory,
 }
 
 // SharingFor is how a CUDA arena is shared with p: by file descriptor when
-// p maps one and cudapool.SharingEnv does not say "ipc".
+// p maps one and cudapool.SharingEnv does not say "ipc". It goes by p's
+// last Describe, which every target (store, read, transfer) and the bench
+// runner make before they plan an arena; a plugin not yet described gets
+// IPC, which every SDK maps.
 func SharingFor(p *plugin.Plugin) cudapool.Sharing {
 	if p != nil && p.MapsFDArenas() && os.Getenv(cudapool.SharingEnv) != "ipc" {
 		return cudapool.FD
