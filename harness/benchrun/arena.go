@@ -16,73 +16,104 @@ import (
 )
 
 // Arena is one pool and staging for the largest batch of a matrix, with
-// rows and a slot list already staged: every cell of a plugin and layout
-// reads a prefix of them.
+// rows and a slot list already staged (one set of each per data set of a
+// rotation): every cell of a plugin and layout reads a prefix of them.
 type Arena struct {
-	p       *plugin.Plugin
-	mem     pool.Memory
-	geo     pool.Geometry
-	layout  *layout.Layout
-	rowsOff int
-	locOff  int
+	p      *plugin.Plugin
+	mem    pool.Memory
+	geo    pool.Geometry
+	layout *layout.Layout
+	sets   []staged
 }
+
+// staged is where one data set's rows and slots lie in the arena.
+type staged struct{ rowsOff, locOff int }
 
 // OpenArena plans, fills and stages an arena and attaches p to it. The
 // slots are distinct and drawn at random from the whole pool, as a serving
-// engine's free list hands them out after a while.
+// engine's free list hands them out after a while; the data sets of a
+// rotation have slots of their own, as concurrent requests do.
 func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
-	n := m.maxTokens()
-	rowsBytes := (n*l.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
-	g, err := pool.Plan([]pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}, rowsBytes+8*n)
+	a, err := stageArena(func(size int) (pool.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
 	if err != nil {
 		return nil, err
 	}
-	mem, err := b.NewMemory(dir, g.Size, p)
+	a.p = p
+	if _, err := p.Attach(ctx, a, check.AttachRequest(a.mem, a.geo, m.Variant)); err != nil {
+		a.mem.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// stageArena plans the arena, allocates it with alloc and stages it.
+func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+	n := m.maxTokens()
+	rowsBytes, locBytes := alignUp(n*l.RowBytes()), alignUp(8*n)
+	sets := m.rotations()
+	g, err := pool.Plan([]pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}, sets*(rowsBytes+locBytes))
+	if err != nil {
+		return nil, err
+	}
+	mem, err := alloc(g.Size)
 	if err != nil {
 		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
 	}
-	a := &Arena{p: p, mem: mem, geo: g, layout: l, rowsOff: g.Staging.Off, locOff: g.Staging.Off + rowsBytes}
-	if err := a.stage(l, m, n); err != nil {
-		mem.Close()
-		return nil, err
+	a := &Arena{mem: mem, geo: g, layout: l}
+	for k := range sets {
+		off := g.Staging.Off + k*(rowsBytes+locBytes)
+		a.sets = append(a.sets, staged{rowsOff: off, locOff: off + rowsBytes})
 	}
-	if _, err := p.Attach(ctx, a, check.AttachRequest(mem, g, m.Variant)); err != nil {
+	if err := a.stage(l, m, n); err != nil {
 		mem.Close()
 		return nil, err
 	}
 	return a, nil
 }
 
+func alignUp(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment }
+
+// stage writes each data set's n rows and n slots: one permutation of the
+// pool's slots, cut into a run of n per set.
 func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 	if err := a.mem.Fill(a.geo.Regions[0].Span(), uint64(m.Seed)); err != nil {
 		return err
 	}
+	perm := rand.New(rand.NewPCG(uint64(m.Seed), 7)).Perm(m.Slots)
 	rows := make([]byte, n*l.RowBytes())
 	row := make([]uint16, l.HeadDim)
-	for i := range n {
-		workload.Row{Kind: workload.RowNormal, Seed: uint64(i)}.Fill(row)
-		for j, e := range row {
-			binary.LittleEndian.PutUint16(rows[i*l.RowBytes()+2*j:], e)
+	loc := make([]byte, 8*n)
+	for k, set := range a.sets {
+		for i := range n {
+			workload.Row{Kind: workload.RowNormal, Seed: uint64(k*n + i)}.Fill(row)
+			for j, e := range row {
+				binary.LittleEndian.PutUint16(rows[i*l.RowBytes()+2*j:], e)
+			}
+			binary.LittleEndian.PutUint64(loc[8*i:], uint64(perm[k*n+i]))
+		}
+		if err := a.mem.WriteAt(rows, set.rowsOff); err != nil {
+			return err
+		}
+		if err := a.mem.WriteAt(loc, set.locOff); err != nil {
+			return err
 		}
 	}
-	if err := a.mem.WriteAt(rows, a.rowsOff); err != nil {
-		return err
-	}
-	rng := rand.New(rand.NewPCG(uint64(m.Seed), 7))
-	loc := make([]byte, 8*n)
-	for i, s := range rng.Perm(m.Slots)[:n] {
-		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
-	}
-	return a.mem.WriteAt(loc, a.locOff)
+	return nil
 }
 
 // Close detaches the plugin and frees the arena.
 func (a *Arena) Close(ctx context.Context) { check.Release(ctx, a.p, a, a.mem) }
 
-// Request is the Bench request that measures a cell on this arena.
+// Request is the Bench request that measures a cell on this arena: the
+// store of the first data set, with the others as its rotation.
 func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {
-	store := &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens), Padding: kvpb.Padding_PADDING_NONE,
-		RowsOffset: uint64(a.rowsOff), LocOffset: uint64(a.locOff), Graph: id.Mode == results.Graph}
-	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Cold: id.Cache == results.Cold,
-		Copy: id.Kernel == KernelCopy, CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == KernelEmpty}
+	var stores []*kvpb.StoreRequest
+	for _, set := range a.sets {
+		stores = append(stores, &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens),
+			Padding: kvpb.Padding_PADDING_NONE, RowsOffset: uint64(set.rowsOff), LocOffset: uint64(set.locOff),
+			Graph: id.Mode == results.Graph})
+	}
+	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: stores[0]}, Rotation: stores[1:],
+		Cold: id.Cache == results.Cold, Copy: id.Kernel == KernelCopy,
+		CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == KernelEmpty}
 }

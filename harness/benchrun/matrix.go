@@ -26,6 +26,12 @@ type Matrix struct {
 	HeadDim  int              `json:"head_dim"`
 	PageSize int              `json:"page_size"`
 	Seed     int64            `json:"seed"`
+	// Rotate is how many data sets (rows and slots, and for the copy
+	// buffer pairs) a cell's launches take in turn; 0 or 1 repeats one.
+	// Repeating one lets a kernel whose cache policies keep part of its
+	// data in L2 reuse it between launches, which serving, where every
+	// store has rows and slots of its own, does not allow.
+	Rotate int `json:"rotate,omitempty"`
 	// Stopping rules per timing. Per-launch cells want many samples for
 	// their tails and tolerate noise; batched cells want a stable mean.
 	PerLaunch measure.Criterion `json:"per_launch"`
@@ -116,6 +122,8 @@ func (m Matrix) Validate() error {
 		return fmt.Errorf("head_dim %d: want a multiple of 16", m.HeadDim)
 	case m.PageSize < 1:
 		return fmt.Errorf("page_size %d: want at least 1", m.PageSize)
+	case m.Rotate < 0 || m.Rotate > maxRotate:
+		return fmt.Errorf("rotate %d: want 1..%d data sets (0 means 1)", m.Rotate, maxRotate)
 	case m.cacheTimings() == 0:
 		return fmt.Errorf("caches %v with timings %v make no cell: cold caches are timed per launch only (a batch runs hot after its first launch)", m.Caches, m.Timings)
 	}
@@ -128,6 +136,10 @@ func (m Matrix) Validate() error {
 		if t < 1 || t > m.Slots {
 			return fmt.Errorf("tokens %d: want 1..slots (%d): each token needs its own slot", t, m.Slots)
 		}
+		if t*m.rotations() > m.Slots {
+			return fmt.Errorf("tokens %d with rotate %d: %d slots, more than the pool's %d: each data set of a rotation has slots of its own; raise slots or lower rotate",
+				t, m.rotations(), t*m.rotations(), m.Slots)
+		}
 	}
 	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched} {
 		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 {
@@ -135,6 +147,22 @@ func (m Matrix) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxRotate is the most data sets a rotation takes: the plugin SDKs
+// accept a store and 63 more.
+const maxRotate = 64
+
+// rotations is how many data sets the cells take in turn.
+func (m Matrix) rotations() int { return max(m.Rotate, 1) }
+
+// rotateField is a cell's Identity.Rotate: 0 unless the cells rotate, so
+// that rotate 1 names the same benchmarks as no rotation.
+func (m Matrix) rotateField() int {
+	if m.rotations() == 1 {
+		return 0
+	}
+	return m.rotations()
 }
 
 func (m Matrix) maxTokens() int {

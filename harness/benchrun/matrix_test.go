@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
@@ -16,6 +17,9 @@ func TestParseMatrixRejects(t *testing.T) {
 		"tokens > slots":  {`{"plugins": ["a"], "tokens": [9], "slots": 8}`, "tokens 9"},
 		"only cold batch": {`{"plugins": ["a"], "caches": ["cold"], "timings": ["batched"]}`, "make no cell"},
 		"trailing":        {`{"plugins": ["a"]} {}`, "trailing data"},
+		"rotate < 0":      {`{"plugins": ["a"], "rotate": -2}`, "rotate -2"},
+		"rotate > 64":     {`{"plugins": ["a"], "rotate": 65}`, "rotate 65"},
+		"rotate > slots":  {`{"plugins": ["a"], "tokens": [3], "slots": 8, "rotate": 3}`, "9 slots, more than the pool's 8"},
 	} {
 		if _, err := ParseMatrix([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)
@@ -76,5 +80,32 @@ func TestHostPacedWarns(t *testing.T) {
 	ws := hostPaced([]results.Cell{quiet, loud})
 	if len(ws) != 1 || !strings.Contains(ws[0].Error(), string(loud.Key())) || !strings.Contains(ws[0].Error(), "3 batched samples") {
 		t.Fatalf("warnings %v; want one naming %s and its 3 samples", ws, loud.Key())
+	}
+}
+
+// TestRotateField: a rotation of one data set names the same benchmarks as
+// none, so rotate 1 and an old matrix without the key compare as equals.
+func TestRotateField(t *testing.T) {
+	for rotate, want := range map[int]int{0: 0, 1: 0, 2: 2, 64: 64} {
+		m := Matrix{Rotate: rotate}
+		if got := m.rotateField(); got != want {
+			t.Errorf("rotate %d: identity field %d, want %d", rotate, got, want)
+		}
+		if got := m.rotations(); got != max(rotate, 1) {
+			t.Errorf("rotate %d: %d data sets", rotate, got)
+		}
+	}
+}
+
+func TestCheckRotates(t *testing.T) {
+	old := &kvpb.DescribeResponse{Name: "tritonstore"}
+	if err := checkRotates(old, Matrix{Rotate: 1}); err != nil {
+		t.Errorf("rotate 1 refused for a plugin that does not rotate: %v", err)
+	}
+	if err := checkRotates(old, Matrix{Rotate: 4}); err == nil || !strings.Contains(err.Error(), "tritonstore does not declare bench_rotation") {
+		t.Errorf("rotate 4 for a plugin that does not rotate: %v; want a refusal naming it", err)
+	}
+	if err := checkRotates(&kvpb.DescribeResponse{Name: "p", BenchRotation: true}, Matrix{Rotate: 4}); err != nil {
+		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
 	}
 }

@@ -77,6 +77,9 @@ func (r *Runner) runPlugin(ctx context.Context, name string) ([]results.Cell, er
 	if !slices.Contains(desc.Kernels, KernelStore) {
 		return nil, fmt.Errorf("plugin %s has no store kernel (it serves %v): kvharness bench measures stores; drop it from the matrix's plugins", name, desc.Kernels)
 	}
+	if err := checkRotates(desc, m); err != nil {
+		return nil, err
+	}
 	layouts, err := pickLayouts(desc, m)
 	if err != nil {
 		return nil, err
@@ -92,6 +95,17 @@ func (r *Runner) runPlugin(ctx context.Context, name string) ([]results.Cell, er
 		}
 	}
 	return out, nil
+}
+
+// checkRotates refuses a rotating matrix for a plugin that does not
+// declare bench_rotation: it would time its first data set alone under a
+// rotate=N label.
+func checkRotates(desc *kvpb.DescribeResponse, m Matrix) error {
+	if m.rotations() == 1 || desc.BenchRotation {
+		return nil
+	}
+	return fmt.Errorf("plugin %s does not declare bench_rotation: it would time one data set under a rotate=%d label; bench it with rotate 1, or serve it with an SDK that rotates (the Go SDK does)",
+		desc.Name, m.rotations())
 }
 
 // modes drops graph mode off the GPU: a CPU kernel has no graph to replay.
@@ -231,7 +245,7 @@ func (g *group) cell(ctx context.Context, tokens int, mode results.Mode, cache r
 func (g *group) identity(kernel string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) results.Identity {
 	return results.Identity{Plugin: g.desc.Name, PluginVersion: g.desc.Version, Variant: g.r.Matrix.Variant,
 		Kernel: kernel, Layout: g.l.Name, HeadDim: g.l.HeadDim, PageSize: g.l.PageSize, Tokens: tokens,
-		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1}
+		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1, Rotate: g.r.Matrix.rotateField()}
 }
 
 // measure returns the cell of id, from this or a resumed run when it was

@@ -50,6 +50,10 @@ type Identity struct {
 	Cache         Cache  `json:"cache"`
 	Timing        Timing `json:"timing"`
 	BatchSize     int    `json:"batch_size"` // launches per sample; 1 for per-launch
+	// Rotate is how many data sets the launches took in turn (0 or 1: one,
+	// repeated). A cell that rotates is another benchmark than one that
+	// does not: the name says rotate=N.
+	Rotate int `json:"rotate,omitempty"`
 }
 
 // A Key identifies a cell for --resume: its benchmark name plus the plugin
@@ -76,8 +80,11 @@ func (id Identity) Fields() []Field {
 		Field{"page_size", strconv.Itoa(id.PageSize)},
 		Field{"tokens", strconv.Itoa(id.Tokens)},
 		Field{"mode", string(id.Mode)},
-		Field{"cache", string(id.Cache)},
-		Field{"timing", string(id.Timing)})
+		Field{"cache", string(id.Cache)})
+	if id.Rotate > 1 {
+		f = append(f, Field{"rotate", strconv.Itoa(id.Rotate)})
+	}
+	f = append(f, Field{"timing", string(id.Timing)})
 	// The batch size is not part of a cell's identity: the runner sizes
 	// batches from a probe launch, so two nights may pick different ones
 	// for the same cell, and their results must still line up.
@@ -130,6 +137,9 @@ func (id Identity) Validate() error {
 func (id Identity) checkSizes() error {
 	if id.HeadDim <= 0 || id.PageSize <= 0 || id.Tokens <= 0 {
 		return fmt.Errorf("head_dim %d, page_size %d and tokens %d must all be positive", id.HeadDim, id.PageSize, id.Tokens)
+	}
+	if id.Rotate < 0 {
+		return fmt.Errorf("rotate %d must not be negative", id.Rotate)
 	}
 	return nil
 }

@@ -20,6 +20,15 @@ func TestName(t *testing.T) {
 	if got := id.Name(); got != want {
 		t.Errorf("batched Name() = %q, want %q", got, want)
 	}
+	id.Rotate = 1 // one data set, repeated: the same benchmark as no rotation
+	if got := id.Name(); got != want {
+		t.Errorf("rotate 1: Name() = %q, want %q", got, want)
+	}
+	id.Rotate = 4
+	want = "Store/plugin=fusedstore/variant=v2/layout=bf16/head_dim=128/page_size=16/tokens=4096/mode=graph/cache=hot/rotate=4/timing=batched"
+	if got := id.Name(); got != want {
+		t.Errorf("rotate 4: Name() = %q, want %q", got, want)
+	}
 }
 
 func TestKeyDistinguishesVersions(t *testing.T) {
@@ -47,6 +56,7 @@ func TestIdentityValidate(t *testing.T) {
 		{func(id *Identity) { id.Plugin = "a=b" }, "contains '='"},
 		{func(id *Identity) { id.PluginVersion = "1 2" }, "white space"},
 		{func(id *Identity) { id.Tokens = 0 }, "must all be positive"},
+		{func(id *Identity) { id.Rotate = -1 }, "rotate -1"},
 		{func(id *Identity) { id.Mode = "lazy" }, `mode "lazy"`},
 		{func(id *Identity) { id.Cache = "warm" }, `cache "warm"`},
 		{func(id *Identity) { id.Timing = "batch" }, `timing "batch"`},

@@ -81,7 +81,7 @@ func checkBenchCounts(req *kvpb.BenchRequest) error {
 	case req.Cold && perTiming(req) > 1:
 		return badRequest("bench: cold caches with a batch of %d: a batch flushes once, so its later launches run hot; time cold launches per launch", perTiming(req))
 	}
-	return nil
+	return checkRotation(req)
 }
 
 // perTiming is how many launches one measurement covers.
@@ -178,14 +178,19 @@ func flushBytes(req *kvpb.BenchRequest, def int) int {
 
 // copyBytes is the size of a copy bench: copy_bytes, or by default the
 // store's input rows (capacity × head_dim bf16), the bytes a store of that
-// batch has to read.
+// batch has to read. A rotating copy needs that many bytes per buffer
+// pair, within the same bound in all.
 func (s *server) copyBytes(req *kvpb.BenchRequest) (int, error) {
 	n := req.CopyBytes
 	if st := req.GetStore(); n == 0 && st != nil && int(st.Pool) < len(s.pools) {
 		n = uint64(st.Capacity) * uint64(s.pools[st.Pool].Layout.HeadDim) * 2
 	}
-	if n == 0 || n > maxBenchBytes {
+	r := uint64(rotations(req))
+	switch {
+	case n == 0 || r == 1 && n > maxBenchBytes:
 		return 0, badRequest("copy bench of %d bytes: set copy_bytes between 1 and %d (or send the store whose rows to copy)", n, maxBenchBytes)
+	case n*r > maxBenchBytes:
+		return 0, badRequest("copy bench of %d bytes over %d buffer pairs: %d bytes, more than %d; copy fewer bytes or rotate over fewer sets", n, r, n*r, maxBenchBytes)
 	}
 	return int(n), nil
 }

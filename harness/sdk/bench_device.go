@@ -176,34 +176,49 @@ func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.B
 	if !ok {
 		return nil, noDeviceStore(s.p.Name)
 	}
-	st := req.GetStore()
-	call, err := s.deviceCall(st)
-	if err != nil {
-		return nil, err
+	var launches []func() error
+	for i, st := range benchStores(req) {
+		call, err := s.deviceCall(st)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 { // a rotation shares the pool and valid count (checkRotation)
+			if err := d.setValidIn(c, int(st.Pool), call.N); err != nil {
+				return nil, err
+			}
+		}
+		launch, err := s.deviceLaunch(ctx, c, k, st, call)
+		if err != nil {
+			return nil, err
+		}
+		launches = append(launches, launch)
 	}
-	if err := d.setValidIn(c, int(st.Pool), call.N); err != nil {
-		return nil, err
-	}
-	return s.deviceLaunch(ctx, c, k, st, call)
+	return inTurn(launches), nil
 }
 
 // deviceCopy is the roofline: cuMemcpyDtoDAsync between two plugin-owned
-// buffers of copy_bytes.
+// buffers of copy_bytes, or between a rotation's pairs in turn.
 func (s *server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
 	d := s.dev
 	n, err := s.copyBytes(req)
 	if err != nil {
 		return nil, err
 	}
-	src, err := d.bench.src.ensure(d.gpu.dev, n)
+	r := rotations(req)
+	src, err := d.bench.src.ensure(d.gpu.dev, r*n)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := d.bench.dst.ensure(d.gpu.dev, n)
+	dst, err := d.bench.dst.ensure(d.gpu.dev, r*n)
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return c.DtoDAsync(d.stream, dst, src, n) }, nil
+	var launches []func() error
+	for i := range r {
+		from, to := src.Add(i*n), dst.Add(i*n)
+		launches = append(launches, func() error { return c.DtoDAsync(d.stream, to, from, n) })
+	}
+	return inTurn(launches), nil
 }
 
 // emptyLaunch is the launch-overhead reference: the empty kernel, launched

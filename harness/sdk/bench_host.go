@@ -61,18 +61,28 @@ func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func()
 			return nil, err
 		}
 		b := &s.bench
-		b.src, b.dst = grow(b.src, n), grow(b.dst, n)
-		return func() error { copy(b.dst, b.src); return nil }, nil
+		r := rotations(req)
+		b.src, b.dst = grow(b.src, r*n), grow(b.dst, r*n)
+		var launches []func() error
+		for i := range r {
+			src, dst := b.src[i*n:(i+1)*n], b.dst[i*n:(i+1)*n]
+			launches = append(launches, func() error { copy(dst, src); return nil })
+		}
+		return inTurn(launches), nil
 	}
 	k, ok := s.p.Kernel.(Storer)
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel for host memory", s.p.Name)
 	}
-	call, err := s.storeCall(req.GetStore())
-	if err != nil {
-		return nil, err
+	var launches []func() error
+	for _, st := range benchStores(req) {
+		call, err := s.storeCall(st)
+		if err != nil {
+			return nil, err
+		}
+		launches = append(launches, func() error { return k.Store(ctx, call) })
 	}
-	return func() error { return k.Store(ctx, call) }, nil
+	return inTurn(launches), nil
 }
 
 // hostFlush writes flush_bytes (default DefaultHostFlushBytes) of scratch

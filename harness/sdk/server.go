@@ -51,6 +51,8 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		Backends: s.backends(),
 		// The SDK imports CUDA arenas from a descriptor (deviceArena.open).
 		CudaFdArenas: ServesDevice(s.p.Kernel),
+		// Bench takes a rotation's stores in turn (bench_rotation.go).
+		BenchRotation: true,
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{

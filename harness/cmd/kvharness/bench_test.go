@@ -81,6 +81,38 @@ func TestBenchRunsAndResumes(t *testing.T) {
 	}
 }
 
+// TestBenchRotates: with --rotate the plugin's launches take the data sets
+// in turn; every cell records the rotation, and bench.txt names it, so a
+// rotating night never compares with one that repeats a single set.
+func TestBenchRotates(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "rotated")
+	code, stdout, stderr := runCLI(t, append(tinyBench, "--rotate", "3", "--out", out)...)
+	if code != exitPass {
+		t.Fatalf("bench --rotate 3: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cells := readCells(t, out)
+	if len(cells) != 5 {
+		t.Fatalf("%d cells, want 5", len(cells))
+	}
+	for _, c := range cells {
+		if c.Rotate != 3 || !strings.Contains(c.Name(), "/cache=hot/rotate=3/") {
+			t.Errorf("cell %s: rotate %d; want 3 in the cell and its name", c.Name(), c.Rotate)
+		}
+	}
+	bench, _ := os.ReadFile(filepath.Join(out, benchrun.BenchFile))
+	if !strings.Contains(string(bench), "BenchmarkStore/plugin=fusedstore/layout=bf16/head_dim=128/page_size=64/tokens=32/mode=eager/cache=hot/rotate=3/timing=per-launch") {
+		t.Errorf("bench.txt does not name the rotation:\n%s", bench)
+	}
+	code, _, stderr = runCLI(t, append(tinyBench, "--rotate", "0", "--tokens", "1,32", "--out", filepath.Join(t.TempDir(), "x"))...)
+	if code != exitPass {
+		t.Errorf("--rotate 0 (one set): exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, append(tinyBench, "--rotate", "65", "--out", filepath.Join(t.TempDir(), "y"))...)
+	if code != exitError || !strings.Contains(stderr, "rotate 65") {
+		t.Errorf("--rotate 65: exit %d, stderr %q; want an error naming it", code, stderr)
+	}
+}
+
 func appendCell(t *testing.T, out string, c results.Cell) {
 	t.Helper()
 	w, err := results.OpenLog(filepath.Join(out, benchrun.LogFile))

@@ -30,6 +30,7 @@ func init() {
 const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
   kvharness bench --matrix bench/matrix.json --out night --resume
+  kvharness bench --plugin fusedstore --tokens 262144 --cache hot --timing batched --rotate 4 --out rotated
   kvharness compare bench/baselines/cpu.txt night/bench.txt
 `
 
@@ -37,7 +38,7 @@ type benchFlags struct {
 	plugins, layouts                      []string
 	tokens, matrix, out, backend, variant string
 	modes, caches, timings                []string
-	device                                int
+	device, rotate                        int
 	resume, quick                         bool
 	timeout                               time.Duration
 }
@@ -52,6 +53,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
+	fs.IntVar(&f.rotate, "rotate", 1, "data sets (rows, slots; copy buffers) each cell's launches take in turn, so none finds the last one's data in caches; 1 repeats one")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
 	fs.BoolVar(&f.resume, "resume", false, "keep the cells already in --out and measure only the rest")
@@ -85,6 +87,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	}
 	if changed("layout") || f.matrix == "" {
 		m.Layouts = f.layouts
+	}
+	if changed("rotate") {
+		m.Rotate = f.rotate
 	}
 	if f.tokens != "" {
 		toks, err := parseInts(f.tokens)

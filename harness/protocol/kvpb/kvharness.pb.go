@@ -444,7 +444,11 @@ type DescribeResponse struct {
 	// the virtual memory API, which both processes map with large pages;
 	// without it, it exports cuMemAlloc memory by IPC handle, whose mapping in
 	// the plugin can make scattered stores up to 1.5x slower.
-	CudaFdArenas  bool `protobuf:"varint,8,opt,name=cuda_fd_arenas,json=cudaFdArenas,proto3" json:"cuda_fd_arenas,omitempty"`
+	CudaFdArenas bool `protobuf:"varint,8,opt,name=cuda_fd_arenas,json=cudaFdArenas,proto3" json:"cuda_fd_arenas,omitempty"`
+	// bench_rotation says the plugin's Bench takes BenchRequest.rotation in
+	// turn. The harness sends rotation only to a plugin that declares it: an
+	// older one would time the first store alone under a rotating label.
+	BenchRotation bool `protobuf:"varint,9,opt,name=bench_rotation,json=benchRotation,proto3" json:"bench_rotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -531,6 +535,13 @@ func (x *DescribeResponse) GetDoc() string {
 func (x *DescribeResponse) GetCudaFdArenas() bool {
 	if x != nil {
 		return x.CudaFdArenas
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetBenchRotation() bool {
+	if x != nil {
+		return x.BenchRotation
 	}
 	return false
 }
@@ -1609,16 +1620,26 @@ type BenchRequest struct {
 	//	*BenchRequest_Store
 	//	*BenchRequest_Read
 	//	*BenchRequest_Transfer
-	Kernel        isBenchRequest_Kernel `protobuf_oneof:"kernel"`
-	Warmup        uint32                `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`         // at most 1,000,000
-	Iterations    uint32                `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
-	Mode          BenchMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
-	Batch         uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode, at most 100,000
-	Cold          bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches before each timed launch; per-launch timing only (a batch would run hot after its first launch)
-	Copy          bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
-	CopyBytes     uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
-	Empty         bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
-	FlushBytes    uint64                `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
+	Kernel     isBenchRequest_Kernel `protobuf_oneof:"kernel"`
+	Warmup     uint32                `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`         // at most 1,000,000
+	Iterations uint32                `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
+	Mode       BenchMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
+	Batch      uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode, at most 100,000
+	Cold       bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches before each timed launch; per-launch timing only (a batch would run hot after its first launch)
+	Copy       bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
+	CopyBytes  uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
+	Empty      bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
+	FlushBytes uint64                `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
+	// rotation: more stores like `store` (same pool, capacity, valid count,
+	// padding and graph flag), each with rows and slots of its own. Timed
+	// and warmup launches take store, rotation[0], rotation[1], ... in turn,
+	// so that no launch finds the rows, slots or destinations of the launch
+	// before it in the caches, as in serving, where every store has data of
+	// its own. Repeating one store instead lets a kernel whose cache
+	// policies keep part of its data resident gain from it between
+	// launches. A copy bench rotates over as many buffer pairs; an empty
+	// one ignores it. At most 63 entries.
+	Rotation      []*StoreRequest `protobuf:"bytes,13,rep,name=rotation,proto3" json:"rotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1750,6 +1771,13 @@ func (x *BenchRequest) GetFlushBytes() uint64 {
 	return 0
 }
 
+func (x *BenchRequest) GetRotation() []*StoreRequest {
+	if x != nil {
+		return x.Rotation
+	}
+	return nil
+}
+
 type isBenchRequest_Kernel interface {
 	isBenchRequest_Kernel()
 }
@@ -1864,7 +1892,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xaa\x02\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xd1\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1873,7 +1901,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bvariants\x18\x05 \x03(\v2\x15.kvharness.v1.VariantR\bvariants\x121\n" +
 	"\bbackends\x18\x06 \x03(\x0e2\x15.kvharness.v1.BackendR\bbackends\x12\x10\n" +
 	"\x03doc\x18\a \x01(\tR\x03doc\x12$\n" +
-	"\x0ecuda_fd_arenas\x18\b \x01(\bR\fcudaFdArenas\"\xd5\x01\n" +
+	"\x0ecuda_fd_arenas\x18\b \x01(\bR\fcudaFdArenas\x12%\n" +
+	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\"\xd5\x01\n" +
 	"\x05Arena\x12/\n" +
 	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
@@ -1951,7 +1980,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bitem_len\x18\x06 \x01(\x04R\aitemLen\x12\x10\n" +
 	"\x03run\x18\a \x01(\x04R\x03run\"N\n" +
 	"\x10TransferResponse\x12:\n" +
-	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xb3\x03\n" +
+	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xeb\x03\n" +
 	"\fBenchRequest\x122\n" +
 	"\x05store\x18\x01 \x01(\v2\x1a.kvharness.v1.StoreRequestH\x00R\x05store\x12/\n" +
 	"\x04read\x18\x02 \x01(\v2\x19.kvharness.v1.ReadRequestH\x00R\x04read\x12;\n" +
@@ -1969,7 +1998,8 @@ const file_kvharness_proto_rawDesc = "" +
 	" \x01(\x04R\tcopyBytes\x12\x14\n" +
 	"\x05empty\x18\v \x01(\bR\x05empty\x12\x1f\n" +
 	"\vflush_bytes\x18\f \x01(\x04R\n" +
-	"flushBytesB\b\n" +
+	"flushBytes\x126\n" +
+	"\brotation\x18\r \x03(\v2\x1a.kvharness.v1.StoreRequestR\brotationB\b\n" +
 	"\x06kernel\"l\n" +
 	"\rBenchResponse\x12\x0e\n" +
 	"\x02ns\x18\x01 \x03(\x01R\x02ns\x12\x14\n" +
@@ -2066,27 +2096,28 @@ var file_kvharness_proto_depIdxs = []int32{
 	19, // 18: kvharness.v1.BenchRequest.read:type_name -> kvharness.v1.ReadRequest
 	23, // 19: kvharness.v1.BenchRequest.transfer:type_name -> kvharness.v1.TransferRequest
 	2,  // 20: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	4,  // 21: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	11, // 22: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	13, // 23: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	15, // 24: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	17, // 25: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	19, // 26: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	23, // 27: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	26, // 28: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	7,  // 29: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	12, // 30: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	14, // 31: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	16, // 32: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	18, // 33: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	20, // 34: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	25, // 35: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	27, // 36: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 21: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	4,  // 22: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	11, // 23: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	13, // 24: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	15, // 25: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	17, // 26: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	19, // 27: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	23, // 28: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	26, // 29: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	7,  // 30: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	12, // 31: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	14, // 32: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	16, // 33: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	18, // 34: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	20, // 35: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	25, // 36: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	27, // 37: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	30, // [30:38] is the sub-list for method output_type
+	22, // [22:30] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }

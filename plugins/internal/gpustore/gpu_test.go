@@ -162,6 +162,51 @@ extern "C" __global__ void aux_cmp(const uint4* a, const uint4* b, unsigned long
   }
   if (local) atomicAdd(bad, local);
 }
+// Floor probes (TestKernelVariants): what the memory system charges for
+// each half of a bf16 store. aux_scatter writes a constant 256-byte row to
+// each slot (reads only the slots); aux_gather reads the rows and slots
+// and writes nothing (the sink only when the data is impossible).
+extern "C" __global__ void aux_scatter(char* pool, const long long* loc, int n) {
+  const int i = blockIdx.x * (blockDim.x / 16) + threadIdx.x / 16;
+  if (i >= n) return;
+  const uint4 v = make_uint4(i, i, i, i);
+  reinterpret_cast<uint4*>(pool + loc[i] * 256)[threadIdx.x % 16] = v;
+}
+extern "C" __global__ void aux_scatter_ef(char* pool, const long long* loc, int n) {
+  const int i = blockIdx.x * (blockDim.x / 16) + threadIdx.x / 16;
+  if (i >= n) return;
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  uint4* dst = reinterpret_cast<uint4*>(pool + loc[i] * 256) + threadIdx.x % 16;
+  asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.u32 [%0], {%1, %1, %1, %1}, %2;" ::"l"(dst), "r"(i), "l"(p)
+               : "memory");
+}
+extern "C" __global__ void aux_gather(const uint4* rows, const long long* loc, int n, unsigned* sink) {
+  const int i = blockIdx.x * (blockDim.x / 16) + threadIdx.x / 16;
+  if (i >= n) return;
+  const uint4 v = __ldg(rows + (long long)i * 16 + threadIdx.x % 16);
+  if ((v.x ^ v.y ^ v.z ^ v.w ^ (unsigned)__ldg(loc + i)) == 0x9e3779b9u) atomicAdd(sink, 1u);
+}
+// aux_bulk stores 64 rows per 256-thread block through the tensor memory
+// accelerator: the block loads its rows into shared memory, then one
+// thread per row hands a 256-byte bulk copy to the slot (sm_90).
+extern "C" __global__ void __launch_bounds__(256) aux_bulk(char* pool, const uint4* rows, const long long* loc, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ __align__(128) uint4 tile[64 * 16];
+  const long long first = (long long)blockIdx.x * 64;
+  const int m = min(64, n - (int)first);
+  for (int k = threadIdx.x; k < m * 16; k += 256) tile[k] = __ldg(rows + first * 16 + k);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x < m) {
+    const unsigned src = (unsigned)__cvta_generic_to_shared(tile + threadIdx.x * 16);
+    char* dst = pool + __ldg(loc + first + threadIdx.x) * 256;
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 256;" ::"l"(dst), "r"(src) : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+#endif
+}
 extern "C" __global__ void aux_hold(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

@@ -40,6 +40,11 @@ const (
 	VariantsRoundsEnv = "KVHARNESS_GPU_VARIANTS_ROUNDS"
 )
 
+// VariantsRotateEnv, a number N ≥ 2, adds a column that rotates over N
+// local copies of the staged data at 262,144 rows: what a kernel costs
+// when the previous launch left nothing of its rows or slots in L2.
+const VariantsRotateEnv = "KVHARNESS_GPU_VARIANTS_ROTATE"
+
 type variant struct {
 	name string
 	kind Kind
@@ -87,6 +92,12 @@ func benchVariants() []variant {
 		b("b-r2-256-ldef-stel", with(bt(256, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
 		b("b-r2-1024-ldef-stel", with(bt(1024, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
 		b("b-r4-256-ldef-stel", with(bt(256, 4), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 4 })),
+		b("b-r1-128-ldef-stef", with(bt(128, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r1-512-ldef-stef", with(bt(512, 1), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r2-256-ldef-stef", with(bt(256, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r2-1024-ldef-stef", with(bt(1024, 2), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r4-256-ldef-stef", with(bt(256, 4), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
+		b("b-r4-1024-ldef-stef", with(bt(1024, 4), func(t *Tuning) { t.LoadHint, t.StoreHint = 4, 3 })),
 
 		f("f-legacy", Tuning{BlockThreads: 256, RowsPerThread: 4, FP8Lanes: 32, FP8Elems: 4, LoadHint: 1, StoreHint: 1}),
 		f("f-l8-r2-256", ft(8, 8, 2, 256)),
@@ -220,7 +231,7 @@ func (r *benchRig) stage(t *testing.T) {
 	start := time.Now()
 	data := newBenchData()
 	t.Logf("data and CPU reference: %v", time.Since(start))
-	for _, m := range r.mems {
+	for _, m := range append(slices.Clone(r.mems), r.rot...) {
 		must(t, d.HtoD(m.base.Add(r.l.rows), bytesOf(data.rows)))
 		must(t, d.HtoD(m.base.Add(r.l.rowsMixed), bytesOf(data.mixed)))
 		must(t, d.HtoD(m.base.Add(r.l.loc), bytesOf(data.loc)))
@@ -234,6 +245,11 @@ func (r *benchRig) stage(t *testing.T) {
 	r.scratch, r.counter = alloc(t, d, benchTokens*2*benchDim), alloc(t, d, 256)
 	m, err := d.Compile("gpustore-aux", auxSource+"extern \"C\" __global__ void aux_empty() {}\n")
 	must(t, err)
+	r.probe = map[string]*cuda.Function{}
+	for _, name := range []string{"aux_scatter", "aux_scatter_ef", "aux_gather", "aux_bulk"} {
+		r.probe[name], err = m.Function(name)
+		must(t, err)
+	}
 	for _, fn := range []struct {
 		f    **cuda.Function
 		name string
@@ -281,12 +297,14 @@ type benchRig struct {
 	ev         [2]*cuda.Event
 	l          benchLayout
 	mems       []benchMem
+	rot        []benchMem // local copies of the staged data for the rotating column
 	refBF16    cuda.Ptr
 	refFP8     cuda.Ptr
 	scratch    cuda.Ptr // the copy's destination
 	counter    cuda.Ptr
 	cmp, hold  *cuda.Function
 	empty      *cuda.Function
+	probe      map[string]*cuda.Function // aux_scatter(_ef), aux_gather, aux_bulk
 	batch, rep int
 }
 
@@ -322,6 +340,11 @@ func TestKernelVariantsChild(t *testing.T) {
 		t.Cleanup(func() { own.Free() })
 		r.mems = append(r.mems, benchMem{"vmm", imported.Ptr()}, benchMem{"own-vmm", own.Ptr()})
 	}
+	if n, _ := strconv.Atoi(os.Getenv(VariantsRotateEnv)); n > 1 {
+		for i := range n {
+			r.rot = append(r.rot, benchMem{fmt.Sprintf("rot%d", i), alloc(t, d, r.l.size)})
+		}
+	}
 	t.Logf("IPC mapping at %#x (%d KiB into a 2 MiB page), local allocation at %#x (%d KiB)",
 		uint64(ipc), uint64(ipc)%(2<<20)>>10, uint64(local), uint64(local)%(2<<20)>>10)
 	r.stage(t)
@@ -341,6 +364,9 @@ func TestKernelVariantsChild(t *testing.T) {
 		// into the pool's first quarter in a random order, and in order.
 		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locDense, label: "dense"},
 		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locIdentity, label: "identity"})
+	if len(r.rot) > 0 {
+		cols = append(cols, benchCol{mem: r.rot[0], rot: r.rot, n: benchTokens, rows: r.l.rows, loc: r.l.loc, label: "rotating"})
+	}
 	header := fmt.Sprintf("%-20s", "µs per launch")
 	for _, c := range cols {
 		header += fmt.Sprintf(" %9s", c.name())
@@ -355,9 +381,13 @@ func TestKernelVariantsChild(t *testing.T) {
 	}
 	var copyUS, emptyUS []float64
 	for _, c := range cols {
-		v, err := r.time(func(cx *cuda.Ctx) error {
-			return cx.DtoDAsync(r.s, r.scratch, c.mem.base.Add(c.rows), c.n*2*benchDim)
-		})
+		v, err := r.time(c.each(func(cx *cuda.Ctx, m benchMem) error {
+			dst := r.scratch
+			if len(c.rot) > 0 { // each set's own destination: nothing left in L2 by the previous launch
+				dst = m.base
+			}
+			return cx.DtoDAsync(r.s, dst, m.base.Add(c.rows), c.n*2*benchDim)
+		}))
 		must(t, err)
 		copyUS = append(copyUS, v)
 		v, err = r.time(func(cx *cuda.Ctx) error { return cx.Launch(r.empty, r.s, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0) })
@@ -400,11 +430,12 @@ func TestKernelVariantsChild(t *testing.T) {
 		}
 		var us []float64
 		for _, c := range cols {
-			args := r.args(v, c)
 			grid, block := s.Shape(c.n)
 			val := math.NaN()
-			if err = r.setValid(c.mem.base, c.n); err == nil {
-				val, err = r.time(func(cx *cuda.Ctx) error { return cx.Launch(f, r.s, grid, block, 0, args...) })
+			if err = r.setValids(c); err == nil {
+				val, err = r.time(c.each(func(cx *cuda.Ctx, m benchMem) error {
+					return cx.Launch(f, r.s, grid, block, 0, r.args(v, c.on(m))...)
+				}))
 			}
 			if err != nil {
 				t.Errorf("%s: %v", v.name, err)
@@ -420,6 +451,7 @@ func TestKernelVariantsChild(t *testing.T) {
 		}
 		row(v.name, us, verdict+"  "+v.t.String())
 	}
+	table = append(table, r.probes(t, cols)...)
 	best := pickTunings(t, cols, results)
 	t.Logf("median of %d batches of %d launches behind a hold, gaussian rows unless named\n%s\nchosen: %s=%q",
 		r.rep, r.batch, strings.Join(table, "\n"), TuningEnv, best)
@@ -438,9 +470,33 @@ const VariantsBestEnv = "KVHARNESS_VARIANTS_BEST"
 // benchCol is one timing column: n rows from a staged set into a memory.
 type benchCol struct {
 	mem       benchMem
+	rot       []benchMem // when set, each launch takes the next of these memories
 	n         int
 	rows, loc int // arena offsets
 	label     string
+}
+
+// on is c on memory m.
+func (c benchCol) on(m benchMem) benchCol {
+	c.mem = m
+	return c
+}
+
+// each is a launch on c's memory; for a rotating column every call moves
+// to the next memory, so that no launch finds the rows, slots or
+// destinations of the one before it in L2, as in serving, where each
+// store has rows and slots of its own.
+func (c benchCol) each(launch func(cx *cuda.Ctx, m benchMem) error) func(*cuda.Ctx) error {
+	mems := c.rot
+	if len(mems) == 0 {
+		mems = []benchMem{c.mem}
+	}
+	i := 0
+	return func(cx *cuda.Ctx) error {
+		m := mems[i%len(mems)]
+		i++
+		return launch(cx, m)
+	}
 }
 
 func (c benchCol) name() string {
@@ -453,10 +509,12 @@ func (c benchCol) name() string {
 
 // pickTunings chooses, per kind, on the memory a plugin maps (the VMM
 // import, else the IPC mapping): the Streaming tuning (fastest at the
-// largest size), the Large one (fastest at 32,768 rows), the Small one
-// (fastest at 512 rows) and the largest size up to which Small is at
-// least as fast as Large. Streaming applies from 131,072 rows, where rows
-// and destinations outgrow the H200's L2, when it differs from Large.
+// largest size; in the rotating column when there is one, where no launch
+// finds the last one's data in L2, as in serving), the Large one (fastest
+// at 32,768 rows), the Small one (fastest at 512 rows) and the largest
+// size up to which Small is at least as fast as Large. Streaming applies
+// from 131,072 rows, where rows and destinations outgrow the H200's L2,
+// when it differs from Large.
 func pickTunings(t *testing.T, cols []benchCol, results map[string][]float64) string {
 	mem := "ipc"
 	if slices.ContainsFunc(cols, func(c benchCol) bool { return c.mem.name == "vmm" }) {
@@ -478,7 +536,11 @@ func pickTunings(t *testing.T, cols []benchCol, results map[string][]float64) st
 			}
 			return out, out.name != ""
 		}
-		streaming, ok1 := best(func(us []float64) float64 { return us[at(benchTokens)] })
+		largest := at(benchTokens)
+		if rot := slices.IndexFunc(cols, func(c benchCol) bool { return len(c.rot) > 0 }); rot >= 0 {
+			largest = rot
+		}
+		streaming, ok1 := best(func(us []float64) float64 { return us[largest] })
 		large, ok2 := best(func(us []float64) float64 { return us[at(32768)] + 0.01*us[at(benchTokens)] })
 		small, ok3 := best(func(us []float64) float64 { return us[at(512)] + 0.01*us[at(4096)] })
 		if !ok1 || !ok2 || !ok3 {
@@ -521,6 +583,16 @@ func (r *benchRig) args(v variant, c benchCol) []any {
 	return []any{pool, c.mem.base.Add(c.rows), c.mem.base.Add(c.loc), c.mem.base.Add(r.l.valid), int32(c.n), int64(benchSlots)}
 }
 
+// setValids sets the valid count in every memory c launches on.
+func (r *benchRig) setValids(c benchCol) error {
+	for _, m := range append([]benchMem{c.mem}, c.rot...) {
+		if err := r.setValid(m.base, c.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *benchRig) setValid(base cuda.Ptr, n int) error {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(n))
@@ -530,9 +602,17 @@ func (r *benchRig) setValid(base cuda.Ptr, n int) error {
 // check stores all mixed rows once into a poisoned pool in local memory
 // and counts the 4-byte words that differ from the CPU's pool.
 func (r *benchRig) check(v variant, f *cuda.Function, s Spec) (uint64, error) {
+	grid, block := s.Shape(benchTokens)
+	args := r.args(v, benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rowsMixed, loc: r.l.loc})
+	return r.checkWith(v.kind, func(c *cuda.Ctx) error { return c.Launch(f, r.s, grid, block, 0, args...) })
+}
+
+// checkWith runs store, which stores the mixed rows into the local pool of
+// kind, on a poisoned pool and counts the words that differ from the CPU's.
+func (r *benchRig) checkWith(kind Kind, store func(c *cuda.Ctx) error) (uint64, error) {
 	base := r.mems[0].base
 	pool, ref, n := base.Add(0), r.refBF16, r.l.bf16Bytes()
-	if v.kind == FP8 {
+	if kind == FP8 {
 		pool, ref, n = base.Add(r.l.fp8Pool), r.refFP8, r.l.fp8Bytes()
 	}
 	if err := r.setValid(base, benchTokens); err != nil {
@@ -540,11 +620,10 @@ func (r *benchRig) check(v variant, f *cuda.Function, s Spec) (uint64, error) {
 	}
 	var bad uint64
 	err := r.d.Do(func(c *cuda.Ctx) error {
-		grid, block := s.Shape(benchTokens)
 		errs := []error{
 			c.Memset8Async(r.s, pool, 0x5a, n),
 			c.Memset8Async(r.s, r.counter, 0, 8),
-			c.Launch(f, r.s, grid, block, 0, r.args(v, benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rowsMixed, loc: r.l.loc})...),
+			store(c),
 			c.Launch(r.cmp, r.s, cuda.Dim3{X: 1024}, cuda.Dim3{X: 256}, 0, pool, ref, uint64(n/16), r.counter),
 			c.StreamSync(r.s),
 		}
@@ -606,4 +685,70 @@ func (r *benchRig) time(launch func(c *cuda.Ctx) error) (float64, error) {
 		return 0, err
 	}
 	return us[len(us)/2], err
+}
+
+// probes times the floor probes on every column: where a bf16 store's time
+// goes. probe-scatter writes the column's slots and reads nothing but
+// them; probe-gather reads its rows and slots and writes nothing; their
+// sum against the store's time says whether reads and writes overlap, and
+// the scatter's random columns against its identity one what random
+// destinations cost the memory system alone. probe-bulk stores the rows
+// through the tensor memory accelerator (sm_90), checked against the CPU.
+func (r *benchRig) probes(t *testing.T, cols []benchCol) []string {
+	var table []string
+	gridOf := func(n, perBlock int) cuda.Dim3 { return cuda.Dim3{X: uint32((n + perBlock - 1) / perBlock)} }
+	type probe struct {
+		name   string
+		launch func(c *cuda.Ctx, col benchCol) error
+	}
+	probes := []probe{
+		{"probe-scatter", func(c *cuda.Ctx, col benchCol) error {
+			return c.Launch(r.probe["aux_scatter"], r.s, gridOf(col.n, 16), cuda.Dim3{X: 256}, 0,
+				col.mem.base.Add(0), col.mem.base.Add(col.loc), int32(col.n))
+		}},
+		{"probe-scatter-ef", func(c *cuda.Ctx, col benchCol) error { // evict-first stores
+			return c.Launch(r.probe["aux_scatter_ef"], r.s, gridOf(col.n, 16), cuda.Dim3{X: 256}, 0,
+				col.mem.base.Add(0), col.mem.base.Add(col.loc), int32(col.n))
+		}},
+		{"probe-gather", func(c *cuda.Ctx, col benchCol) error {
+			return c.Launch(r.probe["aux_gather"], r.s, gridOf(col.n, 16), cuda.Dim3{X: 256}, 0,
+				col.mem.base.Add(col.rows), col.mem.base.Add(col.loc), int32(col.n), r.counter)
+		}},
+		{"probe-bulk", func(c *cuda.Ctx, col benchCol) error {
+			return c.Launch(r.probe["aux_bulk"], r.s, gridOf(col.n, 64), cuda.Dim3{X: 256}, 0,
+				col.mem.base.Add(0), col.mem.base.Add(col.rows), col.mem.base.Add(col.loc), int32(col.n))
+		}},
+	}
+	if only := os.Getenv(VariantsOnlyEnv); only != "" {
+		re := regexp.MustCompile(only)
+		probes = slices.DeleteFunc(probes, func(p probe) bool { return !re.MatchString(p.name) })
+	}
+	for _, p := range probes {
+		verdict := "writes no row"
+		if p.name == "probe-bulk" {
+			col := benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rowsMixed, loc: r.l.loc}
+			bad, err := r.checkWith(BF16, func(c *cuda.Ctx) error { return p.launch(c, col) })
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", p.name, err)
+				verdict = "check failed: " + err.Error()
+			case bad != 0:
+				t.Errorf("%s: %d words of the pool differ from the CPU reference", p.name, bad)
+				verdict = fmt.Sprintf("WRONG: %d words differ from the CPU", bad)
+			default:
+				verdict = "exact"
+			}
+		}
+		line := fmt.Sprintf("%-20s", p.name)
+		for _, col := range cols {
+			v, err := r.time(col.each(func(c *cuda.Ctx, m benchMem) error { return p.launch(c, col.on(m)) }))
+			if err != nil {
+				t.Errorf("%s on %s: %v", p.name, col.name(), err)
+				v = math.NaN()
+			}
+			line += fmt.Sprintf(" %9.2f", v)
+		}
+		table = append(table, line+"  "+verdict)
+	}
+	return table
 }

@@ -68,10 +68,10 @@ type Tuning struct {
 // Tunings are a kind's tunings by batch size: Small for capacities up to
 // SmallMax rows (latency: more lanes, less work each), Large above
 // (throughput), and Streaming from StreamingMin rows when that is set: a
-// batch whose rows and destinations outgrow the L2 cache, where L2
-// eviction policies that keep nothing help. The choice depends on the
-// capacity only, so a graph captured at capacity C replays the kernel
-// chosen for C.
+// batch whose rows and destinations outgrow the L2 cache and stream
+// through DRAM, where another block shape may be faster. The choice
+// depends on the capacity only, so a graph captured at capacity C replays
+// the kernel chosen for C.
 type Tunings struct {
 	Small, Large Tuning
 	SmallMax     int
@@ -104,28 +104,27 @@ func (ts Tunings) tiers() []int {
 // measured through the SDK with them (NOTES.md in this package). bf16: one
 // row per 16-thread group in 128-thread blocks up to 4096 rows (latency),
 // two rows per group in 1024-thread blocks up to 131,071 (more stores in
-// flight), then one row per group in 256-thread blocks with rows loaded
-// and stored under an evict-first L2 policy. fp8: 16 lanes per row with
-// the reciprocal-corrected division (exact: TestDivisionExhaustive) up to
-// 4096 rows; 8 lanes per row, 16-byte loads, one row per group and fmaxf
-// above, with the same L2 policy from 131,072 rows. 131,072 rows of 256 B
-// and their destinations are 64 MiB, more than the H200's 50 MB L2; at
-// 32,768 rows the policy costs 2–7% (rows that stayed in L2 between
-// launches are evicted), at 262,144 it gains 0.7% (bf16) and 2% (fp8).
+// flight), then one row per group in 256-thread blocks (at 262,144 rows,
+// 36.4–36.9 µs against 37.3–37.6). fp8: 16 lanes per row with the
+// reciprocal-corrected division (exact: TestDivisionExhaustive) up to 4096
+// rows; 8 lanes per row, 16-byte loads, one row per group and fmaxf above.
+// No tier uses an L2 eviction policy: evict-first rows and stores looked
+// 1–2% faster when the bench repeated one store, because they let part of
+// its data stay in L2 from one launch to the next; with every launch on
+// rows and slots of its own (kvharness bench --rotate 4), as in serving,
+// they are 2–3% slower.
 var (
 	DefaultBF16 = Tunings{
 		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1},
 		Large:        Tuning{BlockThreads: 1024, RowsPerThread: 2},
 		SmallMax:     4096,
-		Streaming:    Tuning{BlockThreads: 256, RowsPerThread: 1, LoadHint: 4, StoreHint: 3},
+		Streaming:    Tuning{BlockThreads: 256, RowsPerThread: 1},
 		StreamingMin: 131072,
 	}
 	DefaultFP8 = Tunings{
-		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
-		Large:        Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
-		SmallMax:     4096,
-		Streaming:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true, LoadHint: 4, StoreHint: 3},
-		StreamingMin: 131072,
+		Small:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 16, FP8Elems: 8, FP8Div: 1, FP8Pair: true},
+		Large:    Tuning{BlockThreads: 128, RowsPerThread: 1, FP8Lanes: 8, FP8Elems: 8, FP8Pair: true, FP8FMax: true},
+		SmallMax: 4096,
 	}
 )
 

@@ -185,7 +185,8 @@ func TestTuningsRoundTrip(t *testing.T) {
 
 // TestForPicksByCapacity: a spec without a tuning takes its kind's Small
 // one up to SmallMax rows, the Large one above and the Streaming one from
-// StreamingMin; an explicit tuning is kept for every capacity.
+// StreamingMin (Large for every larger batch when there is no Streaming
+// tier); an explicit tuning is kept for every capacity.
 func TestForPicksByCapacity(t *testing.T) {
 	s := fp8Spec(128, 64)
 	if got := *s.For(DefaultFP8.SmallMax).Tune; got != DefaultFP8.Small {
@@ -194,10 +195,14 @@ func TestForPicksByCapacity(t *testing.T) {
 	if got := *s.For(DefaultFP8.SmallMax + 1).Tune; got != DefaultFP8.Large {
 		t.Errorf("For(SmallMax+1) = %+v", got)
 	}
-	if got := *s.For(DefaultFP8.StreamingMin - 1).Tune; got != DefaultFP8.Large {
+	if got := *s.For(1 << 20).Tune; DefaultFP8.StreamingMin != 0 || got != DefaultFP8.Large {
+		t.Errorf("fp8 (no Streaming tier): For(1 Mi) = %+v; want Large", got)
+	}
+	b := bf16Spec(128)
+	if got := *b.For(DefaultBF16.StreamingMin - 1).Tune; got != DefaultBF16.Large {
 		t.Errorf("For(StreamingMin-1) = %+v", got)
 	}
-	if got := *s.For(DefaultFP8.StreamingMin).Tune; got != DefaultFP8.Streaming || got == DefaultFP8.Large {
+	if got := *b.For(DefaultBF16.StreamingMin).Tune; got != DefaultBF16.Streaming || got == DefaultBF16.Large {
 		t.Errorf("For(StreamingMin) = %+v; want the Streaming tuning, which differs from Large", got)
 	}
 	own := Tuning{BlockThreads: 64, RowsPerThread: 1, FP8Lanes: 32, FP8Elems: 4}
@@ -223,7 +228,7 @@ func TestTiersMatchFor(t *testing.T) {
 		shared []bool
 	}{
 		{DefaultBF16, []bool{false, false, false}},
-		{DefaultFP8, []bool{false, false, false}},
+		{DefaultFP8, []bool{false, false}},
 		{Tunings{Small: DefaultBF16.Small, Large: DefaultBF16.Large, SmallMax: 512}, []bool{false, false}},
 		{same, []bool{false, true, false}},
 	} {

@@ -58,6 +58,11 @@ def check_counts(req) -> None:
         raise bad_request(f"bench: {req.warmup} warmup launches; at most {MAX_BENCH_WARMUP}")
     if req.batch > MAX_BENCH_BATCH:
         raise bad_request(f"bench: batch of {req.batch} launches; at most {MAX_BENCH_BATCH}")
+    if len(req.rotation) > 0:
+        raise bad_request(
+            f"bench: rotation over {len(req.rotation) + 1} stores: this SDK times one store "
+            "(it does not declare bench_rotation); bench it without rotation"
+        )
     if req.cold and per_timing(req) > 1:
         raise bad_request(
             f"bench: cold caches with a batch of {per_timing(req)}: a batch flushes once, "

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0fkvharness.proto\x12\x0ckvharness.v1\">\n\tLayoutRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08head_dim\x18\x02 \x01(\r\x12\x11\n\tpage_size\x18\x03 \x01(\r\"G\n\x0f\x44\x65scribeRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x10\n\x08head_dim\x18\x02 \x01(\r\x12\x11\n\tpage_size\x18\x03 \x01(\r\"K\n\x08Geometry\x12\x0e\n\x06layout\x18\x01 \x01(\t\x12\x17\n\x0f\x62ytes_per_token\x18\x02 \x01(\x04\x12\x16\n\x0e\x62ytes_per_page\x18\x03 \x01(\x04\"E\n\x07Variant\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x64oc\x18\x02 \x01(\t\x12\x0f\n\x07\x63orrect\x18\x03 \x01(\x08\x12\x0e\n\x06kernel\x18\x04 \x01(\t\"\xe2\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07kernels\x18\x03 \x03(\t\x12\'\n\x07layouts\x18\x04 \x03(\x0b\x32\x16.kvharness.v1.Geometry\x12\'\n\x08variants\x18\x05 \x03(\x0b\x32\x15.kvharness.v1.Variant\x12\'\n\x08\x62\x61\x63kends\x18\x06 \x03(\x0e\x32\x15.kvharness.v1.Backend\x12\x0b\n\x03\x64oc\x18\x07 \x01(\t\x12\x16\n\x0e\x63uda_fd_arenas\x18\x08 \x01(\x08\"\x97\x01\n\x05\x41rena\x12&\n\x07\x62\x61\x63kend\x18\x01 \x01(\x0e\x32\x15.kvharness.v1.Backend\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x12\n\nipc_handle\x18\x03 \x01(\x0c\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\x05\x12\x0c\n\x04size\x18\x05 \x01(\x04\x12\x11\n\tfd_socket\x18\x06 \x01(\t\x12\x13\n\x0bmapped_size\x18\x07 \x01(\x04\"&\n\x06Window\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"\xcb\x01\n\x08PoolDesc\x12\'\n\x06layout\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.LayoutRef\x12\r\n\x05slots\x18\x02 \x01(\x04\x12\"\n\x04pool\x18\x03 \x01(\x0b\x32\x14.kvharness.v1.Window\x12*\n\x0cguard_before\x18\x04 \x01(\x0b\x32\x14.kvharness.v1.Window\x12)\n\x0bguard_after\x18\x05 \x01(\x0b\x32\x14.kvharness.v1.Window\x12\x0c\n\x04name\x18\x06 \x01(\t\"\x92\x01\n\rAttachRequest\x12\"\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x13.kvharness.v1.Arena\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.kvharness.v1.PoolDesc\x12%\n\x07staging\x18\x03 \x01(\x0b\x32\x14.kvharness.v1.Window\x12\x0f\n\x07variant\x18\x04 \x01(\t\":\n\x0e\x41ttachResponse\x12(\n\x08geometry\x18\x01 \x03(\x0b\x32\x16.kvharness.v1.Geometry\"\x0f\n\rDetachRequest\"\x10\n\x0e\x44\x65tachResponse\"\x9d\x01\n\x0cStoreRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\r\n\x05valid\x18\x03 \x01(\r\x12&\n\x07padding\x18\x04 \x01(\x0e\x32\x15.kvharness.v1.Padding\x12\x13\n\x0brows_offset\x18\x05 \x01(\x04\x12\x12\n\nloc_offset\x18\x06 \x01(\x04\x12\r\n\x05graph\x18\x07 \x01(\x08\"\x0f\n\rStoreResponse\">\n\x11StoreBatchRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.kvharness.v1.StoreRequest\"\x14\n\x12StoreBatchResponse\"\xb3\x01\n\x0bReadRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08requests\x18\x02 \x01(\r\x12\t\n\x01k\x18\x03 \x01(\r\x12\x16\n\x0equeries_offset\x18\x04 \x01(\x04\x12\x15\n\rindptr_offset\x18\x05 \x01(\x04\x12\x15\n\rtokens_offset\x18\x06 \x01(\x04\x12\x18\n\x10out_slots_offset\x18\x07 \x01(\x04\x12\x19\n\x11out_scores_offset\x18\x08 \x01(\x04\"\x0e\n\x0cReadResponse\"8\n\x04Room\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\tsrc_pages\x18\x02 \x03(\x04\x12\x11\n\tdst_pages\x18\x03 \x03(\x04\"0\n\nBufferPair\x12\x10\n\x08src_pool\x18\x01 \x01(\r\x12\x10\n\x08\x64st_pool\x18\x02 \x01(\r\"_\n\x0fTransferRequest\x12)\n\x07\x62uffers\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.BufferPair\x12!\n\x05rooms\x18\x02 \x03(\x0b\x32\x12.kvharness.v1.Room\"\x81\x01\n\nDescriptor\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12\x0e\n\x06\x62uffer\x18\x02 \x01(\r\x12\x12\n\nsrc_offset\x18\x03 \x01(\x04\x12\x12\n\ndst_offset\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\x04\x12\x10\n\x08item_len\x18\x06 \x01(\x04\x12\x0b\n\x03run\x18\x07 \x01(\x04\"A\n\x10TransferResponse\x12-\n\x0b\x64\x65scriptors\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.Descriptor\"\xd1\x02\n\x0c\x42\x65nchRequest\x12+\n\x05store\x18\x01 \x01(\x0b\x32\x1a.kvharness.v1.StoreRequestH\x00\x12)\n\x04read\x18\x02 \x01(\x0b\x32\x19.kvharness.v1.ReadRequestH\x00\x12\x31\n\x08transfer\x18\x03 \x01(\x0b\x32\x1d.kvharness.v1.TransferRequestH\x00\x12\x0e\n\x06warmup\x18\x04 \x01(\r\x12\x12\n\niterations\x18\x05 \x01(\r\x12%\n\x04mode\x18\x06 \x01(\x0e\x32\x17.kvharness.v1.BenchMode\x12\r\n\x05\x62\x61tch\x18\x07 \x01(\r\x12\x0c\n\x04\x63old\x18\x08 \x01(\x08\x12\x0c\n\x04\x63opy\x18\t \x01(\x08\x12\x12\n\ncopy_bytes\x18\n \x01(\x04\x12\r\n\x05\x65mpty\x18\x0b \x01(\x08\x12\x13\n\x0b\x66lush_bytes\x18\x0c \x01(\x04\x42\x08\n\x06kernel\"N\n\rBenchResponse\x12\n\n\x02ns\x18\x01 \x03(\x01\x12\r\n\x05\x63lock\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x12\n\nhost_paced\x18\x04 \x01(\r*T\n\x07Padding\x12\x10\n\x0cPADDING_NONE\x10\x00\x12\x11\n\rPADDING_COUNT\x10\x01\x12\x10\n\x0cPADDING_SINK\x10\x02\x12\x12\n\x0ePADDING_MINUS1\x10\x03*E\n\x07\x42\x61\x63kend\x12\x17\n\x13\x42\x41\x43KEND_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x42\x41\x43KEND_SHM\x10\x01\x12\x10\n\x0c\x42\x41\x43KEND_CUDA\x10\x02*4\n\tBenchMode\x12\x14\n\x10\x42\x45NCH_PER_LAUNCH\x10\x00\x12\x11\n\rBENCH_BATCHED\x10\x01\x32\xbc\x04\n\x06Kernel\x12I\n\x08\x44\x65scribe\x12\x1d.kvharness.v1.DescribeRequest\x1a\x1e.kvharness.v1.DescribeResponse\x12\x43\n\x06\x41ttach\x12\x1b.kvharness.v1.AttachRequest\x1a\x1c.kvharness.v1.AttachResponse\x12\x43\n\x06\x44\x65tach\x12\x1b.kvharness.v1.DetachRequest\x1a\x1c.kvharness.v1.DetachResponse\x12@\n\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n\nStoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponse\x12=\n\x04Read\x12\x19.kvharness.v1.ReadRequest\x1a\x1a.kvharness.v1.ReadResponse\x12I\n\x08Transfer\x12\x1d.kvharness.v1.TransferRequest\x1a\x1e.kvharness.v1.TransferResponse\x12@\n\x05\x42\x65nch\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0fkvharness.proto\x12\x0ckvharness.v1\">\n\tLayoutRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08head_dim\x18\x02 \x01(\r\x12\x11\n\tpage_size\x18\x03 \x01(\r\"G\n\x0f\x44\x65scribeRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x10\n\x08head_dim\x18\x02 \x01(\r\x12\x11\n\tpage_size\x18\x03 \x01(\r\"K\n\x08Geometry\x12\x0e\n\x06layout\x18\x01 \x01(\t\x12\x17\n\x0f\x62ytes_per_token\x18\x02 \x01(\x04\x12\x16\n\x0e\x62ytes_per_page\x18\x03 \x01(\x04\"E\n\x07Variant\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x64oc\x18\x02 \x01(\t\x12\x0f\n\x07\x63orrect\x18\x03 \x01(\x08\x12\x0e\n\x06kernel\x18\x04 \x01(\t\"\xfa\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07kernels\x18\x03 \x03(\t\x12\'\n\x07layouts\x18\x04 \x03(\x0b\x32\x16.kvharness.v1.Geometry\x12\'\n\x08variants\x18\x05 \x03(\x0b\x32\x15.kvharness.v1.Variant\x12\'\n\x08\x62\x61\x63kends\x18\x06 \x03(\x0e\x32\x15.kvharness.v1.Backend\x12\x0b\n\x03\x64oc\x18\x07 \x01(\t\x12\x16\n\x0e\x63uda_fd_arenas\x18\x08 \x01(\x08\x12\x16\n\x0e\x62\x65nch_rotation\x18\t \x01(\x08\"\x97\x01\n\x05\x41rena\x12&\n\x07\x62\x61\x63kend\x18\x01 \x01(\x0e\x32\x15.kvharness.v1.Backend\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x12\n\nipc_handle\x18\x03 \x01(\x0c\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\x05\x12\x0c\n\x04size\x18\x05 \x01(\x04\x12\x11\n\tfd_socket\x18\x06 \x01(\t\x12\x13\n\x0bmapped_size\x18\x07 \x01(\x04\"&\n\x06Window\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"\xcb\x01\n\x08PoolDesc\x12\'\n\x06layout\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.LayoutRef\x12\r\n\x05slots\x18\x02 \x01(\x04\x12\"\n\x04pool\x18\x03 \x01(\x0b\x32\x14.kvharness.v1.Window\x12*\n\x0cguard_before\x18\x04 \x01(\x0b\x32\x14.kvharness.v1.Window\x12)\n\x0bguard_after\x18\x05 \x01(\x0b\x32\x14.kvharness.v1.Window\x12\x0c\n\x04name\x18\x06 \x01(\t\"\x92\x01\n\rAttachRequest\x12\"\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x13.kvharness.v1.Arena\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.kvharness.v1.PoolDesc\x12%\n\x07staging\x18\x03 \x01(\x0b\x32\x14.kvharness.v1.Window\x12\x0f\n\x07variant\x18\x04 \x01(\t\":\n\x0e\x41ttachResponse\x12(\n\x08geometry\x18\x01 \x03(\x0b\x32\x16.kvharness.v1.Geometry\"\x0f\n\rDetachRequest\"\x10\n\x0e\x44\x65tachResponse\"\x9d\x01\n\x0cStoreRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\r\n\x05valid\x18\x03 \x01(\r\x12&\n\x07padding\x18\x04 \x01(\x0e\x32\x15.kvharness.v1.Padding\x12\x13\n\x0brows_offset\x18\x05 \x01(\x04\x12\x12\n\nloc_offset\x18\x06 \x01(\x04\x12\r\n\x05graph\x18\x07 \x01(\x08\"\x0f\n\rStoreResponse\">\n\x11StoreBatchRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.kvharness.v1.StoreRequest\"\x14\n\x12StoreBatchResponse\"\xb3\x01\n\x0bReadRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08requests\x18\x02 \x01(\r\x12\t\n\x01k\x18\x03 \x01(\r\x12\x16\n\x0equeries_offset\x18\x04 \x01(\x04\x12\x15\n\rindptr_offset\x18\x05 \x01(\x04\x12\x15\n\rtokens_offset\x18\x06 \x01(\x04\x12\x18\n\x10out_slots_offset\x18\x07 \x01(\x04\x12\x19\n\x11out_scores_offset\x18\x08 \x01(\x04\"\x0e\n\x0cReadResponse\"8\n\x04Room\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\tsrc_pages\x18\x02 \x03(\x04\x12\x11\n\tdst_pages\x18\x03 \x03(\x04\"0\n\nBufferPair\x12\x10\n\x08src_pool\x18\x01 \x01(\r\x12\x10\n\x08\x64st_pool\x18\x02 \x01(\r\"_\n\x0fTransferRequest\x12)\n\x07\x62uffers\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.BufferPair\x12!\n\x05rooms\x18\x02 \x03(\x0b\x32\x12.kvharness.v1.Room\"\x81\x01\n\nDescriptor\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12\x0e\n\x06\x62uffer\x18\x02 \x01(\r\x12\x12\n\nsrc_offset\x18\x03 \x01(\x04\x12\x12\n\ndst_offset\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\x04\x12\x10\n\x08item_len\x18\x06 \x01(\x04\x12\x0b\n\x03run\x18\x07 \x01(\x04\"A\n\x10TransferResponse\x12-\n\x0b\x64\x65scriptors\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.Descriptor\"\xff\x02\n\x0c\x42\x65nchRequest\x12+\n\x05store\x18\x01 \x01(\x0b\x32\x1a.kvharness.v1.StoreRequestH\x00\x12)\n\x04read\x18\x02 \x01(\x0b\x32\x19.kvharness.v1.ReadRequestH\x00\x12\x31\n\x08transfer\x18\x03 \x01(\x0b\x32\x1d.kvharness.v1.TransferRequestH\x00\x12\x0e\n\x06warmup\x18\x04 \x01(\r\x12\x12\n\niterations\x18\x05 \x01(\r\x12%\n\x04mode\x18\x06 \x01(\x0e\x32\x17.kvharness.v1.BenchMode\x12\r\n\x05\x62\x61tch\x18\x07 \x01(\r\x12\x0c\n\x04\x63old\x18\x08 \x01(\x08\x12\x0c\n\x04\x63opy\x18\t \x01(\x08\x12\x12\n\ncopy_bytes\x18\n \x01(\x04\x12\r\n\x05\x65mpty\x18\x0b \x01(\x08\x12\x13\n\x0b\x66lush_bytes\x18\x0c \x01(\x04\x12,\n\x08rotation\x18\r \x03(\x0b\x32\x1a.kvharness.v1.StoreRequestB\x08\n\x06kernel\"N\n\rBenchResponse\x12\n\n\x02ns\x18\x01 \x03(\x01\x12\r\n\x05\x63lock\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x12\n\nhost_paced\x18\x04 \x01(\r*T\n\x07Padding\x12\x10\n\x0cPADDING_NONE\x10\x00\x12\x11\n\rPADDING_COUNT\x10\x01\x12\x10\n\x0cPADDING_SINK\x10\x02\x12\x12\n\x0ePADDING_MINUS1\x10\x03*E\n\x07\x42\x61\x63kend\x12\x17\n\x13\x42\x41\x43KEND_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x42\x41\x43KEND_SHM\x10\x01\x12\x10\n\x0c\x42\x41\x43KEND_CUDA\x10\x02*4\n\tBenchMode\x12\x14\n\x10\x42\x45NCH_PER_LAUNCH\x10\x00\x12\x11\n\rBENCH_BATCHED\x10\x01\x32\xbc\x04\n\x06Kernel\x12I\n\x08\x44\x65scribe\x12\x1d.kvharness.v1.DescribeRequest\x1a\x1e.kvharness.v1.DescribeResponse\x12\x43\n\x06\x41ttach\x12\x1b.kvharness.v1.AttachRequest\x1a\x1c.kvharness.v1.AttachResponse\x12\x43\n\x06\x44\x65tach\x12\x1b.kvharness.v1.DetachRequest\x1a\x1c.kvharness.v1.DetachResponse\x12@\n\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n\nStoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponse\x12=\n\x04Read\x12\x19.kvharness.v1.ReadRequest\x1a\x1a.kvharness.v1.ReadResponse\x12I\n\x08Transfer\x12\x1d.kvharness.v1.TransferRequest\x1a\x1e.kvharness.v1.TransferResponse\x12@\n\x05\x42\x65nch\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kvharness_pb2', globals())
@@ -21,12 +21,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z4github.com/kvharness/kvharness/harness/protocol/kvpb'
-  _PADDING._serialized_start=2476
-  _PADDING._serialized_end=2560
-  _BACKEND._serialized_start=2562
-  _BACKEND._serialized_end=2631
-  _BENCHMODE._serialized_start=2633
-  _BENCHMODE._serialized_end=2685
+  _PADDING._serialized_start=2546
+  _PADDING._serialized_end=2630
+  _BACKEND._serialized_start=2632
+  _BACKEND._serialized_end=2701
+  _BENCHMODE._serialized_start=2703
+  _BENCHMODE._serialized_end=2755
   _LAYOUTREF._serialized_start=33
   _LAYOUTREF._serialized_end=95
   _DESCRIBEREQUEST._serialized_start=97
@@ -36,47 +36,47 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _VARIANT._serialized_start=247
   _VARIANT._serialized_end=316
   _DESCRIBERESPONSE._serialized_start=319
-  _DESCRIBERESPONSE._serialized_end=545
-  _ARENA._serialized_start=548
-  _ARENA._serialized_end=699
-  _WINDOW._serialized_start=701
-  _WINDOW._serialized_end=739
-  _POOLDESC._serialized_start=742
-  _POOLDESC._serialized_end=945
-  _ATTACHREQUEST._serialized_start=948
-  _ATTACHREQUEST._serialized_end=1094
-  _ATTACHRESPONSE._serialized_start=1096
-  _ATTACHRESPONSE._serialized_end=1154
-  _DETACHREQUEST._serialized_start=1156
-  _DETACHREQUEST._serialized_end=1171
-  _DETACHRESPONSE._serialized_start=1173
-  _DETACHRESPONSE._serialized_end=1189
-  _STOREREQUEST._serialized_start=1192
-  _STOREREQUEST._serialized_end=1349
-  _STORERESPONSE._serialized_start=1351
-  _STORERESPONSE._serialized_end=1366
-  _STOREBATCHREQUEST._serialized_start=1368
-  _STOREBATCHREQUEST._serialized_end=1430
-  _STOREBATCHRESPONSE._serialized_start=1432
-  _STOREBATCHRESPONSE._serialized_end=1452
-  _READREQUEST._serialized_start=1455
-  _READREQUEST._serialized_end=1634
-  _READRESPONSE._serialized_start=1636
-  _READRESPONSE._serialized_end=1650
-  _ROOM._serialized_start=1652
-  _ROOM._serialized_end=1708
-  _BUFFERPAIR._serialized_start=1710
-  _BUFFERPAIR._serialized_end=1758
-  _TRANSFERREQUEST._serialized_start=1760
-  _TRANSFERREQUEST._serialized_end=1855
-  _DESCRIPTOR._serialized_start=1858
-  _DESCRIPTOR._serialized_end=1987
-  _TRANSFERRESPONSE._serialized_start=1989
-  _TRANSFERRESPONSE._serialized_end=2054
-  _BENCHREQUEST._serialized_start=2057
-  _BENCHREQUEST._serialized_end=2394
-  _BENCHRESPONSE._serialized_start=2396
-  _BENCHRESPONSE._serialized_end=2474
-  _KERNEL._serialized_start=2688
-  _KERNEL._serialized_end=3260
+  _DESCRIBERESPONSE._serialized_end=569
+  _ARENA._serialized_start=572
+  _ARENA._serialized_end=723
+  _WINDOW._serialized_start=725
+  _WINDOW._serialized_end=763
+  _POOLDESC._serialized_start=766
+  _POOLDESC._serialized_end=969
+  _ATTACHREQUEST._serialized_start=972
+  _ATTACHREQUEST._serialized_end=1118
+  _ATTACHRESPONSE._serialized_start=1120
+  _ATTACHRESPONSE._serialized_end=1178
+  _DETACHREQUEST._serialized_start=1180
+  _DETACHREQUEST._serialized_end=1195
+  _DETACHRESPONSE._serialized_start=1197
+  _DETACHRESPONSE._serialized_end=1213
+  _STOREREQUEST._serialized_start=1216
+  _STOREREQUEST._serialized_end=1373
+  _STORERESPONSE._serialized_start=1375
+  _STORERESPONSE._serialized_end=1390
+  _STOREBATCHREQUEST._serialized_start=1392
+  _STOREBATCHREQUEST._serialized_end=1454
+  _STOREBATCHRESPONSE._serialized_start=1456
+  _STOREBATCHRESPONSE._serialized_end=1476
+  _READREQUEST._serialized_start=1479
+  _READREQUEST._serialized_end=1658
+  _READRESPONSE._serialized_start=1660
+  _READRESPONSE._serialized_end=1674
+  _ROOM._serialized_start=1676
+  _ROOM._serialized_end=1732
+  _BUFFERPAIR._serialized_start=1734
+  _BUFFERPAIR._serialized_end=1782
+  _TRANSFERREQUEST._serialized_start=1784
+  _TRANSFERREQUEST._serialized_end=1879
+  _DESCRIPTOR._serialized_start=1882
+  _DESCRIPTOR._serialized_end=2011
+  _TRANSFERRESPONSE._serialized_start=2013
+  _TRANSFERRESPONSE._serialized_end=2078
+  _BENCHREQUEST._serialized_start=2081
+  _BENCHREQUEST._serialized_end=2464
+  _BENCHRESPONSE._serialized_start=2466
+  _BENCHRESPONSE._serialized_end=2544
+  _KERNEL._serialized_start=2758
+  _KERNEL._serialized_end=3330
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,58 @@
+package sdk
+
+import (
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// maxRotation bounds BenchRequest.rotation: enough sets to step past any
+// cache's reuse, few enough that a typo does not stage gigabytes.
+const maxRotation = 63
+
+// benchStores is what a store bench launches in turn: the request's store,
+// then its rotation.
+func benchStores(req *kvpb.BenchRequest) []*kvpb.StoreRequest {
+	if req.GetStore() == nil {
+		return nil
+	}
+	return append([]*kvpb.StoreRequest{req.GetStore()}, req.Rotation...)
+}
+
+// rotations is how many data sets a bench's launches take in turn: one
+// when it does not rotate.
+func rotations(req *kvpb.BenchRequest) int { return 1 + len(req.Rotation) }
+
+// checkRotation rejects a rotation that would time something other than
+// the store it names: every entry must be the same call on other data.
+func checkRotation(req *kvpb.BenchRequest) error {
+	st := req.GetStore()
+	switch {
+	case len(req.Rotation) == 0:
+		return nil
+	case st == nil:
+		return badRequest("bench: a rotation of %d stores without a store; send the first in store", len(req.Rotation))
+	case len(req.Rotation) > maxRotation:
+		return badRequest("bench: rotation of %d stores; at most %d", len(req.Rotation), maxRotation)
+	}
+	for i, r := range req.Rotation {
+		if r.GetPool() != st.Pool || r.GetCapacity() != st.Capacity || r.GetValid() != st.Valid ||
+			r.GetPadding() != st.Padding || r.GetGraph() != st.Graph {
+			return badRequest("bench: rotation[%d] is not the store's call on other data (pool %d, capacity %d, valid %d, padding %v, graph %v; the store has %d, %d, %d, %v, %v): only rows_offset and loc_offset may differ",
+				i, r.GetPool(), r.GetCapacity(), r.GetValid(), r.GetPadding(), r.GetGraph(), st.Pool, st.Capacity, st.Valid, st.Padding, st.Graph)
+		}
+	}
+	return nil
+}
+
+// inTurn is one launch that runs launches[0], launches[1], ... in turn,
+// one per call.
+func inTurn(launches []func() error) func() error {
+	if len(launches) == 1 {
+		return launches[0]
+	}
+	i := 0
+	return func() error {
+		l := launches[i]
+		i = (i + 1) % len(launches)
+		return l()
+	}
+}
