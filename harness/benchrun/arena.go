@@ -16,8 +16,9 @@ import (
 )
 
 // Arena is one pool and staging for the largest batch of a matrix, with
-// rows and a slot list already staged (one set of each per data set of a
-// rotation): every cell of a plugin and layout reads a prefix of them.
+// rows and a slot list already staged (for a rotation, a pool, rows and
+// slots per data set, as a model has per layer): every cell of a plugin
+// and layout reads a prefix of them.
 type Arena struct {
 	p      *plugin.Plugin
 	mem    pool.Memory
@@ -26,13 +27,12 @@ type Arena struct {
 	sets   []staged
 }
 
-// staged is where one data set's rows and slots lie in the arena.
-type staged struct{ rowsOff, locOff int }
+// staged is one data set: its pool, and where its rows and slots lie.
+type staged struct{ pool, rowsOff, locOff int }
 
 // OpenArena plans, fills and stages an arena and attaches p to it. The
 // slots are distinct and drawn at random from the whole pool, as a serving
-// engine's free list hands them out after a while; the data sets of a
-// rotation have slots of their own, as concurrent requests do.
+// engine's free list hands them out after a while.
 func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
 	a, err := stageArena(func(size int) (pool.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
 	if err != nil {
@@ -51,7 +51,11 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 	n := m.maxTokens()
 	rowsBytes, locBytes := alignUp(n*l.RowBytes()), alignUp(8*n)
 	sets := m.rotations()
-	g, err := pool.Plan([]pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}, sets*(rowsBytes+locBytes))
+	specs := []pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}
+	for k := 1; k < sets; k++ {
+		specs = append(specs, pool.Spec{Name: fmt.Sprintf("bench%d", k), Layout: l, Slots: m.Slots})
+	}
+	g, err := pool.Plan(specs, sets*(rowsBytes+locBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +66,7 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 	a := &Arena{mem: mem, geo: g, layout: l}
 	for k := range sets {
 		off := g.Staging.Off + k*(rowsBytes+locBytes)
-		a.sets = append(a.sets, staged{rowsOff: off, locOff: off + rowsBytes})
+		a.sets = append(a.sets, staged{pool: k, rowsOff: off, locOff: off + rowsBytes})
 	}
 	if err := a.stage(l, m, n); err != nil {
 		mem.Close()
@@ -73,23 +77,23 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 
 func alignUp(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment }
 
-// stage writes each data set's n rows and n slots: one permutation of the
-// pool's slots, cut into a run of n per set.
+// stage fills each data set's pool and writes its n rows and n distinct
+// slots of that pool.
 func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
-	if err := a.mem.Fill(a.geo.Regions[0].Span(), uint64(m.Seed)); err != nil {
-		return err
-	}
-	perm := rand.New(rand.NewPCG(uint64(m.Seed), 7)).Perm(m.Slots)
 	rows := make([]byte, n*l.RowBytes())
 	row := make([]uint16, l.HeadDim)
 	loc := make([]byte, 8*n)
 	for k, set := range a.sets {
+		if err := a.mem.Fill(a.geo.Regions[set.pool].Span(), uint64(m.Seed)); err != nil {
+			return err
+		}
+		perm := rand.New(rand.NewPCG(uint64(m.Seed), uint64(7+k))).Perm(m.Slots)
 		for i := range n {
 			workload.Row{Kind: workload.RowNormal, Seed: uint64(k*n + i)}.Fill(row)
 			for j, e := range row {
 				binary.LittleEndian.PutUint16(rows[i*l.RowBytes()+2*j:], e)
 			}
-			binary.LittleEndian.PutUint64(loc[8*i:], uint64(perm[k*n+i]))
+			binary.LittleEndian.PutUint64(loc[8*i:], uint64(perm[i]))
 		}
 		if err := a.mem.WriteAt(rows, set.rowsOff); err != nil {
 			return err
@@ -109,7 +113,7 @@ func (a *Arena) Close(ctx context.Context) { check.Release(ctx, a.p, a, a.mem) }
 func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {
 	var stores []*kvpb.StoreRequest
 	for _, set := range a.sets {
-		stores = append(stores, &kvpb.StoreRequest{Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens),
+		stores = append(stores, &kvpb.StoreRequest{Pool: uint32(set.pool), Capacity: uint32(id.Tokens), Valid: uint32(id.Tokens),
 			Padding: kvpb.Padding_PADDING_NONE, RowsOffset: uint64(set.rowsOff), LocOffset: uint64(set.locOff),
 			Graph: id.Mode == results.Graph})
 	}

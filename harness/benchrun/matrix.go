@@ -26,11 +26,12 @@ type Matrix struct {
 	HeadDim  int              `json:"head_dim"`
 	PageSize int              `json:"page_size"`
 	Seed     int64            `json:"seed"`
-	// Rotate is how many data sets (rows and slots, and for the copy
-	// buffer pairs) a cell's launches take in turn; 0 or 1 repeats one.
-	// Repeating one lets a kernel whose cache policies keep part of its
-	// data in L2 reuse it between launches, which serving, where every
-	// store has rows and slots of its own, does not allow.
+	// Rotate is how many data sets (a pool, rows and slots each, as a
+	// model's layers have; for the copy, buffer pairs) a cell's launches
+	// take in turn; 0 or 1 repeats one. Repeating one lets a kernel whose
+	// cache policies keep part of its data in L2 reuse it between
+	// launches, which serving, where each layer's store has data and a
+	// pool of its own, does not allow.
 	Rotate int `json:"rotate,omitempty"`
 	// Stopping rules per timing. Per-launch cells want many samples for
 	// their tails and tolerate noise; batched cells want a stable mean.
@@ -135,10 +136,6 @@ func (m Matrix) Validate() error {
 	for _, t := range m.Tokens {
 		if t < 1 || t > m.Slots {
 			return fmt.Errorf("tokens %d: want 1..slots (%d): each token needs its own slot", t, m.Slots)
-		}
-		if t*m.rotations() > m.Slots {
-			return fmt.Errorf("tokens %d with rotate %d: %d slots, more than the pool's %d: each data set of a rotation has slots of its own; raise slots or lower rotate",
-				t, m.rotations(), t*m.rotations(), m.Slots)
 		}
 	}
 	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched} {

@@ -50,6 +50,9 @@ func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.Bench
 	if !s.attached() {
 		return nil, status.Error(codes.FailedPrecondition, "bench before attach")
 	}
+	if err := s.sameLayouts(req); err != nil {
+		return nil, err
+	}
 	if s.dev != nil {
 		return s.benchDevice(ctx, req)
 	}

@@ -177,15 +177,17 @@ func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.B
 		return nil, noDeviceStore(s.p.Name)
 	}
 	var launches []func() error
-	for i, st := range benchStores(req) {
+	valid := map[uint32]bool{} // pools whose valid count is set: every store has the same (checkRotation)
+	for _, st := range benchStores(req) {
 		call, err := s.deviceCall(st)
 		if err != nil {
 			return nil, err
 		}
-		if i == 0 { // a rotation shares the pool and valid count (checkRotation)
+		if !valid[st.Pool] {
 			if err := d.setValidIn(c, int(st.Pool), call.N); err != nil {
 				return nil, err
 			}
+			valid[st.Pool] = true
 		}
 		launch, err := s.deviceLaunch(ctx, c, k, st, call)
 		if err != nil {

@@ -22,7 +22,8 @@ func benchStores(req *kvpb.BenchRequest) []*kvpb.StoreRequest {
 func rotations(req *kvpb.BenchRequest) int { return 1 + len(req.Rotation) }
 
 // checkRotation rejects a rotation that would time something other than
-// the store it names: every entry must be the same call on other data.
+// the store it names: every entry must be the same call on other data,
+// maybe in another pool (whose layout Bench checks: sameLayouts).
 func checkRotation(req *kvpb.BenchRequest) error {
 	st := req.GetStore()
 	switch {
@@ -34,10 +35,27 @@ func checkRotation(req *kvpb.BenchRequest) error {
 		return badRequest("bench: rotation of %d stores; at most %d", len(req.Rotation), maxRotation)
 	}
 	for i, r := range req.Rotation {
-		if r.GetPool() != st.Pool || r.GetCapacity() != st.Capacity || r.GetValid() != st.Valid ||
-			r.GetPadding() != st.Padding || r.GetGraph() != st.Graph {
-			return badRequest("bench: rotation[%d] is not the store's call on other data (pool %d, capacity %d, valid %d, padding %v, graph %v; the store has %d, %d, %d, %v, %v): only rows_offset and loc_offset may differ",
-				i, r.GetPool(), r.GetCapacity(), r.GetValid(), r.GetPadding(), r.GetGraph(), st.Pool, st.Capacity, st.Valid, st.Padding, st.Graph)
+		if r.GetCapacity() != st.Capacity || r.GetValid() != st.Valid || r.GetPadding() != st.Padding || r.GetGraph() != st.Graph {
+			return badRequest("bench: rotation[%d] is not the store's call on other data (capacity %d, valid %d, padding %v, graph %v; the store has %d, %d, %v, %v): only the pool, rows_offset and loc_offset may differ",
+				i, r.GetCapacity(), r.GetValid(), r.GetPadding(), r.GetGraph(), st.Capacity, st.Valid, st.Padding, st.Graph)
+		}
+	}
+	return nil
+}
+
+// sameLayouts rejects a rotation into a pool of another layout than the
+// store's: it would time another kernel. Pools out of range are left to
+// checkStore, which names them.
+func (s *server) sameLayouts(req *kvpb.BenchRequest) error {
+	st := req.GetStore()
+	if st == nil || int(st.Pool) >= len(s.pools) {
+		return nil
+	}
+	want := s.pools[st.Pool].Layout
+	for i, r := range req.Rotation {
+		if int(r.GetPool()) < len(s.pools) && s.pools[r.GetPool()].Layout != want {
+			return badRequest("bench: rotation[%d] stores into pool %d (%v), the store into pool %d (%v): a rotation's pools share one layout",
+				i, r.GetPool(), s.pools[r.GetPool()].Layout, st.Pool, want)
 		}
 	}
 	return nil

@@ -17,9 +17,9 @@ import (
 const rotationRows = 16
 
 // stageRotation stages sets stores of rotationRows rows side by side in
-// the plan's staging window: set i's rows all hold the bf16 value i+1 and
-// go to slots 100·i + 3·j, so each set's slots are its own. It returns
-// the bench request's store and rotation.
+// the plan's staging window: set i's rows all hold the bf16 value 2^i and
+// go to slots 100·i + 3·j of pool i mod the plan's pools, so each set's
+// slots are its own. It returns the bench request's store and rotation.
 func stageRotation(arena []byte, pl arenaPlan, sets int) (*kvpb.StoreRequest, []*kvpb.StoreRequest) {
 	const d = 128
 	var stores []*kvpb.StoreRequest
@@ -31,7 +31,7 @@ func stageRotation(arena []byte, pl arenaPlan, sets int) (*kvpb.StoreRequest, []
 			}
 			binary.LittleEndian.PutUint64(arena[locOff+8*j:], uint64(rotationSlot(i, j)))
 		}
-		stores = append(stores, &kvpb.StoreRequest{Capacity: rotationRows, Valid: rotationRows,
+		stores = append(stores, &kvpb.StoreRequest{Pool: uint32(i % len(pl.pools)), Capacity: rotationRows, Valid: rotationRows,
 			RowsOffset: uint64(rowsOff), LocOffset: uint64(locOff)})
 	}
 	return stores[0], stores[1:]
@@ -40,14 +40,14 @@ func stageRotation(arena []byte, pl arenaPlan, sets int) (*kvpb.StoreRequest, []
 func rotationValue(set int) uint16 { return 0x3f80 + uint16(set)<<7 } // bf16 1, 2, 4, ...
 func rotationSlot(set, j int) int  { return 100*set + 3*j }
 
-// storedSets reports, per set, whether every one of its slots in the bf16
+// storedSets reports, per set, whether every one of its slots in its bf16
 // pool holds its rows (true), or none does (false); a mix is an error.
 func storedSets(t *testing.T, arena []byte, pl arenaPlan, sets int) []bool {
 	t.Helper()
 	const rowBytes = 256
-	pool := int(pl.pools[0].Pool.Offset)
 	var got []bool
 	for i := range sets {
+		pool := int(pl.pools[i%len(pl.pools)].Pool.Offset)
 		n := 0
 		for j := range rotationRows {
 			at := pool + rotationSlot(i, j)*rowBytes
@@ -64,13 +64,14 @@ func storedSets(t *testing.T, arena []byte, pl arenaPlan, sets int) []bool {
 	return got
 }
 
-// TestBenchRotation: launches take the store and its rotation in turn.
-// Two launches over three sets store the first two sets and leave the
-// third's slots untouched; a third launch stores it.
+// TestBenchRotation: launches take the store and its rotation in turn,
+// here over two pools of one layout (sets 0 and 2 in the first, set 1 in
+// the second). Two launches over three sets store the first two sets and
+// leave the third's slots untouched; a third launch stores it.
 func TestBenchRotation(t *testing.T) {
 	for _, mode := range []kvpb.BenchMode{kvpb.BenchMode_BENCH_PER_LAUNCH, kvpb.BenchMode_BENCH_BATCHED} {
 		t.Run(mode.String(), func(t *testing.T) {
-			pl := newPlan([]string{"bf16"}, 128, 64, 1000, 64)
+			pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 1000, 64)
 			h := newHostArena(t, pl.size)
 			srv := sdk.NewServer(fused.Plugin)
 			_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
@@ -125,9 +126,11 @@ func TestBenchRotationRefusals(t *testing.T) {
 		"other valid": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.Valid-- })}, "rotation[0]"},
 		"other graph": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
-			Rotation: other(func(r *kvpb.StoreRequest) { r.Graph = !r.Graph })}, "only rows_offset and loc_offset"},
+			Rotation: other(func(r *kvpb.StoreRequest) { r.Graph = !r.Graph })}, "only the pool, rows_offset and loc_offset"},
 		"bad offset": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.RowsOffset = 1 << 40 })}, ""},
+		"no such pool": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+			Rotation: other(func(r *kvpb.StoreRequest) { r.Pool = 5 })}, "pool 5"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := srv.Bench(context.Background(), tc.req)
@@ -149,7 +152,7 @@ func TestBenchRotationDevice(t *testing.T) {
 		t.Run(fmt.Sprintf("graph=%v", graph), func(t *testing.T) {
 			ctx := context.Background()
 			p := startPlugin(t, "fusedstore")
-			pl := newPlan([]string{"bf16"}, 128, 64, 1000, 64)
+			pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 1000, 64)
 			ga := newGPUArena(t, dev, pl.size)
 			t.Cleanup(ga.free)
 			t.Cleanup(func() { p.Detach(ctx) })
@@ -175,4 +178,17 @@ func TestBenchRotationDevice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBenchRotationOtherLayout: a rotation into a pool of another layout
+// would time another kernel; it is refused, naming both pools.
+func TestBenchRotationOtherLayout(t *testing.T) {
+	pl := newPlan([]string{"bf16", "fp8-paged"}, 128, 64, 1000, 64)
+	h := newHostArena(t, pl.size)
+	srv := sdk.NewServer(fused.Plugin)
+	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
+	must(t, err)
+	store, rotation := stageRotation(h.mem, pl, 2)
+	_, err = srv.Bench(context.Background(), &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1})
+	wantStatus(t, err, codes.InvalidArgument, "rotation[0] stores into pool 1", "share one layout")
 }

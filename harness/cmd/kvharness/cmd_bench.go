@@ -53,7 +53,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
-	fs.IntVar(&f.rotate, "rotate", 1, "data sets (rows, slots; copy buffers) each cell's launches take in turn, so none finds the last one's data in caches; 1 repeats one")
+	fs.IntVar(&f.rotate, "rotate", 1, "pools with rows and slots of their own (a model's layers; copy buffers) each cell's launches take in turn, so none finds the last one's data in caches; 1 repeats one")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
 	fs.BoolVar(&f.resume, "resume", false, "keep the cells already in --out and measure only the rest")

@@ -1630,15 +1630,16 @@ type BenchRequest struct {
 	CopyBytes  uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
 	Empty      bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
 	FlushBytes uint64                `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
-	// rotation: more stores like `store` (same pool, capacity, valid count,
-	// padding and graph flag), each with rows and slots of its own. Timed
-	// and warmup launches take store, rotation[0], rotation[1], ... in turn,
-	// so that no launch finds the rows, slots or destinations of the launch
-	// before it in the caches, as in serving, where every store has data of
-	// its own. Repeating one store instead lets a kernel whose cache
-	// policies keep part of its data resident gain from it between
-	// launches. A copy bench rotates over as many buffer pairs; an empty
-	// one ignores it. At most 63 entries.
+	// rotation: more stores like `store` (same capacity, valid count,
+	// padding and graph flag), each with rows and slots of its own and into
+	// the same pool or another of the same layout, as a model's layers
+	// are. Timed and warmup launches take store, rotation[0], rotation[1],
+	// ... in turn, so that no launch finds the rows, slots or destinations
+	// of the launch before it in the caches, as in serving, where each
+	// layer's store has data and a pool of its own. Repeating one store
+	// instead lets a kernel whose cache policies keep part of its data
+	// resident gain from it between launches. A copy bench rotates over as
+	// many buffer pairs; an empty one ignores it. At most 63 entries.
 	Rotation      []*StoreRequest `protobuf:"bytes,13,rep,name=rotation,proto3" json:"rotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
