@@ -75,6 +75,25 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 	return a, nil
 }
 
+// drawSlots draws n distinct slots of a pool of slots: runs of run
+// consecutive slots, each starting at a multiple of run (whole pages, as a
+// paged allocator hands them out), the runs in a random order; with run 1,
+// every slot drawn alone. A cell of fewer tokens stores into a prefix of
+// the draw: its first runs.
+func drawSlots(rng *rand.Rand, slots, run, n int) []int {
+	pages := rng.Perm(slots / run)
+	out := make([]int, 0, n)
+	for _, p := range pages {
+		for j := 0; j < run && len(out) < n; j++ {
+			out = append(out, p*run+j)
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
 func alignUp(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment }
 
 // stage fills each data set's pool and writes its n rows and n distinct
@@ -87,13 +106,13 @@ func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 		if err := a.mem.Fill(a.geo.Regions[set.pool].Span(), uint64(m.Seed)); err != nil {
 			return err
 		}
-		perm := rand.New(rand.NewPCG(uint64(m.Seed), uint64(7+k))).Perm(m.Slots)
+		slots := drawSlots(rand.New(rand.NewPCG(uint64(m.Seed), uint64(7+k))), m.Slots, m.slotRun(), n)
 		for i := range n {
 			workload.Row{Kind: workload.RowNormal, Seed: uint64(k*n + i)}.Fill(row)
 			for j, e := range row {
 				binary.LittleEndian.PutUint16(rows[i*l.RowBytes()+2*j:], e)
 			}
-			binary.LittleEndian.PutUint64(loc[8*i:], uint64(perm[i]))
+			binary.LittleEndian.PutUint64(loc[8*i:], uint64(slots[i]))
 		}
 		if err := a.mem.WriteAt(rows, set.rowsOff); err != nil {
 			return err

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -78,5 +79,30 @@ func TestArenaRotation(t *testing.T) {
 		if st.RowsOffset != uint64(a.sets[k].rowsOff) || st.LocOffset != uint64(a.sets[k].locOff) {
 			t.Errorf("store %d at rows %d, slots %d; want set %d's %+v", k, st.RowsOffset, st.LocOffset, k, a.sets[k])
 		}
+	}
+}
+
+// TestDrawSlots: slots come in whole runs of consecutive slots, each run
+// aligned to its length and the runs distinct; run 1 draws distinct
+// slots; a short draw ends inside a run.
+func TestDrawSlots(t *testing.T) {
+	for _, tc := range []struct{ slots, run, n int }{{1000, 1, 1000}, {1000, 1, 7}, {1000, 64, 960}, {1000, 64, 100}, {4096, 16, 1}} {
+		got := drawSlots(rand.New(rand.NewPCG(1, 2)), tc.slots, tc.run, tc.n)
+		if len(got) != tc.n {
+			t.Fatalf("%+v: %d slots", tc, len(got))
+		}
+		seen := map[int]bool{}
+		for i, s := range got {
+			if s < 0 || s >= tc.slots/tc.run*tc.run || seen[s] {
+				t.Errorf("%+v: slot %d = %d out of the whole runs or repeated", tc, i, s)
+			}
+			seen[s] = true
+			if s%tc.run != i%tc.run || (i%tc.run != 0 && s != got[i-1]+1) {
+				t.Errorf("%+v: slot %d = %d is not at offset %d of a run that follows slot %d", tc, i, s, i%tc.run, i-1)
+			}
+		}
+	}
+	if a, b := drawSlots(rand.New(rand.NewPCG(1, 2)), 1<<20, 1, 64), drawSlots(rand.New(rand.NewPCG(1, 2)), 1<<20, 1, 64); !slices.Equal(a, b) {
+		t.Error("the same seed drew other slots")
 	}
 }

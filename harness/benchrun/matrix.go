@@ -26,6 +26,12 @@ type Matrix struct {
 	HeadDim  int              `json:"head_dim"`
 	PageSize int              `json:"page_size"`
 	Seed     int64            `json:"seed"`
+	// SlotRun draws the slots in runs of this many consecutive slots,
+	// each run starting at a multiple of it: the whole pages a paged
+	// allocator hands out (SGLang with page_size 64, vLLM's blocks). 0 or
+	// 1 draws every slot alone, as a free list of single slots does after
+	// a while.
+	SlotRun int `json:"slot_run,omitempty"`
 	// Rotate is how many data sets (a pool, rows and slots each, as a
 	// model's layers have; for the copy, buffer pairs) a cell's launches
 	// take in turn; 0 or 1 repeats one. Repeating one lets a kernel whose
@@ -123,6 +129,8 @@ func (m Matrix) Validate() error {
 		return fmt.Errorf("head_dim %d: want a multiple of 16", m.HeadDim)
 	case m.PageSize < 1:
 		return fmt.Errorf("page_size %d: want at least 1", m.PageSize)
+	case m.SlotRun < 0 || m.SlotRun > m.Slots:
+		return fmt.Errorf("slot_run %d: want 1..slots (%d) consecutive slots per run (0 means 1)", m.SlotRun, m.Slots)
 	case m.Rotate < 0 || m.Rotate > maxRotate:
 		return fmt.Errorf("rotate %d: want 1..%d data sets (0 means 1)", m.Rotate, maxRotate)
 	case m.cacheTimings() == 0:
@@ -137,6 +145,9 @@ func (m Matrix) Validate() error {
 		if t < 1 || t > m.Slots {
 			return fmt.Errorf("tokens %d: want 1..slots (%d): each token needs its own slot", t, m.Slots)
 		}
+		if whole := m.Slots / m.slotRun() * m.slotRun(); t > whole {
+			return fmt.Errorf("tokens %d: the pool's %d slots hold %d in whole runs of %d; raise slots or lower slot_run", t, m.Slots, whole, m.slotRun())
+		}
 	}
 	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched} {
 		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 {
@@ -149,6 +160,18 @@ func (m Matrix) Validate() error {
 // maxRotate is the most data sets a rotation takes: the plugin SDKs
 // accept a store and 63 more.
 const maxRotate = 64
+
+// slotRun is how many consecutive slots a run of the drawn slots holds.
+func (m Matrix) slotRun() int { return max(m.SlotRun, 1) }
+
+// slotRunField is a cell's Identity.SlotRun: 0 unless slots come in runs,
+// so that slot_run 1 names the same benchmarks as none.
+func (m Matrix) slotRunField() int {
+	if m.slotRun() == 1 {
+		return 0
+	}
+	return m.slotRun()
+}
 
 // rotations is how many data sets the cells take in turn.
 func (m Matrix) rotations() int { return max(m.Rotate, 1) }

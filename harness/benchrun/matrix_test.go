@@ -11,14 +11,16 @@ import (
 
 func TestParseMatrixRejects(t *testing.T) {
 	for name, tc := range map[string]struct{ json, want string }{
-		"unknown key":     {`{"plugins": ["a"], "tokenz": [1]}`, "unknown field"},
-		"layout typo":     {`{"plugins": ["a"], "layouts": ["bf16", "fp8-pagd"]}`, `layout "fp8-pagd": unknown`},
-		"no plugins":      {`{"plugins": []}`, "no plugins"},
-		"tokens > slots":  {`{"plugins": ["a"], "tokens": [9], "slots": 8}`, "tokens 9"},
-		"only cold batch": {`{"plugins": ["a"], "caches": ["cold"], "timings": ["batched"]}`, "make no cell"},
-		"trailing":        {`{"plugins": ["a"]} {}`, "trailing data"},
-		"rotate < 0":      {`{"plugins": ["a"], "rotate": -2}`, "rotate -2"},
-		"rotate > 64":     {`{"plugins": ["a"], "rotate": 65}`, "rotate 65"},
+		"unknown key":      {`{"plugins": ["a"], "tokenz": [1]}`, "unknown field"},
+		"layout typo":      {`{"plugins": ["a"], "layouts": ["bf16", "fp8-pagd"]}`, `layout "fp8-pagd": unknown`},
+		"no plugins":       {`{"plugins": []}`, "no plugins"},
+		"tokens > slots":   {`{"plugins": ["a"], "tokens": [9], "slots": 8}`, "tokens 9"},
+		"only cold batch":  {`{"plugins": ["a"], "caches": ["cold"], "timings": ["batched"]}`, "make no cell"},
+		"trailing":         {`{"plugins": ["a"]} {}`, "trailing data"},
+		"rotate < 0":       {`{"plugins": ["a"], "rotate": -2}`, "rotate -2"},
+		"slot_run > slots": {`{"plugins": ["a"], "tokens": [4], "slots": 8, "slot_run": 9}`, "slot_run 9"},
+		"short of runs":    {`{"plugins": ["a"], "tokens": [9], "slots": 10, "slot_run": 4}`, "hold 8 in whole runs of 4"},
+		"rotate > 64":      {`{"plugins": ["a"], "rotate": 65}`, "rotate 65"},
 	} {
 		if _, err := ParseMatrix([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)

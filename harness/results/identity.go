@@ -50,6 +50,9 @@ type Identity struct {
 	Cache         Cache  `json:"cache"`
 	Timing        Timing `json:"timing"`
 	BatchSize     int    `json:"batch_size"` // launches per sample; 1 for per-launch
+	// SlotRun is how many consecutive slots the slots came in runs of (0
+	// or 1: every slot drawn alone); a cell with runs names slot_run=N.
+	SlotRun int `json:"slot_run,omitempty"`
 	// Rotate is how many data sets the launches took in turn (0 or 1: one,
 	// repeated). A cell that rotates is another benchmark than one that
 	// does not: the name says rotate=N.
@@ -78,7 +81,11 @@ func (id Identity) Fields() []Field {
 		Field{"layout", id.Layout},
 		Field{"head_dim", strconv.Itoa(id.HeadDim)},
 		Field{"page_size", strconv.Itoa(id.PageSize)},
-		Field{"tokens", strconv.Itoa(id.Tokens)},
+		Field{"tokens", strconv.Itoa(id.Tokens)})
+	if id.SlotRun > 1 {
+		f = append(f, Field{"slot_run", strconv.Itoa(id.SlotRun)})
+	}
+	f = append(f,
 		Field{"mode", string(id.Mode)},
 		Field{"cache", string(id.Cache)})
 	if id.Rotate > 1 {
@@ -138,8 +145,8 @@ func (id Identity) checkSizes() error {
 	if id.HeadDim <= 0 || id.PageSize <= 0 || id.Tokens <= 0 {
 		return fmt.Errorf("head_dim %d, page_size %d and tokens %d must all be positive", id.HeadDim, id.PageSize, id.Tokens)
 	}
-	if id.Rotate < 0 {
-		return fmt.Errorf("rotate %d must not be negative", id.Rotate)
+	if id.Rotate < 0 || id.SlotRun < 0 {
+		return fmt.Errorf("rotate %d and slot_run %d must not be negative", id.Rotate, id.SlotRun)
 	}
 	return nil
 }

@@ -29,6 +29,11 @@ func TestName(t *testing.T) {
 	if got := id.Name(); got != want {
 		t.Errorf("rotate 4: Name() = %q, want %q", got, want)
 	}
+	id.SlotRun = 16
+	want = "Store/plugin=fusedstore/variant=v2/layout=bf16/head_dim=128/page_size=16/tokens=4096/slot_run=16/mode=graph/cache=hot/rotate=4/timing=batched"
+	if got := id.Name(); got != want {
+		t.Errorf("slot_run 16: Name() = %q, want %q", got, want)
+	}
 }
 
 func TestKeyDistinguishesVersions(t *testing.T) {

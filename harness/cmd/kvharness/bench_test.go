@@ -113,6 +113,21 @@ func TestBenchRotates(t *testing.T) {
 	}
 }
 
+// TestBenchSlotRuns: --slot-run draws page-aligned runs of slots; the
+// cells record it and bench.txt names it.
+func TestBenchSlotRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "pages")
+	code, stdout, stderr := runCLI(t, append(tinyBench, "--slot-run", "16", "--out", out)...)
+	if code != exitPass {
+		t.Fatalf("bench --slot-run 16: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range readCells(t, out) {
+		if c.Kernel == benchrun.KernelStore && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
+			t.Errorf("cell %s: slot_run %d; want 16 in the cell and its name", c.Name(), c.SlotRun)
+		}
+	}
+}
+
 func appendCell(t *testing.T, out string, c results.Cell) {
 	t.Helper()
 	w, err := results.OpenLog(filepath.Join(out, benchrun.LogFile))

@@ -38,7 +38,7 @@ type benchFlags struct {
 	plugins, layouts                      []string
 	tokens, matrix, out, backend, variant string
 	modes, caches, timings                []string
-	device, rotate                        int
+	device, rotate, slotRun               int
 	resume, quick                         bool
 	timeout                               time.Duration
 }
@@ -54,6 +54,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
 	fs.IntVar(&f.rotate, "rotate", 1, "pools with rows and slots of their own (a model's layers; copy buffers) each cell's launches take in turn, so none finds the last one's data in caches; 1 repeats one")
+	fs.IntVar(&f.slotRun, "slot-run", 1, "draw the slots in runs of this many consecutive slots, page-aligned (a paged allocator's pages); 1 draws each alone")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
 	fs.BoolVar(&f.resume, "resume", false, "keep the cells already in --out and measure only the rest")
@@ -90,6 +91,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	}
 	if changed("rotate") {
 		m.Rotate = f.rotate
+	}
+	if changed("slot-run") {
+		m.SlotRun = f.slotRun
 	}
 	if f.tokens != "" {
 		toks, err := parseInts(f.tokens)
