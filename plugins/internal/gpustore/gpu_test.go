@@ -223,9 +223,10 @@ extern "C" __global__ void aux_hold(unsigned long long ns) {
 // then two sets of benchTokens staged rows (gaussian, as serving data; and
 // mixed, with NaN, infinities, zeros and tiny values), their slots (in a
 // random order, and sorted; and for the bf16 diagnosis, the first
-// benchTokens slots in a random order, and in order) and the valid count.
+// benchTokens slots in a random order, and in order, and whole 64-slot
+// pages in a random order) and the valid count.
 type benchLayout struct {
-	bf16Pool, fp8Pool, rows, rowsMixed, loc, locSorted, locDense, locIdentity, valid, size int
+	bf16Pool, fp8Pool, rows, rowsMixed, loc, locSorted, locDense, locIdentity, locPages, valid, size int
 }
 
 const (
@@ -247,7 +248,8 @@ func newBenchLayout() benchLayout {
 	l.locSorted = l.loc + up(8*benchTokens)
 	l.locDense = l.locSorted + up(8*benchTokens)
 	l.locIdentity = l.locDense + up(8*benchTokens)
-	l.valid = l.locIdentity + up(8*benchTokens)
+	l.locPages = l.locIdentity + up(8*benchTokens)
+	l.valid = l.locPages + up(8*benchTokens)
 	l.size = l.valid + 256
 	return l
 }

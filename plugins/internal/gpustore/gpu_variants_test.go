@@ -169,6 +169,7 @@ type benchData struct {
 	rows, mixed  []uint16
 	loc, sorted  []int64
 	dense, ident []int64 // slots 0..benchTokens-1, shuffled and in order
+	pages        []int64 // whole pages of benchPage slots, in a random order
 	bf16, fp8    []byte  // the pools after storing the mixed rows, poisoned elsewhere
 	poison       byte
 }
@@ -210,6 +211,11 @@ func newBenchData() *benchData {
 	for i, s := range rng.Perm(benchTokens) {
 		b.dense, b.ident = append(b.dense, int64(s)), append(b.ident, int64(i))
 	}
+	for _, p := range rng.Perm(benchSlots / benchPage)[:benchTokens/benchPage] {
+		for j := range benchPage {
+			b.pages = append(b.pages, int64(p*benchPage+j))
+		}
+	}
 	l := newBenchLayout()
 	b.bf16 = slices.Repeat([]byte{b.poison}, l.bf16Bytes())
 	b.fp8 = slices.Repeat([]byte{b.poison}, l.fp8Bytes())
@@ -238,6 +244,7 @@ func (r *benchRig) stage(t *testing.T) {
 		must(t, d.HtoD(m.base.Add(r.l.locSorted), bytesOf(data.sorted)))
 		must(t, d.HtoD(m.base.Add(r.l.locDense), bytesOf(data.dense)))
 		must(t, d.HtoD(m.base.Add(r.l.locIdentity), bytesOf(data.ident)))
+		must(t, d.HtoD(m.base.Add(r.l.locPages), bytesOf(data.pages)))
 	}
 	r.refBF16, r.refFP8 = alloc(t, d, len(data.bf16)), alloc(t, d, len(data.fp8))
 	must(t, d.HtoD(r.refBF16, data.bf16))
@@ -363,7 +370,9 @@ func TestKernelVariantsChild(t *testing.T) {
 		// Where a bf16 store's time goes beyond the copy's: the same rows
 		// into the pool's first quarter in a random order, and in order.
 		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locDense, label: "dense"},
-		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locIdentity, label: "identity"})
+		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locIdentity, label: "identity"},
+		// Whole pages in a random order, as a paged allocator hands out.
+		benchCol{mem: r.mems[0], n: benchTokens, rows: r.l.rows, loc: r.l.locPages, label: "pages"})
 	if len(r.rot) > 0 {
 		cols = append(cols, benchCol{mem: r.rot[0], rot: r.rot, n: benchTokens, rows: r.l.rows, loc: r.l.loc, label: "rotating"})
 	}
