@@ -64,6 +64,18 @@ func storedSets(t *testing.T, arena []byte, pl arenaPlan, sets int) []bool {
 	return got
 }
 
+// rotationHost is the fused plugin attached to a shared-memory arena with
+// a pool of each layout.
+func rotationHost(t *testing.T, layouts ...string) (kvpb.KernelServer, *hostArena, arenaPlan) {
+	t.Helper()
+	pl := newPlan(layouts, 128, 64, 1000, 64)
+	h := newHostArena(t, pl.size)
+	srv := sdk.NewServer(fused.Plugin)
+	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
+	must(t, err)
+	return srv, h, pl
+}
+
 // TestBenchRotation: launches take the store and its rotation in turn,
 // here over two pools of one layout (sets 0 and 2 in the first, set 1 in
 // the second). Two launches over three sets store the first two sets and
@@ -71,15 +83,11 @@ func storedSets(t *testing.T, arena []byte, pl arenaPlan, sets int) []bool {
 func TestBenchRotation(t *testing.T) {
 	for _, mode := range []kvpb.BenchMode{kvpb.BenchMode_BENCH_PER_LAUNCH, kvpb.BenchMode_BENCH_BATCHED} {
 		t.Run(mode.String(), func(t *testing.T) {
-			pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 1000, 64)
-			h := newHostArena(t, pl.size)
-			srv := sdk.NewServer(fused.Plugin)
-			_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
-			must(t, err)
+			srv, h, pl := rotationHost(t, "bf16", "bf16")
 			store, rotation := stageRotation(h.mem, pl, 3)
 			req := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation,
 				Iterations: 2, Mode: mode, Batch: 1}
-			_, err = srv.Bench(context.Background(), req)
+			_, err := srv.Bench(context.Background(), req)
 			must(t, err)
 			if got := storedSets(t, h.mem, pl, 3); !got[0] || !got[1] || got[2] {
 				t.Errorf("after 2 launches, sets stored: %v; want [true true false]", got)
@@ -183,12 +191,8 @@ func TestBenchRotationDevice(t *testing.T) {
 // TestBenchRotationOtherLayout: a rotation into a pool of another layout
 // would time another kernel; it is refused, naming both pools.
 func TestBenchRotationOtherLayout(t *testing.T) {
-	pl := newPlan([]string{"bf16", "fp8-paged"}, 128, 64, 1000, 64)
-	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
-	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
-	must(t, err)
+	srv, h, pl := rotationHost(t, "bf16", "fp8-paged")
 	store, rotation := stageRotation(h.mem, pl, 2)
-	_, err = srv.Bench(context.Background(), &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1})
+	_, err := srv.Bench(context.Background(), &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1})
 	wantStatus(t, err, codes.InvalidArgument, "rotation[0] stores into pool 1", "share one layout")
 }
