@@ -46,6 +46,17 @@ func (r *Report) Regressions() []Row {
 	return out
 }
 
+// Compared counts the rows both files hold: what the comparison judged.
+func (r *Report) Compared() int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Old.N > 0 && row.New.N > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Count returns how many rows have verdict v.
 func (r *Report) Count(v Verdict) int {
 	n := 0

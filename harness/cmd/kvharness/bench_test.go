@@ -128,6 +128,15 @@ func TestBenchSlotRuns(t *testing.T) {
 	}
 }
 
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func appendCell(t *testing.T, out string, c results.Cell) {
 	t.Helper()
 	w, err := results.OpenLog(filepath.Join(out, benchrun.LogFile))
@@ -226,6 +235,16 @@ func TestCompareConfirm(t *testing.T) {
 	code, stdout, _ := runCLI(t, "compare", "--confirm", fine, base, slow)
 	if code != exitPass || !strings.Contains(stdout, "unconfirmed") || !strings.Contains(stdout, "rerun: "+fine) {
 		t.Errorf("unconfirmed regression: exit %d; want %d, the row unconfirmed and the rerun named:\n%s", code, exitPass, stdout)
+	}
+	other := filepath.Join(dir, "other.txt")
+	os.WriteFile(other, []byte(strings.ReplaceAll(readFile(t, slow), "tokens=4096", "tokens=4096/rotate=4")), 0o644)
+	if code, _, stderr := runCLI(t, "compare", base, other); code != exitError || !strings.Contains(stderr, "no benchmark of") {
+		t.Errorf("nights with no benchmark in common: exit %d, stderr %q; want %d naming the mismatch", code, stderr, exitError)
+	}
+	both := filepath.Join(dir, "both.txt")
+	os.WriteFile(both, []byte(readFile(t, fine)+readFile(t, other)), 0o644)
+	if code, _, stderr := runCLI(t, "compare", base, both); code != exitPass || !strings.Contains(stderr, "1 rows are in one file only") {
+		t.Errorf("a night with one benchmark more: exit %d, stderr %q; want %d and a warning", code, stderr, exitPass)
 	}
 	if code, _, stderr := runCLI(t, "compare", "--confirm", filepath.Join(dir, "nope.txt"), base, slow); code != exitError || !strings.Contains(stderr, "--confirm") {
 		t.Errorf("missing rerun file: exit %d, stderr %q; want %d naming --confirm", code, stderr, exitError)

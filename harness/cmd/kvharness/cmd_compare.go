@@ -50,6 +50,15 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	if err := compare.WriteText(e.stdout, r); err != nil {
 		return e.errorf("%v", err)
 	}
+	// A night that shares no benchmark with its baseline judged nothing:
+	// passing it would hide a renamed matrix (another variant, rotate,
+	// slot_run or geometry) from the nightly job.
+	if r.Compared() == 0 {
+		return e.errorf("no benchmark of %s is in %s: the runs measured different cells (another variant, rotate, slot_run, layout or geometry); compare runs of the same matrix, or add --ignore variant to compare a variant with its plugin", fs.Arg(1), fs.Arg(0))
+	}
+	if n := r.Count(compare.Missing); n > 0 {
+		fmt.Fprintf(e.stderr, "kvharness: warning: %d rows are in one file only (verdict missing); they were not judged\n", n)
+	}
 	if n := len(r.Regressions()); n > 0 {
 		confirmed := ""
 		if rerun != "" {
