@@ -32,7 +32,8 @@ type staged struct{ pool, rowsOff, locOff int }
 
 // OpenArena plans, fills and stages an arena and attaches p to it. The
 // slots are distinct and drawn at random from the whole pool, as a serving
-// engine's free list hands them out after a while.
+// engine's free list hands them out after a while, or in whole pages
+// (Matrix.SlotRun).
 func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
 	a, err := stageArena(func(size int) (pool.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
 	if err != nil {
@@ -57,11 +58,11 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 	}
 	g, err := pool.Plan(specs, sets*(rowsBytes+locBytes))
 	if err != nil {
-		return nil, err
+		return nil, rotateHint(err, sets)
 	}
 	mem, err := alloc(g.Size)
 	if err != nil {
-		return nil, fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err)
+		return nil, rotateHint(fmt.Errorf("arena of %d MiB: %w", g.Size>>20, err), sets)
 	}
 	a := &Arena{mem: mem, geo: g, layout: l}
 	for k := range sets {
@@ -73,6 +74,15 @@ func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m M
 		return nil, err
 	}
 	return a, nil
+}
+
+// rotateHint names a rotation as the cause of an arena too large: it holds
+// a pool and staged data per set.
+func rotateHint(err error, sets int) error {
+	if sets == 1 {
+		return err
+	}
+	return fmt.Errorf("%w (the arena holds a pool, rows and slots for each of the %d sets of --rotate %d; lower --rotate or slots)", err, sets, sets)
 }
 
 // drawSlots draws n distinct slots of a pool of slots: runs of run

@@ -104,7 +104,7 @@ func checkRotates(desc *kvpb.DescribeResponse, m Matrix) error {
 	if m.rotations() == 1 || desc.BenchRotation {
 		return nil
 	}
-	return fmt.Errorf("plugin %s does not declare bench_rotation: it would time one data set under a rotate=%d label; bench it with rotate 1, or serve it with an SDK that rotates (the Go SDK does)",
+	return fmt.Errorf("plugin %s does not declare bench_rotation: it would time one data set under a rotate=%d label; bench it with --rotate 1 (or drop it from this run's plugins), or serve it with an SDK that rotates (the Go SDK does)",
 		desc.Name, m.rotations())
 }
 

@@ -17,6 +17,9 @@ func WriteTable(w io.Writer, cells []results.Cell) {
 			ref[refKey(c.Identity)] = c
 		}
 	}
+	if line := drawLine(cells); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plugin\tlayout\ttokens\tmode\tcache\ttiming\tp50 µs\tp99 µs\tGB/s\t% peak\tcopy µs\tvs copy\tempty µs\tsamples\tstop\t")
 	for _, c := range cells {
@@ -31,6 +34,17 @@ func WriteTable(w io.Writer, cells []results.Cell) {
 			us(em.Summary.P50), c.Summary.N, c.Stop.Kind)
 	}
 	tw.Flush()
+}
+
+// drawLine says how the cells drew their data when it is not one set of
+// single random slots, repeated: the table's columns do not show it.
+func drawLine(cells []results.Cell) string {
+	for _, c := range cells {
+		if c.Rotate > 1 || c.SlotRun > 1 {
+			return fmt.Sprintf("launches rotate over %d pools; slots in runs of %d", max(c.Rotate, 1), max(c.SlotRun, 1))
+		}
+	}
+	return ""
 }
 
 func withKernel(id results.Identity, kernel string, tokens int, mode results.Mode) results.Identity {

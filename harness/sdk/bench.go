@@ -192,8 +192,8 @@ func (s *server) copyBytes(req *kvpb.BenchRequest) (int, error) {
 	switch {
 	case n == 0 || r == 1 && n > maxBenchBytes:
 		return 0, badRequest("copy bench of %d bytes: set copy_bytes between 1 and %d (or send the store whose rows to copy)", n, maxBenchBytes)
-	case n*r > maxBenchBytes:
-		return 0, badRequest("copy bench of %d bytes over %d buffer pairs: %d bytes, more than %d; copy fewer bytes or rotate over fewer sets", n, r, n*r, maxBenchBytes)
+	case n > maxBenchBytes/r: // n·r, without overflowing
+		return 0, badRequest("copy bench of %d bytes over %d buffer pairs: more than %d bytes in all; copy fewer bytes or rotate over fewer sets", n, r, maxBenchBytes)
 	}
 	return int(n), nil
 }

@@ -195,7 +195,7 @@ func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.B
 		}
 		launches = append(launches, launch)
 	}
-	return inTurn(launches), nil
+	return s.rotation(req, launches), nil
 }
 
 // deviceCopy is the roofline: cuMemcpyDtoDAsync between two plugin-owned
@@ -220,7 +220,7 @@ func (s *server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, 
 		from, to := src.Add(i*n), dst.Add(i*n)
 		launches = append(launches, func() error { return c.DtoDAsync(d.stream, to, from, n) })
 	}
-	return inTurn(launches), nil
+	return s.rotation(req, launches), nil
 }
 
 // emptyLaunch is the launch-overhead reference: the empty kernel, launched

@@ -68,7 +68,7 @@ func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func()
 			src, dst := b.src[i*n:(i+1)*n], b.dst[i*n:(i+1)*n]
 			launches = append(launches, func() error { copy(dst, src); return nil })
 		}
-		return inTurn(launches), nil
+		return s.rotation(req, launches), nil
 	}
 	k, ok := s.p.Kernel.(Storer)
 	if !ok {
@@ -82,7 +82,7 @@ func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func()
 		}
 		launches = append(launches, func() error { return k.Store(ctx, call) })
 	}
-	return inTurn(launches), nil
+	return s.rotation(req, launches), nil
 }
 
 // hostFlush writes flush_bytes (default DefaultHostFlushBytes) of scratch

@@ -1,6 +1,9 @@
 package sdk
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -32,7 +35,7 @@ func checkRotation(req *kvpb.BenchRequest) error {
 	case st == nil:
 		return badRequest("bench: a rotation of %d stores without a store; send the first in store", len(req.Rotation))
 	case len(req.Rotation) > maxRotation:
-		return badRequest("bench: rotation of %d stores; at most %d", len(req.Rotation), maxRotation)
+		return badRequest("bench: rotation of %d stores; at most %d (kvharness bench --rotate %d at the most)", len(req.Rotation), maxRotation, maxRotation+1)
 	}
 	for i, r := range req.Rotation {
 		if r.GetCapacity() != st.Capacity || r.GetValid() != st.Valid || r.GetPadding() != st.Padding || r.GetGraph() != st.Graph {
@@ -61,16 +64,48 @@ func (s *server) sameLayouts(req *kvpb.BenchRequest) error {
 	return nil
 }
 
+// turns remembers, per rotation, which data set the next launch takes,
+// across Bench calls: the harness splits a cell into many calls, and a
+// call that started again at the first set would follow a launch on that
+// same set. A copy and a store rotation have cursors of their own.
+type turns map[string]int
+
+// maxTurns bounds the rotations remembered: a bench run has a few cells
+// at a time, a typo must not grow it without end.
+const maxTurns = 64
+
 // inTurn is one launch that runs launches[0], launches[1], ... in turn,
-// one per call.
-func inTurn(launches []func() error) func() error {
+// one per call, going on where the last Bench call of the same rotation
+// (key) stopped.
+func (t turns) inTurn(key string, launches []func() error) func() error {
 	if len(launches) == 1 {
 		return launches[0]
 	}
-	i := 0
-	return func() error {
-		l := launches[i]
-		i = (i + 1) % len(launches)
-		return l()
+	if _, ok := t[key]; !ok && len(t) >= maxTurns {
+		clear(t)
 	}
+	return func() error {
+		i := t[key] % len(launches)
+		t[key] = (i + 1) % len(launches)
+		return launches[i]()
+	}
+}
+
+// rotation is req's launches taken in turn, going on across calls.
+func (s *server) rotation(req *kvpb.BenchRequest, launches []func() error) func() error {
+	if s.turns == nil {
+		s.turns = turns{}
+	}
+	return s.turns.inTurn(rotationKey(req), launches)
+}
+
+// rotationKey names what a bench rotates over: the kernel (store or copy)
+// and every store's pool and data.
+func rotationKey(req *kvpb.BenchRequest) string {
+	var b strings.Builder
+	b.WriteString(map[bool]string{true: "copy", false: "store"}[req.Copy])
+	for _, st := range benchStores(req) {
+		fmt.Fprintf(&b, "/%d:%d:%d:%d:%v", st.GetPool(), st.GetCapacity(), st.GetRowsOffset(), st.GetLocOffset(), st.GetGraph())
+	}
+	return b.String()
 }

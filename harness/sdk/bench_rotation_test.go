@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -114,6 +115,9 @@ func TestBenchRotationCopy(t *testing.T) {
 	req.CopyBytes = 5 << 30 // 4 pairs of 5 GiB: over the 16 GiB bound
 	_, err = srv.Bench(context.Background(), req)
 	wantStatus(t, err, codes.InvalidArgument, "over 4 buffer pairs")
+	req.CopyBytes = 1 << 62 // 4 pairs of 2^62 bytes: 2^64, which wraps to 0 in uint64
+	_, err = srv.Bench(context.Background(), req)
+	wantStatus(t, err, codes.InvalidArgument, "over 4 buffer pairs")
 }
 
 func TestBenchRotationRefusals(t *testing.T) {
@@ -195,4 +199,25 @@ func TestBenchRotationOtherLayout(t *testing.T) {
 	store, rotation := stageRotation(h.mem, pl, 2)
 	_, err := srv.Bench(context.Background(), &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1})
 	wantStatus(t, err, codes.InvalidArgument, "rotation[0] stores into pool 1", "share one layout")
+}
+
+// TestBenchRotationAcrossCalls: the harness splits a cell into Bench calls;
+// each goes on with the set after the last one launched, so one launch a
+// call over three sets still stores every set, and a copy's cursor does
+// not move the store's.
+func TestBenchRotationAcrossCalls(t *testing.T) {
+	srv, h, pl := rotationHost(t, "bf16", "bf16")
+	store, rotation := stageRotation(h.mem, pl, 3)
+	one := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1}
+	copyOne := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1,
+		Copy: true, CopyBytes: 4096}
+	for i, want := range [][]bool{{true, false, false}, {true, true, false}, {true, true, true}} {
+		_, err := srv.Bench(context.Background(), one)
+		must(t, err)
+		_, err = srv.Bench(context.Background(), copyOne)
+		must(t, err)
+		if got := storedSets(t, h.mem, pl, 3); !slices.Equal(got, want) {
+			t.Errorf("after call %d of one launch: sets stored %v; want %v", i+1, got, want)
+		}
+	}
 }

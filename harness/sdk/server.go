@@ -24,6 +24,7 @@ type server struct {
 	staging window
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
+	turns   turns       // where each bench rotation goes on (bench_rotation.go)
 }
 
 type window struct{ off, len int }

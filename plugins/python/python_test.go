@@ -461,6 +461,20 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 			t.Logf("%-28s %v %s", s.name, pc, pm)
 		}
 	}
+	// A rotation is the one request the SDKs answer apart, by design: the
+	// Go SDK rotates, the Python SDK says that it does not.
+	rotate := bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1, Rotation: []*kvpb.StoreRequest{store(0, 4, 4, rows, loc)}})
+	for _, p := range []*plugin.Plugin{py, gopl} {
+		if _, err := p.Attach(context.Background(), p, good); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, m := outcome(rotate(py), "torchscatter"); c != codes.InvalidArgument || !strings.Contains(m, "does not declare bench_rotation") {
+		t.Errorf("rotation to the Python SDK: %v %q; want InvalidArgument saying it does not rotate", c, m)
+	}
+	if err := rotate(gopl); err != nil {
+		t.Errorf("rotation to the Go SDK: %v", err)
+	}
 }
 
 // outcome is a call's status code and message, the plugin's name masked.

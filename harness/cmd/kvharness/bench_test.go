@@ -103,6 +103,9 @@ func TestBenchRotates(t *testing.T) {
 	if !strings.Contains(string(bench), "BenchmarkStore/plugin=fusedstore/layout=bf16/head_dim=128/page_size=64/tokens=32/mode=eager/cache=hot/rotate=3/timing=per-launch") {
 		t.Errorf("bench.txt does not name the rotation:\n%s", bench)
 	}
+	if table := readFile(t, filepath.Join(out, benchrun.TableFile)); !strings.Contains(table, "launches rotate over 3 pools") {
+		t.Errorf("table.txt does not say the launches rotate:\n%s", table)
+	}
 	code, _, stderr = runCLI(t, append(tinyBench, "--rotate", "0", "--tokens", "1,32", "--out", filepath.Join(t.TempDir(), "x"))...)
 	if code != exitPass {
 		t.Errorf("--rotate 0 (one set): exit %d, %s", code, stderr)
@@ -121,10 +124,31 @@ func TestBenchSlotRuns(t *testing.T) {
 	if code != exitPass {
 		t.Fatalf("bench --slot-run 16: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	if table := readFile(t, filepath.Join(out, benchrun.TableFile)); !strings.Contains(table, "slots in runs of 16") {
+		t.Errorf("table.txt does not say how the slots were drawn:\n%s", table)
+	}
 	for _, c := range readCells(t, out) {
 		if c.Kernel == benchrun.KernelStore && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
 			t.Errorf("cell %s: slot_run %d; want 16 in the cell and its name", c.Name(), c.SlotRun)
 		}
+	}
+}
+
+// TestBuildMatrixRotateAndRuns: a matrix file's rotate and slot_run hold
+// unless the flags are given, and a given flag wins, even at 1.
+func TestBuildMatrixRotateAndRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := os.WriteFile(path, []byte(`{"plugins": ["fusedstore"], "rotate": 4, "slot_run": 64}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := benchFlags{matrix: path, rotate: 1, slotRun: 1}
+	m, err := f.buildMatrix(func(string) bool { return false })
+	if err != nil || m.Rotate != 4 || m.SlotRun != 64 {
+		t.Errorf("matrix alone: rotate %d, slot_run %d, %v; want 4 and 64", m.Rotate, m.SlotRun, err)
+	}
+	m, err = f.buildMatrix(func(name string) bool { return name == "rotate" || name == "slot-run" })
+	if err != nil || m.Rotate != 1 || m.SlotRun != 1 {
+		t.Errorf("--rotate 1 --slot-run 1 over the matrix: rotate %d, slot_run %d, %v; want 1 and 1", m.Rotate, m.SlotRun, err)
 	}
 }
 

@@ -1639,7 +1639,10 @@ type BenchRequest struct {
 	// layer's store has data and a pool of its own. Repeating one store
 	// instead lets a kernel whose cache policies keep part of its data
 	// resident gain from it between launches. A copy bench rotates over as
-	// many buffer pairs; an empty one ignores it. At most 63 entries.
+	// many buffer pairs; an empty one ignores it. The next call of the same
+	// rotation goes on with the set after the last one launched, so a cell
+	// split into many calls still never launches twice in a row on one
+	// set. At most 63 entries.
 	Rotation      []*StoreRequest `protobuf:"bytes,13,rep,name=rotation,proto3" json:"rotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -519,7 +519,8 @@ func (c benchCol) name() string {
 // pickTunings chooses, per kind, on the memory a plugin maps (the VMM
 // import, else the IPC mapping): the Streaming tuning (fastest at the
 // largest size; in the rotating column when there is one, where no launch
-// finds the last one's data in L2, as in serving), the Large one (fastest
+// finds the last one's data in L2, as in serving: that column is local
+// memory, which runs as the VMM import does), the Large one (fastest
 // at 32,768 rows), the Small one (fastest at 512 rows) and the largest
 // size up to which Small is at least as fast as Large. Streaming applies
 // from 131,072 rows, where rows and destinations outgrow the H200's L2,

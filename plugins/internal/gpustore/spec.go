@@ -105,14 +105,15 @@ func (ts Tunings) tiers() []int {
 // row per 16-thread group in 128-thread blocks up to 4096 rows (latency),
 // two rows per group in 1024-thread blocks up to 131,071 (more stores in
 // flight), then one row per group in 256-thread blocks (at 262,144 rows,
-// 36.4–36.9 µs against 37.3–37.6). fp8: 16 lanes per row with the
-// reciprocal-corrected division (exact: TestDivisionExhaustive) up to 4096
-// rows; 8 lanes per row, 16-byte loads, one row per group and fmaxf above.
+// 36.7–37.2 µs against 37.4–37.8 in local memory: NOTES.md, runs 5 and
+// 6). fp8: 16 lanes per row with the reciprocal-corrected division
+// (exact: TestDivisionExhaustive) up to 4096 rows; 8 lanes per row,
+// 16-byte loads, one row per group and fmaxf above.
 // No tier uses an L2 eviction policy: evict-first rows and stores looked
-// 1–2% faster when the bench repeated one store, because they let part of
-// its data stay in L2 from one launch to the next; with every launch on
+// up to 2% faster when a bench repeated one store, because they let part
+// of its data stay in L2 from one launch to the next; with every launch on
 // rows and slots of its own (kvharness bench --rotate 4), as in serving,
-// they are 2–3% slower.
+// they are 1–3.5% slower.
 var (
 	DefaultBF16 = Tunings{
 		Small:        Tuning{BlockThreads: 128, RowsPerThread: 1},
