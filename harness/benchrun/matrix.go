@@ -164,25 +164,17 @@ const maxRotate = 64
 // slotRun is how many consecutive slots a run of the drawn slots holds.
 func (m Matrix) slotRun() int { return max(m.SlotRun, 1) }
 
-// slotRunField is a cell's Identity.SlotRun: 0 unless slots come in runs,
-// so that slot_run 1 names the same benchmarks as none.
-func (m Matrix) slotRunField() int {
-	if m.slotRun() == 1 {
-		return 0
-	}
-	return m.slotRun()
-}
-
 // rotations is how many data sets the cells take in turn.
 func (m Matrix) rotations() int { return max(m.Rotate, 1) }
 
-// rotateField is a cell's Identity.Rotate: 0 unless the cells rotate, so
-// that rotate 1 names the same benchmarks as no rotation.
-func (m Matrix) rotateField() int {
-	if m.rotations() == 1 {
+// nameField is an identity field for a count that names a cell only above
+// 1 (rotate, slot_run): 0 otherwise, so that 1 names the same benchmarks
+// as a matrix without the key.
+func nameField(n int) int {
+	if n <= 1 {
 		return 0
 	}
-	return m.rotations()
+	return n
 }
 
 func (m Matrix) maxTokens() int {

@@ -84,12 +84,13 @@ func TestHostPacedWarns(t *testing.T) {
 	}
 }
 
-// TestRotateField: a rotation of one data set names the same benchmarks as
-// none, so rotate 1 and an old matrix without the key compare as equals.
-func TestRotateField(t *testing.T) {
+// TestNameField: a rotation of one data set (or runs of one slot) names the
+// same benchmarks as none, so 1 and an old matrix without the key compare
+// as equals.
+func TestNameField(t *testing.T) {
 	for rotate, want := range map[int]int{0: 0, 1: 0, 2: 2, 64: 64} {
 		m := Matrix{Rotate: rotate}
-		if got := m.rotateField(); got != want {
+		if got := nameField(m.Rotate); got != want {
 			t.Errorf("rotate %d: identity field %d, want %d", rotate, got, want)
 		}
 		if got := m.rotations(); got != max(rotate, 1) {

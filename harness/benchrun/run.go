@@ -245,8 +245,8 @@ func (g *group) cell(ctx context.Context, tokens int, mode results.Mode, cache r
 func (g *group) identity(kernel string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) results.Identity {
 	return results.Identity{Plugin: g.desc.Name, PluginVersion: g.desc.Version, Variant: g.r.Matrix.Variant,
 		Kernel: kernel, Layout: g.l.Name, HeadDim: g.l.HeadDim, PageSize: g.l.PageSize, Tokens: tokens,
-		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1, Rotate: g.r.Matrix.rotateField(),
-		SlotRun: g.r.Matrix.slotRunField()}
+		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1, Rotate: nameField(g.r.Matrix.Rotate),
+		SlotRun: nameField(g.r.Matrix.SlotRun)}
 }
 
 // measure returns the cell of id, from this or a resumed run when it was

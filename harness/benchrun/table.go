@@ -3,6 +3,7 @@ package benchrun
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kvharness/kvharness/harness/results"
@@ -40,8 +41,15 @@ func WriteTable(w io.Writer, cells []results.Cell) {
 // single random slots, repeated: the table's columns do not show it.
 func drawLine(cells []results.Cell) string {
 	for _, c := range cells {
-		if c.Rotate > 1 || c.SlotRun > 1 {
-			return fmt.Sprintf("launches rotate over %d pools; slots in runs of %d", max(c.Rotate, 1), max(c.SlotRun, 1))
+		var parts []string
+		if c.Rotate > 1 {
+			parts = append(parts, fmt.Sprintf("launches rotate over %d pools", c.Rotate))
+		}
+		if c.SlotRun > 1 {
+			parts = append(parts, fmt.Sprintf("slots in runs of %d", c.SlotRun))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
 		}
 	}
 	return ""
