@@ -146,7 +146,7 @@ func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {
 			Padding: kvpb.Padding_PADDING_NONE, RowsOffset: uint64(set.rowsOff), LocOffset: uint64(set.locOff),
 			Graph: id.Mode == results.Graph})
 	}
-	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: stores[0]}, Rotation: stores[1:],
+	return &kvpb.BenchRequest{Store: stores[0], Rotation: stores[1:],
 		Cold: id.Cache == results.Cold, Copy: id.Kernel == KernelCopy,
 		CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == KernelEmpty}
 }

@@ -39,9 +39,6 @@ func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.Bench
 	if err := checkBenchCounts(req); err != nil {
 		return nil, err
 	}
-	if req.GetStore() == nil && (req.GetRead() != nil || req.GetTransfer() != nil) {
-		return nil, status.Errorf(codes.Unimplemented, "%s benches store kernels only", s.p.Name)
-	}
 	if req.GetStore() == nil && !req.Copy && !req.Empty {
 		return nil, badRequest("bench: no kernel; send a store request, or set copy or empty")
 	}

@@ -86,7 +86,7 @@ func TestBenchRotation(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv, h, pl := rotationHost(t, "bf16", "bf16")
 			store, rotation := stageRotation(h.mem, pl, 3)
-			req := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation,
+			req := &kvpb.BenchRequest{Store: store, Rotation: rotation,
 				Iterations: 2, Mode: mode, Batch: 1}
 			_, err := srv.Bench(context.Background(), req)
 			must(t, err)
@@ -107,7 +107,7 @@ func TestBenchRotation(t *testing.T) {
 // within the bench's bound, and times as many pairs.
 func TestBenchRotationCopy(t *testing.T) {
 	srv, store := attachedHost(t)
-	req := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Copy: true, CopyBytes: 1 << 20, Iterations: 3,
+	req := &kvpb.BenchRequest{Store: store, Copy: true, CopyBytes: 1 << 20, Iterations: 3,
 		Rotation: []*kvpb.StoreRequest{store, store, store}}
 	resp, err := srv.Bench(context.Background(), req)
 	must(t, err)
@@ -133,15 +133,15 @@ func TestBenchRotationRefusals(t *testing.T) {
 		says string
 	}{
 		"no store": {&kvpb.BenchRequest{Empty: true, Iterations: 1, Rotation: []*kvpb.StoreRequest{store}}, "without a store"},
-		"too many": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"too many": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Rotation: make([]*kvpb.StoreRequest, 64)}, "at most 63"},
-		"other valid": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"other valid": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.Valid-- })}, "rotation[0]"},
-		"other graph": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"other graph": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.Graph = !r.Graph })}, "only the pool, rows_offset and loc_offset"},
-		"bad offset": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"bad offset": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.RowsOffset = 1 << 40 })}, ""},
-		"no such pool": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"no such pool": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Rotation: other(func(r *kvpb.StoreRequest) { r.Pool = 5 })}, "pool 5"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestBenchRotationDevice(t *testing.T) {
 			for _, st := range append(rotation, store) {
 				st.Graph = graph
 			}
-			req := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 2}
+			req := &kvpb.BenchRequest{Store: store, Rotation: rotation, Iterations: 2}
 			_, err = p.Bench(ctx, req)
 			must(t, err)
 			if got := storedSets(t, ga.read(t), pl, 3); !got[0] || !got[1] || got[2] {
@@ -197,7 +197,7 @@ func TestBenchRotationDevice(t *testing.T) {
 func TestBenchRotationOtherLayout(t *testing.T) {
 	srv, h, pl := rotationHost(t, "bf16", "fp8-paged")
 	store, rotation := stageRotation(h.mem, pl, 2)
-	_, err := srv.Bench(context.Background(), &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1})
+	_, err := srv.Bench(context.Background(), &kvpb.BenchRequest{Store: store, Rotation: rotation, Iterations: 1})
 	wantStatus(t, err, codes.InvalidArgument, "rotation[0] stores into pool 1", "share one layout")
 }
 
@@ -208,8 +208,8 @@ func TestBenchRotationOtherLayout(t *testing.T) {
 func TestBenchRotationAcrossCalls(t *testing.T) {
 	srv, h, pl := rotationHost(t, "bf16", "bf16")
 	store, rotation := stageRotation(h.mem, pl, 3)
-	one := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1}
-	copyOne := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Rotation: rotation, Iterations: 1,
+	one := &kvpb.BenchRequest{Store: store, Rotation: rotation, Iterations: 1}
+	copyOne := &kvpb.BenchRequest{Store: store, Rotation: rotation, Iterations: 1,
 		Copy: true, CopyBytes: 4096}
 	for i, want := range [][]bool{{true, false, false}, {true, true, false}, {true, true, true}} {
 		_, err := srv.Bench(context.Background(), one)

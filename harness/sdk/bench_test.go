@@ -17,7 +17,7 @@ import (
 // around a store request.
 func benchModes(store *kvpb.StoreRequest, copyBytes, flushBytes uint64) map[string]*kvpb.BenchRequest {
 	base := func() *kvpb.BenchRequest {
-		return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Warmup: 2, Iterations: 7}
+		return &kvpb.BenchRequest{Store: store, Warmup: 2, Iterations: 7}
 	}
 	modes := map[string]*kvpb.BenchRequest{}
 	modes["per-launch"] = base()
@@ -106,8 +106,8 @@ func TestBenchHostTimesTheWork(t *testing.T) {
 	if s, b := median(small), median(big); b <= s {
 		t.Errorf("copy of 16 MiB: %v ns; of 4 KiB: %v ns", b, s)
 	}
-	one := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 9}
-	many := &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 9, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 100}
+	one := &kvpb.BenchRequest{Store: store, Iterations: 9}
+	many := &kvpb.BenchRequest{Store: store, Iterations: 9, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 100}
 	if o, m := median(one), median(many); m <= o {
 		t.Errorf("batch of 100 stores: %v ns; one store: %v ns", m, o)
 	}
@@ -120,16 +120,15 @@ func TestBenchRefusals(t *testing.T) {
 		req  *kvpb.BenchRequest
 		code codes.Code
 	}{
-		"no iterations":   {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}}, codes.InvalidArgument},
+		"no iterations":   {&kvpb.BenchRequest{Store: store}, codes.InvalidArgument},
 		"no kernel":       {&kvpb.BenchRequest{Iterations: 3}, codes.InvalidArgument},
-		"read kernel":     {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Read{Read: &kvpb.ReadRequest{}}, Iterations: 3}, codes.Unimplemented},
 		"copy no size":    {&kvpb.BenchRequest{Copy: true, Iterations: 3}, codes.InvalidArgument},
-		"bad store":       {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: &kvpb.StoreRequest{Pool: 9, Capacity: 1}}, Iterations: 3}, codes.InvalidArgument},
-		"huge iterations": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1 << 31}, codes.InvalidArgument},
-		"huge warmup":     {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1, Warmup: 1 << 31}, codes.InvalidArgument},
-		"huge batch": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1,
+		"bad store":       {&kvpb.BenchRequest{Store: &kvpb.StoreRequest{Pool: 9, Capacity: 1}, Iterations: 3}, codes.InvalidArgument},
+		"huge iterations": {&kvpb.BenchRequest{Store: store, Iterations: 1 << 31}, codes.InvalidArgument},
+		"huge warmup":     {&kvpb.BenchRequest{Store: store, Iterations: 1, Warmup: 1 << 31}, codes.InvalidArgument},
+		"huge batch": {&kvpb.BenchRequest{Store: store, Iterations: 1,
 			Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 1 << 31}, codes.InvalidArgument},
-		"cold batched": {&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Iterations: 1, Cold: true,
+		"cold batched": {&kvpb.BenchRequest{Store: store, Iterations: 1, Cold: true,
 			Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 8}, codes.InvalidArgument},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func batched(req *kvpb.BenchRequest, batch uint32) *kvpb.BenchRequest {
 }
 
 func storeBench(store *kvpb.StoreRequest, iterations uint32) *kvpb.BenchRequest {
-	return &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store}, Warmup: 10, Iterations: iterations}
+	return &kvpb.BenchRequest{Store: store, Warmup: 10, Iterations: iterations}
 }
 
 // TestBenchDevice: every bench mode answers the samples asked for on the
@@ -93,9 +93,9 @@ func TestBenchDevice(t *testing.T) {
 	graph := r.median(t, batched(storeBench(r.store(1, 4096, true), 50), 20))
 	empty := r.median(t, &kvpb.BenchRequest{Empty: true, Iterations: 50, Warmup: 10})
 	emptyGraph := r.median(t, &kvpb.BenchRequest{Empty: true, Iterations: 50, Warmup: 10,
-		Kernel: &kvpb.BenchRequest_Store{Store: r.store(0, 1, true)}})
+		Store: r.store(0, 1, true)})
 	copyNs := r.median(t, &kvpb.BenchRequest{Copy: true, CopyBytes: 256 << 20, Iterations: 20, Warmup: 3})
-	cold := r.median(t, &kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: r.store(0, 4096, false)}, Cold: true, Iterations: 20})
+	cold := r.median(t, &kvpb.BenchRequest{Store: r.store(0, 4096, false), Cold: true, Iterations: 20})
 	tbps := 2 * float64(256<<20) / copyNs / 1e3
 	t.Logf("4096 tokens: per launch %.2f µs, in a batch %.2f µs, fp8 graph %.2f µs, cold %.2f µs; empty %.2f µs (graph %.2f µs); copy 256 MiB %.1f µs = %.2f TB/s",
 		perLaunch/1e3, inBatch/1e3, graph/1e3, cold/1e3, empty/1e3, emptyGraph/1e3, copyNs/1e3, tbps)
@@ -138,7 +138,7 @@ func TestBenchReport(t *testing.T) {
 	r := newBenchRig(t, 1<<20, 262144)
 	emptyReq := func(graph bool, mode kvpb.BenchMode, batch uint32) *kvpb.BenchRequest {
 		return &kvpb.BenchRequest{Empty: true, Iterations: 40, Warmup: 20, Mode: mode, Batch: batch,
-			Kernel: &kvpb.BenchRequest_Store{Store: r.store(0, 1, graph)}}
+			Store: r.store(0, 1, graph)}
 	}
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }

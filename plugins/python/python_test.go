@@ -397,7 +397,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	bench := func(r *kvpb.BenchRequest) func(*plugin.Plugin) error {
 		return func(p *plugin.Plugin) error { _, err := p.Bench(context.Background(), r); return err }
 	}
-	benchStore := &kvpb.BenchRequest_Store{Store: store(0, 4, 4, rows, loc)}
+	benchStore := store(0, 4, 4, rows, loc)
 	steps := []struct {
 		name string
 		do   func(*plugin.Plugin) error
@@ -407,7 +407,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 			return err
 		}},
 		{"store before attach", doStore(store(0, 1, 1, rows, loc))},
-		{"bench before attach", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1})},
+		{"bench before attach", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1})},
 		{"attach unknown variant", attach(func(r *kvpb.AttachRequest) { r.Variant = "nope" })},
 		{"attach no backend", attach(func(r *kvpb.AttachRequest) { r.Arena.Backend = kvpb.Backend_BACKEND_UNSPECIFIED })},
 		{"attach short ipc handle", attach(func(r *kvpb.AttachRequest) {
@@ -429,18 +429,17 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		{"store loc past staging", doStore(store(0, 2, 2, rows, uint64(g.Staging.End()-8)))},
 		{"batch, second call bad", doStore(store(0, 1, 1, rows, loc), store(0, 1, 1, rows, loc+1))},
 		{"store", doStore(store(0, 4, 4, rows, loc))},
-		{"bench iterations 0", bench(&kvpb.BenchRequest{Kernel: benchStore})},
-		{"bench a read", bench(&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Read{Read: &kvpb.ReadRequest{}}, Iterations: 1})},
+		{"bench iterations 0", bench(&kvpb.BenchRequest{Store: benchStore})},
 		{"bench nothing", bench(&kvpb.BenchRequest{Iterations: 1})},
 		{"bench a huge copy", bench(&kvpb.BenchRequest{Copy: true, CopyBytes: 17 << 30, Iterations: 1})},
-		{"bench bad store", bench(&kvpb.BenchRequest{Kernel: &kvpb.BenchRequest_Store{Store: store(0, 0, 0, rows, loc)}, Iterations: 1})},
-		{"bench per-launch", bench(&kvpb.BenchRequest{Kernel: benchStore, Warmup: 2, Iterations: 5})},
-		{"bench batched cold", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4, Cold: true, FlushBytes: 1 << 20})},
-		{"bench huge iterations", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1 << 30})},
-		{"bench huge batch", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 1 << 30})},
-		{"bench batched", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4})},
-		{"bench per-launch cold", bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 3, Cold: true, FlushBytes: 1 << 20})},
-		{"bench copy", bench(&kvpb.BenchRequest{Kernel: benchStore, Copy: true, Iterations: 3})},
+		{"bench bad store", bench(&kvpb.BenchRequest{Store: store(0, 0, 0, rows, loc), Iterations: 1})},
+		{"bench per-launch", bench(&kvpb.BenchRequest{Store: benchStore, Warmup: 2, Iterations: 5})},
+		{"bench batched cold", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4, Cold: true, FlushBytes: 1 << 20})},
+		{"bench huge iterations", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1 << 30})},
+		{"bench huge batch", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 1 << 30})},
+		{"bench batched", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4})},
+		{"bench per-launch cold", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 3, Cold: true, FlushBytes: 1 << 20})},
+		{"bench copy", bench(&kvpb.BenchRequest{Store: benchStore, Copy: true, Iterations: 3})},
 		{"bench empty", bench(&kvpb.BenchRequest{Empty: true, Iterations: 3})},
 		{"detach", func(p *plugin.Plugin) error { return p.Detach(context.Background()) }},
 	}
@@ -463,7 +462,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	}
 	// A rotation is the one request the SDKs answer apart, by design: the
 	// Go SDK rotates, the Python SDK says that it does not.
-	rotate := bench(&kvpb.BenchRequest{Kernel: benchStore, Iterations: 1, Rotation: []*kvpb.StoreRequest{store(0, 4, 4, rows, loc)}})
+	rotate := bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1, Rotation: []*kvpb.StoreRequest{store(0, 4, 4, rows, loc)}})
 	for _, p := range []*plugin.Plugin{py, gopl} {
 		if _, err := p.Attach(context.Background(), p, good); err != nil {
 			t.Fatal(err)
@@ -509,7 +508,7 @@ func TestHostBench(t *testing.T) {
 		"copy":       {Iterations: 5, Copy: true},
 		"empty":      {Iterations: 5, Empty: true},
 	} {
-		req.Kernel = &kvpb.BenchRequest_Store{Store: st}
+		req.Store = st
 		resp, err := p.Bench(context.Background(), req)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -131,6 +131,147 @@ func (Backend) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{1}
 }
 
+// ScaleRule is how a group's scale follows from its largest magnitude.
+type ScaleRule int32
+
+const (
+	ScaleRule_SCALE_RULE_DEFAULT ScaleRule = 0 // what the layout's scale field says (float32 or ue8m0)
+	ScaleRule_SCALE_RULE_F32     ScaleRule = 1 // scale = max(amax, eps) / 448, stored as float32
+	ScaleRule_SCALE_RULE_UE8M0   ScaleRule = 2 // that scale rounded up to a power of two, stored as its 8-bit exponent
+)
+
+// Enum value maps for ScaleRule.
+var (
+	ScaleRule_name = map[int32]string{
+		0: "SCALE_RULE_DEFAULT",
+		1: "SCALE_RULE_F32",
+		2: "SCALE_RULE_UE8M0",
+	}
+	ScaleRule_value = map[string]int32{
+		"SCALE_RULE_DEFAULT": 0,
+		"SCALE_RULE_F32":     1,
+		"SCALE_RULE_UE8M0":   2,
+	}
+)
+
+func (x ScaleRule) Enum() *ScaleRule {
+	p := new(ScaleRule)
+	*p = x
+	return p
+}
+
+func (x ScaleRule) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScaleRule) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[2].Descriptor()
+}
+
+func (ScaleRule) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[2]
+}
+
+func (x ScaleRule) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScaleRule.Descriptor instead.
+func (ScaleRule) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{2}
+}
+
+// Quantize is how a value becomes a code given its group's scale.
+type Quantize int32
+
+const (
+	Quantize_QUANTIZE_DIVIDE     Quantize = 0 // e4m3(x / scale)
+	Quantize_QUANTIZE_RECIPROCAL Quantize = 1 // e4m3(x * (1 / scale)): what most engine kernels compute
+)
+
+// Enum value maps for Quantize.
+var (
+	Quantize_name = map[int32]string{
+		0: "QUANTIZE_DIVIDE",
+		1: "QUANTIZE_RECIPROCAL",
+	}
+	Quantize_value = map[string]int32{
+		"QUANTIZE_DIVIDE":     0,
+		"QUANTIZE_RECIPROCAL": 1,
+	}
+)
+
+func (x Quantize) Enum() *Quantize {
+	p := new(Quantize)
+	*p = x
+	return p
+}
+
+func (x Quantize) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Quantize) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[3].Descriptor()
+}
+
+func (Quantize) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[3]
+}
+
+func (x Quantize) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Quantize.Descriptor instead.
+func (Quantize) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{3}
+}
+
+// Rounding is how x / scale becomes an e4m3 code.
+type Rounding int32
+
+const (
+	Rounding_ROUNDING_NEAREST_EVEN Rounding = 0
+)
+
+// Enum value maps for Rounding.
+var (
+	Rounding_name = map[int32]string{
+		0: "ROUNDING_NEAREST_EVEN",
+	}
+	Rounding_value = map[string]int32{
+		"ROUNDING_NEAREST_EVEN": 0,
+	}
+)
+
+func (x Rounding) Enum() *Rounding {
+	p := new(Rounding)
+	*p = x
+	return p
+}
+
+func (x Rounding) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Rounding) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[4].Descriptor()
+}
+
+func (Rounding) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[4]
+}
+
+func (x Rounding) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Rounding.Descriptor instead.
+func (Rounding) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{4}
+}
+
 type BenchMode int32
 
 const (
@@ -161,11 +302,11 @@ func (x BenchMode) String() string {
 }
 
 func (BenchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[2].Descriptor()
+	return file_kvharness_proto_enumTypes[5].Descriptor()
 }
 
 func (BenchMode) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[2]
+	return &file_kvharness_proto_enumTypes[5]
 }
 
 func (x BenchMode) Number() protoreflect.EnumNumber {
@@ -174,7 +315,7 @@ func (x BenchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BenchMode.Descriptor instead.
 func (BenchMode) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{2}
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
 }
 
 type LayoutRef struct {
@@ -303,6 +444,9 @@ type Geometry struct {
 	Layout        string                 `protobuf:"bytes,1,opt,name=layout,proto3" json:"layout,omitempty"`
 	BytesPerToken uint64                 `protobuf:"varint,2,opt,name=bytes_per_token,json=bytesPerToken,proto3" json:"bytes_per_token,omitempty"`
 	BytesPerPage  uint64                 `protobuf:"varint,3,opt,name=bytes_per_page,json=bytesPerPage,proto3" json:"bytes_per_page,omitempty"`
+	// recipe is how the kernel quantizes the layout's fp8 fields, when it
+	// has any; unset means the layout's default recipe.
+	Recipe        *Recipe `protobuf:"bytes,4,opt,name=recipe,proto3" json:"recipe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -358,6 +502,106 @@ func (x *Geometry) GetBytesPerPage() uint64 {
 	return 0
 }
 
+func (x *Geometry) GetRecipe() *Recipe {
+	if x != nil {
+		return x.Recipe
+	}
+	return nil
+}
+
+// Recipe is a kernel's fp8 arithmetic, declared as its bytes per token are:
+// what its code believes. The harness judges stored scales and codes
+// against the recipe, not against one hard-coded formula.
+type Recipe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Scale ScaleRule              `protobuf:"varint,1,opt,name=scale,proto3,enum=kvharness.v1.ScaleRule" json:"scale,omitempty"`
+	// eps floors amax before the division: scale = max(amax, eps) / 448.
+	// Unset: the layout's default (1e-4); 0: no floor.
+	Eps      *float64 `protobuf:"fixed64,2,opt,name=eps,proto3,oneof" json:"eps,omitempty"`
+	Quantize Quantize `protobuf:"varint,3,opt,name=quantize,proto3,enum=kvharness.v1.Quantize" json:"quantize,omitempty"`
+	Rounding Rounding `protobuf:"varint,4,opt,name=rounding,proto3,enum=kvharness.v1.Rounding" json:"rounding,omitempty"`
+	// saturate clamps codes past the e4m3 range to ±448 (unset: true).
+	Saturate *bool `protobuf:"varint,5,opt,name=saturate,proto3,oneof" json:"saturate,omitempty"`
+	// scale_ulps is how many float32 ulps a stored scale may lie from the
+	// recipe's (unset: 1), for arithmetic that multiplies by a reciprocal or
+	// divides approximately.
+	ScaleUlps     *uint32 `protobuf:"varint,6,opt,name=scale_ulps,json=scaleUlps,proto3,oneof" json:"scale_ulps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Recipe) Reset() {
+	*x = Recipe{}
+	mi := &file_kvharness_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Recipe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Recipe) ProtoMessage() {}
+
+func (x *Recipe) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
+func (*Recipe) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Recipe) GetScale() ScaleRule {
+	if x != nil {
+		return x.Scale
+	}
+	return ScaleRule_SCALE_RULE_DEFAULT
+}
+
+func (x *Recipe) GetEps() float64 {
+	if x != nil && x.Eps != nil {
+		return *x.Eps
+	}
+	return 0
+}
+
+func (x *Recipe) GetQuantize() Quantize {
+	if x != nil {
+		return x.Quantize
+	}
+	return Quantize_QUANTIZE_DIVIDE
+}
+
+func (x *Recipe) GetRounding() Rounding {
+	if x != nil {
+		return x.Rounding
+	}
+	return Rounding_ROUNDING_NEAREST_EVEN
+}
+
+func (x *Recipe) GetSaturate() bool {
+	if x != nil && x.Saturate != nil {
+		return *x.Saturate
+	}
+	return false
+}
+
+func (x *Recipe) GetScaleUlps() uint32 {
+	if x != nil && x.ScaleUlps != nil {
+		return *x.ScaleUlps
+	}
+	return 0
+}
+
 type Variant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -374,7 +618,7 @@ type Variant struct {
 
 func (x *Variant) Reset() {
 	*x = Variant{}
-	mi := &file_kvharness_proto_msgTypes[3]
+	mi := &file_kvharness_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +630,7 @@ func (x *Variant) String() string {
 func (*Variant) ProtoMessage() {}
 
 func (x *Variant) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[3]
+	mi := &file_kvharness_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +643,7 @@ func (x *Variant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Variant.ProtoReflect.Descriptor instead.
 func (*Variant) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{3}
+	return file_kvharness_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Variant) GetName() string {
@@ -449,13 +693,17 @@ type DescribeResponse struct {
 	// turn. The harness sends rotation only to a plugin that declares it: an
 	// older one would time the first store alone under a rotating label.
 	BenchRotation bool `protobuf:"varint,9,opt,name=bench_rotation,json=benchRotation,proto3" json:"bench_rotation,omitempty"`
+	// slot_bits is the width of the slot indices the kernel reads: 64 (the
+	// default, when 0) or 32. The harness stages loc at that width and draws
+	// slots that fit it (-1 included).
+	SlotBits      uint32 `protobuf:"varint,10,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_kvharness_proto_msgTypes[4]
+	mi := &file_kvharness_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +715,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[4]
+	mi := &file_kvharness_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +728,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{4}
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -546,6 +794,13 @@ func (x *DescribeResponse) GetBenchRotation() bool {
 	return false
 }
 
+func (x *DescribeResponse) GetSlotBits() uint32 {
+	if x != nil {
+		return x.SlotBits
+	}
+	return 0
+}
+
 // Arena is the memory harness and plugin share. A CUDA arena comes as
 // exactly one of: ipc_handle (open it with cuIpcOpenMemHandle), or
 // fd_socket and mapped_size (connect to the Unix socket, receive one file
@@ -553,21 +808,26 @@ func (x *DescribeResponse) GetBenchRotation() bool {
 // as a POSIX file descriptor, and map mapped_size bytes of it at an address
 // aligned to the allocation granularity).
 type Arena struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Backend       Backend                `protobuf:"varint,1,opt,name=backend,proto3,enum=kvharness.v1.Backend" json:"backend,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	IpcHandle     []byte                 `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
-	Device        int32                  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
-	Size          uint64                 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
-	FdSocket      string                 `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
-	MappedSize    uint64                 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Backend Backend                `protobuf:"varint,1,opt,name=backend,proto3,enum=kvharness.v1.Backend" json:"backend,omitempty"`
+	// pinned asks the plugin to register this shared-memory region with its
+	// GPU (cuMemHostRegister) so that copies from it run asynchronously on
+	// its streams: a layer-load kind's host pool. Without a GPU it is plain
+	// shared memory.
+	Pinned        bool   `protobuf:"varint,8,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	Path          string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	IpcHandle     []byte `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
+	Device        int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	Size          uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
+	FdSocket      string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
+	MappedSize    uint64 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Arena) Reset() {
 	*x = Arena{}
-	mi := &file_kvharness_proto_msgTypes[5]
+	mi := &file_kvharness_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +839,7 @@ func (x *Arena) String() string {
 func (*Arena) ProtoMessage() {}
 
 func (x *Arena) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[5]
+	mi := &file_kvharness_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +852,7 @@ func (x *Arena) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Arena.ProtoReflect.Descriptor instead.
 func (*Arena) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{5}
+	return file_kvharness_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Arena) GetBackend() Backend {
@@ -600,6 +860,13 @@ func (x *Arena) GetBackend() Backend {
 		return x.Backend
 	}
 	return Backend_BACKEND_UNSPECIFIED
+}
+
+func (x *Arena) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
 }
 
 func (x *Arena) GetPath() string {
@@ -644,18 +911,19 @@ func (x *Arena) GetMappedSize() uint64 {
 	return 0
 }
 
-// Window is a byte range of the arena.
+// Window is a byte range of one region of the arena.
 type Window struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Offset        uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
 	Size          uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Region        uint32                 `protobuf:"varint,3,opt,name=region,proto3" json:"region,omitempty"` // index into AttachRequest.regions; 0 is the first (arena)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Window) Reset() {
 	*x = Window{}
-	mi := &file_kvharness_proto_msgTypes[6]
+	mi := &file_kvharness_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +935,7 @@ func (x *Window) String() string {
 func (*Window) ProtoMessage() {}
 
 func (x *Window) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[6]
+	mi := &file_kvharness_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +948,7 @@ func (x *Window) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Window.ProtoReflect.Descriptor instead.
 func (*Window) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{6}
+	return file_kvharness_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Window) GetOffset() uint64 {
@@ -693,6 +961,13 @@ func (x *Window) GetOffset() uint64 {
 func (x *Window) GetSize() uint64 {
 	if x != nil {
 		return x.Size
+	}
+	return 0
+}
+
+func (x *Window) GetRegion() uint32 {
+	if x != nil {
+		return x.Region
 	}
 	return 0
 }
@@ -711,7 +986,7 @@ type PoolDesc struct {
 
 func (x *PoolDesc) Reset() {
 	*x = PoolDesc{}
-	mi := &file_kvharness_proto_msgTypes[7]
+	mi := &file_kvharness_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +998,7 @@ func (x *PoolDesc) String() string {
 func (*PoolDesc) ProtoMessage() {}
 
 func (x *PoolDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[7]
+	mi := &file_kvharness_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +1011,7 @@ func (x *PoolDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolDesc.ProtoReflect.Descriptor instead.
 func (*PoolDesc) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{7}
+	return file_kvharness_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PoolDesc) GetLayout() *LayoutRef {
@@ -782,18 +1057,23 @@ func (x *PoolDesc) GetName() string {
 }
 
 type AttachRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Arena         *Arena                 `protobuf:"bytes,1,opt,name=arena,proto3" json:"arena,omitempty"`
-	Pools         []*PoolDesc            `protobuf:"bytes,2,rep,name=pools,proto3" json:"pools,omitempty"`
-	Staging       *Window                `protobuf:"bytes,3,opt,name=staging,proto3" json:"staging,omitempty"` // inputs and outputs of calls live here
-	Variant       string                 `protobuf:"bytes,4,opt,name=variant,proto3" json:"variant,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// arena is the first region; regions, when set, lists every region in
+	// order (regions[0] equals arena), each in a memory space of its own, and
+	// windows name theirs by index. A plugin that maps one region may refuse
+	// an attach with more.
+	Arena         *Arena      `protobuf:"bytes,1,opt,name=arena,proto3" json:"arena,omitempty"`
+	Pools         []*PoolDesc `protobuf:"bytes,2,rep,name=pools,proto3" json:"pools,omitempty"`
+	Staging       *Window     `protobuf:"bytes,3,opt,name=staging,proto3" json:"staging,omitempty"` // inputs and outputs of calls live here
+	Variant       string      `protobuf:"bytes,4,opt,name=variant,proto3" json:"variant,omitempty"`
+	Regions       []*Arena    `protobuf:"bytes,5,rep,name=regions,proto3" json:"regions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AttachRequest) Reset() {
 	*x = AttachRequest{}
-	mi := &file_kvharness_proto_msgTypes[8]
+	mi := &file_kvharness_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +1085,7 @@ func (x *AttachRequest) String() string {
 func (*AttachRequest) ProtoMessage() {}
 
 func (x *AttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[8]
+	mi := &file_kvharness_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +1098,7 @@ func (x *AttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
 func (*AttachRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{8}
+	return file_kvharness_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AttachRequest) GetArena() *Arena {
@@ -849,6 +1129,13 @@ func (x *AttachRequest) GetVariant() string {
 	return ""
 }
 
+func (x *AttachRequest) GetRegions() []*Arena {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
 type AttachResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Geometry      []*Geometry            `protobuf:"bytes,1,rep,name=geometry,proto3" json:"geometry,omitempty"` // one per pool, in order
@@ -858,7 +1145,7 @@ type AttachResponse struct {
 
 func (x *AttachResponse) Reset() {
 	*x = AttachResponse{}
-	mi := &file_kvharness_proto_msgTypes[9]
+	mi := &file_kvharness_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1157,7 @@ func (x *AttachResponse) String() string {
 func (*AttachResponse) ProtoMessage() {}
 
 func (x *AttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[9]
+	mi := &file_kvharness_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1170,7 @@ func (x *AttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
 func (*AttachResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{9}
+	return file_kvharness_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AttachResponse) GetGeometry() []*Geometry {
@@ -901,7 +1188,7 @@ type DetachRequest struct {
 
 func (x *DetachRequest) Reset() {
 	*x = DetachRequest{}
-	mi := &file_kvharness_proto_msgTypes[10]
+	mi := &file_kvharness_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1200,7 @@ func (x *DetachRequest) String() string {
 func (*DetachRequest) ProtoMessage() {}
 
 func (x *DetachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[10]
+	mi := &file_kvharness_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1213,7 @@ func (x *DetachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetachRequest.ProtoReflect.Descriptor instead.
 func (*DetachRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{10}
+	return file_kvharness_proto_rawDescGZIP(), []int{11}
 }
 
 type DetachResponse struct {
@@ -937,7 +1224,7 @@ type DetachResponse struct {
 
 func (x *DetachResponse) Reset() {
 	*x = DetachResponse{}
-	mi := &file_kvharness_proto_msgTypes[11]
+	mi := &file_kvharness_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1236,7 @@ func (x *DetachResponse) String() string {
 func (*DetachResponse) ProtoMessage() {}
 
 func (x *DetachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[11]
+	mi := &file_kvharness_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1249,7 @@ func (x *DetachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetachResponse.ProtoReflect.Descriptor instead.
 func (*DetachResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{11}
+	return file_kvharness_proto_rawDescGZIP(), []int{12}
 }
 
 type StoreRequest struct {
@@ -972,15 +1259,16 @@ type StoreRequest struct {
 	Valid         uint32                 `protobuf:"varint,3,opt,name=valid,proto3" json:"valid,omitempty"`       // rows 0..valid-1 are real
 	Padding       Padding                `protobuf:"varint,4,opt,name=padding,proto3,enum=kvharness.v1.Padding" json:"padding,omitempty"`
 	RowsOffset    uint64                 `protobuf:"varint,5,opt,name=rows_offset,json=rowsOffset,proto3" json:"rows_offset,omitempty"` // capacity × head_dim bf16, row-major
-	LocOffset     uint64                 `protobuf:"varint,6,opt,name=loc_offset,json=locOffset,proto3" json:"loc_offset,omitempty"`    // capacity × int64 slots
+	LocOffset     uint64                 `protobuf:"varint,6,opt,name=loc_offset,json=locOffset,proto3" json:"loc_offset,omitempty"`    // capacity slots, each slot_bits wide
 	Graph         bool                   `protobuf:"varint,7,opt,name=graph,proto3" json:"graph,omitempty"`                             // capture at capacity on first use, then replay
+	SlotBits      uint32                 `protobuf:"varint,8,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`       // 64 (when 0) or 32, as the plugin declared
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StoreRequest) Reset() {
 	*x = StoreRequest{}
-	mi := &file_kvharness_proto_msgTypes[12]
+	mi := &file_kvharness_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1280,7 @@ func (x *StoreRequest) String() string {
 func (*StoreRequest) ProtoMessage() {}
 
 func (x *StoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[12]
+	mi := &file_kvharness_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1293,7 @@ func (x *StoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreRequest.ProtoReflect.Descriptor instead.
 func (*StoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{12}
+	return file_kvharness_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StoreRequest) GetPool() uint32 {
@@ -1057,6 +1345,13 @@ func (x *StoreRequest) GetGraph() bool {
 	return false
 }
 
+func (x *StoreRequest) GetSlotBits() uint32 {
+	if x != nil {
+		return x.SlotBits
+	}
+	return 0
+}
+
 type StoreResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1065,7 +1360,7 @@ type StoreResponse struct {
 
 func (x *StoreResponse) Reset() {
 	*x = StoreResponse{}
-	mi := &file_kvharness_proto_msgTypes[13]
+	mi := &file_kvharness_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1372,7 @@ func (x *StoreResponse) String() string {
 func (*StoreResponse) ProtoMessage() {}
 
 func (x *StoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[13]
+	mi := &file_kvharness_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1385,7 @@ func (x *StoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreResponse.ProtoReflect.Descriptor instead.
 func (*StoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{13}
+	return file_kvharness_proto_rawDescGZIP(), []int{14}
 }
 
 type StoreBatchRequest struct {
@@ -1102,7 +1397,7 @@ type StoreBatchRequest struct {
 
 func (x *StoreBatchRequest) Reset() {
 	*x = StoreBatchRequest{}
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1409,7 @@ func (x *StoreBatchRequest) String() string {
 func (*StoreBatchRequest) ProtoMessage() {}
 
 func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1422,7 @@ func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
 func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{14}
+	return file_kvharness_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StoreBatchRequest) GetCalls() []*StoreRequest {
@@ -1145,7 +1440,7 @@ type StoreBatchResponse struct {
 
 func (x *StoreBatchResponse) Reset() {
 	*x = StoreBatchResponse{}
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1452,7 @@ func (x *StoreBatchResponse) String() string {
 func (*StoreBatchResponse) ProtoMessage() {}
 
 func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1465,7 @@ func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{15}
+	return file_kvharness_proto_rawDescGZIP(), []int{16}
 }
 
 type ReadRequest struct {
@@ -1189,7 +1484,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_kvharness_proto_msgTypes[16]
+	mi := &file_kvharness_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1496,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[16]
+	mi := &file_kvharness_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1509,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{16}
+	return file_kvharness_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadRequest) GetPool() uint32 {
@@ -1281,7 +1576,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_kvharness_proto_msgTypes[17]
+	mi := &file_kvharness_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1588,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[17]
+	mi := &file_kvharness_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1601,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{17}
+	return file_kvharness_proto_rawDescGZIP(), []int{18}
 }
 
 // Room is one request's pages: src_pages[i] is copied to dst_pages[i] in
@@ -1322,7 +1617,7 @@ type Room struct {
 
 func (x *Room) Reset() {
 	*x = Room{}
-	mi := &file_kvharness_proto_msgTypes[18]
+	mi := &file_kvharness_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1629,7 @@ func (x *Room) String() string {
 func (*Room) ProtoMessage() {}
 
 func (x *Room) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[18]
+	mi := &file_kvharness_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1642,7 @@ func (x *Room) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Room.ProtoReflect.Descriptor instead.
 func (*Room) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{18}
+	return file_kvharness_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Room) GetId() uint64 {
@@ -1382,7 +1677,7 @@ type BufferPair struct {
 
 func (x *BufferPair) Reset() {
 	*x = BufferPair{}
-	mi := &file_kvharness_proto_msgTypes[19]
+	mi := &file_kvharness_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1689,7 @@ func (x *BufferPair) String() string {
 func (*BufferPair) ProtoMessage() {}
 
 func (x *BufferPair) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[19]
+	mi := &file_kvharness_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1702,7 @@ func (x *BufferPair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BufferPair.ProtoReflect.Descriptor instead.
 func (*BufferPair) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{19}
+	return file_kvharness_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BufferPair) GetSrcPool() uint32 {
@@ -1434,7 +1729,7 @@ type TransferRequest struct {
 
 func (x *TransferRequest) Reset() {
 	*x = TransferRequest{}
-	mi := &file_kvharness_proto_msgTypes[20]
+	mi := &file_kvharness_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1741,7 @@ func (x *TransferRequest) String() string {
 func (*TransferRequest) ProtoMessage() {}
 
 func (x *TransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[20]
+	mi := &file_kvharness_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1754,7 @@ func (x *TransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
 func (*TransferRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{20}
+	return file_kvharness_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TransferRequest) GetBuffers() []*BufferPair {
@@ -1492,7 +1787,7 @@ type Descriptor struct {
 
 func (x *Descriptor) Reset() {
 	*x = Descriptor{}
-	mi := &file_kvharness_proto_msgTypes[21]
+	mi := &file_kvharness_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1799,7 @@ func (x *Descriptor) String() string {
 func (*Descriptor) ProtoMessage() {}
 
 func (x *Descriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[21]
+	mi := &file_kvharness_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1812,7 @@ func (x *Descriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Descriptor.ProtoReflect.Descriptor instead.
 func (*Descriptor) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{21}
+	return file_kvharness_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Descriptor) GetRoom() uint64 {
@@ -1578,7 +1873,7 @@ type TransferResponse struct {
 
 func (x *TransferResponse) Reset() {
 	*x = TransferResponse{}
-	mi := &file_kvharness_proto_msgTypes[22]
+	mi := &file_kvharness_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1885,7 @@ func (x *TransferResponse) String() string {
 func (*TransferResponse) ProtoMessage() {}
 
 func (x *TransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[22]
+	mi := &file_kvharness_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1898,7 @@ func (x *TransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResponse.ProtoReflect.Descriptor instead.
 func (*TransferResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{22}
+	return file_kvharness_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TransferResponse) GetDescriptors() []*Descriptor {
@@ -1614,22 +1909,17 @@ func (x *TransferResponse) GetDescriptors() []*Descriptor {
 }
 
 type BenchRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Kernel:
-	//
-	//	*BenchRequest_Store
-	//	*BenchRequest_Read
-	//	*BenchRequest_Transfer
-	Kernel     isBenchRequest_Kernel `protobuf_oneof:"kernel"`
-	Warmup     uint32                `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`         // at most 1,000,000
-	Iterations uint32                `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
-	Mode       BenchMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
-	Batch      uint32                `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode, at most 100,000
-	Cold       bool                  `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches before each timed launch; per-launch timing only (a batch would run hot after its first launch)
-	Copy       bool                  `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
-	CopyBytes  uint64                `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
-	Empty      bool                  `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
-	FlushBytes uint64                `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Store      *StoreRequest          `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
+	Warmup     uint32                 `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`         // at most 1,000,000
+	Iterations uint32                 `protobuf:"varint,5,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
+	Mode       BenchMode              `protobuf:"varint,6,opt,name=mode,proto3,enum=kvharness.v1.BenchMode" json:"mode,omitempty"`
+	Batch      uint32                 `protobuf:"varint,7,opt,name=batch,proto3" json:"batch,omitempty"` // launches per timing in batched mode, at most 100,000
+	Cold       bool                   `protobuf:"varint,8,opt,name=cold,proto3" json:"cold,omitempty"`   // flush caches before each timed launch; per-launch timing only (a batch would run hot after its first launch)
+	Copy       bool                   `protobuf:"varint,9,opt,name=copy,proto3" json:"copy,omitempty"`   // time a device-to-device (CPU: memory) copy of copy_bytes instead (roofline)
+	CopyBytes  uint64                 `protobuf:"varint,10,opt,name=copy_bytes,json=copyBytes,proto3" json:"copy_bytes,omitempty"`
+	Empty      bool                   `protobuf:"varint,11,opt,name=empty,proto3" json:"empty,omitempty"`                             // time an empty kernel launch instead (launch overhead reference)
+	FlushBytes uint64                 `protobuf:"varint,12,opt,name=flush_bytes,json=flushBytes,proto3" json:"flush_bytes,omitempty"` // cold mode: bytes written between launches to evict caches; 0 = plugin default
 	// rotation: more stores like `store` (same capacity, valid count,
 	// padding and graph flag), each with rows and slots of its own and into
 	// the same pool or another of the same layout, as a model's layers
@@ -1650,7 +1940,7 @@ type BenchRequest struct {
 
 func (x *BenchRequest) Reset() {
 	*x = BenchRequest{}
-	mi := &file_kvharness_proto_msgTypes[23]
+	mi := &file_kvharness_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1952,7 @@ func (x *BenchRequest) String() string {
 func (*BenchRequest) ProtoMessage() {}
 
 func (x *BenchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[23]
+	mi := &file_kvharness_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,39 +1965,12 @@ func (x *BenchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchRequest.ProtoReflect.Descriptor instead.
 func (*BenchRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{23}
-}
-
-func (x *BenchRequest) GetKernel() isBenchRequest_Kernel {
-	if x != nil {
-		return x.Kernel
-	}
-	return nil
+	return file_kvharness_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BenchRequest) GetStore() *StoreRequest {
 	if x != nil {
-		if x, ok := x.Kernel.(*BenchRequest_Store); ok {
-			return x.Store
-		}
-	}
-	return nil
-}
-
-func (x *BenchRequest) GetRead() *ReadRequest {
-	if x != nil {
-		if x, ok := x.Kernel.(*BenchRequest_Read); ok {
-			return x.Read
-		}
-	}
-	return nil
-}
-
-func (x *BenchRequest) GetTransfer() *TransferRequest {
-	if x != nil {
-		if x, ok := x.Kernel.(*BenchRequest_Transfer); ok {
-			return x.Transfer
-		}
+		return x.Store
 	}
 	return nil
 }
@@ -1782,28 +2045,6 @@ func (x *BenchRequest) GetRotation() []*StoreRequest {
 	return nil
 }
 
-type isBenchRequest_Kernel interface {
-	isBenchRequest_Kernel()
-}
-
-type BenchRequest_Store struct {
-	Store *StoreRequest `protobuf:"bytes,1,opt,name=store,proto3,oneof"`
-}
-
-type BenchRequest_Read struct {
-	Read *ReadRequest `protobuf:"bytes,2,opt,name=read,proto3,oneof"`
-}
-
-type BenchRequest_Transfer struct {
-	Transfer *TransferRequest `protobuf:"bytes,3,opt,name=transfer,proto3,oneof"`
-}
-
-func (*BenchRequest_Store) isBenchRequest_Kernel() {}
-
-func (*BenchRequest_Read) isBenchRequest_Kernel() {}
-
-func (*BenchRequest_Transfer) isBenchRequest_Kernel() {}
-
 type BenchResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Ns     []float64              `protobuf:"fixed64,1,rep,packed,name=ns,proto3" json:"ns,omitempty"` // per launch (per-launch mode) or per batch of `batch` launches
@@ -1819,7 +2060,7 @@ type BenchResponse struct {
 
 func (x *BenchResponse) Reset() {
 	*x = BenchResponse{}
-	mi := &file_kvharness_proto_msgTypes[24]
+	mi := &file_kvharness_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +2072,7 @@ func (x *BenchResponse) String() string {
 func (*BenchResponse) ProtoMessage() {}
 
 func (x *BenchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[24]
+	mi := &file_kvharness_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +2085,7 @@ func (x *BenchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchResponse.ProtoReflect.Descriptor instead.
 func (*BenchResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{24}
+	return file_kvharness_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BenchResponse) GetNs() []float64 {
@@ -1887,16 +2128,28 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0fDescribeRequest\x12\x18\n" +
 	"\avariant\x18\x01 \x01(\tR\avariant\x12\x19\n" +
 	"\bhead_dim\x18\x02 \x01(\rR\aheadDim\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"p\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\x9e\x01\n" +
 	"\bGeometry\x12\x16\n" +
 	"\x06layout\x18\x01 \x01(\tR\x06layout\x12&\n" +
 	"\x0fbytes_per_token\x18\x02 \x01(\x04R\rbytesPerToken\x12$\n" +
-	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\"a\n" +
+	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\x12,\n" +
+	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\"\x9f\x02\n" +
+	"\x06Recipe\x12-\n" +
+	"\x05scale\x18\x01 \x01(\x0e2\x17.kvharness.v1.ScaleRuleR\x05scale\x12\x15\n" +
+	"\x03eps\x18\x02 \x01(\x01H\x00R\x03eps\x88\x01\x01\x122\n" +
+	"\bquantize\x18\x03 \x01(\x0e2\x16.kvharness.v1.QuantizeR\bquantize\x122\n" +
+	"\brounding\x18\x04 \x01(\x0e2\x16.kvharness.v1.RoundingR\brounding\x12\x1f\n" +
+	"\bsaturate\x18\x05 \x01(\bH\x01R\bsaturate\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"scale_ulps\x18\x06 \x01(\rH\x02R\tscaleUlps\x88\x01\x01B\x06\n" +
+	"\x04_epsB\v\n" +
+	"\t_saturateB\r\n" +
+	"\v_scale_ulps\"a\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xd1\x02\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xee\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1906,9 +2159,12 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bbackends\x18\x06 \x03(\x0e2\x15.kvharness.v1.BackendR\bbackends\x12\x10\n" +
 	"\x03doc\x18\a \x01(\tR\x03doc\x12$\n" +
 	"\x0ecuda_fd_arenas\x18\b \x01(\bR\fcudaFdArenas\x12%\n" +
-	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\"\xd5\x01\n" +
+	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\x12\x1b\n" +
+	"\tslot_bits\x18\n" +
+	" \x01(\rR\bslotBits\"\xed\x01\n" +
 	"\x05Arena\x12/\n" +
-	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x12\n" +
+	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x16\n" +
+	"\x06pinned\x18\b \x01(\bR\x06pinned\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"ipc_handle\x18\x03 \x01(\fR\tipcHandle\x12\x16\n" +
@@ -1916,10 +2172,11 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04size\x18\x05 \x01(\x04R\x04size\x12\x1b\n" +
 	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x1f\n" +
 	"\vmapped_size\x18\a \x01(\x04R\n" +
-	"mappedSize\"4\n" +
+	"mappedSize\"L\n" +
 	"\x06Window\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x04R\x04size\"\xff\x01\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
+	"\x06region\x18\x03 \x01(\rR\x06region\"\xff\x01\n" +
 	"\bPoolDesc\x12/\n" +
 	"\x06layout\x18\x01 \x01(\v2\x17.kvharness.v1.LayoutRefR\x06layout\x12\x14\n" +
 	"\x05slots\x18\x02 \x01(\x04R\x05slots\x12(\n" +
@@ -1927,16 +2184,17 @@ const file_kvharness_proto_rawDesc = "" +
 	"\fguard_before\x18\x04 \x01(\v2\x14.kvharness.v1.WindowR\vguardBefore\x125\n" +
 	"\vguard_after\x18\x05 \x01(\v2\x14.kvharness.v1.WindowR\n" +
 	"guardAfter\x12\x12\n" +
-	"\x04name\x18\x06 \x01(\tR\x04name\"\xb2\x01\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\"\xe1\x01\n" +
 	"\rAttachRequest\x12)\n" +
 	"\x05arena\x18\x01 \x01(\v2\x13.kvharness.v1.ArenaR\x05arena\x12,\n" +
 	"\x05pools\x18\x02 \x03(\v2\x16.kvharness.v1.PoolDescR\x05pools\x12.\n" +
 	"\astaging\x18\x03 \x01(\v2\x14.kvharness.v1.WindowR\astaging\x12\x18\n" +
-	"\avariant\x18\x04 \x01(\tR\avariant\"D\n" +
+	"\avariant\x18\x04 \x01(\tR\avariant\x12-\n" +
+	"\aregions\x18\x05 \x03(\v2\x13.kvharness.v1.ArenaR\aregions\"D\n" +
 	"\x0eAttachResponse\x122\n" +
 	"\bgeometry\x18\x01 \x03(\v2\x16.kvharness.v1.GeometryR\bgeometry\"\x0f\n" +
 	"\rDetachRequest\"\x10\n" +
-	"\x0eDetachResponse\"\xdb\x01\n" +
+	"\x0eDetachResponse\"\xf8\x01\n" +
 	"\fStoreRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\rR\x04pool\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\rR\bcapacity\x12\x14\n" +
@@ -1946,7 +2204,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"rowsOffset\x12\x1d\n" +
 	"\n" +
 	"loc_offset\x18\x06 \x01(\x04R\tlocOffset\x12\x14\n" +
-	"\x05graph\x18\a \x01(\bR\x05graph\"\x0f\n" +
+	"\x05graph\x18\a \x01(\bR\x05graph\x12\x1b\n" +
+	"\tslot_bits\x18\b \x01(\rR\bslotBits\"\x0f\n" +
 	"\rStoreResponse\"E\n" +
 	"\x11StoreBatchRequest\x120\n" +
 	"\x05calls\x18\x01 \x03(\v2\x1a.kvharness.v1.StoreRequestR\x05calls\"\x14\n" +
@@ -1984,11 +2243,9 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bitem_len\x18\x06 \x01(\x04R\aitemLen\x12\x10\n" +
 	"\x03run\x18\a \x01(\x04R\x03run\"N\n" +
 	"\x10TransferResponse\x12:\n" +
-	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xeb\x03\n" +
-	"\fBenchRequest\x122\n" +
-	"\x05store\x18\x01 \x01(\v2\x1a.kvharness.v1.StoreRequestH\x00R\x05store\x12/\n" +
-	"\x04read\x18\x02 \x01(\v2\x19.kvharness.v1.ReadRequestH\x00R\x04read\x12;\n" +
-	"\btransfer\x18\x03 \x01(\v2\x1d.kvharness.v1.TransferRequestH\x00R\btransfer\x12\x16\n" +
+	"\vdescriptors\x18\x01 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"\xfd\x02\n" +
+	"\fBenchRequest\x120\n" +
+	"\x05store\x18\x01 \x01(\v2\x1a.kvharness.v1.StoreRequestR\x05store\x12\x16\n" +
 	"\x06warmup\x18\x04 \x01(\rR\x06warmup\x12\x1e\n" +
 	"\n" +
 	"iterations\x18\x05 \x01(\rR\n" +
@@ -2003,8 +2260,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x05empty\x18\v \x01(\bR\x05empty\x12\x1f\n" +
 	"\vflush_bytes\x18\f \x01(\x04R\n" +
 	"flushBytes\x126\n" +
-	"\brotation\x18\r \x03(\v2\x1a.kvharness.v1.StoreRequestR\brotationB\b\n" +
-	"\x06kernel\"l\n" +
+	"\brotation\x18\r \x03(\v2\x1a.kvharness.v1.StoreRequestR\brotationJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04\"l\n" +
 	"\rBenchResponse\x12\x0e\n" +
 	"\x02ns\x18\x01 \x03(\x01R\x02ns\x12\x14\n" +
 	"\x05clock\x18\x02 \x01(\tR\x05clock\x12\x16\n" +
@@ -2019,7 +2275,16 @@ const file_kvharness_proto_rawDesc = "" +
 	"\aBackend\x12\x17\n" +
 	"\x13BACKEND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vBACKEND_SHM\x10\x01\x12\x10\n" +
-	"\fBACKEND_CUDA\x10\x02*4\n" +
+	"\fBACKEND_CUDA\x10\x02*M\n" +
+	"\tScaleRule\x12\x16\n" +
+	"\x12SCALE_RULE_DEFAULT\x10\x00\x12\x12\n" +
+	"\x0eSCALE_RULE_F32\x10\x01\x12\x14\n" +
+	"\x10SCALE_RULE_UE8M0\x10\x02*8\n" +
+	"\bQuantize\x12\x13\n" +
+	"\x0fQUANTIZE_DIVIDE\x10\x00\x12\x17\n" +
+	"\x13QUANTIZE_RECIPROCAL\x10\x01*%\n" +
+	"\bRounding\x12\x19\n" +
+	"\x15ROUNDING_NEAREST_EVEN\x10\x00*4\n" +
 	"\tBenchMode\x12\x14\n" +
 	"\x10BENCH_PER_LAUNCH\x10\x00\x12\x11\n" +
 	"\rBENCH_BATCHED\x10\x012\xbc\x04\n" +
@@ -2046,82 +2311,89 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_kvharness_proto_goTypes = []any{
 	(Padding)(0),               // 0: kvharness.v1.Padding
 	(Backend)(0),               // 1: kvharness.v1.Backend
-	(BenchMode)(0),             // 2: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),          // 3: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),    // 4: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),           // 5: kvharness.v1.Geometry
-	(*Variant)(nil),            // 6: kvharness.v1.Variant
-	(*DescribeResponse)(nil),   // 7: kvharness.v1.DescribeResponse
-	(*Arena)(nil),              // 8: kvharness.v1.Arena
-	(*Window)(nil),             // 9: kvharness.v1.Window
-	(*PoolDesc)(nil),           // 10: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),      // 11: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),     // 12: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),      // 13: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),     // 14: kvharness.v1.DetachResponse
-	(*StoreRequest)(nil),       // 15: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),      // 16: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),  // 17: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil), // 18: kvharness.v1.StoreBatchResponse
-	(*ReadRequest)(nil),        // 19: kvharness.v1.ReadRequest
-	(*ReadResponse)(nil),       // 20: kvharness.v1.ReadResponse
-	(*Room)(nil),               // 21: kvharness.v1.Room
-	(*BufferPair)(nil),         // 22: kvharness.v1.BufferPair
-	(*TransferRequest)(nil),    // 23: kvharness.v1.TransferRequest
-	(*Descriptor)(nil),         // 24: kvharness.v1.Descriptor
-	(*TransferResponse)(nil),   // 25: kvharness.v1.TransferResponse
-	(*BenchRequest)(nil),       // 26: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),      // 27: kvharness.v1.BenchResponse
+	(ScaleRule)(0),             // 2: kvharness.v1.ScaleRule
+	(Quantize)(0),              // 3: kvharness.v1.Quantize
+	(Rounding)(0),              // 4: kvharness.v1.Rounding
+	(BenchMode)(0),             // 5: kvharness.v1.BenchMode
+	(*LayoutRef)(nil),          // 6: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),    // 7: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),           // 8: kvharness.v1.Geometry
+	(*Recipe)(nil),             // 9: kvharness.v1.Recipe
+	(*Variant)(nil),            // 10: kvharness.v1.Variant
+	(*DescribeResponse)(nil),   // 11: kvharness.v1.DescribeResponse
+	(*Arena)(nil),              // 12: kvharness.v1.Arena
+	(*Window)(nil),             // 13: kvharness.v1.Window
+	(*PoolDesc)(nil),           // 14: kvharness.v1.PoolDesc
+	(*AttachRequest)(nil),      // 15: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),     // 16: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),      // 17: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),     // 18: kvharness.v1.DetachResponse
+	(*StoreRequest)(nil),       // 19: kvharness.v1.StoreRequest
+	(*StoreResponse)(nil),      // 20: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),  // 21: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil), // 22: kvharness.v1.StoreBatchResponse
+	(*ReadRequest)(nil),        // 23: kvharness.v1.ReadRequest
+	(*ReadResponse)(nil),       // 24: kvharness.v1.ReadResponse
+	(*Room)(nil),               // 25: kvharness.v1.Room
+	(*BufferPair)(nil),         // 26: kvharness.v1.BufferPair
+	(*TransferRequest)(nil),    // 27: kvharness.v1.TransferRequest
+	(*Descriptor)(nil),         // 28: kvharness.v1.Descriptor
+	(*TransferResponse)(nil),   // 29: kvharness.v1.TransferResponse
+	(*BenchRequest)(nil),       // 30: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),      // 31: kvharness.v1.BenchResponse
 }
 var file_kvharness_proto_depIdxs = []int32{
-	5,  // 0: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	6,  // 1: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
-	1,  // 2: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
-	1,  // 3: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	3,  // 4: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	9,  // 5: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	9,  // 6: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	9,  // 7: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	8,  // 8: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	10, // 9: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	9,  // 10: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	5,  // 11: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	0,  // 12: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	15, // 13: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	22, // 14: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	21, // 15: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	24, // 16: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	15, // 17: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	19, // 18: kvharness.v1.BenchRequest.read:type_name -> kvharness.v1.ReadRequest
-	23, // 19: kvharness.v1.BenchRequest.transfer:type_name -> kvharness.v1.TransferRequest
-	2,  // 20: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	15, // 21: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	4,  // 22: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	11, // 23: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	13, // 24: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	15, // 25: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	17, // 26: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	19, // 27: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	23, // 28: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	26, // 29: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	7,  // 30: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	12, // 31: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	14, // 32: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	16, // 33: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	18, // 34: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	20, // 35: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	25, // 36: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	27, // 37: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	30, // [30:38] is the sub-list for method output_type
-	22, // [22:30] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	9,  // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	2,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
+	3,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
+	4,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
+	8,  // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	10, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	1,  // 6: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
+	1,  // 7: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
+	6,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	13, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	13, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	13, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	12, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	14, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	13, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	12, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	8,  // 16: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	0,  // 17: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
+	19, // 18: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	26, // 19: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	25, // 20: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	28, // 21: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	19, // 22: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	5,  // 23: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	19, // 24: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	7,  // 25: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	15, // 26: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	17, // 27: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	19, // 28: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	21, // 29: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	23, // 30: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	27, // 31: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	30, // 32: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	11, // 33: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	16, // 34: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	18, // 35: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	20, // 36: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	22, // 37: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	24, // 38: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	29, // 39: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	31, // 40: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	33, // [33:41] is the sub-list for method output_type
+	25, // [25:33] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -2129,18 +2401,14 @@ func file_kvharness_proto_init() {
 	if File_kvharness_proto != nil {
 		return
 	}
-	file_kvharness_proto_msgTypes[23].OneofWrappers = []any{
-		(*BenchRequest_Store)(nil),
-		(*BenchRequest_Read)(nil),
-		(*BenchRequest_Transfer)(nil),
-	}
+	file_kvharness_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   25,
+			NumEnums:      6,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
