@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -21,7 +23,7 @@ import (
 // and layout reads a prefix of them.
 type Arena struct {
 	p      *plugin.Plugin
-	mem    pool.Memory
+	mem    arena.Memory
 	geo    pool.Geometry
 	layout *layout.Layout
 	sets   []staged
@@ -34,8 +36,8 @@ type staged struct{ pool, rowsOff, locOff int }
 // slots are distinct and drawn at random from the whole pool, as a serving
 // engine's free list hands them out after a while, or in whole pages
 // (Matrix.SlotRun).
-func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
-	a, err := stageArena(func(size int) (pool.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
+func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
+	a, err := stageArena(func(size int) (arena.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *pool.Dir, b check.Bac
 }
 
 // stageArena plans the arena, allocates it with alloc and stages it.
-func stageArena(alloc func(size int) (pool.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
 	n := m.maxTokens()
 	rowsBytes, locBytes := alignUp(n*l.RowBytes()), alignUp(8*n)
 	sets := m.rotations()

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // TestArenaRotation: a rotating arena stages one pool, rows and slots per
@@ -18,7 +20,7 @@ import (
 // others, in order, as its rotation.
 func TestArenaRotation(t *testing.T) {
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestArenaRotation(t *testing.T) {
 	}
 	m := Default("p")
 	m.Tokens, m.Slots, m.Rotate = []int{8, 64}, 256, 3
-	a, err := stageArena(func(size int) (pool.Memory, error) { return pool.NewSHM(dir, size) }, l, m)
+	a, err := stageArena(func(size int) (arena.Memory, error) { return shm.New(dir, size) }, l, m)
 	if err != nil {
 		t.Fatal(err)
 	}

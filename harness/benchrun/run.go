@@ -12,9 +12,9 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Kernels of the cells a run records besides the store itself.
@@ -27,7 +27,7 @@ const (
 // Runner runs a matrix against plugins.
 type Runner struct {
 	Matrix   Matrix
-	Dir      *pool.Dir
+	Dir      *rundir.Dir
 	Backend  check.Backend
 	OnGPU    bool // graph mode needs it; graph cells are skipped on the CPU
 	Log      *results.LogWriter

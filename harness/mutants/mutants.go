@@ -14,9 +14,9 @@ import (
 
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -53,7 +53,7 @@ func (r Result) OK() bool { return r.Err == nil && r.Killed == r.Mutant }
 
 // Config shapes a mutants run.
 type Config struct {
-	Dir         *pool.Dir
+	Dir         *rundir.Dir
 	Cases       int // final per-combination budget for mutants and controls
 	Seed        int64
 	Slots       int

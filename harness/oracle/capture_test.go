@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // captureRegion is a 4 KiB pool at 1024 between two 256-byte guards.
@@ -18,7 +21,7 @@ var captureRegion = pool.Region{
 }
 
 func TestCaptureReadsChangedRanges(t *testing.T) {
-	shm, err := pool.NewSHM(&pool.Dir{Path: t.TempDir()}, 8192)
+	shm, err := shm.New(&rundir.Dir{Path: t.TempDir()}, 8192)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,7 @@ func TestCaptureReadsChangedRanges(t *testing.T) {
 
 // changer answers ChangedBytes; its other methods must not be needed.
 type changer struct {
-	pool.Memory
+	arena.Memory
 	ws []pool.Window
 	b  []byte
 }

@@ -23,9 +23,6 @@ const (
 	Differential Kind = "differential" // the padded run differs from the unpadded one
 )
 
-// Kinds lists every kind in report order.
-var Kinds = []Kind{Padding, Guard, Stride, Alias, Value, Missing, Geometry, Determinism, Differential}
-
 // MaxShown bounds the want/got bytes kept per violation.
 const MaxShown = 32
 
@@ -65,3 +62,53 @@ func (v Violation) String() string {
 	}
 	return b.String()
 }
+
+// Declared is the geometry a plugin says its code uses for a layout.
+type Declared struct {
+	BytesPerToken int
+	PageBytes     int
+}
+
+// FloorDiv divides rounding toward minus infinity, so that an offset
+// before the pool base (a -1 slot) lands in page -1.
+func FloorDiv(a, b int) (q, r int) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
+}
+
+// Clip keeps at most MaxShown bytes of b: what a violation shows.
+func Clip(b []byte) []byte {
+	if len(b) > MaxShown {
+		return b[:MaxShown]
+	}
+	return b
+}
+
+// First is the first kind of order that has reports: the kind a report
+// leads with and shrinking keeps. Each kernel kind orders its own kinds.
+func First(order []Kind, has func(Kind) bool) Kind {
+	for _, k := range order {
+		if has(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// HasKind reports whether a violation of kind k is among vs.
+func HasKind(vs []Violation, k Kind) bool {
+	for _, v := range vs {
+		if v.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// MergeGap is how many correct bytes may separate two wrong ones of the
+// same run: a byte that happens to equal its expected value by chance does
+// not split one violation into two.
+const MergeGap = 16

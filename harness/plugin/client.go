@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Defaults for Options.
@@ -32,7 +32,7 @@ const (
 
 // Options configure a plugin process.
 type Options struct {
-	Dir          *pool.Dir     // sockets go here; required
+	Dir          *rundir.Dir   // sockets go here; required
 	CallTimeout  time.Duration // per-call deadline; DefaultCallTimeout if 0
 	StartTimeout time.Duration // handshake deadline; DefaultStartTimeout if 0
 	Args         []string      // extra command-line arguments

@@ -15,7 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -76,9 +76,9 @@ func firstLine(s string) string {
 	return strings.SplitN(s, "\n", 2)[0]
 }
 
-func runDir(t *testing.T) *pool.Dir {
+func runDir(t *testing.T) *rundir.Dir {
 	t.Helper()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func runDir(t *testing.T) *pool.Dir {
 
 // provoke starts the faulty plugin with a variant, checks one case, and
 // returns the fault it caused.
-func provoke(t *testing.T, dir *pool.Dir, path, variant string) *plugin.Fault {
+func provoke(t *testing.T, dir *rundir.Dir, path, variant string) *plugin.Fault {
 	t.Helper()
 	ctx := context.Background()
 	p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: variant,

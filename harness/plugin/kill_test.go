@@ -14,7 +14,7 @@ import (
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // an arena. It reports its run directory and waits to be killed.
 func harnessChild() {
 	ctx := context.Background()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		panic(err)
 	}
@@ -78,7 +78,7 @@ func TestKilledHarnessLeavesNothing(t *testing.T) {
 	if entries, _ := os.ReadDir(runDir); hasArena(entries) {
 		t.Errorf("arena file left in %s: %v", runDir, entries)
 	}
-	next, err := pool.OpenDir()
+	next, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,7 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-plugin/runner"
-
-	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // groupRunner runs a plugin in its own process group. Its stdout and stderr
@@ -21,7 +20,7 @@ import (
 // its status is known at once, while go-plugin keeps reading the pipes.
 type groupRunner struct {
 	cmd    *exec.Cmd
-	dir    *pool.Dir
+	dir    *rundir.Dir
 	stdout *os.File
 	stderr *os.File
 
@@ -33,7 +32,7 @@ type groupRunner struct {
 
 var _ runner.Runner = (*groupRunner)(nil)
 
-func newGroupRunner(cmd *exec.Cmd, dir *pool.Dir) *groupRunner {
+func newGroupRunner(cmd *exec.Cmd, dir *rundir.Dir) *groupRunner {
 	return &groupRunner{cmd: cmd, dir: dir, exited: make(chan struct{})}
 }
 

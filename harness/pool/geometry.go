@@ -22,10 +22,13 @@ type Spec struct {
 	Slots  int
 }
 
-// Region is a planned pool: where its guards and pages are.
+// Region is a planned pool: where its guards and pages are, in the arena
+// region Mem (0, the first, unless a kind spreads its pools over several
+// memory spaces).
 type Region struct {
 	Spec
 	GuardBefore, Pool, GuardAfter Window
+	Mem                           int
 }
 
 // Background returns the background of n bytes at off, counted from the

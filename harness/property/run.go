@@ -9,10 +9,8 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/prop"
 
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Config shapes one property run.
@@ -23,66 +21,79 @@ type Config struct {
 	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
 }
 
+// Result is a checked case's verdict, as a property run reads it. Each
+// kind's result type implements it over its own violations.
+type Result interface {
+	// Failed reports whether any invariant was violated.
+	Failed() bool
+	// Has reports whether a violation of kind k was found.
+	Has(k oracle.Kind) bool
+	// Primary is the kind a report leads with.
+	Primary() oracle.Kind
+}
+
 // A System is one kernel on one target, as a property run drives it: it
-// draws cases, shrinks them, checks them, and restarts its plugin after a
-// fault. Stores, transfers and reads each provide one.
-type System interface {
-	Draw(rng *rand.Rand) workload.Case
-	Shrink(workload.Case) []workload.Case
-	Check(context.Context, workload.Case) (*check.Result, error)
+// draws cases of type C, shrinks them, checks them into results of type R,
+// and restarts its plugin after a fault. Each kernel kind provides one.
+type System[C any, R Result] interface {
+	Draw(rng *rand.Rand) C
+	Shrink(C) []C
+	Check(context.Context, C) (R, error)
 	Restart(context.Context) error
 }
 
 // Outcome is how a property run ended.
-type Outcome struct {
-	Cases     int      // cases checked before the run ended, the failing one included
-	Failure   *Failure // the first failure, shrunk; nil if none
-	Fault     error    // a plugin fault that stopped the run
-	FaultCase workload.Case
-	Faults    []FaultEvent  // plugin faults survived: the plugin was restarted each time
-	ToFailure time.Duration // wall time until the first failure was seen
-	Elapsed   time.Duration // whole run, shrinking included
+type Outcome[C any, R Result] struct {
+	Cases     int            // cases checked before the run ended, the failing one included
+	Failure   *Failure[C, R] // the first failure, shrunk; nil if none
+	Fault     error          // a plugin fault that stopped the run
+	FaultCase *C             // the case it stopped at, when there was one
+	Faults    []FaultEvent[C] // plugin faults survived: the plugin was restarted each time
+	ToFailure time.Duration   // wall time until the first failure was seen
+	Elapsed   time.Duration   // whole run, shrinking included
 }
 
 // Passed reports a clean run: no violation, no plugin fault.
-func (o *Outcome) Passed() bool { return o.Failure == nil && o.Fault == nil && len(o.Faults) == 0 }
+func (o *Outcome[C, R]) Passed() bool { return o.Failure == nil && o.Fault == nil && len(o.Faults) == 0 }
 
 // FaultEvent is a plugin fault and the case that triggered it.
-type FaultEvent struct {
+type FaultEvent[C any] struct {
 	Fault error
-	Case  workload.Case
+	Case  C
 }
 
 // Failure is a confirmed (or flaky) counterexample.
-type Failure struct {
-	Original *check.Result // as first found
-	Minimal  *check.Result // after shrinking; Original when flaky
-	Rerun    *check.Result // the confirming run (clean when Flaky)
-	Property oracle.Kind   // the property shrinking preserved
+type Failure[C any, R Result] struct {
+	Original R           // as first found
+	Minimal  R           // after shrinking; Original when flaky
+	Rerun    R           // the confirming run (clean when Flaky; zero when it faulted)
+	Reran    bool        // Rerun holds a result
+	Case     C           // Minimal's case
+	Property oracle.Kind // the property shrinking preserved
 	Shrinks  int
 	Flaky    bool
 }
 
 // runner is the state gopter's condition closure works on.
-type runner struct {
+type runner[C any, R Result] struct {
 	ctx    context.Context
-	sys    System
+	sys    System[C, R]
 	cfg    Config
 	start  time.Time
-	out    *Outcome
+	out    *Outcome[C, R]
 	faults map[string]int // per fault kind and call
 	streak int            // consecutive faults, for the backoff
 }
 
 // Run checks cfg.Cases generated cases against a system.
-func Run(ctx context.Context, sys System, cfg Config) *Outcome {
+func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Outcome[C, R] {
 	if cfg.MaxShrinks == 0 {
 		cfg.MaxShrinks = 500
 	}
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 3
 	}
-	r := &runner{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome{}, faults: map[string]int{}}
+	r := &runner[C, R]{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome[C, R]{}, faults: map[string]int{}}
 	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
 	params.MinSuccessfulTests = cfg.Cases
 	params.MaxShrinkCount = cfg.MaxShrinks
@@ -94,14 +105,14 @@ func Run(ctx context.Context, sys System, cfg Config) *Outcome {
 
 // generator hands gopter the system's cases with the system's shrinker:
 // gopter's own combinators would lose shrinking.
-func (r *runner) generator() gopter.Gen {
+func (r *runner[C, R]) generator() gopter.Gen {
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		return gopter.NewGenResult(r.sys.Draw(gp.Rng), r.shrinker)
 	}
 }
 
-func (r *runner) shrinker(v any) gopter.Shrink {
-	cands := r.sys.Shrink(v.(workload.Case))
+func (r *runner[C, R]) shrinker(v any) gopter.Shrink {
+	cands := r.sys.Shrink(v.(C))
 	return func() (any, bool) {
 		if len(cands) == 0 {
 			return nil, false
@@ -115,9 +126,9 @@ func (r *runner) shrinker(v any) gopter.Shrink {
 // condition is gopter's property: true when the case passes. After the
 // first failure it becomes the shrink oracle: a candidate "fails" only if
 // it still violates the same property.
-func (r *runner) condition(c workload.Case) bool {
+func (r *runner[C, R]) condition(c C) bool {
 	if r.out.Fault == nil && r.ctx.Err() != nil {
-		r.out.Fault, r.out.FaultCase = r.ctx.Err(), c // cancelled: the run did not pass
+		r.out.Fault, r.out.FaultCase = r.ctx.Err(), &c // cancelled: the run did not pass
 	}
 	if r.out.Fault != nil {
 		return false // stopped: fail fast so gopter ends without calling the plugin
@@ -134,27 +145,27 @@ func (r *runner) condition(c workload.Case) bool {
 			return true
 		}
 		r.out.ToFailure = time.Since(r.start)
-		return r.confirm(res)
+		return r.confirm(c, res)
 	}
 	if f.Flaky || !res.Has(f.Property) {
 		return true
 	}
-	f.Minimal = res
+	f.Minimal, f.Case = res, c
 	f.Shrinks++
 	return false
 }
 
 // confirm re-runs a first failure before it is reported.
-func (r *runner) confirm(res *check.Result) bool {
-	f := &Failure{Original: res, Minimal: res, Property: res.Primary()}
+func (r *runner[C, R]) confirm(c C, res R) bool {
+	f := &Failure[C, R]{Original: res, Minimal: res, Case: c, Property: res.Primary()}
 	r.out.Failure = f // kept even if the re-run faults: the violation was seen
-	again, err := r.sys.Check(r.ctx, res.Case)
+	again, err := r.sys.Check(r.ctx, c)
 	if err != nil {
 		f.Flaky = true // not confirmed; the fault is reported beside it
-		r.fault(err, res.Case)
+		r.fault(err, c)
 		return false
 	}
-	f.Rerun = again
+	f.Rerun, f.Reran = again, true
 	f.Flaky = !again.Has(f.Property)
 	return false
 }
@@ -164,16 +175,16 @@ func (r *runner) confirm(res *check.Result) bool {
 // happened MaxFaults times; anything else (a harness error, a cancelled
 // run, a plugin that will not restart) stops the run. The case counts as
 // neither passed nor failed: gopter is told it passed so that it moves on.
-func (r *runner) fault(err error, c workload.Case) bool {
+func (r *runner[C, R]) fault(err error, c C) bool {
 	f, ok := plugin.AsFault(err)
 	if !ok || r.ctx.Err() != nil {
-		r.out.Fault, r.out.FaultCase = err, c
+		r.out.Fault, r.out.FaultCase = err, &c
 		return false
 	}
-	r.out.Faults = append(r.out.Faults, FaultEvent{Fault: err, Case: c})
+	r.out.Faults = append(r.out.Faults, FaultEvent[C]{Fault: err, Case: c})
 	key := string(f.Kind) + " during " + f.Call
 	if r.faults[key]++; r.faults[key] >= r.cfg.MaxFaults {
-		r.out.Fault, r.out.FaultCase = fmt.Errorf("the same fault (%s) happened %d times; stopping: %w", key, r.faults[key], err), c
+		r.out.Fault, r.out.FaultCase = fmt.Errorf("the same fault (%s) happened %d times; stopping: %w", key, r.faults[key], err), &c
 		return false
 	}
 	r.streak++
@@ -182,7 +193,7 @@ func (r *runner) fault(err error, c workload.Case) bool {
 	case <-r.ctx.Done():
 	}
 	if rerr := r.sys.Restart(r.ctx); rerr != nil {
-		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart after %s: %w", key, rerr), c
+		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart after %s: %w", key, rerr), &c
 		return false
 	}
 	return true

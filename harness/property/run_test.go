@@ -6,11 +6,30 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/workload"
 )
+
+// fakeResult is a case's violations, by kind.
+type fakeResult struct{ kinds []oracle.Kind }
+
+func (r fakeResult) Failed() bool { return len(r.kinds) > 0 }
+
+func (r fakeResult) Has(k oracle.Kind) bool {
+	for _, x := range r.kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (r fakeResult) Primary() oracle.Kind {
+	if len(r.kinds) == 0 {
+		return ""
+	}
+	return r.kinds[0]
+}
 
 // fakeSystem fails or faults on chosen calls, to drive Run's edge paths
 // without a plugin.
@@ -22,23 +41,21 @@ type fakeSystem struct {
 	stopAt  int // call after which cancel is called
 }
 
-func (f *fakeSystem) Draw(rng *rand.Rand) workload.Case {
-	return &workload.Store{Padding: workload.PadNone, Valid: 1, Loc: []int64{rng.Int63n(100)}, Rows: make([]workload.Row, 1)}
-}
+func (f *fakeSystem) Draw(rng *rand.Rand) int64 { return rng.Int63n(100) }
 
-func (f *fakeSystem) Shrink(workload.Case) []workload.Case { return nil }
+func (f *fakeSystem) Shrink(int64) []int64 { return nil }
 
-func (f *fakeSystem) Check(_ context.Context, c workload.Case) (*check.Result, error) {
+func (f *fakeSystem) Check(_ context.Context, c int64) (fakeResult, error) {
 	f.calls++
 	if f.calls == f.stopAt {
 		f.cancel()
 	}
 	if f.calls == f.faultAt {
-		return nil, &plugin.Fault{Kind: plugin.Crash, Plugin: "fake", Call: "StoreBatch", Detail: "boom"}
+		return fakeResult{}, &plugin.Fault{Kind: plugin.Crash, Plugin: "fake", Call: "StoreBatch", Detail: "boom"}
 	}
-	r := &check.Result{Case: c}
+	var r fakeResult
 	if f.failAt > 0 && f.calls >= f.failAt {
-		r.Violations = []oracle.Violation{{Kind: oracle.Value, Row: 0}}
+		r.kinds = []oracle.Kind{oracle.Value}
 	}
 	return r, nil
 }
@@ -50,7 +67,7 @@ func TestCancelledRunIsNotAPass(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sys := &fakeSystem{cancel: cancel, stopAt: 5}
-	o := Run(ctx, sys, Config{Cases: 100, Seed: 1})
+	o := Run[int64, fakeResult](ctx, sys, Config{Cases: 100, Seed: 1})
 	if o.Passed() || !errors.Is(o.Fault, context.Canceled) || o.Cases > 5 {
 		t.Errorf("cancelled after 5 cases: passed %v, fault %v, cases %d", o.Passed(), o.Fault, o.Cases)
 	}
@@ -60,7 +77,7 @@ func TestCancelledRunIsNotAPass(t *testing.T) {
 // unconfirmed, beside the fault.
 func TestFaultOnRerunKeepsTheFailure(t *testing.T) {
 	sys := &fakeSystem{failAt: 3, faultAt: 4}
-	o := Run(context.Background(), sys, Config{Cases: 50, Seed: 1, MaxFaults: 1})
+	o := Run[int64, fakeResult](context.Background(), sys, Config{Cases: 50, Seed: 1, MaxFaults: 1})
 	if o.Failure == nil || !o.Failure.Flaky || o.Failure.Property != oracle.Value || o.Fault == nil {
 		t.Errorf("failure %+v, fault %v: want the value failure kept (unconfirmed) and the fault reported", o.Failure, o.Fault)
 	}

@@ -6,80 +6,75 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
-// Suite runs the properties for one plugin over layouts × paddings.
-type Suite struct {
-	Plugin         *plugin.Plugin
-	Dir            *pool.Dir
-	Variant        string
-	Layouts        []*layout.Layout
-	Paddings       []workload.Padding
-	Cases          int
-	Seed           int64
-	Slots          int
-	MaxCapacity    int
-	BackgroundSeed int64
-	Backend        check.Backend // nil: host shared memory
-	Graph          bool          // replay captured CUDA graphs
-	MaxFaults      int           // see Config.MaxFaults
-	// StopAtFirst ends the suite at the first failing combination (the
-	// mutant runner wants time-to-kill, not a full table).
+// A Target is what a suite row runs on: opened on a plugin, closed when the
+// job moves to another target or ends.
+type Target interface {
+	Close(ctx context.Context)
+}
+
+// Row is one combination of a suite: for stores a layout and a padding
+// convention, for reads a layout, for transfers a case profile.
+type Row[T Target, C any, R Result] struct {
+	Layout *layout.Layout // nil when the row has no single layout
+	Label  string         // the row's name after its layout: a padding, a profile
+	// Key names the target the row runs on: consecutive rows with the same
+	// key on one job share one target.
+	Key string
+	// Open opens the row's target on a plugin.
+	Open func(ctx context.Context, p *plugin.Plugin) (T, error)
+	// System is the row's property system on an open target.
+	System func(T) System[C, R]
+}
+
+// Suite runs a kind's properties over its rows for one plugin.
+type Suite[T Target, C any, R Result] struct {
+	Plugin    *plugin.Plugin
+	Rows      []Row[T, C, R]
+	Cases     int   // passing cases wanted per row
+	Seed      int64 // row i draws from Seed+i
+	MaxFaults int   // see Config.MaxFaults
+	// StopAtFirst ends the suite at the first failing row (the mutant
+	// runner wants time-to-kill, not a full table).
 	StopAtFirst bool
-	// Jobs combinations run at once, each on a plugin process of its own:
-	// the Plugin above and Jobs-1 from Spawn. On the GPU a checked case
-	// mostly waits (the RPC, small copies, the scan), so jobs overlap.
+	// Jobs rows run at once, each on a plugin process of its own: Plugin
+	// and Jobs-1 from Spawn. On the GPU a checked case mostly waits (the
+	// RPC, small copies, the scan), so jobs overlap.
 	Jobs  int
 	Spawn func(context.Context) (*plugin.Plugin, error)
 }
 
-// Verdict is the outcome of one combination of a suite: for stores, a
-// layout and a padding convention (the Label).
-type Verdict struct {
+// Verdict is the outcome of one row of a suite.
+type Verdict[C any, R Result] struct {
 	Layout  *layout.Layout
 	Label   string
 	Seed    int64
-	Outcome *Outcome
+	Outcome *Outcome[C, R]
 }
 
-// Run runs every combination; it stops early on a plugin fault, which
-// makes the rest meaningless. With Jobs > 1 (and Spawn), combinations run
-// side by side; the verdicts keep the combinations' order either way.
-func (s *Suite) Run(ctx context.Context) ([]Verdict, error) {
-	combos := s.combos()
-	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(combos) <= 1 {
-		return s.runSerial(ctx, combos)
+// Run runs every row; it stops early on a plugin fault, which makes the
+// rest meaningless. With Jobs > 1 (and Spawn), rows run side by side; the
+// verdicts keep the rows' order either way.
+func (s *Suite[T, C, R]) Run(ctx context.Context) ([]Verdict[C, R], error) {
+	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(s.Rows) <= 1 {
+		return s.runSerial(ctx)
 	}
-	return s.runJobs(ctx, combos)
+	return s.runJobs(ctx)
 }
 
-// combo is one layout × padding combination, by index.
-type combo struct{ layout, padding int }
-
-func (s *Suite) combos() []combo {
-	var out []combo
-	for li := range s.Layouts {
-		for pi := range s.Paddings {
-			out = append(out, combo{li, pi})
-		}
-	}
-	return out
-}
-
-func (s *Suite) runSerial(ctx context.Context, combos []combo) ([]Verdict, error) {
-	var out []Verdict
-	var j job
+func (s *Suite[T, C, R]) runSerial(ctx context.Context) ([]Verdict[C, R], error) {
+	var out []Verdict[C, R]
+	j := job[T, C, R]{suite: s, p: s.Plugin}
 	defer j.close(ctx)
-	for _, c := range combos {
-		if err := j.target(ctx, s, s.Plugin, c.layout); err != nil {
+	for i := range s.Rows {
+		v, err := j.run(ctx, i)
+		if err != nil {
 			return out, err
 		}
-		v := s.run(ctx, j.t, c)
 		out = append(out, v)
 		if v.Outcome.Fault != nil || (s.StopAtFirst && !v.Outcome.Passed()) {
 			return out, v.Outcome.Fault
@@ -88,102 +83,97 @@ func (s *Suite) runSerial(ctx context.Context, combos []combo) ([]Verdict, error
 	return out, nil
 }
 
-// run checks one combination on a target of its layout.
-func (s *Suite) run(ctx context.Context, t *check.Target, c combo) Verdict {
-	seed := s.Seed + int64(c.layout*len(s.Paddings)+c.padding)
-	p := s.Paddings[c.padding]
-	o := Run(ctx, NewStores(t, p, s.MaxCapacity), Config{Cases: s.Cases, Seed: seed, MaxFaults: s.MaxFaults})
-	return Verdict{Layout: s.Layouts[c.layout], Label: p.String(), Seed: seed, Outcome: o}
+// job is where rows run one after another on one plugin process: a
+// target, reopened when the row's key changes.
+type job[T Target, C any, R Result] struct {
+	suite *Suite[T, C, R]
+	p     *plugin.Plugin
+	t     T
+	key   string
+	open  bool
 }
 
-// job is where combinations run one after another: a target, reopened
-// when the layout changes.
-type job struct {
-	t      *check.Target
-	layout int
-}
-
-func (j *job) target(ctx context.Context, s *Suite, p *plugin.Plugin, layout int) error {
-	if j.t != nil && j.layout == layout {
-		return nil
+// run checks row i on a target of its key.
+func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
+	row := j.suite.Rows[i]
+	if !j.open || j.key != row.Key {
+		j.close(ctx)
+		t, err := row.Open(ctx, j.p)
+		if err != nil {
+			return Verdict[C, R]{}, err
+		}
+		j.t, j.key, j.open = t, row.Key, true
 	}
-	j.close(ctx)
-	t, err := check.Open(ctx, p, s.Dir, check.Config{Variant: s.Variant, Layout: s.Layouts[layout], Slots: s.Slots,
-		MaxCapacity: s.MaxCapacity, Seed: s.BackgroundSeed, Backend: s.Backend, Graph: s.Graph})
-	if err != nil {
-		return err
-	}
-	j.t, j.layout = t, layout
-	return nil
+	seed := j.suite.Seed + int64(i)
+	o := Run(ctx, row.System(j.t), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults})
+	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }
 
-func (j *job) close(ctx context.Context) {
-	if j.t != nil {
+func (j *job[T, C, R]) close(ctx context.Context) {
+	if j.open {
 		j.t.Close(context.WithoutCancel(ctx))
-		j.t = nil
+		j.open = false
 	}
 }
 
-// runJobs runs combinations on Jobs plugin processes at once: the suite's
-// own and Jobs-1 spawned ones. It reports what a serial run would: when
-// combination i stops the run (a plugin fault, a target that will not
-// open), the combinations before i still finish, those after it are
-// cancelled and left out, and i's error is returned.
-func (s *Suite) runJobs(ctx context.Context, combos []combo) ([]Verdict, error) {
-	r := &jobRun{suite: s, combos: combos, verdicts: make([]*Verdict, len(combos)), errs: make([]error, len(combos)),
-		cancels: map[int]context.CancelFunc{}, stopAt: len(combos)}
+// runJobs runs rows on Jobs plugin processes at once: the suite's own and
+// Jobs-1 spawned ones. It reports what a serial run would: when row i
+// stops the run (a plugin fault, a target that will not open), the rows
+// before i still finish, those after it are cancelled and left out, and
+// i's error is returned.
+func (s *Suite[T, C, R]) runJobs(ctx context.Context) ([]Verdict[C, R], error) {
+	n := len(s.Rows)
+	r := &jobRun[T, C, R]{suite: s, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
+		cancels: map[int]context.CancelFunc{}, stopAt: n}
 	var wg sync.WaitGroup
-	for n := range min(s.Jobs, len(combos)) {
-		wg.Go(func() { r.job(ctx, n) })
+	for k := range min(s.Jobs, n) {
+		wg.Go(func() { r.job(ctx, k) })
 	}
 	wg.Wait()
-	var out []Verdict
-	for i := range min(r.stopAt+1, len(combos)) {
+	var out []Verdict[C, R]
+	for i := range min(r.stopAt+1, n) {
 		if v := r.verdicts[i]; v != nil {
 			out = append(out, *v)
 		}
 	}
-	if r.stopAt < len(combos) {
+	if r.stopAt < n {
 		return out, r.errs[r.stopAt]
 	}
 	return out, nil
 }
 
 // jobRun is the shared state of a parallel run.
-type jobRun struct {
-	suite    *Suite
-	combos   []combo
-	verdicts []*Verdict
+type jobRun[T Target, C any, R Result] struct {
+	suite    *Suite[T, C, R]
+	verdicts []*Verdict[C, R]
 	errs     []error
 	next     atomic.Int64
 
 	mu      sync.Mutex
-	cancels map[int]context.CancelFunc // combinations running
-	stopAt  int                        // the earliest combination that stopped the run
+	cancels map[int]context.CancelFunc // rows running
+	stopAt  int                        // the earliest row that stopped the run
 }
 
-// job takes combinations in order until none is left or the run stopped
-// before them. A job whose plugin will not spawn leaves the work to the
-// others.
-func (r *jobRun) job(ctx context.Context, n int) {
+// job takes rows in order until none is left or the run stopped before
+// them. A job whose plugin will not spawn leaves the work to the others.
+func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 	p := r.suite.Plugin
-	if n > 0 {
+	if k > 0 {
 		var err error
 		if p, err = r.suite.Spawn(ctx); err != nil {
 			return
 		}
 		defer p.Close() // after the target below is released
 	}
-	var j job
+	j := job[T, C, R]{suite: r.suite, p: p}
 	defer j.close(ctx)
-	for i := int(r.next.Add(1) - 1); i < len(r.combos); i = int(r.next.Add(1) - 1) {
+	for i := int(r.next.Add(1) - 1); i < len(r.suite.Rows); i = int(r.next.Add(1) - 1) {
 		cctx, ok := r.start(ctx, i)
 		if !ok {
 			return
 		}
-		err := j.target(cctx, r.suite, p, r.combos[i].layout)
+		v, err := j.run(cctx, i)
 		if err == nil {
-			v := r.suite.run(cctx, j.t, r.combos[i])
 			r.verdicts[i], err = &v, v.Outcome.Fault
 		}
 		if r.finish(i, err) {
@@ -192,10 +182,9 @@ func (r *jobRun) job(ctx context.Context, n int) {
 	}
 }
 
-// start registers combination i as running, with a context that a stop
-// at an earlier combination cancels; false if the run already stopped
-// before i.
-func (r *jobRun) start(ctx context.Context, i int) (context.Context, bool) {
+// start registers row i as running, with a context that a stop at an
+// earlier row cancels; false if the run already stopped before i.
+func (r *jobRun[T, C, R]) start(ctx context.Context, i int) (context.Context, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i > r.stopAt {
@@ -206,10 +195,9 @@ func (r *jobRun) start(ctx context.Context, i int) (context.Context, bool) {
 	return cctx, true
 }
 
-// finish unregisters combination i; when err stops the run there, it
-// cancels every later combination still running. It reports whether the
-// job should stop.
-func (r *jobRun) finish(i int, err error) bool {
+// finish unregisters row i; when err stops the run there, it cancels every
+// later row still running. It reports whether the job should stop.
+func (r *jobRun[T, C, R]) finish(i int, err error) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cancels[i]()
@@ -232,5 +220,5 @@ func (r *jobRun) finish(i int, err error) bool {
 // IsFault reports whether err is a plugin fault rather than a harness error.
 func IsFault(err error) bool {
 	_, ok := plugin.AsFault(err)
-	return ok || errors.Is(err, check.ErrUnsupported)
+	return ok || errors.Is(err, target.ErrUnsupported)
 }

@@ -64,3 +64,15 @@ func Plugins(server kvpb.KernelServer) plugin.PluginSet {
 // its StoreBatch handler took, in nanoseconds: the harness reports it beside
 // the call's time, to tell the plugin's work from the transport's.
 const HandlerTimeKey = "kvharness-handler-ns"
+
+// Kernel names a kernel kind on the wire: what DescribeResponse.kernels
+// lists and Variant.kernel says. The harness has one package per kind
+// (harness/kernels/...); the SDKs serve them.
+type Kernel string
+
+// The kernel kinds.
+const (
+	Store    Kernel = "store"
+	Read     Kernel = "read"
+	Transfer Kernel = "transfer"
+)

@@ -1,65 +1,108 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
-// JSONReport is the machine-readable form of a check run.
-type JSONReport struct {
-	Plugin   string        `json:"plugin"`
-	Version  string        `json:"version"`
-	Variant  string        `json:"variant,omitempty"`
-	Seed     int64         `json:"seed"`
-	Slots    int           `json:"slots"`
-	Verdicts []JSONVerdict `json:"verdicts"`
-	Passed   bool          `json:"passed"`
-	Fault    string        `json:"fault,omitempty"`
+// Field is one member of a JSON object.
+type Field struct {
+	Key   string
+	Value any
+	// OmitEmpty leaves the member out when Value is its type's zero value
+	// (as encoding/json's omitempty does).
+	OmitEmpty bool
 }
 
-// JSONVerdict is one layout × padding row.
-type JSONVerdict struct {
-	Layout     string                 `json:"layout"`
-	Padding    string                 `json:"padding"`
-	Seed       int64                  `json:"seed"`
-	Cases      int                    `json:"cases"`
-	Properties map[oracle.Kind]string `json:"properties"`
-	Failure    *JSONFailure           `json:"failure,omitempty"`
-}
+// Object is a JSON object whose members keep their order: reports are
+// compared byte for byte.
+type Object []Field
 
-// JSONFailure is a row's minimal counterexample.
-type JSONFailure struct {
-	Property   oracle.Kind        `json:"property"`
-	Flaky      bool               `json:"flaky,omitempty"`
-	Shrinks    int                `json:"shrinks"`
-	Case       workload.Case      `json:"case"`
-	Violations []oracle.Violation `json:"violations"`
-	Repro      string             `json:"repro,omitempty"`
-}
-
-// JSON builds the machine-readable report.
-func JSON(h Header, vs []property.Verdict, failures []Failure, runErr error) *JSONReport {
-	out := &JSONReport{Plugin: h.Plugin, Version: h.Version, Variant: h.Variant, Seed: h.Seed, Slots: h.Slots, Passed: runErr == nil}
-	if runErr != nil {
-		out.Fault = runErr.Error()
-	}
-	repro := map[*property.Outcome]string{}
-	for _, f := range failures {
-		repro[f.Verdict.Outcome] = f.ReproPath
-	}
-	for _, v := range vs {
-		jv := JSONVerdict{Layout: v.Layout.Name, Padding: v.Label, Seed: v.Seed, Cases: v.Outcome.Cases,
-			Properties: map[oracle.Kind]string{}}
-		for _, p := range Properties {
-			jv.Properties[p] = cell(v.Outcome, p)
+// MarshalJSON implements json.Marshaler.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for _, f := range o {
+		if f.OmitEmpty && empty(f.Value) {
+			continue
 		}
-		out.Passed = out.Passed && v.Outcome.Passed() // a survived plugin fault is not a pass
-		if fl := v.Outcome.Failure; fl != nil {
-			jv.Failure = &JSONFailure{Property: fl.Property, Flaky: fl.Flaky, Shrinks: fl.Shrinks,
-				Case: fl.Minimal.Case, Violations: fl.Minimal.Violations, Repro: repro[v.Outcome]}
+		if n > 0 {
+			b.WriteByte(',')
 		}
-		out.Verdicts = append(out.Verdicts, jv)
+		n++
+		k, _ := json.Marshal(f.Key)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
 	}
-	return out
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int:
+		return x == 0
+	}
+	return false
+}
+
+// JSON is the machine-readable form of a run.
+func JSON(r *Run) Object {
+	h := r.Header
+	out := Object{{Key: "plugin", Value: h.Plugin}, {Key: "version", Value: h.Version},
+		{Key: "variant", Value: h.Variant, OmitEmpty: true}, {Key: "seed", Value: h.Seed}}
+	out = append(out, h.JSON...)
+	var verdicts []Object
+	for _, row := range r.Rows {
+		verdicts = append(verdicts, r.verdictJSON(row))
+	}
+	fault := ""
+	if r.Err != nil {
+		fault = r.Err.Error()
+	}
+	return append(out, Field{Key: "verdicts", Value: verdicts}, Field{Key: "passed", Value: r.Passed()},
+		Field{Key: "fault", Value: fault, OmitEmpty: true})
+}
+
+func (r *Run) verdictJSON(row Row) Object {
+	var v Object
+	if r.layout {
+		v = append(v, Field{Key: "layout", Value: row.Layout.Name})
+	}
+	props := map[oracle.Kind]string{}
+	for i, p := range r.cols {
+		props[p] = row.Cells[i]
+	}
+	v = append(v, Field{Key: r.label, Value: row.Label}, Field{Key: "seed", Value: row.Seed},
+		Field{Key: "cases", Value: row.Cases}, Field{Key: "properties", Value: props})
+	if f := row.Failure; f != nil {
+		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
+			{Key: "shrinks", Value: f.Shrinks}}
+		jf = append(jf, f.json...)
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		v = append(v, Field{Key: "failure", Value: jf})
+	}
+	return v
+}
+
+// WriteJSON prints the run as indented JSON.
+func WriteJSON(w io.Writer, r *Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(JSON(r))
 }

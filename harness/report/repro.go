@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -22,7 +23,7 @@ const ReproVersion = 1
 // Repro is a saved failing case: everything needed to run it again.
 type Repro struct {
 	Version        int             `json:"version"`
-	Kernel         string          `json:"kernel"`
+	Kernel         protocol.Kernel `json:"kernel"`
 	Plugin         string          `json:"plugin"`
 	Variant        string          `json:"variant,omitempty"`
 	Layout         json.RawMessage `json:"layout"`
@@ -30,6 +31,9 @@ type Repro struct {
 	BackgroundSeed int64           `json:"background_seed"`
 	Case           workload.Case   `json:"case"`
 	Found          *Found          `json:"found,omitempty"`
+	// Tag names the file after its plugin, variant and layout: a store's
+	// padding convention, else the kernel.
+	Tag string `json:"-"`
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
@@ -41,13 +45,15 @@ type reproFile struct {
 
 // Found records how and where the case was found.
 type Found struct {
-	Property   oracle.Kind        `json:"property"`
-	Flaky      bool               `json:"flaky,omitempty"`
-	Seed       int64              `json:"seed"`
-	CaseIndex  int                `json:"case_index"`
-	Shrinks    int                `json:"shrinks"`
-	Test       string             `json:"test,omitempty"` // go test -run line, when a test found it
-	Violations []oracle.Violation `json:"violations"`
+	Property  oracle.Kind `json:"property"`
+	Flaky     bool        `json:"flaky,omitempty"`
+	Seed      int64       `json:"seed"`
+	CaseIndex int         `json:"case_index"`
+	Shrinks   int         `json:"shrinks"`
+	Test      string      `json:"test,omitempty"` // go test -run line, when a test found it
+	// Violations are the minimal case's first violations, in the kind's
+	// own form: a record for readers, not read back.
+	Violations any `json:"violations"`
 }
 
 // ErrBadRepro is wrapped by every problem with a repro file's content.
@@ -56,13 +62,17 @@ var ErrBadRepro = errors.New("bad repro file")
 // MaxReproBytes bounds what LoadRepro reads.
 const MaxReproBytes = 64 << 20
 
+// CaseDecoder reads the JSON of a case of the given kernel, strictly, and
+// validates it against a pool of slots.
+type CaseDecoder func(kernel protocol.Kernel, data []byte, slots int) (workload.Case, error)
+
 // LoadRepro reads and validates a repro file.
-func LoadRepro(path string) (*Repro, *layout.Layout, error) {
+func LoadRepro(path string, decode CaseDecoder) (*Repro, *layout.Layout, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read repro file: %w", err)
 	}
-	r, l, err := ParseRepro(data)
+	r, l, err := ParseRepro(data, decode)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -70,7 +80,7 @@ func LoadRepro(path string) (*Repro, *layout.Layout, error) {
 }
 
 // ParseRepro decodes and validates repro file content.
-func ParseRepro(data []byte) (*Repro, *layout.Layout, error) {
+func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error) {
 	if len(data) > MaxReproBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadRepro, len(data), MaxReproBytes)
 	}
@@ -88,19 +98,16 @@ func ParseRepro(data []byte) (*Repro, *layout.Layout, error) {
 	case len(f.Case) == 0:
 		return nil, nil, fmt.Errorf("%w: no case", ErrBadRepro)
 	}
-	c, err := workload.DecodeCase(f.Kernel, f.Case)
+	l, err := layout.Parse(f.Layout, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
+	c, err := decode(f.Kernel, f.Case, f.Slots)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
 	}
 	r := f.Repro
 	r.Case = c
-	l, err := layout.Parse(r.Layout, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
-	}
-	if err := r.Case.Validate(r.Slots); err != nil {
-		return nil, nil, fmt.Errorf("%w: case: %v", ErrBadRepro, err)
-	}
 	return &r, l, nil
 }
 
@@ -116,10 +123,10 @@ func (r *Repro) Name() string {
 	var l struct{ Name string }
 	json.Unmarshal(r.Layout, &l)
 	parts = append(parts, l.Name)
-	if s, ok := r.Case.(*workload.Store); ok {
-		parts = append(parts, s.Padding.String())
+	if r.Tag != "" {
+		parts = append(parts, r.Tag)
 	} else {
-		parts = append(parts, r.Kernel)
+		parts = append(parts, string(r.Kernel))
 	}
 	if r.Found != nil {
 		parts = append(parts, string(r.Found.Property))

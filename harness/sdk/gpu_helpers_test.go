@@ -10,9 +10,9 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // openDevice opens GPU 0, or skips the test on a machine without CUDA.
@@ -22,7 +22,7 @@ func openDevice(t testing.TB) *cuda.Device { return cudatest.Device(t) }
 // see TestMain).
 func startPlugin(t testing.TB, name string) *plugin.Plugin {
 	t.Helper()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

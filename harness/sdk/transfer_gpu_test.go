@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
@@ -43,7 +43,7 @@ func init() {
 func TestTransferMatchesCPU(t *testing.T) {
 	dev := openDevice(t)
 	p := startPlugin(t, "pdtransfer-gpu")
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	must(t, err)
 	defer dir.Close()
 	ctx := context.Background()

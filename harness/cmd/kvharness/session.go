@@ -9,13 +9,13 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // session is a running plugin and the private directory it lives in.
 type session struct {
-	dir    *pool.Dir
+	dir    *rundir.Dir
 	plugin *plugin.Plugin
 	desc   *kvpb.DescribeResponse
 	spec   plugin.Spec // how plugin was started, for spawn
@@ -23,7 +23,7 @@ type session struct {
 }
 
 // openDir makes the private run directory for plugins and arenas.
-func openDir() (*pool.Dir, error) { return pool.OpenDir() }
+func openDir() (*rundir.Dir, error) { return rundir.Open() }
 
 // trust holds the flags that decide which plugin binaries may run.
 type trust struct {
@@ -32,7 +32,7 @@ type trust struct {
 }
 
 // options turns the trust flags into plugin options.
-func (t trust) options(dir *pool.Dir, variant string, timeout time.Duration) (plugin.Options, error) {
+func (t trust) options(dir *rundir.Dir, variant string, timeout time.Duration) (plugin.Options, error) {
 	o := plugin.Options{Dir: dir, CallTimeout: timeout, Variant: variant, NoMTLS: t.noMTLS}
 	if t.sha256 != "" {
 		sum, err := hex.DecodeString(t.sha256)
@@ -62,7 +62,7 @@ func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeo
 
 // openTrusted is open with trust flags.
 func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust) (*session, error) {
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		return nil, err
 	}

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Dir opens a run directory removed when the test ends.
-func Dir(t testing.TB) *pool.Dir {
+func Dir(t testing.TB) *rundir.Dir {
 	t.Helper()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func Dir(t testing.TB) *pool.Dir {
 
 // Start resolves (building if need be) and starts a bundled plugin, or
 // the plugin at a path, in a fresh run directory.
-func Start(t testing.TB, name string) (*plugin.Plugin, *pool.Dir) {
+func Start(t testing.TB, name string) (*plugin.Plugin, *rundir.Dir) {
 	t.Helper()
 	dir := Dir(t)
 	path, err := plugin.Resolve(name)

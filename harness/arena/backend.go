@@ -1,0 +1,114 @@
+package arena
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/arena/cudaarena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// Backend makes the arenas of a run: host shared memory, or the memory of
+// one GPU.
+type Backend interface {
+	// Place says where the backend's arenas live.
+	Place() Place
+	// New allocates an arena of size bytes, in dir, for a plugin that maps
+	// arenas as o says.
+	New(dir *rundir.Dir, size int, o Options) (Memory, error)
+}
+
+// Options are what a backend needs to know of the plugin that maps an
+// arena: how its Describe said it maps device memory.
+type Options struct {
+	// FDArenas: the plugin imports device memory by file descriptor
+	// (DescribeResponse.cuda_fd_arenas).
+	FDArenas bool
+}
+
+// OptionsOf reads the options from a plugin's description.
+func OptionsOf(d *kvpb.DescribeResponse) Options { return Options{FDArenas: d.GetCudaFdArenas()} }
+
+// SHM is the default backend: host shared memory.
+type SHM struct{}
+
+// Place implements Backend.
+func (SHM) Place() Place { return Place{Space: HostShared} }
+
+// New implements Backend.
+func (SHM) New(dir *rundir.Dir, size int, _ Options) (Memory, error) { return shm.New(dir, size) }
+
+// CUDA is the device backend: arenas in GPU memory, shared with the
+// plugin by file descriptor when it maps them so (Options.FDArenas), by IPC
+// handle otherwise; diffed on the GPU.
+type CUDA struct{ Dev *cuda.Device }
+
+// Place implements Backend.
+func (c CUDA) Place() Place { return Place{Space: Device, Device: c.Dev.Name()} }
+
+// New implements Backend.
+func (c CUDA) New(dir *rundir.Dir, size int, o Options) (Memory, error) {
+	path := ""
+	if dir != nil {
+		path = dir.Path
+	}
+	return cudaarena.New(c.Dev, size, Sharing(o), path)
+}
+
+// Sharing is how a CUDA arena is shared with a plugin: by file descriptor
+// when it maps one and cudaarena.SharingEnv does not say "ipc"; by IPC
+// handle, which every SDK maps, otherwise.
+func Sharing(o Options) cudaarena.Sharing {
+	if o.FDArenas && os.Getenv(cudaarena.SharingEnv) != "ipc" {
+		return cudaarena.FD
+	}
+	return cudaarena.IPC
+}
+
+// ErrBackend marks a backend that was asked for and cannot be had: a usage
+// error, not a plugin fault.
+var ErrBackend = errors.New("backend unavailable")
+
+// Backends are the values of --backend.
+var Backends = []string{"auto", "cpu", "cuda"}
+
+// Choose resolves a --backend value. "auto" takes CUDA when a driver and a
+// device are present and the plugin serves that backend, host shared
+// memory otherwise; "cuda" insists. The returned function releases the
+// device.
+func Choose(name string, device int, served []kvpb.Backend) (Backend, func(), error) {
+	none := func() {}
+	cpuOK := slices.Contains(served, kvpb.Backend_BACKEND_SHM)
+	serves := slices.Contains(served, kvpb.Backend_BACKEND_CUDA)
+	switch name {
+	case "cpu":
+		if !cpuOK {
+			return nil, none, fmt.Errorf("%w: --backend cpu: the plugin has no CPU kernel (it serves %v)", ErrBackend, served)
+		}
+		return SHM{}, none, nil
+	case "auto", "cuda":
+	default:
+		return nil, none, fmt.Errorf("%w: --backend %q: want auto, cpu or cuda", ErrBackend, name)
+	}
+	err := cuda.Available()
+	switch {
+	case name == "auto" && (err != nil || !serves) && !cpuOK:
+		return nil, none, fmt.Errorf("%w: the plugin serves only %v and this machine has no usable GPU (%v)", ErrBackend, served, err)
+	case name == "auto" && (err != nil || !serves):
+		return SHM{}, none, nil
+	case err != nil:
+		return nil, none, fmt.Errorf("%w: --backend cuda: %v; use --backend cpu on this machine", ErrBackend, err)
+	case !serves:
+		return nil, none, fmt.Errorf("%w: --backend cuda: the plugin has no CUDA kernel (it serves %v)", ErrBackend, served)
+	}
+	dev, err := cuda.Open(device)
+	if err != nil {
+		return nil, none, fmt.Errorf("%w: --backend cuda: %v", ErrBackend, err)
+	}
+	return CUDA{Dev: dev}, func() { dev.Close() }, nil
+}

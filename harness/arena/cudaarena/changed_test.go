@@ -1,0 +1,91 @@
+package cudaarena
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+func TestDiffAdd(t *testing.T) {
+	want := []byte{0, 0, 0, 0, 0, 0, 0, 0}
+	d := diff{keep: true}
+	d.add([]byte{0, 1, 2, 0, 0, 0, 0, 9}, want, 100)
+	if exp := []pool.Window{{Off: 101, Len: 2}, {Off: 107, Len: 1}}; !reflect.DeepEqual(d.ranges, exp) {
+		t.Fatalf("ranges = %v; want %v", d.ranges, exp)
+	}
+	// The next block starts where the last change ended: one range.
+	d.add([]byte{5, 0}, []byte{0, 0}, 108)
+	if exp := []pool.Window{{Off: 101, Len: 2}, {Off: 107, Len: 2}}; !reflect.DeepEqual(d.ranges, exp) {
+		t.Fatalf("ranges across blocks = %v; want %v", d.ranges, exp)
+	}
+	if exp := []byte{1, 2, 9, 5}; !bytes.Equal(d.bytes, exp) {
+		t.Fatalf("kept bytes = %v; want %v", d.bytes, exp)
+	}
+	plain := diff{}
+	plain.add([]byte{7, 0}, []byte{0, 0}, 0)
+	plain.add(want, want, 8)
+	if plain.bytes != nil || len(plain.ranges) != 1 {
+		t.Fatalf("diff without keep: ranges %v, bytes %v; want one range and no bytes", plain.ranges, plain.bytes)
+	}
+}
+
+// TestNewWithoutDevice: New fails cleanly, with ErrNoDriver where there is
+// no driver, rather than panicking.
+func TestNewWithoutDevice(t *testing.T) {
+	_, err := New(nil, 1<<20, IPC, t.TempDir())
+	if err == nil {
+		t.Fatal("New(nil device) succeeded")
+	}
+	if cuda.Available() != nil && !errors.Is(err, cuda.ErrNoDriver) {
+		t.Fatalf("New without a driver = %v; want an error wrapping cuda.ErrNoDriver", err)
+	}
+}
+
+func TestDiffAddMasked(t *testing.T) {
+	got := make([]byte, 256)
+	for i := range got {
+		got[i] = byte(i)
+	}
+	d := diff{keep: true}
+	// bytes 1-2, 63-64 (across mask words), 255; then byte 0 of the next block.
+	d.addMasked(got, [4]uint64{1<<1 | 1<<2 | 1<<63, 1, 0, 1 << 63}, 512)
+	d.addMasked(got, [4]uint64{1, 0, 0, 0}, 768)
+	d.addMasked(got, [4]uint64{^uint64(0), 0, 0, 0}, 1024)
+	want := []pool.Window{{Off: 513, Len: 2}, {Off: 575, Len: 2}, {Off: 767, Len: 2}, {Off: 1024, Len: 64}}
+	if !reflect.DeepEqual(d.ranges, want) {
+		t.Fatalf("ranges = %v; want %v", d.ranges, want)
+	}
+	wantBytes := append([]byte{1, 2, 63, 64, 255, 0}, got[:64]...)
+	if !bytes.Equal(d.bytes, wantBytes) {
+		t.Fatalf("bytes = %v; want %v", d.bytes, wantBytes)
+	}
+}
+
+func TestMergeEntries(t *testing.T) {
+	packed := make([]byte, 3*entryBytes)
+	put := func(i, block int, data byte, mask [4]uint64) {
+		e := packed[i*entryBytes:]
+		for k := range blockBytes {
+			e[k] = data
+		}
+		for q, m := range mask {
+			binary.LittleEndian.PutUint64(e[blockBytes+8*q:], m)
+		}
+		binary.LittleEndian.PutUint32(e[blockBytes+32:], uint32(block))
+	}
+	put(0, 9, 7, [4]uint64{0, 1, 0, 0})
+	put(1, 4, 5, [4]uint64{1, 0, 0, 0})
+	put(2, 9, 7, [4]uint64{2, 0, 0, 8})
+	es := mergeEntries(packed)
+	if len(es) != 2 || es[0].block != 4 || es[1].block != 9 {
+		t.Fatalf("entries for blocks %v; want 4 then 9, once each", es)
+	}
+	if es[1].mask != [4]uint64{2, 1, 0, 8} || es[1].data[0] != 7 || es[0].data[255] != 5 {
+		t.Fatalf("block 9 mask %v, data %d; want the two masks joined and its bytes", es[1].mask, es[1].data[0])
+	}
+}

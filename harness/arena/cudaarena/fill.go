@@ -1,0 +1,118 @@
+package cudaarena
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// Fill implements pool.Memory: the background of seed over w, counted from
+// w's start (byte w.Off+k gets pool.Background(seed, k, 1)), which becomes
+// w's baseline.
+func (m *Memory) Fill(w pool.Window, seed uint64) error {
+	if err := m.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	return m.dev.Do(func(*cuda.Ctx) error {
+		m.mu.Lock() // always after the device thread: see Batch
+		defer m.mu.Unlock()
+		m.bl.fill(w, seed)
+		if w.Len == 0 {
+			return nil
+		}
+		if err := m.k.fillRange(m.base, w.Off, w.End(), seed, w.Off); err != nil {
+			return err
+		}
+		return m.sync("fill")
+	})
+}
+
+// Reset implements pool.Memory: each window gets its baseline back, the
+// background where it was filled and zeros elsewhere. A run changes many
+// small ranges, so they are restored together, by one kernel launch over a
+// list of pieces, in a single trip to the device thread; pieces larger
+// than bigPiece get a grid of their own.
+func (m *Memory) Reset(ws []pool.Window) error {
+	for _, w := range ws {
+		if err := m.check(w.Off, w.Len); err != nil {
+			return err
+		}
+	}
+	return m.dev.Do(func(*cuda.Ctx) error {
+		m.mu.Lock() // always after the device thread: see Batch
+		defer m.mu.Unlock()
+		var small []piece
+		for _, w := range ws {
+			for _, p := range m.bl.pieces(w) {
+				if p.Len <= bigPiece {
+					small = append(small, p)
+					continue
+				}
+				if err := m.restore(p); err != nil {
+					return err
+				}
+			}
+		}
+		if err := m.restoreSmall(small); err != nil {
+			return err
+		}
+		return m.sync("reset")
+	})
+}
+
+// bigPiece bytes and fewer are restored by one block of restore_pieces.
+const bigPiece = 64 << 10
+
+// restore gives one piece its baseline back with a grid of its own.
+func (m *Memory) restore(p piece) error {
+	if p.filled {
+		return m.k.fillRange(m.base, p.Off, p.End(), p.seed, p.origin)
+	}
+	return m.dev.Memset8(m.base.Add(p.Off), 0, p.Len)
+}
+
+// restoreSmall uploads the pieces, a list-buffer's worth at a time, and
+// launches restore_pieces over each load.
+func (m *Memory) restoreSmall(ps []piece) error {
+	s := &m.scratch
+	for len(ps) > 0 {
+		chunk := ps[:min(len(ps), maxPieces)]
+		ps = ps[len(chunk):]
+		if err := s.growPieces(m.dev, len(chunk)); err != nil {
+			return err
+		}
+		if err := m.dev.HtoD(s.pieces, encodePieces(chunk)); err != nil {
+			return fmt.Errorf("upload %d arena ranges to restore: %w", len(chunk), err)
+		}
+		if err := m.k.restorePieces(m.base, s.pieces, len(chunk)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodePieces lays pieces out as background.cu's struct piece.
+func encodePieces(ps []piece) []byte {
+	out := make([]byte, 0, 8*pieceWords*len(ps))
+	for _, p := range ps {
+		filled := uint64(0)
+		if p.filled {
+			filled = 1
+		}
+		for _, v := range [pieceWords]uint64{uint64(p.Off), uint64(p.End()), p.seed, uint64(p.origin), filled} {
+			out = binary.LittleEndian.AppendUint64(out, v)
+		}
+	}
+	return out
+}
+
+// sync waits for queued kernels, so another process sees their writes and a
+// kernel fault is reported here rather than at some later call.
+func (m *Memory) sync(what string) error {
+	if err := m.dev.Sync(); err != nil {
+		return fmt.Errorf("cuda arena %s: %w", what, err)
+	}
+	return nil
+}

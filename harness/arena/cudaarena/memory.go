@@ -1,0 +1,191 @@
+package cudaarena
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// Sharing is how a plugin maps the arena.
+type Sharing int
+
+const (
+	// IPC allocates with cuMemAlloc and exports a CUDA IPC handle: every
+	// plugin SDK opens it, but the plugin's mapping may translate through
+	// smaller pages (scattered stores measured up to 1.5x slower on an H200).
+	IPC Sharing = iota
+	// FD allocates with the virtual memory API and hands the plugin a file
+	// descriptor over a Unix socket; both processes map it 2 MiB aligned.
+	FD
+)
+
+func (s Sharing) String() string {
+	if s == FD {
+		return "fd"
+	}
+	return "ipc"
+}
+
+// Memory is an arena in the device memory of one GPU. Its methods order
+// themselves after earlier work on the legacy default stream only: a caller
+// that wrote the arena on a stream of its own must synchronise it first.
+// Fill and Reset wait for the device before returning, so another process
+// (the plugin) sees their result.
+type Memory struct {
+	dev    *cuda.Device
+	base   cuda.Ptr
+	size   int
+	how    Sharing
+	dir    string         // FD: where the socket's directory goes
+	handle [64]byte       // IPC
+	shared *cuda.Shared   // FD
+	fds    *fdpass.Server // FD
+	k      *kernels
+
+	mu      sync.Mutex // guards the baseline and the scan buffers
+	bl      baseline
+	scratch scanBuffers
+	want    [blockBytes]byte // a block's baseline, for diffBlock
+}
+
+
+// New allocates a zeroed arena of size bytes on dev and exports it as how
+// says. An FD arena's socket lives in a directory under dir (the run
+// directory, which the next run sweeps if this one is killed; "" for the
+// system's temporary directory).
+func New(dev *cuda.Device, size int, how Sharing, dir string) (*Memory, error) {
+	if size <= 0 || size > pool.MaxArenaBytes {
+		return nil, fmt.Errorf("cuda arena of %d bytes: want 1 to %d", size, pool.MaxArenaBytes)
+	}
+	k, err := loadKernels(dev)
+	if err != nil {
+		return nil, fmt.Errorf("cuda arena kernels: %w", err)
+	}
+	m := &Memory{dev: dev, size: size, how: how, dir: dir, k: k}
+	if err := m.allocate(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// allocate gets the arena, rounded up to whole 256-byte blocks so kernels may
+// read every block a window touches, zeroes it like a fresh shared-memory
+// file, and exports it.
+func (m *Memory) allocate() error {
+	rounded := (m.size + blockBytes - 1) / blockBytes * blockBytes
+	if m.how == FD {
+		return m.allocateShared(rounded)
+	}
+	var err error
+	if m.base, err = m.dev.Alloc(rounded); err != nil {
+		return fmt.Errorf("cuda arena: %w", err)
+	}
+	if err := m.dev.Memset8(m.base, 0, rounded); err != nil {
+		return fmt.Errorf("zero cuda arena: %w", err)
+	}
+	if m.handle, err = m.dev.IpcHandle(m.base); err != nil {
+		return fmt.Errorf("export cuda arena: %w", err)
+	}
+	return m.scratch.init(m.dev)
+}
+
+// allocateShared is allocate for FD: the allocation's granularity rounds
+// it up further, and a socket hands out its descriptor.
+func (m *Memory) allocateShared(rounded int) error {
+	var err error
+	if m.shared, err = m.dev.AllocShared(rounded); err != nil {
+		return fmt.Errorf("cuda arena: %w (set %s=ipc to share it by IPC handle instead)", err, SharingEnv)
+	}
+	m.base = m.shared.Ptr()
+	if err := m.dev.Memset8(m.base, 0, m.shared.Size()); err != nil {
+		return fmt.Errorf("zero cuda arena: %w", err)
+	}
+	if m.fds, err = fdpass.Serve(m.dir, m.shared.ExportFD); err != nil {
+		return fmt.Errorf("export cuda arena: %w", err)
+	}
+	return m.scratch.init(m.dev)
+}
+
+// SharingEnv set to "ipc" makes the harness share every CUDA arena by IPC
+// handle, even with plugins that map one by file descriptor.
+const SharingEnv = "KVHARNESS_CUDA_SHARING"
+
+// Desc implements pool.Memory: the plugin opens IpcHandle, or receives a
+// descriptor from FdSocket, on Device.
+func (m *Memory) Desc() *kvpb.Arena {
+	a := &kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, Device: int32(m.dev.Ordinal()), Size: uint64(m.size)}
+	if m.how == FD {
+		a.FdSocket, a.MappedSize = m.fds.Path, uint64(m.shared.Size())
+	} else {
+		a.IpcHandle = append([]byte(nil), m.handle[:]...)
+	}
+	return a
+}
+
+// Sharing is how the plugin maps the arena.
+func (m *Memory) Sharing() Sharing { return m.how }
+
+// Ptr is the arena's base device address, for kernels in this process.
+func (m *Memory) Ptr() cuda.Ptr { return m.base }
+
+// Size is the arena's size in bytes.
+func (m *Memory) Size() int { return m.size }
+
+// check has pool.SHM's bounds rule and message.
+func (m *Memory) check(off, n int) error {
+	if off < 0 || n < 0 || off+n > m.size {
+		return fmt.Errorf("arena range [%d,%d) outside [0,%d)", off, off+n, m.size)
+	}
+	return nil
+}
+
+// ReadAt implements pool.Memory.
+func (m *Memory) ReadAt(p []byte, off int) error {
+	if err := m.check(off, len(p)); err != nil {
+		return err
+	}
+	return m.dev.DtoH(p, m.base.Add(off))
+}
+
+// WriteAt implements pool.Memory.
+func (m *Memory) WriteAt(p []byte, off int) error {
+	if err := m.check(off, len(p)); err != nil {
+		return err
+	}
+	return m.dev.HtoD(m.base.Add(off), p)
+}
+
+// Batch runs f, whose calls on m (and on its device) then take one trip to
+// the device thread together instead of one each. Every method takes the
+// device thread before m's lock, so a Batch and other callers of m never
+// wait for each other in opposite orders.
+func (m *Memory) Batch(f func() error) error {
+	return m.dev.Do(func(*cuda.Ctx) error { return f() })
+}
+
+// Close frees the arena and the scan buffers and unloads the kernels. An
+// IPC importer must have closed its mapping first; memory shared by
+// descriptor lives on until every importer has released it.
+func (m *Memory) Close() error {
+	errs := []error{m.scratch.free(m.dev), m.fds.Close()}
+	m.fds = nil
+	switch {
+	case m.shared != nil:
+		errs = append(errs, m.shared.Free())
+		m.shared, m.base = nil, 0
+	case m.base != 0:
+		errs = append(errs, m.dev.Free(m.base))
+		m.base = 0
+	}
+	if m.k != nil {
+		errs = append(errs, m.k.mod.Unload())
+		m.k = nil
+	}
+	return errors.Join(errs...)
+}

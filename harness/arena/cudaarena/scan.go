@@ -1,0 +1,143 @@
+package cudaarena
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/cuda"
+)
+
+const (
+	// initialListCap block indices fit the first scan's list; a scan that
+	// finds more grows the list and runs again.
+	initialListCap = 4096
+	// gatherChunk changed blocks are packed by a scan, or gathered by list
+	// when a scan finds more, and fetched per round.
+	gatherChunk = 4096
+	// entryBytes is background.cu's ENTRY_BYTES: a changed block, a bit
+	// per byte that differs, and the block's index.
+	entryBytes = 304
+	// maxPieces pieces (2.5 MiB) are restored per launch of restore_pieces.
+	maxPieces = 1 << 16
+)
+
+// scanBuffers are the device buffers Changed reuses between calls.
+type scanBuffers struct {
+	count    cuda.Ptr // one uint32: blocks found by the last scan
+	list     cuda.Ptr // capacity uint32 block indices
+	capacity int
+	packed   cuda.Ptr // gatherChunk entries (or blocks, when gathered by list)
+	host     []byte   // host copy of packed
+
+	pieces   cuda.Ptr // pieceCap pieces for restore_pieces
+	pieceCap int
+}
+
+func (s *scanBuffers) init(dev *cuda.Device) error {
+	var err error
+	if s.count, err = dev.Alloc(4); err != nil {
+		return fmt.Errorf("cuda arena scan counter: %w", err)
+	}
+	if err = s.grow(dev, initialListCap); err != nil {
+		return err
+	}
+	if s.packed, err = dev.Alloc(gatherChunk * entryBytes); err != nil {
+		return fmt.Errorf("cuda arena gather buffer: %w", err)
+	}
+	s.host = make([]byte, gatherChunk*entryBytes)
+	return nil
+}
+
+// grow replaces the list with one that holds at least n indices.
+func (s *scanBuffers) grow(dev *cuda.Device, n int) error {
+	capacity := initialListCap
+	for capacity < n {
+		capacity *= 2
+	}
+	if s.list != 0 {
+		if err := dev.Free(s.list); err != nil {
+			return fmt.Errorf("free cuda arena scan list: %w", err)
+		}
+		s.list, s.capacity = 0, 0
+	}
+	p, err := dev.Alloc(4 * capacity)
+	if err != nil {
+		return fmt.Errorf("cuda arena scan list of %d blocks: %w", capacity, err)
+	}
+	s.list, s.capacity = p, capacity
+	return nil
+}
+
+// growPieces makes room for n pieces, doubling from 256.
+func (s *scanBuffers) growPieces(dev *cuda.Device, n int) error {
+	if n <= s.pieceCap {
+		return nil
+	}
+	capacity := max(256, s.pieceCap)
+	for capacity < n {
+		capacity *= 2
+	}
+	if s.pieces != 0 {
+		if err := dev.Free(s.pieces); err != nil {
+			return fmt.Errorf("free cuda arena restore list: %w", err)
+		}
+		s.pieces, s.pieceCap = 0, 0
+	}
+	p, err := dev.Alloc(8 * pieceWords * capacity)
+	if err != nil {
+		return fmt.Errorf("cuda arena restore list of %d ranges: %w", capacity, err)
+	}
+	s.pieces, s.pieceCap = p, capacity
+	return nil
+}
+
+func (s *scanBuffers) free(dev *cuda.Device) error {
+	var errs []error
+	for _, p := range []*cuda.Ptr{&s.count, &s.list, &s.packed, &s.pieces} {
+		if *p != 0 {
+			errs = append(errs, dev.Free(*p))
+			*p = 0
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readCount fetches the scan counter.
+func (s *scanBuffers) readCount(dev *cuda.Device) (int, error) {
+	var c [4]byte
+	if err := dev.DtoH(c[:], s.count); err != nil {
+		return 0, fmt.Errorf("read cuda arena scan count: %w", err)
+	}
+	return int(binary.LittleEndian.Uint32(c[:])), nil
+}
+
+// readList fetches the first n listed blocks, in the order found.
+func (s *scanBuffers) readList(dev *cuda.Device, n int) ([]uint32, error) {
+	raw := make([]byte, 4*n)
+	if err := dev.DtoH(raw, s.list); err != nil {
+		return nil, fmt.Errorf("read cuda arena scan list: %w", err)
+	}
+	blocks := make([]uint32, n)
+	for i := range blocks {
+		blocks[i] = binary.LittleEndian.Uint32(raw[4*i:])
+	}
+	return blocks, nil
+}
+
+// writeSorted sorts blocks, drops duplicates (pieces that share a block
+// both report it) and writes them back as the list, so that gathers pack
+// blocks in arena order.
+func (s *scanBuffers) writeSorted(dev *cuda.Device, blocks []uint32) ([]uint32, error) {
+	slices.Sort(blocks)
+	blocks = slices.Compact(blocks)
+	raw := make([]byte, 4*len(blocks))
+	for i, b := range blocks {
+		binary.LittleEndian.PutUint32(raw[4*i:], b)
+	}
+	if err := dev.HtoD(s.list, raw); err != nil {
+		return nil, fmt.Errorf("write sorted cuda arena scan list: %w", err)
+	}
+	return blocks, nil
+}

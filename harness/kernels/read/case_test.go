@@ -1,0 +1,236 @@
+package read
+
+import (
+	"encoding/json"
+	"math/rand"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+func readGen(slots int) *Gen {
+	return &Gen{Slots: slots, PageSize: 16, MaxRequests: 6, MaxTokens: 200, MaxK: 24}
+}
+
+func TestReadGeneratedCasesAreValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, slots := range []int{1, 3, 64, 4096} {
+		g := readGen(slots)
+		for range 400 {
+			c := g.Draw(rng)
+			if err := c.Validate(slots); err != nil {
+				t.Fatalf("slots %d: %v: %v", slots, c, err)
+			}
+		}
+	}
+}
+
+// TestReadGeneratorIsAdversarial: the shapes read kernels get wrong are
+// drawn, not merely possible.
+func TestReadGeneratorIsAdversarial(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	g := readGen(4096)
+	seen := map[string]bool{}
+	for range 300 {
+		c := g.Draw(rng)
+		vecs := map[Vec]int{}
+		for _, k := range c.Keys {
+			vecs[k.Vec]++
+			seen["zero-key"] = seen["zero-key"] || k.Kind == VecZero
+			seen["huge-key"] = seen["huge-key"] || k.Kind == VecHuge
+			seen["tie"] = seen["tie"] || vecs[k.Vec] > 1
+		}
+		owner := map[int64]int{}
+		for i, q := range c.Requests {
+			seen["empty"] = seen["empty"] || len(q.Tokens) == 0
+			seen["short"] = seen["short"] || len(q.Tokens) > 0 && len(q.Tokens) < c.K
+			seen["zero-query"] = seen["zero-query"] || q.Query.Kind == VecZero
+			for _, s := range q.Tokens {
+				seen["slot0"] = seen["slot0"] || s == 0
+				seen["last"] = seen["last"] || s == 4095
+				seen["edge"] = seen["edge"] || s%16 == 15 && s != 4095
+				if j, ok := owner[s]; ok && j != i {
+					seen["shared"] = true
+				}
+				owner[s] = i
+			}
+		}
+	}
+	for _, k := range []string{"zero-key", "huge-key", "tie", "empty", "short", "zero-query", "slot0", "last", "edge", "shared"} {
+		if !seen[k] {
+			t.Errorf("300 cases never drew %s", k)
+		}
+	}
+}
+
+func TestShrinkReadKeepsValidityAndShrinks(t *testing.T) {
+	rng := rand.New(rand.NewSource(13))
+	g := readGen(300)
+	for range 100 {
+		c := g.Draw(rng)
+		for _, s := range Shrink(c) {
+			if err := s.Validate(300); err != nil {
+				t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
+			}
+			if len(s.Requests) > len(c.Requests) || s.TotalTokens() > c.TotalTokens() || s.K > c.K {
+				t.Fatalf("shrink grew %v to %v", c, s)
+			}
+		}
+	}
+}
+
+// TestShrinkReadReachesTheCore: repeatedly taking the first candidate that
+// still holds a property (here: request 1 names slot 9 after request 0's
+// list) ends at two one-token requests, k 1, and the slots renamed to the
+// smallest the property allows.
+func TestShrinkReadReachesTheCore(t *testing.T) {
+	rng := rand.New(rand.NewSource(14))
+	var c *Case
+	for c == nil || !holdsCore(c) {
+		c = readGen(64).Draw(rng)
+		if len(c.Requests) >= 2 {
+			c.Requests[1].Tokens = append(c.Requests[1].Tokens, 9)
+			c.Keys = readGenKeys(c)
+		}
+	}
+	for steps := 0; steps < 1000; steps++ {
+		next := firstHolding(Shrink(c))
+		if next == nil {
+			break
+		}
+		c = next
+	}
+	if len(c.Requests) != 2 || c.TotalTokens() != 1 || c.K != 1 {
+		t.Errorf("shrunk to %v; want 2 requests, 1 token, k 1", c)
+	}
+}
+
+func holdsCore(c *Case) bool {
+	if len(c.Requests) < 2 || c.Validate(64) != nil {
+		return false
+	}
+	for _, s := range c.Requests[1].Tokens {
+		if s == 9 {
+			return true
+		}
+	}
+	return false
+}
+
+func firstHolding(cs []*Case) *Case {
+	for _, c := range cs {
+		if holdsCore(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// readGenKeys rebuilds keys for c's lists, with plain vectors.
+func readGenKeys(c *Case) []Key {
+	var keys []Key
+	seen := map[int64]bool{}
+	for _, q := range c.Requests {
+		for _, s := range q.Tokens {
+			if !seen[s] {
+				seen[s] = true
+				keys = append(keys, Key{Slot: s, Vec: Vec{Kind: VecNormal, Seed: uint64(s)}})
+			}
+		}
+	}
+	return keys
+}
+
+var fuzzLimits = Limits{Slots: 100, PageSize: 8, MaxRequests: 4, MaxK: 16, MaxList: 32, MaxTokens: 64}
+
+func TestDecodeReadAlwaysValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(15))
+	for i := range 3000 {
+		data := make([]byte, rng.Intn(300))
+		rng.Read(data)
+		c := Decode(data, fuzzLimits)
+		if err := c.Validate(fuzzLimits.Slots); err != nil {
+			t.Fatalf("input %d (%x): %v: %v", i, data, c, err)
+		}
+	}
+	if err := Decode(nil, fuzzLimits).Validate(fuzzLimits.Slots); err != nil {
+		t.Fatalf("empty input: %v", err)
+	}
+}
+
+func TestEncodeReadInvertsDecode(t *testing.T) {
+	rng := rand.New(rand.NewSource(16))
+	g := &Gen{Slots: fuzzLimits.Slots, PageSize: 8, MaxRequests: 4, MaxTokens: 64, MaxK: 16}
+	for range 300 {
+		c := g.Draw(rng)
+		for i := range c.Requests {
+			c.Requests[i].Query.Seed %= 256
+			c.Requests[i].Tokens = c.Requests[i].Tokens[:min(len(c.Requests[i].Tokens), fuzzLimits.MaxList)]
+		}
+		c.dropUnusedKeys()
+		for i := range c.Keys {
+			c.Keys[i].Seed %= 256
+		}
+		back := Decode(Encode(c, fuzzLimits), fuzzLimits)
+		if diff := cmp.Diff(c, back); diff != "" {
+			t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
+		}
+	}
+}
+
+func TestReadJSONRoundTrip(t *testing.T) {
+	c := readGen(500).Draw(rand.New(rand.NewSource(17)))
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Kind.Decode(data, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(workload.Case(c), back); diff != "" {
+		t.Errorf("read case JSON round trip (-want +got):\n%s", diff)
+	}
+	if _, err := Kind.Decode([]byte(`{"k": 1, "keys": [], "requests": [], "extra": 1}`), 1<<20); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+func TestReadValidateRejects(t *testing.T) {
+	key := func(s int64) Key { return Key{Slot: s, Vec: Vec{Kind: VecNormal}} }
+	req := func(tokens ...int64) Request { return Request{Query: Vec{Kind: VecNormal}, Tokens: tokens} }
+	for _, tc := range []struct {
+		name string
+		c    Case
+	}{
+		{"no requests", Case{K: 1}},
+		{"k 0", Case{K: 0, Requests: []Request{req()}}},
+		{"slot past end", Case{K: 1, Keys: []Key{key(100)}, Requests: []Request{req(100)}}},
+		{"negative slot", Case{K: 1, Keys: []Key{key(-1)}, Requests: []Request{req(-1)}}},
+		{"duplicate token", Case{K: 1, Keys: []Key{key(3)}, Requests: []Request{req(3, 3)}}},
+		{"token without key", Case{K: 1, Requests: []Request{req(3)}}},
+		{"two keys for a slot", Case{K: 1, Keys: []Key{key(3), key(3)}, Requests: []Request{req(3)}}},
+		{"unused key", Case{K: 1, Keys: []Key{key(3), key(4)}, Requests: []Request{req(3)}}},
+		{"huge query", Case{K: 1, Requests: []Request{{Query: Vec{Kind: VecHuge}}}}},
+		{"unknown key kind", Case{K: 1, Keys: []Key{{Slot: 3, Vec: Vec{Kind: 9}}}, Requests: []Request{req(3)}}},
+	} {
+		if err := tc.c.Validate(100); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	ok := Case{K: 5, Keys: []Key{key(0), key(99)}, Requests: []Request{req(0, 99), req(), req(99)}}
+	if err := ok.Validate(100); err != nil {
+		t.Errorf("a valid case was refused: %v", err)
+	}
+}
+
+func TestHugeVectorsStayFinite(t *testing.T) {
+	for seed := range uint64(50) {
+		for _, e := range (Vec{Kind: VecHuge, Seed: seed}).Data(128) {
+			if e&0x7f80 == 0x7f80 {
+				t.Fatalf("huge vector %d holds a non-finite bf16 %#04x", seed, e)
+			}
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package read
+
+import "math/rand"
+
+// Gen draws adversarial read cases for one pool: empty lists, lists
+// shorter than k, slots at 0, at the last slot and at page edges, slots
+// shared between requests, keys that tie exactly (the same vector in two
+// slots, zero keys, zero queries), and zero, tiny and huge keys.
+type Gen struct {
+	Slots       int
+	PageSize    int
+	MaxRequests int // default 8
+	MaxTokens   int // all lists together; default 256
+	MaxK        int // default 64
+}
+
+func (g *Gen) limits() (requests, tokens, k int) {
+	requests, tokens, k = g.MaxRequests, g.MaxTokens, g.MaxK
+	if requests <= 0 {
+		requests = 8
+	}
+	if tokens <= 0 {
+		tokens = 256
+	}
+	if k <= 0 {
+		k = 64
+	}
+	return requests, tokens, k
+}
+
+// Draw returns a new valid case; all randomness comes from rng.
+func (g *Gen) Draw(rng *rand.Rand) *Case {
+	maxR, budget, maxK := g.limits()
+	c := &Case{K: readSkewed(rng, maxK), Requests: make([]Request, readSkewed(rng, maxR))}
+	var shared []int64
+	for i := range c.Requests {
+		n := min(g.listLen(rng, c.K), budget, g.Slots)
+		budget -= n
+		c.Requests[i] = Request{Query: g.query(rng), Tokens: g.list(rng, n, shared)}
+		shared = append(shared, c.Requests[i].Tokens...)
+	}
+	c.Keys = g.keys(rng, c)
+	return c
+}
+
+// skewed draws 1..limit, mostly small.
+func readSkewed(rng *rand.Rand, limit int) int {
+	switch r := rng.Intn(10); {
+	case r < 4:
+		return 1 + rng.Intn(min(2, limit))
+	case r < 8:
+		return 1 + rng.Intn(min(8, limit))
+	}
+	return 1 + rng.Intn(limit)
+}
+
+// listLen draws a list length around k: empty, shorter than k, about k,
+// or several times k.
+func (g *Gen) listLen(rng *rand.Rand, k int) int {
+	switch r := rng.Intn(10); {
+	case r < 1:
+		return 0
+	case r < 4:
+		return rng.Intn(k)
+	case r < 7:
+		return max(0, k-2+rng.Intn(5))
+	}
+	return rng.Intn(4*k + 9)
+}
+
+// list draws n distinct slots, preferring the places kernels get wrong.
+func (g *Gen) list(rng *rand.Rand, n int, shared []int64) []int64 {
+	out := make([]int64, 0, n)
+	taken := make(map[int64]bool, n)
+	for range n {
+		s := g.freeSlot(rng, out, shared, taken)
+		taken[s] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+func (g *Gen) freeSlot(rng *rand.Rand, list, shared []int64, taken map[int64]bool) int64 {
+	for range 16 {
+		if s := g.slot(rng, list, shared); s >= 0 && s < int64(g.Slots) && !taken[s] {
+			return s
+		}
+	}
+	start := rng.Int63n(int64(g.Slots))
+	for i := range int64(g.Slots) {
+		if s := (start + i) % int64(g.Slots); !taken[s] {
+			return s
+		}
+	}
+	panic("workload: no free slot; lists are never longer than the pool")
+}
+
+func (g *Gen) slot(rng *rand.Rand, list, shared []int64) int64 {
+	last, p := int64(g.Slots-1), int64(max(g.PageSize, 1))
+	switch r := rng.Intn(20); {
+	case r < 2:
+		return 0
+	case r < 4:
+		return last
+	case r < 8:
+		return rng.Int63n(last/p+1)*p + []int64{0, p - 1, p, -1}[rng.Intn(4)]
+	case r < 11 && len(list) > 0:
+		return list[len(list)-1] + []int64{-1, 1}[rng.Intn(2)]
+	case r < 14 && len(shared) > 0:
+		return shared[rng.Intn(len(shared))]
+	}
+	return rng.Int63n(last + 1)
+}
+
+func (g *Gen) query(rng *rand.Rand) Vec {
+	kind := VecNormal
+	switch r := rng.Intn(20); {
+	case r < 2:
+		kind = VecZero
+	case r < 3:
+		kind = VecTiny
+	case r < 5:
+		kind = VecOutlier
+	}
+	return Vec{Kind: kind, Seed: rng.Uint64()}
+}
+
+// keys gives every slot the lists name a vector, in order of first
+// appearance; some repeat an earlier key exactly, so their scores tie.
+func (g *Gen) keys(rng *rand.Rand, c *Case) []Key {
+	var keys []Key
+	seen := map[int64]bool{}
+	for _, q := range c.Requests {
+		for _, s := range q.Tokens {
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			v := readKeyVec(rng)
+			if len(keys) > 0 && rng.Intn(7) == 0 {
+				v = keys[rng.Intn(len(keys))].Vec
+			}
+			keys = append(keys, Key{Slot: s, Vec: v})
+		}
+	}
+	return keys
+}
+
+func readKeyVec(rng *rand.Rand) Vec {
+	kind := VecNormal
+	switch r := rng.Intn(25); {
+	case r < 2:
+		kind = VecZero
+	case r < 4:
+		kind = VecTiny
+	case r < 7:
+		kind = VecOutlier
+	case r < 10:
+		kind = VecHuge
+	}
+	return Vec{Kind: kind, Seed: rng.Uint64()}
+}

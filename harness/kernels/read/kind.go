@@ -1,0 +1,64 @@
+package read
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Kind is the read kernel kind: queries scored against the keys of token
+// lists, answered with each request's top k.
+var Kind = kind.Kind{
+	Name:    protocol.Read,
+	Layouts: true,
+	Check:   check,
+	Replay:  replay,
+	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
+		return kind.DecodeCase(protocol.Read, data, slots, &Case{})
+	},
+	Fuzz:        "FuzzRead",
+	FuzzPackage: "./harness/kernels/read",
+}
+
+// Suite is the read properties over layouts: a row and a target per
+// layout. cfg gives the staging maxima and the oracle's tolerances; its
+// layout, slots, seed, variant and backend come from p.
+func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, *Case, *Result] {
+	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
+		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+	for _, l := range p.Layouts {
+		c := cfg
+		c.Variant, c.Layout, c.Slots, c.Seed, c.Backend = p.Variant, l, p.Slots, p.Seed, p.Backend
+		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: Label, Key: l.Name,
+			Open:   func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, c) },
+			System: func(t *Target) property.System[*Case, *Result] { return NewSystem(t) }})
+	}
+	return suite
+}
+
+func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	vs, runErr := Suite(s, p, Config{}).Run(ctx)
+	h := p.Header(s)
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	return report.Build(Schema, h, vs, runErr)
+}
+
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+	c := r.Case.(*Case)
+	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots,
+		MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close(ctx)
+	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+		Slots: r.Slots, Seed: r.BackgroundSeed}
+	return kind.Replay(ctx, &System{Target: t}, Schema, h, r, l, c, Label)
+}

@@ -1,0 +1,122 @@
+package read
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// Oracle is everything the oracle knows about one read case on one
+// pool: the keys the harness writes, their reference encoding and decoded
+// values, and each request's reference ranking. Build it once per case.
+type Oracle struct {
+	Layout  *layout.Layout
+	Region  pool.Region
+	Seed    uint64
+	Case    *Case
+	Options Options // defaults filled in
+	// Exact is true on a layout without quantized fields: the result must
+	// be the reference's, near ties aside, rather than a Jaccard match.
+	Exact bool
+
+	keys    map[int64]*readKey
+	queries [][]uint16
+	refs    [][]RefToken // per request, in result order
+	owner   map[int64]int
+}
+
+// readKey is one slot's key: what the harness writes and what it means.
+type readKey struct {
+	records [][]byte  // reference encoding, one record per plane
+	value   []float64 // decoded
+	id      int       // equal for keys with identical records
+}
+
+// RefToken is a token of a request as the reference ranks it.
+type RefToken struct {
+	Slot  int64
+	Score float64 // q·k in float64
+	Tol   float64 // how far a correct float32 kernel may be from it
+	// Zero is set when every product q_d·k_d is zero (a zero query or a
+	// zero key): any kernel scores the token exactly 0.
+	Zero bool
+}
+
+// NewOracle encodes the case's keys with the reference encoder and
+// ranks every request's tokens.
+func NewOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, opts Options) *Oracle {
+	rc := &Oracle{Layout: l, Region: r, Seed: seed, Case: c, Options: opts.withDefaults(l.HeadDim),
+		Exact: !Quantized(l), keys: make(map[int64]*readKey, len(c.Keys)), owner: map[int64]int{}}
+	ids := map[string]int{}
+	for _, k := range c.Keys {
+		recs := l.Encode(k.Data(l.HeadDim))
+		flat := string(slices.Concat(recs...))
+		if _, ok := ids[flat]; !ok {
+			ids[flat] = len(ids)
+		}
+		rc.keys[k.Slot] = &readKey{records: recs, value: DecodeKey(l, recs), id: ids[flat]}
+	}
+	for i, q := range c.Requests {
+		rc.queries = append(rc.queries, q.Query.Data(l.HeadDim))
+		rc.refs = append(rc.refs, rc.rank(rc.queries[i], q.Tokens))
+		for _, t := range q.Tokens {
+			if _, ok := rc.owner[t]; !ok {
+				rc.owner[t] = i
+			}
+		}
+	}
+	return rc
+}
+
+// rank scores a list against a query and sorts it in result order.
+func (rc *Oracle) rank(query []uint16, tokens []int64) []RefToken {
+	q := make([]float64, len(query))
+	for i, e := range query {
+		q[i] = float64(layout.BF16ToFloat32(e))
+	}
+	out := make([]RefToken, len(tokens))
+	for i, t := range tokens {
+		var dot, mag float64
+		for d, k := range rc.keys[t].value {
+			dot += q[d] * k
+			mag += math.Abs(q[d] * k)
+		}
+		out[i] = RefToken{Slot: t, Score: dot, Tol: rc.Options.ScoreTol*mag + rc.Options.ScoreAbsTol, Zero: mag == 0}
+	}
+	slices.SortFunc(out, func(a, b RefToken) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Slot, b.Slot)
+	})
+	return out
+}
+
+// Queries returns each request's query as bf16 bit patterns, for staging.
+func (rc *Oracle) Queries() [][]uint16 { return rc.queries }
+
+// Reference returns request r's tokens in reference result order.
+func (rc *Oracle) Reference(r int) []RefToken { return rc.refs[r] }
+
+// KeyWrite is a key the harness writes before the call: its slot's
+// footprint spans (from the pool base) and the record for each.
+type KeyWrite struct {
+	Slot    int64
+	Spans   []layout.Span
+	Records [][]byte
+}
+
+// Writes lists the harness's key writes, in the case's key order.
+func (rc *Oracle) Writes() []KeyWrite {
+	out := make([]KeyWrite, 0, len(rc.Case.Keys))
+	for _, k := range rc.Case.Keys {
+		out = append(out, KeyWrite{Slot: k.Slot, Spans: rc.Layout.Footprint(k.Slot), Records: rc.keys[k.Slot].records})
+	}
+	return out
+}

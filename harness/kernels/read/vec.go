@@ -1,0 +1,71 @@
+package read
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// VecKind picks how a read case's key or query vector is drawn.
+type VecKind uint8
+
+// Vector kinds. Keys take any kind; queries never take huge, so that no
+// dot product comes near float32's range (a huge key times the largest
+// query stays below 2^90).
+const (
+	VecZero    VecKind = iota // all zeros: every score 0, ties everywhere
+	VecNormal                 // N(0,1) times a random power of two, as RowNormal
+	VecTiny                   // |x| below 1e-4: the fp8 scale floor decides
+	VecOutlier                // small values and one large one
+	VecHuge                   // N(0,1) times 2^40..2^59
+	numVecKinds
+)
+
+var vecKindNames = []string{"zero", "normal", "tiny", "outlier", "huge"}
+
+func (k VecKind) String() string {
+	if k < numVecKinds {
+		return vecKindNames[k]
+	}
+	return fmt.Sprintf("veckind(%d)", k)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (k VecKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (k *VecKind) UnmarshalText(b []byte) error {
+	for i, n := range vecKindNames {
+		if string(b) == n {
+			*k = VecKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown vector kind %q", b)
+}
+
+// Vec is a key or query vector, as a recipe.
+type Vec struct {
+	Kind VecKind `json:"kind"`
+	Seed uint64  `json:"seed"`
+}
+
+// vecRowKinds maps the kinds a store row also has to its RowKind.
+var vecRowKinds = map[VecKind]workload.RowKind{VecZero: workload.RowZero, VecNormal: workload.RowNormal, VecTiny: workload.RowTiny, VecOutlier: workload.RowOutlier}
+
+// Data returns the vector's headDim bf16 elements. Kinds a store row also
+// has draw exactly what that row kind draws.
+func (v Vec) Data(headDim int) []uint16 {
+	if k, ok := vecRowKinds[v.Kind]; ok {
+		return workload.Row{Kind: k, Seed: v.Seed}.Data(headDim)
+	}
+	out := make([]uint16, headDim)
+	rng := rand.New(rand.NewPCG(v.Seed, uint64(v.Kind)))
+	for i := range out {
+		out[i] = layout.Float32ToBF16(float32(math.Ldexp(rng.NormFloat64(), 40+rng.IntN(20))))
+	}
+	return out
+}

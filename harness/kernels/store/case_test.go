@@ -1,0 +1,131 @@
+package store
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+func TestGeneratedCasesAreValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, p := range Paddings {
+		g := &Gen{Slots: 300, PageSize: 64, Padding: p, MaxCapacity: 512}
+		for range 500 {
+			c := g.Draw(rng)
+			if err := c.Validate(300); err != nil {
+				t.Fatalf("%s: %v: %v", p, c, err)
+			}
+		}
+	}
+}
+
+// TestGeneratorIsAdversarial checks that the places kernels get wrong are
+// actually drawn, not just possible.
+func TestGeneratorIsAdversarial(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	g := &Gen{Slots: 4096, PageSize: 64, Padding: PadCount, MaxCapacity: 64}
+	seen := map[string]bool{}
+	for range 300 {
+		c := g.Draw(rng)
+		valid := map[int64]bool{}
+		for i, s := range c.Loc {
+			if i < c.Valid {
+				valid[s] = true
+				seen["slot0"] = seen["slot0"] || s == 0
+				seen["last"] = seen["last"] || s == 4095
+				seen["edge"] = seen["edge"] || (s%64 == 0 || s%64 == 63) && s != 0 && s != 4095
+				seen["neighbour"] = seen["neighbour"] || valid[s-1] || valid[s+1]
+			} else {
+				seen["stale-live"] = seen["stale-live"] || valid[s]
+			}
+			seen["zero-row"] = seen["zero-row"] || c.Rows[i].Kind == workload.RowZero
+		}
+		seen["n=0"] = seen["n=0"] || c.Valid == 0
+		seen["n=C"] = seen["n=C"] || c.Valid == c.Capacity()
+	}
+	for _, k := range []string{"slot0", "last", "edge", "neighbour", "stale-live", "zero-row", "n=0", "n=C"} {
+		if !seen[k] {
+			t.Errorf("300 count cases never drew %s", k)
+		}
+	}
+}
+
+func TestShrinkKeepsValidityAndShrinks(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for _, p := range Paddings {
+		g := &Gen{Slots: 500, PageSize: 16, Padding: p, MaxCapacity: 40}
+		for range 50 {
+			c := g.Draw(rng)
+			for _, s := range Shrink(c) {
+				if err := s.Validate(500); err != nil {
+					t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
+				}
+				if s.Capacity() > c.Capacity() {
+					t.Fatalf("shrink grew %v to %v", c, s)
+				}
+			}
+		}
+	}
+	big := &Case{Padding: PadSink, Valid: 1, Loc: []int64{9, 0, 0}, Rows: make([]workload.Row, 3)}
+	var single bool
+	for _, s := range Shrink(big) {
+		single = single || (s.Capacity() == 1 && s.Valid == 0)
+	}
+	if !single {
+		t.Error("no one-row padded candidate among the shrinks of a padded case")
+	}
+}
+
+func TestDecodeAlwaysValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	for i := range 2000 {
+		data := make([]byte, rng.Intn(200))
+		rng.Read(data)
+		c := Decode(data, 100, 8, 64)
+		if err := c.Validate(100); err != nil {
+			t.Fatalf("input %d (%x): %v: %v", i, data, c, err)
+		}
+	}
+	if err := Decode(nil, 100, 8, 64).Validate(100); err != nil {
+		t.Fatalf("empty input: %v", err)
+	}
+}
+
+func TestEncodeInvertsDecode(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, p := range Paddings {
+		g := &Gen{Slots: 4096, PageSize: 64, Padding: p, MaxCapacity: 64}
+		for range 200 {
+			c := g.Draw(rng)
+			for i := range c.Rows {
+				c.Rows[i].Seed %= 256 // fuzz rows carry one seed byte
+			}
+			back := Decode(Encode(c, 64), 4096, 64, 64)
+			if diff := cmp.Diff(c, back); diff != "" {
+				t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
+			}
+		}
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Case
+	}{
+		{"duplicate valid slot", Case{Padding: PadCount, Valid: 2, Loc: []int64{3, 3}, Rows: make([]workload.Row, 2)}},
+		{"sink valid at 0", Case{Padding: PadSink, Valid: 1, Loc: []int64{0}, Rows: make([]workload.Row, 1)}},
+		{"minus1 wrong pad", Case{Padding: PadMinus1, Valid: 0, Loc: []int64{0}, Rows: make([]workload.Row, 1)}},
+		{"slot past end", Case{Padding: PadNone, Valid: 1, Loc: []int64{100}, Rows: make([]workload.Row, 1)}},
+		{"garbage valid row", Case{Padding: PadNone, Valid: 1, Loc: []int64{1}, Rows: []workload.Row{{Kind: workload.RowGarbage}}}},
+		{"none with padding", Case{Padding: PadNone, Valid: 0, Loc: []int64{1}, Rows: make([]workload.Row, 1)}},
+		{"empty", Case{Padding: PadNone}},
+		{"rows mismatch", Case{Padding: PadNone, Valid: 1, Loc: []int64{1}}},
+	} {
+		if err := tc.c.Validate(100); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"encoding/binary"
+
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Decode turns fuzz bytes into a valid store case for a pool of slots.
+// Reading past the end yields zeros, so every input, empty included,
+// decodes to a valid case. The format, byte by byte:
+//
+//	padding        1   convention, mod 4
+//	capacity       2   1 + value mod max capacity
+//	valid          2   value mod (capacity+1), capped by the usable slots
+//	per valid row: slot choice (see slot), row kind 1, row seed 1
+//	per padded row (count only: slot choice), row kind 1, row seed 1
+//
+// A slot choice is one byte selecting a rule — the lowest usable slot, the
+// last slot, a page edge (2 more bytes: page), a neighbour of the previous
+// valid slot, or a raw slot (4 more bytes) — so the mutator reaches the
+// places kernels get wrong with single-byte changes. Valid slots that
+// collide move to the next free slot, keeping them unique by construction.
+func Decode(data []byte, slots, pageSize, maxCapacity int) *Case {
+	s := workload.NewStream(data)
+	g := &Gen{Slots: slots, PageSize: pageSize, Padding: Paddings[int(s.Byte())%len(Paddings)]}
+	c := 1 + int(s.Uint(2))%maxCapacity
+	n := int(s.Uint(2)) % (c + 1)
+	if g.Padding == PadNone {
+		n = c
+	}
+	n = min(n, g.usable())
+	if g.Padding == PadNone {
+		c = n
+	}
+	out := &Case{Padding: g.Padding, Valid: n, Loc: make([]int64, c), Rows: make([]workload.Row, c)}
+	taken := make(map[int64]bool, n)
+	for i := range n {
+		out.Loc[i] = g.free(g.choose(s, out.Loc[:i]), taken)
+		taken[out.Loc[i]] = true
+		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % int(workload.RowGarbage)), Seed: uint64(s.Byte())}
+	}
+	for i := n; i < c; i++ {
+		out.Loc[i] = g.Padding.Canonical()
+		if g.Padding == PadCount {
+			out.Loc[i] = g.clamp(g.choose(s, out.Loc[:n]))
+		}
+		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % int(workload.RowGarbage+1)), Seed: uint64(s.Byte())}
+	}
+	return out
+}
+
+// choose applies one slot-choice rule; the result may be out of range or
+// taken, which the caller fixes.
+func (g *Gen) choose(s *workload.Stream, chosen []int64) int64 {
+	p := int64(max(g.PageSize, 1))
+	switch s.Byte() % workload.NumChoices {
+	case workload.ChoiceLowest:
+		return g.lowest()
+	case workload.ChoiceLast:
+		return int64(g.Slots - 1)
+	case workload.ChoiceEdge:
+		page := int64(s.Uint(2)) % (int64(g.Slots-1)/p + 1)
+		return page*p + []int64{0, p - 1}[page%2]
+	case workload.ChoiceNeighbour:
+		if len(chosen) == 0 {
+			return g.lowest()
+		}
+		return chosen[len(chosen)-1] + 1
+	default:
+		return int64(s.Uint(4))
+	}
+}
+
+func (g *Gen) clamp(slot int64) int64 {
+	if slot < 0 || slot >= int64(g.Slots) {
+		return slot % int64(g.Slots)
+	}
+	return slot
+}
+
+// free moves a slot into range and, if taken, to the next free one.
+func (g *Gen) free(slot int64, taken map[int64]bool) int64 {
+	u := int64(g.usable())
+	slot = g.lowest() + (slot-g.lowest()%u+u)%u
+	for taken[slot] {
+		slot = g.lowest() + (slot-g.lowest()+1)%u
+	}
+	return slot
+}
+
+// Encode is Decode's inverse for valid cases whose capacity fits the
+// decoder's maximum and whose row seeds fit a byte (fuzz rows carry one
+// seed byte): Decode(Encode(c)) equals c. Seed corpora are written with
+// it, so each seed reads as a case.
+func Encode(c *Case, maxCapacity int) []byte {
+	var out []byte
+	put := func(v uint64, n int) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v)
+		out = append(out, b[:n]...)
+	}
+	out = append(out, byte(c.Padding))
+	put(uint64((c.Capacity()-1)%maxCapacity), 2)
+	put(uint64(c.Valid), 2)
+	for i := range c.Capacity() {
+		if i < c.Valid || c.Padding == PadCount {
+			out = append(out, workload.ChoiceRaw)
+			put(uint64(c.Loc[i]), 4)
+		}
+		out = append(out, byte(c.Rows[i].Kind), byte(c.Rows[i].Seed))
+	}
+	return out
+}

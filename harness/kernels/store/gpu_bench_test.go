@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/layout"
+)
+
+// BenchmarkCheckedCasesCUDA is the GPU's checked-case rate on the issue's
+// shape: a 1 Mi-slot pool (three of them, one per run of a case) in device
+// memory, capacity ≤ 512, fusedstore's CUDA kernels, eager and replayed
+// from a CUDA graph; and on a 4096-slot pool, where scanning the pools
+// costs next to nothing, to show the fixed cost of a case. It also reports
+// the harness's trips to its device thread per case, the cost that
+// batching keeps down.
+func BenchmarkCheckedCasesCUDA(b *testing.B) {
+	dev := cudatest.Device(b)
+	for _, sh := range []struct {
+		layout string
+		slots  int
+		graph  bool
+	}{
+		{"bf16", 1 << 20, false}, {"bf16", 1 << 20, true},
+		{"fp8-paged", 1 << 20, false}, {"fp8-paged", 1 << 20, true},
+		{"bf16", 4096, false},
+	} {
+		mode := "eager"
+		if sh.graph {
+			mode = "graph"
+		}
+		b.Run(fmt.Sprintf("layout=%s/slots=%d/mode=%s", sh.layout, sh.slots, mode), func(b *testing.B) {
+			p, dir := plugintest.Start(b, "fusedstore")
+			lay, err := layout.Builtin(sh.layout, 128, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			phases := Phases{}
+			tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: sh.slots, MaxCapacity: 512,
+				Seed: 7, Graph: sh.graph, Backend: arena.CUDA{Dev: dev}, Phases: phases})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tg.Close(context.Background())
+			before := dev.Trips()
+			clear(phases)
+			checkCases(b, tg, 512)
+			b.ReportMetric(float64(dev.Trips()-before)/float64(b.N), "trips/case")
+			for stage, d := range phases {
+				b.ReportMetric(float64(d.Microseconds())/float64(b.N), stage+"-µs/case")
+			}
+		})
+	}
+}
+
+// BenchmarkStoreRPCCUDA isolates the store round trip of a checked case on
+// the GPU: StoreBatch with no calls (the transport and the plugin's wait),
+// one call, and a case's three, each reporting the plugin's own handler
+// time, so that the transport's share is the difference.
+func BenchmarkStoreRPCCUDA(b *testing.B) {
+	dev := cudatest.Device(b)
+	p, dir := plugintest.Start(b, "fusedstore")
+	lay, err := layout.Builtin("bf16", 128, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	tg, err := Open(ctx, p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512, Seed: 7, Backend: arena.CUDA{Dev: dev}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tg.Close(ctx)
+	c := (&Gen{Slots: tg.Slots, PageSize: 64, Padding: PadCount, MaxCapacity: 512}).Draw(rand.New(rand.NewSource(3)))
+	sc := NewOracle(tg.Layout, tg.Region(), uint64(tg.Seed), c, tg.Declared)
+	if err := tg.stage(c, sc.Rows()); err != nil {
+		b.Fatal(err)
+	}
+	reqs := tg.requests([]run{{poolCase, c}, {poolRepeat, c}, {poolUnpadded, c}})
+	for _, n := range []int{0, 1, 3} {
+		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			var handler time.Duration
+			for b.Loop() {
+				if err := tg.Plugin.StoreBatch(ctx, reqs[:n]); err != nil {
+					b.Fatal(err)
+				}
+				handler += tg.Plugin.HandlerTime()
+			}
+			b.ReportMetric(float64(handler.Microseconds())/float64(b.N), "handler-µs/op")
+		})
+	}
+}
+
+// BenchmarkCheckedCasesCUDAJobs checks cases on several targets at once,
+// each with its own plugin process and three 1 Mi-slot pools, as
+// `kvharness check --jobs N` runs its layout × padding combinations. A
+// case's time is mostly waiting (the RPC, the copies and scans on the
+// GPU), so the jobs overlap; cases/s is the total over all of them.
+func BenchmarkCheckedCasesCUDAJobs(b *testing.B) {
+	dev := cudatest.Device(b)
+	lay, err := layout.Builtin("bf16", 128, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, jobs := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("layout=bf16/slots=1048576/jobs=%d", jobs), func(b *testing.B) {
+			targets := make([]*Target, jobs)
+			for i := range targets {
+				p, dir := plugintest.Start(b, "fusedstore")
+				tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512,
+					Seed: 7, Backend: arena.CUDA{Dev: dev}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tg.Close(context.Background())
+				targets[i] = tg
+			}
+			cases := drawCases(targets[0], 512)
+			var next atomic.Int64
+			var failed atomic.Value
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, tg := range targets {
+				wg.Go(func() {
+					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+						c := cases[i%int64(len(cases))]
+						if res, err := tg.Check(context.Background(), c); err != nil || res.Failed() {
+							failed.Store(fmt.Sprintf("case %v: %v %v", c, err, res))
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if f := failed.Load(); f != nil {
+				b.Fatal(f)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+		})
+	}
+}

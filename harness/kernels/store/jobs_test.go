@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// spawner starts more processes of a bundled plugin, closed with the test.
+func spawner(t *testing.T, name string) func(context.Context) (*plugin.Plugin, error) {
+	return func(context.Context) (*plugin.Plugin, error) {
+		p, _ := plugintest.Start(t, name)
+		return p, nil
+	}
+}
+
+// summary is what a verdict says, without timings.
+type summary struct {
+	Layout, Label string
+	Seed          int64
+	Cases         int
+	Failed        bool
+	Property      string
+}
+
+func summarize(vs []property.Verdict[*Case, *Result]) []summary {
+	var out []summary
+	for _, v := range vs {
+		s := summary{Layout: v.Layout.Name, Label: v.Label, Seed: v.Seed, Cases: v.Outcome.Cases, Failed: v.Outcome.Failure != nil}
+		if f := v.Outcome.Failure; f != nil {
+			s.Property = string(f.Property)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestJobsMatchSerial: combinations run side by side on three plugin
+// processes give the verdicts of a serial run, in the same order, for a
+// correct plugin and for one that fails some combinations.
+func TestJobsMatchSerial(t *testing.T) {
+	for _, name := range []string{"fusedstore", "bf16scatter"} {
+		serial := suite(t, name, "", "bf16", "fp8-paged")
+		serial.Cases = 60
+		if name == "bf16scatter" {
+			serial.Layouts = serial.Layouts[:1]
+		}
+		want, err := serial.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := *serial
+		jobs.Jobs, jobs.session = 3, &kind.Session{Plugin: serial.session.Plugin, Dir: serial.session.Dir, Spawn: spawner(t, name)}
+		got, err := jobs.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(summarize(got), summarize(want)) {
+			t.Errorf("%s with 3 jobs:\n%+v\nserial:\n%+v", name, summarize(got), summarize(want))
+		}
+	}
+}
+
+// TestJobsStopAtFault: a fault in one job stops the run and is the error
+// returned; runs that only stopped for it are not reported as verdicts.
+func TestJobsStopAtFault(t *testing.T) {
+	s := suite(t, "faulty", "panic", "bf16", "fp8-paged")
+	s.Cases = 20
+	s.Jobs, s.session.Spawn = 4, spawner(t, "faulty")
+	vs, err := s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
+		t.Fatalf("err = %v; want the run stopped after 3 identical faults", err)
+	}
+	if len(vs) == 0 {
+		t.Fatal("no verdict for the combination that faulted")
+	}
+	for _, v := range vs {
+		if v.Outcome.Fault == nil || strings.Contains(v.Outcome.Fault.Error(), "context canceled") {
+			t.Errorf("%s/%s: fault %v; want only combinations that faulted themselves", v.Layout.Name, v.Label, v.Outcome.Fault)
+		}
+	}
+}
+
+// TestJobsStopLikeSerial: when a later combination stops the run (fp8store
+// has no bf16 kernel), the earlier ones still finish, as they would in a
+// serial run, and the error is the same; the plugins a job spawned are
+// closed with it.
+func TestJobsStopLikeSerial(t *testing.T) {
+	serial := suite(t, "fp8store", "", "fp8-paged", "bf16")
+	serial.Cases = 40
+	want, werr := serial.Run(context.Background())
+	if werr == nil || len(want) != 4 {
+		t.Fatalf("serial run: %d verdicts, err %v; want the 4 fp8-paged ones and bf16's error", len(want), werr)
+	}
+	jobs := *serial
+	var spawned []*plugin.Plugin
+	jobs.Jobs = 5
+	jobs.session = &kind.Session{Plugin: serial.session.Plugin, Dir: serial.session.Dir}
+	jobs.session.Spawn = func(ctx context.Context) (*plugin.Plugin, error) {
+		p, err := spawner(t, "fp8store")(ctx)
+		spawned = append(spawned, p)
+		return p, err
+	}
+	got, gerr := jobs.Run(context.Background())
+	if gerr == nil || gerr.Error() != werr.Error() {
+		t.Errorf("5 jobs: err %v; want the serial run's %v", gerr, werr)
+	}
+	if !reflect.DeepEqual(summarize(got), summarize(want)) {
+		t.Errorf("5 jobs:\n%+v\nserial:\n%+v", summarize(got), summarize(want))
+	}
+	for _, v := range got {
+		if v.Outcome.Fault != nil {
+			t.Errorf("%s/%s: fault %v; a stop elsewhere must not show as a fault here", v.Layout.Name, v.Label, v.Outcome.Fault)
+		}
+	}
+	for _, p := range spawned {
+		if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err == nil {
+			t.Errorf("a spawned plugin still answers after the run")
+		}
+	}
+}

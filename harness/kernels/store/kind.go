@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Kind is the store kernel kind: a batch of rows written into a pool's
+// slots, padded as a CUDA-graph replay pads it.
+var Kind = kind.Kind{
+	Name:    protocol.Store,
+	Layouts: true,
+	Graphs:  true,
+	Check:   check,
+	Replay:  replay,
+	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
+		return kind.DecodeCase(protocol.Store, data, slots, &Case{})
+	},
+	Fuzz:        "FuzzStore",
+	FuzzPackage: "./harness/kernels/store",
+}
+
+// Suite is the store properties over layouts × paddings: one target per
+// layout, shared by its paddings' rows.
+func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
+	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
+		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+	for _, l := range p.Layouts {
+		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
+			Backend: p.Backend, Graph: p.Graph}
+		for _, pad := range paddings {
+			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
+				Open:   func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
+				System: func(t *Target) property.System[*Case, *Result] { return NewSystem(t, pad, p.MaxCapacity) }})
+		}
+	}
+	return suite
+}
+
+func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	paddings := Paddings
+	if p.Padding != "" && p.Padding != "all" {
+		pad, err := ParsePadding(p.Padding)
+		if err != nil {
+			return nil, err
+		}
+		paddings = []Padding{pad}
+	}
+	vs, runErr := Suite(s, p, paddings).Run(ctx)
+	h := p.Header(s)
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	return report.Build(Schema, h, vs, runErr)
+}
+
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+	c := r.Case.(*Case)
+	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(), Seed: r.BackgroundSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close(ctx)
+	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+		Slots: r.Slots, Seed: r.BackgroundSeed}
+	return kind.Replay(ctx, &System{Target: t}, Schema, h, r, l, c, c.Padding.String())
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/oracle"
+)
+
+// Result is the verdict on one store case.
+type Result struct {
+	Violations []oracle.Violation
+}
+
+// Kinds are the store's violation kinds in report order: where a wrong
+// byte landed (a padded row's target, a guard, a stride's misplacement,
+// someone else's slot) before what is wrong inside a row's footprint, and
+// the properties that compare runs last.
+var Kinds = []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Missing,
+	oracle.Geometry, oracle.Determinism, oracle.Differential}
+
+// Failed reports whether any invariant was violated.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Has reports whether a violation of kind k was found.
+func (r *Result) Has(k oracle.Kind) bool { return oracle.HasKind(r.Violations, k) }
+
+// Primary is the kind a report leads with: the first in Kinds order.
+func (r *Result) Primary() oracle.Kind { return oracle.First(Kinds, r.Has) }
+
+// NumViolations counts the violations.
+func (r *Result) NumViolations() int { return len(r.Violations) }
+
+// Check runs c as given, again on a copy of the pool, and with its valid
+// rows alone on another copy, in one round trip, and classifies what it
+// finds.
+func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
+	start := time.Now()
+	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	t.clock("prepare", start)
+	batch := []run{{poolCase, c}, {poolRepeat, c}}
+	padded := c.Valid > 0 && c.Valid < c.Capacity()
+	if padded {
+		batch = append(batch, run{poolUnpadded, c.Unpadded()})
+	}
+	deltas, err := t.runs(ctx, sc.Rows(), batch...)
+	if err != nil {
+		return nil, err
+	}
+	first, again := deltas[0], deltas[1]
+	unpadded := first // without padded rows a case is its own unpadded twin
+	switch {
+	case padded:
+		unpadded = deltas[2]
+	case c.Valid == 0:
+		unpadded = oracle.Delta{} // storing no rows changes nothing
+	}
+	defer t.clock("classify", time.Now())
+	res := &Result{}
+	if t.GeometryViolation != nil {
+		res.Violations = append(res.Violations, *t.GeometryViolation)
+	}
+	res.Violations = append(res.Violations, sc.Check(first)...)
+	if !first.Equal(again) {
+		res.Violations = append(res.Violations, oracle.Compare(oracle.Determinism, first, again,
+			"running the same case twice left different bytes"))
+	}
+	if !first.Equal(unpadded) {
+		res.Violations = append(res.Violations, oracle.Compare(oracle.Differential, unpadded, first,
+			fmt.Sprintf("the padded run (C=%d) differs from a run of its %d valid rows alone", c.Capacity(), c.Valid)))
+	}
+	return res, nil
+}

@@ -1,0 +1,268 @@
+package transfer
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTransferGeneratedCasesAreValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, pages := range []int{2, 3, 40} {
+		g := DefaultTransferGeometry(2, pages)
+		for _, p := range TransferProfiles {
+			gen := &TransferGen{Geometry: g, Profile: p, MaxRooms: 5}
+			for range 300 {
+				c := gen.Draw(rng)
+				if err := c.Validate(pages * g.PageSize); err != nil {
+					t.Fatalf("%s pages=%d: %v: %v", p, pages, c, err)
+				}
+			}
+		}
+	}
+}
+
+// TestTransferGeneratorIsAdversarial checks that the shapes transfer bugs
+// need are drawn, not merely possible.
+func TestTransferGeneratorIsAdversarial(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	g := DefaultTransferGeometry(1, 40)
+	wrap := (&TransferGen{Geometry: g}).wrapEdge()
+	seen := map[string]bool{}
+	for _, p := range TransferProfiles {
+		gen := &TransferGen{Geometry: g, Profile: p}
+		for range 200 {
+			c := gen.Draw(rng)
+			seen["rooms>1"] = seen["rooms>1"] || len(c.Rooms) > 1
+			for _, r := range c.Rooms {
+				noteRoom(seen, r, int64(g.Pages), wrap)
+			}
+		}
+	}
+	for _, k := range []string{"rooms>1", "page0", "last", "single", "run>=8", "wrap-run", "src-run-dst-broken", "gap-of-one"} {
+		if !seen[k] {
+			t.Errorf("never drew %s", k)
+		}
+	}
+}
+
+func noteRoom(seen map[string]bool, r Room, pages, wrap int64) {
+	seen["single"] = seen["single"] || len(r.Src) == 1
+	for j := range r.Src {
+		seen["page0"] = seen["page0"] || r.Src[j] == 0 || r.Dst[j] == 0
+		seen["last"] = seen["last"] || r.Src[j] == pages-1 || r.Dst[j] == pages-1
+		if j == 0 {
+			continue
+		}
+		srcRun, dstRun := r.Src[j] == r.Src[j-1]+1, r.Dst[j] == r.Dst[j-1]+1
+		seen["wrap-run"] = seen["wrap-run"] || (srcRun && r.Src[j] == wrap)
+		seen["src-run-dst-broken"] = seen["src-run-dst-broken"] || (srcRun && !dstRun)
+		seen["gap-of-one"] = seen["gap-of-one"] || r.Src[j] == r.Src[j-1]+2
+		if j >= 7 && r.Src[j] == r.Src[j-7]+7 {
+			seen["run>=8"] = true
+		}
+	}
+}
+
+func TestShrinkTransferKeepsValidityAndShrinks(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	g := DefaultTransferGeometry(2, 30)
+	for _, p := range TransferProfiles {
+		gen := &TransferGen{Geometry: g, Profile: p}
+		for range 40 {
+			c := gen.Draw(rng)
+			for _, s := range ShrinkTransfer(c) {
+				if err := s.Validate(0); err != nil {
+					t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
+				}
+				if !smaller(s, c) {
+					t.Fatalf("shrink of %v is not smaller: %v", c, s)
+				}
+			}
+		}
+	}
+}
+
+// smaller is the order ShrinkTransfer descends: rooms, buffers, pairs, the
+// sum of page numbers, pool pages, then room ids in order.
+func smaller(a, b *Transfer) bool {
+	ka, kb := shrinkKey(a), shrinkKey(b)
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return ka[i] < kb[i]
+		}
+	}
+	return false
+}
+
+func shrinkKey(c *Transfer) []int64 {
+	var sum, disorder int64
+	for i, r := range c.Rooms {
+		for j := range r.Src {
+			sum += r.Src[j] + r.Dst[j]
+		}
+		if r.ID != uint64(i) {
+			disorder = 1
+		}
+	}
+	return []int64{int64(len(c.Rooms)), int64(len(c.Geometry.Buffers)), int64(c.PageCount()), sum, int64(c.Geometry.Pages), disorder}
+}
+
+// TestShrinkTransferReachesOnePage: repeatedly taking the first candidate
+// that keeps a buffer named L0.indexk with a shifted page table ends at one
+// room of one page over the smallest pool.
+func TestShrinkTransferReachesOnePage(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	c := (&TransferGen{Geometry: DefaultTransferGeometry(2, 40), Profile: ProfileRuns}).Draw(rng)
+	keeps := func(x *Transfer) bool {
+		for _, b := range x.Geometry.Buffers {
+			if b.Name == "L0.indexk" && b.Shift != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for steps := 0; ; steps++ {
+		next := firstWhere(ShrinkTransfer(c), keeps)
+		if next == nil {
+			break
+		}
+		c = next
+		if steps > 10000 {
+			t.Fatal("shrinking does not end")
+		}
+	}
+	if len(c.Rooms) != 1 || c.PageCount() != 1 || len(c.Geometry.Buffers) != 1 || c.Geometry.Pages != 2 || c.Rooms[0].Src[0] != 0 {
+		t.Errorf("shrunk to %v over %v", c, c.Geometry)
+	}
+}
+
+func firstWhere(cs []*Transfer, ok func(*Transfer) bool) *Transfer {
+	for _, c := range cs {
+		if ok(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestDecodeTransferAlwaysValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	base := DefaultTransferGeometry(2, 12)
+	for i := range 3000 {
+		data := make([]byte, rng.Intn(120))
+		rng.Read(data)
+		c := DecodeTransfer(data, base, 4, 8)
+		if err := c.Validate(0); err != nil {
+			t.Fatalf("input %d (%x): %v: %v", i, data, c, err)
+		}
+	}
+	if err := DecodeTransfer(nil, base, 4, 8).Validate(0); err != nil {
+		t.Fatalf("empty input: %v", err)
+	}
+}
+
+func TestEncodeTransferInvertsDecode(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	base := DefaultTransferGeometry(2, 40)
+	for _, p := range TransferProfiles {
+		gen := &TransferGen{Geometry: base, Profile: p, MaxRooms: 4}
+		for range 200 {
+			c := gen.Draw(rng)
+			for i := range c.Rooms {
+				c.Rooms[i].ID = uint64(i)
+				c.Rooms[i].Src, c.Rooms[i].Dst = c.Rooms[i].Src[:min(len(c.Rooms[i].Src), 16)], c.Rooms[i].Dst[:min(len(c.Rooms[i].Dst), 16)]
+			}
+			if rng.Intn(2) == 0 {
+				c.Geometry = withBuffers(c, func(b TransferBuffer) bool { return b.Layer == 1 || b.Layout == "bf16" }).Geometry
+			}
+			data, err := EncodeTransfer(c, base, 4, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c, DecodeTransfer(data, base, 4, 16)); diff != "" {
+				t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
+			}
+		}
+	}
+}
+
+func TestTransferJSONRoundTrip(t *testing.T) {
+	c := (&TransferGen{Geometry: DefaultTransferGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeCase("transfer", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Case(c), back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := DecodeCase("transfer", []byte(`{"geometry": {}, "rooms": [], "extra": 1}`)); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+}
+
+func TestTransferValidateRejects(t *testing.T) {
+	g := DefaultTransferGeometry(1, 8)
+	room := func(src, dst []int64) Room { return Room{Src: src, Dst: dst} }
+	bad := func(f func(*Transfer)) *Transfer {
+		c := &Transfer{Geometry: g.Clone(), Rooms: []Room{room([]int64{1, 2}, []int64{3, 4})}}
+		f(c)
+		return c
+	}
+	for name, c := range map[string]*Transfer{
+		"no rooms":         bad(func(c *Transfer) { c.Rooms = nil }),
+		"length mismatch":  bad(func(c *Transfer) { c.Rooms[0].Dst = []int64{3} }),
+		"page past end":    bad(func(c *Transfer) { c.Rooms[0].Src[1] = 8 }),
+		"negative page":    bad(func(c *Transfer) { c.Rooms[0].Dst[0] = -1 }),
+		"shared src page":  bad(func(c *Transfer) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{2}, Dst: []int64{5}}) }),
+		"shared dst page":  bad(func(c *Transfer) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{5}, Dst: []int64{4}}) }),
+		"page twice":       bad(func(c *Transfer) { c.Rooms[0].Src[1] = 1 }),
+		"duplicate id":     bad(func(c *Transfer) { c.Rooms = append(c.Rooms, room([]int64{5}, []int64{5})) }),
+		"shift past pages": bad(func(c *Transfer) { c.Geometry.Buffers[2].Shift = 8 }),
+		"bad name":         bad(func(c *Transfer) { c.Geometry.Buffers[0].Name = "a;b" }),
+		"same name":        bad(func(c *Transfer) { c.Geometry.Buffers[1].Name = c.Geometry.Buffers[0].Name }),
+		"unknown layout":   bad(func(c *Transfer) { c.Geometry.Buffers[0].Layout = "fp4" }),
+		"no buffers":       bad(func(c *Transfer) { c.Geometry.Buffers = nil }),
+		"pool too big":     bad(func(c *Transfer) { c.Geometry.Pages = MaxTransferPages + 1 }),
+	} {
+		if err := c.Validate(0); err == nil {
+			t.Errorf("%s: accepted %v", name, c)
+		}
+	}
+	if err := bad(func(*Transfer) {}).Validate(8 * 64); err != nil {
+		t.Errorf("a good case was refused: %v", err)
+	}
+	if err := bad(func(*Transfer) {}).Validate(7 * 64); err == nil {
+		t.Error("a case over more slots than the pool has was accepted")
+	}
+}
+
+func TestPoolNamesAndDescribe(t *testing.T) {
+	g := DefaultTransferGeometry(1, 40)
+	var names []string
+	for _, b := range g.Buffers {
+		names = append(names, b.PoolName(SideDst))
+	}
+	if want := "dst/L0.kv dst/L0.state;alloc=L0.kv dst/L0.indexk;shift=11"; strings.Join(names, " ") != want {
+		t.Errorf("pool names %q, want %q", names, want)
+	}
+	c := &Transfer{Geometry: g, Rooms: []Room{{ID: 9, Src: []int64{3, 4, 5, 9}, Dst: []int64{0, 1, 7, 8}}}}
+	var b bytes.Buffer
+	c.Describe(&b, "")
+	for _, want := range []string{"src [3..5 9] → dst [0..1 7..8]", "carved from allocation L0.kv", "page table: +11", "room 0 (id 9)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Describe does not say %q:\n%s", want, b.String())
+		}
+	}
+	if got := c.String(); got != "1 rooms, 4 pages, 3 buffers: [3..5 9]→[0..1 7..8]" {
+		t.Errorf("String = %q", got)
+	}
+}

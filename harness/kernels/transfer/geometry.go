@@ -1,0 +1,186 @@
+package transfer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
+)
+
+// The two sides of a transfer: the prefill server's pools, which are read,
+// and the decode server's, which are written.
+const (
+	SideSrc = "src"
+	SideDst = "dst"
+)
+
+// Bounds that keep a hand-edited or hostile transfer case from asking for
+// an absurd arena or an oracle run that never ends.
+const (
+	MaxTransferBuffers = 64
+	MaxTransferPages   = 1 << 16
+	MaxTransferRooms   = 4096
+)
+
+// TransferBuffer is one buffer of a multi-buffer KV cache (a layer's KV, its
+// index-K, a compressor state), present on both sides with the same
+// geometry.
+//
+// Alloc and Shift model the two facts real transfer bugs got wrong:
+//
+//   - Alloc names the allocation the buffer is carved from. Buffers with the
+//     same allocation key share one registered base address, as a tensor
+//     shared by two layer groups does in vLLM (#57661): an engine that
+//     deduplicates memory regions by base address collapses them. A buffer
+//     with an empty Alloc owns the allocation keyed by its own name.
+//   - Shift is the buffer's page table: a room's page p lives in physical
+//     page (p + Shift) mod Pages of this buffer. Buffers with different
+//     shifts have different page tables, as DeepSeek-V4's state and indexer
+//     buffers do (tokenspeed #660 applied one buffer's pages to all).
+type TransferBuffer struct {
+	Name    string `json:"name"`
+	Layer   int    `json:"layer"`
+	Layout  string `json:"layout"`
+	HeadDim int    `json:"head_dim"`
+	Alloc   string `json:"alloc,omitempty"`
+	Shift   int    `json:"shift,omitempty"`
+}
+
+// AllocKey is the allocation the buffer belongs to.
+func (b TransferBuffer) AllocKey() string {
+	if b.Alloc != "" {
+		return b.Alloc
+	}
+	return b.Name
+}
+
+// Phys maps a room's (logical) page to this buffer's physical page in a
+// pool of pages pages.
+func (b TransferBuffer) Phys(page int64, pages int) int64 {
+	return (page + int64(b.Shift)) % int64(pages)
+}
+
+// PoolName is the name of the buffer's pool on a side, as the harness
+// sends it to plugins in PoolDesc.name:
+//
+//	side/name[;alloc=A][;shift=N]
+//
+// e.g. "src/L0.kv", "dst/L0.state;alloc=L0.kv", "src/L0.indexk;shift=11".
+// The protocol has no other field for the allocation and the page table, so
+// the name carries them; sdk.ParsePoolName reads it back.
+func (b TransferBuffer) PoolName(side string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s/%s", side, b.Name)
+	if b.Alloc != "" {
+		fmt.Fprintf(&s, ";alloc=%s", b.Alloc)
+	}
+	if b.Shift != 0 {
+		fmt.Fprintf(&s, ";shift=%d", b.Shift)
+	}
+	return s.String()
+}
+
+// TransferGeometry is the memory a transfer runs on: every buffer has
+// Pages pages of PageSize tokens on each side.
+type TransferGeometry struct {
+	PageSize int              `json:"page_size"`
+	Pages    int              `json:"pages"`
+	Buffers  []TransferBuffer `json:"buffers"`
+}
+
+// DefaultTransferGeometry is a DeepSeek-V4-like cache with layers layers of
+// three buffers each: the layer's KV (bf16, 256 B/token), a compressor
+// state carved from the KV's allocation (fp8 rows, 132 B/token), and the
+// index-K cache (fp8-paged, 132 B/token) on its own page table.
+func DefaultTransferGeometry(layers, pages int) TransferGeometry {
+	g := TransferGeometry{PageSize: layout.DefaultPageSize, Pages: pages}
+	d := layout.DefaultHeadDim
+	for l := range layers {
+		kv := fmt.Sprintf("L%d.kv", l)
+		g.Buffers = append(g.Buffers,
+			TransferBuffer{Name: kv, Layer: l, Layout: "bf16", HeadDim: d},
+			TransferBuffer{Name: fmt.Sprintf("L%d.state", l), Layer: l, Layout: "fp8-rows", HeadDim: d, Alloc: kv},
+			TransferBuffer{Name: fmt.Sprintf("L%d.indexk", l), Layer: l, Layout: "fp8-paged", HeadDim: d, Shift: pages/4 + 1})
+	}
+	return g
+}
+
+// Layout builds buffer i's layout.
+func (g TransferGeometry) Layout(i int) (*layout.Layout, error) {
+	b := g.Buffers[i]
+	l, err := layout.Builtin(b.Layout, b.HeadDim, g.PageSize)
+	if err != nil {
+		return nil, fmt.Errorf("buffer %s: %w", b.Name, err)
+	}
+	return l, nil
+}
+
+// Layers lists the distinct layers of the buffers, in order of appearance.
+func (g TransferGeometry) Layers() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, b := range g.Buffers {
+		if !seen[b.Layer] {
+			seen[b.Layer] = true
+			out = append(out, b.Layer)
+		}
+	}
+	return out
+}
+
+// Key identifies a geometry: two geometries with the same key plan the
+// same arena.
+func (g TransferGeometry) Key() string {
+	b, _ := json.Marshal(g)
+	return string(b)
+}
+
+// Clone returns a deep copy.
+func (g TransferGeometry) Clone() TransferGeometry {
+	g.Buffers = append([]TransferBuffer(nil), g.Buffers...)
+	return g
+}
+
+// Validate checks the geometry: sizes in range, buffer names unique and
+// free of the characters the pool-name grammar uses, layouts that build,
+// shifts that are page numbers.
+func (g TransferGeometry) Validate() error {
+	switch {
+	case g.PageSize < 1 || g.PageSize > 4096:
+		return fmt.Errorf("page size %d: want 1..4096", g.PageSize)
+	case g.Pages < 1 || g.Pages > MaxTransferPages:
+		return fmt.Errorf("%d pages: want 1..%d", g.Pages, MaxTransferPages)
+	case len(g.Buffers) < 1 || len(g.Buffers) > MaxTransferBuffers:
+		return fmt.Errorf("%d buffers: want 1..%d", len(g.Buffers), MaxTransferBuffers)
+	}
+	names := map[string]bool{}
+	for i, b := range g.Buffers {
+		if err := g.validBuffer(i, names); err != nil {
+			return err
+		}
+		names[b.Name] = true
+	}
+	return nil
+}
+
+func (g TransferGeometry) validBuffer(i int, names map[string]bool) error {
+	b := g.Buffers[i]
+	switch {
+	case b.Name == "" || strings.ContainsAny(b.Name, "/;= \t\n"):
+		return fmt.Errorf("buffer %d: name %q must be non-empty without '/', ';', '=' or spaces", i, b.Name)
+	case names[b.Name]:
+		return fmt.Errorf("buffer %d: name %q used twice", i, b.Name)
+	case strings.ContainsAny(b.Alloc, "/;= \t\n"):
+		return fmt.Errorf("buffer %s: alloc %q must not contain '/', ';', '=' or spaces", b.Name, b.Alloc)
+	case b.Shift < 0 || b.Shift >= g.Pages:
+		return fmt.Errorf("buffer %s: shift %d outside 0..%d", b.Name, b.Shift, g.Pages-1)
+	}
+	_, err := g.Layout(i)
+	return err
+}
+
+// String is a one-line summary, e.g. "40×64-token pages, 6 buffers in 2 layers".
+func (g TransferGeometry) String() string {
+	return fmt.Sprintf("%d×%d-token pages, %d buffers in %d layers", g.Pages, g.PageSize, len(g.Buffers), len(g.Layers()))
+}

@@ -1,0 +1,189 @@
+package transfer
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// TransferBuffer is what the oracle knows about one buffer of a transfer:
+// its real page size (the item_len every descriptor of it must carry), its
+// page table, and where its prefill and decode pools live in the arena,
+// with the seed each was filled with. The two sides get different seeds,
+// so a page copied to the right page number of the wrong side, or never
+// copied, can never look right by accident.
+type TransferBuffer struct {
+	Name      string
+	Layout    string
+	Alloc     string // allocation key (workload.TransferBuffer.AllocKey)
+	PageBytes int
+	Pages     int
+	Shift     int
+	Src, Dst  pool.Region
+	SrcSeed   uint64
+	DstSeed   uint64
+}
+
+// Phys maps a room's page to this buffer's physical page.
+func (b TransferBuffer) Phys(p int64) int64 { return (p + int64(b.Shift)) % int64(b.Pages) }
+
+// pagesLen is the bytes of the pool that hold pages; the aligned window may
+// have a tail past them.
+func (b TransferBuffer) pagesLen() int { return b.Pages * b.PageBytes }
+
+// TransferCheck is everything the oracle knows about one transfer case.
+// Build it once per case; Check it after every run.
+type TransferCheck struct {
+	Buffers []TransferBuffer // in request order
+	Case    *workload.Transfer
+
+	rooms map[uint64]int // room id → index
+	dsts  []map[int64]pageRef
+}
+
+// pageRef is one page pair of a room, in physical pages of one buffer.
+type pageRef struct {
+	room, index int
+	src, dst    int64
+}
+
+// NewTransferCheck indexes a case's page pairs per buffer.
+func NewTransferCheck(bufs []TransferBuffer, c *workload.Transfer) *TransferCheck {
+	tc := &TransferCheck{Buffers: bufs, Case: c, rooms: map[uint64]int{}, dsts: make([]map[int64]pageRef, len(bufs))}
+	for i, r := range c.Rooms {
+		tc.rooms[r.ID] = i
+	}
+	for b := range bufs {
+		tc.dsts[b] = map[int64]pageRef{}
+		for _, ref := range tc.refs(b) {
+			tc.dsts[b][ref.dst] = ref
+		}
+	}
+	return tc
+}
+
+// refs lists buffer b's page pairs, room by room, in list order.
+func (tc *TransferCheck) refs(b int) []pageRef {
+	buf := tc.Buffers[b]
+	var out []pageRef
+	for ri, r := range tc.Case.Rooms {
+		for i := range r.Src {
+			out = append(out, pageRef{ri, i, buf.Phys(r.Src[i]), buf.Phys(r.Dst[i])})
+		}
+	}
+	return out
+}
+
+// TransferOutcome is the verdict on one run.
+type TransferOutcome struct {
+	Violations []TransferViolation
+	Digests    []RoomDigest
+}
+
+// Check judges one run: the descriptors the plugin answered, and what the
+// run changed in each buffer's source and destination region (src[b] and
+// dst[b], relative to the pool base, as Capture returns them).
+func (tc *TransferCheck) Check(ds []Descriptor, src, dst []Delta) *TransferOutcome {
+	j := &judge{tc: tc, ds: ds, covered: map[coverKey][]int{}, missing: missingRun{at: -1}}
+	j.indexWrites()
+	j.checkDescriptors()
+	j.checkOverlap()
+	j.checkCoverage()
+	j.checkBytes(src, dst)
+	return &TransferOutcome{Violations: finish(j.out), Digests: j.digests}
+}
+
+// judge is the state of one Check.
+type judge struct {
+	tc      *TransferCheck
+	ds      []Descriptor
+	covered map[coverKey][]int // page pairs of well-formed descriptors
+	writes  []int              // descriptor indices by destination offset
+	out     []TransferViolation
+	digests []RoomDigest
+	missing missingRun // see extendMissing
+}
+
+// coverKey is one page pair a descriptor sends.
+type coverKey struct {
+	room, buffer int
+	src, dst     int64
+}
+
+func (j *judge) add(v TransferViolation) { j.out = append(j.out, v) }
+
+// indexWrites sorts the descriptors by destination, to find who wrote a
+// byte.
+func (j *judge) indexWrites() {
+	for k, d := range j.ds {
+		if d.Length > 0 {
+			j.writes = append(j.writes, k)
+		}
+	}
+	sort.SliceStable(j.writes, func(a, b int) bool { return j.ds[j.writes[a]].Dst < j.ds[j.writes[b]].Dst })
+}
+
+// writer returns a descriptor whose destination range holds arena offset
+// off, or -1.
+func (j *judge) writer(off int) int {
+	for _, k := range j.writes {
+		d := j.ds[k]
+		if d.Dst > off {
+			break
+		}
+		if off < d.Dst+d.Length {
+			return k
+		}
+	}
+	return -1
+}
+
+// maxPerKind bounds the violations kept of one kind: a buffer never sent
+// makes one per page, and the first ones say it all.
+const maxPerKind = 64
+
+// finish orders violations by kind (TransferKinds order), room, buffer and
+// page, and keeps the first maxPerKind of each kind.
+func finish(vs []TransferViolation) []TransferViolation {
+	rank := func(k Kind) int { return slices.Index(TransferKinds, k) }
+	sort.SliceStable(vs, func(a, b int) bool { return rank(vs[a].Kind) < rank(vs[b].Kind) })
+	var out []TransferViolation
+	for i := 0; i < len(vs); {
+		n := i
+		for n < len(vs) && vs[n].Kind == vs[i].Kind {
+			n++
+		}
+		keep := vs[i:min(n, i+maxPerKind)]
+		if n-i > maxPerKind {
+			keep[len(keep)-1].Detail += fmt.Sprintf(" (and %d more %s violations)", n-i-maxPerKind, vs[i].Kind)
+		}
+		out = append(out, keep...)
+		i = n
+	}
+	return out
+}
+
+// roomViolation starts a violation about room ri's page i in buffer b.
+func (j *judge) roomViolation(k Kind, ri, b, i int) TransferViolation {
+	v := NewTransferViolation(k)
+	v.Room, v.RoomID = ri, j.tc.Case.Rooms[ri].ID
+	v.Buffer = j.tc.Buffers[b].Name
+	if i >= 0 {
+		r := j.tc.Case.Rooms[ri]
+		buf := j.tc.Buffers[b]
+		v.Page, v.SrcPage, v.DstPage = i, buf.Phys(r.Src[i]), buf.Phys(r.Dst[i])
+	}
+	return v
+}
+
+// withDescriptor names descriptor k as the one at fault.
+func (j *judge) withDescriptor(v TransferViolation, k int) TransferViolation {
+	if k >= 0 {
+		d := j.ds[k]
+		v.Descriptor, v.Desc = k, &d
+	}
+	return v
+}

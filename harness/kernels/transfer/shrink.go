@@ -1,0 +1,184 @@
+package transfer
+
+import "slices"
+
+// ShrinkTransfer returns smaller variants of a failing transfer case, most
+// aggressive first: fewer rooms, fewer layers and buffers, fewer and
+// shorter page lists, smaller page numbers, a smaller pool, simpler room
+// ids. Every variant is valid when c is, and each is strictly smaller in
+// one of those measures, so repeated shrinking ends. The property runner
+// keeps the first variant that still fails the same property.
+func ShrinkTransfer(c *Transfer) []*Transfer {
+	var out []*Transfer
+	out = append(out, shrinkRooms(c)...)
+	out = append(out, shrinkBuffers(c)...)
+	out = append(out, shrinkPageLists(c)...)
+	out = append(out, shrinkPageNumbers(c)...)
+	out = append(out, shrinkPool(c)...)
+	out = append(out, shrinkIDs(c)...)
+	return out
+}
+
+func shrinkRooms(c *Transfer) []*Transfer {
+	var out []*Transfer
+	if len(c.Rooms) < 2 {
+		return nil
+	}
+	for i := range c.Rooms {
+		out = append(out, withRooms(c, []int{i}))
+	}
+	if len(c.Rooms) > 2 {
+		for i := range c.Rooms {
+			out = append(out, withRooms(c, without(indices(len(c.Rooms)), i)))
+		}
+	}
+	return out
+}
+
+func indices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func withRooms(c *Transfer, keep []int) *Transfer {
+	x := c.Clone()
+	rooms := x.Rooms
+	x.Rooms = nil
+	for _, i := range keep {
+		x.Rooms = append(x.Rooms, rooms[i])
+	}
+	return x
+}
+
+// shrinkBuffers drops layers, then single buffers: a bug that needs two
+// buffers (a shared allocation, two page tables) keeps both.
+func shrinkBuffers(c *Transfer) []*Transfer {
+	var out []*Transfer
+	if layers := c.Geometry.Layers(); len(layers) > 1 {
+		for _, l := range layers {
+			out = append(out, withBuffers(c, func(b TransferBuffer) bool { return b.Layer == l }))
+			out = append(out, withBuffers(c, func(b TransferBuffer) bool { return b.Layer != l }))
+		}
+	}
+	if len(c.Geometry.Buffers) > 1 {
+		for _, b := range c.Geometry.Buffers {
+			name := b.Name
+			out = append(out, withBuffers(c, func(x TransferBuffer) bool { return x.Name == name }))
+			out = append(out, withBuffers(c, func(x TransferBuffer) bool { return x.Name != name }))
+		}
+	}
+	return out
+}
+
+func withBuffers(c *Transfer, keep func(TransferBuffer) bool) *Transfer {
+	x := c.Clone()
+	x.Geometry.Buffers = slices.DeleteFunc(x.Geometry.Buffers, func(b TransferBuffer) bool { return !keep(b) })
+	return x
+}
+
+// shrinkPageLists keeps one page pair, half the pairs, or all but one, of
+// one room at a time.
+func shrinkPageLists(c *Transfer) []*Transfer {
+	var out []*Transfer
+	for i, r := range c.Rooms {
+		m := len(r.Src)
+		if m < 2 {
+			continue
+		}
+		keeps := [][]int{{0}, {m - 1}, indices(m)[:m/2], indices(m)[m/2:], indices(m)[:m-1]}
+		if m <= 16 {
+			for j := 1; j < m-1; j++ {
+				keeps = append(keeps, without(indices(m), j))
+			}
+		}
+		for _, k := range keeps {
+			out = append(out, withPairs(c, i, k))
+		}
+	}
+	return out
+}
+
+func withPairs(c *Transfer, room int, keep []int) *Transfer {
+	x := c.Clone()
+	r := &x.Rooms[room]
+	src, dst := r.Src, r.Dst
+	r.Src, r.Dst = nil, nil
+	for _, j := range keep {
+		r.Src, r.Dst = append(r.Src, src[j]), append(r.Dst, dst[j])
+	}
+	return x
+}
+
+// shrinkPageNumbers moves single pages toward 0 on either side, to a page
+// no room of that side owns.
+func shrinkPageNumbers(c *Transfer) []*Transfer {
+	var out []*Transfer
+	taken := [2]map[int64]bool{{}, {}}
+	for _, r := range c.Rooms {
+		for j := range r.Src {
+			taken[0][r.Src[j]], taken[1][r.Dst[j]] = true, true
+		}
+	}
+	for i, r := range c.Rooms {
+		for side, pages := range [2][]int64{r.Src, r.Dst} {
+			for j, p := range pages {
+				for _, to := range []int64{0, p / 2, p - 1} {
+					if to >= 0 && to < p && !taken[side][to] {
+						out = append(out, withPage(c, i, side, j, to))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func withPage(c *Transfer, room, side, j int, to int64) *Transfer {
+	x := c.Clone()
+	if side == 0 {
+		x.Rooms[room].Src[j] = to
+	} else {
+		x.Rooms[room].Dst[j] = to
+	}
+	return x
+}
+
+// shrinkPool cuts the pools to the pages in use (at least two), folding
+// each page table's shift into the smaller pool.
+func shrinkPool(c *Transfer) []*Transfer {
+	used := int64(1)
+	for _, r := range c.Rooms {
+		for j := range r.Src {
+			used = max(used, r.Src[j]+1, r.Dst[j]+1)
+		}
+	}
+	pages := max(int(used), 2)
+	if pages >= c.Geometry.Pages {
+		return nil
+	}
+	x := c.Clone()
+	x.Geometry.Pages = pages
+	for i := range x.Geometry.Buffers {
+		x.Geometry.Buffers[i].Shift %= pages
+	}
+	return []*Transfer{x}
+}
+
+// shrinkIDs renumbers rooms 0, 1, 2…
+func shrinkIDs(c *Transfer) []*Transfer {
+	same := true
+	for i, r := range c.Rooms {
+		same = same && r.ID == uint64(i)
+	}
+	if same {
+		return nil
+	}
+	x := c.Clone()
+	for i := range x.Rooms {
+		x.Rooms[i].ID = uint64(i)
+	}
+	return []*Transfer{x}
+}

@@ -1,0 +1,92 @@
+// Package kind is the shape every kernel kind has, as the commands drive
+// it: a Kind value names the kind and says how to check it, replay a saved
+// case of it, decode its repro cases and fuzz it. Each kind package
+// (harness/kernels/store, read, transfer) exports one; package kernels
+// lists them in one table.
+//
+// A kind builds its check on the shared kit: a target (package target) on
+// an arena (package arena), a property system run by package property, a
+// report schema (package report). The helpers here are the steps every
+// kind's Check and Replay take the same way.
+package kind
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Kind is one kernel kind.
+type Kind struct {
+	Name protocol.Kernel
+	// Layouts says whether the kind's suites run per layout (stores,
+	// reads); a kind without (transfers) brings its own geometry.
+	Layouts bool
+	// Graphs says whether the kind replays captured CUDA graphs (--graph).
+	Graphs bool
+	// Check runs the kind's properties against the session's plugin.
+	Check func(ctx context.Context, s *Session, p Params) (*report.Run, error)
+	// Replay checks a repro file's case again; nil when it passes.
+	Replay func(ctx context.Context, s *Session, r *report.Repro, l *layout.Layout) (*report.Failure, error)
+	// Decode reads a repro file's case, strictly, and validates it
+	// against a pool of slots.
+	Decode func(data json.RawMessage, slots int) (workload.Case, error)
+	// Fuzz is the kind's go test fuzz target and the package that holds it.
+	Fuzz, FuzzPackage string
+}
+
+// Session is a running plugin and its run directory: what a kind's check
+// and replay run on.
+type Session struct {
+	Plugin *plugin.Plugin
+	Dir    *rundir.Dir
+	// Desc is the plugin's Describe for the run's variant, head dimension
+	// and page size.
+	Desc *kvpb.DescribeResponse
+	// PluginArg is how the user named the plugin: what a repro file of
+	// this run starts again.
+	PluginArg string
+	// Spawn starts another process of the same plugin, with the same
+	// trust; the caller closes it.
+	Spawn func(context.Context) (*plugin.Plugin, error)
+}
+
+// Params are a check run's settings.
+type Params struct {
+	Variant     string
+	Layouts     []*layout.Layout // for kinds with Layouts
+	Padding     string           // stores: a convention name, or "all"
+	Cases       int              // passing cases wanted per row
+	Seed        int64
+	Slots       int
+	MaxCapacity int
+	HeadDim     int
+	PageSize    int
+	Backend     arena.Backend // nil: host shared memory
+	Graph       bool
+	Jobs        int // rows checked at once; 0 or 1: one after another
+	MaxFaults   int
+	StopAtFirst bool // end at the first failing row (mutant hunts)
+}
+
+// Place is where the run's arenas live.
+func (p Params) Place() arena.Place {
+	if p.Backend == nil {
+		return arena.SHM{}.Place()
+	}
+	return p.Backend.Place()
+}
+
+// Header is the report header of a check run with these settings.
+func (p Params) Header(s *Session) report.Header {
+	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
+		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph}
+}

@@ -1,0 +1,46 @@
+package kind
+
+import (
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// Layouts picks the layouts a run checks: a layout file, one name, or
+// every built-in layout the plugin declares ("all").
+func Layouts(d *kvpb.DescribeResponse, name, file string, headDim, pageSize int) ([]*layout.Layout, error) {
+	if file != "" {
+		l, err := layout.Load(file, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		return []*layout.Layout{l}, nil
+	}
+	var names []string
+	if name == "all" {
+		for _, g := range d.Layouts {
+			if layout.Describe(g.Layout) != "" {
+				names = append(names, g.Layout)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("plugin %s declares no built-in layout; give --layout-file", d.Name)
+		}
+	} else {
+		names = []string{name}
+	}
+	var out []*layout.Layout
+	for _, n := range names {
+		dim := headDim
+		if fixed := layout.FixedHeadDim(n); fixed != 0 && dim == layout.DefaultHeadDim {
+			dim = fixed
+		}
+		l, err := layout.Builtin(n, dim, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

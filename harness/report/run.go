@@ -1,0 +1,249 @@
+package report
+
+import (
+	"io"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Cell statuses of a verdict table.
+const (
+	OK    = "ok"
+	Fail  = "FAIL"
+	Flaky = "FLAKY"
+	Fault = "FAULT" // the plugin broke: the row's properties are unjudged
+)
+
+// Result is a checked case as reports read it.
+type Result interface {
+	property.Result
+	// NumViolations counts the case's violations.
+	NumViolations() int
+}
+
+// Key is a column that names a row.
+type Key int
+
+// The key columns.
+const (
+	LayoutKey Key = iota // the row's layout
+	LabelKey             // the row's label: a padding convention, a profile
+)
+
+// Schema is how one kernel kind's check runs read: its table, its failure
+// headline, its checked cases in text and in JSON, and the repro files its
+// failures save. C and R are the kind's case and result types.
+type Schema[C workload.Case, R Result] struct {
+	Kernel protocol.Kernel
+	// Keys are the table's columns before "cases".
+	Keys []Key
+	// Columns are the property columns, in order.
+	Columns []oracle.Kind
+	// Counts lets violation kinds count against another column (missing
+	// against value).
+	Counts map[oracle.Kind]oracle.Kind
+	// LabelJSON is a JSON verdict's key for the label; JSONLayout says
+	// whether a JSON verdict names its layout.
+	LabelJSON  string
+	JSONLayout bool
+	// Title is the line above the table.
+	Title func(h Header) string
+	// Headline names a failing row between the plugin and its property:
+	// for a store, its layout and "padding count".
+	Headline func(layout *layout.Layout, label string) []string
+	// WriteCase prints a checked case: the case, its violations and what
+	// else the kind shows (a page map, descriptors).
+	WriteCase func(w io.Writer, l *layout.Layout, c C, r R)
+	// FailureJSON is what a JSON failure carries between shrinks and repro:
+	// the case and its violations, and the kind's extras.
+	FailureJSON func(c C, r R) Object
+	// Repro is the repro file of a failing row.
+	Repro func(h Header, v property.Verdict[C, R]) (*Repro, error)
+}
+
+// Header describes a check run above its table and in its JSON.
+type Header struct {
+	Plugin, Version, Variant  string
+	PluginArg                 string // how --plugin named it: what a repro file runs again
+	Cases, Slots, MaxCapacity int
+	Seed                      int64
+	Backend                   string // "cpu" or "cuda:<device>"
+	Graph                     bool
+	// JSON is the kind's top-level JSON after the seed: slots for stores
+	// and reads, the geometry for transfers.
+	JSON Object
+}
+
+// Run is a check run of one kind, ready for every writer.
+type Run struct {
+	Kernel protocol.Kernel
+	Header Header
+	Title  string
+	keys   []Key
+	cols   []oracle.Kind
+	label  string
+	layout bool
+	Rows   []Row
+	Err    error // the fault or error that stopped the run
+}
+
+// Row is one verdict.
+type Row struct {
+	Layout    *layout.Layout
+	Label     string
+	Seed      int64
+	Cases     int
+	Cells     []string // one per column
+	Passed    bool
+	Faults    []FaultNote // survived plugin faults
+	FaultCase workload.Case
+	ToFailure time.Duration
+	Elapsed   time.Duration
+	Failure   *Failure
+}
+
+// FaultNote is a plugin fault the run survived, and its case.
+type FaultNote struct {
+	Err  error
+	Case workload.Case
+}
+
+// Failure is a failing row's counterexample, ready to print and save.
+type Failure struct {
+	Plugin, Variant string
+	Headline        []string
+	Property        oracle.Kind
+	Flaky           bool
+	Replayed        bool // the case came from a repro file, not a search
+	CaseIndex       int
+	Seed            int64
+	Shrinks         int
+	Case            workload.Case
+	// Rerun is the confirming run's violation count, -1 when it faulted.
+	Rerun     int
+	write     func(w io.Writer)
+	json      Object
+	Repro     *Repro
+	ReproPath string // set once the repro file is saved
+	Test      string // go test -run line, when a test found it
+}
+
+// Build makes the report of a suite's verdicts through the kind's schema.
+func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
+	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: s.Columns,
+		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
+	for _, v := range vs {
+		row, err := buildRow(s, h, v)
+		if err != nil {
+			return nil, err
+		}
+		run.Rows = append(run.Rows, row)
+	}
+	return run, nil
+}
+
+func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.Verdict[C, R]) (Row, error) {
+	o := v.Outcome
+	row := Row{Layout: v.Layout, Label: v.Label, Seed: v.Seed, Cases: o.Cases, Passed: o.Passed(),
+		ToFailure: o.ToFailure, Elapsed: o.Elapsed}
+	for _, p := range s.Columns {
+		row.Cells = append(row.Cells, cell(s, o, p))
+	}
+	for _, f := range o.Faults {
+		row.Faults = append(row.Faults, FaultNote{Err: f.Fault, Case: f.Case})
+	}
+	if o.FaultCase != nil {
+		row.FaultCase = *o.FaultCase
+	}
+	fl := o.Failure
+	if fl == nil {
+		return row, nil
+	}
+	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
+		Flaky: fl.Flaky, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Case: fl.Case, Rerun: -1,
+		json: s.FailureJSON(fl.Case, fl.Minimal)}
+	if fl.Reran {
+		f.Rerun = fl.Rerun.NumViolations()
+	}
+	l, c, m := v.Layout, fl.Case, fl.Minimal
+	f.write = func(w io.Writer) { s.WriteCase(w, l, c, m) }
+	r, err := s.Repro(h, v)
+	if err != nil {
+		return row, err
+	}
+	f.Repro = r
+	row.Failure = f
+	return row, nil
+}
+
+// cell is a property's status in a row: FAULT when the plugin broke, FAIL
+// (FLAKY when unconfirmed) when the first failure violated it, ok else.
+func cell[C workload.Case, R Result](s *Schema[C, R], o *property.Outcome[C, R], p oracle.Kind) string {
+	if o.Fault != nil {
+		return Fault
+	}
+	if o.Failure == nil || !counts(s, o.Failure.Original, p) {
+		return OK
+	}
+	if o.Failure.Flaky {
+		return Flaky
+	}
+	return Fail
+}
+
+func counts[C workload.Case, R Result](s *Schema[C, R], r R, p oracle.Kind) bool {
+	if r.Has(p) {
+		return true
+	}
+	for k, col := range s.Counts {
+		if col == p && r.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Failures lists the failing rows' failures, in row order.
+func (r *Run) Failures() []*Failure {
+	var out []*Failure
+	for _, row := range r.Rows {
+		if row.Failure != nil {
+			out = append(out, row.Failure)
+		}
+	}
+	return out
+}
+
+// Failed reports whether any row failed.
+func (r *Run) Failed() bool { return len(r.Failures()) > 0 }
+
+// Passed reports a clean run: no failure, no fault, survived or not.
+func (r *Run) Passed() bool {
+	if r.Err != nil {
+		return false
+	}
+	for _, row := range r.Rows {
+		if !row.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// Faulted reports whether the plugin faulted anywhere, survived or not.
+func (r *Run) Faulted() bool {
+	if r.Err != nil {
+		return true
+	}
+	for _, row := range r.Rows {
+		if len(row.Faults) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints a run as people read it: the table, the first failure
+// in full, and a replay line for each other failure.
+func WriteText(w io.Writer, r *Run) {
+	WriteTable(w, r)
+	for i, f := range r.Failures() {
+		if i == 0 {
+			fmt.Fprintln(w)
+			WriteFailure(w, f)
+			continue
+		}
+		if i == 1 {
+			fmt.Fprintln(w, "\nother failures:")
+		}
+		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
+	}
+}
+
+// rowName names the row a failure came from by its key columns.
+func (r *Run) rowName(f *Failure) string {
+	for _, row := range r.Rows {
+		if row.Failure == f {
+			return strings.Join(r.keyValues(row), "/")
+		}
+	}
+	return ""
+}
+
+func (r *Run) keyValues(row Row) []string {
+	var out []string
+	for _, k := range r.keys {
+		if k == LayoutKey {
+			out = append(out, row.Layout.Name)
+		} else {
+			out = append(out, row.Label)
+		}
+	}
+	return out
+}
+
+func (r *Run) keyHeads() []string {
+	var out []string
+	for _, k := range r.keys {
+		if k == LayoutKey {
+			out = append(out, "layout")
+		} else {
+			out = append(out, r.label)
+		}
+	}
+	return out
+}
+
+// WriteTable prints the title, then a row per verdict and a column per
+// property: ok, FAIL, FLAKY, or FAULT when the plugin broke.
+func WriteTable(w io.Writer, r *Run) {
+	fmt.Fprintf(w, "%s\n\n", r.Title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tcases", strings.Join(r.keyHeads(), "\t"))
+	for _, p := range r.cols {
+		fmt.Fprintf(tw, "\t%s", p)
+	}
+	fmt.Fprintln(tw, "\tfaults")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%d", strings.Join(r.keyValues(row), "\t"), row.Cases)
+		for _, c := range row.Cells {
+			fmt.Fprintf(tw, "\t%s", c)
+		}
+		fmt.Fprintf(tw, "\t%d\n", len(row.Faults))
+	}
+	tw.Flush()
+}
+
+// WriteFailure prints a failure: its headline, how it was found, the
+// minimal case as the kind prints it, and how to replay it.
+func WriteFailure(w io.Writer, f *Failure) {
+	status := Fail
+	if f.Flaky {
+		status = Flaky
+	}
+	fmt.Fprintf(w, "%s %s%s · %s · property %s\n", status, f.Plugin, variantSuffix(f.Variant), strings.Join(f.Headline, " · "), f.Property)
+	switch {
+	case f.Flaky && f.Replayed:
+		fmt.Fprintf(w, "  replayed case failed once, then passed when re-run:\n")
+	case f.Flaky:
+		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed when re-run; not shrunk\n", f.CaseIndex, f.Seed)
+	case f.Replayed:
+		fmt.Fprintf(w, "  replayed case, confirmed by a re-run:\n")
+	default:
+		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
+	}
+	f.write(w)
+	if f.Flaky {
+		if f.Rerun >= 0 {
+			fmt.Fprintf(w, "  re-run: %d violations\n", f.Rerun)
+		} else {
+			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
+		}
+	}
+	if f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	}
+	if f.Test != "" {
+		fmt.Fprintf(w, "  test:   %s\n", f.Test)
+	}
+}
+
+func variantSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " --variant " + v
+}

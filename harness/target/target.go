@@ -1,0 +1,183 @@
+// Package target is what every kernel kind's target shares: a plugin
+// attached to an arena, the geometry the plugin declares for a layout, and
+// the attach request that describes the arena's pools.
+//
+// A plugin holds one attachment at a time. Several targets may share one
+// plugin (a suite opens one per layout, a transfer run one per geometry),
+// so a target attaches again before a call when another attached since.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// ErrUnsupported is returned when a plugin lacks the layout or kernel asked for.
+var ErrUnsupported = errors.New("unsupported by plugin")
+
+// Base is a plugin attached to an arena planned as Geometry.
+type Base struct {
+	Plugin   *plugin.Plugin
+	Arena    *arena.Arena
+	Geometry pool.Geometry
+	Variant  string
+}
+
+// Mem is the memory of the arena's first region, where every pool of
+// today's kinds lives.
+func (b *Base) Mem() arena.Memory { return b.Arena.Mem() }
+
+// Plan allocates the arena for g on backend, mapped as the plugin's last
+// Describe said it maps arenas (every target describes the plugin first),
+// and fills it: fill is called with the memory before anything is
+// attached.
+func (b *Base) Plan(dir *rundir.Dir, backend arena.Backend, g pool.Geometry, fill func(arena.Memory) error) error {
+	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas()})
+	if err != nil {
+		return err
+	}
+	if err := fill(mem); err != nil {
+		mem.Close()
+		return err
+	}
+	b.Geometry, b.Arena = g, arena.One(backend.Place().Space, mem)
+	return nil
+}
+
+// FillRegions fills every pool of g, guards included, with the background
+// of seed: the usual fill.
+func FillRegions(g pool.Geometry, seed int64) func(arena.Memory) error {
+	return func(mem arena.Memory) error {
+		for _, r := range g.Regions {
+			if err := mem.Fill(r.Span(), uint64(seed)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// Attach gives the plugin the arena.
+func (b *Base) Attach(ctx context.Context) error {
+	_, err := b.Plugin.Attach(ctx, b, Request(b.Arena, b.Geometry, b.Variant))
+	return err
+}
+
+// Ensure attaches again when another target of the same plugin attached
+// since this one did.
+func (b *Base) Ensure(ctx context.Context) error {
+	if b.Plugin.AttachedTo(b) {
+		return nil
+	}
+	return b.Attach(ctx)
+}
+
+// Close detaches the plugin if the arena is still its attachment, and
+// frees the arena; the plugin keeps running. Detaching first matters on
+// the GPU: a device allocation may be freed only once its importer has
+// closed its mapping.
+func (b *Base) Close(ctx context.Context) {
+	if b.Plugin.AttachedTo(b) {
+		b.Plugin.Detach(ctx)
+	}
+	if b.Arena != nil {
+		b.Arena.Close()
+	}
+}
+
+// Request describes an arena and its pools to a plugin: every region, and
+// each window in the region its pool lives in.
+func Request(a *arena.Arena, g pool.Geometry, variant string) *kvpb.AttachRequest {
+	descs := a.Descs()
+	req := &kvpb.AttachRequest{Arena: descs[0], Variant: variant, Staging: window(g.Staging, 0)}
+	if len(descs) > 1 {
+		req.Regions = descs
+	}
+	for _, r := range g.Regions {
+		l := r.Layout
+		req.Pools = append(req.Pools, &kvpb.PoolDesc{
+			Name:   r.Name,
+			Layout: &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)},
+			Slots:  uint64(r.Slots), Pool: window(r.Pool, r.Mem),
+			GuardBefore: window(r.GuardBefore, r.Mem), GuardAfter: window(r.GuardAfter, r.Mem),
+		})
+	}
+	return req
+}
+
+func window(w pool.Window, region int) *kvpb.Window {
+	return &kvpb.Window{Offset: uint64(w.Off), Size: uint64(w.Len), Region: uint32(region)}
+}
+
+// Declared asks the plugin what its code believes about layout l for a
+// kernel and variant, and compares that with the layout: a mismatch is a
+// geometry violation every case carries; a missing kernel or layout is an
+// ErrUnsupported error.
+func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, variant string, l *layout.Layout) (oracle.Declared, *oracle.Violation, error) {
+	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	if err != nil {
+		return oracle.Declared{}, nil, err
+	}
+	if err := Serves(p.Name, d, kernel); err != nil {
+		return oracle.Declared{}, nil, err
+	}
+	g, err := Geometry(p.Name, d, kernel, l)
+	if err != nil {
+		return oracle.Declared{}, nil, err
+	}
+	dec := oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}
+	return dec, GeometryViolation(l, dec), nil
+}
+
+// Serves returns ErrUnsupported unless d lists the kernel.
+func Serves(name string, d *kvpb.DescribeResponse, kernel protocol.Kernel) error {
+	if !slices.Contains(d.Kernels, string(kernel)) {
+		return fmt.Errorf("%w: %s has no %s kernel (it serves %v)", ErrUnsupported, name, kernel, d.Kernels)
+	}
+	return nil
+}
+
+// Geometry is d's declaration for layout l, or ErrUnsupported.
+func Geometry(name string, d *kvpb.DescribeResponse, kernel protocol.Kernel, l *layout.Layout) (*kvpb.Geometry, error) {
+	for _, g := range d.Layouts {
+		if g.Layout == l.Name {
+			return g, nil
+		}
+	}
+	var names []string
+	for _, g := range d.Layouts {
+		names = append(names, g.Layout)
+	}
+	return nil, fmt.Errorf("%w: %s has no layout %s for its %s kernel (it lists %v)", ErrUnsupported, name, l.Name, kernel, names)
+}
+
+// GeometryViolation is the violation every case carries when the plugin
+// declares other bytes per token or page than layout l has; nil when they
+// agree.
+func GeometryViolation(l *layout.Layout, d oracle.Declared) *oracle.Violation {
+	if d.BytesPerToken == l.BytesPerToken() && d.PageBytes == l.PageBytes() {
+		return nil
+	}
+	return &oracle.Violation{Kind: oracle.Geometry, Row: oracle.NoRow,
+		Detail: fmt.Sprintf("plugin declares %d B/token and %d B/page; layout %s (D=%d, P=%d) has %d B/token and %d B/page",
+			d.BytesPerToken, d.PageBytes, l.Name, l.HeadDim, l.PageSize, l.BytesPerToken(), l.PageBytes())}
+}
+
+// Segment is a piece of staged input or output: its name, for messages,
+// its arena offset and its bytes.
+type Segment struct {
+	Name string
+	Off  int
+	Data []byte
+}

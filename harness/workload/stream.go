@@ -1,0 +1,48 @@
+package workload
+
+import "encoding/binary"
+
+// Stream reads fuzz bytes as a stream of choices. Reading past the end
+// yields zeros, so every input, empty included, decodes to a valid case:
+// each kind's decoder documents its format.
+type Stream struct {
+	data []byte
+	pos  int
+}
+
+// NewStream reads data.
+func NewStream(data []byte) *Stream { return &Stream{data: data} }
+
+// Byte is the next byte, 0 past the end.
+func (s *Stream) Byte() byte {
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	s.pos++
+	return s.data[s.pos-1]
+}
+
+// Uint is the next n bytes (at most 8) as a little-endian number.
+func (s *Stream) Uint(n int) uint64 {
+	var b [8]byte
+	for i := range n {
+		b[i] = s.Byte()
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// Without is xs without its element j: a shrinker's step.
+func Without(xs []int, j int) []int {
+	return append(append([]int(nil), xs[:j]...), xs[j+1:]...)
+}
+
+// Slot-choice rules: the first byte of a slot choice picks one, so a fuzz
+// mutator reaches the places kernels get wrong with single-byte changes.
+const (
+	ChoiceLowest    = iota // the lowest usable slot
+	ChoiceLast             // the last slot
+	ChoiceEdge             // a page edge
+	ChoiceNeighbour        // a neighbour of the previous slot
+	ChoiceRaw              // a raw slot
+	NumChoices
+)
