@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // The cells go test -bench measures: a subset of the nightly matrix that
@@ -87,7 +87,7 @@ func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Iden
 func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.Plugin) {
 	b.Helper()
 	ctx := context.Background()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	backend, _, release, err := check.ChooseBackend(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := arena.Choose(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		b.Fatal(err)
 	}

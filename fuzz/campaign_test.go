@@ -13,10 +13,14 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
-// These tests run go test -fuzz in a child go command, the way CI's fuzz
-// step does. They take about two minutes; -short skips them.
+// These tests run go test -fuzz on the store kind's FuzzStore in a child go
+// command, the way CI's fuzz step does. They take about two minutes; -short
+// skips them.
 
-func fuzzCmd(t *testing.T, dir, pluginName string, fuzztime time.Duration) (string, error) {
+// storePackage is where FuzzStore and its corpus live, from the root.
+var storePackage = filepath.Join("harness", "kernels", "store")
+
+func fuzzCmd(t *testing.T, root, pluginName string, fuzztime time.Duration) (string, error) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("fuzz campaigns take minutes; run without -short")
@@ -28,7 +32,7 @@ func fuzzCmd(t *testing.T, dir, pluginName string, fuzztime time.Duration) (stri
 	// campaigns, the copy included, share one instrumented build.
 	cmd := exec.Command("go", "test", "-trimpath", "-run=^$", "-fuzz=^FuzzStore$", "-fuzztime="+fuzztime.String(),
 		"-fuzzminimizetime=5s", ".")
-	cmd.Dir = dir
+	cmd.Dir = filepath.Join(root, storePackage)
 	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s fuzz output (last lines):\n%s", pluginName, lastLines(string(out), 8))
@@ -43,9 +47,13 @@ func lastLines(s string, n int) string {
 // TestFuzzCorrectPlugins is CI's bounded fuzz step: 30 s against each
 // correct store plugin must find nothing.
 func TestFuzzCorrectPlugins(t *testing.T) {
+	root, ok := plugin.SourceRoot()
+	if !ok {
+		t.Skip("not inside the kvharness source tree")
+	}
 	for _, name := range []string{"fusedstore", "fp8store"} {
-		if out, err := fuzzCmd(t, ".", name, 30*time.Second); err != nil {
-			t.Errorf("fuzzing %s failed (%v); a crasher, if any, is in testdata/fuzz/FuzzStore:\n%s", name, err, lastLines(out, 40))
+		if out, err := fuzzCmd(t, root, name, 30*time.Second); err != nil {
+			t.Errorf("fuzzing %s failed (%v); a crasher, if any, is in %s/testdata/fuzz/FuzzStore:\n%s", name, err, storePackage, lastLines(out, 40))
 		}
 	}
 }
@@ -67,18 +75,18 @@ func TestFuzzFindsIncident(t *testing.T) {
 	if err := copyTree(root, tmp); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fuzzCmd(t, filepath.Join(tmp, "fuzz"), "bf16scatter", 60*time.Second)
+	out, err := fuzzCmd(t, tmp, "bf16scatter", 60*time.Second)
 	if err == nil {
 		t.Fatalf("fuzzing bf16scatter found nothing:\n%s", lastLines(out, 20))
 	}
 	if !strings.Contains(out, "property padding violated") && !strings.Contains(out, "property guard violated") {
 		t.Errorf("the failure is not a padding or guard violation:\n%s", lastLines(out, 40))
 	}
-	crashers, _ := os.ReadDir(filepath.Join(tmp, "fuzz", "testdata", "fuzz", "FuzzStore"))
+	crashers, _ := os.ReadDir(filepath.Join(tmp, storePackage, "testdata", "fuzz", "FuzzStore"))
 	if len(crashers) == 0 || !strings.Contains(out, "Failing input written to testdata/fuzz/FuzzStore/") {
 		t.Fatalf("no crasher written:\n%s", lastLines(out, 20))
 	}
-	data, _ := os.ReadFile(filepath.Join(tmp, "fuzz", "testdata", "fuzz", "FuzzStore", crashers[0].Name()))
+	data, _ := os.ReadFile(filepath.Join(tmp, storePackage, "testdata", "fuzz", "FuzzStore", crashers[0].Name()))
 	if !bytes.HasPrefix(data, []byte("go test fuzz v1\n")) {
 		t.Errorf("crasher %s is not a corpus file: %q", crashers[0].Name(), data)
 	}
@@ -93,7 +101,7 @@ func copyTree(src, dst string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(src, path)
-		if skip[d.Name()] || rel == filepath.Join("fuzz", "testdata", "fuzz") {
+		if skip[d.Name()] || rel == filepath.Join(storePackage, "testdata", "fuzz") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() {

@@ -1,21 +1,15 @@
-// Package fuzz holds kvharness's go test -fuzz targets.
+// Package fuzz holds kvharness's fuzz campaigns and the fuzz targets of the
+// files it reads.
 //
-// FuzzStore decodes the fuzz input into a store case (workload.Decode: every
-// input is a valid case, none is skipped) and checks it against a plugin
-// with the same machinery as kvharness check: every byte of three pools and
-// their guards is compared with the reference. A violation or a plugin
-// fault fails the input, and go test records it as a crasher.
+// Each kernel kind's own fuzz target lives in its package, with its seed
+// corpus (FuzzStore in harness/kernels/store, FuzzRead in
+// harness/kernels/read, FuzzTransfer in harness/kernels/transfer; see
+// package fuzzing for the environment they read). The campaigns here run
+// go test -fuzz on FuzzStore as CI's fuzz step does: bounded runs against
+// the correct plugins must find nothing, and a run against the incident's
+// scatter must write a crasher.
 //
-// The plugin under test comes from the environment:
-//
-//	KVHARNESS_PLUGIN     bundled name or path (default fusedstore)
-//	KVHARNESS_VARIANT    variant (default none)
-//	KVHARNESS_FUZZ_MODE  out-of-process (default) or in-process
-//
-// Out of process, each fuzz worker starts the real plugin binary once and
-// talks to it over gRPC, restarting it after a fault: exactly what a user's
-// plugin sees, but the coverage guidance sees only the harness's code. In
-// process (bundled Go plugins only), the kernel is linked into the test
-// binary and called without gRPC: the fuzzer's coverage then includes the
-// kernel's own branches, and it runs several times faster.
+// The file parsers' targets (repro files, layout files, bench matrices,
+// results logs, bench files) check that any input becomes a value or an
+// error: never a panic, never a value that fails its own validation.
 package fuzz

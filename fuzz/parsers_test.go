@@ -8,7 +8,10 @@ import (
 
 	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/compare"
+	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -22,19 +25,19 @@ import (
 
 func FuzzReproFile(f *testing.F) {
 	l, _ := layout.Builtin("bf16", 16, 4)
-	good := &report.Repro{Version: 1, Kernel: "store", Plugin: "fusedstore", Layout: l.JSON(), Slots: 8,
-		Case: &workload.Store{Padding: workload.PadSink, Valid: 1, Loc: []int64{3, 0},
+	good := &report.Repro{Version: 1, Kernel: protocol.Store, Plugin: "fusedstore", Layout: l.JSON(), Slots: 8,
+		Case: &store.Case{Padding: store.PadSink, Valid: 1, Loc: []int64{3, 0},
 			Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}, {Kind: workload.RowGarbage}}}}
 	data, _ := jsonOf(good)
 	f.Add(data)
 	f.Add(data[:len(data)/2])
 	f.Add([]byte(`{"version": 2}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, l, err := report.ParseRepro(data)
+		r, l, err := report.ParseRepro(data, kernels.Decode)
 		if err != nil {
 			return
 		}
-		if err := r.Case.Validate(r.Slots); err != nil || l == nil {
+		if _, err := kernels.Decode(r.Kernel, mustJSON(t, r.Case), r.Slots); err != nil || l == nil {
 			t.Fatalf("accepted an invalid repro: %v", err)
 		}
 	})
@@ -91,6 +94,15 @@ func FuzzBenchFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		compare.Compare("base", strings.NewReader(base), "new", bytes.NewReader(data), compare.Options{})
 	})
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // jsonOf encodes v as indented JSON, as the harness writes its files.

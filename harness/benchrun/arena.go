@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -36,13 +36,14 @@ type staged struct{ pool, rowsOff, locOff int }
 // slots are distinct and drawn at random from the whole pool, as a serving
 // engine's free list hands them out after a while, or in whole pages
 // (Matrix.SlotRun).
-func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b check.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
-	a, err := stageArena(func(size int) (arena.Memory, error) { return b.NewMemory(dir, size, p) }, l, m)
+func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
+	opts := arena.Options{FDArenas: p.MapsFDArenas()}
+	a, err := stageArena(func(size int) (arena.Memory, error) { return b.New(dir, size, opts) }, l, m)
 	if err != nil {
 		return nil, err
 	}
 	a.p = p
-	if _, err := p.Attach(ctx, a, check.AttachRequest(a.mem, a.geo, m.Variant)); err != nil {
+	if _, err := p.Attach(ctx, a, target.Request(arena.One(b.Place().Space, a.mem), a.geo, m.Variant)); err != nil {
 		a.mem.Close()
 		return nil, err
 	}
@@ -137,7 +138,12 @@ func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 }
 
 // Close detaches the plugin and frees the arena.
-func (a *Arena) Close(ctx context.Context) { check.Release(ctx, a.p, a, a.mem) }
+func (a *Arena) Close(ctx context.Context) {
+	if a.p.AttachedTo(a) {
+		a.p.Detach(ctx)
+	}
+	a.mem.Close()
+}
 
 // Request is the Bench request that measures a cell on this arena: the
 // store of the first data set, with the others as its rotation.

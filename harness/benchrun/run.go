@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -28,7 +28,7 @@ const (
 type Runner struct {
 	Matrix   Matrix
 	Dir      *rundir.Dir
-	Backend  check.Backend
+	Backend  arena.Backend
 	OnGPU    bool // graph mode needs it; graph cells are skipped on the CPU
 	Log      *results.LogWriter
 	Previous []results.Cell // cells of an earlier, resumed run

@@ -12,25 +12,20 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
-
-// Reference bugs are whole plugins kept broken on purpose: run without a
-// variant they are mutants, not controls.
-var Reference = map[string]string{
-	"bf16scatter": "the incident's pad-unaware scatter",
-}
 
 // Subject is one plugin build under test.
 type Subject struct {
 	Plugin  string
-	Kernel  string // "store", "read" or "transfer": whose properties judge it
-	Variant string // "" for the plugin as shipped
+	Kernel  protocol.Kernel // whose properties judge it
+	Variant string          // "" for the plugin as shipped
 	Doc     string
 	Mutant  bool // must be killed; otherwise a control that must pass
 }
@@ -53,14 +48,13 @@ func (r Result) OK() bool { return r.Err == nil && r.Killed == r.Mutant }
 
 // Config shapes a mutants run.
 type Config struct {
-	Dir         *rundir.Dir
 	Cases       int // final per-combination budget for mutants and controls
 	Seed        int64
 	Slots       int
 	MaxCapacity int
 	HeadDim     int
 	PageSize    int
-	Backend     check.Backend // nil: host shared memory
+	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
 }
 
@@ -70,10 +64,11 @@ type Config struct {
 // Each kernel the plugin serves gets a control; each variant is judged by
 // the properties of the kernel it changes.
 func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
-	doc, ref := Reference[name]
+	b, _ := plugin.BundledByName(name)
+	doc, ref := b.Bug, b.Role == plugin.Reference
 	var out []Subject
 	for _, k := range d.Kernels {
-		c := Subject{Plugin: name, Kernel: k, Doc: d.Doc, Mutant: ref}
+		c := Subject{Plugin: name, Kernel: protocol.Kernel(k), Doc: d.Doc, Mutant: ref}
 		if ref {
 			c.Doc = doc
 		}
@@ -81,17 +76,17 @@ func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
 	}
 	for _, v := range d.Variants {
 		k := v.Kernel
-		if k == "" && len(d.Kernels) > 0 {
+		if k == "" && len(d.Kernels) > 0 { // a plugin built before the SDKs named every variant's kernel
 			k = d.Kernels[0]
 		}
-		out = append(out, Subject{Plugin: name, Kernel: k, Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
+		out = append(out, Subject{Plugin: name, Kernel: protocol.Kernel(k), Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
 	}
 	return out
 }
 
 // SuiteFunc runs one subject's properties with a budget of cases per
-// combination and a seed, stopping at the first failure.
-type SuiteFunc func(ctx context.Context, cases int, seed int64) ([]property.Verdict, error)
+// row and a seed, stopping at the first failure.
+type SuiteFunc func(ctx context.Context, cases int, seed int64) (*report.Run, error)
 
 // Run tests one subject with its kernel's suite.
 func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
@@ -102,20 +97,25 @@ func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 		budgets = escalation(cfg.Cases)
 	}
 	for round, n := range budgets {
-		vs, err := suite(ctx, n, cfg.Seed+int64(1000*round))
-		res.Cases += casesOf(vs)
+		run, err := suite(ctx, n, cfg.Seed+int64(1000*round))
+		if err == nil {
+			err = run.Err
+		}
+		if run != nil {
+			res.Cases += casesOf(run)
+		}
 		if err != nil {
 			res.Err = err
 			return res
 		}
-		if v, ok := firstFailure(vs); ok {
-			f := v.Outcome.Failure
-			res.Killed, res.Property, res.Label = true, f.Property, v.Label
-			if v.Layout != nil {
-				res.Layout = v.Layout.Name
+		if row, ok := firstFailure(run); ok {
+			f := row.Failure
+			res.Killed, res.Property, res.Label = true, f.Property, row.Label
+			if row.Layout != nil {
+				res.Layout = row.Layout.Name
 			}
-			res.Case = f.Minimal.Case
-			res.ToKill = time.Since(start) - v.Outcome.Elapsed + v.Outcome.ToFailure
+			res.Case = f.Case
+			res.ToKill = time.Since(start) - row.Elapsed + row.ToFailure
 			return res
 		}
 	}
@@ -135,19 +135,19 @@ func escalation(cases int) []int {
 	return append(out, cases)
 }
 
-func casesOf(vs []property.Verdict) int {
+func casesOf(run *report.Run) int {
 	n := 0
-	for _, v := range vs {
-		n += v.Outcome.Cases
+	for _, row := range run.Rows {
+		n += row.Cases
 	}
 	return n
 }
 
-func firstFailure(vs []property.Verdict) (property.Verdict, bool) {
-	for _, v := range vs {
-		if v.Outcome.Failure != nil {
-			return v, true
+func firstFailure(run *report.Run) (report.Row, bool) {
+	for _, row := range run.Rows {
+		if row.Failure != nil {
+			return row, true
 		}
 	}
-	return property.Verdict{}, false
+	return report.Row{}, false
 }

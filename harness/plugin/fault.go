@@ -4,8 +4,9 @@ import (
 	"errors"
 
 	"fmt"
-	"google.golang.org/grpc/codes"
 	"strings"
+
+	"google.golang.org/grpc/codes"
 )
 
 // FaultKind names what went wrong with a plugin process.

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -98,12 +98,12 @@ func provoke(t *testing.T, dir *rundir.Dir, path, variant string) *plugin.Fault 
 	}
 	defer p.Close()
 	l, _ := layout.Builtin("bf16", 128, 64)
-	tg, err := check.Open(ctx, p, dir, check.Config{Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
+	tg, err := store.Open(ctx, p, dir, store.Config{Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
 	if err != nil {
 		return asFault(t, err)
 	}
 	defer tg.Close(ctx)
-	c := &workload.Store{Padding: workload.PadCount, Valid: 1, Loc: []int64{3, 9},
+	c := &store.Case{Padding: store.PadCount, Valid: 1, Loc: []int64{3, 9},
 		Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}, {Kind: workload.RowGarbage, Seed: 2}}}
 	res, err := tg.Check(ctx, c)
 	if err == nil {

@@ -8,27 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 )
 
 // Module is the module path that marks the kvharness source tree.
 const Module = "github.com/kvharness/kvharness"
-
-// Stores lists the bundled store plugins: the ones kvharness checks,
-// benchmarks and mutates by default.
-var Stores = []string{"fusedstore", "fp8store", "bf16scatter"}
-
-// Transfers lists the bundled transfer plugins.
-var Transfers = []string{"pdtransfer"}
-
-// Kernels lists the bundled plugins under test: stores and transfers.
-var Kernels = append(append([]string(nil), Stores...), Transfers...)
-
-// Bundled lists every plugin that ships in plugins/, the fault-injection
-// plugin included.
-var Bundled = append(append([]string(nil), Kernels...), "faulty")
 
 // ErrNotFound is returned when a plugin name or path leads nowhere.
 var ErrNotFound = errors.New("plugin not found")
@@ -39,7 +24,7 @@ var ErrNotFound = errors.New("plugin not found")
 // when the kvharness source and a Go toolchain are at hand, next to the
 // running executable, and on PATH as kvharness-NAME.
 func Resolve(arg string) (string, error) {
-	if strings.ContainsRune(arg, '/') || !slices.Contains(Bundled, arg) {
+	if strings.ContainsRune(arg, '/') || !IsBundled(arg) {
 		return resolvePath(arg)
 	}
 	if dir := os.Getenv("KVHARNESS_PLUGIN_DIR"); dir != "" {
@@ -70,7 +55,7 @@ func resolvePath(arg string) (string, error) {
 	p, ok := executable(arg)
 	if !ok {
 		return "", fmt.Errorf("%w: %q is neither a bundled plugin (%s) nor an executable file",
-			ErrNotFound, arg, strings.Join(Bundled, ", "))
+			ErrNotFound, arg, strings.Join(BundledNames(), ", "))
 	}
 	return p, nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -54,7 +53,7 @@ func ResolveSpec(arg string) (Spec, error) {
 		return commandSpec(arg)
 	}
 	path, err := Resolve(arg)
-	if errors.Is(err, ErrNotFound) && SelfServes && slices.Contains(Bundled, arg) {
+	if errors.Is(err, ErrNotFound) && SelfServes && IsBundled(arg) {
 		if exe, xerr := os.Executable(); xerr == nil {
 			return Spec{Name: arg, Argv: []string{exe, ServeCommand, arg}}, nil
 		}

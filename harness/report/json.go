@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 
 	"github.com/kvharness/kvharness/harness/oracle"
 )
@@ -47,18 +48,20 @@ func (o Object) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// empty is encoding/json's omitempty test: false, 0, a nil pointer or
+// interface, and an empty string, slice or map.
 func empty(v any) bool {
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return true
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	case int:
-		return x == 0
 	}
-	return false
+	r := reflect.ValueOf(v)
+	switch r.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map, reflect.Array:
+		return r.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return r.IsNil()
+	}
+	return r.IsZero()
 }
 
 // JSON is the machine-readable form of a run.

@@ -77,6 +77,9 @@ type Header struct {
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
+	// About is the kind's own words on the run's setup, for its title: a
+	// transfer's geometry.
+	About string
 }
 
 // Run is a check run of one kind, ready for every writer.

@@ -60,7 +60,11 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 			Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage)})
 	}
 	for _, v := range s.p.Variants {
-		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: v.Kernel})
+		k := v.Kernel
+		if k == "" && len(resp.Kernels) > 0 {
+			k = resp.Kernels[0]
+		}
+		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: k})
 	}
 	return resp, nil
 }

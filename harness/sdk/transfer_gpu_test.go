@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -47,17 +47,17 @@ func TestTransferMatchesCPU(t *testing.T) {
 	must(t, err)
 	defer dir.Close()
 	ctx := context.Background()
-	g := workload.DefaultTransferGeometry(2, 24)
+	g := transfer.DefaultGeometry(2, 24)
 	variants := []string{""}
 	for _, v := range pdtransfer.Plugin.Variants {
 		variants = append(variants, v.Name)
 	}
 	for _, variant := range variants {
 		start := time.Now()
-		gpu, err := check.OpenTransfer(ctx, p, dir, check.TransferConfig{Variant: variant, Geometry: g, Seed: 1, Backend: check.CUDA{Dev: dev}})
+		gpu, err := transfer.Open(ctx, p, dir, transfer.Config{Variant: variant, Geometry: g, Seed: 1, Backend: arena.CUDA{Dev: dev}})
 		must(t, err)
-		cpu, err := check.OpenTransfer(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
-			check.TransferConfig{Variant: variant, Geometry: g, Seed: 1})
+		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+			transfer.Config{Variant: variant, Geometry: g, Seed: 1})
 		must(t, err)
 		compareTransfers(t, variant, gpu, cpu, g)
 		t.Logf("pdtransfer %q: 40 cases on the GPU and the CPU agree (%v)", variant, time.Since(start).Round(time.Millisecond))
@@ -66,12 +66,12 @@ func TestTransferMatchesCPU(t *testing.T) {
 	}
 }
 
-func compareTransfers(t *testing.T, variant string, gpu, cpu *check.TransferTarget, g workload.TransferGeometry) {
+func compareTransfers(t *testing.T, variant string, gpu, cpu *transfer.Target, g transfer.Geometry) {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(int64(len(variant))))
 	for i := range 40 {
-		c := (&workload.TransferGen{Geometry: g, Profile: workload.TransferProfiles[i%len(workload.TransferProfiles)]}).Draw(rng)
+		c := (&transfer.Gen{Geometry: g, Profile: transfer.Profiles[i%len(transfer.Profiles)]}).Draw(rng)
 		rg, err := gpu.Check(ctx, c)
 		must(t, err)
 		rc, err := cpu.Check(ctx, c)
@@ -88,9 +88,9 @@ func compareTransfers(t *testing.T, variant string, gpu, cpu *check.TransferTarg
 	}
 }
 
-func violationLines(r *check.TransferResult) []string {
+func violationLines(r *transfer.Result) []string {
 	var out []string
-	for _, v := range r.Transfer {
+	for _, v := range r.Violations {
 		out = append(out, v.String())
 	}
 	return out

@@ -8,17 +8,18 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
 func TestParsePoolName(t *testing.T) {
-	for _, b := range workload.DefaultTransferGeometry(2, 40).Buffers {
-		for _, side := range []string{workload.SideSrc, workload.SideDst} {
+	for _, b := range transfer.DefaultGeometry(2, 40).Buffers {
+		for _, side := range []string{transfer.SideSrc, transfer.SideDst} {
 			n, err := sdk.ParsePoolName(b.PoolName(side))
 			must(t, err)
 			if n.Side != side || n.Buffer != b.Name || n.AllocKey() != b.AllocKey() || n.Shift != b.Shift {
@@ -90,9 +91,9 @@ func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geomet
 	t.Helper()
 	l, err := layout.Builtin("bf16", 16, 4)
 	must(t, err)
-	bufs := []workload.TransferBuffer{{Name: "A", Layout: "bf16", HeadDim: 16}, {Name: "B", Layout: "bf16", HeadDim: 16, Alloc: "A", Shift: 1}}
+	bufs := []transfer.Buffer{{Name: "A", Layout: "bf16", HeadDim: 16}, {Name: "B", Layout: "bf16", HeadDim: 16, Alloc: "A", Shift: 1}}
 	var specs []pool.Spec
-	for _, side := range []string{workload.SideSrc, workload.SideDst} {
+	for _, side := range []string{transfer.SideSrc, transfer.SideDst} {
 		for _, b := range bufs {
 			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: 4 * 4})
 		}
@@ -103,12 +104,12 @@ func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geomet
 	for i := range h.mem {
 		h.mem[i] = byte(i * 7)
 	}
-	_, err = srv.Attach(context.Background(), check.AttachRequest(hostMemory{h}, g, ""))
+	_, err = srv.Attach(context.Background(), target.Request(arena.One(arena.HostShared, hostMemory{h}), g, ""))
 	must(t, err)
 	return h, g
 }
 
-// hostMemory lends a test arena to check.AttachRequest, which needs only
+// hostMemory lends a test arena to target.Request, which needs only
 // its description.
 type hostMemory struct{ *hostArena }
 

@@ -26,11 +26,11 @@ import (
 // ErrUnsupported is returned when a plugin lacks the layout or kernel asked for.
 var ErrUnsupported = errors.New("unsupported by plugin")
 
-// Base is a plugin attached to an arena planned as Geometry.
+// Base is a plugin attached to an arena planned as Pools.
 type Base struct {
 	Plugin   *plugin.Plugin
 	Arena    *arena.Arena
-	Geometry pool.Geometry
+	Pools    pool.Geometry // the planned pools and staging
 	Variant  string
 }
 
@@ -51,7 +51,7 @@ func (b *Base) Plan(dir *rundir.Dir, backend arena.Backend, g pool.Geometry, fil
 		mem.Close()
 		return err
 	}
-	b.Geometry, b.Arena = g, arena.One(backend.Place().Space, mem)
+	b.Pools, b.Arena = g, arena.One(backend.Place().Space, mem)
 	return nil
 }
 
@@ -70,7 +70,7 @@ func FillRegions(g pool.Geometry, seed int64) func(arena.Memory) error {
 
 // Attach gives the plugin the arena.
 func (b *Base) Attach(ctx context.Context) error {
-	_, err := b.Plugin.Attach(ctx, b, Request(b.Arena, b.Geometry, b.Variant))
+	_, err := b.Plugin.Attach(ctx, b, Request(b.Arena, b.Pools, b.Variant))
 	return err
 }
 

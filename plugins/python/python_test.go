@@ -27,13 +27,18 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -48,9 +53,9 @@ func python(t testing.TB) string {
 	return py
 }
 
-func runDir(t testing.TB) *pool.Dir {
+func runDir(t testing.TB) *rundir.Dir {
 	t.Helper()
-	dir, err := pool.OpenDir()
+	dir, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,7 @@ func runDir(t testing.TB) *pool.Dir {
 
 // start starts a plugin from a --plugin argument (a manifest, a command
 // line or a bundled Go plugin's name), as the CLI does.
-func start(t testing.TB, dir *pool.Dir, arg, variant string) *plugin.Plugin {
+func start(t testing.TB, dir *rundir.Dir, arg, variant string) *plugin.Plugin {
 	t.Helper()
 	spec, err := plugin.ResolveSpec(arg)
 	if err != nil {
@@ -151,10 +156,10 @@ func TestAutoMTLS(t *testing.T) {
 
 // suite runs the store properties for one padding convention, as
 // `kvharness check --backend cpu --padding P` does.
-func suite(t *testing.T, p *plugin.Plugin, dir *pool.Dir, pad workload.Padding) property.Verdict {
+func suite(t *testing.T, p *plugin.Plugin, dir *rundir.Dir, pad store.Padding) property.Verdict[*store.Case, *store.Result] {
 	t.Helper()
-	s := &property.Suite{Plugin: p, Dir: dir, Layouts: []*layout.Layout{bf16(t)}, Paddings: []workload.Padding{pad},
-		Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64, BackgroundSeed: 1}
+	s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Layouts: []*layout.Layout{bf16(t)},
+		Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, []store.Padding{pad})
 	vs, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatalf("%s: %v", pad, err)
@@ -170,10 +175,10 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 	dir := runDir(t)
 	py := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
 	gopl := start(t, dir, "bf16scatter", "")
-	for _, pad := range workload.Paddings {
+	for _, pad := range store.Paddings {
 		v, twin := suite(t, py, dir, pad), suite(t, gopl, dir, pad)
 		caught := v.Outcome.Failure != nil
-		if caught != (pad != workload.PadNone) || len(v.Outcome.Faults) > 0 {
+		if caught != (pad != store.PadNone) || len(v.Outcome.Faults) > 0 {
 			t.Errorf("%s: caught=%v faults=%v; want caught only under padding, no faults", pad, caught, v.Outcome.Faults)
 		}
 		if caught != (twin.Outcome.Failure != nil) {
@@ -182,7 +187,7 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 		if caught {
 			f := v.Outcome.Failure
 			t.Logf("%s: caught at case %d, property %s (bf16scatter: %s), minimal case %v",
-				pad, v.Outcome.Cases, f.Property, twin.Outcome.Failure.Property, f.Minimal.Case)
+				pad, v.Outcome.Cases, f.Property, twin.Outcome.Failure.Property, f.Case)
 		}
 	}
 }
@@ -220,8 +225,8 @@ func TestCheckCommand(t *testing.T) {
 	}
 }
 
-func storeCase(p workload.Padding, valid int, loc ...int64) *workload.Store {
-	c := &workload.Store{Padding: p, Valid: valid, Loc: loc}
+func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
+	c := &store.Case{Padding: p, Valid: valid, Loc: loc}
 	for i := range loc {
 		c.Rows = append(c.Rows, workload.Row{Kind: workload.RowNormal, Seed: uint64(i + 1)})
 	}
@@ -246,11 +251,11 @@ func TestPythonFaults(t *testing.T) {
 	} {
 		dir := runDir(t)
 		p := start(t, dir, py+" "+script, tc.variant)
-		tg, err := check.Open(context.Background(), p, dir, check.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
+		tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tg.Check(context.Background(), storeCase(workload.PadCount, 1, 3, 9))
+		_, err = tg.Check(context.Background(), storeCase(store.PadCount, 1, 3, 9))
 		f, ok := plugin.AsFault(err)
 		if !ok || f.Kind != tc.kind || !strings.Contains(f.Detail, tc.detail) {
 			t.Errorf("%s: err = %v; want a %s fault with %q", tc.variant, err, tc.kind, tc.detail)
@@ -270,8 +275,8 @@ func TestPythonFaults(t *testing.T) {
 		if err := p.Restart(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		s := &property.Suite{Plugin: p, Dir: dir, Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
-			Paddings: []workload.Padding{workload.PadNone}, Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, BackgroundSeed: 1, MaxFaults: 2}
+		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
+			Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
 		vs, runErr := s.Run(context.Background())
 		if !property.IsFault(runErr) || len(vs) != 1 || len(vs[0].Outcome.Faults) == 0 || vs[0].Outcome.Failure != nil {
 			t.Errorf("%s: suite: err %v, verdicts %+v; want survived faults, then a fault stop", tc.variant, runErr, vs)
@@ -372,12 +377,12 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := pool.NewSHM(dir, g.Size)
+	mem, err := shm.New(dir, g.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	good := check.AttachRequest(mem, g, "")
+	good := target.Request(arena.One(arena.HostShared, mem), g, "")
 	rows, loc := uint64(g.Staging.Off), uint64(g.Staging.Off+64*l.RowBytes())
 	store := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {
 		return &kvpb.StoreRequest{Pool: pool, Capacity: capacity, Valid: valid, Padding: kvpb.Padding_PADDING_COUNT,
@@ -385,7 +390,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	}
 	attach := func(edit func(*kvpb.AttachRequest)) func(*plugin.Plugin) error {
 		return func(p *plugin.Plugin) error {
-			req := check.AttachRequest(mem, g, "")
+			req := target.Request(arena.One(arena.HostShared, mem), g, "")
 			edit(req)
 			_, err := p.Attach(context.Background(), p, req)
 			return err
@@ -494,13 +499,13 @@ func TestHostBench(t *testing.T) {
 	python(t)
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
-	tg, err := check.Open(context.Background(), p, dir, check.Config{Layout: bf16(t), Slots: 1024, MaxCapacity: 64, Seed: 1})
+	tg, err := store.Open(context.Background(), p, dir, store.Config{Layout: bf16(t), Slots: 1024, MaxCapacity: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close(context.Background())
-	st := &kvpb.StoreRequest{Capacity: 64, Valid: 64, RowsOffset: uint64(tg.Geometry.Staging.Off),
-		LocOffset: uint64(tg.Geometry.Staging.Off + 64*256)}
+	st := &kvpb.StoreRequest{Capacity: 64, Valid: 64, RowsOffset: uint64(tg.Pools.Staging.Off),
+		LocOffset: uint64(tg.Pools.Staging.Off + 64*256)}
 	for name, req := range map[string]*kvpb.BenchRequest{
 		"per-launch": {Warmup: 3, Iterations: 20},
 		"batched":    {Iterations: 5, Mode: kvpb.BenchMode_BENCH_BATCHED},

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
-	"github.com/kvharness/kvharness/harness/check"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
@@ -165,7 +165,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, where, release, err := check.ChooseBackend(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := arena.Choose(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -180,7 +180,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 		return e.errorf("%v", err)
 	}
 	defer dir.Close()
-	r := &benchrun.Runner{Matrix: m, Dir: dir, Backend: backend, OnGPU: where != "cpu", Log: log, Previous: previous,
+	r := &benchrun.Runner{Matrix: m, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Log: log, Previous: previous,
 		Env: benchEnv(), Progress: progressWriter(e)}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func init() {
@@ -43,7 +41,7 @@ func (f *checkFlags) register(fs interface {
 	DurationVar(*time.Duration, string, time.Duration, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.Bundled)+") or path to a plugin executable")
+	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.BundledNames())+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
 	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: store, read or transfer (default: the plugin's first)")
 	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
@@ -69,13 +67,13 @@ func (f *checkFlags) register(fs interface {
 func (f *checkFlags) validate() error {
 	switch {
 	case f.plugin == "":
-		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.Bundled))
+		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.BundledNames()))
 	case f.cases < 1:
 		return fmt.Errorf("--cases %d: want at least 1", f.cases)
 	case f.slots < 2:
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved)", f.slots)
-	case f.maxCapacity < 1 || f.maxCapacity > workload.MaxCapacity:
-		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, workload.MaxCapacity)
+	case f.maxCapacity < 1 || f.maxCapacity > store.MaxCapacity:
+		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, store.MaxCapacity)
 	case f.headDim < 16 || f.headDim%16 != 0 || f.headDim > layout.MaxHeadDim:
 		return fmt.Errorf("--head-dim %d: want a multiple of 16 in [16, %d]", f.headDim, layout.MaxHeadDim)
 	case f.pageSize < 1 || f.pageSize > 1<<16:
@@ -88,7 +86,7 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	case f.layoutFile != "" && f.layout != "all":
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
-	case !oneOf(f.backend, check.Backends...):
+	case !oneOf(f.backend, arena.Backends...):
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
@@ -99,23 +97,15 @@ func (f *checkFlags) validate() error {
 // jobsOn resolves --jobs 0 for a backend: on the GPU four jobs overlap a
 // case's waits (measured: 718 cases/s with one, 1,377 with four, no more
 // with eight, on an H200); on the CPU a case keeps a core busy.
-func (f *checkFlags) jobsOn(where string) int {
+func (f *checkFlags) jobsOn(p arena.Place) int {
 	switch {
 	case f.jobs > 0:
 		return f.jobs
-	case strings.HasPrefix(where, "cuda"):
+	case p.OnDevice():
 		return 4
 	default:
 		return 1
 	}
-}
-
-func (f *checkFlags) paddings() []workload.Padding {
-	if f.padding == "all" {
-		return workload.Paddings
-	}
-	p, _ := workload.ParsePadding(f.padding)
-	return []workload.Padding{p}
 }
 
 func runCheck(ctx context.Context, e *env, args []string) int {
@@ -133,122 +123,103 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
-	kernel, err := s.kernel(f.kernel)
+	k, err := s.kernel(f.kernel)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	if kernel != "store" {
-		return kernelChecks[kernel](ctx, e, &f, s)
-	}
-	layouts, err := s.layouts(f.layout, f.layoutFile, f.headDim, f.pageSize)
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	backend, where, release, err := check.ChooseBackend(f.backend, f.device, s.desc.Backends)
+	p, release, err := f.params(s, k)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer release()
-	if f.graph && where == "cpu" {
-		return e.errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")
-	}
-	suite := &property.Suite{Plugin: s.plugin, Dir: s.dir, Variant: f.variant, Layouts: layouts,
-		Paddings: f.paddings(), Cases: f.cases, Seed: f.seed, Slots: f.slots, MaxCapacity: f.maxCapacity,
-		BackgroundSeed: f.seed, Backend: backend, Graph: f.graph, MaxFaults: f.maxFaults,
-		Jobs: f.jobsOn(where), Spawn: s.spawn}
-	verdicts, runErr := suite.Run(ctx)
-	failures, err := saveFailures(&f, s.desc.Name, verdicts)
+	run, err := k.Check(ctx, s.kind(f.plugin), p)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	h := report.Header{Plugin: s.desc.Name, Version: s.desc.Version, Variant: f.variant, Cases: f.cases,
-		Slots: f.slots, MaxCapacity: f.maxCapacity, Seed: f.seed, Backend: where, Graph: f.graph}
+	if err := saveFailures(f.results, run); err != nil {
+		return e.errorf("%v", err)
+	}
 	if f.json {
-		writeJSON(e, h, verdicts, failures, runErr)
+		report.WriteJSON(e.stdout, run)
 	} else {
-		writeText(e, h, verdicts, failures)
+		report.WriteText(e.stdout, run)
 	}
-	return verdictCode(e, verdicts, runErr)
+	return verdictCode(e, run)
 }
 
-// saveFailures writes a repro file per failure before anything is reported.
-func saveFailures(f *checkFlags, name string, vs []property.Verdict) ([]report.Failure, error) {
-	var out []report.Failure
-	for _, v := range vs {
-		if v.Outcome.Failure == nil {
-			continue
-		}
-		r := reproOf(f.plugin, f.variant, f.slots, f.seed, v)
-		path, err := r.Save(f.results)
+// params turns the flags into a kind's check settings: the layouts the
+// kind runs over, the backend, the jobs. The returned function releases
+// the backend's device.
+func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), error) {
+	none := func() {}
+	if f.graph && !k.Graphs {
+		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
+	}
+	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
+		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults}
+	if k.Layouts {
+		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {
-			return nil, err
+			return p, none, err
 		}
-		out = append(out, report.Failure{Plugin: name, Variant: f.variant, Layout: v.Layout, Verdict: v, ReproPath: path})
+		p.Layouts = layouts
 	}
-	return out, nil
+	backend, release, err := arena.Choose(f.backend, f.device, s.desc.Backends)
+	if err != nil {
+		return p, none, err
+	}
+	p.Backend = backend
+	if f.graph && !backend.Place().OnDevice() {
+		release()
+		return p, none, fmt.Errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")
+	}
+	p.Jobs = f.jobsOn(backend.Place())
+	return p, release, nil
 }
 
-func reproOf(pluginArg, variant string, slots int, bg int64, v property.Verdict) *report.Repro {
-	fl := v.Outcome.Failure
-	vs := fl.Minimal.Violations
-	if len(vs) > report.MaxViolations {
-		vs = vs[:report.MaxViolations]
-	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: fl.Minimal.Case.Kernel(), Plugin: pluginArg, Variant: variant,
-		Layout: v.Layout.JSON(), Slots: slots, BackgroundSeed: bg, Case: fl.Minimal.Case,
-		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-			Shrinks: fl.Shrinks, Violations: vs}}
-}
-
-func writeText(e *env, h report.Header, vs []property.Verdict, failures []report.Failure) {
-	report.WriteTable(e.stdout, h, vs)
-	for i, f := range failures {
-		if i == 0 {
-			fmt.Fprintln(e.stdout)
-			report.WriteFailure(e.stdout, f)
-			continue
+// saveFailures writes a repro file per failure before anything is
+// reported, and puts its path into the failure.
+func saveFailures(dir string, run *report.Run) error {
+	for _, f := range run.Failures() {
+		path, err := f.Repro.Save(dir)
+		if err != nil {
+			return err
 		}
-		if i == 1 {
-			fmt.Fprintln(e.stdout, "\nother failures:")
-		}
-		fmt.Fprintf(e.stdout, "  %s/%s %s: kvharness repro %s\n", f.Layout.Name, f.Verdict.Label,
-			f.Verdict.Outcome.Failure.Property, f.ReproPath)
+		f.ReproPath = path
 	}
-}
-
-func writeJSON(e *env, h report.Header, vs []property.Verdict, failures []report.Failure, runErr error) {
-	out := report.JSON(h, vs, failures, runErr)
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	enc.Encode(out)
+	return nil
 }
 
 // verdictCode prints plugin faults and picks the exit status: a
 // violation is 1 (the kernel wrote wrong bytes); otherwise any plugin
 // fault, survived or not, is 2 (the plugin itself failed).
-func verdictCode(e *env, vs []property.Verdict, runErr error) int {
-	faulted := runErr != nil
-	for _, v := range vs {
-		for _, f := range v.Outcome.Faults {
-			faulted = true
-			fmt.Fprintf(e.stderr, "\nkvharness: %s/%s: %v\n  case: %v\n  (plugin restarted, run continued)\n", v.Layout.Name, v.Label, f.Fault, f.Case)
+func verdictCode(e *env, run *report.Run) int {
+	for _, row := range run.Rows {
+		for _, f := range row.Faults {
+			fmt.Fprintf(e.stderr, "\nkvharness: %s: %v\n  case: %v\n  (plugin restarted, run continued)\n", rowName(row), f.Err, f.Case)
 		}
 	}
-	if runErr != nil {
-		fmt.Fprintf(e.stderr, "\nkvharness: %v\n", runErr)
-		for _, v := range vs {
-			if v.Outcome.FaultCase != nil {
-				fmt.Fprintf(e.stderr, "  while running %s/%s case %v\n", v.Layout.Name, v.Label, v.Outcome.FaultCase)
+	if run.Err != nil {
+		fmt.Fprintf(e.stderr, "\nkvharness: %v\n", run.Err)
+		for _, row := range run.Rows {
+			if row.FaultCase != nil {
+				fmt.Fprintf(e.stderr, "  while running %s case %v\n", rowName(row), row.FaultCase)
 			}
 		}
 	}
-	for _, v := range vs {
-		if v.Outcome.Failure != nil {
-			return exitViolation
-		}
-	}
-	if faulted {
+	switch {
+	case run.Failed():
+		return exitViolation
+	case run.Faulted():
 		return exitError
 	}
 	return exitPass
+}
+
+// rowName names a row in fault messages: its layout and label.
+func rowName(row report.Row) string {
+	if row.Layout == nil {
+		return row.Label
+	}
+	return row.Layout.Name + "/" + row.Label
 }

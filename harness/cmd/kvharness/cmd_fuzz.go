@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
@@ -22,9 +23,10 @@ const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
   kvharness fuzz --plugin fp8store --mode in-process
 `
 
-// runFuzz runs the fuzz targets of the source tree's fuzz package against a
-// plugin. A failing input lands in fuzz/testdata/fuzz/TARGET/ and go test
-// prints the line that replays it.
+// runFuzz runs a fuzz target of the source tree against a plugin: a kernel
+// kind's (FuzzStore, FuzzRead, FuzzTransfer, in the kind's package) or a
+// file parser's (in package fuzz). A failing input lands in the package's
+// testdata/fuzz/TARGET/ and go test prints the line that replays it.
 func runFuzz(ctx context.Context, e *env, args []string) int {
 	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
 	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz (bundled name, path or command)")
@@ -44,14 +46,14 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 		return e.errorf("--mode %q: want out-of-process or in-process", *mode)
 	}
 	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
-		*pluginArg = spec.Argv[0] // absolute, since go test runs in fuzz/
+		*pluginArg = spec.Argv[0] // absolute, since go test runs in the target's package
 	}
 	goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + *target + "$", "-fuzztime=" + fuzztime.String()}
 	if *parallel > 0 {
 		goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 	}
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
-	cmd.Dir = filepath.Join(root, "fuzz")
+	cmd.Dir = filepath.Join(root, fuzzPackage(*target))
 	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out), io.MultiWriter(e.stderr, &out)
@@ -64,4 +66,15 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 		return e.errorf("go test -fuzz: %v", err)
 	}
 	return exitPass
+}
+
+// fuzzPackage is the directory, from the source root, of the package that
+// holds a fuzz target: the kind whose target it is, else package fuzz.
+func fuzzPackage(target string) string {
+	for _, k := range kernels.All {
+		if k.Fuzz == target {
+			return filepath.FromSlash(k.FuzzPackage)
+		}
+	}
+	return "fuzz"
 }

@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/kvharness/kvharness/harness/check"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/harness/report"
 )
 
 func init() {
@@ -23,7 +23,7 @@ const mutantsExamples = `  kvharness mutants
 
 func runMutants(ctx context.Context, e *env, args []string) int {
 	fs := flags("mutants", "[--plugin P]... [flags]", mutantsExamples, e)
-	names := fs.StringSlice("plugin", plugin.Kernels, "plugins whose controls and variants to run")
+	names := fs.StringSlice("plugin", plugin.UnderTestNames(), "plugins whose controls and variants to run")
 	cfg := mutants.Config{HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
@@ -67,53 +67,46 @@ func mutantsOf(ctx context.Context, name, backend string, device int, tr trust, 
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
-	served, kernels := probe.desc.Backends, probe.desc.Kernels
+	served := probe.desc.Backends
 	probe.close()
-	if lerr != nil && !slices.Equal(kernels, []string{"transfer"}) { // transfers bring their own geometry
-		return nil, lerr
-	}
-	b, where, release, err := check.ChooseBackend(backend, device, served)
+	b, release, err := arena.Choose(backend, device, served)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if cfg.Graph && where == "cpu" {
+	if cfg.Graph && !b.Place().OnDevice() {
 		return nil, fmt.Errorf("--graph needs the cuda backend; %s runs on the cpu backend here", name)
 	}
 	cfg.Backend = b
 	var out []mutants.Result
 	for _, s := range subjects {
-		if cfg.Graph && s.Kernel != "store" {
+		k, err := kernels.Lookup(s.Kernel)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+		}
+		if cfg.Graph && !k.Graphs {
 			continue // graphs replay stores; reads and transfers run eagerly
+		}
+		if k.Layouts && lerr != nil {
+			return nil, lerr
 		}
 		sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 		}
-		c := cfg
-		c.Dir = sess.dir
-		out = append(out, mutants.Run(ctx, s, c, suiteFor(sess, s, c, layouts)))
+		out = append(out, mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts)))
 		sess.close()
 	}
 	return out, nil
 }
 
-// suiteFor is the subject's kernel's property suite on its session.
-func suiteFor(sess *session, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
-	return func(ctx context.Context, cases int, seed int64) ([]property.Verdict, error) {
-		switch s.Kernel {
-		case "read":
-			r := &property.ReadSuite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Layouts: layouts, Cases: cases,
-				Seed: seed, Slots: c.Slots, BackgroundSeed: c.Seed, Backend: c.Backend, StopAtFirst: true}
-			return r.Run(ctx)
-		case "transfer":
-			t := &property.TransferSuite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Cases: cases,
-				Seed: seed, BackgroundSeed: c.Seed, Backend: c.Backend, StopAtFirst: true}
-			return t.Run(ctx)
-		}
-		st := &property.Suite{Plugin: sess.plugin, Dir: c.Dir, Variant: s.Variant, Layouts: layouts,
-			Paddings: workload.Paddings, Cases: cases, Seed: seed, Slots: c.Slots, MaxCapacity: c.MaxCapacity,
-			BackgroundSeed: c.Seed, StopAtFirst: true, Backend: c.Backend, Graph: c.Graph}
-		return st.Run(ctx)
+// suiteFor is the subject's kernel's properties on its session, stopping
+// at the first failure.
+func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
+	return func(ctx context.Context, cases int, seed int64) (*report.Run, error) {
+		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: c.Slots,
+			MaxCapacity: c.MaxCapacity, HeadDim: c.HeadDim, PageSize: c.PageSize, Backend: c.Backend, Graph: c.Graph && k.Graphs,
+			StopAtFirst: true}
+		return k.Check(ctx, sess.kind(s.Plugin), p)
 	}
 }

@@ -22,7 +22,7 @@ const pluginsExamples = `  kvharness plugins
 
 func runPlugins(ctx context.Context, e *env, args []string) int {
 	fs := flags("plugins", "[--plugin P]... [flags]", pluginsExamples, e)
-	names := fs.StringSlice("plugin", plugin.Stores, "plugins to describe")
+	names := fs.StringSlice("plugin", plugin.StoreNames(), "plugins to describe")
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -104,60 +108,29 @@ func (s *session) close() {
 	s.dir.Close()
 }
 
+// kind is the session as a kind's check sees it; pluginArg is how the
+// user named the plugin, what repro files of the run start again.
+func (s *session) kind(pluginArg string) *kind.Session {
+	return &kind.Session{Plugin: s.plugin, Dir: s.dir, Desc: s.desc, PluginArg: pluginArg, Spawn: s.spawn}
+}
+
 // layouts picks the layouts to check: a layout file, one name, or every
 // built-in layout the plugin declares ("all").
 func (s *session) layouts(name, file string, headDim, pageSize int) ([]*layout.Layout, error) {
-	if file != "" {
-		l, err := layout.Load(file, pageSize)
-		if err != nil {
-			return nil, err
-		}
-		return []*layout.Layout{l}, nil
-	}
-	var names []string
-	if name == "all" {
-		for _, g := range s.desc.Layouts {
-			if layout.Describe(g.Layout) != "" {
-				names = append(names, g.Layout)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("plugin %s declares no built-in layout; give --layout-file", s.desc.Name)
-		}
-	} else {
-		names = []string{name}
-	}
-	var out []*layout.Layout
-	for _, n := range names {
-		d := headDim
-		if fixed := layout.FixedHeadDim(n); fixed != 0 && d == layout.DefaultHeadDim {
-			d = fixed
-		}
-		l, err := layout.Builtin(n, d, pageSize)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return kind.Layouts(s.desc, name, file, headDim, pageSize)
 }
 
-// kernel picks the kernel to check: the one asked for, which the plugin
+// kernel picks the kind to check: the one asked for, which the plugin
 // must serve, or the plugin's first.
-func (s *session) kernel(asked string) (string, error) {
+func (s *session) kernel(asked string) (*kind.Kind, error) {
 	if len(s.desc.Kernels) == 0 {
-		return "", fmt.Errorf("plugin %s serves no kernel", s.desc.Name)
+		return nil, fmt.Errorf("plugin %s serves no kernel", s.desc.Name)
 	}
 	if asked == "" {
-		return s.desc.Kernels[0], nil
+		return kernels.Lookup(protocol.Kernel(s.desc.Kernels[0]))
 	}
-	for _, k := range s.desc.Kernels {
-		if k == asked {
-			if _, ok := kernelChecks[k]; ok || k == "store" {
-				return k, nil
-			}
-			return "", fmt.Errorf("this kvharness cannot check %s kernels", k)
-		}
+	if !slices.Contains(s.desc.Kernels, asked) {
+		return nil, fmt.Errorf("plugin %s has no %s kernel (it serves %v)", s.desc.Name, asked, s.desc.Kernels)
 	}
-	return "", fmt.Errorf("plugin %s has no %s kernel (it serves %v)", s.desc.Name, asked, s.desc.Kernels)
+	return kernels.Lookup(protocol.Kernel(asked))
 }

@@ -142,37 +142,37 @@ func readGenKeys(c *Case) []Key {
 	return keys
 }
 
-var fuzzLimits = Limits{Slots: 100, PageSize: 8, MaxRequests: 4, MaxK: 16, MaxList: 32, MaxTokens: 64}
+var decodeLimits = Limits{Slots: 100, PageSize: 8, MaxRequests: 4, MaxK: 16, MaxList: 32, MaxTokens: 64}
 
 func TestDecodeReadAlwaysValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(15))
 	for i := range 3000 {
 		data := make([]byte, rng.Intn(300))
 		rng.Read(data)
-		c := Decode(data, fuzzLimits)
-		if err := c.Validate(fuzzLimits.Slots); err != nil {
+		c := Decode(data, decodeLimits)
+		if err := c.Validate(decodeLimits.Slots); err != nil {
 			t.Fatalf("input %d (%x): %v: %v", i, data, c, err)
 		}
 	}
-	if err := Decode(nil, fuzzLimits).Validate(fuzzLimits.Slots); err != nil {
+	if err := Decode(nil, decodeLimits).Validate(decodeLimits.Slots); err != nil {
 		t.Fatalf("empty input: %v", err)
 	}
 }
 
 func TestEncodeReadInvertsDecode(t *testing.T) {
 	rng := rand.New(rand.NewSource(16))
-	g := &Gen{Slots: fuzzLimits.Slots, PageSize: 8, MaxRequests: 4, MaxTokens: 64, MaxK: 16}
+	g := &Gen{Slots: decodeLimits.Slots, PageSize: 8, MaxRequests: 4, MaxTokens: 64, MaxK: 16}
 	for range 300 {
 		c := g.Draw(rng)
 		for i := range c.Requests {
 			c.Requests[i].Query.Seed %= 256
-			c.Requests[i].Tokens = c.Requests[i].Tokens[:min(len(c.Requests[i].Tokens), fuzzLimits.MaxList)]
+			c.Requests[i].Tokens = c.Requests[i].Tokens[:min(len(c.Requests[i].Tokens), decodeLimits.MaxList)]
 		}
 		c.dropUnusedKeys()
 		for i := range c.Keys {
 			c.Keys[i].Seed %= 256
 		}
-		back := Decode(Encode(c, fuzzLimits), fuzzLimits)
+		back := Decode(Encode(c, decodeLimits), decodeLimits)
 		if diff := cmp.Diff(c, back); diff != "" {
 			t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
 		}

@@ -100,7 +100,7 @@ func (t *Target) collect(in, outs []target.Segment) (Output, []oracle.Violation,
 
 // strayStaging reports changed staging bytes outside the segments.
 func (t *Target) strayStaging(segs []target.Segment) ([]oracle.Violation, error) {
-	ws, err := t.Mem().Changed(t.Geometry.Staging)
+	ws, err := t.Mem().Changed(t.Pools.Staging)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (t *Target) strayStaging(segs []target.Segment) ([]oracle.Violation, error)
 			if err := t.Mem().ReadAt(got, gap.Off); err != nil {
 				return nil, err
 			}
-			off := gap.Off - t.Geometry.Staging.Off
+			off := gap.Off - t.Pools.Staging.Off
 			want := pool.Background(uint64(t.Seed), off, gap.Len)
 			vs = append(vs, StagingViolation(Scratch, "free space", off, clip(want), clip(got)))
 		}
@@ -155,7 +155,7 @@ func (t *Target) restore() (oracle.Delta, error) {
 	for i, w := range d.Windows {
 		abs[i] = pool.Window{Off: w.Off + r.Pool.Off, Len: w.Len}
 	}
-	staged, err := t.Mem().Changed(t.Geometry.Staging)
+	staged, err := t.Mem().Changed(t.Pools.Staging)
 	if err != nil {
 		return d, err
 	}

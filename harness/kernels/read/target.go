@@ -95,4 +95,4 @@ func (t *Target) plan(dir *rundir.Dir) error {
 }
 
 // Region is the pool the oracle judges.
-func (t *Target) Region() pool.Region { return t.Geometry.Regions[0] }
+func (t *Target) Region() pool.Region { return t.Pools.Regions[0] }

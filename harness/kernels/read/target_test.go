@@ -103,7 +103,7 @@ func TestReadLeavesNothingBehind(t *testing.T) {
 	if err != nil || len(ws) != 0 {
 		t.Fatalf("pool changes left behind: %v %v", ws, err)
 	}
-	if ws, _ := tg.Mem().Changed(tg.Geometry.Staging); len(ws) != 0 {
+	if ws, _ := tg.Mem().Changed(tg.Pools.Staging); len(ws) != 0 {
 		t.Fatalf("staging changes left behind: %v", ws)
 	}
 }

@@ -81,7 +81,7 @@ func (t *Target) rowsBytes() int {
 	return (t.MaxCapacity*t.Layout.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
 }
 
-func (t *Target) locOffset() int { return t.Geometry.Staging.Off + t.rowsBytes() }
+func (t *Target) locOffset() int { return t.Pools.Staging.Off + t.rowsBytes() }
 
 func (t *Target) plan(dir *rundir.Dir) error {
 	specs := make([]pool.Spec, numPools)
@@ -96,7 +96,7 @@ func (t *Target) plan(dir *rundir.Dir) error {
 }
 
 // Region is the pool the oracle judges; the others are its copies.
-func (t *Target) Region() pool.Region { return t.Geometry.Regions[poolCase] }
+func (t *Target) Region() pool.Region { return t.Pools.Regions[poolCase] }
 
 // run is one store of a batch: a case on one of the target's pools.
 type run struct {
@@ -150,7 +150,7 @@ func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 	for i, r := range batch {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(r.pool),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
-			RowsOffset: uint64(t.Geometry.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
+			RowsOffset: uint64(t.Pools.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
 	}
 	return reqs
 }
@@ -161,7 +161,7 @@ func (t *Target) collect(batch []run) ([]oracle.Delta, error) {
 	deltas := make([]oracle.Delta, len(batch))
 	var changed []pool.Window
 	for i, r := range batch {
-		region := t.Geometry.Regions[r.pool]
+		region := t.Pools.Regions[r.pool]
 		d, err := oracle.Capture(t.Mem(), region)
 		if err != nil {
 			return nil, err
@@ -242,5 +242,5 @@ func (t *Target) staged(c *Case, rows [][]uint16) []target.Segment {
 	for i, s := range c.Loc {
 		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
 	}
-	return []target.Segment{{Name: "rows", Off: t.Geometry.Staging.Off, Data: r}, {Name: "loc", Off: t.locOffset(), Data: loc}}
+	return []target.Segment{{Name: "rows", Off: t.Pools.Staging.Off, Data: r}, {Name: "loc", Off: t.locOffset(), Data: loc}}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
@@ -12,7 +13,7 @@ import (
 // room must hold its source page byte for byte, nothing else on the decode
 // side may change (guards included), and nothing on the prefill side may
 // change at all. It also computes the rooms' digests.
-func (j *judge) checkBytes(src, dst []Delta) {
+func (j *judge) checkBytes(src, dst []oracle.Delta) {
 	for b := range j.tc.Buffers {
 		j.checkSource(b, src[b])
 		j.checkOutside(b, dst[b])
@@ -21,11 +22,11 @@ func (j *judge) checkBytes(src, dst []Delta) {
 }
 
 // checkSource reports every changed prefill byte, one violation per page.
-func (j *judge) checkSource(b int, d Delta) {
+func (j *judge) checkSource(b int, d oracle.Delta) {
 	buf := j.tc.Buffers[b]
 	o := newOverlay(d)
 	for _, sp := range byPage(d, buf.PageBytes) {
-		v := NewTransferViolation(SourceWrite)
+		v := NewViolation(SourceWrite)
 		v.Buffer, v.SrcPage = buf.Name, sp.page
 		v.Off, v.Len = sp.w.Off, sp.w.Len
 		v.Want, v.Got = o.shown(buf.Src, buf.SrcSeed, sp.w)
@@ -37,14 +38,14 @@ func (j *judge) checkSource(b int, d Delta) {
 
 // checkOutside reports changed decode bytes outside the rooms' destination
 // pages, one violation per page.
-func (j *judge) checkOutside(b int, d Delta) {
+func (j *judge) checkOutside(b int, d oracle.Delta) {
 	buf := j.tc.Buffers[b]
 	o := newOverlay(d)
 	for _, sp := range byPage(d, buf.PageBytes) {
 		if _, ok := j.tc.dsts[b][sp.page]; ok && sp.w.Off >= 0 && sp.w.Off < buf.pagesLen() {
 			continue // a destination page: checkPages judges it
 		}
-		v := NewTransferViolation(Outside)
+		v := NewViolation(Outside)
 		v.Buffer, v.DstPage = buf.Name, sp.page
 		v.Off, v.Len = sp.w.Off, sp.w.Len
 		v.Want, v.Got = o.shown(buf.Dst, buf.DstSeed, sp.w)
@@ -79,11 +80,11 @@ type pageSpan struct {
 }
 
 // byPage groups a delta's changed bytes by page.
-func byPage(d Delta, pageBytes int) []pageSpan {
+func byPage(d oracle.Delta, pageBytes int) []pageSpan {
 	var out []pageSpan
 	for _, w := range d.Windows {
 		for off := w.Off; off < w.End(); {
-			page, _ := floorDiv(off, pageBytes)
+			page, _ := oracle.FloorDiv(off, pageBytes)
 			end := min(w.End(), (page+1)*pageBytes)
 			if n := len(out); n > 0 && out[n-1].page == int64(page) {
 				out[n-1].w.Len = end - out[n-1].w.Off
@@ -99,11 +100,11 @@ func byPage(d Delta, pageBytes int) []pageSpan {
 // overlay reads a region's bytes after a run: the background with the
 // run's delta on top.
 type overlay struct {
-	d      Delta
+	d      oracle.Delta
 	starts []int // offset of each window's bytes in d.Bytes
 }
 
-func newOverlay(d Delta) *overlay {
+func newOverlay(d oracle.Delta) *overlay {
 	o := &overlay{d: d, starts: make([]int, len(d.Windows))}
 	at := 0
 	for i, w := range d.Windows {
@@ -124,10 +125,10 @@ func (o *overlay) apply(buf []byte, off int) {
 	}
 }
 
-// shown returns the first MaxShown bytes of w: the background (want) and
+// shown returns the first oracle.MaxShown bytes of w: the background (want) and
 // what the run left there (got).
 func (o *overlay) shown(r pool.Region, seed uint64, w pool.Window) (want, got []byte) {
-	want = r.Background(seed, w.Off, min(w.Len, MaxShown))
+	want = r.Background(seed, w.Off, min(w.Len, oracle.MaxShown))
 	got = append([]byte(nil), want...)
 	o.apply(got, w.Off)
 	return want, got
@@ -138,7 +139,7 @@ type pageBytes struct{ want, got, bg []byte }
 
 // checkPages compares every destination page with its source page, room
 // by room and buffer by buffer, and digests both sides.
-func (j *judge) checkPages(dst []Delta) {
+func (j *judge) checkPages(dst []oracle.Delta) {
 	overlays := make([]*overlay, len(dst))
 	for b := range dst {
 		overlays[b] = newOverlay(dst[b])
@@ -170,7 +171,7 @@ const maxExplained = 16
 
 // readPage fills pb with source page src (want), destination page dst as
 // the run left it (got), and that page's background (bg).
-func (j *judge) readPage(b TransferBuffer, o *overlay, pb pageBytes, src, dst int64) {
+func (j *judge) readPage(b BufferPools, o *overlay, pb pageBytes, src, dst int64) {
 	n := b.PageBytes
 	pool.FillBackground(pb.want, b.SrcSeed, b.Src.GuardBefore.Len+int(src)*n)
 	pool.FillBackground(pb.bg, b.DstSeed, b.Dst.GuardBefore.Len+int(dst)*n)
@@ -178,7 +179,7 @@ func (j *judge) readPage(b TransferBuffer, o *overlay, pb pageBytes, src, dst in
 	o.apply(pb.got, int(dst)*n)
 }
 
-func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) TransferViolation {
+func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) Violation {
 	v := j.roomViolation(PageMismatch, ri, b, i)
 	first, last := diffSpan(pb.want, pb.got)
 	base := int(v.DstPage) * j.tc.Buffers[b].PageBytes
@@ -242,6 +243,6 @@ func (j *judge) sourcePageHolding(b int, got []byte) (int64, bool) {
 	return 0, false
 }
 
-// copyClip keeps at most MaxShown bytes of b in a slice of its own: b is
+// copyClip keeps at most oracle.MaxShown bytes of b in a slice of its own: b is
 // often a reused buffer or a window into a whole delta.
-func copyClip(b []byte) []byte { return append([]byte(nil), clip(b)...) }
+func copyClip(b []byte) []byte { return append([]byte(nil), oracle.Clip(b)...) }

@@ -9,30 +9,25 @@ import (
 // Room is one request moving from prefill to decode: its i-th page on the
 // prefill side, Src[i], goes to Dst[i] on the decode side, in every buffer.
 // Pages are logical: each buffer maps them through its own page table
-// (TransferBuffer.Phys).
+// (Buffer.Phys).
 type Room struct {
 	ID  uint64  `json:"id"`
 	Src []int64 `json:"src"`
 	Dst []int64 `json:"dst"`
 }
 
-// Transfer is one transfer-kernel call: rooms whose pages move from the
+// Case is one transfer-kernel call: rooms whose pages move from the
 // source pools to the destination pools of a geometry. The case carries
 // its geometry, so a repro file replays on exactly the arena it failed on,
 // and shrinking can drop layers and buffers.
-type Transfer struct {
-	Geometry TransferGeometry `json:"geometry"`
-	Rooms    []Room           `json:"rooms"`
+type Case struct {
+	Geometry Geometry `json:"geometry"`
+	Rooms    []Room   `json:"rooms"`
 }
 
-func init() { registerCase("transfer", func() Case { return &Transfer{} }) }
-
-// Kernel implements Case.
-func (t *Transfer) Kernel() string { return "transfer" }
-
 // Clone returns a deep copy.
-func (t *Transfer) Clone() *Transfer {
-	c := &Transfer{Geometry: t.Geometry.Clone(), Rooms: make([]Room, len(t.Rooms))}
+func (t *Case) Clone() *Case {
+	c := &Case{Geometry: t.Geometry.Clone(), Rooms: make([]Room, len(t.Rooms))}
 	for i, r := range t.Rooms {
 		c.Rooms[i] = Room{ID: r.ID, Src: append([]int64(nil), r.Src...), Dst: append([]int64(nil), r.Dst...)}
 	}
@@ -40,7 +35,7 @@ func (t *Transfer) Clone() *Transfer {
 }
 
 // PageCount is the number of page pairs over all rooms.
-func (t *Transfer) PageCount() int {
+func (t *Case) PageCount() int {
 	n := 0
 	for _, r := range t.Rooms {
 		n += len(r.Src)
@@ -51,7 +46,7 @@ func (t *Transfer) PageCount() int {
 // Validate implements Case. slots, when positive, bounds the tokens of one
 // pool (Pages × PageSize). Pages must be distinct within a side over all
 // rooms: two requests never own the same page.
-func (t *Transfer) Validate(slots int) error {
+func (t *Case) Validate(slots int) error {
 	g := t.Geometry
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("geometry: %w", err)
@@ -76,7 +71,7 @@ func (t *Transfer) Validate(slots int) error {
 	return nil
 }
 
-func (t *Transfer) validRoom(i int, src, dst map[int64]int) error {
+func (t *Case) validRoom(i int, src, dst map[int64]int) error {
 	r := t.Rooms[i]
 	if len(r.Src) < 1 || len(r.Src) != len(r.Dst) {
 		return fmt.Errorf("room %d: %d source and %d destination pages; want the same number, at least 1", i, len(r.Src), len(r.Dst))
@@ -89,7 +84,7 @@ func (t *Transfer) validRoom(i int, src, dst map[int64]int) error {
 
 // claim marks room i's pages of one side as taken, refusing pages out of
 // range or owned by an earlier room.
-func (t *Transfer) claim(i int, side string, pages []int64, owner map[int64]int) error {
+func (t *Case) claim(i int, side string, pages []int64, owner map[int64]int) error {
 	for _, p := range pages {
 		if p < 0 || p >= int64(t.Geometry.Pages) {
 			return fmt.Errorf("room %d: %s page %d outside 0..%d", i, side, p, t.Geometry.Pages-1)
@@ -103,7 +98,7 @@ func (t *Transfer) claim(i int, side string, pages []int64, owner map[int64]int)
 }
 
 // String implements Case: e.g. "2 rooms, 5 pages, 6 buffers: [3..5]→[9 1 2] [7]→[0]".
-func (t *Transfer) String() string {
+func (t *Case) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d rooms, %d pages, %d buffers:", len(t.Rooms), t.PageCount(), len(t.Geometry.Buffers))
 	const maxRooms = 4
@@ -118,7 +113,7 @@ func (t *Transfer) String() string {
 }
 
 // Describe implements Case: the geometry, then a line per room.
-func (t *Transfer) Describe(w io.Writer, indent string) {
+func (t *Case) Describe(w io.Writer, indent string) {
 	g := t.Geometry
 	fmt.Fprintf(w, "%stransfer of %d rooms over %s\n", indent, len(t.Rooms), g)
 	for _, b := range g.Buffers {
@@ -135,7 +130,7 @@ func (t *Transfer) Describe(w io.Writer, indent string) {
 	}
 }
 
-func bufferNotes(b TransferBuffer) string {
+func bufferNotes(b Buffer) string {
 	var s string
 	if b.Alloc != "" {
 		s += " (carved from allocation " + b.Alloc + ")"

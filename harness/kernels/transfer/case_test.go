@@ -8,14 +8,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func TestTransferGeneratedCasesAreValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, pages := range []int{2, 3, 40} {
-		g := DefaultTransferGeometry(2, pages)
-		for _, p := range TransferProfiles {
-			gen := &TransferGen{Geometry: g, Profile: p, MaxRooms: 5}
+		g := DefaultGeometry(2, pages)
+		for _, p := range Profiles {
+			gen := &Gen{Geometry: g, Profile: p, MaxRooms: 5}
 			for range 300 {
 				c := gen.Draw(rng)
 				if err := c.Validate(pages * g.PageSize); err != nil {
@@ -30,11 +31,11 @@ func TestTransferGeneratedCasesAreValid(t *testing.T) {
 // need are drawn, not merely possible.
 func TestTransferGeneratorIsAdversarial(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	g := DefaultTransferGeometry(1, 40)
-	wrap := (&TransferGen{Geometry: g}).wrapEdge()
+	g := DefaultGeometry(1, 40)
+	wrap := (&Gen{Geometry: g}).wrapEdge()
 	seen := map[string]bool{}
-	for _, p := range TransferProfiles {
-		gen := &TransferGen{Geometry: g, Profile: p}
+	for _, p := range Profiles {
+		gen := &Gen{Geometry: g, Profile: p}
 		for range 200 {
 			c := gen.Draw(rng)
 			seen["rooms>1"] = seen["rooms>1"] || len(c.Rooms) > 1
@@ -70,12 +71,12 @@ func noteRoom(seen map[string]bool, r Room, pages, wrap int64) {
 
 func TestShrinkTransferKeepsValidityAndShrinks(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	g := DefaultTransferGeometry(2, 30)
-	for _, p := range TransferProfiles {
-		gen := &TransferGen{Geometry: g, Profile: p}
+	g := DefaultGeometry(2, 30)
+	for _, p := range Profiles {
+		gen := &Gen{Geometry: g, Profile: p}
 		for range 40 {
 			c := gen.Draw(rng)
-			for _, s := range ShrinkTransfer(c) {
+			for _, s := range Shrink(c) {
 				if err := s.Validate(0); err != nil {
 					t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
 				}
@@ -87,9 +88,9 @@ func TestShrinkTransferKeepsValidityAndShrinks(t *testing.T) {
 	}
 }
 
-// smaller is the order ShrinkTransfer descends: rooms, buffers, pairs, the
+// smaller is the order Shrink descends: rooms, buffers, pairs, the
 // sum of page numbers, pool pages, then room ids in order.
-func smaller(a, b *Transfer) bool {
+func smaller(a, b *Case) bool {
 	ka, kb := shrinkKey(a), shrinkKey(b)
 	for i := range ka {
 		if ka[i] != kb[i] {
@@ -99,7 +100,7 @@ func smaller(a, b *Transfer) bool {
 	return false
 }
 
-func shrinkKey(c *Transfer) []int64 {
+func shrinkKey(c *Case) []int64 {
 	var sum, disorder int64
 	for i, r := range c.Rooms {
 		for j := range r.Src {
@@ -117,8 +118,8 @@ func shrinkKey(c *Transfer) []int64 {
 // room of one page over the smallest pool.
 func TestShrinkTransferReachesOnePage(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
-	c := (&TransferGen{Geometry: DefaultTransferGeometry(2, 40), Profile: ProfileRuns}).Draw(rng)
-	keeps := func(x *Transfer) bool {
+	c := (&Gen{Geometry: DefaultGeometry(2, 40), Profile: ProfileRuns}).Draw(rng)
+	keeps := func(x *Case) bool {
 		for _, b := range x.Geometry.Buffers {
 			if b.Name == "L0.indexk" && b.Shift != 0 {
 				return true
@@ -127,7 +128,7 @@ func TestShrinkTransferReachesOnePage(t *testing.T) {
 		return false
 	}
 	for steps := 0; ; steps++ {
-		next := firstWhere(ShrinkTransfer(c), keeps)
+		next := firstWhere(Shrink(c), keeps)
 		if next == nil {
 			break
 		}
@@ -141,7 +142,7 @@ func TestShrinkTransferReachesOnePage(t *testing.T) {
 	}
 }
 
-func firstWhere(cs []*Transfer, ok func(*Transfer) bool) *Transfer {
+func firstWhere(cs []*Case, ok func(*Case) bool) *Case {
 	for _, c := range cs {
 		if ok(c) {
 			return c
@@ -152,25 +153,25 @@ func firstWhere(cs []*Transfer, ok func(*Transfer) bool) *Transfer {
 
 func TestDecodeTransferAlwaysValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	base := DefaultTransferGeometry(2, 12)
+	base := DefaultGeometry(2, 12)
 	for i := range 3000 {
 		data := make([]byte, rng.Intn(120))
 		rng.Read(data)
-		c := DecodeTransfer(data, base, 4, 8)
+		c := Decode(data, base, 4, 8)
 		if err := c.Validate(0); err != nil {
 			t.Fatalf("input %d (%x): %v: %v", i, data, c, err)
 		}
 	}
-	if err := DecodeTransfer(nil, base, 4, 8).Validate(0); err != nil {
+	if err := Decode(nil, base, 4, 8).Validate(0); err != nil {
 		t.Fatalf("empty input: %v", err)
 	}
 }
 
 func TestEncodeTransferInvertsDecode(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
-	base := DefaultTransferGeometry(2, 40)
-	for _, p := range TransferProfiles {
-		gen := &TransferGen{Geometry: base, Profile: p, MaxRooms: 4}
+	base := DefaultGeometry(2, 40)
+	for _, p := range Profiles {
+		gen := &Gen{Geometry: base, Profile: p, MaxRooms: 4}
 		for range 200 {
 			c := gen.Draw(rng)
 			for i := range c.Rooms {
@@ -178,13 +179,13 @@ func TestEncodeTransferInvertsDecode(t *testing.T) {
 				c.Rooms[i].Src, c.Rooms[i].Dst = c.Rooms[i].Src[:min(len(c.Rooms[i].Src), 16)], c.Rooms[i].Dst[:min(len(c.Rooms[i].Dst), 16)]
 			}
 			if rng.Intn(2) == 0 {
-				c.Geometry = withBuffers(c, func(b TransferBuffer) bool { return b.Layer == 1 || b.Layout == "bf16" }).Geometry
+				c.Geometry = withBuffers(c, func(b Buffer) bool { return b.Layer == 1 || b.Layout == "bf16" }).Geometry
 			}
-			data, err := EncodeTransfer(c, base, 4, 16)
+			data, err := Encode(c, base, 4, 16)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(c, DecodeTransfer(data, base, 4, 16)); diff != "" {
+			if diff := cmp.Diff(c, Decode(data, base, 4, 16)); diff != "" {
 				t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
 			}
 		}
@@ -192,61 +193,61 @@ func TestEncodeTransferInvertsDecode(t *testing.T) {
 }
 
 func TestTransferJSONRoundTrip(t *testing.T) {
-	c := (&TransferGen{Geometry: DefaultTransferGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
+	c := (&Gen{Geometry: DefaultGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
 	data, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeCase("transfer", data)
+	back, err := Kind.Decode(data, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Case(c), back); diff != "" {
+	if diff := cmp.Diff(workload.Case(c), back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	if _, err := DecodeCase("transfer", []byte(`{"geometry": {}, "rooms": [], "extra": 1}`)); err == nil {
+	if _, err := Kind.Decode([]byte(`{"geometry": {}, "rooms": [], "extra": 1}`), 1<<30); err == nil {
 		t.Error("an unknown field was accepted")
 	}
 }
 
 func TestTransferValidateRejects(t *testing.T) {
-	g := DefaultTransferGeometry(1, 8)
+	g := DefaultGeometry(1, 8)
 	room := func(src, dst []int64) Room { return Room{Src: src, Dst: dst} }
-	bad := func(f func(*Transfer)) *Transfer {
-		c := &Transfer{Geometry: g.Clone(), Rooms: []Room{room([]int64{1, 2}, []int64{3, 4})}}
+	bad := func(f func(*Case)) *Case {
+		c := &Case{Geometry: g.Clone(), Rooms: []Room{room([]int64{1, 2}, []int64{3, 4})}}
 		f(c)
 		return c
 	}
-	for name, c := range map[string]*Transfer{
-		"no rooms":         bad(func(c *Transfer) { c.Rooms = nil }),
-		"length mismatch":  bad(func(c *Transfer) { c.Rooms[0].Dst = []int64{3} }),
-		"page past end":    bad(func(c *Transfer) { c.Rooms[0].Src[1] = 8 }),
-		"negative page":    bad(func(c *Transfer) { c.Rooms[0].Dst[0] = -1 }),
-		"shared src page":  bad(func(c *Transfer) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{2}, Dst: []int64{5}}) }),
-		"shared dst page":  bad(func(c *Transfer) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{5}, Dst: []int64{4}}) }),
-		"page twice":       bad(func(c *Transfer) { c.Rooms[0].Src[1] = 1 }),
-		"duplicate id":     bad(func(c *Transfer) { c.Rooms = append(c.Rooms, room([]int64{5}, []int64{5})) }),
-		"shift past pages": bad(func(c *Transfer) { c.Geometry.Buffers[2].Shift = 8 }),
-		"bad name":         bad(func(c *Transfer) { c.Geometry.Buffers[0].Name = "a;b" }),
-		"same name":        bad(func(c *Transfer) { c.Geometry.Buffers[1].Name = c.Geometry.Buffers[0].Name }),
-		"unknown layout":   bad(func(c *Transfer) { c.Geometry.Buffers[0].Layout = "fp4" }),
-		"no buffers":       bad(func(c *Transfer) { c.Geometry.Buffers = nil }),
-		"pool too big":     bad(func(c *Transfer) { c.Geometry.Pages = MaxTransferPages + 1 }),
+	for name, c := range map[string]*Case{
+		"no rooms":         bad(func(c *Case) { c.Rooms = nil }),
+		"length mismatch":  bad(func(c *Case) { c.Rooms[0].Dst = []int64{3} }),
+		"page past end":    bad(func(c *Case) { c.Rooms[0].Src[1] = 8 }),
+		"negative page":    bad(func(c *Case) { c.Rooms[0].Dst[0] = -1 }),
+		"shared src page":  bad(func(c *Case) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{2}, Dst: []int64{5}}) }),
+		"shared dst page":  bad(func(c *Case) { c.Rooms = append(c.Rooms, Room{ID: 1, Src: []int64{5}, Dst: []int64{4}}) }),
+		"page twice":       bad(func(c *Case) { c.Rooms[0].Src[1] = 1 }),
+		"duplicate id":     bad(func(c *Case) { c.Rooms = append(c.Rooms, room([]int64{5}, []int64{5})) }),
+		"shift past pages": bad(func(c *Case) { c.Geometry.Buffers[2].Shift = 8 }),
+		"bad name":         bad(func(c *Case) { c.Geometry.Buffers[0].Name = "a;b" }),
+		"same name":        bad(func(c *Case) { c.Geometry.Buffers[1].Name = c.Geometry.Buffers[0].Name }),
+		"unknown layout":   bad(func(c *Case) { c.Geometry.Buffers[0].Layout = "fp4" }),
+		"no buffers":       bad(func(c *Case) { c.Geometry.Buffers = nil }),
+		"pool too big":     bad(func(c *Case) { c.Geometry.Pages = MaxTransferPages + 1 }),
 	} {
 		if err := c.Validate(0); err == nil {
 			t.Errorf("%s: accepted %v", name, c)
 		}
 	}
-	if err := bad(func(*Transfer) {}).Validate(8 * 64); err != nil {
+	if err := bad(func(*Case) {}).Validate(8 * 64); err != nil {
 		t.Errorf("a good case was refused: %v", err)
 	}
-	if err := bad(func(*Transfer) {}).Validate(7 * 64); err == nil {
+	if err := bad(func(*Case) {}).Validate(7 * 64); err == nil {
 		t.Error("a case over more slots than the pool has was accepted")
 	}
 }
 
 func TestPoolNamesAndDescribe(t *testing.T) {
-	g := DefaultTransferGeometry(1, 40)
+	g := DefaultGeometry(1, 40)
 	var names []string
 	for _, b := range g.Buffers {
 		names = append(names, b.PoolName(SideDst))
@@ -254,7 +255,7 @@ func TestPoolNamesAndDescribe(t *testing.T) {
 	if want := "dst/L0.kv dst/L0.state;alloc=L0.kv dst/L0.indexk;shift=11"; strings.Join(names, " ") != want {
 		t.Errorf("pool names %q, want %q", names, want)
 	}
-	c := &Transfer{Geometry: g, Rooms: []Room{{ID: 9, Src: []int64{3, 4, 5, 9}, Dst: []int64{0, 1, 7, 8}}}}
+	c := &Case{Geometry: g, Rooms: []Room{{ID: 9, Src: []int64{3, 4, 5, 9}, Dst: []int64{0, 1, 7, 8}}}}
 	var b bytes.Buffer
 	c.Describe(&b, "")
 	for _, want := range []string{"src [3..5 9] → dst [0..1 7..8]", "carved from allocation L0.kv", "page table: +11", "room 0 (id 9)"} {

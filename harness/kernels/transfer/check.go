@@ -5,13 +5,12 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Check runs a transfer case twice, one Transfer call each (the second is
 // the determinism check), and judges the first run's descriptors and bytes.
 // Nothing is staged: the request carries the whole case.
-func (t *TransferTarget) Check(ctx context.Context, c *workload.Transfer) (*TransferResult, error) {
+func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if c.Geometry.Key() != t.Geometry.Key() {
 		return nil, fmt.Errorf("transfer case over %v, target over %v: open a target for the case's geometry", c.Geometry, t.Geometry)
 	}
@@ -27,8 +26,8 @@ func (t *TransferTarget) Check(ctx context.Context, c *workload.Transfer) (*Tran
 	if err != nil {
 		return nil, err
 	}
-	out := oracle.NewTransferCheck(t.Buffers, c).Check(first.descs, first.src, first.dst)
-	res := &TransferResult{Result: Result{Case: c}, Descriptors: first.descs, Digests: out.Digests}
+	out := NewOracle(t.Buffers, c).Check(first.descs, first.src, first.dst)
+	res := &Result{Descriptors: first.descs, Digests: out.Digests}
 	res.add(t.GeometryViolations...)
 	res.add(out.Violations...)
 	res.add(t.stagingViolations(first)...)
@@ -40,11 +39,11 @@ func (t *TransferTarget) Check(ctx context.Context, c *workload.Transfer) (*Tran
 
 // stagingViolations reports writes into the staging window: a transfer
 // has no inputs there and writes only destination pages.
-func (t *TransferTarget) stagingViolations(r transferRun) []oracle.TransferViolation {
-	var out []oracle.TransferViolation
+func (t *Target) stagingViolations(r transferRun) []Violation {
+	var out []Violation
 	for _, w := range r.staging {
-		v := oracle.NewTransferViolation(oracle.Outside)
-		v.Off, v.Len = w.Off-t.Plan.Staging.Off, w.Len
+		v := NewViolation(Outside)
+		v.Off, v.Len = w.Off-t.Pools.Staging.Off, w.Len
 		v.Detail = "the staging window changed (offsets from its start): a transfer writes destination pages only"
 		out = append(out, v)
 	}
@@ -53,8 +52,8 @@ func (t *TransferTarget) stagingViolations(r transferRun) []oracle.TransferViola
 
 // determinism describes the first difference between two runs of a case:
 // in the descriptors, or in the bytes of one region.
-func (t *TransferTarget) determinism(a, b transferRun) oracle.TransferViolation {
-	v := oracle.NewTransferViolation(oracle.Determinism)
+func (t *Target) determinism(a, b transferRun) Violation {
+	v := NewViolation(oracle.Determinism)
 	for i := range min(len(a.descs), len(b.descs)) {
 		if a.descs[i] != b.descs[i] {
 			v.Descriptor, v.Desc = i, &a.descs[i]
@@ -80,8 +79,8 @@ func (t *TransferTarget) determinism(a, b transferRun) oracle.TransferViolation 
 	return v
 }
 
-func bytesDiffer(v oracle.TransferViolation, buffer, side string, a, b oracle.Delta) oracle.TransferViolation {
-	c := compare(oracle.Determinism, a, b, "")
+func bytesDiffer(v Violation, buffer, side string, a, b oracle.Delta) Violation {
+	c := oracle.Compare(oracle.Determinism, a, b, "")
 	v.Buffer, v.Off, v.Len, v.Want, v.Got = buffer, c.Off, c.Len, c.Want, c.Got
 	v.Detail = fmt.Sprintf("running the same transfer twice left different bytes in the %s pool (want: the first run, got: the second)", side)
 	return v

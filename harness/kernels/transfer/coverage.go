@@ -14,7 +14,7 @@ func (j *judge) checkOverlap() {
 	for _, k := range j.writes {
 		d := j.ds[k]
 		if d.Dst < end {
-			v := j.withDescriptor(NewTransferViolation(Overlap), k)
+			v := j.withDescriptor(NewViolation(Overlap), k)
 			j.locate(&v, d)
 			v.Detail = fmt.Sprintf("%s writes destination bytes [%d,%d) that descriptor #%d also writes (%s)",
 				d, d.Dst, min(end, d.Dst+d.Length), last, j.where(d.Dst))
@@ -27,7 +27,7 @@ func (j *judge) checkOverlap() {
 }
 
 // locate fills in the room and buffer a descriptor names, when they exist.
-func (j *judge) locate(v *TransferViolation, d Descriptor) {
+func (j *judge) locate(v *Violation, d Descriptor) {
 	if ri, ok := j.tc.rooms[d.Room]; ok {
 		v.Room, v.RoomID = ri, d.Room
 	}
@@ -198,10 +198,10 @@ func (j *judge) checkStrays(expected map[coverKey]bool) {
 	}
 }
 
-func (j *judge) strayViolation(k int, keys []coverKey) TransferViolation {
+func (j *judge) strayViolation(k int, keys []coverKey) Violation {
 	sort.Slice(keys, func(a, b int) bool { return keys[a].src < keys[b].src })
 	first := keys[0]
-	v := j.withDescriptor(NewTransferViolation(Coverage), k)
+	v := j.withDescriptor(NewViolation(Coverage), k)
 	v.Room, v.RoomID = first.room, j.tc.Case.Rooms[first.room].ID
 	v.Buffer = j.tc.Buffers[first.buffer].Name
 	v.SrcPage, v.DstPage = first.src, first.dst

@@ -3,6 +3,8 @@ package transfer
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Fuzz bytes become a transfer case by the same rule as store cases:
@@ -29,12 +31,12 @@ const (
 	numPicks
 )
 
-// DecodeTransfer turns fuzz bytes into a valid transfer case over a subset
+// Decode turns fuzz bytes into a valid transfer case over a subset
 // of base's buffers.
-func DecodeTransfer(data []byte, base TransferGeometry, maxRooms, maxPages int) *Transfer {
+func Decode(data []byte, base Geometry, maxRooms, maxPages int) *Case {
 	s := workload.NewStream(data)
-	c := &Transfer{Geometry: pickBuffers(s, base)}
-	g := &TransferGen{Geometry: c.Geometry}
+	c := &Case{Geometry: pickBuffers(s, base)}
+	g := &Gen{Geometry: c.Geometry}
 	src, dst := newFreePages(base.Pages), newFreePages(base.Pages)
 	rooms := 1 + int(s.Byte())%maxRooms
 	for i := range rooms {
@@ -57,7 +59,7 @@ func DecodeTransfer(data []byte, base TransferGeometry, maxRooms, maxPages int) 
 	return c
 }
 
-func pickBuffers(s *workload.Stream, base TransferGeometry) TransferGeometry {
+func pickBuffers(s *workload.Stream, base Geometry) Geometry {
 	g := base.Clone()
 	n := len(base.Buffers)
 	mask := s.Uint((n + 7) / 8)
@@ -75,7 +77,7 @@ func pickBuffers(s *workload.Stream, base TransferGeometry) TransferGeometry {
 
 // pick applies one page-choice rule; the caller moves the result to a free
 // page.
-func (g *TransferGen) pick(s *workload.Stream, fp *freePages, room []int64) int64 {
+func (g *Gen) pick(s *workload.Stream, fp *freePages, room []int64) int64 {
 	switch s.Byte() % numPicks {
 	case pickLowest:
 		return 0
@@ -102,11 +104,11 @@ func (f *freePages) highest() int64 {
 	return p
 }
 
-// EncodeTransfer is DecodeTransfer's inverse for a case over a subset of
+// Encode is Decode's inverse for a case over a subset of
 // base's buffers (in base order) whose rooms are numbered 0, 1, 2…, with at
 // most maxRooms rooms of at most maxPages pages each: seed corpora are
 // written with it.
-func EncodeTransfer(c *Transfer, base TransferGeometry, maxRooms, maxPages int) ([]byte, error) {
+func Encode(c *Case, base Geometry, maxRooms, maxPages int) ([]byte, error) {
 	mask, err := bufferMask(c.Geometry, base)
 	if err != nil {
 		return nil, err
@@ -130,7 +132,7 @@ func EncodeTransfer(c *Transfer, base TransferGeometry, maxRooms, maxPages int) 
 	return out, nil
 }
 
-func bufferMask(g, base TransferGeometry) (uint64, error) {
+func bufferMask(g, base Geometry) (uint64, error) {
 	if g.Pages != base.Pages || g.PageSize != base.PageSize || len(base.Buffers) > 64 {
 		return 0, fmt.Errorf("geometry %v is not a subset of %v", g, base)
 	}

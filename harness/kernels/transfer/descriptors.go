@@ -50,7 +50,7 @@ func (j *judge) vet(d Descriptor) (problems []string, srcPage, dstPage int64) {
 
 // placed checks that [off, off+n) is whole pages of buffer b's pool r, and
 // returns the first page.
-func (j *judge) placed(side string, off, n int, b TransferBuffer, r pool.Region) (int64, []string) {
+func (j *judge) placed(side string, off, n int, b BufferPools, r pool.Region) (int64, []string) {
 	rel := off - r.Pool.Off
 	switch {
 	case rel < 0 || n < 0 || rel+n > b.pagesLen():
@@ -61,9 +61,9 @@ func (j *judge) placed(side string, off, n int, b TransferBuffer, r pool.Region)
 	return int64(rel / b.PageBytes), nil
 }
 
-func (j *judge) descriptorViolation(k int, problems []string) TransferViolation {
+func (j *judge) descriptorViolation(k int, problems []string) Violation {
 	d := j.ds[k]
-	v := j.withDescriptor(NewTransferViolation(BadDescriptor), k)
+	v := j.withDescriptor(NewViolation(BadDescriptor), k)
 	if ri, ok := j.tc.rooms[d.Room]; ok {
 		v.Room, v.RoomID = ri, d.Room
 	}
@@ -91,7 +91,7 @@ func (j *judge) where(off int) string {
 	return "no pool of this transfer"
 }
 
-func regionPart(b TransferBuffer, side string, r pool.Region, off int) string {
+func regionPart(b BufferPools, side string, r pool.Region, off int) string {
 	rel := off - r.Pool.Off
 	switch {
 	case r.GuardBefore.Contains(off):

@@ -50,12 +50,12 @@ func (g *digester) done() RoomDigest {
 }
 
 // violation is the checksum violation of a room whose digests differ.
-func (g *digester) violation() (TransferViolation, bool) {
+func (g *digester) violation() (Violation, bool) {
 	d := g.d
 	if d.Match() {
-		return TransferViolation{}, false
+		return Violation{}, false
 	}
-	v := NewTransferViolation(Checksum)
+	v := NewViolation(Checksum)
 	v.Room, v.RoomID, v.Buffer = d.Room, d.RoomID, d.Buffer
 	v.Want, _ = hex.DecodeString(d.Src)
 	v.Got, _ = hex.DecodeString(d.Dst)

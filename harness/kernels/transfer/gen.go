@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Transfer profiles: the shapes of page lists a generator favours. Each
+// Case profiles: the shapes of page lists a generator favours. Each
 // is a row of a transfer suite, as paddings are for stores.
 const (
 	ProfileMixed   = "mixed"   // all of the below
@@ -14,22 +14,22 @@ const (
 	ProfileEdges   = "edges"   // page 0, the last page, runs across a page table's wrap
 )
 
-// TransferProfiles lists the profiles in suite order.
-var TransferProfiles = []string{ProfileMixed, ProfileRuns, ProfileSingles, ProfileEdges}
+// Profiles lists the profiles in suite order.
+var Profiles = []string{ProfileMixed, ProfileRuns, ProfileSingles, ProfileEdges}
 
-// TransferGen draws adversarial transfer cases over one geometry. Source
+// Gen draws adversarial transfer cases over one geometry. Source
 // and destination lists are drawn independently, so a run that is
 // contiguous on one side is often broken on the other: an engine must end
 // a descriptor where either side stops being contiguous.
-type TransferGen struct {
-	Geometry TransferGeometry
+type Gen struct {
+	Geometry Geometry
 	Profile  string
 	MaxRooms int // default 4
 }
 
 // Draw returns a new valid case; all randomness comes from rng.
-func (g *TransferGen) Draw(rng *rand.Rand) *Transfer {
-	c := &Transfer{Geometry: g.Geometry.Clone()}
+func (g *Gen) Draw(rng *rand.Rand) *Case {
+	c := &Case{Geometry: g.Geometry.Clone()}
 	src, dst := newFreePages(g.Geometry.Pages), newFreePages(g.Geometry.Pages)
 	ids := map[uint64]bool{}
 	for range g.rooms(rng) {
@@ -46,7 +46,7 @@ func (g *TransferGen) Draw(rng *rand.Rand) *Transfer {
 	return c
 }
 
-func (g *TransferGen) rooms(rng *rand.Rand) int {
+func (g *Gen) rooms(rng *rand.Rand) int {
 	limit := g.MaxRooms
 	if limit <= 0 {
 		limit = 4
@@ -57,7 +57,7 @@ func (g *TransferGen) rooms(rng *rand.Rand) int {
 	return 1 + rng.Intn(limit)
 }
 
-func (g *TransferGen) pagesPerRoom(rng *rand.Rand) int {
+func (g *Gen) pagesPerRoom(rng *rand.Rand) int {
 	half := max(1, g.Geometry.Pages/2)
 	switch g.Profile {
 	case ProfileRuns:
@@ -73,7 +73,7 @@ func (g *TransferGen) pagesPerRoom(rng *rand.Rand) int {
 
 // list draws m free pages of one side as segments: runs of consecutive
 // free pages, each from a start the profile favours.
-func (g *TransferGen) list(rng *rand.Rand, fp *freePages, m int) []int64 {
+func (g *Gen) list(rng *rand.Rand, fp *freePages, m int) []int64 {
 	var out []int64
 	for len(out) < m {
 		n := min(g.segment(rng), m-len(out))
@@ -90,7 +90,7 @@ func (g *TransferGen) list(rng *rand.Rand, fp *freePages, m int) []int64 {
 	return out
 }
 
-func (g *TransferGen) segment(rng *rand.Rand) int {
+func (g *Gen) segment(rng *rand.Rand) int {
 	long := 2 + rng.Intn(max(1, g.Geometry.Pages/2))
 	switch g.Profile {
 	case ProfileRuns:
@@ -112,7 +112,7 @@ func (g *TransferGen) segment(rng *rand.Rand) int {
 
 // start picks where a segment begins; a taken page moves to the next free
 // one.
-func (g *TransferGen) start(rng *rand.Rand, out []int64) int64 {
+func (g *Gen) start(rng *rand.Rand, out []int64) int64 {
 	pages := int64(g.Geometry.Pages)
 	wrap := g.wrapEdge()
 	edges := []int64{0, pages - 1, wrap - 1, wrap}
@@ -128,7 +128,7 @@ func (g *TransferGen) start(rng *rand.Rand, out []int64) int64 {
 // wrapEdge is the logical page that the first shifted page table maps to
 // physical page 0: a run ending just before it stays contiguous logically
 // but wraps physically.
-func (g *TransferGen) wrapEdge() int64 {
+func (g *Gen) wrapEdge() int64 {
 	pages := int64(g.Geometry.Pages)
 	for _, b := range g.Geometry.Buffers {
 		if b.Shift != 0 {

@@ -23,7 +23,7 @@ const (
 	MaxTransferRooms   = 4096
 )
 
-// TransferBuffer is one buffer of a multi-buffer KV cache (a layer's KV, its
+// Buffer is one buffer of a multi-buffer KV cache (a layer's KV, its
 // index-K, a compressor state), present on both sides with the same
 // geometry.
 //
@@ -38,7 +38,7 @@ const (
 //     page (p + Shift) mod Pages of this buffer. Buffers with different
 //     shifts have different page tables, as DeepSeek-V4's state and indexer
 //     buffers do (tokenspeed #660 applied one buffer's pages to all).
-type TransferBuffer struct {
+type Buffer struct {
 	Name    string `json:"name"`
 	Layer   int    `json:"layer"`
 	Layout  string `json:"layout"`
@@ -48,7 +48,7 @@ type TransferBuffer struct {
 }
 
 // AllocKey is the allocation the buffer belongs to.
-func (b TransferBuffer) AllocKey() string {
+func (b Buffer) AllocKey() string {
 	if b.Alloc != "" {
 		return b.Alloc
 	}
@@ -57,7 +57,7 @@ func (b TransferBuffer) AllocKey() string {
 
 // Phys maps a room's (logical) page to this buffer's physical page in a
 // pool of pages pages.
-func (b TransferBuffer) Phys(page int64, pages int) int64 {
+func (b Buffer) Phys(page int64, pages int) int64 {
 	return (page + int64(b.Shift)) % int64(pages)
 }
 
@@ -69,7 +69,7 @@ func (b TransferBuffer) Phys(page int64, pages int) int64 {
 // e.g. "src/L0.kv", "dst/L0.state;alloc=L0.kv", "src/L0.indexk;shift=11".
 // The protocol has no other field for the allocation and the page table, so
 // the name carries them; sdk.ParsePoolName reads it back.
-func (b TransferBuffer) PoolName(side string) string {
+func (b Buffer) PoolName(side string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%s/%s", side, b.Name)
 	if b.Alloc != "" {
@@ -81,33 +81,33 @@ func (b TransferBuffer) PoolName(side string) string {
 	return s.String()
 }
 
-// TransferGeometry is the memory a transfer runs on: every buffer has
+// Geometry is the memory a transfer runs on: every buffer has
 // Pages pages of PageSize tokens on each side.
-type TransferGeometry struct {
-	PageSize int              `json:"page_size"`
-	Pages    int              `json:"pages"`
-	Buffers  []TransferBuffer `json:"buffers"`
+type Geometry struct {
+	PageSize int      `json:"page_size"`
+	Pages    int      `json:"pages"`
+	Buffers  []Buffer `json:"buffers"`
 }
 
-// DefaultTransferGeometry is a DeepSeek-V4-like cache with layers layers of
+// DefaultGeometry is a DeepSeek-V4-like cache with layers layers of
 // three buffers each: the layer's KV (bf16, 256 B/token), a compressor
 // state carved from the KV's allocation (fp8 rows, 132 B/token), and the
 // index-K cache (fp8-paged, 132 B/token) on its own page table.
-func DefaultTransferGeometry(layers, pages int) TransferGeometry {
-	g := TransferGeometry{PageSize: layout.DefaultPageSize, Pages: pages}
+func DefaultGeometry(layers, pages int) Geometry {
+	g := Geometry{PageSize: layout.DefaultPageSize, Pages: pages}
 	d := layout.DefaultHeadDim
 	for l := range layers {
 		kv := fmt.Sprintf("L%d.kv", l)
 		g.Buffers = append(g.Buffers,
-			TransferBuffer{Name: kv, Layer: l, Layout: "bf16", HeadDim: d},
-			TransferBuffer{Name: fmt.Sprintf("L%d.state", l), Layer: l, Layout: "fp8-rows", HeadDim: d, Alloc: kv},
-			TransferBuffer{Name: fmt.Sprintf("L%d.indexk", l), Layer: l, Layout: "fp8-paged", HeadDim: d, Shift: pages/4 + 1})
+			Buffer{Name: kv, Layer: l, Layout: "bf16", HeadDim: d},
+			Buffer{Name: fmt.Sprintf("L%d.state", l), Layer: l, Layout: "fp8-rows", HeadDim: d, Alloc: kv},
+			Buffer{Name: fmt.Sprintf("L%d.indexk", l), Layer: l, Layout: "fp8-paged", HeadDim: d, Shift: pages/4 + 1})
 	}
 	return g
 }
 
 // Layout builds buffer i's layout.
-func (g TransferGeometry) Layout(i int) (*layout.Layout, error) {
+func (g Geometry) Layout(i int) (*layout.Layout, error) {
 	b := g.Buffers[i]
 	l, err := layout.Builtin(b.Layout, b.HeadDim, g.PageSize)
 	if err != nil {
@@ -117,7 +117,7 @@ func (g TransferGeometry) Layout(i int) (*layout.Layout, error) {
 }
 
 // Layers lists the distinct layers of the buffers, in order of appearance.
-func (g TransferGeometry) Layers() []int {
+func (g Geometry) Layers() []int {
 	var out []int
 	seen := map[int]bool{}
 	for _, b := range g.Buffers {
@@ -131,21 +131,21 @@ func (g TransferGeometry) Layers() []int {
 
 // Key identifies a geometry: two geometries with the same key plan the
 // same arena.
-func (g TransferGeometry) Key() string {
+func (g Geometry) Key() string {
 	b, _ := json.Marshal(g)
 	return string(b)
 }
 
 // Clone returns a deep copy.
-func (g TransferGeometry) Clone() TransferGeometry {
-	g.Buffers = append([]TransferBuffer(nil), g.Buffers...)
+func (g Geometry) Clone() Geometry {
+	g.Buffers = append([]Buffer(nil), g.Buffers...)
 	return g
 }
 
 // Validate checks the geometry: sizes in range, buffer names unique and
 // free of the characters the pool-name grammar uses, layouts that build,
 // shifts that are page numbers.
-func (g TransferGeometry) Validate() error {
+func (g Geometry) Validate() error {
 	switch {
 	case g.PageSize < 1 || g.PageSize > 4096:
 		return fmt.Errorf("page size %d: want 1..4096", g.PageSize)
@@ -164,7 +164,7 @@ func (g TransferGeometry) Validate() error {
 	return nil
 }
 
-func (g TransferGeometry) validBuffer(i int, names map[string]bool) error {
+func (g Geometry) validBuffer(i int, names map[string]bool) error {
 	b := g.Buffers[i]
 	switch {
 	case b.Name == "" || strings.ContainsAny(b.Name, "/;= \t\n"):
@@ -181,6 +181,6 @@ func (g TransferGeometry) validBuffer(i int, names map[string]bool) error {
 }
 
 // String is a one-line summary, e.g. "40×64-token pages, 6 buffers in 2 layers".
-func (g TransferGeometry) String() string {
+func (g Geometry) String() string {
 	return fmt.Sprintf("%d×%d-token pages, %d buffers in %d layers", g.Pages, g.PageSize, len(g.Buffers), len(g.Layers()))
 }

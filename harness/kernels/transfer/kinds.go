@@ -1,8 +1,8 @@
 package transfer
 
-import "slices"
+import "github.com/kvharness/kvharness/harness/oracle"
 
-// Violation kinds of a transfer (prefill → decode page copy). The first
+// oracle.Violation kinds of a transfer (prefill → decode page copy). The first
 // three judge the descriptors the plugin answered, the next three the bytes
 // the copy left, the last the room as a decode server verifies it:
 //
@@ -24,27 +24,19 @@ import "slices"
 //	            between prefill and decode: what a decode server verifying
 //	            rooms (sglang #39229) would reject
 const (
-	BadDescriptor Kind = "descriptor"
-	Overlap       Kind = "overlap"
-	Coverage      Kind = "coverage"
-	PageMismatch  Kind = "page"
-	Outside       Kind = "outside"
-	SourceWrite   Kind = "source"
-	Checksum      Kind = "checksum"
+	BadDescriptor oracle.Kind = "descriptor"
+	Overlap       oracle.Kind = "overlap"
+	Coverage      oracle.Kind = "coverage"
+	PageMismatch  oracle.Kind = "page"
+	Outside       oracle.Kind = "outside"
+	SourceWrite   oracle.Kind = "source"
+	Checksum      oracle.Kind = "checksum"
 )
 
-// TransferKinds lists the transfer kinds in report order: causes (the
-// descriptors) before symptoms (the bytes), so a shrunk counterexample
-// keeps the root cause.
-var TransferKinds = []Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum}
-
-// The transfer kinds join Kinds ahead of the kinds that compare runs, so a
-// transfer that is wrong and also nondeterministic leads with what is wrong
-// (and shrinking keeps the root cause).
-func init() {
-	at := slices.Index(Kinds, Determinism)
-	if at < 0 {
-		at = len(Kinds)
-	}
-	Kinds = slices.Insert(Kinds, at, TransferKinds...)
-}
+// Kinds lists a transfer's violation kinds in report order: the plugin's
+// declared geometry, causes (the descriptors) before symptoms (the
+// bytes), so a shrunk counterexample keeps the root cause, and last
+// whether two runs agreed: a transfer that is wrong and also
+// nondeterministic leads with what is wrong.
+var Kinds = []oracle.Kind{oracle.Geometry, BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum,
+	oracle.Determinism}

@@ -5,20 +5,20 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
-// TransferBuffer is what the oracle knows about one buffer of a transfer:
+// BufferPools is what the oracle knows about one buffer of a transfer:
 // its real page size (the item_len every descriptor of it must carry), its
 // page table, and where its prefill and decode pools live in the arena,
 // with the seed each was filled with. The two sides get different seeds,
 // so a page copied to the right page number of the wrong side, or never
 // copied, can never look right by accident.
-type TransferBuffer struct {
+type BufferPools struct {
 	Name      string
 	Layout    string
-	Alloc     string // allocation key (workload.TransferBuffer.AllocKey)
+	Alloc     string // allocation key (Buffer.AllocKey)
 	PageBytes int
 	Pages     int
 	Shift     int
@@ -28,17 +28,17 @@ type TransferBuffer struct {
 }
 
 // Phys maps a room's page to this buffer's physical page.
-func (b TransferBuffer) Phys(p int64) int64 { return (p + int64(b.Shift)) % int64(b.Pages) }
+func (b BufferPools) Phys(p int64) int64 { return (p + int64(b.Shift)) % int64(b.Pages) }
 
 // pagesLen is the bytes of the pool that hold pages; the aligned window may
 // have a tail past them.
-func (b TransferBuffer) pagesLen() int { return b.Pages * b.PageBytes }
+func (b BufferPools) pagesLen() int { return b.Pages * b.PageBytes }
 
-// TransferCheck is everything the oracle knows about one transfer case.
+// Oracle is everything the oracle knows about one transfer case.
 // Build it once per case; Check it after every run.
-type TransferCheck struct {
-	Buffers []TransferBuffer // in request order
-	Case    *workload.Transfer
+type Oracle struct {
+	Buffers []BufferPools // in request order
+	Case    *Case
 
 	rooms map[uint64]int // room id → index
 	dsts  []map[int64]pageRef
@@ -50,9 +50,9 @@ type pageRef struct {
 	src, dst    int64
 }
 
-// NewTransferCheck indexes a case's page pairs per buffer.
-func NewTransferCheck(bufs []TransferBuffer, c *workload.Transfer) *TransferCheck {
-	tc := &TransferCheck{Buffers: bufs, Case: c, rooms: map[uint64]int{}, dsts: make([]map[int64]pageRef, len(bufs))}
+// NewOracle indexes a case's page pairs per buffer.
+func NewOracle(bufs []BufferPools, c *Case) *Oracle {
+	tc := &Oracle{Buffers: bufs, Case: c, rooms: map[uint64]int{}, dsts: make([]map[int64]pageRef, len(bufs))}
 	for i, r := range c.Rooms {
 		tc.rooms[r.ID] = i
 	}
@@ -66,7 +66,7 @@ func NewTransferCheck(bufs []TransferBuffer, c *workload.Transfer) *TransferChec
 }
 
 // refs lists buffer b's page pairs, room by room, in list order.
-func (tc *TransferCheck) refs(b int) []pageRef {
+func (tc *Oracle) refs(b int) []pageRef {
 	buf := tc.Buffers[b]
 	var out []pageRef
 	for ri, r := range tc.Case.Rooms {
@@ -77,32 +77,32 @@ func (tc *TransferCheck) refs(b int) []pageRef {
 	return out
 }
 
-// TransferOutcome is the verdict on one run.
-type TransferOutcome struct {
-	Violations []TransferViolation
+// Findings is the verdict on one run.
+type Findings struct {
+	Violations []Violation
 	Digests    []RoomDigest
 }
 
 // Check judges one run: the descriptors the plugin answered, and what the
 // run changed in each buffer's source and destination region (src[b] and
-// dst[b], relative to the pool base, as Capture returns them).
-func (tc *TransferCheck) Check(ds []Descriptor, src, dst []Delta) *TransferOutcome {
+// dst[b], relative to the pool base, as oracle.Capture returns them).
+func (tc *Oracle) Check(ds []Descriptor, src, dst []oracle.Delta) *Findings {
 	j := &judge{tc: tc, ds: ds, covered: map[coverKey][]int{}, missing: missingRun{at: -1}}
 	j.indexWrites()
 	j.checkDescriptors()
 	j.checkOverlap()
 	j.checkCoverage()
 	j.checkBytes(src, dst)
-	return &TransferOutcome{Violations: finish(j.out), Digests: j.digests}
+	return &Findings{Violations: finish(j.out), Digests: j.digests}
 }
 
 // judge is the state of one Check.
 type judge struct {
-	tc      *TransferCheck
+	tc      *Oracle
 	ds      []Descriptor
 	covered map[coverKey][]int // page pairs of well-formed descriptors
 	writes  []int              // descriptor indices by destination offset
-	out     []TransferViolation
+	out     []Violation
 	digests []RoomDigest
 	missing missingRun // see extendMissing
 }
@@ -113,7 +113,7 @@ type coverKey struct {
 	src, dst     int64
 }
 
-func (j *judge) add(v TransferViolation) { j.out = append(j.out, v) }
+func (j *judge) add(v Violation) { j.out = append(j.out, v) }
 
 // indexWrites sorts the descriptors by destination, to find who wrote a
 // byte.
@@ -145,12 +145,12 @@ func (j *judge) writer(off int) int {
 // makes one per page, and the first ones say it all.
 const maxPerKind = 64
 
-// finish orders violations by kind (TransferKinds order), room, buffer and
+// finish orders violations by kind (Kinds order), room, buffer and
 // page, and keeps the first maxPerKind of each kind.
-func finish(vs []TransferViolation) []TransferViolation {
-	rank := func(k Kind) int { return slices.Index(TransferKinds, k) }
+func finish(vs []Violation) []Violation {
+	rank := func(k oracle.Kind) int { return slices.Index(Kinds, k) }
 	sort.SliceStable(vs, func(a, b int) bool { return rank(vs[a].Kind) < rank(vs[b].Kind) })
-	var out []TransferViolation
+	var out []Violation
 	for i := 0; i < len(vs); {
 		n := i
 		for n < len(vs) && vs[n].Kind == vs[i].Kind {
@@ -167,8 +167,8 @@ func finish(vs []TransferViolation) []TransferViolation {
 }
 
 // roomViolation starts a violation about room ri's page i in buffer b.
-func (j *judge) roomViolation(k Kind, ri, b, i int) TransferViolation {
-	v := NewTransferViolation(k)
+func (j *judge) roomViolation(k oracle.Kind, ri, b, i int) Violation {
+	v := NewViolation(k)
 	v.Room, v.RoomID = ri, j.tc.Case.Rooms[ri].ID
 	v.Buffer = j.tc.Buffers[b].Name
 	if i >= 0 {
@@ -180,7 +180,7 @@ func (j *judge) roomViolation(k Kind, ri, b, i int) TransferViolation {
 }
 
 // withDescriptor names descriptor k as the one at fault.
-func (j *judge) withDescriptor(v TransferViolation, k int) TransferViolation {
+func (j *judge) withDescriptor(v Violation, k int) Violation {
 	if k >= 0 {
 		d := j.ds[k]
 		v.Descriptor, v.Desc = k, &d

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // tfix is a transfer arena in plain memory: a test plays the plugin by
@@ -14,23 +14,23 @@ import (
 // deltas, as check does after a real run.
 type tfix struct {
 	t    *testing.T
-	g    workload.TransferGeometry
-	c    *workload.Transfer
-	bufs []TransferBuffer
+	g    Geometry
+	c    *Case
+	bufs []BufferPools
 	mem  []byte
 	bg   []byte
 	regs []pool.Region
 }
 
-func newTFix(t *testing.T, layers, pages int, rooms ...workload.Room) *tfix {
+func newTFix(t *testing.T, layers, pages int, rooms ...Room) *tfix {
 	t.Helper()
-	g := workload.DefaultTransferGeometry(layers, pages)
-	f := &tfix{t: t, g: g, c: &workload.Transfer{Geometry: g, Rooms: rooms}}
+	g := DefaultGeometry(layers, pages)
+	f := &tfix{t: t, g: g, c: &Case{Geometry: g, Rooms: rooms}}
 	if err := f.c.Validate(0); err != nil {
 		t.Fatal(err)
 	}
 	var specs []pool.Spec
-	for _, side := range []string{workload.SideSrc, workload.SideDst} {
+	for _, side := range []string{SideSrc, SideDst} {
 		for i, b := range g.Buffers {
 			l, err := g.Layout(i)
 			if err != nil {
@@ -51,15 +51,15 @@ func newTFix(t *testing.T, layers, pages int, rooms ...workload.Room) *tfix {
 	n := len(g.Buffers)
 	for i, b := range g.Buffers {
 		l, _ := g.Layout(i)
-		f.bufs = append(f.bufs, TransferBuffer{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(), PageBytes: l.PageBytes(),
+		f.bufs = append(f.bufs, BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(), PageBytes: l.PageBytes(),
 			Pages: pages, Shift: b.Shift, Src: plan.Regions[i], Dst: plan.Regions[n+i],
 			SrcSeed: uint64(1000 + i), DstSeed: uint64(1000 + n + i)})
 	}
 	return f
 }
 
-func room(id uint64, src, dst []int64) workload.Room {
-	return workload.Room{ID: id, Src: src, Dst: dst}
+func room(id uint64, src, dst []int64) Room {
+	return Room{ID: id, Src: src, Dst: dst}
 }
 
 // runs builds the descriptors a correct engine builds: per buffer, per
@@ -95,21 +95,21 @@ func (f *tfix) copy(ds []Descriptor) {
 }
 
 // check copies what ds say, then judges the arena.
-func (f *tfix) check(ds []Descriptor) *TransferOutcome {
+func (f *tfix) check(ds []Descriptor) *Findings {
 	f.copy(ds)
 	return f.judge(ds)
 }
 
-func (f *tfix) judge(ds []Descriptor) *TransferOutcome {
-	var src, dst []Delta
+func (f *tfix) judge(ds []Descriptor) *Findings {
+	var src, dst []oracle.Delta
 	for _, b := range f.bufs {
 		src, dst = append(src, f.delta(b.Src)), append(dst, f.delta(b.Dst))
 	}
-	return NewTransferCheck(f.bufs, f.c).Check(ds, src, dst)
+	return NewOracle(f.bufs, f.c).Check(ds, src, dst)
 }
 
-func (f *tfix) delta(r pool.Region) Delta {
-	var d Delta
+func (f *tfix) delta(r pool.Region) oracle.Delta {
+	var d oracle.Delta
 	for i := r.Span().Off; i < r.Span().End(); i++ {
 		if f.mem[i] == f.bg[i] {
 			continue
@@ -125,8 +125,8 @@ func (f *tfix) delta(r pool.Region) Delta {
 }
 
 // kinds lists the distinct kinds of vs in order.
-func kinds(vs []TransferViolation) []Kind {
-	var out []Kind
+func kinds(vs []Violation) []oracle.Kind {
+	var out []oracle.Kind
 	for _, v := range vs {
 		if !slices.Contains(out, v.Kind) {
 			out = append(out, v.Kind)
@@ -135,7 +135,7 @@ func kinds(vs []TransferViolation) []Kind {
 	return out
 }
 
-func first(t *testing.T, vs []TransferViolation, k Kind) TransferViolation {
+func first(t *testing.T, vs []Violation, k oracle.Kind) Violation {
 	t.Helper()
 	for _, v := range vs {
 		if v.Kind == k {
@@ -143,17 +143,17 @@ func first(t *testing.T, vs []TransferViolation, k Kind) TransferViolation {
 		}
 	}
 	t.Fatalf("no %s violation in %v", k, vs)
-	return TransferViolation{}
+	return Violation{}
 }
 
-func wantKinds(t *testing.T, o *TransferOutcome, want ...Kind) {
+func wantKinds(t *testing.T, o *Findings, want ...oracle.Kind) {
 	t.Helper()
 	if got := kinds(o.Violations); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v:\n%s", got, want, dump(o.Violations))
 	}
 }
 
-func dump(vs []TransferViolation) string {
+func dump(vs []Violation) string {
 	var b strings.Builder
 	for _, v := range vs {
 		b.WriteString("  " + v.String() + "\n")
@@ -161,7 +161,7 @@ func dump(vs []TransferViolation) string {
 	return b.String()
 }
 
-func says(t *testing.T, v TransferViolation, parts ...string) {
+func says(t *testing.T, v Violation, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(v.String(), p) {
@@ -172,8 +172,8 @@ func says(t *testing.T, v TransferViolation, parts ...string) {
 
 // twoRooms has a run, a run broken on one side, page 0, the last page and
 // a run across the index-K page table's wrap (pages 29, 30 → 39, 0).
-func twoRooms() []workload.Room {
-	return []workload.Room{
+func twoRooms() []Room {
+	return []Room{
 		room(7, []int64{3, 4, 5, 9, 29, 30}, []int64{10, 11, 20, 21, 0, 39}),
 		room(8, []int64{0, 39}, []int64{5, 6}),
 	}
@@ -404,7 +404,7 @@ func TestWrongBytesUnderGoodDescriptor(t *testing.T) {
 	o := f.judge(ds)
 	wantKinds(t, o, PageMismatch, Checksum)
 	v := first(t, o.Violations, PageMismatch)
-	if v.Descriptor != 0 || v.Off != 10*16384 || len(v.Want) != MaxShown {
+	if v.Descriptor != 0 || v.Off != 10*16384 || len(v.Want) != oracle.MaxShown {
 		t.Errorf("page violation %v", v)
 	}
 	says(t, v, "it holds source page 17, not 3")
@@ -418,11 +418,11 @@ func TestGenericViolationNamesRoomBufferDescriptor(t *testing.T) {
 	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
 	ds := f.runs()
 	ds[1].ItemLen = 1
-	g := first(t, f.judge(ds).Violations, BadDescriptor).Violation()
-	if g.Kind != BadDescriptor || g.Field != "L0.state" || g.Row != NoRow || !strings.Contains(g.Detail, "room 0 (id 7) buffer L0.state descriptor #1") {
+	g := first(t, f.judge(ds).Violations, BadDescriptor).Generic()
+	if g.Kind != BadDescriptor || g.Field != "L0.state" || g.Row != oracle.NoRow || !strings.Contains(g.Detail, "room 0 (id 7) buffer L0.state descriptor #1") {
 		t.Errorf("generic violation %+v", g)
 	}
-	if !slices.Contains(Kinds, Checksum) || slices.Index(Kinds, BadDescriptor) < slices.Index(Kinds, Geometry) {
+	if !slices.Contains(Kinds, Checksum) || slices.Index(Kinds, BadDescriptor) < slices.Index(Kinds, oracle.Geometry) {
 		t.Errorf("Kinds %v: transfer kinds must follow the store kinds", Kinds)
 	}
 }

@@ -11,22 +11,36 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
-func transferSuite(t testing.TB, p *plugin.Plugin, variant string, cases int) *TransferSuite {
-	t.Helper()
-	dir, err := rundir.Open()
+// testSuite is a transfer suite's settings, as the tests vary them.
+type testSuite struct {
+	kind.Params
+	SuiteConfig
+	session *kind.Session
+	t       testing.TB
+}
+
+func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result], error) {
+	suite, err := Suite(s.session, s.Params, s.SuiteConfig)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { dir.Close() })
-	return &TransferSuite{Plugin: p, Dir: dir, Variant: variant, Cases: cases, Seed: 1, BackgroundSeed: 1}
+	return suite.Run(ctx)
+}
+
+func transferSuite(t testing.TB, p *plugin.Plugin, variant string, cases int) *testSuite {
+	t.Helper()
+	return &testSuite{session: &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}, t: t,
+		Params: kind.Params{Variant: variant, Cases: cases, Seed: 1}}
 }
 
 func inProcess() *plugin.Plugin {
@@ -38,7 +52,7 @@ func TestPDTransferPassesTransferSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vs) != len(workload.TransferProfiles) {
+	if len(vs) != len(Profiles) {
 		t.Fatalf("%d verdicts", len(vs))
 	}
 	for _, v := range vs {
@@ -53,7 +67,7 @@ func TestPDTransferPassesTransferSuite(t *testing.T) {
 func TestPDTransferOutOfProcess(t *testing.T) {
 	p := startPDTransfer(t)
 	s := transferSuite(t, p, "", 30)
-	s.Profiles = []string{workload.ProfileMixed}
+	s.Profiles = []string{ProfileMixed}
 	vs, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +117,11 @@ var killers = []struct {
 	descriptor bool
 	buffers    int // buffers the minimal case keeps
 }{
-	{"fp8-item-len", oracle.BadDescriptor, "L0.kv", true, 1},
-	{"skip-buffer", oracle.Coverage, "L0.indexk", false, 1},
-	{"base-addr-dedup", oracle.Coverage, "L0.state", true, 2},
-	{"legacy-page-map", oracle.Coverage, "L0.indexk", true, 2},
-	{"last-run-truncated", oracle.Coverage, "L0.kv", false, 1},
+	{"fp8-item-len", BadDescriptor, "L0.kv", true, 1},
+	{"skip-buffer", Coverage, "L0.indexk", false, 1},
+	{"base-addr-dedup", Coverage, "L0.state", true, 2},
+	{"legacy-page-map", Coverage, "L0.indexk", true, 2},
+	{"last-run-truncated", Coverage, "L0.kv", false, 1},
 }
 
 // TestTransferMutantsKilled: every pdtransfer variant is killed within 20
@@ -132,14 +146,10 @@ func TestTransferMutantsKilled(t *testing.T) {
 			t.Errorf("%s survived %d cases", k.variant, v.Outcome.Cases)
 			continue
 		}
-		res, ok := s.Details(f.Minimal)
-		if !ok {
-			t.Fatalf("%s: no details for the minimal case", k.variant)
-		}
-		first := res.Transfer[0]
+		first := f.Minimal.Violations[0]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%v\t%s\n", k.variant, f.Property, v.Label, casesTo(vs), f.Shrinks,
-			time.Since(start).Round(time.Millisecond), f.Minimal.Case, first.Where())
-		c := f.Minimal.Case.(*workload.Transfer)
+			time.Since(start).Round(time.Millisecond), f.Case, first.Where())
+		c := f.Case
 		switch {
 		case f.Property != k.property:
 			t.Errorf("%s: killed by %s, want %s", k.variant, f.Property, k.property)
@@ -153,7 +163,7 @@ func TestTransferMutantsKilled(t *testing.T) {
 	t.Logf("transfer mutants:\n%s", table.String())
 }
 
-func casesTo(vs []Verdict) int {
+func casesTo(vs []property.Verdict[*Case, *Result]) int {
 	n := 0
 	for _, v := range vs {
 		n += v.Outcome.Cases
@@ -173,7 +183,7 @@ func TestTransferLong(t *testing.T) {
 	if n, err := fmt.Sscan(os.Getenv("KVHARNESS_TRANSFER_CASES"), &total); n == 1 && err != nil {
 		t.Fatal(err)
 	}
-	s := transferSuite(t, startPDTransfer(t), "", total/len(workload.TransferProfiles))
+	s := transferSuite(t, startPDTransfer(t), "", total/len(Profiles))
 	start := time.Now()
 	vs, err := s.Run(context.Background())
 	if err != nil {

@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kvharness/kvharness/harness/check"
-	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -20,17 +21,12 @@ import (
 )
 
 // killed runs the transfer suite against a pdtransfer mutant and returns
-// its failing verdict and the suite.
-func killed(t *testing.T, variant string) (*property.TransferSuite, property.Verdict, *rundir.Dir) {
+// its failing verdict.
+func killed(t *testing.T, variant string) (property.Verdict[*Case, *Result], *rundir.Dir) {
 	t.Helper()
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	dir, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	s := &property.TransferSuite{Plugin: plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), Dir: dir,
-		Variant: variant, Cases: 20, Seed: 1, BackgroundSeed: 5, StopAtFirst: true}
+	s := transferSuite(t, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), variant, 20)
+	s.StopAtFirst = true
 	vs, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -39,15 +35,30 @@ func killed(t *testing.T, variant string) (*property.TransferSuite, property.Ver
 	if v.Outcome.Failure == nil {
 		t.Fatalf("%s survived", variant)
 	}
-	return s, v, dir
+	return v, s.session.Dir
+}
+
+// header is a report header of a killing run.
+func header(variant string) report.Header {
+	g := DefaultGeometry(2, 40)
+	return report.Header{Plugin: "pdtransfer", Version: "1.0.0", Variant: variant, PluginArg: "pdtransfer", Cases: 20, Seed: 1,
+		Backend: "cpu", JSON: report.Object{{Key: "geometry", Value: g}}, About: g.String()}
+}
+
+// decode reads transfer cases, as the registry's decoder does.
+func decode(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {
+	if k != protocol.Transfer {
+		return nil, fmt.Errorf("kernel %s", k)
+	}
+	return Kind.Decode(data, slots)
 }
 
 // TestTransferReproRoundTrips: a saved transfer failure loads back as the
 // same case, and replaying it against the same mutant fails the same
 // property, against the correct plugin not at all.
 func TestTransferReproRoundTrips(t *testing.T) {
-	_, v, dir := killed(t, "legacy-page-map")
-	r, err := TransferRepro("pdtransfer", "legacy-page-map", 5, v)
+	v, dir := killed(t, "legacy-page-map")
+	r, err := repro(header("legacy-page-map"), v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,36 +69,43 @@ func TestTransferReproRoundTrips(t *testing.T) {
 	if !strings.Contains(path, "pdtransfer-legacy-page-map-") || !strings.Contains(path, "-transfer-coverage-") {
 		t.Errorf("repro file name %s", path)
 	}
-	back, l, err := LoadRepro(path)
+	back, l, err := report.LoadRepro(path, decode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := back.Case.(*workload.Transfer).Geometry.Buffers[0].Layout
-	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != "transfer" || l.Name != first || back.Found.Property != oracle.Coverage {
+	first := back.Case.(*Case).Geometry.Buffers[0].Layout
+	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != "transfer" || l.Name != first || back.Found.Property != Coverage {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
 	for variant, fails := range map[string]bool{"legacy-page-map": true, "": false} {
-		sys := property.NewTransfers(plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
-			check.TransferConfig{Variant: variant, Seed: back.BackgroundSeed}, nil)
-		res, err := sys.Check(context.Background(), back.Case)
+		sys := NewSystem(plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+			Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
+		res, err := sys.Check(context.Background(), back.Case.(*Case))
 		sys.Close(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Failed() != fails || (fails && res.Primary() != oracle.Coverage) {
+		if res.Failed() != fails || (fails && res.Primary() != Coverage) {
 			t.Errorf("replay against %q: %v", variant, res.Violations)
 		}
 	}
 }
 
-func TestWriteTransferFailure(t *testing.T) {
-	s, v, _ := killed(t, "skip-buffer")
-	details, ok := s.Details(v.Outcome.Failure.Minimal)
-	if !ok {
-		t.Fatal("no details")
+// run is the report of one killing verdict.
+func run(t *testing.T, v property.Verdict[*Case, *Result], variant string) *report.Run {
+	t.Helper()
+	r, err := report.Build(Schema, header(variant), []property.Verdict[*Case, *Result]{v}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r.Rows[0].Failure.ReproPath = "x.json"
+	return r
+}
+
+func TestWriteTransferFailure(t *testing.T) {
+	v, _ := killed(t, "skip-buffer")
 	var b bytes.Buffer
-	WriteTransferFailure(&b, TransferFailure{Plugin: "pdtransfer", Variant: "skip-buffer", Verdict: v, Details: details, ReproPath: "x.json"})
+	report.WriteFailure(&b, run(t, v, "skip-buffer").Rows[0].Failure)
 	out := b.String()
 	for _, want := range []string{
 		"FAIL pdtransfer --variant skip-buffer · transfer · profile mixed · property coverage",
@@ -100,16 +118,14 @@ func TestWriteTransferFailure(t *testing.T) {
 			t.Errorf("report does not say %q:\n%s", want, out)
 		}
 	}
-	s, v2, _ := killed(t, "fp8-item-len")
-	details, _ = s.Details(v2.Outcome.Failure.Minimal)
+	v2, _ := killed(t, "fp8-item-len")
 	b.Reset()
-	WriteTransferResult(&b, details)
+	WriteCase(&b, nil, v2.Outcome.Failure.Case, v2.Outcome.Failure.Minimal)
 	if !strings.Contains(b.String(), "1 descriptor answered:\n    #0   {room 0 buffer 0 src") || !strings.Contains(b.String(), "item_len 8448, but L0.kv's pages are 16384 bytes") {
 		t.Errorf("result:\n%s", b.String())
 	}
 	b.Reset()
-	WriteTransferTable(&b, TransferHeader{Plugin: "pdtransfer", Version: "1.0.0", Cases: 20, Seed: 1,
-		Geometry: workload.DefaultTransferGeometry(2, 40)}, []property.Verdict{v})
+	report.WriteTable(&b, run(t, v, "skip-buffer"))
 	if !strings.Contains(b.String(), "40×64-token pages, 6 buffers in 2 layers") ||
 		!strings.Contains(b.String(), "mixed    1      ok          ok       FAIL      FAIL  ok       ok      FAIL      ok           0") {
 		t.Errorf("table:\n%s", b.String())
@@ -117,14 +133,14 @@ func TestWriteTransferFailure(t *testing.T) {
 }
 
 func TestTransferJSON(t *testing.T) {
-	s, v, _ := killed(t, "fp8-item-len")
-	details, _ := s.Details(v.Outcome.Failure.Minimal)
-	rep := TransferJSON(TransferHeader{Plugin: "pdtransfer", Variant: "fp8-item-len"}, []property.Verdict{v},
-		[]TransferFailure{{Verdict: v, Details: details, ReproPath: "r.json"}}, nil)
-	data, err := json.Marshal(rep)
-	if err != nil {
+	v, _ := killed(t, "fp8-item-len")
+	r := run(t, v, "fp8-item-len")
+	r.Rows[0].Failure.ReproPath = "r.json"
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, r); err != nil {
 		t.Fatal(err)
 	}
+	data := buf.Bytes()
 	var back struct {
 		Passed   bool
 		Verdicts []struct {
@@ -132,8 +148,8 @@ func TestTransferJSON(t *testing.T) {
 			Failure    struct {
 				Property   string
 				Repro      string
-				Violations []oracle.TransferViolation
-				Digests    []oracle.RoomDigest
+				Violations []Violation
+				Digests    []RoomDigest
 			}
 		}
 	}

@@ -1,33 +1,51 @@
 package transfer
 
-import (
-	"github.com/kvharness/kvharness/harness/oracle"
-)
+import "github.com/kvharness/kvharness/harness/oracle"
 
-// TransferResult is the verdict on one transfer case. Its Result holds the
-// generic violations property runs, reports and repro files handle; the
-// rest keeps what only a transfer has.
-type TransferResult struct {
-	Result
-	// Transfer holds the same violations as Result.Violations, in the same
-	// order, with their room, buffer, pages and descriptor as fields.
-	Transfer []oracle.TransferViolation
+// Result is the verdict on one transfer case: its violations located by
+// room, buffer, page and descriptor, what the plugin answered, and each
+// room's digests.
+type Result struct {
+	Violations []Violation
 	// Descriptors is what the plugin answered on the first run.
-	Descriptors []oracle.Descriptor
+	Descriptors []Descriptor
 	// Digests is each room's relocation-invariant checksum of each buffer on
 	// both sides, as a decode server verifying rooms computes them.
-	Digests []oracle.RoomDigest
+	Digests []RoomDigest
 }
 
-func (r *TransferResult) add(vs ...oracle.TransferViolation) {
-	for _, v := range vs {
-		r.Transfer = append(r.Transfer, v)
-		r.Violations = append(r.Violations, v.Violation())
+func (r *Result) add(vs ...Violation) { r.Violations = append(r.Violations, vs...) }
+
+// Failed reports whether any invariant was violated.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Has reports whether a violation of kind k was found.
+func (r *Result) Has(k oracle.Kind) bool {
+	for _, v := range r.Violations {
+		if v.Kind == k {
+			return true
+		}
 	}
+	return false
+}
+
+// Primary is the kind a report leads with: the first in Kinds order.
+func (r *Result) Primary() oracle.Kind { return oracle.First(Kinds, r.Has) }
+
+// NumViolations counts the violations.
+func (r *Result) NumViolations() int { return len(r.Violations) }
+
+// Generic is the violations in the form every kind's repro files hold.
+func (r *Result) Generic() []oracle.Violation {
+	out := make([]oracle.Violation, len(r.Violations))
+	for i, v := range r.Violations {
+		out[i] = v.Generic()
+	}
+	return out
 }
 
 // Rejected lists the rooms a decode server checking digests would reject.
-func (r *TransferResult) Rejected() []int {
+func (r *Result) Rejected() []int {
 	var out []int
 	for _, d := range r.Digests {
 		if !d.Match() && (len(out) == 0 || out[len(out)-1] != d.Room) {

@@ -13,7 +13,7 @@ import (
 // answered, and what changed in every buffer's two regions (relative to
 // each pool's base) and in staging.
 type transferRun struct {
-	descs   []oracle.Descriptor
+	descs   []Descriptor
 	src     []oracle.Delta
 	dst     []oracle.Delta
 	staging []pool.Window // arena offsets
@@ -44,11 +44,9 @@ func (r transferRun) equal(o transferRun) bool {
 
 // run makes one Transfer call and captures what it changed, leaving the
 // arena as it found it, even when the call failed.
-func (t *TransferTarget) run(ctx context.Context, req *kvpb.TransferRequest) (transferRun, error) {
-	if !t.Plugin.AttachedTo(t) { // another target of the same plugin attached since
-		if err := t.attach(ctx); err != nil {
-			return transferRun{}, err
-		}
+func (t *Target) run(ctx context.Context, req *kvpb.TransferRequest) (transferRun, error) {
+	if err := t.Ensure(ctx); err != nil { // another target of the same plugin may have attached since
+		return transferRun{}, err
 	}
 	resp, err := t.Plugin.Transfer(ctx, req)
 	r, cerr := t.capture()
@@ -62,11 +60,11 @@ func (t *TransferTarget) run(ctx context.Context, req *kvpb.TransferRequest) (tr
 	return r, nil
 }
 
-func (t *TransferTarget) capture() (transferRun, error) {
+func (t *Target) capture() (transferRun, error) {
 	var r transferRun
 	n := len(t.Buffers)
-	for i, reg := range t.Plan.Regions {
-		d, err := captureRegion(t.Mem, reg)
+	for i, reg := range t.Pools.Regions {
+		d, err := captureRegion(t.Mem(), reg)
 		if err != nil {
 			return r, err
 		}
@@ -76,12 +74,12 @@ func (t *TransferTarget) capture() (transferRun, error) {
 			r.dst = append(r.dst, d)
 		}
 	}
-	ws, err := t.Mem.Changed(t.Plan.Staging)
+	ws, err := t.Mem().Changed(t.Pools.Staging)
 	if err != nil {
 		return r, err
 	}
 	r.staging = ws
-	return r, t.Mem.Reset(ws)
+	return r, t.Mem().Reset(ws)
 }
 
 // captureRegion reads what a run changed in a region and puts the
@@ -102,11 +100,11 @@ func captureRegion(mem arena.Memory, r pool.Region) (oracle.Delta, error) {
 // any arena, and far from overflowing a product of two.
 const maxField = 1 << 40
 
-func descriptorsOf(resp *kvpb.TransferResponse) []oracle.Descriptor {
+func descriptorsOf(resp *kvpb.TransferResponse) []Descriptor {
 	sat := func(v uint64) int { return int(min(v, maxField)) }
-	out := make([]oracle.Descriptor, len(resp.GetDescriptors()))
+	out := make([]Descriptor, len(resp.GetDescriptors()))
 	for i, d := range resp.GetDescriptors() {
-		out[i] = oracle.Descriptor{Room: d.Room, Buffer: int(d.Buffer), Src: sat(d.SrcOffset), Dst: sat(d.DstOffset),
+		out[i] = Descriptor{Room: d.Room, Buffer: int(d.Buffer), Src: sat(d.SrcOffset), Dst: sat(d.DstOffset),
 			Length: sat(d.Length), ItemLen: sat(d.ItemLen), Run: sat(d.Run)}
 	}
 	return out

@@ -1,15 +1,19 @@
 package transfer
 
-import "slices"
+import (
+	"slices"
 
-// ShrinkTransfer returns smaller variants of a failing transfer case, most
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Shrink returns smaller variants of a failing transfer case, most
 // aggressive first: fewer rooms, fewer layers and buffers, fewer and
 // shorter page lists, smaller page numbers, a smaller pool, simpler room
 // ids. Every variant is valid when c is, and each is strictly smaller in
 // one of those measures, so repeated shrinking ends. The property runner
 // keeps the first variant that still fails the same property.
-func ShrinkTransfer(c *Transfer) []*Transfer {
-	var out []*Transfer
+func Shrink(c *Case) []*Case {
+	var out []*Case
 	out = append(out, shrinkRooms(c)...)
 	out = append(out, shrinkBuffers(c)...)
 	out = append(out, shrinkPageLists(c)...)
@@ -19,8 +23,8 @@ func ShrinkTransfer(c *Transfer) []*Transfer {
 	return out
 }
 
-func shrinkRooms(c *Transfer) []*Transfer {
-	var out []*Transfer
+func shrinkRooms(c *Case) []*Case {
+	var out []*Case
 	if len(c.Rooms) < 2 {
 		return nil
 	}
@@ -29,7 +33,7 @@ func shrinkRooms(c *Transfer) []*Transfer {
 	}
 	if len(c.Rooms) > 2 {
 		for i := range c.Rooms {
-			out = append(out, withRooms(c, without(indices(len(c.Rooms)), i)))
+			out = append(out, withRooms(c, workload.Without(indices(len(c.Rooms)), i)))
 		}
 	}
 	return out
@@ -43,7 +47,7 @@ func indices(n int) []int {
 	return out
 }
 
-func withRooms(c *Transfer, keep []int) *Transfer {
+func withRooms(c *Case, keep []int) *Case {
 	x := c.Clone()
 	rooms := x.Rooms
 	x.Rooms = nil
@@ -55,34 +59,34 @@ func withRooms(c *Transfer, keep []int) *Transfer {
 
 // shrinkBuffers drops layers, then single buffers: a bug that needs two
 // buffers (a shared allocation, two page tables) keeps both.
-func shrinkBuffers(c *Transfer) []*Transfer {
-	var out []*Transfer
+func shrinkBuffers(c *Case) []*Case {
+	var out []*Case
 	if layers := c.Geometry.Layers(); len(layers) > 1 {
 		for _, l := range layers {
-			out = append(out, withBuffers(c, func(b TransferBuffer) bool { return b.Layer == l }))
-			out = append(out, withBuffers(c, func(b TransferBuffer) bool { return b.Layer != l }))
+			out = append(out, withBuffers(c, func(b Buffer) bool { return b.Layer == l }))
+			out = append(out, withBuffers(c, func(b Buffer) bool { return b.Layer != l }))
 		}
 	}
 	if len(c.Geometry.Buffers) > 1 {
 		for _, b := range c.Geometry.Buffers {
 			name := b.Name
-			out = append(out, withBuffers(c, func(x TransferBuffer) bool { return x.Name == name }))
-			out = append(out, withBuffers(c, func(x TransferBuffer) bool { return x.Name != name }))
+			out = append(out, withBuffers(c, func(x Buffer) bool { return x.Name == name }))
+			out = append(out, withBuffers(c, func(x Buffer) bool { return x.Name != name }))
 		}
 	}
 	return out
 }
 
-func withBuffers(c *Transfer, keep func(TransferBuffer) bool) *Transfer {
+func withBuffers(c *Case, keep func(Buffer) bool) *Case {
 	x := c.Clone()
-	x.Geometry.Buffers = slices.DeleteFunc(x.Geometry.Buffers, func(b TransferBuffer) bool { return !keep(b) })
+	x.Geometry.Buffers = slices.DeleteFunc(x.Geometry.Buffers, func(b Buffer) bool { return !keep(b) })
 	return x
 }
 
 // shrinkPageLists keeps one page pair, half the pairs, or all but one, of
 // one room at a time.
-func shrinkPageLists(c *Transfer) []*Transfer {
-	var out []*Transfer
+func shrinkPageLists(c *Case) []*Case {
+	var out []*Case
 	for i, r := range c.Rooms {
 		m := len(r.Src)
 		if m < 2 {
@@ -91,7 +95,7 @@ func shrinkPageLists(c *Transfer) []*Transfer {
 		keeps := [][]int{{0}, {m - 1}, indices(m)[:m/2], indices(m)[m/2:], indices(m)[:m-1]}
 		if m <= 16 {
 			for j := 1; j < m-1; j++ {
-				keeps = append(keeps, without(indices(m), j))
+				keeps = append(keeps, workload.Without(indices(m), j))
 			}
 		}
 		for _, k := range keeps {
@@ -101,7 +105,7 @@ func shrinkPageLists(c *Transfer) []*Transfer {
 	return out
 }
 
-func withPairs(c *Transfer, room int, keep []int) *Transfer {
+func withPairs(c *Case, room int, keep []int) *Case {
 	x := c.Clone()
 	r := &x.Rooms[room]
 	src, dst := r.Src, r.Dst
@@ -114,8 +118,8 @@ func withPairs(c *Transfer, room int, keep []int) *Transfer {
 
 // shrinkPageNumbers moves single pages toward 0 on either side, to a page
 // no room of that side owns.
-func shrinkPageNumbers(c *Transfer) []*Transfer {
-	var out []*Transfer
+func shrinkPageNumbers(c *Case) []*Case {
+	var out []*Case
 	taken := [2]map[int64]bool{{}, {}}
 	for _, r := range c.Rooms {
 		for j := range r.Src {
@@ -136,7 +140,7 @@ func shrinkPageNumbers(c *Transfer) []*Transfer {
 	return out
 }
 
-func withPage(c *Transfer, room, side, j int, to int64) *Transfer {
+func withPage(c *Case, room, side, j int, to int64) *Case {
 	x := c.Clone()
 	if side == 0 {
 		x.Rooms[room].Src[j] = to
@@ -148,7 +152,7 @@ func withPage(c *Transfer, room, side, j int, to int64) *Transfer {
 
 // shrinkPool cuts the pools to the pages in use (at least two), folding
 // each page table's shift into the smaller pool.
-func shrinkPool(c *Transfer) []*Transfer {
+func shrinkPool(c *Case) []*Case {
 	used := int64(1)
 	for _, r := range c.Rooms {
 		for j := range r.Src {
@@ -164,11 +168,11 @@ func shrinkPool(c *Transfer) []*Transfer {
 	for i := range x.Geometry.Buffers {
 		x.Geometry.Buffers[i].Shift %= pages
 	}
-	return []*Transfer{x}
+	return []*Case{x}
 }
 
 // shrinkIDs renumbers rooms 0, 1, 2…
-func shrinkIDs(c *Transfer) []*Transfer {
+func shrinkIDs(c *Case) []*Case {
 	same := true
 	for i, r := range c.Rooms {
 		same = same && r.ID == uint64(i)
@@ -180,5 +184,5 @@ func shrinkIDs(c *Transfer) []*Transfer {
 	for i := range x.Rooms {
 		x.Rooms[i].ID = uint64(i)
 	}
-	return []*Transfer{x}
+	return []*Case{x}
 }

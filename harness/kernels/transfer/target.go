@@ -3,53 +3,53 @@ package transfer
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
-	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
-// TransferConfig says what a transfer target attaches.
-type TransferConfig struct {
+// Config says what a transfer target attaches.
+type Config struct {
 	Variant  string
-	Geometry workload.TransferGeometry
-	Seed     int64   // background seed
-	Backend  Backend // nil: host shared memory
+	Geometry Geometry      // the buffers, pools and page size
+	Seed     int64         // background seed
+	Backend  arena.Backend // nil: host shared memory
 }
 
-// TransferTarget is a plugin attached to a transfer arena: for every buffer
+// Target is a plugin attached to a transfer arena: for every buffer
 // of the geometry a prefill (source) pool and a decode (destination) pool,
 // each between guards, then a small staging window nothing may write.
 // Every region is filled with a background of its own seed, so that no
-// page of one pool equals a page of another by construction.
-type TransferTarget struct {
-	TransferConfig
-	Plugin  *plugin.Plugin
-	Mem     arena.Memory
-	Plan    pool.Geometry           // the source pools, then the destination pools, in buffer order
-	Buffers []oracle.TransferBuffer // what the oracle knows of each buffer
+// page of one pool equals a page of another by construction. Its Base's
+// Pools hold the source pools, then the destination pools, in buffer
+// order.
+type Target struct {
+	Config
+	target.Base
+	Buffers []BufferPools // what the oracle knows of each buffer
 	// GeometryViolations holds a violation per buffer whose layout the
 	// plugin declares with other bytes per token or page: the item_len it
 	// will use is wrong before any case runs.
-	GeometryViolations []oracle.TransferViolation
+	GeometryViolations []Violation
 }
 
-// OpenTransfer describes the plugin, checks its geometry, plans and fills
+// Open describes the plugin, checks its geometry, plans and fills
 // the arena and attaches the plugin to it.
-func OpenTransfer(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg TransferConfig) (*TransferTarget, error) {
+func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
 	if cfg.Backend == nil {
-		cfg.Backend = SHM{}
+		cfg.Backend = arena.SHM{}
 	}
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("transfer geometry: %w", err)
 	}
-	t := &TransferTarget{TransferConfig: cfg, Plugin: p}
+	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
 	layouts, err := t.layouts()
 	if err != nil {
 		return nil, err
@@ -60,14 +60,14 @@ func OpenTransfer(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Tr
 	if err := t.plan(dir, layouts); err != nil {
 		return nil, err
 	}
-	if err := t.attach(ctx); err != nil {
-		t.Mem.Close()
+	if err := t.Attach(ctx); err != nil {
+		t.Arena.Close()
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *TransferTarget) layouts() ([]*layout.Layout, error) {
+func (t *Target) layouts() ([]*layout.Layout, error) {
 	out := make([]*layout.Layout, len(t.Geometry.Buffers))
 	for i := range out {
 		l, err := t.Geometry.Layout(i)
@@ -82,7 +82,7 @@ func (t *TransferTarget) layouts() ([]*layout.Layout, error) {
 // describe requires the transfer kernel and every buffer's layout, and
 // records a geometry violation per buffer the plugin's page size is wrong
 // for.
-func (t *TransferTarget) describe(ctx context.Context, layouts []*layout.Layout) error {
+func (t *Target) describe(ctx context.Context, layouts []*layout.Layout) error {
 	byDim := map[int]*kvpb.DescribeResponse{}
 	for i, b := range t.Geometry.Buffers {
 		d, ok := byDim[b.HeadDim]
@@ -93,13 +93,12 @@ func (t *TransferTarget) describe(ctx context.Context, layouts []*layout.Layout)
 			}
 			byDim[b.HeadDim] = d
 		}
-		k := slices.IndexFunc(d.Layouts, func(g *kvpb.Geometry) bool { return g.Layout == layouts[i].Name })
-		if k < 0 {
-			return fmt.Errorf("%w: %s does not transfer layout %s (buffer %s; it lists %v)", ErrUnsupported, t.Plugin.Name, b.Layout, b.Name, layoutNames(d))
+		g, err := target.Geometry(t.Plugin.Name, d, protocol.Transfer, layouts[i])
+		if err != nil {
+			return fmt.Errorf("buffer %s: %w", b.Name, err)
 		}
-		g := d.Layouts[k]
-		if v := geometryViolation(layouts[i], oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}); v != nil {
-			tv := oracle.NewTransferViolation(oracle.Geometry)
+		if v := target.GeometryViolation(layouts[i], oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}); v != nil {
+			tv := NewViolation(oracle.Geometry)
 			tv.Buffer, tv.Detail = b.Name, v.Detail
 			t.GeometryViolations = append(t.GeometryViolations, tv)
 		}
@@ -107,15 +106,12 @@ func (t *TransferTarget) describe(ctx context.Context, layouts []*layout.Layout)
 	return nil
 }
 
-func (t *TransferTarget) describeDim(ctx context.Context, headDim int) (*kvpb.DescribeResponse, error) {
-	d, err := t.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: t.Variant, HeadDim: uint32(headDim), PageSize: uint32(t.Geometry.PageSize)})
+func (t *Target) describeDim(ctx context.Context, headDim int) (*kvpb.DescribeResponse, error) {
+	d, err := t.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: t.Config.Variant, HeadDim: uint32(headDim), PageSize: uint32(t.Geometry.PageSize)})
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(d.Kernels, "transfer") {
-		return nil, fmt.Errorf("%w: %s has no transfer kernel (it serves %v)", ErrUnsupported, t.Plugin.Name, d.Kernels)
-	}
-	return d, nil
+	return d, target.Serves(t.Plugin.Name, d, protocol.Transfer)
 }
 
 // regionSeed gives region i of a transfer arena (the staging window is the
@@ -124,10 +120,10 @@ func regionSeed(seed int64, i int) uint64 {
 	return pool.BackgroundWord(uint64(seed), uint64(i)+0x7472616e73666572)
 }
 
-func (t *TransferTarget) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
+func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	g := t.Geometry
 	var specs []pool.Spec
-	for _, side := range []string{workload.SideSrc, workload.SideDst} {
+	for _, side := range []string{SideSrc, SideDst} {
 		for i, b := range g.Buffers {
 			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: layouts[i], Slots: g.Pages * g.PageSize})
 		}
@@ -136,18 +132,12 @@ func (t *TransferTarget) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	if err != nil {
 		return err
 	}
-	mem, err := t.Backend.NewMemory(dir, plan.Size, t.Plugin)
-	if err != nil {
+	if err := t.Plan(dir, t.Backend, plan, func(mem arena.Memory) error { return fillTransfer(mem, plan, t.Seed) }); err != nil {
 		return err
 	}
-	if err := fillTransfer(mem, plan, t.Seed); err != nil {
-		mem.Close()
-		return err
-	}
-	t.Plan, t.Mem = plan, mem
 	n := len(g.Buffers)
 	for i, b := range g.Buffers {
-		t.Buffers = append(t.Buffers, oracle.TransferBuffer{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(),
+		t.Buffers = append(t.Buffers, BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(),
 			PageBytes: layouts[i].PageBytes(), Pages: g.Pages, Shift: b.Shift,
 			Src: plan.Regions[i], Dst: plan.Regions[n+i], SrcSeed: regionSeed(t.Seed, i), DstSeed: regionSeed(t.Seed, n+i)})
 	}
@@ -163,17 +153,9 @@ func fillTransfer(mem arena.Memory, plan pool.Geometry, seed int64) error {
 	return mem.Fill(plan.Staging, regionSeed(seed, len(plan.Regions)))
 }
 
-func (t *TransferTarget) attach(ctx context.Context) error {
-	_, err := t.Plugin.Attach(ctx, t, AttachRequest(t.Mem, t.Plan, t.Variant))
-	return err
-}
-
-// Close detaches the plugin and frees the arena; the plugin keeps running.
-func (t *TransferTarget) Close(ctx context.Context) { Release(ctx, t.Plugin, t, t.Mem) }
-
 // Request is the transfer request of a case: buffer i pairs source pool i
 // with destination pool n+i.
-func (t *TransferTarget) Request(c *workload.Transfer) *kvpb.TransferRequest {
+func (t *Target) Request(c *Case) *kvpb.TransferRequest {
 	n := len(t.Buffers)
 	req := &kvpb.TransferRequest{}
 	for i := range n {

@@ -11,12 +11,12 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/harness/target"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
-func transferTarget(t *testing.T, p sdk.Plugin, variant string, g workload.TransferGeometry) (*TransferTarget, error) {
+func transferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) (*Target, error) {
 	t.Helper()
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
 	dir, err := rundir.Open()
@@ -24,15 +24,15 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g workload.Trans
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	tg, err := OpenTransfer(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
-		TransferConfig{Variant: variant, Geometry: g, Seed: 3})
+	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
+		Config{Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })
 	}
 	return tg, err
 }
 
-func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g workload.TransferGeometry) *TransferTarget {
+func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) *Target {
 	t.Helper()
 	tg, err := transferTarget(t, p, variant, g)
 	if err != nil {
@@ -42,11 +42,11 @@ func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g workload.T
 }
 
 func TestPDTransferIsExact(t *testing.T) {
-	g := workload.DefaultTransferGeometry(2, 40)
+	g := DefaultGeometry(2, 40)
 	tg := mustTransferTarget(t, pdtransfer.Plugin, "", g)
 	rng := rand.New(rand.NewSource(1))
-	for _, p := range workload.TransferProfiles {
-		gen := &workload.TransferGen{Geometry: g, Profile: p}
+	for _, p := range Profiles {
+		gen := &Gen{Geometry: g, Profile: p}
 		for range 25 {
 			c := gen.Draw(rng)
 			res, err := tg.Check(context.Background(), c)
@@ -67,8 +67,8 @@ func TestPDTransferIsExact(t *testing.T) {
 // and the buffer its bug belongs to, and names the descriptor at fault
 // where there is one.
 func TestPDTransferMutants(t *testing.T) {
-	g := workload.DefaultTransferGeometry(1, 40)
-	c := &workload.Transfer{Geometry: g, Rooms: []workload.Room{{ID: 7, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}}}
+	g := DefaultGeometry(1, 40)
+	c := &Case{Geometry: g, Rooms: []Room{{ID: 7, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}}}
 	for _, tc := range []struct {
 		variant string
 		kind    oracle.Kind
@@ -76,11 +76,11 @@ func TestPDTransferMutants(t *testing.T) {
 		desc    bool
 		says    string
 	}{
-		{"fp8-item-len", oracle.BadDescriptor, "L0.kv", true, "item_len 8448, but L0.kv's pages are 16384 bytes"},
-		{"skip-buffer", oracle.Coverage, "L0.indexk", false, "no descriptor names buffer L0.indexk"},
-		{"base-addr-dedup", oracle.Coverage, "L0.state", true, "carved from allocation L0.kv together with L0.kv: were the two merged by base address? descriptor #0 sends L0.kv's copy of this page"},
-		{"legacy-page-map", oracle.Coverage, "L0.indexk", true, "L0.kv's page table (shift 0), not L0.indexk's (shift 11)"},
-		{"last-run-truncated", oracle.Coverage, "L0.kv", true, "a run cut short"},
+		{"fp8-item-len", BadDescriptor, "L0.kv", true, "item_len 8448, but L0.kv's pages are 16384 bytes"},
+		{"skip-buffer", Coverage, "L0.indexk", false, "no descriptor names buffer L0.indexk"},
+		{"base-addr-dedup", Coverage, "L0.state", true, "carved from allocation L0.kv together with L0.kv: were the two merged by base address? descriptor #0 sends L0.kv's copy of this page"},
+		{"legacy-page-map", Coverage, "L0.indexk", true, "L0.kv's page table (shift 0), not L0.indexk's (shift 11)"},
+		{"last-run-truncated", Coverage, "L0.kv", true, "a run cut short"},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			tg := mustTransferTarget(t, pdtransfer.Plugin, tc.variant, g)
@@ -91,12 +91,12 @@ func TestPDTransferMutants(t *testing.T) {
 			if res.Primary() != tc.kind {
 				t.Fatalf("primary %s, want %s: %v", res.Primary(), tc.kind, res.Violations)
 			}
-			v := res.Transfer[0]
+			v := res.Violations[0]
 			if v.Kind != tc.kind || v.Buffer != tc.buffer || v.Room != 0 || (v.Descriptor >= 0) != tc.desc || !strings.Contains(v.Detail, tc.says) {
 				t.Errorf("first violation %v; want %s on room 0 buffer %s (descriptor named: %v) saying %q", v, tc.kind, tc.buffer, tc.desc, tc.says)
 			}
-			if len(res.Rejected()) != 1 || !res.Has(oracle.PageMismatch) {
-				t.Errorf("rejected rooms %v, page violations %v: the bytes are wrong too", res.Rejected(), res.Has(oracle.PageMismatch))
+			if len(res.Rejected()) != 1 || !res.Has(PageMismatch) {
+				t.Errorf("rejected rooms %v, page violations %v: the bytes are wrong too", res.Rejected(), res.Has(PageMismatch))
 			}
 		})
 	}
@@ -128,21 +128,21 @@ func withKernel(k any) sdk.Plugin {
 }
 
 func TestTransferDeterminismAndStaging(t *testing.T) {
-	g := workload.DefaultTransferGeometry(1, 8)
-	c := &workload.Transfer{Geometry: g, Rooms: []workload.Room{{ID: 1, Src: []int64{1}, Dst: []int64{2}}}}
+	g := DefaultGeometry(1, 8)
+	c := &Case{Geometry: g, Rooms: []Room{{ID: 1, Src: []int64{1}, Dst: []int64{2}}}}
 	res, err := mustTransferTarget(t, withKernel(&flaky{wobble: true}), "", g).Check(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Primary() != oracle.Determinism || res.Transfer[0].Buffer != "L0.kv" || res.Transfer[0].Off != -1 {
-		t.Errorf("wobbling plugin: %v", res.Transfer)
+	if res.Primary() != oracle.Determinism || res.Violations[0].Buffer != "L0.kv" || res.Violations[0].Off != -1 {
+		t.Errorf("wobbling plugin: %v", res.Violations)
 	}
 	res, err = mustTransferTarget(t, withKernel(&flaky{staging: true}), "", g).Check(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Primary() != oracle.Outside || !strings.Contains(res.Transfer[0].Detail, "staging") {
-		t.Errorf("staging writer: %v", res.Transfer)
+	if res.Primary() != Outside || !strings.Contains(res.Violations[0].Detail, "staging") {
+		t.Errorf("staging writer: %v", res.Violations)
 	}
 }
 
@@ -158,18 +158,18 @@ func liar(variant string, d, p int) []sdk.Geometry {
 }
 
 func TestTransferGeometryAndSupport(t *testing.T) {
-	g := workload.DefaultTransferGeometry(1, 8)
+	g := DefaultGeometry(1, 8)
 	p := pdtransfer.Plugin
 	p.Geometry = liar
 	tg := mustTransferTarget(t, p, "", g)
 	if len(tg.GeometryViolations) != 1 || tg.GeometryViolations[0].Buffer != "L0.kv" {
 		t.Errorf("geometry violations %v", tg.GeometryViolations)
 	}
-	res, err := tg.Check(context.Background(), &workload.Transfer{Geometry: g, Rooms: []workload.Room{{Src: []int64{0}, Dst: []int64{1}}}})
+	res, err := tg.Check(context.Background(), &Case{Geometry: g, Rooms: []Room{{Src: []int64{0}, Dst: []int64{1}}}})
 	if err != nil || res.Primary() != oracle.Geometry {
 		t.Errorf("check: %v, %v", err, res)
 	}
-	if _, err := transferTarget(t, fusedstore.Plugin, "", g); !errors.Is(err, ErrUnsupported) {
+	if _, err := transferTarget(t, fusedstore.Plugin, "", g); !errors.Is(err, target.ErrUnsupported) {
 		t.Errorf("a store plugin as a transfer target: %v", err)
 	}
 	g.Buffers[0].Layout = "dsv4-main"
@@ -179,12 +179,12 @@ func TestTransferGeometryAndSupport(t *testing.T) {
 }
 
 func TestTransferCaseMustMatchTheTarget(t *testing.T) {
-	tg := mustTransferTarget(t, pdtransfer.Plugin, "", workload.DefaultTransferGeometry(1, 8))
-	other := workload.DefaultTransferGeometry(2, 8)
-	if _, err := tg.Check(context.Background(), &workload.Transfer{Geometry: other, Rooms: []workload.Room{{Src: []int64{0}, Dst: []int64{1}}}}); err == nil {
+	tg := mustTransferTarget(t, pdtransfer.Plugin, "", DefaultGeometry(1, 8))
+	other := DefaultGeometry(2, 8)
+	if _, err := tg.Check(context.Background(), &Case{Geometry: other, Rooms: []Room{{Src: []int64{0}, Dst: []int64{1}}}}); err == nil {
 		t.Error("a case over another geometry was checked")
 	}
-	bad := &workload.Transfer{Geometry: tg.Geometry, Rooms: []workload.Room{{Src: []int64{0, 0}, Dst: []int64{1, 2}}}}
+	bad := &Case{Geometry: tg.Geometry, Rooms: []Room{{Src: []int64{0, 0}, Dst: []int64{1, 2}}}}
 	if _, err := tg.Check(context.Background(), bad); err == nil {
 		t.Error("an invalid case was checked")
 	}

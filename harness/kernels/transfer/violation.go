@@ -3,6 +3,8 @@ package transfer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvharness/kvharness/harness/oracle"
 )
 
 // Descriptor is one contiguous copy a transfer plugin answered, as NIXL and
@@ -23,12 +25,12 @@ func (d Descriptor) String() string {
 		d.Room, d.Buffer, d.Src, d.Dst, d.Length, d.ItemLen, d.Run)
 }
 
-// TransferViolation is one transfer violation with everything that locates
+// Violation is one transfer violation with everything that locates
 // it: the room, the buffer, the room's page and its physical pages on both
 // sides, and the descriptor at fault. Fields that do not apply are -1 (or
 // empty).
-type TransferViolation struct {
-	Kind       Kind        `json:"kind"`
+type Violation struct {
+	Kind       oracle.Kind `json:"kind"`
 	Room       int         `json:"room"` // index in the case
 	RoomID     uint64      `json:"room_id"`
 	Buffer     string      `json:"buffer,omitempty"`
@@ -39,20 +41,20 @@ type TransferViolation struct {
 	Desc       *Descriptor `json:"desc,omitempty"`
 	Off        int         `json:"offset"` // from the base of the pool the bytes lie in (source: the prefill pool)
 	Len        int         `json:"len"`
-	Want       []byte      `json:"want,omitempty"` // at most MaxShown bytes from Off
+	Want       []byte      `json:"want,omitempty"` // at most oracle.MaxShown bytes from Off
 	Got        []byte      `json:"got,omitempty"`
 	Detail     string      `json:"detail"`
 }
 
-// NewTransferViolation returns a violation of kind k located nowhere yet:
+// NewViolation returns a violation of kind k located nowhere yet:
 // every index -1.
-func NewTransferViolation(k Kind) TransferViolation {
-	return TransferViolation{Kind: k, Room: -1, Page: -1, SrcPage: -1, DstPage: -1, Descriptor: -1}
+func NewViolation(k oracle.Kind) Violation {
+	return Violation{Kind: k, Room: -1, Page: -1, SrcPage: -1, DstPage: -1, Descriptor: -1}
 }
 
 // Where names what the violation is about, e.g. "room 0 (id 7) buffer
 // L0.kv page 2 (src page 5 → dst page 9) descriptor #3".
-func (v TransferViolation) Where() string {
+func (v Violation) Where() string {
 	var parts []string
 	if v.Room >= 0 {
 		parts = append(parts, fmt.Sprintf("room %d (id %d)", v.Room, v.RoomID))
@@ -69,7 +71,7 @@ func (v TransferViolation) Where() string {
 	return strings.Join(parts, " ")
 }
 
-func (v TransferViolation) pages() string {
+func (v Violation) pages() string {
 	var s string
 	if v.Page >= 0 {
 		s = fmt.Sprintf("page %d", v.Page)
@@ -85,7 +87,7 @@ func (v TransferViolation) pages() string {
 	return strings.TrimSpace(s)
 }
 
-func (v TransferViolation) String() string {
+func (v Violation) String() string {
 	s := fmt.Sprintf("%s: %s", v.Kind, v.Where())
 	if v.Len > 0 {
 		s += fmt.Sprintf(" bytes [%d,%d) from the pool base", v.Off, v.Off+v.Len)
@@ -93,10 +95,10 @@ func (v TransferViolation) String() string {
 	return s + ": " + v.Detail
 }
 
-// Violation is the generic form property runs, reports and repro files
-// hold: the buffer as the field, the destination (or source) page as the
-// page, and the room and descriptor in the detail.
-func (v TransferViolation) Violation() Violation {
+// Generic is the violation in the form every kind's repro files hold: the
+// buffer as the field, the destination (or source) page as the page, and
+// the room and descriptor in the detail.
+func (v Violation) Generic() oracle.Violation {
 	page := v.DstPage
 	if v.Kind == SourceWrite || page < 0 {
 		page = v.SrcPage
@@ -105,6 +107,6 @@ func (v TransferViolation) Violation() Violation {
 	if w := v.Where(); w != "" {
 		detail = w + ": " + detail
 	}
-	return Violation{Kind: v.Kind, Row: NoRow, Page: page, Field: v.Buffer, Off: v.Off, Len: v.Len,
+	return oracle.Violation{Kind: v.Kind, Row: oracle.NoRow, Page: page, Field: v.Buffer, Off: v.Off, Len: v.Len,
 		Want: v.Want, Got: v.Got, Detail: detail}
 }

@@ -609,8 +609,10 @@ type Variant struct {
 	// correct marks a variant that stores correctly: a performance variant
 	// (say, deliberately slowed, to test benchmark comparison), not a mutant.
 	Correct bool `protobuf:"varint,3,opt,name=correct,proto3" json:"correct,omitempty"`
-	// kernel is the kernel the variant changes ("store" when empty): a read
-	// mutant must be run against the read properties, where it dies.
+	// kernel is the kernel the variant changes: a read mutant must be run
+	// against the read properties, where it dies. The SDKs always set it;
+	// the harness reads an empty one (from an older plugin) as the plugin's
+	// first kernel.
 	Kernel        string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

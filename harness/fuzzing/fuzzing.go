@@ -1,0 +1,273 @@
+// Package fuzzing drives a kernel kind's go test -fuzz target: it decodes
+// each fuzz input into a valid case of the kind (every input is one; none
+// is skipped), checks it against the plugin named by the environment with
+// the kind's own target and oracle, and fails the input on a violation or
+// a plugin fault, which go test then records as a crasher.
+//
+// The plugin under test comes from the environment:
+//
+//	KVHARNESS_PLUGIN     bundled name or path (default: the kind's)
+//	KVHARNESS_VARIANT    variant (default none)
+//	KVHARNESS_FUZZ_MODE  out-of-process (default) or in-process
+//
+// Out of process, each fuzz worker starts the real plugin binary once and
+// talks to it over gRPC, restarting it after a fault: exactly what a user's
+// plugin sees, but the coverage guidance sees only the harness's code. In
+// process (bundled Go plugins only), the kernel is linked into the test
+// binary and called without gRPC: the fuzzer's coverage then includes the
+// kernel's own branches, and it runs several times faster.
+//
+// The plugin is resolved (built, for a bundled one) and started before the
+// first input: go test gives each input ten seconds, and a build on a busy
+// machine can take longer.
+package fuzzing
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/plugins"
+)
+
+// Target is one kind's fuzz target.
+type Target[T property.Target, C workload.Case, R report.Result] struct {
+	// Plugin is the plugin fuzzed when KVHARNESS_PLUGIN is unset.
+	Plugin string
+	// Layouts are the layouts an input's first byte picks among (the
+	// next one the plugin supports when it lacks the one picked); nil for
+	// a kind whose cases bring their own geometry: one target, no layout
+	// byte.
+	Layouts []string
+	// PageSize of the fuzzed layouts.
+	PageSize int
+	// Open opens a target of layout l (nil without Layouts).
+	Open func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (T, error)
+	// Decode turns input bytes (after the layout byte) into a case.
+	Decode func(data []byte) C
+	// Check checks a case on a target.
+	Check func(ctx context.Context, t T, c C) (R, error)
+	// Write prints a failing case for the crasher's message.
+	Write func(w io.Writer, l *layout.Layout, c C, r R)
+}
+
+// Env is what a fuzz worker keeps between inputs: the plugin, restarted
+// after a fault, and a target per layout it supports.
+type Env[T property.Target, C workload.Case, R report.Result] struct {
+	Plugin, Variant, Mode string
+
+	t       *Target[T, C, R]
+	path    string // the resolved plugin binary, out of process
+	dir     *rundir.Dir
+	p       *plugin.Plugin
+	layouts []*layout.Layout
+	targets []*T
+}
+
+// NewEnv reads the plugin choice from the environment, resolves the
+// plugin and starts it.
+func NewEnv[T property.Target, C workload.Case, R report.Result](ctx context.Context, t *Target[T, C, R]) (*Env[T, C, R], error) {
+	e := &Env[T, C, R]{t: t, Plugin: os.Getenv("KVHARNESS_PLUGIN"), Variant: os.Getenv("KVHARNESS_VARIANT"), Mode: os.Getenv("KVHARNESS_FUZZ_MODE")}
+	if e.Plugin == "" {
+		e.Plugin = t.Plugin
+	}
+	if e.Mode == "" {
+		e.Mode = "out-of-process"
+	}
+	if err := e.resolve(); err != nil {
+		return nil, err
+	}
+	for _, name := range t.Layouts {
+		l, err := layout.Builtin(name, layout.DefaultHeadDim, t.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		e.layouts = append(e.layouts, l)
+	}
+	dir, err := rundir.Open()
+	if err != nil {
+		return nil, err
+	}
+	e.dir = dir
+	if err := e.start(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// resolve checks the mode and finds (builds) the plugin binary.
+func (e *Env[T, C, R]) resolve() error {
+	switch e.Mode {
+	case "in-process":
+		if code, ok := plugins.Lookup(e.Plugin); !ok || code.Kernel == nil {
+			return fmt.Errorf("KVHARNESS_FUZZ_MODE=in-process needs a bundled Go plugin, not %q", e.Plugin)
+		}
+		return nil
+	case "out-of-process":
+		path, err := plugin.Resolve(e.Plugin)
+		e.path = path
+		return err
+	}
+	return fmt.Errorf("KVHARNESS_FUZZ_MODE=%q: want out-of-process or in-process", e.Mode)
+}
+
+// start launches the plugin; a kind without layouts opens its one target.
+func (e *Env[T, C, R]) start(ctx context.Context) error {
+	if e.Mode == "in-process" {
+		code, _ := plugins.Lookup(e.Plugin)
+		e.p = plugin.InProcess(e.Plugin, sdk.NewServer(*code.Kernel))
+	} else {
+		p, err := plugin.Start(ctx, e.Plugin, e.path, plugin.Options{Dir: e.dir})
+		if err != nil {
+			return err
+		}
+		e.p = p
+	}
+	e.targets = make([]*T, max(len(e.layouts), 1))
+	if e.t.Layouts == nil {
+		_, err := e.target(ctx, 0)
+		return err
+	}
+	return nil
+}
+
+// Close stops the plugin and removes the run directory.
+func (e *Env[T, C, R]) Close() {
+	e.reset()
+	e.dir.Close()
+}
+
+// reset drops the plugin and targets; the next input starts them again.
+func (e *Env[T, C, R]) reset() {
+	for _, t := range e.targets {
+		if t != nil {
+			(*t).Close(context.Background())
+		}
+	}
+	if e.p != nil {
+		e.p.Close()
+	}
+	e.p, e.targets = nil, nil
+}
+
+// target returns the target of the layout pick chooses, or of the next
+// layout the plugin supports.
+func (e *Env[T, C, R]) target(ctx context.Context, pick byte) (*T, error) {
+	if e.p == nil {
+		if err := e.start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if e.t.Layouts == nil {
+		if e.targets[0] == nil {
+			t, err := e.t.Open(ctx, e.p, e.dir, nil, e.Variant)
+			if err != nil {
+				return nil, err
+			}
+			e.targets[0] = &t
+		}
+		return e.targets[0], nil
+	}
+	for i := range len(e.layouts) {
+		k := (int(pick) + i) % len(e.layouts)
+		if e.targets[k] != nil {
+			return e.targets[k], nil
+		}
+		t, err := e.t.Open(ctx, e.p, e.dir, e.layouts[k], e.Variant)
+		if err == nil {
+			e.targets[k] = &t
+			return &t, nil
+		}
+		if !errors.Is(err, target.ErrUnsupported) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: plugin %s supports none of %v", target.ErrUnsupported, e.Plugin, e.t.Layouts)
+}
+
+// Check decodes one input and checks it. A plugin fault resets the
+// environment so that the next input gets a fresh plugin.
+func (e *Env[T, C, R]) Check(ctx context.Context, data []byte) (*layout.Layout, C, R, error) {
+	var pick byte
+	if e.t.Layouts != nil && len(data) > 0 {
+		pick, data = data[0], data[1:]
+	}
+	var c C
+	var r R
+	t, err := e.target(ctx, pick)
+	if err != nil {
+		e.reset()
+		return nil, c, r, err
+	}
+	var l *layout.Layout
+	if e.t.Layouts != nil {
+		l = e.layouts[indexOf(e.targets, t)]
+	}
+	c = e.t.Decode(data)
+	r, err = e.t.Check(ctx, *t, c)
+	if err != nil {
+		e.reset()
+	}
+	return l, c, r, err
+}
+
+func indexOf[T any](ts []*T, t *T) int {
+	for i, x := range ts {
+		if x == t {
+			return i
+		}
+	}
+	return 0
+}
+
+// Fuzz is the body of a kind's FuzzX: a plugin without the kind's kernel
+// skips the target; every input is checked, and a violation or a plugin
+// fault fails it with the case printed.
+func Fuzz[T property.Target, C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R]) {
+	env, err := NewEnv(context.Background(), t)
+	if errors.Is(err, target.ErrUnsupported) {
+		f.Skip(err)
+	}
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(env.Close)
+	f.Add([]byte{})
+	f.Fuzz(func(tt *testing.T, data []byte) {
+		l, c, r, err := env.Check(context.Background(), data)
+		if err != nil {
+			tt.Fatalf("case %v: %v", c, err)
+		}
+		if r.Failed() {
+			var b bytes.Buffer
+			t.Write(&b, l, c, r)
+			name := "transfer"
+			if l != nil {
+				name = l.Name
+			}
+			tt.Fatalf("%s %s: property %s violated\n%s", env.Plugin, name, r.Primary(), b.String())
+		}
+	})
+}
+
+// CorpusEntry is a seed as a go test fuzz corpus file holds it.
+func CorpusEntry(input []byte) []byte {
+	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", input)
+}
+
+// CorpusFile is where target's seed name lives in a package's corpus.
+func CorpusFile(target, name string) string { return filepath.Join("testdata", "fuzz", target, name) }

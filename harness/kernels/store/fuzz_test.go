@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"flag"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/plugins"
+)
+
+var update = flag.Bool("update", false, "rewrite the fuzzSeed corpus files from the fuzzSeeds")
+
+// Geometry of the fuzzed pool: small enough that a case costs well under a
+// millisecond, large enough for several pages.
+const (
+	fuzzSlots       = 1024
+	fuzzPageSize    = 64
+	fuzzMaxCapacity = 64
+)
+
+// fuzzLayouts is the order the input's first byte picks layouts in.
+var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
+
+// fuzzTarget is FuzzStore's: a store case on pools of every layout the
+// plugin stores.
+var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
+	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
+	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
+		return Open(ctx, p, dir, Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1})
+	},
+	Decode: func(data []byte) *Case { return Decode(data, fuzzSlots, fuzzPageSize, fuzzMaxCapacity) },
+	Check:  func(ctx context.Context, t *Target, c *Case) (*Result, error) { return t.Check(ctx, c) },
+	Write:  WriteCase,
+}
+
+// FuzzStore checks decoded store cases (Decode: every input is a valid
+// case) against the plugin named by KVHARNESS_PLUGIN (see package
+// fuzzing). Run it with:
+//
+//	go test -run='^$' -fuzz='^FuzzStore$' -fuzztime=30s ./harness/kernels/store
+//
+// The input's first byte picks the layout; the rest is the case.
+func FuzzStore(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+
+// fuzzSeed is a minimal case for one bug class, kept in the fuzzSeed corpus.
+type fuzzSeed struct {
+	Name   string // file name under testdata/fuzz/FuzzStore
+	Layout string
+	Case   *Case
+	Why    string
+}
+
+func rows(kinds ...workload.RowKind) []workload.Row {
+	out := make([]workload.Row, len(kinds))
+	for i, k := range kinds {
+		out[i] = workload.Row{Kind: k, Seed: uint64(i + 1)}
+	}
+	return out
+}
+
+const (
+	normal  = workload.RowNormal
+	zero    = workload.RowZero
+	garbage = workload.RowGarbage
+)
+
+// fuzzSeeds is the fuzzSeed corpus: one minimal case per bug class kvharness
+// knows. A correct plugin passes all of them; each fails at least one
+// mutant.
+var fuzzSeeds = []fuzzSeed{
+	{"count-stale-slot", "bf16", &Case{Padding: PadCount, Valid: 1, Loc: []int64{5, 9}, Rows: rows(normal, garbage)},
+		"a padded row holds a stale slot: a pad-unaware store overwrites it"},
+	{"count-stale-live-slot", "bf16", &Case{Padding: PadCount, Valid: 1, Loc: []int64{5, 5}, Rows: rows(normal, garbage)},
+		"the stale slot now belongs to a live row: the incident"},
+	{"sink-slot0", "fp8-rows", &Case{Padding: PadSink, Valid: 1, Loc: []int64{3, 0}, Rows: rows(normal, garbage)},
+		"padded rows point at the reserved slot 0 (sglang #33816)"},
+	{"minus1-guard", "fp8-paged", &Case{Padding: PadMinus1, Valid: 1, Loc: []int64{3, -1}, Rows: rows(normal, garbage)},
+		"padded rows hold -1: a write lands before the pool base, or wraps to the last slot"},
+	{"last-slot", "fp8-paged", &Case{Padding: PadNone, Valid: 1, Loc: []int64{fuzzSlots - 1}, Rows: rows(normal)},
+		"the last slot of the pool: off-by-one tails and page math at the end"},
+	{"page-edge", "fp8-paged", &Case{Padding: PadNone, Valid: 2, Loc: []int64{fuzzPageSize - 1, fuzzPageSize}, Rows: rows(normal, normal)},
+		"both sides of a page boundary: scale-plane offsets"},
+	{"zero-row", "fp8-rows", &Case{Padding: PadNone, Valid: 1, Loc: []int64{1}, Rows: rows(zero)},
+		"an all-zero row: the 1e-4 scale floor"},
+	{"tail-row", "bf16", &Case{Padding: PadNone, Valid: 3, Loc: []int64{1, 2, 3}, Rows: rows(normal, normal, normal)},
+		"the last valid row: off-by-one loops"},
+	{"interleaved-scale", "fp8-paged", &Case{Padding: PadNone, Valid: 2, Loc: []int64{0, 1}, Rows: rows(normal, normal)},
+		"neighbouring slots of a packed page: a scale written after its row overwrites the next row"},
+	{"padding-only", "bf16", &Case{Padding: PadSink, Valid: 0, Loc: []int64{0}, Rows: rows(garbage)},
+		"a batch that is all padding"},
+}
+
+// Input encodes a fuzzSeed as a fuzz input: the layout pick, then the case.
+func (s fuzzSeed) Input() []byte {
+	return append([]byte{byte(slices.Index(fuzzLayouts, s.Layout))}, Encode(s.Case, fuzzMaxCapacity)...)
+}
+
+// TestSeedCorpus keeps testdata/fuzz/FuzzStore in step with fuzzSeeds; run
+// with -update after changing a fuzzSeed.
+func TestSeedCorpus(t *testing.T) {
+	for _, s := range fuzzSeeds {
+		file, entry := fuzzing.CorpusFile("FuzzStore", s.Name), fuzzing.CorpusEntry(s.Input())
+		if *update {
+			if err := os.WriteFile(file, entry, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(file)
+		if err != nil || string(got) != string(entry) {
+			t.Errorf("%s: corpus file missing or stale (%v); run go test ./harness/kernels/store -run TestSeedCorpus -update", s.Name, err)
+		}
+		if diff := cmp.Diff(s.Case, Decode(s.Input()[1:], fuzzSlots, fuzzPageSize, fuzzMaxCapacity)); diff != "" {
+			t.Errorf("%s decodes differently (-want +got):\n%s", s.Name, diff)
+		}
+	}
+}
+
+// TestSeedsKillEveryMutant: the corpus must hold a case for every bug
+// class, so replaying it against each store mutant (in process, for
+// speed) must fail at least once, and replaying it against the correct
+// plugins never.
+func TestSeedsKillEveryMutant(t *testing.T) {
+	for _, code := range plugins.Bundled {
+		b, _ := plugin.BundledByName(code.Name)
+		if code.Kernel == nil || !b.Stores {
+			continue
+		}
+		variants := []string{""}
+		mutant := map[string]bool{"": b.Role == plugin.Reference}
+		for _, v := range code.Kernel.Variants {
+			if v.Kernel == "" || v.Kernel == "store" { // a read mutant: the read corpus's job
+				variants = append(variants, v.Name)
+				mutant[v.Name] = !v.Correct
+			}
+		}
+		for _, v := range variants {
+			t.Setenv("KVHARNESS_PLUGIN", code.Name)
+			t.Setenv("KVHARNESS_VARIANT", v)
+			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
+			if killed := replaySeeds(t); killed != mutant[v] {
+				t.Errorf("%s variant %q: killed by the fuzzSeed corpus = %v, want %v", code.Name, v, killed, mutant[v])
+			}
+		}
+	}
+}
+
+func replaySeeds(t *testing.T) bool {
+	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	for _, s := range fuzzSeeds {
+		_, _, res, err := env.Check(context.Background(), s.Input())
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if res.Failed() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package transfer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Kind is the transfer kernel kind: rooms' pages copied from prefill
+// pools to decode pools, buffer by buffer, as descriptors.
+var Kind = kind.Kind{
+	Name:   protocol.Transfer,
+	Check:  check,
+	Replay: replay,
+	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
+		c, err := kind.DecodeCase(protocol.Transfer, data, slots, &Case{})
+		if err == nil {
+			err = c.Geometry.Validate()
+		}
+		return c, err
+	},
+	Fuzz:        "FuzzTransfer",
+	FuzzPackage: "./harness/kernels/transfer",
+}
+
+// The default transfer geometry of a suite: two DeepSeek-V4-like layers
+// (bf16 KV, a state carved from its allocation, fp8-paged index-K on its
+// own page table) of 40 pages a pool. Small enough for thousands of cases
+// a minute, large enough for long runs, page-table wraps and several rooms.
+const (
+	DefaultLayers = 2
+	DefaultPages  = 40
+)
+
+// SuiteConfig shapes a transfer suite beyond the common settings.
+type SuiteConfig struct {
+	Geometry Geometry // zero: DefaultGeometry(DefaultLayers, DefaultPages)
+	Profiles []string // nil: Profiles
+	MaxRooms int      // rooms per case at most; 0: the generator's default (4)
+}
+
+// Suite is the transfer properties over profiles (mixed, runs, singles,
+// edges), one row and one system each, over one geometry; every row's
+// layout is the first buffer's.
+func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*System, *Case, *Result], error) {
+	g := sc.Geometry
+	if len(g.Buffers) == 0 {
+		g = DefaultGeometry(DefaultLayers, DefaultPages)
+	}
+	l, err := g.Layout(0)
+	if err != nil {
+		return nil, err
+	}
+	profiles := sc.Profiles
+	if len(profiles) == 0 {
+		profiles = Profiles
+	}
+	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
+		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend}
+	for _, profile := range profiles {
+		gen := &Gen{Geometry: g, Profile: profile, MaxRooms: sc.MaxRooms}
+		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
+			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
+				sys := NewSystem(pl, s.Dir, cfg, gen)
+				if _, err := sys.Target(ctx, g); err != nil {
+					sys.Close(ctx)
+					return nil, err
+				}
+				return sys, nil
+			},
+			System: func(sys *System) property.System[*Case, *Result] { return sys }})
+	}
+	return suite, nil
+}
+
+// FlagGeometry is the geometry a check run's flags ask for: the default
+// layers, with as many pages as the flags' slots fill (at least 8), their
+// page size and head dimension.
+func FlagGeometry(p kind.Params) (Geometry, error) {
+	g := DefaultGeometry(DefaultLayers, max(p.Slots/p.PageSize, 8))
+	g.PageSize = p.PageSize
+	for i := range g.Buffers {
+		g.Buffers[i].HeadDim = p.HeadDim
+	}
+	if err := g.Validate(); err != nil {
+		return g, fmt.Errorf("transfer geometry: %w", err)
+	}
+	return g, nil
+}
+
+func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	g, err := FlagGeometry(p)
+	if err != nil {
+		return nil, err
+	}
+	suite, err := Suite(s, p, SuiteConfig{Geometry: g})
+	if err != nil {
+		return nil, err
+	}
+	vs, runErr := suite.Run(ctx)
+	h := p.Header(s)
+	h.JSON, h.About = report.Object{{Key: "geometry", Value: g}}, g.String()
+	return report.Build(Schema, h, vs, runErr)
+}
+
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+	c := r.Case.(*Case)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	defer sys.Close(ctx)
+	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+		Seed: r.BackgroundSeed}
+	return kind.Replay(ctx, sys, Schema, h, r, l, c, string(protocol.Transfer))
+}

@@ -1,0 +1,106 @@
+package transfer
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+)
+
+// Schema is how transfer check runs read: a row per profile, a column per
+// transfer property (a declared page size that is wrong counts against
+// descriptor: it is the item_len every descriptor of that buffer will
+// carry), and a failure printed with its violations located by room,
+// buffer, page and descriptor, the descriptors and the room digests.
+var Schema = &report.Schema[*Case, *Result]{
+	Kernel:    protocol.Transfer,
+	Keys:      []report.Key{report.LabelKey},
+	Columns:   []oracle.Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum, oracle.Determinism},
+	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor},
+	LabelJSON: "profile",
+	Title: func(h report.Header) string {
+		variant := h.Variant
+		if variant == "" {
+			variant = "none"
+		}
+		return fmt.Sprintf("plugin %s %s, variant %s, on %s: transfers, up to %d cases per row, seed %d, %s",
+			h.Plugin, h.Version, variant, h.Backend, h.Cases, h.Seed, h.About)
+	},
+	Headline:  func(_ *layout.Layout, label string) []string { return []string{"transfer", "profile " + label} },
+	WriteCase: WriteCase,
+	FailureJSON: func(c *Case, r *Result) report.Object {
+		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
+			{Key: "descriptors", Value: r.Descriptors, OmitEmpty: true}, {Key: "digests", Value: r.Digests, OmitEmpty: true}}
+	},
+	Repro: repro,
+}
+
+// repro saves a failing transfer row: the case carries its whole
+// geometry; the file's layout is the first buffer's, its slots the tokens
+// of one pool, so the common header reads as it does for stores.
+func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
+	fl := v.Outcome.Failure
+	c := fl.Case
+	l, err := c.Geometry.Layout(0)
+	if err != nil {
+		return nil, err
+	}
+	vs := fl.Minimal.Generic()
+	if len(vs) > report.MaxViolations {
+		vs = vs[:report.MaxViolations]
+	}
+	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Transfer, Plugin: h.PluginArg, Variant: h.Variant,
+		Layout: l.JSON(), Slots: c.Geometry.Pages * c.Geometry.PageSize, BackgroundSeed: h.Seed, Case: c,
+		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
+			Shrinks: fl.Shrinks, Violations: vs}}, nil
+}
+
+// maxDescriptors bounds the descriptors printed for one case.
+const maxDescriptors = 8
+
+// WriteCase prints a checked transfer case: the case, its violations with
+// want/got bytes, the descriptors the plugin answered and each room's
+// digests as a decode server would compare them.
+func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
+	c.Describe(w, "    ")
+	shown := make([]report.Shown, len(r.Violations))
+	for i, v := range r.Violations {
+		shown[i] = report.Shown{Line: v.String()}
+		if v.Len > 0 { // none for a descriptor, or digests the line already shows
+			shown[i].Diff = report.HexDiff(v.Generic())
+		}
+	}
+	report.WriteViolations(w, shown)
+	fmt.Fprintf(w, "  %d descriptor%s answered:\n", len(r.Descriptors), report.Plural(len(r.Descriptors)))
+	for i, d := range r.Descriptors {
+		if i == maxDescriptors {
+			fmt.Fprintf(w, "    … %d more\n", len(r.Descriptors)-i)
+			break
+		}
+		fmt.Fprintf(w, "    #%-3d %s\n", i, d)
+	}
+	writeDigests(w, r.Digests)
+}
+
+// writeDigests prints the room digests: ok, or REJECT where decode's
+// digest differs from prefill's.
+func writeDigests(w io.Writer, ds []RoomDigest) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  room digests (SHA-256 of the room's pages in order, prefill vs decode):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, d := range ds {
+		verdict := "ok"
+		if !d.Match() {
+			verdict = "REJECT"
+		}
+		fmt.Fprintf(tw, "    room %d (id %d)\t%s\t%d pages\t%s\t%s\t%s\n", d.Room, d.RoomID, d.Buffer, d.Pages, d.Src, d.Dst, verdict)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,46 @@
+// Package plugins is the code of the bundled plugins, by name: what the
+// kvharness binary serves itself (kvharness serve-plugin NAME) and what
+// fuzz targets link in to fuzz a kernel in process. The names and roles
+// are harness/plugin's table (plugin.BundledPlugins); each plugin's own
+// command is plugins/NAME.
+package plugins
+
+import (
+	"github.com/kvharness/kvharness/harness/sdk"
+	bf16scatter "github.com/kvharness/kvharness/plugins/bf16scatter/kernel"
+	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
+	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
+	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
+)
+
+// Code is a bundled plugin's code: its Go kernel, when it is one the SDK
+// serves as is, and how to serve it as a process.
+type Code struct {
+	Name   string
+	Kernel *sdk.Plugin // nil for a plugin that serves itself (faulty)
+	Main   func()
+}
+
+// Bundled is every bundled plugin's code, in plugin.BundledPlugins order.
+var Bundled = []Code{
+	served("fusedstore", &fusedstore.Plugin),
+	served("fp8store", &fp8store.Plugin),
+	served("bf16scatter", &bf16scatter.Plugin),
+	served("pdtransfer", &pdtransfer.Plugin),
+	{Name: "faulty", Main: faulty.Main},
+}
+
+func served(name string, p *sdk.Plugin) Code {
+	return Code{Name: name, Kernel: p, Main: func() { sdk.Serve(*p) }}
+}
+
+// Lookup returns the code of the bundled plugin called name.
+func Lookup(name string) (Code, bool) {
+	for _, c := range Bundled {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Code{}, false
+}
