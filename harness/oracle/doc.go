@@ -1,11 +1,10 @@
-// Package oracle decides whether a kernel call did exactly what it should.
-//
-// Before a call every guard and pool byte holds the seeded background (see
-// package pool). After it, the oracle computes what a correct kernel would
-// have left — the background, with each valid row's reference encoding in
-// its footprint — and compares every changed byte and every valid
-// footprint against that. Each wrong byte is classified, most specific
-// first:
+// Package oracle is what every kernel kind's oracle is made of: the
+// Violation a report prints (kind, row, slot, page, field, offsets,
+// want/got bytes), the Delta a run leaves (its changed windows and their
+// bytes, captured from an arena with Capture), the first difference of two
+// deltas (Compare: determinism and differential runs), and the kinds every
+// kernel shares (geometry, determinism) beside the byte classes a store's
+// oracle sorts wrong bytes into:
 //
 //	guard    it lies in a guard zone (a -1 slot lands here)
 //	padding  it lies in a padded row's target and holds that row's data,
@@ -16,6 +15,6 @@
 //	missing  a valid row's whole footprint was left untouched
 //	alias    anything else: a slot no row of this call targets
 //
-// Runs of bytes with the same kind and owner form one Violation, carrying
-// the row, slot, page, field, offsets and want/got bytes a report prints.
+// Each kind's oracle (harness/kernels/...) orders its own kinds; First
+// picks the one a report leads with.
 package oracle

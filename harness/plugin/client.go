@@ -63,6 +63,15 @@ type Plugin struct {
 	owner   any           // what the plugin is attached to now (see Attach)
 	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
 	fdArenas bool
+	// described keeps this process's Describe answers by request: every
+	// target of a run describes the plugin for its layout, and the answer
+	// cannot change while the process lives.
+	described map[describeKey]*kvpb.DescribeResponse
+}
+
+type describeKey struct {
+	variant           string
+	headDim, pageSize uint32
 }
 
 // Start launches the plugin binary at path and completes the handshake.
@@ -95,7 +104,7 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 // launch starts a fresh process for p and connects to it.
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
-	p.owner, p.noBatch = nil, false
+	p.owner, p.noBatch, p.described = nil, false, nil
 	cmd := exec.Command(p.spec.Argv[0], append(p.spec.Argv[1:], p.opts.Args...)...)
 	cmd.Dir = p.spec.Dir
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
@@ -198,6 +207,7 @@ func (p *Plugin) waitExit(d time.Duration) string {
 
 // Close kills the plugin's process group and waits for go-plugin to finish.
 func (p *Plugin) Close() {
+	p.described = nil // a closed plugin answers nothing, from memory neither
 	if p.runner != nil {
 		p.runner.Kill(context.Background())
 	}
@@ -255,11 +265,20 @@ func refusal(c codes.Code) bool {
 	return false
 }
 
-// Describe asks the plugin what it is.
+// Describe asks the plugin what it is, once per request for the life of
+// its process: a restart asks again.
 func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb.DescribeResponse, error) {
+	key := describeKey{req.GetVariant(), req.GetHeadDim(), req.GetPageSize()}
+	if resp, ok := p.described[key]; ok {
+		return resp, nil
+	}
 	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
 	if err == nil {
 		p.fdArenas = resp.CudaFdArenas
+		if p.described == nil {
+			p.described = map[describeKey]*kvpb.DescribeResponse{}
+		}
+		p.described[key] = resp
 	}
 	return resp, err
 }

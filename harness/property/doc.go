@@ -1,16 +1,22 @@
-// Package property drives store cases through a target with gopter and
-// turns the first failure into a minimal, confirmed counterexample.
+// Package property drives a kernel kind's cases through its target with
+// gopter and turns the first failure into a minimal, confirmed
+// counterexample. It is generic over the kind: a System[C, R] draws cases
+// of type C, shrinks them and checks them into results of type R; every
+// kind (store, read, transfer) gets the same run.
 //
-// Every generated case is checked against all invariants at once (one
-// plugin call per run, see package check): padding, guard, stride, alias,
-// value, determinism and differential. On the first failure the case is
-// run again; if the second run does not violate the same property the
-// failure is reported as FLAKY
+// Every generated case is checked against all of the kind's invariants at
+// once. On the first failure the case is run again; if the second run
+// does not violate the same property the failure is reported as FLAKY
 // with both outcomes and is not shrunk. Otherwise gopter shrinks it with
-// workload.Shrink, keeping only candidates that still violate the same
-// property — so a padding bug shrinks to a padding counterexample, not to
-// whatever else a smaller case happens to break.
+// the system's shrinker, keeping only candidates that still violate the
+// same property — so a padding bug shrinks to a padding counterexample,
+// not to whatever else a smaller case happens to break.
 //
-// A plugin fault (crash, hang, protocol error) stops the run: it is the
-// plugin's failure, not the kernel's, and is reported as such.
+// A plugin fault (crash, hang, protocol error) is the plugin's failure,
+// not the kernel's: the plugin is restarted after a backoff and the run
+// goes on until the same fault has happened MaxFaults times.
+//
+// A Suite runs a kind's rows (for stores, layouts × paddings) one after
+// another, or side by side on several plugin processes (Jobs), and
+// reports what a serial run would.
 package property

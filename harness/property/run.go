@@ -44,17 +44,19 @@ type System[C any, R Result] interface {
 
 // Outcome is how a property run ended.
 type Outcome[C any, R Result] struct {
-	Cases     int            // cases checked before the run ended, the failing one included
-	Failure   *Failure[C, R] // the first failure, shrunk; nil if none
-	Fault     error          // a plugin fault that stopped the run
-	FaultCase *C             // the case it stopped at, when there was one
+	Cases     int             // cases checked before the run ended, the failing one included
+	Failure   *Failure[C, R]  // the first failure, shrunk; nil if none
+	Fault     error           // a plugin fault that stopped the run
+	FaultCase *C              // the case it stopped at, when there was one
 	Faults    []FaultEvent[C] // plugin faults survived: the plugin was restarted each time
 	ToFailure time.Duration   // wall time until the first failure was seen
 	Elapsed   time.Duration   // whole run, shrinking included
 }
 
 // Passed reports a clean run: no violation, no plugin fault.
-func (o *Outcome[C, R]) Passed() bool { return o.Failure == nil && o.Fault == nil && len(o.Faults) == 0 }
+func (o *Outcome[C, R]) Passed() bool {
+	return o.Failure == nil && o.Fault == nil && len(o.Faults) == 0
+}
 
 // FaultEvent is a plugin fault and the case that triggered it.
 type FaultEvent[C any] struct {

@@ -20,10 +20,13 @@ func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb
 			"%s has no CUDA kernel (its Kernel implements none of DeviceStorer, DeviceReader, DeviceTransferer): attach it with the shm backend (--backend cpu)", s.p.Name)
 	}
 	a := req.GetArena()
+	if n := len(regionsOf(req)); n > 1 {
+		return nil, status.Errorf(codes.Unimplemented, "%s maps one device region per attach, not %d", s.p.Name, n)
+	}
 	if err := checkShared(a); err != nil {
 		return nil, err
 	}
-	pools, staging, err := checkWindows(req, int(a.Size))
+	pools, staging, err := checkWindows(req, []int{int(a.Size)})
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func (s *server) readCall(req *kvpb.ReadRequest) (*ReadCall, error) {
 		return nil, err
 	}
 	r, k := sh.requests, sh.k
-	return &ReadCall{Variant: s.variant, Pool: p, Arena: s.arena, Requests: r, K: k,
+	return &ReadCall{Variant: s.variant, Pool: p, Arena: s.regionOf(p), Requests: r, K: k,
 		Queries:   stagingSlice[uint16](s, req.QueriesOffset, r*p.Layout.HeadDim),
 		Indptr:    stagingSlice[int64](s, req.IndptrOffset, r+1),
 		Tokens:    stagingSlice[int64](s, req.TokensOffset, sh.tokens),

@@ -57,8 +57,9 @@ type Pool struct {
 	Name   string
 	Layout Layout
 	Slots  int
-	Base   int // arena offset of slot 0's page
+	Base   int // offset of slot 0's page in its region
 	Bytes  int
+	Region int // the attach's region the pool lives in: 0 unless the harness spreads pools over memory spaces
 }
 
 // Padding is how padded rows mark themselves; see StoreCall.

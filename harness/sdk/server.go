@@ -18,7 +18,8 @@ type server struct {
 	p Plugin
 
 	mu      sync.Mutex
-	arena   []byte       // the shared-memory mapping, when attached to SHM
+	arena   []byte       // the shared-memory mapping of region 0, when attached to SHM
+	regions [][]byte     // every region's mapping (regions[0] is arena)
 	dev     *deviceArena // the CUDA arena, when attached to CUDA
 	pools   []Pool
 	staging window
@@ -123,23 +124,50 @@ func (s *server) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.Att
 	return nil, status.Errorf(codes.Unimplemented, "%s supports the shm and cuda backends, not %v", s.p.Name, a.GetBackend())
 }
 
+// attachSHM maps every region of the attach (host shared memory, pinned
+// or not: pinning matters to a GPU's copy engines only).
 func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
-	a := req.GetArena()
-	size := int(a.Size)
-	pools, staging, err := checkWindows(req, size)
+	regions := regionsOf(req)
+	sizes := make([]int, len(regions))
+	for i, a := range regions {
+		if a.GetBackend() != kvpb.Backend_BACKEND_SHM {
+			return nil, status.Errorf(codes.Unimplemented, "%s maps host regions with host ones, not region %d on %v", s.p.Name, i, a.GetBackend())
+		}
+		sizes[i] = int(a.Size)
+	}
+	pools, staging, err := checkWindows(req, sizes)
 	if err != nil {
 		return nil, err
 	}
-	mem, err := mapSHM(a.Path, size)
-	if err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	var maps [][]byte
+	for _, a := range regions {
+		mem, err := mapSHM(a.Path, int(a.Size))
+		if err != nil {
+			for _, m := range maps {
+				unix.Munmap(m)
+			}
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+		maps = append(maps, mem)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.release()
-	s.arena, s.pools, s.staging, s.variant = mem, pools, staging, req.Variant
+	s.arena, s.regions, s.pools, s.staging, s.variant = maps[0], maps, pools, staging, req.Variant
 	return &kvpb.AttachResponse{Geometry: s.geometry(pools)}, nil
 }
+
+// regionsOf lists an attach's regions: regions, or the one arena of a
+// harness that sends one.
+func regionsOf(req *kvpb.AttachRequest) []*kvpb.Arena {
+	if len(req.Regions) > 0 {
+		return req.Regions
+	}
+	return []*kvpb.Arena{req.GetArena()}
+}
+
+// regionOf is the mapping of the region pool p lives in.
+func (s *server) regionOf(p Pool) []byte { return s.regions[p.Region] }
 
 func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
 	out := make([]*kvpb.Geometry, len(pools))
@@ -154,10 +182,17 @@ func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
 	return out
 }
 
-func checkWindows(req *kvpb.AttachRequest, size int) ([]Pool, window, error) {
+// checkWindows reads the pools and the staging window of an attach whose
+// regions have the given sizes. Staging lives in region 0, where the
+// inputs of every call are read.
+func checkWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, window, error) {
 	in := func(w *kvpb.Window) (window, error) {
-		if w == nil || w.Offset+w.Size > uint64(size) || w.Offset+w.Size < w.Offset {
-			return window{}, badRequest("window %v outside the %d-byte arena", w, size)
+		if w == nil || int(w.Region) >= len(sizes) {
+			return window{}, badRequest("window %v names no region of the %d attached", w, len(sizes))
+		}
+		size := sizes[w.Region]
+		if w.Offset+w.Size > uint64(size) || w.Offset+w.Size < w.Offset {
+			return window{}, badRequest("window %v outside region %d's %d bytes", w, w.Region, size)
 		}
 		return window{int(w.Offset), int(w.Size)}, nil
 	}
@@ -168,29 +203,34 @@ func checkWindows(req *kvpb.AttachRequest, size int) ([]Pool, window, error) {
 			return nil, window{}, err
 		}
 		l := p.GetLayout()
-		pools = append(pools, Pool{Name: p.Name, Slots: int(p.Slots), Base: w.off, Bytes: w.len,
+		pools = append(pools, Pool{Name: p.Name, Slots: int(p.Slots), Base: w.off, Bytes: w.len, Region: int(p.Pool.Region),
 			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize())}})
 	}
 	staging, err := in(req.Staging)
 	if err != nil {
 		return nil, window{}, err
 	}
+	if req.Staging.Region != 0 {
+		return nil, window{}, badRequest("staging in region %d: the inputs of every call are read from region 0", req.Staging.Region)
+	}
 	return pools, staging, disjoint(pools, staging)
 }
 
 // disjoint rejects an attach whose pools overlap each other or the
-// staging window: a kernel writing one pool would write another, and a
-// read's outputs would land in a pool the read may not touch.
+// staging window in one region: a kernel writing one pool would write
+// another, and a read's outputs would land in a pool the read may not
+// touch.
 func disjoint(pools []Pool, staging window) error {
 	ws := []window{staging}
+	regions := []int{0}
 	names := []string{"staging"}
 	for _, p := range pools {
-		ws, names = append(ws, window{p.Base, p.Bytes}), append(names, "pool "+p.Name)
+		ws, regions, names = append(ws, window{p.Base, p.Bytes}), append(regions, p.Region), append(names, "pool "+p.Name)
 	}
 	for i := range ws {
 		for j := i + 1; j < len(ws); j++ {
 			a, b := ws[i], ws[j]
-			if a.len > 0 && b.len > 0 && a.off < b.off+b.len && b.off < a.off+a.len {
+			if regions[i] == regions[j] && a.len > 0 && b.len > 0 && a.off < b.off+b.len && b.off < a.off+a.len {
 				return badRequest("%s [%d, %d) overlaps %s [%d, %d); give each pool and the staging its own bytes of the arena",
 					names[i], a.off, a.off+a.len, names[j], b.off, b.off+b.len)
 			}
@@ -211,14 +251,14 @@ func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachRespo
 // release unmaps whichever arena is attached. The CUDA arena is closed
 // even when waiting for its stream fails, so the harness can free it.
 func (s *server) release() error {
-	if s.arena != nil {
-		unix.Munmap(s.arena)
+	for _, m := range s.regions {
+		unix.Munmap(m)
 	}
 	var err error
 	if s.dev != nil {
 		err = s.dev.close()
 	}
-	s.arena, s.dev, s.pools = nil, nil, nil
+	s.arena, s.regions, s.dev, s.pools = nil, nil, nil, nil
 	return err
 }
 

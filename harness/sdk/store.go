@@ -108,7 +108,7 @@ func (s *server) storeCall(req *kvpb.StoreRequest) (*StoreCall, error) {
 		return nil, err
 	}
 	c, n := int(req.Capacity), int(req.Valid)
-	return &StoreCall{Variant: s.variant, Pool: p, Arena: s.arena, Capacity: c, Valid: n,
+	return &StoreCall{Variant: s.variant, Pool: p, Arena: s.regionOf(p), Capacity: c, Valid: n,
 		Padding: req.Padding, Rows: stagingSlice[uint16](s, req.RowsOffset, c*p.Layout.HeadDim),
 		Loc: stagingSlice[int64](s, req.LocOffset, c), Graph: req.Graph}, nil
 }

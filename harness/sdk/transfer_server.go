@@ -94,6 +94,9 @@ func (s *server) transferBuffer(i int, bp *kvpb.BufferPair) (TransferBuffer, err
 		return TransferBuffer{}, badRequest("buffer %d: pools %d → %d; want two different pools of the %d attached", i, bp.SrcPool, bp.DstPool, len(s.pools))
 	}
 	src, dst := s.pools[bp.SrcPool], s.pools[bp.DstPool]
+	if src.Region != 0 || dst.Region != 0 {
+		return TransferBuffer{}, badRequest("buffer %d: pools in regions %d and %d; transfers run within region 0", i, src.Region, dst.Region)
+	}
 	sn, err := ParsePoolName(src.Name)
 	if err != nil {
 		return TransferBuffer{}, badRequest("buffer %d: %v", i, err)

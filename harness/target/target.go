@@ -28,10 +28,10 @@ var ErrUnsupported = errors.New("unsupported by plugin")
 
 // Base is a plugin attached to an arena planned as Pools.
 type Base struct {
-	Plugin   *plugin.Plugin
-	Arena    *arena.Arena
-	Pools    pool.Geometry // the planned pools and staging
-	Variant  string
+	Plugin  *plugin.Plugin
+	Arena   *arena.Arena
+	Pools   pool.Geometry // the planned pools and staging
+	Variant string
 }
 
 // Mem is the memory of the arena's first region, where every pool of

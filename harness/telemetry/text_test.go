@@ -3,16 +3,13 @@ package telemetry
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/kvharness/kvharness/harness/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // goldenH200 is the dgxh200 mock with some variety: GPU 2 busy and
 // power-capped, GPU 5 answering NOT_SUPPORTED for its power limit, PCIe
@@ -41,19 +38,8 @@ func TestWriteTextGolden(t *testing.T) {
 	if err := snap.WriteText(&buf); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
-	golden := filepath.Join("testdata", "h200.golden")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got := buf.String(); got != string(want) {
-		t.Errorf("WriteText differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", golden, got, want)
-	}
+	goldenFile := filepath.Join("testdata", "h200.golden")
+	golden.Check(t, goldenFile, buf.Bytes())
 }
 
 func TestWriteTextEmptyDevice(t *testing.T) {

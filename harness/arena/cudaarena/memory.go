@@ -53,7 +53,6 @@ type Memory struct {
 	want    [blockBytes]byte // a block's baseline, for diffBlock
 }
 
-
 // New allocates a zeroed arena of size bytes on dev and exports it as how
 // says. An FD arena's socket lives in a directory under dir (the run
 // directory, which the next run sweeps if this one is killed; "" for the

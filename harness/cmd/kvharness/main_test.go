@@ -3,45 +3,28 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// golden runs the CLI in process and compares stdout, stderr and the exit
+// goldenRun runs the CLI in process and compares stdout, stderr and the exit
 // status with testdata/NAME.{stdout,stderr,code}. On a mismatch it writes
 // NAME.got-stdout beside them. Reports carry no timings and no map order,
 // so the same seed must give the same bytes.
-func golden(t *testing.T, name string, wantCode int, args ...string) string {
+func goldenRun(t *testing.T, name string, wantCode int, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), &stdout, &stderr, args)
 	if code != wantCode {
 		t.Errorf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", name, code, wantCode, stdout.String(), stderr.String())
 	}
-	for _, out := range []struct {
-		ext string
-		got []byte
-	}{{"stdout", stdout.Bytes()}, {"stderr", stderr.Bytes()}} {
-		path := filepath.Join("testdata", name+"."+out.ext)
-		if *update {
-			os.WriteFile(path, out.got, 0o644)
-			continue
-		}
-		want, _ := os.ReadFile(path)
-		if diff := cmp.Diff(string(want), string(out.got)); diff != "" {
-			os.WriteFile(filepath.Join("testdata", name+".got-"+out.ext), out.got, 0o644)
-			t.Errorf("%s %s differs from %s (-want +got):\n%s", name, out.ext, path, diff)
-		}
-	}
+	golden.Check(t, filepath.Join("testdata", name+".stdout"), stdout.Bytes())
+	golden.Check(t, filepath.Join("testdata", name+".stderr"), stderr.Bytes())
 	return stdout.String()
 }
 
@@ -53,20 +36,20 @@ func resultsDir(t *testing.T) string {
 }
 
 func TestCheckPasses(t *testing.T) {
-	golden(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
+	goldenRun(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
 		"--results", resultsDir(t))
 }
 
 // TestCheckJobs: combinations run side by side on three plugin processes
 // print the very report of a serial run.
 func TestCheckJobs(t *testing.T) {
-	golden(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
+	goldenRun(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
 		"--jobs", "3", "--results", resultsDir(t))
 }
 
 func TestCheckCatchesIncident(t *testing.T) {
 	dir := resultsDir(t)
-	out := golden(t, "check-bf16scatter", exitViolation, "check", "--plugin", "bf16scatter", "--cases", "60",
+	out := goldenRun(t, "check-bf16scatter", exitViolation, "check", "--plugin", "bf16scatter", "--cases", "60",
 		"--backend", "cpu", "--results", dir)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 3 {
@@ -89,29 +72,49 @@ func TestCheckCatchesIncident(t *testing.T) {
 }
 
 func TestCheckJSON(t *testing.T) {
-	golden(t, "check-json", exitViolation, "check", "--plugin", "bf16scatter", "--padding", "sink", "--cases", "20",
+	goldenRun(t, "check-json", exitViolation, "check", "--plugin", "bf16scatter", "--padding", "sink", "--cases", "20",
 		"--backend", "cpu", "--json", "--results", resultsDir(t))
 }
 
+// TestCheckReadAndTransfer: the read and transfer kinds report through the
+// same writers as stores: a table, the first failure in full, the other
+// failures' replay lines, and JSON.
+func TestCheckReadAndTransfer(t *testing.T) {
+	dir := resultsDir(t)
+	for _, tc := range []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"check-read", exitPass, []string{"--plugin", "fusedstore", "--kernel", "read"}},
+		{"check-read-mutant", exitViolation, []string{"--plugin", "fusedstore", "--kernel", "read", "--variant", "unmasked-tail"}},
+		{"check-transfer", exitPass, []string{"--plugin", "pdtransfer"}},
+		{"check-transfer-mutant", exitViolation, []string{"--plugin", "pdtransfer", "--variant", "fp8-item-len"}},
+		{"check-transfer-json", exitViolation, []string{"--plugin", "pdtransfer", "--variant", "skip-buffer", "--json"}},
+	} {
+		goldenRun(t, tc.name, tc.code, append([]string{"check", "--cases", "40", "--backend", "cpu", "--results", dir}, tc.args...)...)
+	}
+}
+
 func TestMutantsTable(t *testing.T) {
-	golden(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu")
+	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu")
 }
 
 func TestPlugins(t *testing.T) {
-	golden(t, "plugins", exitPass, "plugins")
+	goldenRun(t, "plugins", exitPass, "plugins")
 }
 
 func TestUsageErrors(t *testing.T) {
-	golden(t, "no-plugin", exitError, "check")
-	golden(t, "bad-padding", exitError, "check", "--plugin", "fusedstore", "--padding", "zero")
-	golden(t, "bad-cases", exitError, "check", "--plugin", "fusedstore", "--cases", "0")
-	golden(t, "conflicting-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "bf16", "--layout-file", "x.json")
-	golden(t, "unknown-plugin", exitError, "check", "--plugin", "nosuchplugin")
-	golden(t, "unknown-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "fp4")
+	goldenRun(t, "no-plugin", exitError, "check")
+	goldenRun(t, "bad-padding", exitError, "check", "--plugin", "fusedstore", "--padding", "zero")
+	goldenRun(t, "bad-cases", exitError, "check", "--plugin", "fusedstore", "--cases", "0")
+	goldenRun(t, "conflicting-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "bf16", "--layout-file", "x.json")
+	goldenRun(t, "unknown-plugin", exitError, "check", "--plugin", "nosuchplugin")
+	goldenRun(t, "unknown-layout", exitError, "check", "--plugin", "fusedstore", "--layout", "fp4")
 	if cuda.Available() != nil { // on a GPU machine this is not an error
-		golden(t, "cuda-without-gpu", exitError, "check", "--plugin", "fusedstore", "--backend", "cuda")
+		goldenRun(t, "cuda-without-gpu", exitError, "check", "--plugin", "fusedstore", "--backend", "cuda")
 	}
-	golden(t, "unknown-command", exitError, "frobnicate")
+	goldenRun(t, "unknown-command", exitError, "frobnicate")
 }
 
 func TestBadReproFiles(t *testing.T) {

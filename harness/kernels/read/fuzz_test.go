@@ -1,11 +1,8 @@
 package read
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -13,14 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins"
 )
-
-var update = flag.Bool("update", false, "rewrite the seed corpus files from the seeds")
 
 // The fuzzed pool and staging: a few requests of short lists, so a case
 // costs a fraction of a millisecond.
@@ -130,15 +126,7 @@ func (s readSeed) Input() []byte {
 // run with -update after changing a seed.
 func TestReadSeedCorpus(t *testing.T) {
 	for _, s := range readSeeds {
-		file, entry := fuzzing.CorpusFile("FuzzRead", s.Name), fuzzing.CorpusEntry(s.Input())
-		if *update {
-			if err := os.WriteFile(file, entry, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, entry) {
-			t.Errorf("%s: corpus file missing or stale (%v); run go test ./harness/kernels/read -run TestReadSeedCorpus -update", s.Name, err)
-		}
+		golden.Check(t, fuzzing.CorpusFile("FuzzRead", s.Name), fuzzing.CorpusEntry(s.Input()))
 		if err := s.Case.Validate(fuzzSlots); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}

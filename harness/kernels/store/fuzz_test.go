@@ -2,22 +2,19 @@ package store
 
 import (
 	"context"
-	"flag"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
 	"github.com/kvharness/kvharness/plugins"
 )
-
-var update = flag.Bool("update", false, "rewrite the fuzzSeed corpus files from the fuzzSeeds")
 
 // Geometry of the fuzzed pool: small enough that a case costs well under a
 // millisecond, large enough for several pages.
@@ -105,19 +102,10 @@ func (s fuzzSeed) Input() []byte {
 }
 
 // TestSeedCorpus keeps testdata/fuzz/FuzzStore in step with fuzzSeeds; run
-// with -update after changing a fuzzSeed.
+// with -update after changing a seed.
 func TestSeedCorpus(t *testing.T) {
 	for _, s := range fuzzSeeds {
-		file, entry := fuzzing.CorpusFile("FuzzStore", s.Name), fuzzing.CorpusEntry(s.Input())
-		if *update {
-			if err := os.WriteFile(file, entry, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(file)
-		if err != nil || string(got) != string(entry) {
-			t.Errorf("%s: corpus file missing or stale (%v); run go test ./harness/kernels/store -run TestSeedCorpus -update", s.Name, err)
-		}
+		golden.Check(t, fuzzing.CorpusFile("FuzzStore", s.Name), fuzzing.CorpusEntry(s.Input()))
 		if diff := cmp.Diff(s.Case, Decode(s.Input()[1:], fuzzSlots, fuzzPageSize, fuzzMaxCapacity)); diff != "" {
 			t.Errorf("%s decodes differently (-want +got):\n%s", s.Name, diff)
 		}

@@ -2,19 +2,16 @@ package transfer
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
-
-var update = flag.Bool("update", false, "rewrite the seed corpus files from the seeds")
 
 // The fuzzed transfer geometry: two DeepSeek-V4-like layers of 16 pages.
 // Inputs choose a subset of its buffers, up to fuzzMaxRooms rooms of up to
@@ -127,16 +124,7 @@ func (s fuzzSeed) Input() []byte {
 // fuzzSeeds; run with -update after changing a seed.
 func TestTransferSeedCorpus(t *testing.T) {
 	for _, s := range fuzzSeeds {
-		file, entry := fuzzing.CorpusFile("FuzzTransfer", s.Name), fuzzing.CorpusEntry(s.Input())
-		if *update {
-			if err := os.WriteFile(file, entry, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(file)
-		if err != nil || string(got) != string(entry) {
-			t.Errorf("%s: corpus file missing or stale (%v); run go test ./harness/kernels/transfer -run TestTransferSeedCorpus -update", s.Name, err)
-		}
+		golden.Check(t, fuzzing.CorpusFile("FuzzTransfer", s.Name), fuzzing.CorpusEntry(s.Input()))
 		if c := Decode(s.Input(), fuzzBase, fuzzMaxRooms, fuzzMaxPages); c.String() != s.Case.String() || c.Geometry.Key() != s.Case.Geometry.Key() {
 			t.Errorf("%s decodes to %v, want %v", s.Name, c, s.Case)
 		}

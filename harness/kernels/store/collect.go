@@ -1,0 +1,103 @@
+package store
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// wrongByte is one pool byte whose content differs from a correct run's.
+type wrongByte struct {
+	off       int // from the pool base
+	got, want byte
+	row       int // valid row whose footprint holds it, or NoRow
+}
+
+type classifier struct {
+	sc        *Oracle
+	delta     oracle.Delta
+	wrong     []wrongByte
+	untouched map[int]bool // valid rows whose footprint kept the background
+	stride    *misread     // the misreading that explains the wrong bytes, if one does
+	out       []oracle.Violation
+	run       *oracle.Violation
+}
+
+// got returns the bytes of window w (pool offsets) after the run.
+func (v *classifier) got(w pool.Window) []byte {
+	out := v.sc.Region.Background(v.sc.Seed, w.Off, w.Len)
+	ws := v.delta.Windows
+	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
+	start := 0
+	for j := 0; j < i; j++ {
+		start += ws[j].Len
+	}
+	for ; i < len(ws) && ws[i].Off < w.End(); i++ {
+		lo, hi := max(ws[i].Off, w.Off), min(ws[i].End(), w.End())
+		copy(out[lo-w.Off:hi-w.Off], v.delta.Bytes[start+lo-ws[i].Off:])
+		start += ws[i].Len
+	}
+	return out
+}
+
+// collectValid compares every valid row's footprint with its encoding and
+// returns the footprints, sorted.
+func (v *classifier) collectValid() []pool.Window {
+	sc := v.sc
+	covered := make([]pool.Window, 0, sc.Case.Valid*len(sc.Layout.Planes))
+	for i := range sc.Case.Valid {
+		rec := sc.records[i]
+		untouched := true
+		var wrong []wrongByte
+		for p, sp := range sc.Layout.Footprint(sc.Case.Loc[i]) {
+			w := pool.Window{Off: sp.Off, Len: sp.Len}
+			covered = append(covered, w)
+			got := v.got(w)
+			if bytes.Equal(got, rec[p]) {
+				untouched = false
+				continue
+			}
+			untouched = untouched && bytes.Equal(got, sc.Region.Background(sc.Seed, w.Off, w.Len))
+			for k := range sp.Len {
+				if got[k] != rec[p][k] {
+					wrong = append(wrong, wrongByte{sp.Off + k, got[k], rec[p][k], i})
+				}
+			}
+		}
+		if len(wrong) > 0 {
+			v.wrong = append(v.wrong, wrong...)
+			v.untouched[i] = untouched
+		}
+	}
+	sort.Slice(covered, func(a, b int) bool { return covered[a].Off < covered[b].Off })
+	return covered
+}
+
+// collectRest adds changed bytes outside valid footprints: a correct
+// kernel changes none. Both lists are sorted, so one merge walk finds them.
+func (v *classifier) collectRest(covered []pool.Window) {
+	off, c := 0, 0
+	for _, w := range v.delta.Windows {
+		for a := w.Off; a < w.End(); {
+			for c < len(covered) && covered[c].End() <= a {
+				c++
+			}
+			if c < len(covered) && covered[c].Off <= a {
+				a = min(covered[c].End(), w.End())
+				continue
+			}
+			hi := w.End()
+			if c < len(covered) {
+				hi = min(hi, covered[c].Off)
+			}
+			bg := v.sc.Region.Background(v.sc.Seed, a, hi-a)
+			for k := a; k < hi; k++ {
+				v.wrong = append(v.wrong, wrongByte{k, v.delta.Bytes[off+k-w.Off], bg[k-a], oracle.NoRow})
+			}
+			a = hi
+		}
+		off += w.Len
+	}
+}

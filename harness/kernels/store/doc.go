@@ -1,0 +1,30 @@
+// Package store is the store kernel kind: a batch of rows written into a
+// pool's slots, as a CUDA-graph replay sees it.
+//
+// A Case is one store call: capacity C rows (the batch the graph was
+// captured for), the first n of them real, the rest padding whose loc
+// entries follow one engine's convention (count, sink, minus1; see
+// Padding). Rows are kept as (kind, seed) pairs, not data, so a case stays
+// small enough to print and to save as a repro file, and removing a row
+// while shrinking leaves every other row's data unchanged.
+//
+// The pipeline, stage by stage:
+//
+//  1. Gen draws adversarial cases: slot 0, the last slot, page edges,
+//     neighbours of live slots, and stale slots from earlier cases (under
+//     count a padded row may point at a slot that now belongs to someone
+//     else: the incident). Decode turns fuzz bytes into a case the same
+//     way.
+//  2. A Target is one plugin attached to an arena of three identical pools.
+//     Target.Check runs a case three ways in one round trip — as given,
+//     again (determinism), and with only its valid rows (differential) —
+//     and hands each run's delta to the oracle. Between runs only the
+//     bytes a run changed are put back.
+//  3. The Oracle knows, for every pool byte, what a correct kernel leaves
+//     there, and classifies each wrong byte (package oracle lists the
+//     classes). Runs of bytes with one kind and owner form one violation.
+//  4. Shrink lowers capacity, removes rows, and moves slots and padding
+//     toward their simplest forms; System hands cases to package property.
+//  5. Schema is how store reports read: a row per layout × padding, a page
+//     map under each failure.
+package store

@@ -1,0 +1,16 @@
+// Package transfer is the transfer kernel kind: rooms' pages copied from a
+// prefill server's pools to a decode server's, buffer by buffer, as the
+// descriptors NIXL and Mooncake take.
+//
+// A Case carries its whole Geometry (layers of buffers: a bf16 KV buffer,
+// a state carved from its allocation, an fp8-paged index-K buffer on its
+// own page table) and its rooms' page lists. A Target is an arena with a
+// source and a destination pool per buffer; Target.Check calls the
+// plugin's Transfer twice and the Oracle judges the descriptors it
+// answered (item_len, lengths, offsets, overlaps, coverage of every
+// room's page in every buffer) and the bytes the copy left (every
+// destination page equals its source, nothing else changed, each room's
+// digest as a decode server would verify it). Shrinking drops rooms,
+// pages, buffers and layers, so a System opens a target per geometry.
+// Schema is how transfer reports read: a row per case profile.
+package transfer

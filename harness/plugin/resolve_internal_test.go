@@ -1,0 +1,78 @@
+package plugin
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// tree writes a small module: what sourceKey hashes, and what it passes
+// over (tests, test data, hidden folders).
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		path := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestSourceKeyFollowsSources: two trees with the same sources share a key
+// (their plugins are the same binaries); a change to any source gives
+// another; tests, test data and hidden folders do not count.
+func TestSourceKeyFollowsSources(t *testing.T) {
+	base := map[string]string{"go.mod": "module x\n", "plugins/p/main.go": "package main\n", "k.cu": "// kernel\n"}
+	key := func(extra map[string]string) string {
+		files := map[string]string{}
+		for k, v := range base {
+			files[k] = v
+		}
+		for k, v := range extra {
+			files[k] = v
+		}
+		k, err := sourceKey(tree(t, files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a := key(nil)
+	if b := key(nil); a != b {
+		t.Errorf("identical trees: keys %s and %s", a, b)
+	}
+	for name, body := range map[string]string{"plugins/p/main.go": "package main // edited\n", "k.cu": "// other kernel\n",
+		"go.sum": "x v1 h1:\n"} {
+		if k := key(map[string]string{name: body}); k == a {
+			t.Errorf("editing %s kept the key %s", name, a)
+		}
+	}
+	for name, body := range map[string]string{"plugins/p/main_test.go": "package main\n", "testdata/x.go": "package x\n",
+		".git/HEAD": "ref\n", "README.md": "words\n"} {
+		if k := key(map[string]string{name: body}); k != a {
+			t.Errorf("adding %s changed the key", name)
+		}
+	}
+}
+
+// TestPruneKeepsRecentTrees: the cache keeps the most recently built
+// trees' plugins and removes the rest.
+func TestPruneKeepsRecentTrees(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for i, name := range []string{"old", "mid", "new"} {
+		p := filepath.Join(dir, name)
+		os.Mkdir(p, 0o755)
+		os.Chtimes(p, now, now.Add(time.Duration(i)*time.Hour))
+	}
+	prune(dir, 2)
+	for name, kept := range map[string]bool{"old": false, "mid": true, "new": true} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
+	}
+}
