@@ -26,7 +26,19 @@ type Memory interface {
 	Close() error
 }
 
+// WindowScanner is a Memory that compares chosen windows with the
+// baseline without reading the rest: a store case's scan, which covers
+// only the slots its rows name, and leaves the proof that nothing else
+// changed to a later full scan (see kernels/store's doc).
+type WindowScanner interface {
+	// ChangedIn lists the maximal changed ranges inside ws, which must be
+	// sorted and neither overlap nor touch, with the bytes they hold now,
+	// back to back.
+	ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error)
+}
+
 var (
-	_ Memory = (*shm.Memory)(nil)
-	_ Memory = (*cudaarena.Memory)(nil)
+	_ Memory        = (*shm.Memory)(nil)
+	_ Memory        = (*cudaarena.Memory)(nil)
+	_ WindowScanner = (*shm.Memory)(nil)
 )

@@ -56,6 +56,11 @@ type Target[T property.Target, C workload.Case, R report.Result] struct {
 	PageSize int
 	// Open opens a target of layout l (nil without Layouts).
 	Open func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (T, error)
+	// OpenAll, when set, opens the targets of every layout at once, nil
+	// for a layout the plugin lacks: targets that share one attachment
+	// cost nothing when inputs switch layouts, while targets opened one
+	// by one attach again at each switch.
+	OpenAll func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []*layout.Layout, variant string) ([]*T, error)
 	// Decode turns input bytes (after the layout byte) into a case.
 	Decode func(data []byte) C
 	// Check checks a case on a target.
@@ -75,6 +80,7 @@ type Env[T property.Target, C workload.Case, R report.Result] struct {
 	p       *plugin.Plugin
 	layouts []*layout.Layout
 	targets []*T
+	opened  bool // OpenAll has run for this plugin process
 }
 
 // NewEnv reads the plugin choice from the environment, resolves the
@@ -161,7 +167,7 @@ func (e *Env[T, C, R]) reset() {
 	if e.p != nil {
 		e.p.Close()
 	}
-	e.p, e.targets = nil, nil
+	e.p, e.targets, e.opened = nil, nil, false
 }
 
 // target returns the target of the layout pick chooses, or of the next
@@ -182,6 +188,9 @@ func (e *Env[T, C, R]) target(ctx context.Context, pick byte) (*T, error) {
 		}
 		return e.targets[0], nil
 	}
+	if e.t.OpenAll != nil {
+		return e.pickOpened(ctx, pick)
+	}
 	for i := range len(e.layouts) {
 		k := (int(pick) + i) % len(e.layouts)
 		if e.targets[k] != nil {
@@ -194,6 +203,25 @@ func (e *Env[T, C, R]) target(ctx context.Context, pick byte) (*T, error) {
 		}
 		if !errors.Is(err, target.ErrUnsupported) {
 			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: plugin %s supports none of %v", target.ErrUnsupported, e.Plugin, e.t.Layouts)
+}
+
+// pickOpened is target for OpenAll: every layout's target is opened on
+// the first input, and pick takes the next one the plugin supports.
+func (e *Env[T, C, R]) pickOpened(ctx context.Context, pick byte) (*T, error) {
+	if !e.opened {
+		ts, err := e.t.OpenAll(ctx, e.p, e.dir, e.layouts, e.Variant)
+		if err != nil {
+			return nil, err
+		}
+		copy(e.targets, ts)
+		e.opened = true
+	}
+	for i := range len(e.layouts) {
+		if t := e.targets[(int(pick)+i)%len(e.layouts)]; t != nil {
+			return t, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: plugin %s supports none of %v", target.ErrUnsupported, e.Plugin, e.t.Layouts)

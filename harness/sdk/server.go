@@ -26,6 +26,8 @@ type server struct {
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
+	bell    *bell       // the attach's doorbell, when it asked for one (doorbell.go)
+	bellMu  sync.Mutex  // held while a doorbell is stopped: before mu, never inside it
 }
 
 type window struct{ off, len int }
@@ -55,6 +57,8 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		CudaFdArenas: ServesDevice(s.p.Kernel),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
+		// StoreBatch comes through a doorbell when asked (doorbell.go).
+		Doorbell: hasHostStore(s.p.Kernel),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{
@@ -114,6 +118,7 @@ func (s *server) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.Att
 	if err := s.knownVariant(req.Variant); err != nil {
 		return nil, err
 	}
+	s.stopBell() // the previous attach's; release unmaps its window
 	a := req.GetArena()
 	switch a.GetBackend() {
 	case kvpb.Backend_BACKEND_SHM:
@@ -139,6 +144,9 @@ func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBell(req, sizes[0]); err != nil {
+		return nil, err
+	}
 	var maps [][]byte
 	for _, a := range regions {
 		mem, err := mapSHM(a.Path, int(a.Size))
@@ -154,6 +162,9 @@ func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error
 	defer s.mu.Unlock()
 	s.release()
 	s.arena, s.regions, s.pools, s.staging, s.variant = maps[0], maps, pools, staging, req.Variant
+	if err := s.openBell(req, maps[0]); err != nil {
+		return nil, err
+	}
 	return &kvpb.AttachResponse{Geometry: s.geometry(pools)}, nil
 }
 
@@ -240,6 +251,7 @@ func disjoint(pools []Pool, staging window) error {
 }
 
 func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachResponse, error) {
+	s.stopBell()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.release(); err != nil {
@@ -263,6 +275,13 @@ func (s *server) release() error {
 }
 
 func (s *server) attached() bool { return s.arena != nil || s.dev != nil }
+
+// hasHostStore reports whether a kernel stores on the host, the only
+// kernel the doorbell serves.
+func hasHostStore(kernel any) bool {
+	_, ok := kernel.(Storer)
+	return ok
+}
 
 // ServesHost reports whether a kernel has any host (shared-memory) kernel.
 func ServesHost(kernel any) bool {

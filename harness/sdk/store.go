@@ -28,22 +28,25 @@ func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.Store
 // so the harness sees every write.
 func (s *server) StoreBatch(ctx context.Context, req *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
 	start := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	defer func() {
 		ns := strconv.FormatInt(time.Since(start).Nanoseconds(), 10)
 		grpc.SetTrailer(ctx, metadata.Pairs(protocol.HandlerTimeKey, ns))
 	}()
-	var err error
-	if s.dev != nil {
-		err = s.storeBatchDevice(ctx, req.Calls)
-	} else {
-		err = s.storeBatchHost(ctx, req.Calls)
-	}
-	if err != nil {
+	if err := s.storeBatch(ctx, req); err != nil {
 		return nil, err
 	}
 	return &kvpb.StoreBatchResponse{}, nil
+}
+
+// storeBatch is StoreBatch without its answer: the RPC's and the
+// doorbell's (doorbell.go).
+func (s *server) storeBatch(ctx context.Context, req *kvpb.StoreBatchRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev != nil {
+		return s.storeBatchDevice(ctx, req.Calls)
+	}
+	return s.storeBatchHost(ctx, req.Calls)
 }
 
 func (s *server) storeBatchHost(ctx context.Context, calls []*kvpb.StoreRequest) error {

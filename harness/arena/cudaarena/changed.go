@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
 )
@@ -59,7 +61,7 @@ func (m *Memory) changed(w pool.Window, keep bool) (ws []pool.Window, got []byte
 // fetched by sorted list, a chunk at a time, and compared here; more than
 // the list holds grow it and scan again.
 func (m *Memory) collect(c *cuda.Ctx, w pool.Window, d *diff) error {
-	pieces := m.bl.pieces(w)
+	pieces := m.bl.Pieces(w)
 	s := &m.scratch
 	for {
 		n, err := m.scan(c, pieces)
@@ -127,7 +129,7 @@ func mergeEntries(packed []byte) []entry {
 // scan queues the diff kernels over each piece, whole blocks by the fast
 // kernel where the piece's window starts on a word, and returns how many
 // blocks they found (possibly more than the list holds).
-func (m *Memory) scan(c *cuda.Ctx, pieces []piece) (int, error) {
+func (m *Memory) scan(c *cuda.Ctx, pieces []baseline.Piece) (int, error) {
 	s := &m.scratch
 	if err := c.Memset8Async(nil, s.count, 0, 4); err != nil {
 		return 0, fmt.Errorf("clear cuda arena scan count: %w", err)
@@ -143,9 +145,9 @@ func (m *Memory) scan(c *cuda.Ctx, pieces []piece) (int, error) {
 
 // scanPiece splits a piece into its ragged ends, for the general kernel,
 // and its whole blocks, for the fast one.
-func (m *Memory) scanPiece(p piece, to scanTo) error {
+func (m *Memory) scanPiece(p baseline.Piece, to scanTo) error {
 	b0, b1 := (p.Off+blockBytes-1)/blockBytes, p.End()/blockBytes
-	if (p.filled && p.origin%8 != 0) || b0 >= b1 {
+	if (p.Filled && p.Origin%8 != 0) || b0 >= b1 {
 		return m.k.diffRange(m.base, p, p.Off, p.End(), to)
 	}
 	if p.Off < b0*blockBytes {
@@ -189,7 +191,7 @@ func (m *Memory) diffBlock(w pool.Window, b int, got []byte, d *diff) {
 	blockOff := b * blockBytes
 	lo, hi := max(blockOff, w.Off), min(blockOff+blockBytes, w.End())
 	want := m.want[:hi-lo]
-	m.bl.expected(want, lo)
+	m.bl.Expected(want, lo)
 	d.add(got[lo-blockOff:hi-blockOff], want, lo)
 }
 

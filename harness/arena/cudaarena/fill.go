@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
 )
@@ -18,7 +20,7 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 	return m.dev.Do(func(*cuda.Ctx) error {
 		m.mu.Lock() // always after the device thread: see Batch
 		defer m.mu.Unlock()
-		m.bl.fill(w, seed)
+		m.bl.Fill(w, seed)
 		if w.Len == 0 {
 			return nil
 		}
@@ -43,9 +45,9 @@ func (m *Memory) Reset(ws []pool.Window) error {
 	return m.dev.Do(func(*cuda.Ctx) error {
 		m.mu.Lock() // always after the device thread: see Batch
 		defer m.mu.Unlock()
-		var small []piece
+		var small []baseline.Piece
 		for _, w := range ws {
-			for _, p := range m.bl.pieces(w) {
+			for _, p := range m.bl.Pieces(w) {
 				if p.Len <= bigPiece {
 					small = append(small, p)
 					continue
@@ -66,16 +68,16 @@ func (m *Memory) Reset(ws []pool.Window) error {
 const bigPiece = 64 << 10
 
 // restore gives one piece its baseline back with a grid of its own.
-func (m *Memory) restore(p piece) error {
-	if p.filled {
-		return m.k.fillRange(m.base, p.Off, p.End(), p.seed, p.origin)
+func (m *Memory) restore(p baseline.Piece) error {
+	if p.Filled {
+		return m.k.fillRange(m.base, p.Off, p.End(), p.Seed, p.Origin)
 	}
 	return m.dev.Memset8(m.base.Add(p.Off), 0, p.Len)
 }
 
 // restoreSmall uploads the pieces, a list-buffer's worth at a time, and
 // launches restore_pieces over each load.
-func (m *Memory) restoreSmall(ps []piece) error {
+func (m *Memory) restoreSmall(ps []baseline.Piece) error {
 	s := &m.scratch
 	for len(ps) > 0 {
 		chunk := ps[:min(len(ps), maxPieces)]
@@ -94,14 +96,14 @@ func (m *Memory) restoreSmall(ps []piece) error {
 }
 
 // encodePieces lays pieces out as background.cu's struct piece.
-func encodePieces(ps []piece) []byte {
+func encodePieces(ps []baseline.Piece) []byte {
 	out := make([]byte, 0, 8*pieceWords*len(ps))
 	for _, p := range ps {
 		filled := uint64(0)
-		if p.filled {
+		if p.Filled {
 			filled = 1
 		}
-		for _, v := range [pieceWords]uint64{uint64(p.Off), uint64(p.End()), p.seed, uint64(p.origin), filled} {
+		for _, v := range [pieceWords]uint64{uint64(p.Off), uint64(p.End()), p.Seed, uint64(p.Origin), filled} {
 			out = binary.LittleEndian.AppendUint64(out, v)
 		}
 	}

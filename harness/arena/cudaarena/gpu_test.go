@@ -118,7 +118,7 @@ func (p *pair) noBlocksFlagged(w pool.Window) {
 		p.gpu.mu.Lock()
 		defer p.gpu.mu.Unlock()
 		var err error
-		n, err = p.gpu.scan(c, p.gpu.bl.pieces(w))
+		n, err = p.gpu.scan(c, p.gpu.bl.Pieces(w))
 		return err
 	})
 	if err != nil || n != 0 {

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 )
 
@@ -76,10 +78,10 @@ type scanTo struct {
 
 // diffRange queues a scan of arena bytes [lo, hi) of the piece against its
 // baseline, any alignment.
-func (k *kernels) diffRange(arena cuda.Ptr, p piece, lo, hi int, to scanTo) error {
+func (k *kernels) diffRange(arena cuda.Ptr, p baseline.Piece, lo, hi int, to scanTo) error {
 	pairs := ((hi+blockBytes-1)/blockBytes - lo/blockBytes + 1) / 2
 	err := k.diff.Launch(nil, k.grid(pairs, 32), cuda.Dim3{X: threads}, 0,
-		arena, uint64(lo), uint64(hi), p.seed, uint64(p.origin), b2u(p.filled),
+		arena, uint64(lo), uint64(hi), p.Seed, uint64(p.Origin), b2u(p.Filled),
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
 		return fmt.Errorf("scan arena [%d,%d): %w", lo, hi, err)
@@ -89,9 +91,9 @@ func (k *kernels) diffRange(arena cuda.Ptr, p piece, lo, hi int, to scanTo) erro
 
 // diffWhole queues the fast scan of whole blocks [b0, b1) of a piece whose
 // window starts on a word.
-func (k *kernels) diffWhole(arena cuda.Ptr, p piece, b0, b1 int, to scanTo) error {
+func (k *kernels) diffWhole(arena cuda.Ptr, p baseline.Piece, b0, b1 int, to scanTo) error {
 	err := k.diffFast.Launch(nil, k.grid((b1-b0+7)/8, 32), cuda.Dim3{X: threads}, 0,
-		arena, uint64(b0), uint64(b1), p.seed, uint64(p.origin/8), b2u(p.filled),
+		arena, uint64(b0), uint64(b1), p.Seed, uint64(p.Origin/8), b2u(p.Filled),
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
 		return fmt.Errorf("scan arena blocks [%d,%d): %w", b0, b1, err)

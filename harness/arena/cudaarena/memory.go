@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
@@ -48,7 +50,7 @@ type Memory struct {
 	k      *kernels
 
 	mu      sync.Mutex // guards the baseline and the scan buffers
-	bl      baseline
+	bl      baseline.Spans
 	scratch scanBuffers
 	want    [blockBytes]byte // a block's baseline, for diffBlock
 }

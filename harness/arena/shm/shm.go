@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -18,11 +19,18 @@ import (
 // The file is unlinked as soon as it is mapped. The harness keeps it open
 // and hands plugins /proc/<pid>/fd/<n>, which opens the same file: nothing
 // is left in the file system however the harness dies, kill -9 included.
+//
+// The baseline is kept as the list of filled windows (package baseline)
+// and, per seed, one copy of its background: the pools of a target share
+// a seed, so they are all compared against the same bytes, which stay in
+// the caches, instead of each against a copy of its own.
 type Memory struct {
-	file     *os.File
-	path     string // what plugins open
-	mem      []byte
-	baseline []byte // background of filled windows, same offsets as mem
+	file  *os.File
+	path  string // what plugins open
+	mem   []byte
+	bl    baseline.Spans
+	bg    map[uint64][]byte // seed → its background, as long as its longest window
+	zeros []byte            // the baseline of bytes never filled
 }
 
 // New creates and maps a shared-memory arena of size bytes in dir.
@@ -46,7 +54,7 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 		return nil, fmt.Errorf("map shared memory: %w", err)
 	}
 	path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
-	return &Memory{file: f, path: path, mem: mem, baseline: make([]byte, size)}, nil
+	return &Memory{file: f, path: path, mem: mem, bg: map[uint64][]byte{}}, nil
 }
 
 // Bytes is the live mapping, for tests and host-side tools.
@@ -87,15 +95,41 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return err
 	}
-	pool.FillBackground(s.baseline[w.Off:w.End()], seed, 0)
-	copy(s.mem[w.Off:w.End()], s.baseline[w.Off:w.End()])
+	if bg := s.bg[seed]; len(bg) < w.Len {
+		grown := make([]byte, w.Len)
+		copy(grown, bg)
+		pool.FillBackground(grown[len(bg):], seed, len(bg))
+		s.bg[seed] = grown
+	}
+	s.bl.Fill(w, seed)
+	copy(s.mem[w.Off:w.End()], s.bg[seed])
 	return nil
+}
+
+// eachBase calls f over w in stretches of one baseline, with the
+// baseline's bytes (never to be written).
+func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
+	if sp, ok := s.bl.Within(w); ok {
+		f(w.Off, w.End(), s.bg[sp.Seed][w.Off-sp.Origin:w.End()-sp.Origin])
+		return
+	}
+	for _, p := range s.bl.Pieces(w) {
+		if p.Filled {
+			f(p.Off, p.End(), s.bg[p.Seed][p.Off-p.Origin:p.End()-p.Origin])
+			continue
+		}
+		if len(s.zeros) < p.Len {
+			s.zeros = make([]byte, p.Len)
+		}
+		f(p.Off, p.End(), s.zeros[:p.Len])
+	}
 }
 
 // Changed scans in three passes of shrinking grain: 4 KiB blocks compared
 // with one vectorised bytes.Equal, 64-byte lines inside a differing block,
-// then single bytes inside a differing line. A run that wrote a few hundred
-// rows costs a memcmp of the pool plus a byte loop over those rows only.
+// then words and bytes inside a differing line. A run that wrote a few
+// hundred rows costs a memcmp of the pool plus a word loop over those
+// rows only.
 const (
 	block = 4096
 	line  = 64
@@ -107,32 +141,58 @@ func (s *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 		return nil, err
 	}
 	var out []pool.Window
-	for lo := w.Off; lo < w.End(); lo += block {
-		hi := min(lo+block, w.End())
-		if bytes.Equal(s.mem[lo:hi], s.baseline[lo:hi]) {
-			continue
-		}
-		for l := lo; l < hi; l += line {
-			lh := min(l+line, hi)
-			if !bytes.Equal(s.mem[l:lh], s.baseline[l:lh]) {
-				out = s.appendBytes(out, l, lh)
+	s.eachBase(w, func(lo, hi int, base []byte) {
+		for b := lo; b < hi; b += block {
+			bh := min(b+block, hi)
+			if !bytes.Equal(s.mem[b:bh], base[b-lo:bh-lo]) {
+				out = s.appendLines(out, b, bh, base[b-lo:bh-lo])
 			}
 		}
-	}
+	})
 	return out, nil
 }
 
-// appendBytes adds the differing bytes of [lo, hi) to out, merging with
-// the last window when adjacent.
-func (s *Memory) appendBytes(out []pool.Window, lo, hi int) []pool.Window {
-	for i := lo; i < hi; i++ {
-		if s.mem[i] == s.baseline[i] {
-			continue
+// ChangedIn implements arena.WindowScanner: Changed over each window of
+// ws, with the changed bytes. Windows must be sorted and must not touch,
+// so that no range runs from one into the next.
+func (s *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
+	var out []pool.Window
+	var got []byte
+	for i, w := range ws {
+		if err := s.check(w.Off, w.Len); err != nil {
+			return nil, nil, err
 		}
-		if n := len(out); n > 0 && out[n-1].End() == i {
-			out[n-1].Len++
-		} else {
-			out = append(out, pool.Window{Off: i, Len: 1})
+		n := len(out)
+		s.eachBase(w, func(lo, hi int, base []byte) {
+			if !bytes.Equal(s.mem[lo:hi], base) {
+				out = s.appendLines(out, lo, hi, base)
+			}
+		})
+		if got == nil && len(out) > n {
+			got = make([]byte, 0, total(ws[i:])) // no more than the windows left hold
+		}
+		for _, r := range out[n:] {
+			got = append(got, s.mem[r.Off:r.End()]...)
+		}
+	}
+	return out, got, nil
+}
+
+func total(ws []pool.Window) int {
+	n := 0
+	for _, w := range ws {
+		n += w.Len
+	}
+	return n
+}
+
+// appendLines adds the changed ranges of [lo, hi), whose baseline is
+// base, line by line.
+func (s *Memory) appendLines(out []pool.Window, lo, hi int, base []byte) []pool.Window {
+	for l := lo; l < hi; l += line {
+		lh := min(l+line, hi)
+		if !bytes.Equal(s.mem[l:lh], base[l-lo:lh-lo]) {
+			out = appendRuns(out, s.mem[l:lh], base[l-lo:lh-lo], l)
 		}
 	}
 	return out
@@ -144,7 +204,7 @@ func (s *Memory) Reset(ws []pool.Window) error {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
 		}
-		copy(s.mem[w.Off:w.End()], s.baseline[w.Off:w.End()])
+		s.eachBase(w, func(lo, hi int, base []byte) { copy(s.mem[lo:hi], base) })
 	}
 	return nil
 }

@@ -4,25 +4,73 @@ import (
 	"context"
 	"math/rand"
 	"testing"
+
+	"github.com/kvharness/kvharness/harness/fuzzing"
 )
 
 // BenchmarkCheckedCases measures whole checked store cases against a real
-// plugin process: three runs per case (as given, again, unpadded), each a
-// gRPC call plus a scan and classification of the pool. Capacity ≤ 64 and
-// a 4096-slot pool, the reference shape.
+// plugin process, as a property run checks them (System: drawn, checked
+// ahead, proved): three runs per case (as given, again, unpadded), a
+// quarter of the cases under each padding. Capacity ≤ 64 and a 4096-slot
+// pool, the reference shape. It reports where the harness's time went,
+// per stage and case.
 func BenchmarkCheckedCases(b *testing.B) {
 	for _, l := range []string{"bf16", "fp8-paged"} {
 		b.Run("layout="+l, func(b *testing.B) {
-			checkCases(b, openTarget(b, "fusedstore", l, ""), 64)
+			tg := openAheadTarget(b, "fusedstore", l, "")
+			tg.Phases = Phases{}
+			runCases(b, tg, 64)
+			reportPhases(b, tg.Phases)
 		})
 	}
 }
 
+// BenchmarkCheckedCasesExact is BenchmarkCheckedCases with every case
+// checked exactly, one round trip and three full scans each: what a
+// shrink step or a confirmation costs.
+func BenchmarkCheckedCasesExact(b *testing.B) {
+	for _, l := range []string{"bf16", "fp8-paged"} {
+		b.Run("layout="+l, func(b *testing.B) {
+			tg := openTarget(b, "fusedstore", l, "")
+			tg.Phases = Phases{}
+			checkCases(b, tg, 64)
+			reportPhases(b, tg.Phases)
+		})
+	}
+}
+
+// runCases checks b.N cases of capacity ≤ maxCapacity as a property run
+// would, a quarter under each padding, and reports cases/s.
+func runCases(b *testing.B, tg *Target, maxCapacity int) {
+	ctx := context.Background()
+	b.ResetTimer()
+	cpu := readCPU()
+	defer reportCPU(b, cpu)
+	for k, p := range Paddings {
+		n := b.N / len(Paddings)
+		if k < b.N%len(Paddings) {
+			n++
+		}
+		sys := NewSystem(tg, p, maxCapacity)
+		sys.Budget = n
+		rng := rand.New(rand.NewSource(int64(k + 1)))
+		for range n {
+			c := sys.Draw(rng)
+			if res, err := sys.Check(ctx, c); err != nil || res.Failed() {
+				b.Fatalf("case %v: %v %v", c, err, res)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+}
+
 // checkCases checks cases of capacity ≤ maxCapacity, drawn round the
-// paddings, as fast as the target takes them, and reports cases/s.
+// paddings, exactly, as fast as the target takes them, and reports cases/s.
 func checkCases(b *testing.B, tg *Target, maxCapacity int) {
 	cases := drawCases(tg, maxCapacity)
 	b.ResetTimer()
+	cpu := readCPU()
+	defer reportCPU(b, cpu)
 	for i := 0; b.Loop(); i++ {
 		res, err := tg.Check(context.Background(), cases[i%len(cases)])
 		if err != nil || res.Failed() {
@@ -30,6 +78,13 @@ func checkCases(b *testing.B, tg *Target, maxCapacity int) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+}
+
+// reportPhases reports where the cases' time went, per stage and case.
+func reportPhases(b *testing.B, phases Phases) {
+	for stage, d := range phases {
+		b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(b.N), stage+"-µs/case")
+	}
 }
 
 // drawCases draws 1024 cases of capacity ≤ maxCapacity for tg's pools,
@@ -45,4 +100,52 @@ func drawCases(tg *Target, maxCapacity int) []*Case {
 		cases[i] = gens[i%len(gens)].Draw(rng)
 	}
 	return cases
+}
+
+// BenchmarkFuzzExec is one FuzzStore input as a fuzz worker runs it
+// (decode, check exactly, judge), out of process and in process, on
+// random inputs of the fuzz target's shape; go test -fuzz adds its
+// mutation and coverage bookkeeping on top.
+func BenchmarkFuzzExec(b *testing.B) {
+	for _, mode := range []string{"out-of-process", "in-process"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			b.Setenv("KVHARNESS_FUZZ_MODE", mode)
+			env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer env.Close()
+			rng := rand.New(rand.NewSource(1))
+			inputs := make([][]byte, 256)
+			for i := range inputs {
+				inputs[i] = make([]byte, 16+rng.Intn(240))
+				rng.Read(inputs[i])
+			}
+			b.ResetTimer()
+			cpu := readCPU()
+			for i := 0; b.Loop(); i++ {
+				if _, c, _, err := env.Check(context.Background(), inputs[i%len(inputs)]); err != nil {
+					b.Fatalf("case %v: %v", c, err)
+				}
+			}
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
+		})
+	}
+}
+
+// BenchmarkStoreRPC is the round trip of a StoreBatch with no calls on the
+// host backend: the transport's own cost, which a case pays once per
+// round trip.
+func BenchmarkStoreRPC(b *testing.B) {
+	tg := openTarget(b, "fusedstore", "bf16", "")
+	ctx := context.Background()
+	b.ResetTimer()
+	cpu := readCPU()
+	for b.Loop() {
+		if err := tg.Plugin.StoreBatch(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
 }

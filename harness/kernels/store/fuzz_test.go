@@ -32,11 +32,18 @@ var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
 var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
-		return Open(ctx, p, dir, Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1})
+		return Open(ctx, p, dir, fuzzConfig(l, variant))
+	},
+	OpenAll: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []*layout.Layout, variant string) ([]**Target, error) {
+		return OpenSupported(ctx, p, dir, ls, func(l *layout.Layout) Config { return fuzzConfig(l, variant) })
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzSlots, fuzzPageSize, fuzzMaxCapacity) },
 	Check:  func(ctx context.Context, t *Target, c *Case) (*Result, error) { return t.Check(ctx, c) },
 	Write:  WriteCase,
+}
+
+func fuzzConfig(l *layout.Layout, variant string) Config {
+	return Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1}
 }
 
 // FuzzStore checks decoded store cases (Decode: every input is a valid

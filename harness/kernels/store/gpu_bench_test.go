@@ -80,10 +80,10 @@ func BenchmarkStoreRPCCUDA(b *testing.B) {
 	defer tg.Close(ctx)
 	c := (&Gen{Slots: tg.Slots, PageSize: 64, Padding: PadCount, MaxCapacity: 512}).Draw(rand.New(rand.NewSource(3)))
 	sc := NewOracle(tg.Layout, tg.Region(), uint64(tg.Seed), c, tg.Declared)
-	if err := tg.stage(c, sc.Rows()); err != nil {
+	if err := tg.stage(0, c, sc.Rows()); err != nil {
 		b.Fatal(err)
 	}
-	reqs := tg.requests([]run{{poolCase, c}, {poolRepeat, c}, {poolUnpadded, c}})
+	reqs := tg.requests([]run{{0, poolCase, c}, {0, poolRepeat, c}, {0, poolUnpadded, c}})
 	for _, n := range []int{0, 1, 3} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
 			var handler time.Duration

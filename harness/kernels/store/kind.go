@@ -35,11 +35,15 @@ func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*
 		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
 	for _, l := range p.Layouts {
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
-			Backend: p.Backend, Graph: p.Graph}
+			Backend: p.Backend, Graph: p.Graph, Sets: AutoSets(l, p.Slots, p.Backend)}
 		for _, pad := range paddings {
 			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
 				Open:   func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
-				System: func(t *Target) property.System[*Case, *Result] { return NewSystem(t, pad, p.MaxCapacity) }})
+				System: func(t *Target) property.System[*Case, *Result] {
+					sys := NewSystem(t, pad, p.MaxCapacity)
+					sys.Budget = p.Cases
+					return sys
+				}})
 		}
 	}
 	return suite

@@ -34,29 +34,44 @@ func (r *Result) NumViolations() int { return len(r.Violations) }
 
 // Check runs c as given, again on a copy of the pool, and with its valid
 // rows alone on another copy, in one round trip, and classifies what it
-// finds.
+// finds. It scans the whole of each pool: its verdict is exact, whatever
+// the plugin wrote and wherever (Target.CheckAhead's are proved so).
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
+	t.stopAhead(ctx)
 	start := time.Now()
 	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
 	t.clock("prepare", start)
-	batch := []run{{poolCase, c}, {poolRepeat, c}}
-	padded := c.Valid > 0 && c.Valid < c.Capacity()
-	if padded {
-		batch = append(batch, run{poolUnpadded, c.Unpadded()})
-	}
-	deltas, err := t.runs(ctx, sc.Rows(), batch...)
+	deltas, err := t.runs(ctx, sc.Rows(), runsOf(0, c)...)
 	if err != nil {
 		return nil, err
 	}
+	defer t.clock("classify", time.Now())
+	return t.verdict(sc, deltas), nil
+}
+
+// runsOf are the runs that check c on a set: as given, again, and, when
+// some rows are padding, its valid rows alone.
+func runsOf(set int, c *Case) []run {
+	batch := []run{{set, poolCase, c}, {set, poolRepeat, c}}
+	if c.Valid > 0 && c.Valid < c.Capacity() {
+		batch = append(batch, run{set, poolUnpadded, c.Unpadded()})
+	}
+	return batch
+}
+
+// verdict classifies what the runs of runsOf left: the first run against
+// the reference, the second against the first (determinism), the
+// unpadded one against the first (differential).
+func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta) *Result {
+	c := sc.Case
 	first, again := deltas[0], deltas[1]
 	unpadded := first // without padded rows a case is its own unpadded twin
 	switch {
-	case padded:
+	case len(deltas) > 2:
 		unpadded = deltas[2]
 	case c.Valid == 0:
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
-	defer t.clock("classify", time.Now())
 	res := &Result{}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
@@ -70,5 +85,5 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		res.Violations = append(res.Violations, oracle.Compare(oracle.Differential, unpadded, first,
 			fmt.Sprintf("the padded run (C=%d) differs from a run of its %d valid rows alone", c.Capacity(), c.Valid)))
 	}
-	return res, nil
+	return res
 }

@@ -9,9 +9,26 @@ import (
 
 // System is the store kernel of a target under one padding convention, as
 // a property run drives it.
+//
+// With a Budget, on a target with sets to spare, it draws cases a window
+// at a time and has the target check them ahead (ahead.go): the verdict
+// of a drawn case comes from its window when the window was proved, from
+// an exact check otherwise. Anything else it is asked to check (a shrunk
+// case, a confirmation) is checked exactly.
 type System struct {
 	Target *Target
 	Gen    *Gen
+	// Budget is the most cases the property run draws: its case count.
+	// Zero checks every case when it is asked about.
+	Budget int
+
+	rng    *rand.Rand // the run's source; drawing ahead is drawing from it
+	drawn  int        // cases drawn from rng
+	size   int        // the next window's size
+	queue  []*window  // windows with cases not yet handed out, oldest first
+	next   int        // queue[0]'s next case to hand out
+	out    *window    // the window of the case handed out last
+	outIdx int
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -21,14 +38,81 @@ func NewSystem(t *Target, p Padding, maxCapacity int) *System {
 	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity}}
 }
 
-// Draw implements property.System.
-func (s *System) Draw(rng *rand.Rand) *Case { return s.Gen.Draw(rng) }
+// ahead reports whether the system checks drawn cases ahead.
+func (s *System) ahead() bool { return s.Budget > 0 && s.Target.canAhead() }
+
+// Draw implements property.System. Checking ahead, it draws a window of
+// cases at a time from rng, in the order one at a time would, and hands
+// them out one by one.
+func (s *System) Draw(rng *rand.Rand) *Case {
+	if !s.ahead() {
+		return s.Gen.Draw(rng)
+	}
+	if rng != s.rng {
+		*s = System{Target: s.Target, Gen: s.Gen, Budget: s.Budget, rng: rng, size: firstWindow}
+	}
+	if len(s.queue) == 0 && !s.drawWindow() {
+		s.out = nil
+		return s.Gen.Draw(rng) // past the budget: checked exactly
+	}
+	w := s.queue[0]
+	s.out, s.outIdx = w, s.next
+	if s.next++; s.next == len(w.cases) {
+		s.queue, s.next = s.queue[1:], 0
+	}
+	if len(s.queue) < 2 {
+		s.drawWindow() // one window ahead of the one handed out
+	}
+	return w.cases[s.outIdx]
+}
+
+// drawWindow draws the next window, doubling its size up to maxWindow;
+// false when the budget is spent.
+func (s *System) drawWindow() bool {
+	n := min(s.size, s.Budget-s.drawn)
+	if n <= 0 {
+		return false
+	}
+	cases := make([]*Case, n)
+	for i := range cases {
+		cases[i] = s.Gen.Draw(s.rng)
+	}
+	s.drawn += n
+	s.size = min(2*s.size, maxWindow)
+	s.queue = append(s.queue, newWindow(cases))
+	return true
+}
 
 // Shrink implements property.System.
 func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
-// Check implements property.System.
-func (s *System) Check(ctx context.Context, c *Case) (*Result, error) { return s.Target.Check(ctx, c) }
+// Check implements property.System. The case Draw handed out last gets
+// its window's verdict (the window and the next are started first, so
+// the target keeps working ahead); any other case, or one of a tainted
+// window, an exact check.
+func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
+	if w := s.out; w != nil && w.cases[s.outIdx] == c {
+		i := s.outIdx
+		s.out = nil
+		if !w.started {
+			s.Target.startAhead(ctx, s, w)
+		}
+		for _, q := range s.queue {
+			if !q.started {
+				s.Target.startAhead(ctx, s, q)
+			}
+		}
+		<-w.ready
+		if !w.tainted {
+			return w.results[i], nil
+		}
+	}
+	s.out = nil
+	return s.Target.Check(ctx, c)
+}
 
 // Restart implements property.System.
-func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Restart(ctx) }
+func (s *System) Restart(ctx context.Context) error {
+	s.Target.stopAhead(ctx)
+	return s.Target.Plugin.Restart(ctx)
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/doorbell"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
@@ -29,11 +32,16 @@ type Config struct {
 	Graph       bool          // ask for CUDA-graph replay
 	Backend     arena.Backend // where the arena lives; nil means host shared memory
 	Phases      Phases        // when set, each case adds its time per stage here
+	// Sets is how many pool sets (each a case, repeat and unpadded pool,
+	// with staging of its own) the target keeps for checking drawn cases
+	// ahead of the property runner (see ahead.go); 0 keeps only the set
+	// exact checks use. AutoSets sizes it for a backend.
+	Sets int
 }
 
-// The pools of a target. All three hold the same background, so a case and
-// its twins can run side by side in one round trip and be compared byte for
-// byte.
+// The pools of a set. All hold the same background, so a case and its
+// twins can run side by side in one round trip and be compared byte for
+// byte, and a case checked on one set leaves what it would on any other.
 const (
 	poolCase     = iota // the case as given
 	poolRepeat          // the same case again: determinism
@@ -43,66 +51,222 @@ const (
 
 var poolNames = [numPools]string{"case", "repeat", "unpadded"}
 
-// Target is a plugin attached to an arena of three identical pools.
+// Target is a plugin attached to an arena of identical pools: set 0 for
+// exact checks, Sets more for cases checked ahead.
 type Target struct {
 	Config
-	target.Base
+	*target.Base
 	Declared oracle.Declared
 	// GeometryViolation is set when the plugin's declared bytes/token or
 	// page bytes differ from the layout's: a stride violation before any
 	// case runs.
 	GeometryViolation *oracle.Violation
+
+	group   *group             // the targets sharing the arena
+	first   int                // the arena's index of this target's first pool
+	stageAt int                // where this target's staging starts in the arena
+	ahead   *ahead             // cases checked ahead, when Sets allows (ahead.go)
+	staging [][]target.Segment // per set: what was staged last
+	phaseMu sync.Mutex         // Phases is written by the ahead pipeline too
+	closed  bool
+}
+
+// group is the targets of one arena and attach (OpenGroup).
+type group struct {
+	target.Base
+	open   int              // targets not yet closed
+	bellAt int              // the doorbell window's offset in the arena; 0 for none
+	bell   *plugin.Doorbell // the current attach's doorbell, or nil: gRPC
 }
 
 // Open describes the plugin, checks its geometry, plans and fills the
 // arena and attaches the plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	if cfg.Backend == nil {
-		cfg.Backend = arena.SHM{}
-	}
-	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
-	var err error
-	t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
+	ts, err := OpenGroup(ctx, p, dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.plan(dir); err != nil {
+	return ts[0], nil
+}
+
+// OpenGroup opens a target per configuration on one arena, attached once.
+// A plugin holds one attachment at a time, so targets of separate arenas
+// that take turns attach again at every turn (a remap, and page faults on
+// every page the next case touches); the targets of a group never do. A
+// fuzz run, which picks a layout per input, keeps one. The configurations
+// share the plugin's variant and the first's backend; the arena is freed
+// when every target is closed.
+func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...Config) ([]*Target, error) {
+	backend := cfgs[0].Backend
+	if backend == nil {
+		backend = arena.SHM{}
+	}
+	g := &group{Base: target.Base{Plugin: p, Variant: cfgs[0].Variant}, open: len(cfgs)}
+	ts := make([]*Target, len(cfgs))
+	var specs []pool.Spec
+	staging := 0
+	for i, cfg := range cfgs {
+		cfg.Backend = backend
+		t := &Target{Config: cfg, Base: &g.Base, group: g, first: len(specs), stageAt: staging}
+		var err error
+		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, t.specs(len(cfgs) > 1)...)
+		staging += t.numSets() * t.slotBytes()
+		ts[i] = t
+	}
+	bell := rings(ctx, p, cfgs[0], backend)
+	if bell {
+		staging = align(staging) + doorbell.Size
+	}
+	geo, err := pool.Plan(specs, staging)
+	if err != nil {
 		return nil, err
 	}
-	if err := t.Attach(ctx); err != nil {
-		t.Arena.Close()
+	for _, t := range ts {
+		t.stageAt += geo.Staging.Off
+	}
+	if bell {
+		g.bellAt = geo.Staging.End() - align(doorbell.Size)
+	}
+	if err := g.Plan(dir, backend, geo, fillTargets(geo, ts)); err != nil {
 		return nil, err
 	}
-	return t, nil
+	if err := g.attach(ctx); err != nil {
+		g.Arena.Close()
+		return nil, err
+	}
+	return ts, nil
+}
+
+// rings reports whether the group's stores go through a doorbell: the
+// plugin declares one and the arena is host shared memory, mapped here.
+func rings(ctx context.Context, p *plugin.Plugin, cfg Config, b arena.Backend) bool {
+	if b.Place().OnDevice() {
+		return false
+	}
+	l := cfg.Layout // the request target.Declared made, answered from memory
+	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: cfg.Variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	return err == nil && d.Doorbell
+}
+
+// attach gives the plugin the arena, with the doorbell window when the
+// group has one, and opens the doorbell.
+func (g *group) attach(ctx context.Context) error {
+	req := target.Request(g.Arena, g.Pools, g.Variant)
+	var box *doorbell.Box
+	if mapped, ok := g.Mem().(interface{ Bytes() []byte }); ok && g.bellAt > 0 {
+		var err error
+		if box, err = doorbell.Open(mapped.Bytes()[g.bellAt : g.bellAt+doorbell.Size]); err != nil {
+			return err
+		}
+		req.Doorbell = &kvpb.Window{Offset: uint64(g.bellAt), Size: doorbell.Size}
+	}
+	g.bell = nil
+	if _, err := g.Plugin.Attach(ctx, &g.Base, req); err != nil {
+		return err
+	}
+	g.bell = g.Plugin.OpenDoorbell(box)
+	return nil
+}
+
+// ensure attaches again when another target attached since, or the
+// plugin restarted.
+func (g *group) ensure(ctx context.Context) error {
+	if g.Plugin.AttachedTo(&g.Base) {
+		return nil
+	}
+	return g.attach(ctx)
+}
+
+// storeBatch runs the calls in one round trip: by doorbell when the
+// attach has one, by gRPC otherwise.
+func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
+	if g.bell != nil {
+		return g.bell.StoreBatch(ctx, reqs)
+	}
+	return g.Plugin.StoreBatch(ctx, reqs)
+}
+
+// fillTargets fills every pool of each target planned in geo, guards
+// included, with the background of its seed.
+func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
+	return func(mem arena.Memory) error {
+		for _, t := range ts {
+			for _, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+				if err := mem.Fill(r.Span(), uint64(t.Seed)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func align(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment }
+
+// Close stops checking ahead; the last target of a group to close
+// detaches and frees the arena (see target.Base.Close).
+func (t *Target) Close(ctx context.Context) {
+	if t.closed {
+		return
+	}
+	t.stopAhead(ctx)
+	t.closed = true
+	if t.group.open--; t.group.open == 0 {
+		t.group.Close(ctx)
+	}
 }
 
 // rowsBytes is the staging size of the rows of the largest batch.
-func (t *Target) rowsBytes() int {
-	return (t.MaxCapacity*t.Layout.RowBytes() + pool.Alignment - 1) / pool.Alignment * pool.Alignment
-}
+func (t *Target) rowsBytes() int { return align(t.MaxCapacity * t.Layout.RowBytes()) }
 
-func (t *Target) locOffset() int { return t.Pools.Staging.Off + t.rowsBytes() }
+// slotBytes is one set's staging: its rows, then its slots.
+func (t *Target) slotBytes() int { return align(t.rowsBytes() + 8*t.MaxCapacity) }
 
-func (t *Target) plan(dir *rundir.Dir) error {
-	specs := make([]pool.Spec, numPools)
-	for i := range specs {
-		specs[i] = pool.Spec{Name: poolNames[i], Layout: t.Layout, Slots: t.Slots}
+// rowsOffset and locOffset are where set's inputs are staged.
+func (t *Target) rowsOffset(set int) int { return t.stageAt + set*t.slotBytes() }
+
+func (t *Target) locOffset(set int) int { return t.rowsOffset(set) + t.rowsBytes() }
+
+// numSets counts every set, the exact one included.
+func (t *Target) numSets() int { return 1 + t.Sets }
+
+// specs are the target's pools, set by set; in a group their names carry
+// the layout's.
+func (t *Target) specs(named bool) []pool.Spec {
+	var specs []pool.Spec
+	for set := range t.numSets() {
+		for i := range numPools {
+			name := poolNames[i]
+			if set > 0 {
+				name = fmt.Sprintf("%s.%d", name, set)
+			}
+			if named {
+				name = t.Layout.Name + "/" + name
+			}
+			specs = append(specs, pool.Spec{Name: name, Layout: t.Layout, Slots: t.Slots})
+		}
 	}
-	g, err := pool.Plan(specs, t.rowsBytes()+8*t.MaxCapacity)
-	if err != nil {
-		return err
-	}
-	return t.Plan(dir, t.Backend, g, target.FillRegions(g, t.Seed))
+	return specs
 }
 
 // Region is the pool the oracle judges; the others are its copies.
-func (t *Target) Region() pool.Region { return t.Pools.Regions[poolCase] }
+func (t *Target) Region() pool.Region { return t.Pools.Regions[t.first+poolCase] }
 
-// run is one store of a batch: a case on one of the target's pools.
+// run is one store of a batch: a case on one pool of one set.
 type run struct {
-	pool int
-	c    *Case
+	set, pool int
+	c         *Case
 }
+
+// index is the arena's index of r's pool.
+func (t *Target) index(r run) int { return t.first + r.set*numPools + r.pool }
+
+// regionOf is r's pool.
+func (t *Target) regionOf(r run) pool.Region { return t.Pools.Regions[t.index(r)] }
 
 // runs stages the rows and slots once (every run of a batch reads a prefix
 // of them), executes the stores in one round trip, and returns what each
@@ -113,23 +277,23 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 	if c.Capacity() > t.MaxCapacity {
 		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 	}
-	if err := t.Ensure(ctx); err != nil { // another target of the same plugin may have attached since
+	if err := t.group.ensure(ctx); err != nil { // another target of the same plugin may have attached since
 		return nil, err
 	}
 	start := time.Now()
-	if err := t.batch(func() error { return t.stage(c, rows) }); err != nil {
+	if err := t.batch(func() error { return t.stage(0, c, rows) }); err != nil {
 		return nil, err
 	}
 	start = t.clock("stage", start)
-	err := t.Plugin.StoreBatch(ctx, t.requests(batch))
-	if h := t.Plugin.HandlerTime(); t.Phases != nil && h > 0 {
-		t.Phases["store-plugin"] += h
+	err := t.group.storeBatch(ctx, t.requests(batch))
+	if h := t.Plugin.HandlerTime(); h > 0 {
+		t.addPhase("store-plugin", h)
 	}
 	start = t.clock("store", start)
 	var deltas []oracle.Delta
 	berr := t.batch(func() error {
 		if err == nil {
-			err = t.checkStaging(c, rows)
+			err = t.checkStaging(0)
 		}
 		start = t.clock("check-staging", start)
 		var cerr error
@@ -148,9 +312,9 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 	reqs := make([]*kvpb.StoreRequest, len(batch))
 	for i, r := range batch {
-		reqs[i] = &kvpb.StoreRequest{Pool: uint32(r.pool),
+		reqs[i] = &kvpb.StoreRequest{Pool: uint32(t.index(r)),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
-			RowsOffset: uint64(t.Pools.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
+			RowsOffset: uint64(t.rowsOffset(r.set)), LocOffset: uint64(t.locOffset(r.set)), Graph: t.Graph}
 	}
 	return reqs
 }
@@ -161,7 +325,7 @@ func (t *Target) collect(batch []run) ([]oracle.Delta, error) {
 	deltas := make([]oracle.Delta, len(batch))
 	var changed []pool.Window
 	for i, r := range batch {
-		region := t.Pools.Regions[r.pool]
+		region := t.regionOf(r)
 		d, err := oracle.Capture(t.Mem(), region)
 		if err != nil {
 			return nil, err
@@ -196,20 +360,32 @@ type Phases map[string]time.Duration
 // Phases, and returns the time now.
 func (t *Target) clock(stage string, start time.Time) time.Time {
 	now := time.Now()
-	if t.Phases != nil {
-		t.Phases[stage] += now.Sub(start)
-	}
+	t.addPhase(stage, now.Sub(start))
 	return now
 }
 
-// checkStaging reads the inputs back: a store kernel must leave them as
+func (t *Target) addPhase(stage string, d time.Duration) {
+	if t.Phases != nil {
+		t.phaseMu.Lock()
+		t.Phases[stage] += d
+		t.phaseMu.Unlock()
+	}
+}
+
+// checkStaging reads set's inputs back: a store kernel must leave them as
 // staged. A plugin that writes there is broken in a way no pool invariant
 // describes, so it is a protocol fault, not a violation.
-func (t *Target) checkStaging(c *Case, rows [][]uint16) error {
-	for _, seg := range t.staged(c, rows) {
-		got := make([]byte, len(seg.Data))
-		if err := t.Mem().ReadAt(got, seg.Off); err != nil {
-			return err
+func (t *Target) checkStaging(set int) error {
+	mapped, direct := t.Mem().(interface{ Bytes() []byte })
+	for _, seg := range t.staging[set] {
+		var got []byte
+		if direct {
+			got = mapped.Bytes()[seg.Off : seg.Off+len(seg.Data)]
+		} else {
+			got = make([]byte, len(seg.Data))
+			if err := t.Mem().ReadAt(got, seg.Off); err != nil {
+				return err
+			}
 		}
 		if !bytes.Equal(got, seg.Data) {
 			return &plugin.Fault{Kind: plugin.Protocol, Plugin: t.Plugin.Name, Call: "StoreBatch",
@@ -219,9 +395,10 @@ func (t *Target) checkStaging(c *Case, rows [][]uint16) error {
 	return nil
 }
 
-// stage writes rows and loc into staging.
-func (t *Target) stage(c *Case, rows [][]uint16) error {
-	for _, seg := range t.staged(c, rows) {
+// stage writes rows and loc into set's staging, keeping what it wrote for
+// checkStaging.
+func (t *Target) stage(set int, c *Case, rows [][]uint16) error {
+	for _, seg := range t.staged(set, c, rows) {
 		if err := t.Mem().WriteAt(seg.Data, seg.Off); err != nil {
 			return err
 		}
@@ -229,18 +406,58 @@ func (t *Target) stage(c *Case, rows [][]uint16) error {
 	return nil
 }
 
-// staged is a case's staging content: its rows, then its slots. Rows are
-// the host's bytes: kvharness runs on little-endian machines only, as the
-// kernels do.
-func (t *Target) staged(c *Case, rows [][]uint16) []target.Segment {
+// staged is a case's staging content: its rows, then its slots, in set's
+// buffers (reused from case to case). Rows are the host's bytes:
+// kvharness runs on little-endian machines only, as the kernels do.
+func (t *Target) staged(set int, c *Case, rows [][]uint16) []target.Segment {
+	if t.staging == nil {
+		t.staging = make([][]target.Segment, t.numSets())
+	}
+	segs := t.staging[set]
+	if segs == nil {
+		segs = []target.Segment{{Name: "rows", Off: t.rowsOffset(set), Data: make([]byte, t.MaxCapacity*t.Layout.RowBytes())},
+			{Name: "loc", Off: t.locOffset(set), Data: make([]byte, 8*t.MaxCapacity)}}
+	}
 	rb := t.Layout.RowBytes()
-	r := make([]byte, c.Capacity()*rb)
+	r, loc := segs[0].Data[:c.Capacity()*rb], segs[1].Data[:8*c.Capacity()]
 	for i, row := range rows[:c.Capacity()] {
 		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
 	}
-	loc := make([]byte, 8*c.Capacity())
 	for i, s := range c.Loc {
 		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
 	}
-	return []target.Segment{{Name: "rows", Off: t.Pools.Staging.Off, Data: r}, {Name: "loc", Off: t.locOffset(), Data: loc}}
+	segs[0].Data, segs[1].Data = r, loc
+	t.staging[set] = segs
+	return segs
+}
+
+// OpenSupported opens, as one group, a target for each layout of ls the
+// plugin stores (cfg gives each its configuration); the result has an
+// entry per layout, nil where the plugin lacks it.
+func OpenSupported(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []*layout.Layout, cfg func(*layout.Layout) Config) ([]**Target, error) {
+	var cfgs []Config
+	var at []int
+	for i, l := range ls {
+		c := cfg(l)
+		_, _, err := target.Declared(ctx, p, protocol.Store, c.Variant, l)
+		if errors.Is(err, target.ErrUnsupported) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		cfgs, at = append(cfgs, c), append(at, i)
+	}
+	out := make([]**Target, len(ls))
+	if len(cfgs) == 0 {
+		return out, nil
+	}
+	ts, err := OpenGroup(ctx, p, dir, cfgs...)
+	if err != nil {
+		return nil, err
+	}
+	for k, t := range ts {
+		out[at[k]] = &t
+	}
+	return out, nil
 }

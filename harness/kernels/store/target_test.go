@@ -11,13 +11,27 @@ import (
 )
 
 func openTarget(t testing.TB, name, layoutName, variant string) *Target {
+	return openTargetSets(t, name, layoutName, variant, false)
+}
+
+// openAheadTarget is openTarget with the pool sets a suite's target keeps
+// for checking ahead.
+func openAheadTarget(t testing.TB, name, layoutName, variant string) *Target {
+	return openTargetSets(t, name, layoutName, variant, true)
+}
+
+func openTargetSets(t testing.TB, name, layoutName, variant string, ahead bool) *Target {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
 	l, err := layout.Builtin(layoutName, 128, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 4096, MaxCapacity: 64, Seed: 7})
+	sets := 0
+	if ahead {
+		sets = AutoSets(l, 4096, nil)
+	}
+	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 4096, MaxCapacity: 64, Seed: 7, Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -698,7 +698,12 @@ type DescribeResponse struct {
 	// slot_bits is the width of the slot indices the kernel reads: 64 (the
 	// default, when 0) or 32. The harness stages loc at that width and draws
 	// slots that fit it (-1 included).
-	SlotBits      uint32 `protobuf:"varint,10,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`
+	SlotBits uint32 `protobuf:"varint,10,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`
+	// doorbell says the plugin answers StoreBatch through a doorbell in a
+	// host shared-memory arena when an attach asks (AttachRequest.doorbell):
+	// a round trip of two futex wakes instead of a gRPC call, what a checked
+	// case costs most on a CPU. The harness uses it only when declared.
+	Doorbell      bool `protobuf:"varint,11,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,6 +806,13 @@ func (x *DescribeResponse) GetSlotBits() uint32 {
 		return x.SlotBits
 	}
 	return 0
+}
+
+func (x *DescribeResponse) GetDoorbell() bool {
+	if x != nil {
+		return x.Doorbell
+	}
+	return false
 }
 
 // Arena is the memory harness and plugin share. A CUDA arena comes as
@@ -1064,11 +1076,17 @@ type AttachRequest struct {
 	// order (regions[0] equals arena), each in a memory space of its own, and
 	// windows name theirs by index. A plugin that maps one region may refuse
 	// an attach with more.
-	Arena         *Arena      `protobuf:"bytes,1,opt,name=arena,proto3" json:"arena,omitempty"`
-	Pools         []*PoolDesc `protobuf:"bytes,2,rep,name=pools,proto3" json:"pools,omitempty"`
-	Staging       *Window     `protobuf:"bytes,3,opt,name=staging,proto3" json:"staging,omitempty"` // inputs and outputs of calls live here
-	Variant       string      `protobuf:"bytes,4,opt,name=variant,proto3" json:"variant,omitempty"`
-	Regions       []*Arena    `protobuf:"bytes,5,rep,name=regions,proto3" json:"regions,omitempty"`
+	Arena   *Arena      `protobuf:"bytes,1,opt,name=arena,proto3" json:"arena,omitempty"`
+	Pools   []*PoolDesc `protobuf:"bytes,2,rep,name=pools,proto3" json:"pools,omitempty"`
+	Staging *Window     `protobuf:"bytes,3,opt,name=staging,proto3" json:"staging,omitempty"` // inputs and outputs of calls live here
+	Variant string      `protobuf:"bytes,4,opt,name=variant,proto3" json:"variant,omitempty"`
+	Regions []*Arena    `protobuf:"bytes,5,rep,name=regions,proto3" json:"regions,omitempty"`
+	// doorbell, when set, is a window of region 0 (host shared memory) the
+	// harness keeps for StoreBatch calls: it writes a serialized
+	// StoreBatchRequest and rings, the plugin runs it as it would the RPC
+	// and answers in place (layout: sdk/doorbell.go). Only plugins that
+	// declare DescribeResponse.doorbell get one; gRPC calls keep working.
+	Doorbell      *Window `protobuf:"bytes,6,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1134,6 +1152,13 @@ func (x *AttachRequest) GetVariant() string {
 func (x *AttachRequest) GetRegions() []*Arena {
 	if x != nil {
 		return x.Regions
+	}
+	return nil
+}
+
+func (x *AttachRequest) GetDoorbell() *Window {
+	if x != nil {
+		return x.Doorbell
 	}
 	return nil
 }
@@ -2151,7 +2176,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xee\x02\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\x8a\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -2163,7 +2188,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0ecuda_fd_arenas\x18\b \x01(\bR\fcudaFdArenas\x12%\n" +
 	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\x12\x1b\n" +
 	"\tslot_bits\x18\n" +
-	" \x01(\rR\bslotBits\"\xed\x01\n" +
+	" \x01(\rR\bslotBits\x12\x1a\n" +
+	"\bdoorbell\x18\v \x01(\bR\bdoorbell\"\xed\x01\n" +
 	"\x05Arena\x12/\n" +
 	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x16\n" +
 	"\x06pinned\x18\b \x01(\bR\x06pinned\x12\x12\n" +
@@ -2186,13 +2212,14 @@ const file_kvharness_proto_rawDesc = "" +
 	"\fguard_before\x18\x04 \x01(\v2\x14.kvharness.v1.WindowR\vguardBefore\x125\n" +
 	"\vguard_after\x18\x05 \x01(\v2\x14.kvharness.v1.WindowR\n" +
 	"guardAfter\x12\x12\n" +
-	"\x04name\x18\x06 \x01(\tR\x04name\"\xe1\x01\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\"\x93\x02\n" +
 	"\rAttachRequest\x12)\n" +
 	"\x05arena\x18\x01 \x01(\v2\x13.kvharness.v1.ArenaR\x05arena\x12,\n" +
 	"\x05pools\x18\x02 \x03(\v2\x16.kvharness.v1.PoolDescR\x05pools\x12.\n" +
 	"\astaging\x18\x03 \x01(\v2\x14.kvharness.v1.WindowR\astaging\x12\x18\n" +
 	"\avariant\x18\x04 \x01(\tR\avariant\x12-\n" +
-	"\aregions\x18\x05 \x03(\v2\x13.kvharness.v1.ArenaR\aregions\"D\n" +
+	"\aregions\x18\x05 \x03(\v2\x13.kvharness.v1.ArenaR\aregions\x120\n" +
+	"\bdoorbell\x18\x06 \x01(\v2\x14.kvharness.v1.WindowR\bdoorbell\"D\n" +
 	"\x0eAttachResponse\x122\n" +
 	"\bgeometry\x18\x01 \x03(\v2\x16.kvharness.v1.GeometryR\bgeometry\"\x0f\n" +
 	"\rDetachRequest\"\x10\n" +
@@ -2366,36 +2393,37 @@ var file_kvharness_proto_depIdxs = []int32{
 	14, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
 	13, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
 	12, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	8,  // 16: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	0,  // 17: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	19, // 18: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	26, // 19: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	25, // 20: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	28, // 21: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	19, // 22: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	5,  // 23: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	19, // 24: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	7,  // 25: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	15, // 26: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	17, // 27: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	19, // 28: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	21, // 29: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	23, // 30: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	27, // 31: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	30, // 32: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	11, // 33: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	16, // 34: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	18, // 35: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	20, // 36: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	22, // 37: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	24, // 38: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	29, // 39: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	31, // 40: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	33, // [33:41] is the sub-list for method output_type
-	25, // [25:33] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	13, // 16: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	8,  // 17: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	0,  // 18: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
+	19, // 19: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	26, // 20: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	25, // 21: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	28, // 22: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	19, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	5,  // 24: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	19, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	7,  // 26: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	15, // 27: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	17, // 28: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	19, // 29: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	21, // 30: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	23, // 31: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	27, // 32: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	30, // 33: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	11, // 34: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	16, // 35: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	18, // 36: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	20, // 37: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	22, // 38: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	24, // 39: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	29, // 40: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	31, // 41: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	34, // [34:42] is the sub-list for method output_type
+	26, // [26:34] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }

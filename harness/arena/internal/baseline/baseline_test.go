@@ -1,4 +1,4 @@
-package cudaarena
+package baseline
 
 import (
 	"bytes"
@@ -14,23 +14,23 @@ func TestBaselineMatchesCopy(t *testing.T) {
 	const size = 20000
 	rng := rand.New(rand.NewPCG(7, 11))
 	for round := range 50 {
-		var bl baseline
+		var bl Spans
 		model := make([]byte, size)
 		for range rng.IntN(12) {
 			w := randWindow(rng, size)
 			seed := rng.Uint64N(4) // few seeds, so merges happen
-			bl.fill(w, seed)
+			bl.Fill(w, seed)
 			pool.FillBackground(model[w.Off:w.End()], seed, 0) // as pool.SHM does
 		}
-		checkSpans(t, bl.spans)
+		checkSpans(t, bl.List)
 		for range 20 {
 			w := randWindow(rng, size)
 			got := make([]byte, w.Len)
-			bl.expected(got, w.Off)
+			bl.Expected(got, w.Off)
 			if !bytes.Equal(got, model[w.Off:w.End()]) {
 				t.Fatalf("round %d: baseline of %+v differs from the copy", round, w)
 			}
-			checkPieces(t, w, bl.pieces(w))
+			checkPieces(t, w, bl.Pieces(w))
 		}
 	}
 }
@@ -40,7 +40,7 @@ func randWindow(rng *rand.Rand, size int) pool.Window {
 	return pool.Window{Off: off, Len: rng.IntN(size - off + 1)}
 }
 
-func checkSpans(t *testing.T, spans []span) {
+func checkSpans(t *testing.T, spans []Span) {
 	t.Helper()
 	for i, s := range spans {
 		if s.Len <= 0 {
@@ -49,13 +49,13 @@ func checkSpans(t *testing.T, spans []span) {
 		if i > 0 && spans[i-1].End() > s.Off {
 			t.Fatalf("spans %+v and %+v overlap or are out of order", spans[i-1], s)
 		}
-		if i > 0 && spans[i-1].End() == s.Off && spans[i-1].seed == s.seed && spans[i-1].origin == s.origin {
+		if i > 0 && spans[i-1].End() == s.Off && spans[i-1].Seed == s.Seed && spans[i-1].Origin == s.Origin {
 			t.Fatalf("touching spans of one seed not merged: %+v %+v", spans[i-1], s)
 		}
 	}
 }
 
-func checkPieces(t *testing.T, w pool.Window, ps []piece) {
+func checkPieces(t *testing.T, w pool.Window, ps []Piece) {
 	t.Helper()
 	at := w.Off
 	for _, p := range ps {
@@ -70,28 +70,28 @@ func checkPieces(t *testing.T, w pool.Window, ps []piece) {
 }
 
 func TestBaselineOverwrite(t *testing.T) {
-	var bl baseline
-	bl.fill(pool.Window{Off: 0, Len: 100}, 1)
-	bl.fill(pool.Window{Off: 40, Len: 20}, 2)
-	bl.fill(pool.Window{Off: 150, Len: 10}, 1)
-	want := []span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 2, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
-	if !equalSpans(bl.spans, want) {
-		t.Fatalf("spans = %+v; want %+v", bl.spans, want)
+	var bl Spans
+	bl.Fill(pool.Window{Off: 0, Len: 100}, 1)
+	bl.Fill(pool.Window{Off: 40, Len: 20}, 2)
+	bl.Fill(pool.Window{Off: 150, Len: 10}, 1)
+	want := []Span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 2, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
+	if !equalSpans(bl.List, want) {
+		t.Fatalf("spans = %+v; want %+v", bl.List, want)
 	}
 	// Seed 1 again over [40,60), but counted from 40: a different background
 	// from the first fill's, so no merge.
-	bl.fill(pool.Window{Off: 40, Len: 20}, 1)
-	want = []span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 1, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
-	if !equalSpans(bl.spans, want) {
-		t.Fatalf("after refill spans = %+v; want %+v", bl.spans, want)
+	bl.Fill(pool.Window{Off: 40, Len: 20}, 1)
+	want = []Span{{pool.Window{Off: 0, Len: 40}, 1, 0}, {pool.Window{Off: 40, Len: 20}, 1, 40}, {pool.Window{Off: 60, Len: 40}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
+	if !equalSpans(bl.List, want) {
+		t.Fatalf("after refill spans = %+v; want %+v", bl.List, want)
 	}
-	bl.fill(pool.Window{Off: 0, Len: 100}, 1) // the first fill again: one span
-	want = []span{{pool.Window{Off: 0, Len: 100}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
-	if !equalSpans(bl.spans, want) {
-		t.Fatalf("after the first fill again spans = %+v; want %+v", bl.spans, want)
+	bl.Fill(pool.Window{Off: 0, Len: 100}, 1) // the first fill again: one span
+	want = []Span{{pool.Window{Off: 0, Len: 100}, 1, 0}, {pool.Window{Off: 150, Len: 10}, 1, 150}}
+	if !equalSpans(bl.List, want) {
+		t.Fatalf("after the first fill again spans = %+v; want %+v", bl.List, want)
 	}
-	ps := bl.pieces(pool.Window{Off: 90, Len: 65})
-	wantP := []piece{{pool.Window{Off: 90, Len: 10}, 1, 0, true}, {pool.Window{Off: 100, Len: 50}, 0, 0, false}, {pool.Window{Off: 150, Len: 5}, 1, 150, true}}
+	ps := bl.Pieces(pool.Window{Off: 90, Len: 65})
+	wantP := []Piece{{pool.Window{Off: 90, Len: 10}, 1, 0, true}, {pool.Window{Off: 100, Len: 50}, 0, 0, false}, {pool.Window{Off: 150, Len: 5}, 1, 150, true}}
 	if len(ps) != len(wantP) {
 		t.Fatalf("pieces = %+v; want %+v", ps, wantP)
 	}
@@ -102,7 +102,7 @@ func TestBaselineOverwrite(t *testing.T) {
 	}
 }
 
-func equalSpans(a, b []span) bool {
+func equalSpans(a, b []Span) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -1,0 +1,333 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// Checking ahead. An exact check (Target.Check) is a round trip for one
+// case and a scan of every byte of its three pools: on a 4096-slot pool
+// that is 3 MiB compared per case, and the scan and the trip are most of
+// the time. A property run, though, draws its cases long before it needs
+// the verdict of any but the first: nothing but the generator uses its
+// random source, so the cases it will ask about next are known. The
+// target checks them ahead, in windows of consecutive cases:
+//
+//   - Each case runs on a pool set of its own, several cases per round
+//     trip, and while the plugin runs one batch the harness stages the
+//     next and scans the last: both cores work.
+//   - A run is scanned only where its rows point (footprints), not over
+//     the pool. That delta is the exact one if nothing else changed, and
+//     the window proves that: before a run its footprints must hold the
+//     baseline (so no earlier case's stray write hides under a correct
+//     one and is put back with it), and after the window every byte of
+//     every pool it used must hold the baseline again (so nothing was
+//     written outside the footprints: the full scan, once per window
+//     instead of once per run). The proof reads the memory itself; the
+//     plugin cannot tell the harness what it wrote, so it cannot get a
+//     write past it.
+//   - A window whose proof fails, whose round trip fails, or that is
+//     stopped midway is tainted: none of its verdicts is used, and the
+//     runner's questions about its cases get exact checks, one at a time,
+//     in order. Faults and violations are so reported against the case an
+//     exact run would have stopped at; a plugin that crashed or hung in a
+//     tainted window is restarted before those checks, since that case may
+//     come after the one being asked about.
+//
+// Verdicts handed out are thus those of exact checks, byte for byte; the
+// only difference a plugin can see is that it runs cases the runner never
+// asks about (after a failure, or past the run's end within a window).
+type ahead struct {
+	owner   any         // the System whose windows run now
+	last    *window     // the last window started; the next one waits for it
+	stopped atomic.Bool // set while Stop waits: running windows taint themselves
+}
+
+// window is consecutive drawn cases checked ahead.
+type window struct {
+	cases   []*Case
+	results []*Result
+	tainted bool          // the verdicts may not be used: check the cases exactly
+	started bool          //
+	ready   chan struct{} // closed when results and tainted are final
+}
+
+func newWindow(cases []*Case) *window {
+	return &window{cases: cases, results: make([]*Result, len(cases)), ready: make(chan struct{})}
+}
+
+// Sizes of checking ahead.
+const (
+	maxSets     = 8    // pool sets kept for checking ahead, at most
+	firstWindow = 8    // cases in a System's first window; each next one doubles
+	maxWindow   = 1024 // cases in a window, at most: the proof's cost is per window
+	maxBatch    = 4    // cases per round trip, at most
+	setBudget   = 256  // MiB of host pools a target may keep for checking ahead
+	devBudget   = 8192 // MiB of device pools
+)
+
+// AutoSets is how many pool sets a target of slots slots of l keeps for
+// checking ahead on backend b: as many as fit a budget of memory (the
+// host's is small: pools there are scanned by the CPU), at most maxSets,
+// and none when fewer than two fit (checking ahead alternates two halves).
+func AutoSets(l *layout.Layout, slots int, b arena.Backend) int {
+	budget := setBudget << 20
+	if b != nil && b.Place().OnDevice() {
+		budget = devBudget << 20
+	}
+	set := numPools * (l.PoolBytes(slots) + 2*max(l.PageBytes(), 4096))
+	n := min(maxSets, budget/max(set, 1)) &^ 1
+	if n < 2 {
+		return 0
+	}
+	return n
+}
+
+// canAhead reports whether the target keeps sets to check ahead on.
+func (t *Target) canAhead() bool { return t.Sets >= 2 }
+
+// startAhead queues w behind the windows already started for owner;
+// another owner's windows are stopped first (a suite's next row reuses the
+// target).
+func (t *Target) startAhead(ctx context.Context, owner any, w *window) {
+	if t.ahead == nil {
+		t.ahead = &ahead{}
+	}
+	a := t.ahead
+	if a.owner != owner {
+		t.stopAhead(ctx)
+		a.owner = owner
+	}
+	prev := a.last
+	a.last, w.started = w, true
+	go func() {
+		if prev != nil {
+			<-prev.ready
+		}
+		t.runWindow(ctx, w)
+		close(w.ready)
+	}()
+}
+
+// stopAhead waits for the windows started so far; those still running
+// stop at their next batch and are tainted. The target is then idle, its
+// sets clean.
+func (t *Target) stopAhead(ctx context.Context) {
+	a := t.ahead
+	if a == nil || a.last == nil {
+		return
+	}
+	a.stopped.Store(true)
+	<-a.last.ready
+	a.stopped.Store(false)
+	a.last = nil
+}
+
+// flight is one round trip of a window: its cases, each on a set of its
+// own, and their runs.
+type flight struct {
+	idx     []int     // the window's index of each case
+	oracles []*Oracle // per case
+	runs    []run     // every case's runs, in request order
+	first   []int     // index in runs of each case's first run, and len(runs)
+	ws      [][]pool.Window
+	done    chan struct{}
+	err     error
+}
+
+// runWindow checks w's cases in round trips of up to maxBatch cases, on
+// two halves of the sets in turn, then proves the sets clean. On any
+// doubt it taints w and leaves the sets clean and the plugin running.
+func (t *Target) runWindow(ctx context.Context, w *window) {
+	if t.ahead.stopped.Load() || t.group.ensure(ctx) != nil {
+		w.tainted = true
+		return
+	}
+	per := min(maxBatch, t.Sets/2, max(1, len(w.cases)/8))
+	used := min(t.Sets, 2*per)
+	var prev *flight
+	for lo, half := 0, 0; lo < len(w.cases); lo, half = lo+per, 1-half {
+		if t.ahead.stopped.Load() {
+			w.tainted = true
+			break
+		}
+		cur, err := t.stageFlight(w, lo, min(lo+per, len(w.cases)), 1+half*per)
+		if err != nil {
+			w.tainted = true
+		}
+		if prev != nil && !t.wait(ctx, w, prev) {
+			prev = nil
+		}
+		if w.tainted {
+			break
+		}
+		t.send(ctx, cur)
+		if prev != nil {
+			t.judge(w, prev) // while the plugin runs cur
+		}
+		prev = cur
+	}
+	if prev != nil && t.wait(ctx, w, prev) {
+		t.judge(w, prev)
+	}
+	start := time.Now()
+	if t.proveClean(used) != nil {
+		w.tainted = true
+	}
+	t.clock("proof", start)
+}
+
+// stageFlight prepares cases [lo, hi) of w on the sets from set on:
+// their oracles, staged inputs and footprints, each run's footprints
+// checked to hold the baseline.
+func (t *Target) stageFlight(w *window, lo, hi, set int) (*flight, error) {
+	start := time.Now()
+	f := &flight{done: make(chan struct{})}
+	for i := lo; i < hi; i++ {
+		c := w.cases[i]
+		if c.Capacity() > t.MaxCapacity {
+			return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
+		}
+		f.idx = append(f.idx, i)
+		f.oracles = append(f.oracles, NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared))
+		f.first = append(f.first, len(f.runs))
+		f.runs = append(f.runs, runsOf(set+i-lo, c)...)
+	}
+	f.first = append(f.first, len(f.runs))
+	start = t.clock("prepare", start)
+	for _, r := range f.runs {
+		f.ws = append(f.ws, t.footprints(r))
+	}
+	err := t.batch(func() error {
+		for k, o := range f.oracles {
+			if err := t.stage(f.runs[f.first[k]].set, o.Case, o.Rows()); err != nil {
+				return err
+			}
+		}
+		start = t.clock("stage", start)
+		defer t.clock("precheck", start)
+		return t.clean(f.runs, f.ws)
+	})
+	return f, err
+}
+
+// errDirty marks footprints that did not hold the baseline before a run.
+var errDirty = fmt.Errorf("footprints changed before their run")
+
+// clean checks that every run's footprints hold the baseline.
+func (t *Target) clean(runs []run, ws [][]pool.Window) error {
+	s, err := t.scanner()
+	if err != nil {
+		return err
+	}
+	for k := range runs {
+		changed, _, err := s.ChangedIn(ws[k])
+		if err != nil {
+			return err
+		}
+		if len(changed) > 0 {
+			return errDirty
+		}
+	}
+	return nil
+}
+
+// send starts f's round trip.
+func (t *Target) send(ctx context.Context, f *flight) {
+	reqs := t.requests(f.runs)
+	go func() {
+		defer close(f.done)
+		f.err = t.group.storeBatch(ctx, reqs)
+		if h := t.Plugin.HandlerTime(); h > 0 {
+			t.addPhase("store-plugin", h)
+		}
+	}()
+}
+
+// wait waits for f's round trip; a failed one taints w (and restarts a
+// plugin that died or hung, since its next exact check may be of an
+// earlier case than the one that killed it). It reports success.
+func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
+	start := time.Now()
+	<-f.done
+	t.clock("wait", start)
+	if f.err == nil {
+		return true
+	}
+	w.tainted = true
+	if flt, ok := plugin.AsFault(f.err); ok && (flt.Kind == plugin.Crash || flt.Kind == plugin.Hang) {
+		t.Plugin.Restart(ctx) // a failed restart shows at the next exact check
+	}
+	return false
+}
+
+// judge scans and restores the footprints of f's runs and classifies its
+// cases into w; anything amiss taints w.
+func (t *Target) judge(w *window, f *flight) {
+	start := time.Now()
+	deltas := make([]oracle.Delta, len(f.runs))
+	err := t.batch(func() error {
+		for k := range f.oracles {
+			if err := t.checkStaging(f.runs[f.first[k]].set); err != nil {
+				return err
+			}
+		}
+		s, err := t.scanner()
+		if err != nil {
+			return err
+		}
+		var changed []pool.Window
+		for k, r := range f.runs {
+			region := t.regionOf(r)
+			if deltas[k], err = captureIn(s, region, f.ws[k]); err != nil {
+				return err
+			}
+			for _, d := range deltas[k].Windows {
+				changed = append(changed, pool.Window{Off: d.Off + region.Pool.Off, Len: d.Len})
+			}
+		}
+		start = t.clock("capture", start)
+		return t.Mem().Reset(changed)
+	})
+	if err != nil {
+		w.tainted = true
+		return
+	}
+	start = t.clock("restore", start)
+	for k, o := range f.oracles {
+		w.results[f.idx[k]] = t.verdict(o, deltas[f.first[k]:f.first[k+1]])
+	}
+	t.clock("classify", start)
+}
+
+// proveClean scans every pool of sets 1..n in full and puts back what
+// differs from the baseline; it fails when anything did.
+func (t *Target) proveClean(n int) error {
+	return t.batch(func() error {
+		var dirty []pool.Window
+		for set := 1; set <= n; set++ {
+			for p := range numPools {
+				ws, err := t.Mem().Changed(t.regionOf(run{set: set, pool: p}).Span())
+				if err != nil {
+					return err
+				}
+				dirty = append(dirty, ws...)
+			}
+		}
+		if len(dirty) == 0 {
+			return nil
+		}
+		if err := t.Mem().Reset(dirty); err != nil {
+			return err
+		}
+		return errDirty
+	})
+}
