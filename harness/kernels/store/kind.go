@@ -38,7 +38,7 @@ func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*
 			Backend: p.Backend, Graph: p.Graph, Sets: AutoSets(l, p.Slots, p.Backend)}
 		for _, pad := range paddings {
 			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
-				Open:   func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
+				Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
 				System: func(t *Target) property.System[*Case, *Result] {
 					sys := NewSystem(t, pad, p.MaxCapacity)
 					sys.Budget = p.Cases
