@@ -26,6 +26,7 @@ type server struct {
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
+	rings   bool        // offers a doorbell: served by Serve, not wrapped
 	bell    *bell       // the attach's doorbell, when it asked for one (doorbell.go)
 	bellMu  sync.Mutex  // held while a doorbell is stopped: before mu, never inside it
 }
@@ -58,7 +59,7 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
 		// StoreBatch comes through a doorbell when asked (doorbell.go).
-		Doorbell: hasHostStore(s.p.Kernel),
+		Doorbell: s.rings && hasHostStore(s.p.Kernel),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{

@@ -146,11 +146,24 @@ type flight struct {
 // runWindow checks w's cases in round trips of up to maxBatch cases, on
 // two halves of the sets in turn, then proves the sets clean. On any
 // doubt it taints w and leaves the sets clean and the plugin running.
+//
+// Three goroutines share the work, so that the harness keeps the core
+// the plugin leaves idle busy too: one draws rows and encodes them for
+// the oracles (prepareAll), this one stages, scans and restores, and one
+// classifies (classifyAll).
 func (t *Target) runWindow(ctx context.Context, w *window) {
 	if t.ahead.stopped.Load() || t.group.ensure(ctx) != nil {
 		w.tainted = true
 		return
 	}
+	quit := make(chan struct{})
+	oracles := t.prepareAll(w, quit)
+	verdicts, judged := t.classifyAll(w)
+	defer func() {
+		close(quit)
+		close(verdicts)
+		<-judged
+	}()
 	per := min(maxBatch, t.Sets/2, max(1, len(w.cases)/8))
 	used := min(t.Sets, 2*per)
 	var prev *flight
@@ -159,7 +172,7 @@ func (t *Target) runWindow(ctx context.Context, w *window) {
 			w.tainted = true
 			break
 		}
-		cur, err := t.stageFlight(w, lo, min(lo+per, len(w.cases)), 1+half*per)
+		cur, err := t.stageFlight(w, oracles, lo, min(lo+per, len(w.cases)), 1+half*per)
 		if err != nil {
 			w.tainted = true
 		}
@@ -171,12 +184,12 @@ func (t *Target) runWindow(ctx context.Context, w *window) {
 		}
 		t.send(ctx, cur)
 		if prev != nil {
-			t.judge(w, prev) // while the plugin runs cur
+			t.judge(w, prev, verdicts) // while the plugin runs cur
 		}
 		prev = cur
 	}
 	if prev != nil && t.wait(ctx, w, prev) {
-		t.judge(w, prev)
+		t.judge(w, prev, verdicts)
 	}
 	start := time.Now()
 	if t.proveClean(used) != nil {
@@ -185,10 +198,53 @@ func (t *Target) runWindow(ctx context.Context, w *window) {
 	t.clock("proof", start)
 }
 
-// stageFlight prepares cases [lo, hi) of w on the sets from set on:
-// their oracles, staged inputs and footprints, each run's footprints
-// checked to hold the baseline.
-func (t *Target) stageFlight(w *window, lo, hi, set int) (*flight, error) {
+// prepareAll builds the oracles of w's cases, in order, until quit.
+func (t *Target) prepareAll(w *window, quit <-chan struct{}) <-chan *Oracle {
+	out := make(chan *Oracle, 2*maxBatch)
+	go func() {
+		defer close(out)
+		for _, c := range w.cases {
+			start := time.Now()
+			o := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+			t.clock("prepare", start)
+			select {
+			case out <- o:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// judged is a flight's cases ready for their verdicts.
+type judged struct {
+	f      *flight
+	deltas []oracle.Delta
+}
+
+// classifyAll classifies judged flights into w's results until the
+// returned channel is closed; done closes when it has finished.
+func (t *Target) classifyAll(w *window) (chan<- judged, <-chan struct{}) {
+	in := make(chan judged, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for j := range in {
+			start := time.Now()
+			for k, o := range j.f.oracles {
+				w.results[j.f.idx[k]] = t.verdict(o, j.deltas[j.f.first[k]:j.f.first[k+1]])
+			}
+			t.clock("classify", start)
+		}
+	}()
+	return in, done
+}
+
+// stageFlight prepares cases [lo, hi) of w, whose oracles come from
+// oracles in order, on the sets from set on: their staged inputs and
+// footprints, each run's footprints checked to hold the baseline.
+func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int) (*flight, error) {
 	start := time.Now()
 	f := &flight{done: make(chan struct{})}
 	for i := lo; i < hi; i++ {
@@ -197,12 +253,12 @@ func (t *Target) stageFlight(w *window, lo, hi, set int) (*flight, error) {
 			return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 		}
 		f.idx = append(f.idx, i)
-		f.oracles = append(f.oracles, NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared))
+		f.oracles = append(f.oracles, <-oracles)
 		f.first = append(f.first, len(f.runs))
 		f.runs = append(f.runs, runsOf(set+i-lo, c)...)
 	}
 	f.first = append(f.first, len(f.runs))
-	start = t.clock("prepare", start)
+	start = t.clock("wait-prepare", start)
 	for _, r := range f.runs {
 		f.ws = append(f.ws, t.footprints(r))
 	}
@@ -269,9 +325,9 @@ func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
 	return false
 }
 
-// judge scans and restores the footprints of f's runs and classifies its
-// cases into w; anything amiss taints w.
-func (t *Target) judge(w *window, f *flight) {
+// judge scans and restores the footprints of f's runs and hands its
+// deltas to the classifier; anything amiss taints w.
+func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 	start := time.Now()
 	deltas := make([]oracle.Delta, len(f.runs))
 	err := t.batch(func() error {
@@ -295,17 +351,14 @@ func (t *Target) judge(w *window, f *flight) {
 			}
 		}
 		start = t.clock("capture", start)
+		defer t.clock("restore", start)
 		return t.Mem().Reset(changed)
 	})
 	if err != nil {
 		w.tainted = true
 		return
 	}
-	start = t.clock("restore", start)
-	for k, o := range f.oracles {
-		w.results[f.idx[k]] = t.verdict(o, deltas[f.first[k]:f.first[k+1]])
-	}
-	t.clock("classify", start)
+	verdicts <- judged{f, deltas}
 }
 
 // proveClean scans every pool of sets 1..n in full and puts back what
