@@ -37,7 +37,32 @@ type WindowScanner interface {
 	ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error)
 }
 
+// Lazy is a Memory whose windows can be filled lazily: their pages stay
+// holes of a sparse file, which only a write allocates, until the
+// harness materializes the ones a case names. A pool of a million slots
+// then costs what its cases touch, and a stray write anywhere in it is
+// still seen (shm's lazy.go tells how).
+type Lazy interface {
+	// Sparse reports whether FillLazy leaves holes (else it is Fill).
+	Sparse() bool
+	// FillLazy is Fill, with w's whole pages left as holes.
+	FillLazy(w pool.Window, seed uint64) error
+	// Materialize writes the baseline into the holes ws touch.
+	Materialize(ws []pool.Window) error
+	// Strays lists the pages of w that are holes to the harness but were
+	// written by someone; Reset materializes them.
+	Strays(w pool.Window) ([]pool.Window, error)
+	// Release makes the materialized pages of lazy windows in w, which
+	// must hold their baseline, holes again.
+	Release(w pool.Window) error
+	// Held is how many bytes of lazy windows are materialized.
+	Held() int
+	// Blocks is the allocated size: it grows when a hole is written.
+	Blocks() (int64, error)
+}
+
 var (
+	_ Lazy          = (*shm.Memory)(nil)
 	_ Memory        = (*shm.Memory)(nil)
 	_ Memory        = (*cudaarena.Memory)(nil)
 	_ WindowScanner = (*shm.Memory)(nil)

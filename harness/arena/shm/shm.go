@@ -29,8 +29,14 @@ type Memory struct {
 	path  string // what plugins open
 	mem   []byte
 	bl    baseline.Spans
-	bg    map[uint64][]byte // seed → its background, as long as its longest window
+	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
 	zeros []byte            // the baseline of bytes never filled
+	lazy  lazyPages         // which pages hold their baseline (lazy.go)
+	chunk []byte            // a computed stretch of background (eachBase)
+	// lazyRanges are the page-aligned stretches FillLazy left as holes.
+	lazyRanges []pool.Window
+	sparse     bool  // the file is on tmpfs, where holes prove what they prove
+	noted      int64 // allocated blocks after the harness's last allocation (lazy.go)
 }
 
 // New creates and maps a shared-memory arena of size bytes in dir.
@@ -54,7 +60,7 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 		return nil, fmt.Errorf("map shared memory: %w", err)
 	}
 	path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
-	return &Memory{file: f, path: path, mem: mem, bg: map[uint64][]byte{}}, nil
+	return &Memory{file: f, path: path, mem: mem, bg: map[uint64][]byte{}, lazy: newLazyPages(size), sparse: onTmpfs(f)}, nil
 }
 
 // Bytes is the live mapping, for tests and host-side tools.
@@ -102,26 +108,47 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 		s.bg[seed] = grown
 	}
 	s.bl.Fill(w, seed)
+	s.lazy.dense(w)
 	copy(s.mem[w.Off:w.End()], s.bg[seed])
+	if s.sparse {
+		return s.note()
+	}
 	return nil
 }
 
+// chunkBytes of background are computed at a time for stretches longer
+// than their seed's copy (lazily filled windows have none).
+const chunkBytes = 64 << 10
+
 // eachBase calls f over w in stretches of one baseline, with the
-// baseline's bytes (never to be written).
+// baseline's bytes (never to be written, valid during the call).
 func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
-	if sp, ok := s.bl.Within(w); ok {
+	if sp, ok := s.bl.Within(w); ok && w.End()-sp.Origin <= len(s.bg[sp.Seed]) {
 		f(w.Off, w.End(), s.bg[sp.Seed][w.Off-sp.Origin:w.End()-sp.Origin])
 		return
 	}
 	for _, p := range s.bl.Pieces(w) {
-		if p.Filled {
-			f(p.Off, p.End(), s.bg[p.Seed][p.Off-p.Origin:p.End()-p.Origin])
-			continue
+		switch bg := s.bg[p.Seed]; {
+		case !p.Filled:
+			if len(s.zeros) < min(p.Len, chunkBytes) {
+				s.zeros = make([]byte, min(p.Len, chunkBytes))
+			}
+			for lo := p.Off; lo < p.End(); lo += chunkBytes {
+				hi := min(lo+chunkBytes, p.End())
+				f(lo, hi, s.zeros[:hi-lo])
+			}
+		case p.End()-p.Origin <= len(bg):
+			f(p.Off, p.End(), bg[p.Off-p.Origin:p.End()-p.Origin])
+		default:
+			if s.chunk == nil {
+				s.chunk = make([]byte, chunkBytes)
+			}
+			for lo := p.Off; lo < p.End(); lo += chunkBytes {
+				hi := min(lo+chunkBytes, p.End())
+				pool.FillBackground(s.chunk[:hi-lo], p.Seed, lo-p.Origin)
+				f(lo, hi, s.chunk[:hi-lo])
+			}
 		}
-		if len(s.zeros) < p.Len {
-			s.zeros = make([]byte, p.Len)
-		}
-		f(p.Off, p.End(), s.zeros[:p.Len])
 	}
 }
 
@@ -135,13 +162,14 @@ const (
 	line  = 64
 )
 
-// Changed implements arena.Memory.
+// Changed implements arena.Memory. Holes of lazily filled windows are
+// skipped, unless the file holds them: see lazy.go.
 func (s *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return nil, err
 	}
 	var out []pool.Window
-	s.eachBase(w, func(lo, hi int, base []byte) {
+	err := s.scan(w, func(lo, hi int, base []byte) {
 		for b := lo; b < hi; b += block {
 			bh := min(b+block, hi)
 			if !bytes.Equal(s.mem[b:bh], base[b-lo:bh-lo]) {
@@ -149,7 +177,36 @@ func (s *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 			}
 		}
 	})
-	return out, nil
+	return out, err
+}
+
+// scan calls f, as eachBase does, over the parts of w that hold bytes to
+// compare: every held page, and the holes the file allocated since (one
+// mincore call finds them).
+func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
+	var vec []byte
+	first := 0
+	var err error
+	s.pages(w, func(lo, hi int, held bool) {
+		if held {
+			s.eachBase(pool.Window{Off: lo, Len: hi - lo}, f)
+			return
+		}
+		if vec == nil && err == nil {
+			var written bool
+			if written, err = s.holesWritten(); !written {
+				return // no hole was written anywhere
+			}
+			vec, first, err = s.residency(w)
+		}
+		for p := lo / pageBytes; err == nil && p*pageBytes < hi; p++ {
+			if vec[p-first]&1 != 0 {
+				a, b := max(p*pageBytes, lo), min((p+1)*pageBytes, hi)
+				s.eachBase(pool.Window{Off: a, Len: b - a}, f)
+			}
+		}
+	})
+	return err
 }
 
 // ChangedIn implements arena.WindowScanner: Changed over each window of
@@ -163,11 +220,14 @@ func (s *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 			return nil, nil, err
 		}
 		n := len(out)
-		s.eachBase(w, func(lo, hi int, base []byte) {
+		err := s.scan(w, func(lo, hi int, base []byte) {
 			if !bytes.Equal(s.mem[lo:hi], base) {
 				out = s.appendLines(out, lo, hi, base)
 			}
 		})
+		if err != nil {
+			return nil, nil, err
+		}
 		if got == nil && len(out) > n {
 			got = make([]byte, 0, total(ws[i:])) // no more than the windows left hold
 		}
@@ -198,13 +258,25 @@ func (s *Memory) appendLines(out []pool.Window, lo, hi int, base []byte) []pool.
 	return out
 }
 
-// Reset implements arena.Memory.
+// Reset implements arena.Memory. A range in a hole the file allocated
+// (a stray write) materializes the hole's pages instead.
 func (s *Memory) Reset(ws []pool.Window) error {
+	materialized := false
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
 		}
-		s.eachBase(w, func(lo, hi int, base []byte) { copy(s.mem[lo:hi], base) })
+		s.pages(w, func(lo, hi int, held bool) {
+			if held {
+				s.writeBase(pool.Window{Off: lo, Len: hi - lo})
+			} else {
+				s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
+				materialized = true
+			}
+		})
+	}
+	if materialized {
+		return s.note()
 	}
 	return nil
 }

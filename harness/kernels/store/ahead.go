@@ -68,19 +68,26 @@ func newWindow(cases []*Case) *window {
 const (
 	maxSets     = 8    // pool sets kept for checking ahead, at most
 	firstWindow = 8    // cases in a System's first window; each next one doubles
-	maxWindow   = 1024 // cases in a window, at most: the proof's cost is per window
+	maxWindow   = 1024 // cases in a window, at most, unless the proof needs more
+	hostShare   = 256 << 10 // proof bytes a case may cost on the host (a scan by the CPU)
+	devShare    = 16 << 20  // and on a device, which scans a hundred times faster
 	maxBatch    = 4    // cases per round trip, at most
 	setBudget   = 256  // MiB of host pools a target may keep for checking ahead
 	devBudget   = 8192 // MiB of device pools
 )
 
-// AutoSets is how many pool sets a target of slots slots of l keeps for
+// AutoSets in Config.Sets asks for as many pool sets as the backend
+// affords (setsFor).
+const AutoSets = -1
+
+// setsFor is how many pool sets a target of slots slots of l keeps for
 // checking ahead on backend b: as many as fit a budget of memory (the
 // host's is small: pools there are scanned by the CPU), at most maxSets,
-// and none when fewer than two fit (checking ahead alternates two halves).
-func AutoSets(l *layout.Layout, slots int, b arena.Backend) int {
+// and none when fewer than two fit (checking ahead alternates two
+// halves).
+func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 	budget := setBudget << 20
-	if b != nil && b.Place().OnDevice() {
+	if b.Place().OnDevice() {
 		budget = devBudget << 20
 	}
 	set := numPools * (l.PoolBytes(slots) + 2*max(l.PageBytes(), 4096))
@@ -89,6 +96,21 @@ func AutoSets(l *layout.Layout, slots int, b arena.Backend) int {
 		return 0
 	}
 	return n
+}
+
+// windows returns the first window's size and the largest. Each window
+// ends with a proof, a scan of every set it used, so a window is as long
+// as it takes to keep that scan to a share of bytes per case; the first
+// is no longer than that (a case failing early wastes the rest of it),
+// and each next one doubles.
+func (t *Target) windows() (first, most int) {
+	set, share := numPools*t.Layout.PoolBytes(t.Slots), hostShare
+	if t.Backend.Place().OnDevice() {
+		share = devShare
+	}
+	most = max(maxWindow, t.Sets*set/share)
+	first = min(most, max(firstWindow, 2*set/share)) // the first window proves two sets
+	return first, most
 }
 
 // canAhead reports whether the target keeps sets to check ahead on.
@@ -263,6 +285,9 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 		f.ws = append(f.ws, t.footprints(r))
 	}
 	err := t.batch(func() error {
+		if err := t.noteBlocks(); err != nil {
+			return err
+		}
 		for k, o := range f.oracles {
 			if err := t.stage(f.runs[f.first[k]].set, o.Case, o.Rows()); err != nil {
 				return err
@@ -352,7 +377,10 @@ func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 		}
 		start = t.clock("capture", start)
 		defer t.clock("restore", start)
-		return t.Mem().Reset(changed)
+		if err := t.Mem().Reset(changed); err != nil {
+			return err
+		}
+		return t.sameBlocks()
 	})
 	if err != nil {
 		w.tainted = true
@@ -362,9 +390,13 @@ func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 }
 
 // proveClean scans every pool of sets 1..n in full and puts back what
-// differs from the baseline; it fails when anything did.
+// differs from the baseline; it fails when anything did, or when a hole
+// of a lazy target's exact set was written.
 func (t *Target) proveClean(n int) error {
 	return t.batch(func() error {
+		if err := t.sameBlocks(); err != nil {
+			return err
+		}
 		var dirty []pool.Window
 		for set := 1; set <= n; set++ {
 			for p := range numPools {

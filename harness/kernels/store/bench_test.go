@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -18,6 +19,19 @@ func BenchmarkCheckedCases(b *testing.B) {
 	for _, l := range []string{"bf16", "fp8-paged"} {
 		b.Run("layout="+l, func(b *testing.B) {
 			tg := openAheadTarget(b, "fusedstore", l, "")
+			tg.Phases = Phases{}
+			runCases(b, tg, 64)
+			reportPhases(b, tg.Phases)
+		})
+	}
+}
+
+// BenchmarkCheckedCasesSlots is BenchmarkCheckedCases on larger pools:
+// what the default pool size costs.
+func BenchmarkCheckedCasesSlots(b *testing.B) {
+	for _, slots := range []int{1 << 17, 1 << 20} {
+		b.Run(fmt.Sprintf("layout=bf16/slots=%d", slots), func(b *testing.B) {
+			tg := openTargetSets(b, "fusedstore", "bf16", "", slots, true)
 			tg.Phases = Phases{}
 			runCases(b, tg, 64)
 			reportPhases(b, tg.Phases)

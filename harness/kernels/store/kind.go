@@ -35,7 +35,7 @@ func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*
 		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
 	for _, l := range p.Layouts {
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
-			Backend: p.Backend, Graph: p.Graph, Sets: AutoSets(l, p.Slots, p.Backend)}
+			Backend: p.Backend, Graph: p.Graph, Sets: AutoSets}
 		for _, pad := range paddings {
 			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
 				Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },

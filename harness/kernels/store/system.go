@@ -25,6 +25,7 @@ type System struct {
 	rng    *rand.Rand // the run's source; drawing ahead is drawing from it
 	drawn  int        // cases drawn from rng
 	size   int        // the next window's size
+	most   int        // the largest window
 	queue  []*window  // windows with cases not yet handed out, oldest first
 	next   int        // queue[0]'s next case to hand out
 	out    *window    // the window of the case handed out last
@@ -49,7 +50,8 @@ func (s *System) Draw(rng *rand.Rand) *Case {
 		return s.Gen.Draw(rng)
 	}
 	if rng != s.rng {
-		*s = System{Target: s.Target, Gen: s.Gen, Budget: s.Budget, rng: rng, size: firstWindow}
+		*s = System{Target: s.Target, Gen: s.Gen, Budget: s.Budget, rng: rng}
+		s.size, s.most = s.Target.windows()
 	}
 	if len(s.queue) == 0 && !s.drawWindow() {
 		s.out = nil
@@ -66,7 +68,7 @@ func (s *System) Draw(rng *rand.Rand) *Case {
 	return w.cases[s.outIdx]
 }
 
-// drawWindow draws the next window, doubling its size up to maxWindow;
+// drawWindow draws the next window, doubling its size up to the most;
 // false when the budget is spent.
 func (s *System) drawWindow() bool {
 	n := min(s.size, s.Budget-s.drawn)
@@ -78,7 +80,7 @@ func (s *System) drawWindow() bool {
 		cases[i] = s.Gen.Draw(s.rng)
 	}
 	s.drawn += n
-	s.size = min(2*s.size, maxWindow)
+	s.size = min(2*s.size, s.most)
 	s.queue = append(s.queue, newWindow(cases))
 	return true
 }

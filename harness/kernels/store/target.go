@@ -35,7 +35,7 @@ type Config struct {
 	// Sets is how many pool sets (each a case, repeat and unpadded pool,
 	// with staging of its own) the target keeps for checking drawn cases
 	// ahead of the property runner (see ahead.go); 0 keeps only the set
-	// exact checks use. AutoSets sizes it for a backend.
+	// exact checks use, AutoSets as many as the backend affords.
 	Sets int
 }
 
@@ -66,6 +66,8 @@ type Target struct {
 	first   int                // the arena's index of this target's first pool
 	stageAt int                // where this target's staging starts in the arena
 	ahead   *ahead             // cases checked ahead, when Sets allows (ahead.go)
+	lazy    arena.Lazy         // the memory, when the pools are filled lazily (lazy.go)
+	blocks  int64              // its allocated size after the last materialization
 	staging [][]target.Segment // per set: what was staged last
 	phaseMu sync.Mutex         // Phases is written by the ahead pipeline too
 	closed  bool
@@ -107,6 +109,9 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 	staging := 0
 	for i, cfg := range cfgs {
 		cfg.Backend = backend
+		if cfg.Sets == AutoSets {
+			cfg.Sets = setsFor(cfg.Layout, cfg.Slots, backend)
+		}
 		t := &Target{Config: cfg, Base: &g.Base, group: g, first: len(specs), stageAt: staging}
 		var err error
 		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
@@ -191,17 +196,29 @@ func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error
 }
 
 // fillTargets fills every pool of each target planned in geo, guards
-// included, with the background of its seed.
+// included, with the background of its seed: lazily for a target whose
+// exact set is large (lazy.go), when the memory can.
 func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 	return func(mem arena.Memory) error {
 		for _, t := range ts {
-			for _, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
-				if err := mem.Fill(r.Span(), uint64(t.Seed)); err != nil {
+			lazy, ok := mem.(arena.Lazy)
+			if ok && lazy.Sparse() && t.fillsLazily() {
+				t.lazy = lazy
+			}
+			for i, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+				fill := mem.Fill
+				if i < numPools && t.lazy != nil {
+					fill = lazy.FillLazy // the exact set
+				}
+				if err := fill(r.Span(), uint64(t.Seed)); err != nil {
 					return err
 				}
 			}
 		}
-		return nil
+		// Staging (and the doorbell) hold their pages from the start: on
+		// a sparse arena a first write there would grow the file, as a
+		// stray write into a hole does (lazy.go).
+		return mem.WriteAt(make([]byte, geo.Staging.Len), geo.Staging.Off)
 	}
 }
 
@@ -277,12 +294,35 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 	if c.Capacity() > t.MaxCapacity {
 		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 	}
+	if t.lazy == nil {
+		deltas, _, err := t.runOnce(ctx, rows, batch)
+		return deltas, err
+	}
+	defer t.release()
+	for attempt := 0; ; attempt++ {
+		deltas, strays, err := t.runOnce(ctx, rows, batch)
+		if err != nil || !strays || attempt == maxReplays {
+			return deltas, err
+		}
+	}
+}
+
+// runOnce is one try of runs: on a lazy target it also reports whether
+// the runs wrote holes, which makes their deltas inexact (a hole reads as
+// zeros, not as the background); those pages are materialized by the
+// reset, so that a replay is exact.
+func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]oracle.Delta, bool, error) {
 	if err := t.group.ensure(ctx); err != nil { // another target of the same plugin may have attached since
-		return nil, err
+		return nil, false, err
 	}
 	start := time.Now()
-	if err := t.batch(func() error { return t.stage(0, c, rows) }); err != nil {
-		return nil, err
+	if err := t.batch(func() error {
+		if err := t.materialize(batch); err != nil {
+			return err
+		}
+		return t.stage(0, batch[0].c, rows)
+	}); err != nil {
+		return nil, false, err
 	}
 	start = t.clock("stage", start)
 	err := t.group.storeBatch(ctx, t.requests(batch))
@@ -291,20 +331,24 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 	}
 	start = t.clock("store", start)
 	var deltas []oracle.Delta
+	var strays bool
 	berr := t.batch(func() error {
 		if err == nil {
 			err = t.checkStaging(0)
 		}
 		start = t.clock("check-staging", start)
 		var cerr error
+		if strays, cerr = t.strayed(batch); cerr != nil {
+			return cerr
+		}
 		deltas, cerr = t.collect(batch)
 		t.clock("capture", start)
 		return cerr
 	})
 	if berr != nil {
-		return nil, berr
+		return nil, false, berr
 	}
-	return deltas, err
+	return deltas, strays, err
 }
 
 // requests are the store calls of a batch, on inputs staged as stage

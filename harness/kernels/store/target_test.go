@@ -11,16 +11,16 @@ import (
 )
 
 func openTarget(t testing.TB, name, layoutName, variant string) *Target {
-	return openTargetSets(t, name, layoutName, variant, false)
+	return openTargetSets(t, name, layoutName, variant, 4096, false)
 }
 
 // openAheadTarget is openTarget with the pool sets a suite's target keeps
 // for checking ahead.
 func openAheadTarget(t testing.TB, name, layoutName, variant string) *Target {
-	return openTargetSets(t, name, layoutName, variant, true)
+	return openTargetSets(t, name, layoutName, variant, 4096, true)
 }
 
-func openTargetSets(t testing.TB, name, layoutName, variant string, ahead bool) *Target {
+func openTargetSets(t testing.TB, name, layoutName, variant string, slots int, ahead bool) *Target {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
 	l, err := layout.Builtin(layoutName, 128, 64)
@@ -29,9 +29,9 @@ func openTargetSets(t testing.TB, name, layoutName, variant string, ahead bool) 
 	}
 	sets := 0
 	if ahead {
-		sets = AutoSets(l, 4096, nil)
+		sets = AutoSets
 	}
-	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 4096, MaxCapacity: 64, Seed: 7, Sets: sets})
+	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: slots, MaxCapacity: 64, Seed: 7, Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}

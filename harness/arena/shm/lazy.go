@@ -1,0 +1,323 @@
+package shm
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// Lazily filled windows. A pool of a million slots is 256 MiB of bf16
+// rows; three of them per target, filled with the background and scanned
+// whole after every case, would cost seconds to fill and milliseconds a
+// case. A window filled lazily (FillLazy) keeps its background as a rule,
+// not as bytes: its pages are holes of the sparse file until Materialize
+// writes the background into the ones a case's rows name.
+//
+// A hole is the proof that nobody wrote there. Writing a page of a tmpfs
+// file allocates it, whoever writes (the plugin through its own mapping,
+// another process, write(2)): the file's block count grows and mincore
+// reports the page resident. The harness reads holes only with mincore,
+// and reading a hole through a mapping allocates nothing, so a resident
+// page it never materialized is a stray write, found without reading the
+// rest of the pool. Changed reports such a page's bytes against the
+// background (a hole reads as zeros, so those ranges are not the exact
+// ones) and Strays names it; Reset materializes it, and a run repeated on
+// it is exact.
+//
+// Pages are the arena's own 4 KiB pages; a page only partly inside a lazy
+// window is materialized when the window is filled and stays so.
+const pageBytes = 4096
+
+// lazyPages has a bit per arena page, set when the page holds its baseline
+// as bytes (filled densely, outside any lazy window, or materialized).
+type lazyPages struct {
+	held  []uint64
+	holes int // pages whose bit is clear
+	lazy  int // pages inside lazy windows, held or not
+}
+
+func newLazyPages(size int) lazyPages {
+	n := (size + pageBytes - 1) / pageBytes
+	held := make([]uint64, (n+63)/64)
+	for i := range held {
+		held[i] = ^uint64(0)
+	}
+	return lazyPages{held: held}
+}
+
+func (l *lazyPages) has(p int) bool { return l.held[p/64]&(1<<(p%64)) != 0 }
+
+func (l *lazyPages) set(p int) {
+	if !l.has(p) {
+		l.held[p/64] |= 1 << (p % 64)
+		l.holes--
+	}
+}
+
+func (l *lazyPages) clear(p int) {
+	if l.has(p) {
+		l.held[p/64] &^= 1 << (p % 64)
+		l.holes++
+	}
+}
+
+// dense marks every page w touches as held: a dense Fill wrote them.
+func (l *lazyPages) dense(w pool.Window) {
+	if l.holes == 0 || w.Len == 0 {
+		return
+	}
+	for p := w.Off / pageBytes; p <= (w.End()-1)/pageBytes; p++ {
+		l.set(p)
+	}
+}
+
+// run returns the end of the run of pages from page p that are all held
+// or all not, no further than page end.
+func (l *lazyPages) run(p, end int) (int, bool) {
+	held := l.has(p)
+	for p++; p < end; p++ {
+		if w := l.held[p/64]; p%64 == 0 && end-p >= 64 && (w == ^uint64(0) && held || w == 0 && !held) {
+			p += 63
+			continue
+		}
+		if l.has(p) != held {
+			break
+		}
+	}
+	return min(p, end), held
+}
+
+// pages calls f over w in stretches of held pages and of holes.
+func (s *Memory) pages(w pool.Window, f func(lo, hi int, held bool)) {
+	if s.lazy.holes == 0 {
+		f(w.Off, w.End(), true)
+		return
+	}
+	for at := w.Off; at < w.End(); {
+		end, held := s.lazy.run(at/pageBytes, (w.End()+pageBytes-1)/pageBytes)
+		hi := min(end*pageBytes, w.End())
+		f(at, hi, held)
+		at = hi
+	}
+}
+
+// Sparse reports whether FillLazy leaves holes: the arena file is on
+// tmpfs, where a hole is allocated only by a write. (A disk file system's
+// page cache reads holes in around a fault, so residency proves nothing
+// there; FillLazy then fills densely.)
+func (s *Memory) Sparse() bool { return s.sparse }
+
+// onTmpfs reports whether f lives on tmpfs.
+func onTmpfs(f *os.File) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(int(f.Fd()), &st) == nil && st.Type == unix.TMPFS_MAGIC
+}
+
+// FillLazy is Fill without writing: w's background becomes its baseline,
+// but its whole pages stay holes (they are punched, in case an earlier
+// Fill wrote them) until Materialize; the pages at its ends that it only
+// partly covers are written now. Off tmpfs it is Fill.
+func (s *Memory) FillLazy(w pool.Window, seed uint64) error {
+	if !s.sparse {
+		return s.Fill(w, seed)
+	}
+	if err := s.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	s.bl.Fill(w, seed)
+	lo, hi := (w.Off+pageBytes-1)/pageBytes*pageBytes, w.End()/pageBytes*pageBytes
+	if lo >= hi {
+		s.writeBase(w)
+		return nil
+	}
+	s.writeBase(pool.Window{Off: w.Off, Len: lo - w.Off})
+	s.writeBase(pool.Window{Off: hi, Len: w.End() - hi})
+	if err := s.punch(lo, hi); err != nil {
+		return err
+	}
+	for p := lo / pageBytes; p < hi/pageBytes; p++ {
+		s.lazy.clear(p)
+	}
+	s.lazy.lazy += (hi - lo) / pageBytes
+	s.lazyRanges = append(s.lazyRanges, pool.Window{Off: lo, Len: hi - lo})
+	return s.note()
+}
+
+// note records the file's allocated size after the harness changed it
+// (a fill, a materialization, a release). Between notes only someone
+// else's writes to holes change it: holesWritten checks that with one
+// fstat before any scan asks mincore where.
+func (s *Memory) note() error {
+	b, err := s.Blocks()
+	s.noted = b
+	return err
+}
+
+// holesWritten reports whether the file grew since the last note: some
+// hole was written. Callers allocate the pages they write themselves
+// (staging) before the first note, or later writes there count too.
+func (s *Memory) holesWritten() (bool, error) {
+	if s.lazy.holes == 0 {
+		return false, nil
+	}
+	b, err := s.Blocks()
+	return b != s.noted, err
+}
+
+// writeBase writes w's baseline over it.
+func (s *Memory) writeBase(w pool.Window) {
+	s.eachBase(w, func(lo, hi int, base []byte) { copy(s.mem[lo:hi], base) })
+}
+
+// Materialize writes the baseline into every hole the windows of ws
+// touch, so that a kernel writing there is seen byte for byte.
+func (s *Memory) Materialize(ws []pool.Window) error {
+	if s.lazy.holes == 0 {
+		return nil
+	}
+	wrote := false
+	for _, w := range ws {
+		if err := s.check(w.Off, w.Len); err != nil {
+			return err
+		}
+		s.pages(w, func(lo, hi int, held bool) {
+			if !held {
+				s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
+				wrote = true
+			}
+		})
+	}
+	if wrote {
+		return s.note()
+	}
+	return nil
+}
+
+// materialize writes the baseline over pages [p0, p1) and marks them held.
+func (s *Memory) materialize(p0, p1 int) {
+	s.writeBase(pool.Window{Off: p0 * pageBytes, Len: min(p1*pageBytes, len(s.mem)) - p0*pageBytes})
+	for p := p0; p < p1; p++ {
+		s.lazy.set(p)
+	}
+}
+
+// Strays lists the pages of w that are holes as far as the harness knows
+// but are allocated in the file: written by someone.
+func (s *Memory) Strays(w pool.Window) ([]pool.Window, error) {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return nil, err
+	}
+	if written, err := s.holesWritten(); !written || err != nil {
+		return nil, err
+	}
+	vec, first, err := s.residency(w)
+	if err != nil {
+		return nil, err
+	}
+	var out []pool.Window
+	s.pages(w, func(lo, hi int, held bool) {
+		for p := lo / pageBytes; !held && p*pageBytes < hi; p++ {
+			if vec[p-first]&1 == 0 {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].End() == p*pageBytes {
+				out[n-1].Len += pageBytes
+			} else {
+				out = append(out, pool.Window{Off: p * pageBytes, Len: pageBytes})
+			}
+		}
+	})
+	return out, nil
+}
+
+// residency is mincore over the pages of w: vec[i]&1 is set when the file
+// holds page first+i.
+func (s *Memory) residency(w pool.Window) (vec []byte, first int, err error) {
+	first = w.Off / pageBytes
+	n := (w.End()+pageBytes-1)/pageBytes - first
+	vec = make([]byte, n)
+	lo := first * pageBytes
+	if err := mincore(s.mem[lo:min(lo+n*pageBytes, len(s.mem))], vec); err != nil {
+		return nil, 0, fmt.Errorf("mincore arena [%d,%d): %w", w.Off, w.End(), err)
+	}
+	return vec, first, nil
+}
+
+// Release makes the whole pages of lazy windows in w holes again. The
+// caller has proved them at their baseline (a release is a reset).
+func (s *Memory) Release(w pool.Window) error {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	for _, sp := range s.lazyWindows(w) {
+		lo, hi := (sp.Off+pageBytes-1)/pageBytes, sp.End()/pageBytes
+		for p := lo; p < hi; {
+			if !s.lazy.has(p) {
+				p++
+				continue
+			}
+			q := p + 1
+			for q < hi && s.lazy.has(q) {
+				q++
+			}
+			if err := s.punch(p*pageBytes, q*pageBytes); err != nil {
+				return err
+			}
+			for ; p < q; p++ {
+				s.lazy.clear(p)
+			}
+		}
+	}
+	return s.note()
+}
+
+// lazyWindows are the parts of w inside the whole pages FillLazy left as
+// holes.
+func (s *Memory) lazyWindows(w pool.Window) []pool.Window {
+	var out []pool.Window
+	for _, r := range s.lazyRanges {
+		lo, hi := max(r.Off, w.Off), min(r.End(), w.End())
+		if lo < hi {
+			out = append(out, pool.Window{Off: lo, Len: hi - lo})
+		}
+	}
+	return out
+}
+
+// mincore sets vec[i]&1 when page i of b is in memory: for a shared file
+// mapping, when the file holds the page, whoever wrote it.
+func mincore(b, vec []byte) error {
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// punch makes arena bytes [lo, hi) (page-aligned) holes.
+func (s *Memory) punch(lo, hi int) error {
+	err := unix.Fallocate(int(s.file.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(lo), int64(hi-lo))
+	if err != nil {
+		return fmt.Errorf("punch arena [%d,%d): %w", lo, hi, err)
+	}
+	return nil
+}
+
+// Held is how many bytes of lazily filled windows are materialized: what
+// a scan of them reads, and what Release gives back.
+func (s *Memory) Held() int { return (s.lazy.lazy - s.lazy.holes) * pageBytes }
+
+// Blocks is the file's allocated size in 512-byte blocks: it grows when
+// anyone writes a hole, so comparing it before and after a run proves, in
+// one system call, that no hole was written.
+func (s *Memory) Blocks() (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.file.Fd()), &st); err != nil {
+		return 0, fmt.Errorf("stat arena: %w", err)
+	}
+	return st.Blocks, nil
+}

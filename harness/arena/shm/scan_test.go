@@ -1,0 +1,308 @@
+package shm
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// naiveChanged is Changed by definition: the maximal runs of bytes of w
+// that differ from want (the baseline, at arena offsets).
+func naiveChanged(mem, want []byte, w pool.Window) []pool.Window {
+	var out []pool.Window
+	for i := w.Off; i < w.End(); i++ {
+		if mem[i] == want[i] {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].End() == i {
+			out[n-1].Len++
+		} else {
+			out = append(out, pool.Window{Off: i, Len: 1})
+		}
+	}
+	return out
+}
+
+// scribble flips k random runs of bytes of w, some of them back to their
+// old values (a write of the background is no change).
+func scribble(rng *rand.Rand, mem []byte, w pool.Window, k int) {
+	for range k {
+		off := w.Off + rng.IntN(w.Len)
+		n := min(1+rng.IntN(300), w.End()-off)
+		for i := off; i < off+n; i++ {
+			if rng.IntN(10) > 0 {
+				mem[i] ^= byte(1 + rng.IntN(255))
+			}
+		}
+	}
+}
+
+// TestChangedAgreesWithDefinition: Changed, ChangedIn and the word-wise
+// run finder give exactly the naive byte-by-byte ranges, for windows
+// sharing one seed's background at different offsets (compared against
+// one copy of it), unfilled stretches and random writes.
+func TestChangedAgreesWithDefinition(t *testing.T) {
+	const size = 96 << 10
+	m, _ := open(t, size)
+	rng := rand.New(rand.NewPCG(3, 5))
+	want := make([]byte, size)
+	fills := []pool.Window{{Off: 1000, Len: 20000}, {Off: 30000, Len: 20000}, {Off: 60000, Len: 9000}}
+	for i, w := range fills {
+		seed := uint64(1 + i%2) // windows 0 and 2 share a seed
+		if err := m.Fill(w, seed); err != nil {
+			t.Fatal(err)
+		}
+		pool.FillBackground(want[w.Off:w.End()], seed, 0)
+	}
+	for round := range 30 {
+		scribble(rng, m.Bytes(), pool.Window{Off: 0, Len: size}, 1+rng.IntN(8))
+		all := pool.Window{Off: 0, Len: size}
+		got, err := m.Changed(all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(naiveChanged(m.Bytes(), want, all), got); diff != "" {
+			t.Fatalf("round %d: Changed (-want +got):\n%s", round, diff)
+		}
+		ws := mergeRandom(rng, size)
+		var wantIn []pool.Window
+		var wantBytes []byte
+		for _, w := range ws {
+			for _, r := range naiveChanged(m.Bytes(), want, w) {
+				wantIn = append(wantIn, r)
+				wantBytes = append(wantBytes, m.Bytes()[r.Off:r.End()]...)
+			}
+		}
+		gotIn, gotBytes, err := m.ChangedIn(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantIn, gotIn); diff != "" {
+			t.Fatalf("round %d: ChangedIn (-want +got):\n%s", round, diff)
+		}
+		if !bytes.Equal(wantBytes, gotBytes) {
+			t.Fatalf("round %d: ChangedIn bytes differ", round)
+		}
+		if err := m.Reset(got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.Bytes(), want) {
+			t.Fatalf("round %d: Reset left bytes off the baseline", round)
+		}
+	}
+}
+
+// mergeRandom draws sorted windows that neither overlap nor touch.
+func mergeRandom(rng *rand.Rand, size int) []pool.Window {
+	var ws []pool.Window
+	for at := rng.IntN(500); at < size; {
+		n := min(1+rng.IntN(3000), size-at)
+		ws = append(ws, pool.Window{Off: at, Len: n})
+		at += n + 1 + rng.IntN(4000)
+	}
+	return ws
+}
+
+// openTmpfs is open in a run directory on /dev/shm, where FillLazy
+// leaves holes; it skips the test on a machine without a tmpfs there.
+func openTmpfs(t *testing.T, size int) *Memory {
+	t.Helper()
+	root, err := os.MkdirTemp("/dev/shm", "kvharness-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm to hold a sparse arena: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	t.Setenv("KVHARNESS_RUNTIME_DIR", root)
+	d, err := rundir.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	m, err := New(d, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if !m.Sparse() {
+		t.Skip("/dev/shm is not a tmpfs here: FillLazy fills densely")
+	}
+	return m
+}
+
+// lazyArena is a lazily filled window of 64 pages and its background.
+func lazyArena(t *testing.T) (*Memory, pool.Window, []byte) {
+	t.Helper()
+	m := openTmpfs(t, 80*pageBytes)
+	w := pool.Window{Off: 1000, Len: 64*pageBytes + 123} // ragged ends: partly covered pages
+	if err := m.FillLazy(w, 7); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, len(m.Bytes()))
+	pool.FillBackground(want[w.Off:w.End()], 7, 0)
+	return m, w, want
+}
+
+func blocks(t *testing.T, m *Memory) int64 {
+	t.Helper()
+	b, err := m.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestLazyFillIsHoles: a lazily filled window allocates only its ragged
+// end pages, reads as unchanged, and holds the background byte for byte
+// wherever it is materialized.
+func TestLazyFillIsHoles(t *testing.T) {
+	m, w, want := lazyArena(t)
+	if b := blocks(t, m); b > 2*pageBytes/512 {
+		t.Fatalf("lazy fill allocated %d blocks; want the two ragged pages at most", b)
+	}
+	if got, err := m.Changed(w); err != nil || len(got) != 0 {
+		t.Fatalf("Changed after FillLazy = %v, %v; want nothing", got, err)
+	}
+	mat := []pool.Window{{Off: 10 * pageBytes, Len: 256}, {Off: 40*pageBytes - 10, Len: 20}}
+	if err := m.Materialize(mat); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range mat {
+		if !bytes.Equal(m.Bytes()[x.Off:x.End()], want[x.Off:x.End()]) {
+			t.Errorf("materialized %v does not hold the background", x)
+		}
+	}
+	if got, err := m.Changed(w); err != nil || len(got) != 0 {
+		t.Fatalf("Changed after Materialize = %v, %v; want nothing", got, err)
+	}
+}
+
+// TestStrayWritesToHolesAreSeen: a write to a page the harness never
+// materialized, whichever way it comes (this mapping, another mapping of
+// the file, write(2) on another descriptor), grows the block count and is
+// named by Strays and Changed; Reset materializes it; Release gives the
+// pages back as holes.
+func TestStrayWritesToHolesAreSeen(t *testing.T) {
+	for _, how := range []string{"mapping", "other-mapping", "pwrite"} {
+		t.Run(how, func(t *testing.T) {
+			m, w, want := lazyArena(t)
+			before := blocks(t, m)
+			off := 30*pageBytes + 77
+			strayWrite(t, m, how, off, []byte{0xAB, 0xCD})
+			if blocks(t, m) == before {
+				t.Fatalf("a write to a hole did not grow the file")
+			}
+			strays, err := m.Strays(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(strays) != 1 || !strays[0].Contains(off) || strays[0].Len != pageBytes {
+				t.Fatalf("Strays = %v; want the page of %d", strays, off)
+			}
+			got, err := m.Changed(w)
+			if err != nil || len(got) == 0 || !got[0].Contains(off) && got[0].Off > off {
+				t.Fatalf("Changed = %v, %v; want ranges covering %d", got, err, off)
+			}
+			if err := m.Reset(got); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := m.Changed(w); len(again) != 0 {
+				t.Fatalf("after Reset Changed = %v", again)
+			}
+			if !bytes.Equal(m.Bytes()[off-77:off-77+pageBytes], want[off-77:off-77+pageBytes]) {
+				t.Fatalf("Reset did not give the page its background")
+			}
+			if err := m.Release(w); err != nil {
+				t.Fatal(err)
+			}
+			if b := blocks(t, m); b > before {
+				t.Fatalf("after Release %d blocks; before the write %d", b, before)
+			}
+			if got, _ := m.Changed(w); len(got) != 0 {
+				t.Fatalf("after Release Changed = %v", got)
+			}
+		})
+	}
+}
+
+// strayWrite writes b at arena offset off the way how says.
+func strayWrite(t *testing.T, m *Memory, how string, off int, b []byte) {
+	t.Helper()
+	switch how {
+	case "mapping":
+		copy(m.Bytes()[off:], b)
+	case "other-mapping":
+		f, err := os.OpenFile(m.Desc().Path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		other, err := unix.Mmap(int(f.Fd()), 0, len(m.Bytes()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(other[off:], b)
+		unix.Munmap(other)
+	case "pwrite":
+		f, err := os.OpenFile(m.Desc().Path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(b, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLazyAgreesWithDense: the same writes into materialized pages of a
+// lazy window and into a densely filled one read back as the same
+// changes, through Changed and ChangedIn alike.
+func TestLazyAgreesWithDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	lazy, w, _ := lazyArena(t)
+	dense, _ := open(t, 80*pageBytes)
+	if err := dense.Fill(w, 7); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		ws := mergeRandom(rng, w.End()-w.Off)
+		for i := range ws {
+			ws[i].Off += w.Off
+			ws[i].Len = min(ws[i].Len, w.End()-ws[i].Off)
+		}
+		if err := lazy.Materialize(ws); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ws {
+			if rng.IntN(2) == 0 {
+				continue
+			}
+			scribble(rng, lazy.Bytes(), x, 2)
+			copy(dense.Bytes()[x.Off:x.End()], lazy.Bytes()[x.Off:x.End()])
+		}
+		a, _ := lazy.Changed(w)
+		b, _ := dense.Changed(w)
+		if diff := cmp.Diff(b, a); diff != "" {
+			t.Fatalf("round %d: lazy Changed differs from dense (-dense +lazy):\n%s", round, diff)
+		}
+		ai, ab, _ := lazy.ChangedIn(ws)
+		bi, bb, _ := dense.ChangedIn(ws)
+		if diff := cmp.Diff(bi, ai); diff != "" || !bytes.Equal(ab, bb) {
+			t.Fatalf("round %d: lazy ChangedIn differs from dense:\n%s", round, diff)
+		}
+		lazy.Reset(a)
+		dense.Reset(b)
+		if round%5 == 4 {
+			if err := lazy.Release(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// Lazy pools. Exact checks (a confirmation, every shrink step) scan their
+// set in full; for a set of 96 MiB (three pools of 131,072 bf16 slots)
+// that is milliseconds a check, and a failure shrinks through hundreds.
+// So a target whose sets are large keeps its exact set as holes of the
+// arena's sparse file (arena.Lazy): before a case runs, the pages its rows
+// name are materialized with the background, and a write anywhere else
+// lands in a hole, which allocates it. The check then reads the pages it
+// materialized plus the file's residency, not the pools. The sets that
+// check ahead stay dense: they are scanned where rows point and proved by
+// a full scan once per window, and a page fault per row would cost more.
+const (
+	// lazyMin is the set size from which the exact set fills lazily.
+	lazyMin = 16 << 20
+	// exactKeep is how many materialized bytes the exact set keeps from
+	// check to check (each scans them all); more are given back.
+	exactKeep = 1 << 20
+	// maxReplays is how often an exact check runs a case again after it
+	// wrote holes (a replay finds them materialized and is exact).
+	maxReplays = 3
+)
+
+// sparseDir reports whether arenas made in dir are sparse files (tmpfs).
+func sparseDir(dir *rundir.Dir) bool {
+	var st unix.Statfs_t
+	return dir != nil && unix.Statfs(dir.Path, &st) == nil && st.Type == unix.TMPFS_MAGIC
+}
+
+// fillsLazily reports whether the target's exact set is large enough to
+// fill lazily.
+func (t *Target) fillsLazily() bool {
+	return numPools*t.Layout.PoolBytes(t.Slots) >= lazyMin
+}
+
+// materialize writes the background into the pages the runs' footprints
+// touch, on a lazy target (the runs are on its exact set).
+func (t *Target) materialize(batch []run) error {
+	if t.lazy == nil {
+		return nil
+	}
+	var ws []pool.Window
+	for _, r := range batch {
+		ws = append(ws, t.footprints(r)...)
+	}
+	return t.lazy.Materialize(ws)
+}
+
+// strayed reports whether the runs wrote holes of their pools, on a lazy
+// target.
+func (t *Target) strayed(batch []run) (bool, error) {
+	if t.lazy == nil {
+		return false, nil
+	}
+	for _, r := range batch {
+		ws, err := t.lazy.Strays(t.regionOf(r).Span())
+		if err != nil || len(ws) > 0 {
+			return len(ws) > 0, err
+		}
+	}
+	return false, nil
+}
+
+// noteBlocks records the arena's allocated size, on a lazy target: a run
+// that writes a hole of the exact set grows it, which sameBlocks sees.
+func (t *Target) noteBlocks() error {
+	if t.lazy == nil {
+		return nil
+	}
+	b, err := t.lazy.Blocks()
+	t.blocks = b
+	return err
+}
+
+// sameBlocks fails when the arena grew since noteBlocks: a hole was
+// written.
+func (t *Target) sameBlocks() error {
+	if t.lazy == nil {
+		return nil
+	}
+	b, err := t.lazy.Blocks()
+	if err == nil && b != t.blocks {
+		err = errDirty
+	}
+	return err
+}
+
+// release gives back the exact set's materialized pages, on a lazy target
+// holding more than exactKeep; they hold the background (every run was
+// reset after a capture of the whole set).
+func (t *Target) release() error {
+	if t.lazy == nil || t.lazy.Held() <= exactKeep {
+		return nil
+	}
+	return t.batch(func() error {
+		for p := range numPools {
+			if err := t.lazy.Release(t.regionOf(run{pool: p}).Span()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
