@@ -66,14 +66,14 @@ func newWindow(cases []*Case) *window {
 
 // Sizes of checking ahead.
 const (
-	maxSets     = 8    // pool sets kept for checking ahead, at most
-	firstWindow = 8    // cases in a System's first window; each next one doubles
-	maxWindow   = 1024 // cases in a window, at most, unless the proof needs more
+	maxSets     = 8         // pool sets kept for checking ahead, at most
+	firstWindow = 8         // cases in a System's first window; each next one doubles
+	maxWindow   = 1024      // cases in a window, at most, unless the proof needs more
 	hostShare   = 256 << 10 // proof bytes a case may cost on the host (a scan by the CPU)
 	devShare    = 16 << 20  // and on a device, which scans a hundred times faster
-	maxBatch    = 4    // cases per round trip, at most
-	setBudget   = 256  // MiB of host pools a target may keep for checking ahead
-	devBudget   = 8192 // MiB of device pools
+	maxBatch    = 4         // cases per round trip, at most
+	setBudget   = 256       // MiB of host pools a target may keep for checking ahead
+	devBudget   = 8192      // MiB of device pools
 )
 
 // AutoSets in Config.Sets asks for as many pool sets as the backend
