@@ -49,7 +49,7 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
-	fs.IntVar(&f.slots, "slots", 4096, "slots in the pool")
+	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+slotDefaults+")")
 	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
 	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
@@ -70,8 +70,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.BundledNames()))
 	case f.cases < 1:
 		return fmt.Errorf("--cases %d: want at least 1", f.cases)
-	case f.slots < 2:
-		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved)", f.slots)
+	case f.slots != 0 && f.slots < 2:
+		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for the kernel's default", f.slots)
 	case f.maxCapacity < 1 || f.maxCapacity > store.MaxCapacity:
 		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, store.MaxCapacity)
 	case f.headDim < 16 || f.headDim%16 != 0 || f.headDim > layout.MaxHeadDim:
@@ -169,6 +169,9 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return p, none, err
 	}
 	p.Backend = backend
+	if p.Slots == 0 {
+		p.Slots = defaultSlots(k.Name, backend.Place(), f.pageSize)
+	}
 	if f.graph && !backend.Place().OnDevice() {
 		release()
 		return p, none, fmt.Errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")

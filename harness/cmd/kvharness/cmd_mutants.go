@@ -27,7 +27,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	cfg := mutants.Config{HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
-	fs.IntVar(&cfg.Slots, "slots", 4096, "slots in the pool")
+	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
 	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
@@ -37,8 +37,8 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if cfg.Cases < 1 || cfg.Slots < 2 || cfg.MaxCapacity < 1 {
-		return e.errorf("--cases, --slots and --max-capacity must be positive (and slots ≥ 2)")
+	if cfg.Cases < 1 || cfg.Slots < 0 || cfg.Slots == 1 || cfg.MaxCapacity < 1 {
+		return e.errorf("--cases and --max-capacity must be positive, --slots 0 (each kernel's default) or at least 2")
 	}
 	var results []mutants.Result
 	for _, name := range *names {
@@ -103,8 +103,12 @@ func mutantsOf(ctx context.Context, name, backend string, device int, tr trust, 
 // suiteFor is the subject's kernel's properties on its session, stopping
 // at the first failure.
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
+	slots := c.Slots
+	if slots == 0 {
+		slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
+	}
 	return func(ctx context.Context, cases int, seed int64) (*report.Run, error) {
-		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: c.Slots,
+		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: slots,
 			MaxCapacity: c.MaxCapacity, HeadDim: c.HeadDim, PageSize: c.PageSize, Backend: c.Backend, Graph: c.Graph && k.Graphs,
 			StopAtFirst: true}
 		return k.Check(ctx, sess.kind(s.Plugin), p)

@@ -7,6 +7,7 @@
 //   3  minus1-wraps     loc < 0 resolves to loc + slots and is stored
 //   4  off-by-one-tail  rows 0..n-2
 //   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
+//   6  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -22,6 +23,9 @@ struct FusedRule {
     return i < n;
 #elif FUSED_RULE == 4
     return i < n - 1;
+#elif FUSED_RULE == 6
+    *slot = (kv_i64)(unsigned short)loc;
+    return i < n;
 #else
     return i < n;
 #endif

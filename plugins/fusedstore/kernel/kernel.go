@@ -20,6 +20,7 @@ var variants = []sdk.Variant{
 	{Name: "minus1-wraps", Doc: "resolves -1 to the last slot as Python indexing does, then stores it (vllm #43810)"},
 	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
 	{Name: "slowed", Doc: "correct, but stores every row twice: a regression for kvharness compare to flag", Correct: true},
+	{Name: "slot-u16", Doc: "reads slot indices as 16 bits (a uint16 loc): in a pool past 65,536 slots, slot s lands on s mod 65,536"},
 }
 
 // store reports whether row i is stored, and into which slot.
@@ -36,6 +37,8 @@ func store(variant string, i, n int, loc, slots int64) (int64, bool) {
 		return loc, i < n
 	case "off-by-one-tail":
 		return loc, i < n-1
+	case "slot-u16":
+		return int64(uint16(loc)), i < n
 	}
 	return loc, i < n
 }

@@ -127,12 +127,23 @@ func (e *engine) room(b sdk.TransferBuffer, reg registration, r sdk.TransferRoom
 		if e.variant == "last-run-truncated" && i+n == len(r.Src) {
 			run--
 		}
-		if run > 0 {
-			out = append(out, sdk.Descriptor{Room: r.ID, Buffer: b.Index,
-				Src: reg.srcBase + int(src)*reg.itemLen, Dst: reg.dstBase + int(dst)*reg.itemLen,
-				Length: run * reg.itemLen, ItemLen: reg.itemLen, Run: run})
+		if e.variant == "run-crosses-64" && src/chunkPages != (src+int64(run)-1)/chunkPages {
+			// The bug: the part past the chunk boundary restarts at src.
+			head := int((src/chunkPages+1)*chunkPages - src)
+			out = append(out, descriptor(r.ID, b.Index, reg, src, dst, head), descriptor(r.ID, b.Index, reg, src, dst+int64(head), run-head))
+		} else if run > 0 {
+			out = append(out, descriptor(r.ID, b.Index, reg, src, dst, run))
 		}
 		i += n
 	}
 	return out
+}
+
+// chunkPages is the registration chunk run-crosses-64 splits runs at.
+const chunkPages = 64
+
+// descriptor copies run pages from source page src to destination page dst.
+func descriptor(room uint64, buffer int, reg registration, src, dst int64, run int) sdk.Descriptor {
+	return sdk.Descriptor{Room: room, Buffer: buffer, Src: reg.srcBase + int(src)*reg.itemLen, Dst: reg.dstBase + int(dst)*reg.itemLen,
+		Length: run * reg.itemLen, ItemLen: reg.itemLen, Run: run}
 }

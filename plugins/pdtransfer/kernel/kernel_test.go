@@ -115,8 +115,26 @@ func TestVariants(t *testing.T) {
 			t.Errorf("%s: %v\n(correct: %v)", tc.variant, ds, good)
 		}
 	}
-	if len(variants) != 5 {
-		t.Errorf("%d variants; the table above covers 5", len(variants))
+	if len(variants) != 6 {
+		t.Errorf("%d variants; the tables above and in TestRunCrosses64 cover 6", len(variants))
+	}
+}
+
+// TestRunCrosses64: the mutant sends a run that stays inside a 64-page
+// chunk as the correct engine does, and splits one that crosses a
+// multiple of 64 there, reading the second part from the run's start.
+func TestRunCrosses64(t *testing.T) {
+	g := transfer.DefaultGeometry(1, 256)
+	g.Buffers = g.Buffers[:1] // the kv buffer: identity page table
+	inside := sdk.TransferRoom{ID: 1, Src: []int64{10, 11, 12}, Dst: []int64{100, 101, 102}}
+	if got, want := build(t, "run-crosses-64", g, inside), build(t, "", g, inside); !slices.Equal(got, want) {
+		t.Errorf("a run inside a chunk: %v; want the correct %v", got, want)
+	}
+	across := sdk.TransferRoom{ID: 2, Src: []int64{62, 63, 64, 65}, Dst: []int64{200, 201, 202, 203}}
+	kv := 16384
+	want := []sdk.Descriptor{desc(2, 0, 1<<20, 2<<20, 62, 200, 2, kv), desc(2, 0, 1<<20, 2<<20, 62, 202, 2, kv)}
+	if got := build(t, "run-crosses-64", g, across); !slices.Equal(got, want) {
+		t.Errorf("a run across page 64\n got %v\nwant %v", got, want)
 	}
 }
 
