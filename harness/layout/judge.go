@@ -306,18 +306,19 @@ func codesOff(a, b byte) int {
 // commonEps are the floors engines use, tried in this order when a
 // group's scale fails: SGLang's Triton stores use 1e-8, the CUDA ones
 // 1e-4; 0 is no floor.
-var commonEps = []float64{1e-8, 1e-4, 1e-6, 1e-5, 1e-7, 1e-10, 1e-12, 1e-3, 0}
+var commonEps = []float64{1e-8, 1e-4, 1e-6, 1e-5, 1e-7, 1e-9, 1e-10, 1e-12, 1e-3, 0}
 
 // explainEps looks for a floor under which the group passes: a common
-// one, else the one the stored scale implies (stored · 448, to two
-// significant digits, as floors are written) when that lies above the
-// group's max |x| and at most 1e-3. Larger "floors" are left unnamed: a
-// scale twice too large on a row of max 0.25 would otherwise read as eps
-// 0.5.
+// one, else, for a float32 scale, the one the stored scale implies
+// (stored · 448, to one significant digit, as floors are written) when it
+// lies above the group's max |x| and at most 1e-3. A ue8m0 scale implies
+// only a range of floors, and a rounder or larger "floor" read off a
+// wrong scale would name a bug as a declaration (a scale twice too large
+// on a row of max 0.25 is no eps 0.5).
 func (q Quant) explainEps(x []uint16, stored float32, codes []byte, m Mode) *EpsMatch {
 	amax := Amax(x)
 	cands := append([]float64(nil), commonEps...)
-	if implied := roundSig(float64(stored)*E4M3Max, 2); implied > float64(amax) && implied <= 1e-3 {
+	if implied := roundSig(float64(stored)*E4M3Max, 1); !q.Pow2 && implied > float64(amax) && implied <= 1e-3 {
 		cands = append(cands, implied)
 	}
 	for _, e := range cands {

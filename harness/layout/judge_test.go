@@ -387,3 +387,25 @@ func TestParseMode(t *testing.T) {
 		t.Errorf("ParseMode(loose): %v", err)
 	}
 }
+
+// TestEpsImplied: an uncommon floor on a float32 scale is read off the
+// stored scale; a ue8m0 exponent rounded the wrong way on a zero group is
+// not taken for a floor.
+func TestEpsImplied(t *testing.T) {
+	dflt := DefaultQuant(KindScaleF32)
+	odd := dflt
+	odd.Eps = 5e-5
+	zero := make([]uint16, 32)
+	s := odd.Scale(zero)
+	codes := make([]byte, 32)
+	odd.encodeCodes(zero, s, codes)
+	if v := dflt.JudgeGroup(zero, s, codes, ByRecipe); v.Eps == nil || v.Eps.Eps != 5e-5 {
+		t.Errorf("eps 5e-5: explained by %+v", v.Eps)
+	}
+	ue := DefaultQuant(KindScaleUE8M0)
+	ue.Eps = 1e-8
+	down := Pow2(ue8m0Exponent(ue.RawScale(0)) - 1)
+	if v := ue.JudgeGroup(zero, down, codes, ByRecipe); v.Scale == nil || v.Eps != nil {
+		t.Errorf("ue8m0 rounded down on a zero group: scale %+v, explained by %+v", v.Scale, v.Eps)
+	}
+}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -144,4 +145,34 @@ func TestStore32BitStagingBounds(t *testing.T) {
 	req.LocOffset = tail - 2 // misaligned for int32
 	_, err = srv.Store(ctx, req)
 	wantStatus(t, err, codes.InvalidArgument, "not aligned to 4 bytes")
+}
+
+// TestInt32SlotsStoreTheSame: recipestore's int32 build, staged at 32
+// bits, leaves the arena as its int64 build staged at 64 does, -1 padding
+// included: the SDK reads the narrower staging as the kernel declared.
+func TestInt32SlotsStoreTheSame(t *testing.T) {
+	ctx := context.Background()
+	pl := newPlan([]string{"fp8-paged", "fp8-rows"}, 128, 64, 400, 130)
+	rng := rand.New(rand.NewPCG(4, 5))
+	for range 8 {
+		var arenas [2][]byte
+		c := drawCase(rng, pl, "")
+		for i, b := range []struct {
+			variant string
+			bits    int
+		}{{"", 64}, {"int32-slots", 32}} {
+			h := newHostArena(t, pl.size)
+			srv := sdk.NewServer(bundled["recipestore"])
+			_, err := srv.Attach(ctx, pl.attach(h.desc(), b.variant))
+			must(t, err)
+			c.bits = b.bits
+			c.stage(h.mem, pl)
+			_, err = srv.Store(ctx, c.request(pl, false))
+			must(t, err)
+			arenas[i] = slices.Clone(h.mem[:pl.rowsOff]) // pools and guards; staging differs by width
+		}
+		if i := firstDiff(arenas[0], arenas[1]); i >= 0 {
+			t.Fatalf("case %+v: 64- and 32-bit slots differ at byte %d (%s)", c, i, pl.where(i))
+		}
+	}
 }
