@@ -63,7 +63,7 @@ func (a arith) exponent(s float32) int {
 }
 
 // exponentByte is the stored form of a power-of-two scale.
-func exponentByte(s float32) byte { return byte(math.Float32bits(s)>>23&0xff) }
+func exponentByte(s float32) byte { return byte(math.Float32bits(s) >> 23 & 0xff) }
 
 // code is element x's code under scale s.
 func (a arith) code(x, s float32) byte {
