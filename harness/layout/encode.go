@@ -43,10 +43,25 @@ func (l *Layout) encodeField(f *fieldInfo, row []uint16, dst []byte) {
 	}
 }
 
-// encodeCodes writes the codes of group under scale s to dst.
+// encodeCodes writes the codes of group under scale s to dst: Code for
+// each element, with the recipe's choices hoisted out of the loop (every
+// case's rows are encoded, so this is the oracle's busiest loop).
 func (q Quant) encodeCodes(group []uint16, s float32, dst []byte) {
-	for i, e := range group {
-		dst[i] = q.Code(BF16ToFloat32(e), s)
+	dst = dst[:len(group)]
+	switch {
+	case q.Saturate && q.Reciprocal:
+		r := 1 / s
+		for i, e := range group {
+			dst[i] = EncodeE4M3(BF16ToFloat32(e) * r)
+		}
+	case q.Saturate:
+		for i, e := range group {
+			dst[i] = EncodeE4M3(BF16ToFloat32(e) / s)
+		}
+	default:
+		for i, e := range group {
+			dst[i] = q.Code(BF16ToFloat32(e), s)
+		}
 	}
 }
 

@@ -188,14 +188,21 @@ func (q Quant) judge(x []uint16, stored float32, codes []byte, m Mode) GroupVerd
 	} else if d, ok := q.JudgeScale(amax, stored); !ok {
 		v.Scale = &d
 	}
+	var buf [256]byte
+	nominal := buf[:0]
+	if len(codes) <= len(buf) {
+		nominal = buf[:len(codes)]
+	} else {
+		nominal = make([]byte, len(codes))
+	}
+	q.encodeCodes(x, against, nominal) // the recipe's codes: most stored codes equal them
 	for i, c := range codes {
+		if c == nominal[i] {
+			continue
+		}
 		xi := BF16ToFloat32(x[i])
-		var want byte
-		var ok bool
-		if m == Exact {
-			want = q.Code(xi, against)
-			ok = c == want
-		} else {
+		want, ok := nominal[i], false
+		if m != Exact {
 			want, ok = q.AcceptCode(xi, against, c)
 		}
 		if ok {
