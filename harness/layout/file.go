@@ -12,8 +12,15 @@ import (
 // not silently produce a different layout.
 //
 //	{"name": "dsv4-main", "head_dim": 512, "page_align": 576,
-//	 "fields": [{"name": "nope", "kind": "e4m3", "from": 0, "to": 448, "group": 64}, ...],
+//	 "fields": [{"name": "nope", "kind": "e4m3", "from": 0, "to": 448, "group": 64,
+//	             "recipe": {"eps": 1e-8, "quantize": "reciprocal"}}, ...,
+//	            {"name": "pad", "kind": "pad", "bytes": 1, "policy": "zero"}],
 //	 "planes": [["nope", "rope"], ["scales", "pad"]]}
+//
+// An e4m3 field's recipe (see [Recipe]: scale "f32" or "ue8m0", eps,
+// quantize "divide" or "reciprocal", rounding "nearest-even", saturate,
+// scale_ulps) defaults to eps 1e-4, x/s, saturating, 1 ulp; a pad field's
+// policy to "any". A value out of bounds is an error naming the field.
 func Parse(data []byte, pageSize int) (*Layout, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -35,9 +35,50 @@ func (l *Layout) compileFields() error {
 		if err != nil {
 			return err
 		}
+		if err := l.checkExtras(f); err != nil {
+			return err
+		}
 		l.fields[f.Name] = &fieldInfo{Field: *f, size: size, plane: -1}
 	}
-	return l.linkScales()
+	if err := l.linkScales(); err != nil {
+		return err
+	}
+	return l.resolveRecipes()
+}
+
+// checkExtras rejects a recipe on a field that quantizes nothing and a
+// pad policy on a field that is not padding.
+func (l *Layout) checkExtras(f *Field) error {
+	if f.Recipe != nil && f.Kind != KindE4M3 {
+		return invalid(l, "field %q: a recipe belongs on an e4m3 field, not a %s one", f.Name, f.Kind)
+	}
+	if f.Policy != "" && f.Kind != KindPad {
+		return invalid(l, "field %q: a policy belongs on a pad field, not a %s one", f.Name, f.Kind)
+	}
+	if err := f.Policy.check(); err != nil {
+		return invalid(l, "field %q: %v", f.Name, err)
+	}
+	return nil
+}
+
+// resolveRecipes turns every e4m3 field's recipe into its arithmetic.
+func (l *Layout) resolveRecipes() error {
+	for i := range l.Fields {
+		f := l.fields[l.Fields[i].Name]
+		if f.Kind != KindE4M3 {
+			continue
+		}
+		var r Recipe
+		if f.Recipe != nil {
+			r = *f.Recipe
+		}
+		q, err := r.Quant(f.scale.Kind)
+		if err != nil {
+			return invalid(l, "field %q: %v", f.Name, err)
+		}
+		f.quant = q
+	}
+	return nil
 }
 
 func (l *Layout) fieldSize(f *Field) (int, error) {

@@ -23,6 +23,18 @@
 // would; a write outside the arena panics, and the harness reports the
 // plugin as crashed.
 //
+// # What a kernel declares
+//
+// Besides its bytes per token and page, a kernel declares per layout how it
+// quantizes ([Geometry].Recipe: its floor, x/s or x*(1/s), its scale
+// tolerance), and once its slot index width ([Plugin].SlotBits, 32 or 64,
+// a variant may differ). The harness judges fp8 bytes against the
+// declared recipe, and stages loc at the declared width; the SDK refuses
+// a store staged at another width, and hands a 32-bit kernel both the
+// int32 staging ([StoreCall].Loc32) and the slots widened (Loc). A
+// declaration no harness can honour (a recipe out of bounds, 16-bit
+// slots) fails the first Describe, naming the field.
+//
 // # CUDA
 //
 // When the harness attaches a CUDA arena (Arena.backend BACKEND_CUDA), the

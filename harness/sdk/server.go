@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -47,6 +48,9 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 	if err := s.knownVariant(req.Variant); err != nil {
 		return nil, err
 	}
+	if err := s.checkDeclarations(req.Variant, int(req.HeadDim), int(req.PageSize)); err != nil {
+		return nil, err
+	}
 	resp := &kvpb.DescribeResponse{
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
@@ -55,10 +59,10 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		CudaFdArenas: ServesDevice(s.p.Kernel),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
+		SlotBits:      uint32(s.slotBits(req.Variant)),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
-		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{
-			Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage)})
+		resp.Layouts = append(resp.Layouts, geometryProto(g))
 	}
 	for _, v := range s.p.Variants {
 		k := v.Kernel
@@ -175,11 +179,36 @@ func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
 		out[i] = &kvpb.Geometry{Layout: p.Layout.Name}
 		for _, g := range s.p.Geometry(s.variant, p.Layout.HeadDim, p.Layout.PageSize) {
 			if g.Layout == p.Layout.Name {
-				out[i].BytesPerToken, out[i].BytesPerPage = uint64(g.BytesPerToken), uint64(g.BytesPerPage)
+				out[i] = geometryProto(g)
 			}
 		}
 	}
 	return out
+}
+
+// geometryProto is a layout's declared geometry and recipe on the wire.
+func geometryProto(g Geometry) *kvpb.Geometry {
+	return &kvpb.Geometry{Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage),
+		Recipe: protocol.RecipeToProto(g.Recipe)}
+}
+
+// checkDeclarations refuses a plugin whose declarations are not ones a
+// harness can honour: a slot width other than 32 or 64, a recipe out of
+// bounds. The plugin's author sees it on the first Describe, naming the
+// field, rather than a harness guessing.
+func (s *server) checkDeclarations(variant string, headDim, pageSize int) error {
+	if b := s.slotBits(variant); b != 32 && b != 64 {
+		return status.Errorf(codes.FailedPrecondition, "%s declares %d-bit slots: want SlotBits 32 or 64 (0 is 64)", s.p.Name, b)
+	}
+	for _, g := range s.p.Geometry(variant, headDim, pageSize) {
+		if g.Recipe == nil {
+			continue
+		}
+		if err := g.Recipe.Validate(); err != nil {
+			return status.Errorf(codes.FailedPrecondition, "%s declares for %s: %v", s.p.Name, g.Layout, err)
+		}
+	}
+	return nil
 }
 
 // checkWindows reads the pools and the staging window of an attach whose

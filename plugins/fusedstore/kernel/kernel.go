@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -39,6 +40,10 @@ func store(variant string, i, n int, loc, slots int64) (int64, bool) {
 	}
 	return loc, i < n
 }
+
+// recipe is the fp8 arithmetic of the fused store: max(1e-4, amax)/448
+// and x/s, as the CUDA stores compute it.
+var recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
 
 func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
 	switch layout {
@@ -97,7 +102,11 @@ var Plugin = sdk.Plugin{
 		var out []sdk.Geometry
 		for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 			_, perToken, _ := geometry(name, d, p)
-			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p})
+			g := sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p}
+			if name != "bf16" {
+				g.Recipe = recipe
+			}
+			out = append(out, g)
 		}
 		return out
 	},
