@@ -216,14 +216,17 @@ func (s *server) checkDeclarations(variant string, headDim, pageSize int) error 
 // inputs of every call are read.
 func checkWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, window, error) {
 	in := func(w *kvpb.Window) (window, error) {
-		if w == nil || int(w.Region) >= len(sizes) {
+		if w != nil && int(w.Region) >= len(sizes) {
 			return window{}, badRequest("window %v names no region of the %d attached", w, len(sizes))
 		}
-		size := sizes[w.Region]
-		if w.Offset+w.Size > uint64(size) || w.Offset+w.Size < w.Offset {
-			return window{}, badRequest("window %v outside region %d's %d bytes", w, w.Region, size)
+		size := sizes[w.GetRegion()]
+		switch {
+		case w != nil && w.Offset+w.Size <= uint64(size) && w.Offset+w.Size >= w.Offset:
+			return window{int(w.Offset), int(w.Size)}, nil
+		case len(sizes) == 1:
+			return window{}, badRequest("window %v outside the %d-byte arena", w, size)
 		}
-		return window{int(w.Offset), int(w.Size)}, nil
+		return window{}, badRequest("window %v outside region %d's %d bytes", w, w.GetRegion(), size)
 	}
 	var pools []Pool
 	for _, p := range req.Pools {
