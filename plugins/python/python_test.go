@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,23 +103,39 @@ func bf16(t testing.TB) *layout.Layout {
 	return l
 }
 
+// manifests are the shipped plugins and test plugins, with the kernels
+// each describes.
+var manifests = []struct {
+	dir     string
+	kernels []string
+}{
+	{"torchscatter", []string{"store"}},
+	{"tritonstore", []string{"store"}},
+	{"indexerstore", []string{"store"}},
+	{"dsv4store", []string{"store"}},
+	{"topkread", []string{"read"}},
+	{"pagetransfer", []string{"transfer"}},
+	{filepath.Join("testdata", "graphonly"), []string{"store"}},
+}
+
 // The shipped manifests resolve to a python that runs the SDK, turn
 // AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
 // certificate; see README.md), and describe the plugin they name.
 func TestManifests(t *testing.T) {
 	python(t)
-	for _, name := range []string{"torchscatter", "tritonstore"} {
-		spec, err := plugin.ResolveSpec(filepath.Join(name, "kvharness-plugin.json"))
+	for _, m := range manifests {
+		manifest := filepath.Join(m.dir, "kvharness-plugin.json")
+		spec, err := plugin.ResolveSpec(manifest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Name != name || !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
-			t.Errorf("%s: spec %+v", name, spec)
+		if !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
+			t.Errorf("%s: spec %+v", m.dir, spec)
 		}
-		p := start(t, runDir(t), filepath.Join(name, "kvharness-plugin.json"), "")
+		p := start(t, runDir(t), manifest, "")
 		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
-		if err != nil || d.Name != name || len(d.Kernels) != 1 || d.Kernels[0] != "store" {
-			t.Errorf("%s: describe %v, %v", name, d, err)
+		if err != nil || d.Name != spec.Name || !slices.Equal(d.Kernels, m.kernels) || !d.BenchRotation {
+			t.Errorf("%s: describe %v, %v; want kernels %v and bench_rotation", m.dir, d, err, m.kernels)
 		}
 	}
 }
@@ -460,19 +477,36 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 			t.Logf("%-28s %v %s", s.name, pc, pm)
 		}
 	}
-	// A rotation is the one request the SDKs answer apart, by design: the
-	// Go SDK rotates, the Python SDK says that it does not.
-	rotate := bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1, Rotation: []*kvpb.StoreRequest{store(0, 4, 4, rows, loc)}})
+	// Rotations: the Python SDK takes them as the Go SDK does, and refuses
+	// the same bad ones with the same words.
+	rotation := func(r ...*kvpb.StoreRequest) func(*plugin.Plugin) error {
+		return bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 2, Rotation: r})
+	}
+	other := store(0, 4, 3, rows, loc)
 	for _, p := range []*plugin.Plugin{py, gopl} {
 		if _, err := p.Attach(context.Background(), p, good); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c, m := outcome(rotate(py), "torchscatter"); c != codes.InvalidArgument || !strings.Contains(m, "does not declare bench_rotation") {
-		t.Errorf("rotation to the Python SDK: %v %q; want InvalidArgument saying it does not rotate", c, m)
-	}
-	if err := rotate(gopl); err != nil {
-		t.Errorf("rotation to the Go SDK: %v", err)
+	for _, s := range []struct {
+		name string
+		do   func(*plugin.Plugin) error
+	}{
+		{"rotation", rotation(store(0, 4, 4, rows+256, loc), store(0, 4, 4, rows, loc+64))},
+		{"rotation of another call", rotation(other)},
+		{"rotation too long", rotation(slices.Repeat([]*kvpb.StoreRequest{benchStore}, 64)...)},
+		{"rotation without a store", bench(&kvpb.BenchRequest{Empty: true, Iterations: 1, Rotation: []*kvpb.StoreRequest{benchStore}})},
+		{"rotating copy", bench(&kvpb.BenchRequest{Store: benchStore, Copy: true, Iterations: 2, Rotation: []*kvpb.StoreRequest{benchStore}})},
+		{"rotating huge copy", bench(&kvpb.BenchRequest{Store: benchStore, Copy: true, CopyBytes: 8 << 30, Iterations: 1,
+			Rotation: []*kvpb.StoreRequest{benchStore, benchStore}})},
+	} {
+		pc, pm := outcome(s.do(py), "torchscatter")
+		gc, gm := outcome(s.do(gopl), "bf16scatter")
+		if pc != gc || pm != gm {
+			t.Errorf("%s: Python %v %q, Go %v %q", s.name, pc, pm, gc, gm)
+		} else {
+			t.Logf("%-28s %v %s", s.name, pc, pm)
+		}
 	}
 }
 
