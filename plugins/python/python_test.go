@@ -597,7 +597,9 @@ sys.path.insert(0, sys.argv[1]); d = sys.argv[2]
 from kvharness_sdk import fp8
 fp8.e4m3_rne(np.fromfile(d + "/x.f32", np.float32)).tofile(d + "/codes.u8")
 codes, scales = fp8.quantize(np.fromfile(d + "/rows.u16", np.uint16).reshape(-1, 128))
-codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")`
+codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")
+codes, exps = fp8.quantize_ue8m0(np.fromfile(d + "/rows.u16", np.uint16).reshape(-1, 512)[:, :448], 64)
+codes.tofile(d + "/tilecodes.u8"); exps.tofile(d + "/exps.u8")`
 	cmd := exec.Command(py, "-B", "-c", prog, abs(t, "."), tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
@@ -623,6 +625,22 @@ codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")`
 		if !bytes.Equal(got, rec) {
 			if bad++; bad <= 5 {
 				t.Errorf("row %d: python record %x\nharness %x", r, got, rec)
+			}
+		}
+	}
+	// dsv4-main: e4m3 codes in tiles of 64 with ue8m0 (power-of-two)
+	// scales, the same rows read as 512-element rows.
+	ds, err := layout.Builtin("dsv4-main", 512, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tileCodes, _ := os.ReadFile(filepath.Join(tmp, "tilecodes.u8"))
+	exps, _ := os.ReadFile(filepath.Join(tmp, "exps.u8"))
+	for r := range rows * d / 512 {
+		recs := ds.Encode(rowBits[r*512 : (r+1)*512])
+		if !bytes.Equal(tileCodes[r*448:(r+1)*448], recs[0][:448]) || !bytes.Equal(exps[r*7:(r+1)*7], recs[1][:7]) {
+			if bad++; bad <= 5 {
+				t.Errorf("dsv4-main row %d: python exponents %x, harness %x", r, exps[r*7:(r+1)*7], recs[1][:7])
 			}
 		}
 	}

@@ -26,39 +26,34 @@ does.) Slot indices are int32, as the engine passes them.
 import triton
 import triton.language as tl
 
-FP8_MAX = 448.0
-NOPE, ROPE, TILE, TILES = 448, 64, 64, 7
-RECORD, SCALES = 576, 8  # bytes of a token's two records
-
-
 @triton.jit(do_not_specialize=["capacity"])
 def dsv4_store(pool_ptr, pool16_ptr, rows_ptr, rows16_ptr, loc_ptr, valid_ptr, capacity,
                P: tl.constexpr, PAGE_BYTES: tl.constexpr, EPS: tl.constexpr, ZERO_PAD: tl.constexpr):
-    """Row i of the batch into its slot, if i < n. pool_ptr is the pool as
-    uint8 and pool16_ptr as int16; rows_ptr the rows as bf16 and rows16_ptr
-    as int16 (the rope is copied as bits)."""
+    """Row i of the batch into its slot, with every load and store masked
+    off unless i < n. pool_ptr is the pool as uint8 and pool16_ptr as
+    int16; rows_ptr the rows as bf16 and rows16_ptr as int16 (the rope is
+    copied as bits)."""
     i = tl.program_id(0)
-    n = tl.load(valid_ptr)
-    if i < n:
-        slot = tl.load(loc_ptr + i).to(tl.int64)
-        page = slot // P
-        j = slot % P
-        record = page * PAGE_BYTES + j * 576
-        scales = page * PAGE_BYTES + P * 576 + j * 8
-        g = tl.arange(0, 8)  # tiles, 7 of them real
-        e = tl.arange(0, 64)
-        at = g[:, None] * 64 + e[None, :]
-        m = (g[:, None] < 7) & (e[None, :] < 64)
-        x = tl.load(rows_ptr + i * 512 + at, mask=m, other=0.0).to(tl.float32)
-        a = tl.maximum(tl.max(tl.abs(x), axis=1), EPS)
-        bits = a.to(tl.int32, bitcast=True)
-        exponent = ((bits >> 23) & 0xFF) - 127 - 8 + tl.where((bits & 0x7FFFFF) > 0x600000, 1, 0)
-        inverse = ((127 - exponent) << 23).to(tl.float32, bitcast=True)
-        y = tl.minimum(tl.maximum(x * inverse[:, None], -FP8_MAX), FP8_MAX)
-        tl.store(pool_ptr + record + at, y.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=m)
-        tl.store(pool_ptr + scales + g, (exponent + 127).to(tl.uint8), mask=g < 7)
-        if ZERO_PAD:
-            tl.store(pool_ptr + scales + g, tl.zeros([8], dtype=tl.uint8), mask=g == 7)
-        r = tl.arange(0, 64)
-        rope = tl.load(rows16_ptr + i * 512 + 448 + r)
-        tl.store(pool16_ptr + (record + 448) // 2 + r, rope)
+    live = (i < tl.load(valid_ptr)) & (i < capacity)
+    slot = tl.load(loc_ptr + i, mask=live, other=0).to(tl.int64)
+    page = slot // P
+    j = slot % P
+    record = page * PAGE_BYTES + j * 576  # 448 e4m3 codes, then 64 bf16 rope elements
+    scales = page * PAGE_BYTES + P * 576 + j * 8  # 7 ue8m0 exponents, then the pad byte
+    g = tl.arange(0, 8)  # tiles, 7 of them real
+    e = tl.arange(0, 64)
+    at = g[:, None] * 64 + e[None, :]
+    m = (g[:, None] < 7) & (e[None, :] < 64) & live
+    x = tl.load(rows_ptr + i * 512 + at, mask=m, other=0.0).to(tl.float32)
+    a = tl.maximum(tl.max(tl.abs(x), axis=1), tl.full([8], EPS, tl.float32))
+    bits = a.to(tl.int32, bitcast=True)
+    exponent = ((bits >> 23) & 0xFF) - 127 - 8 + tl.where((bits & 0x7FFFFF) > 0x600000, 1, 0)
+    inverse = ((127 - exponent) << 23).to(tl.float32, bitcast=True)  # 1 / scale, exactly
+    y = tl.minimum(tl.maximum(x * inverse[:, None], -448.0), 448.0)
+    tl.store(pool_ptr + record + at, y.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=m)
+    tl.store(pool_ptr + scales + g, (exponent + 127).to(tl.uint8), mask=(g < 7) & live)
+    if ZERO_PAD:
+        tl.store(pool_ptr + scales + g, tl.zeros([8], dtype=tl.uint8), mask=(g == 7) & live)
+    r = tl.arange(0, 64)
+    rope = tl.load(rows16_ptr + i * 512 + 448 + r, mask=(r < 64) & live, other=0)
+    tl.store(pool16_ptr + (record + 448) // 2 + r, rope, mask=(r < 64) & live)

@@ -13,10 +13,10 @@ nearest even, saturating after a clamp to ±448), Triton's own float32
 division. The plugin declares exactly that recipe; the "default-recipe"
 control computes the layout's default instead (eps 1e-4, IEEE x / scale).
 
-The kernel reads the valid count n from device memory and launches one
-program per row of the captured capacity: rows i ≥ n return at once, so
-whatever a padded row's loc holds (a stale slot, the sink 0, -1) is never
-dereferenced, eager or replayed from a CUDA graph.
+The kernel reads the valid count n from device memory and covers the whole
+captured capacity, ROWS rows per program, with every load and store of a
+row i ≥ n masked off: whatever a padded row's loc holds (a stale slot, the
+sink 0, -1) is never dereferenced, eager or replayed from a CUDA graph.
 """
 
 import triton
@@ -29,32 +29,32 @@ except AttributeError:  # pragma: no cover - older Triton
 
     _div_rn = _libdevice.div_rn
 
-FP8_MAX = 448.0
+ROWS = 8  # rows per program
 
 
 @triton.jit(do_not_specialize=["capacity"])
 def indexer_store(pool_ptr, scales_ptr, rows_ptr, loc_ptr, valid_ptr, capacity,
-                  D: tl.constexpr, P: tl.constexpr, BLOCK_D: tl.constexpr, EPS: tl.constexpr,
+                  D: tl.constexpr, P: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr, EPS: tl.constexpr,
                   IEEE_DIVIDE: tl.constexpr):
-    """Row i of the batch into its slot, if i < n. pool_ptr is the pool as
-    uint8, scales_ptr the same bytes as float32."""
-    i = tl.program_id(0)
+    """Rows of the batch into their slots, those with i < n only. pool_ptr
+    is the pool as uint8, scales_ptr the same bytes as float32."""
     n = tl.load(valid_ptr)
-    if i < n:
-        slot = tl.load(loc_ptr + i).to(tl.int64)
-        c = tl.arange(0, BLOCK_D)
-        m = c < D
-        x = tl.load(rows_ptr + i * D + c, mask=m, other=0.0).to(tl.float32)
-        amax = tl.max(tl.abs(x), axis=0)
-        if IEEE_DIVIDE:
-            scale = _div_rn(tl.maximum(amax, EPS), FP8_MAX)
-            y = _div_rn(x, scale)
-        else:
-            scale = tl.maximum(amax, EPS) / FP8_MAX
-            y = x * (1.0 / scale)
-        y = tl.minimum(tl.maximum(y, -FP8_MAX), FP8_MAX)
-        page = slot // P
-        j = slot % P
-        base = page * (P * (D + 4))
-        tl.store(pool_ptr + base + j * D + c, y.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=m)
-        tl.store(scales_ptr + (base + P * D) // 4 + j, scale)
+    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    live = (r < n) & (r < capacity)
+    slot = tl.load(loc_ptr + r, mask=live, other=0).to(tl.int64)
+    c = tl.arange(0, BLOCK_D)
+    m = live[:, None] & (c < D)[None, :]
+    x = tl.load(rows_ptr + r.to(tl.int64)[:, None] * D + c[None, :], mask=m, other=0.0).to(tl.float32)
+    a = tl.maximum(tl.max(tl.abs(x), axis=1), tl.full([ROWS], EPS, tl.float32))
+    if IEEE_DIVIDE:
+        scale = _div_rn(a, tl.full([ROWS], 448.0, tl.float32))
+        y = _div_rn(x, tl.broadcast_to(scale[:, None], (ROWS, BLOCK_D)))
+    else:
+        scale = a / 448.0
+        y = x * (1.0 / scale)[:, None]
+    y = tl.minimum(tl.maximum(y, -448.0), 448.0)
+    page = slot // P
+    j = slot % P
+    base = page * (P * (D + 4))
+    tl.store(pool_ptr + (base + j * D)[:, None] + c[None, :], y.to(tl.float8e4nv).to(tl.uint8, bitcast=True), mask=m)
+    tl.store(scales_ptr + (base + P * D) // 4 + j, scale, mask=live)

@@ -86,8 +86,9 @@ class IndexerStore(Kernel):
         pool_bytes = arena[pool.base : pool.base + pool.nbytes]
         scales = pool_bytes[: pool.nbytes // 4 * 4].view(torch.float32)
         eps, ieee = arithmetic(variant)
-        fn = k.indexer_store[(capacity,)]
-        kw = dict(D=d, P=lay.page_size, BLOCK_D=1 << max(d - 1, 0).bit_length(), EPS=eps, IEEE_DIVIDE=ieee)
+        fn = k.indexer_store[((capacity + k.ROWS - 1) // k.ROWS,)]
+        kw = dict(D=d, P=lay.page_size, BLOCK_D=1 << max(d - 1, 0).bit_length(), ROWS=k.ROWS, EPS=eps,
+                  IEEE_DIVIDE=ieee)
         return lambda: fn(pool_bytes, scales, rows, loc, valid_t, capacity, **kw)
 
     def launcher(self, call):

@@ -209,7 +209,7 @@ class DeviceRegion:
     def view(self, off: int, count: int, dtype, shape=None, writable: bool = True):
         import torch
 
-        item = torch.empty(0, dtype=dtype).element_size()
+        item = getattr(dtype, "itemsize", None) or torch.empty(0, dtype=dtype).element_size()
         v = self.mem[off : off + count * item].view(dtype)
         return v.view(shape) if shape is not None else v
 
