@@ -196,6 +196,9 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 		if caught != (twin.Outcome.Failure != nil) {
 			t.Errorf("%s: torchscatter caught=%v, bf16scatter caught=%v", pad, caught, twin.Outcome.Failure != nil)
 		}
+		if h := py.HandlerTime(); h <= 0 {
+			t.Errorf("%s: the plugin reported no handler time (%v) for its last StoreBatch", pad, h)
+		}
 		if caught {
 			f := v.Outcome.Failure
 			t.Logf("%s: caught at case %d, property %s (bf16scatter: %s), minimal case %v",

@@ -140,8 +140,9 @@ class Driver:
     # --- IPC handles ------------------------------------------------------
 
     def ipc_open(self, handle: bytes, ordinal: int) -> int:
-        h = _IpcHandle()
-        ctypes.memmove(h.reserved, bytes(handle), 64)
+        if len(handle) != 64:
+            raise CudaError(f"IPC handle of {len(handle)} bytes; want 64")
+        h = _IpcHandle.from_buffer_copy(bytes(handle))
         p = CUdeviceptr()
         with self.on(ordinal):
             self.call("cuIpcOpenMemHandle_v2", ctypes.byref(p), h, IPC_LAZY_ENABLE_PEER_ACCESS)

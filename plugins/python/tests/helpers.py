@@ -30,6 +30,9 @@ class Context:
     def abort(self, code, message):
         raise Aborted(code, message)
 
+    def set_trailing_metadata(self, md):
+        self.trailer = dict(md)
+
 
 def call(service, method: str, request):
     """service.method(request) through the RPC wrapper, as gRPC calls it."""
