@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,12 +214,7 @@ func TestCheckCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kvharness command; skipped in -short")
 	}
-	bin := filepath.Join(t.TempDir(), "kvharness")
-	build := exec.Command("go", "build", "-o", bin, "./harness/cmd/kvharness")
-	build.Dir = abs(t, filepath.Join("..", ".."))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kvharness: %v\n%s", err, out)
-	}
+	bin := kvharnessBinary(t)
 	manifest := abs(t, filepath.Join("torchscatter", "kvharness-plugin.json"))
 	for _, tc := range []struct {
 		padding string
@@ -237,6 +233,58 @@ func TestCheckCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout.String(), tc.want) {
 			t.Errorf("check --padding %s: exit %d (%v), want %d with %q\n%s%s", tc.padding, code, err, tc.code, tc.want, &stdout, &stderr)
 		}
+	}
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+// kvharnessBinary builds the kvharness command once per test run.
+func kvharnessBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "kvh-cli-")
+		if built.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(built.dir, "kvharness"), "./harness/cmd/kvharness")
+		build.Dir = abs(t, filepath.Join("..", ".."))
+		built.out, built.err = build.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build kvharness: %v\n%s", built.err, built.out)
+	}
+	return filepath.Join(built.dir, "kvharness")
+}
+
+// TestMain removes the kvharness binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// kvharness mutants runs the Python read and transfer plugins' controls
+// and mutants like the bundled ones: controls pass, mutants die.
+func TestMutantsCommand(t *testing.T) {
+	python(t)
+	if testing.Short() {
+		t.Skip("builds the kvharness command; skipped in -short")
+	}
+	cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("topkread", "kvharness-plugin.json"),
+		"--plugin", filepath.Join("pagetransfer", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times")
+	if noOpenSSL(t) {
+		cmd.Args = append(cmd.Args, "--no-mtls")
+	}
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) != 0 || !strings.Contains(string(out), "2 of 2 mutants killed; 2 controls passed") {
+		t.Errorf("kvharness mutants: %v\n%s", err, out)
 	}
 }
 
