@@ -22,6 +22,7 @@ type example struct {
 	layout   string
 	headDim  int
 	scale    kvpb.ScaleRule
+	ulps     uint32 // declared scale_ulps; 0: unset
 	slotBits uint32
 	// quantized are the fields the recipe decides: where, on a harness
 	// that judges bytes by the default recipe, its eps and arithmetic
@@ -30,8 +31,8 @@ type example struct {
 }
 
 var examples = []example{
-	{"indexerstore", "fp8-paged", 128, kvpb.ScaleRule_SCALE_RULE_F32, 64, []string{"value", "scale"}},
-	{"dsv4store", "dsv4-main", 512, kvpb.ScaleRule_SCALE_RULE_UE8M0, 32, []string{"nope", "scales", "pad"}},
+	{"indexerstore", "fp8-paged", 128, kvpb.ScaleRule_SCALE_RULE_F32, 2, 64, []string{"value", "scale"}},
+	{"dsv4store", "dsv4-main", 512, kvpb.ScaleRule_SCALE_RULE_UE8M0, 0, 32, []string{"nope", "scales", "pad"}},
 }
 
 func (e example) manifest() string { return filepath.Join(e.dir, "kvharness-plugin.json") }
@@ -73,8 +74,8 @@ func TestExampleDeclarations(t *testing.T) {
 				continue
 			}
 			if r.GetScale() != e.scale || r.Eps == nil || *r.Eps != 1e-8 || r.Quantize != kvpb.Quantize_QUANTIZE_RECIPROCAL ||
-				r.Saturate != nil || r.ScaleUlps != nil {
-				t.Errorf("%s declares %v; want %v, eps 1e-8, reciprocal, the rest unset", e.dir, r, e.scale)
+				r.Saturate != nil || (r.ScaleUlps == nil) != (e.ulps == 0) || r.GetScaleUlps() != e.ulps {
+				t.Errorf("%s declares %v; want %v, eps 1e-8, reciprocal, scale_ulps %d (0: unset), saturate unset", e.dir, r, e.scale, e.ulps)
 			}
 		}
 		if i := slices.IndexFunc(d(t, p, e).Variants, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 ||

@@ -248,17 +248,6 @@ class DeviceRegion:
             raise RuntimeError("; ".join(errs))
 
 
-def open_region(desc, index: int):
-    """Maps one region of an attach; the error names the region when the
-    attach has several."""
-    if desc.backend == CUDA_BACKEND:
-        return DeviceRegion(desc)
-    return HostRegion(desc.path, desc.size, desc.pinned)
-
-
-CUDA_BACKEND = 2  # kvpb.BACKEND_CUDA, without importing the stubs here
-
-
 class DeviceContext:
     """The per-attach CUDA state of a kernel running on the GPU: the stream
     every kernel of this attach runs on, a device int32 holding the valid

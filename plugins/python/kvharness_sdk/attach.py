@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from . import protocol as pb
 from .arena import DeviceContext, DeviceRegion, HostRegion, close_all
-from .errors import bad_request, precondition
+from .errors import bad_request
 from .kernel import CUDA, SHM, Layout, Pool
 
 kv = pb.kv
@@ -189,12 +189,3 @@ class Attachment:
         regions, self.regions = self.regions, []
         ctx, self.ctx = self.ctx, None
         close_all(regions, ctx)
-
-
-def map_attachment(variant: str, descs, pools, staging) -> Attachment:
-    """Maps an attach's regions, or raises FAILED_PRECONDITION naming what
-    could not be mapped."""
-    try:
-        return Attachment(variant, descs, pools, staging)
-    except RuntimeError as e:
-        raise precondition(str(e))
