@@ -46,11 +46,14 @@ def scales(rows: np.ndarray, eps=SCALE_FLOOR) -> np.ndarray:
 
 
 def ue8m0_exponents(s: np.ndarray) -> np.ndarray:
-    """The exponent of each positive float32 scale rounded up to a power of
-    two (encode.go's ue8m0Exponent: frexp, one less for an exact power),
-    clamped to [-127, 127]."""
-    frac, exp = np.frexp(s.astype(np.float64))
+    """The exponent of each float32 scale rounded up to a power of two (the
+    harness's ue8m0Exponent: frexp, one less for an exact power), clamped to
+    [-127, 127]: -127 for a zero scale, 127 for an infinite one."""
+    s = s.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        frac, exp = np.frexp(s)
     exp = exp - (frac == 0.5)
+    exp = np.where(s <= 0, -127, np.where(np.isposinf(s), 127, exp))
     return np.clip(exp, -127, 127).astype(np.int32)
 
 
