@@ -72,6 +72,9 @@ func (s Spec) Owns(k int) bool {
 // key, item k owned by part k mod n + 1. Two items with one key are an
 // error, since either order of them would be canonical.
 func Select[T any](s Spec, items []T, key func(T) string) ([]T, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
 	sorted, err := canonical(items, key)
 	if err != nil {
 		return nil, err
