@@ -191,14 +191,46 @@ func (r *Runner) passGroup(ctx context.Context, pl *plugin.Plugin, g *groupPlan,
 	if err := warm(ctx, pl, a, g.identity(r.Matrix, KernelStore, r.Matrix.maxTokens(), results.Eager, results.Hot, results.PerLaunch)); err != nil {
 		return err
 	}
-	for _, id := range order(g.cells, r.Matrix.Seed, pass, index) {
-		r.progress(pass, id)
+	return r.interleave(ctx, pl, a, order(g.cells, r.Matrix.Seed, pass, index), pass)
+}
+
+// interleave takes one run of each cell not yet done in pass, the cells
+// taking turns a chunk at a time, in the pass's order, until each run's
+// stopping rule ends it; each finished run is journalled at once.
+func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, cells []results.Identity, pass int) error {
+	type turn struct {
+		id results.Identity
+		s  *sampler
+	}
+	var turns []turn
+	for _, id := range cells {
 		if r.done[results.RunKey{Cell: id.Key(), Pass: pass}] {
+			r.count++
 			continue
 		}
-		if err := r.measure(ctx, pl, a, id, pass); err != nil {
+		s, err := newSampler(ctx, pl, a.Request(id), id.Timing, r.Matrix.Criterion(id).PerPass(r.Matrix.passes()), r.batches[id.Key()])
+		if err != nil {
 			return fmt.Errorf("cell %s: %w", id.Name(), err)
 		}
+		turns = append(turns, turn{id, s})
+	}
+	for len(turns) > 0 {
+		var next []turn
+		for _, t := range turns {
+			done, err := t.s.step(ctx)
+			if err != nil {
+				return fmt.Errorf("cell %s: %w", t.id.Name(), err)
+			}
+			if !done {
+				next = append(next, t)
+				continue
+			}
+			r.progress(pass, t.id)
+			if err := r.record(t.id, pass, t.s.result()); err != nil {
+				return err
+			}
+		}
+		turns = next
 	}
 	return nil
 }
@@ -207,7 +239,7 @@ func (r *Runner) passGroup(ctx context.Context, pl *plugin.Plugin, g *groupPlan,
 // the first cells of a pass otherwise pay for cold caches, lazy page
 // mapping and clock ramp-up, and would differ from the other passes' for
 // no reason of the kernel's.
-const warmTime = 300 * time.Millisecond
+const warmTime = 150 * time.Millisecond
 
 func warm(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity) error {
 	req := a.Request(id)
@@ -221,13 +253,8 @@ func warm(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity) 
 	return err
 }
 
-// measure takes the run of id in pass and journals it.
-func (r *Runner) measure(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity, pass int) error {
-	crit := r.Matrix.Criterion(id).PerPass(r.Matrix.passes())
-	s, err := sample(ctx, p, a.Request(id), id.Timing, crit, r.batches[id.Key()])
-	if err != nil {
-		return err
-	}
+// record journals the run of id in pass.
+func (r *Runner) record(id results.Identity, pass int, s sampled) error {
 	id.BatchSize = s.batch
 	run := results.Run{Schema: results.RunSchema, Identity: id, Pass: pass, Stop: s.stop, HostPaced: s.hostPaced,
 		Device: s.dev, Time: time.Now().UTC(), Samples: s.ns}
