@@ -239,7 +239,7 @@ func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, ce
 // the first cells of a pass otherwise pay for cold caches, lazy page
 // mapping and clock ramp-up, and would differ from the other passes' for
 // no reason of the kernel's.
-const warmTime = 150 * time.Millisecond
+const warmTime = 100 * time.Millisecond
 
 func warm(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity) error {
 	req := a.Request(id)
@@ -300,6 +300,7 @@ func (r *Runner) assembleGroup(g *groupPlan, byKey map[results.Key][]results.Run
 		r.finish(&c, g.layout, runs)
 		if cp, ok := byID[withKernel(id, KernelCopy, id.Tokens, results.Eager).Key()]; ok && id.Kernel == KernelStore {
 			c.CopyNs, c.CopyGBps = cp.Summary.P50, cp.GBps
+			pairRuns(&c, cp)
 		}
 		if err := c.Derive(); err != nil && id.Kernel != KernelEmpty {
 			return out, err
@@ -308,6 +309,18 @@ func (r *Runner) assembleGroup(g *groupPlan, byKey map[results.Key][]results.Run
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// pairRuns gives each run of a store the median of its copy's run of the
+// same pass.
+func pairRuns(c *results.Cell, cp results.Cell) {
+	byPass := map[int]float64{}
+	for _, r := range cp.Runs {
+		byPass[r.Pass] = r.Summary.P50
+	}
+	for i := range c.Runs {
+		c.Runs[i].CopyNs = byPass[c.Runs[i].Pass]
+	}
 }
 
 // finish fills what a cell takes from the night rather than its runs.

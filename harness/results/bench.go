@@ -38,7 +38,8 @@ const (
 // quantile of the cell (p99-ns/op...) is the run's, written only where the
 // run has the samples to resolve it (measure.Resolvable: a p99 of fewer
 // than 100 samples would be the run's maximum). GB/s and tokens/s are
-// over the run's median, copy-ratio its median over the copy's. The
+// over the run's median, copy-ratio its median over the same pass's copy
+// median. The
 // pooled, whole-night quantiles are the cell's, in cells.jsonl and the
 // tables.
 //
@@ -204,7 +205,11 @@ func runMetrics(c *Cell, r RunSummary) []metric {
 	if tps, err := measure.TokensPerSecond(c.Tokens, s.P50); err == nil {
 		m = append(m, metric{tps, UnitTokens})
 	}
-	if ratio, err := measure.CopyRatio(s.P50, c.CopyNs); err == nil {
+	copyNs := c.CopyNs
+	if r.CopyNs > 0 {
+		copyNs = r.CopyNs // the copy of the same pass
+	}
+	if ratio, err := measure.CopyRatio(s.P50, copyNs); err == nil {
 		m = append(m, metric{ratio, UnitCopyRatio})
 	}
 	return m

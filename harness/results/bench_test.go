@@ -71,7 +71,7 @@ func parseBench(t *testing.T, text string) []benchLine {
 // launches, ns/op its mean and p50-ns/op its median; a chosen quantile
 // only where the run resolves it; rates over the run's median.
 func TestWriteBenchRuns(t *testing.T) {
-	c := testCell(t, "p", 4096, 440, 1000) // four runs of 110 samples: a p99 each
+	c := testCell(t, "p", 4096, 440, 1000)  // four runs of 110 samples: a p99 each
 	short := testCell(t, "q", 16, 40, 1000) // four runs of 10: no p99
 	var buf bytes.Buffer
 	if _, err := WriteBench(&buf, []Cell{c, short}, BenchOptions{}); err != nil {

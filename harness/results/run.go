@@ -61,6 +61,9 @@ type RunSummary struct {
 	Quantiles []QuantileValue  `json:"quantiles,omitempty"`
 	Stop      measure.StopKind `json:"stop"`
 	HostPaced int              `json:"host_paced,omitempty"`
+	// CopyNs is, for a store, the median of its copy's run of the same
+	// pass: the roofline measured beside this run.
+	CopyNs float64 `json:"copy_ns,omitempty"`
 }
 
 // A QuantileValue is a chosen quantile of a cell's or run's samples, as
