@@ -37,6 +37,17 @@ if [ -z "${KVHARNESS:-}" ]; then
 		KVHARNESS=$bin/kvharness
 	fi
 fi
+# The plugins are served by the kvharness binary itself, so a night
+# measures the plugins of the build it runs (and starts each pass's plugin
+# processes without building them).
+if [ -z "${KVHARNESS_PLUGIN_DIR:-}" ] && "$KVHARNESS" help >/dev/null 2>&1; then
+	plugins=$(mktemp -d)
+	for p in fusedstore bf16scatter fp8store; do
+		printf '#!/bin/sh\nexec "%s" serve-plugin %s "$@"\n' "$KVHARNESS" "$p" >"$plugins/$p"
+		chmod +x "$plugins/$p"
+	done
+	export KVHARNESS_PLUGIN_DIR=$plugins
+fi
 kind=cpu
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then kind=gpu; fi
 matrix=${MATRIX:-bench/matrix-$kind.json}

@@ -31,6 +31,17 @@ if [ -z "${KVHARNESS:-}" ]; then
 	go build -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
 	KVHARNESS=$bin/kvharness
 fi
+# The plugins are served by the kvharness binary itself, so a night
+# measures the plugins of the build it runs (and starts each pass's plugin
+# processes without building them).
+if [ -z "${KVHARNESS_PLUGIN_DIR:-}" ] && "$KVHARNESS" help >/dev/null 2>&1; then
+	plugins=$(mktemp -d)
+	for p in fusedstore bf16scatter fp8store; do
+		printf '#!/bin/sh\nexec "%s" serve-plugin %s "$@"\n' "$KVHARNESS" "$p" >"$plugins/$p"
+		chmod +x "$plugins/$p"
+	done
+	export KVHARNESS_PLUGIN_DIR=$plugins
+fi
 mkdir -p "$out"
 start=$SECONDS
 # night DIR ARGS...: one night of the matrix into DIR.

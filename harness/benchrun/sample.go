@@ -21,7 +21,7 @@ const chunkTime = 50 * time.Millisecond
 // minChunks is how many Bench calls a run spreads its minimum samples
 // over at least, so that a run's samples come from the whole of its pass
 // and not from one moment of it.
-const minChunks = 4
+const minChunks = 3
 
 // probeIterations are the measurements of the probe that sizes a run.
 const probeIterations = 3

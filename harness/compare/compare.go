@@ -151,9 +151,9 @@ func compareRow(unit string, old, next []float64, units benchfmt.UnitMetadataMap
 }
 
 // judgeChange decides a kernel cell: a change counts only when it is
-// significant over runs, past the threshold on its own and net of the
-// drift of the floor measured beside it in the same nights (see drift),
-// and the two medians' confidence intervals are apart. The machine's
+// significant over runs, and past the threshold on its own and net of the
+// drift of the floor measured beside it in the same nights (see drift)
+// (and, with Options.Apart, the two medians' confidence intervals apart). The machine's
 // drift alone never makes a cell slower, at the price that a slowdown a
 // faster machine masked (+1% raw, +15% net) is not called one either.
 // Per-launch cells take LatencyThreshold: their times include the host's
@@ -176,7 +176,7 @@ func judgeChange(c *Cell, d drift, o Options) {
 			c.Verdict = Same
 		}
 	}
-	if c.Verdict != Same && !apart(c.Old, c.New) {
+	if c.Verdict != Same && o.Apart && !apart(c.Old, c.New) {
 		c.Verdict = Same
 		c.Why += "; intervals overlap"
 	}

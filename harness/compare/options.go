@@ -2,7 +2,11 @@ package compare
 
 // Defaults for zero Options fields.
 const (
-	DefaultAlpha     = 0.05
+	// DefaultAlpha is the U-test's level over runs: 0.01, which five runs
+	// a side can reach (2/252) and which, on nights of unchanged code,
+	// kept every cell of ten CPU nights the same (0.05 flagged two of
+	// ten, bench/nights.sh).
+	DefaultAlpha     = 0.01
 	DefaultThreshold = 0.05
 	// DefaultLatencyThreshold is for per-launch rows: on an H200 virtual
 	// machine an unchanged rerun moved per-launch medians of small cells
@@ -41,6 +45,11 @@ type Options struct {
 	// Filter keeps the results a benchstat filter matches, such as
 	// "/plugin:fusedstore -/timing:per-launch"; empty keeps all.
 	Filter string
+	// Apart also requires the two medians' confidence intervals to be
+	// disjoint: with few runs a side (eight or fewer at 95%) the intervals
+	// are the runs' ranges, so this asks for every run of one night to be
+	// slower than every run of the other.
+	Apart bool
 	// AllowConfigDiff compares files from different devices or
 	// configurations (gpu, cpu, clocks, goos, goarch) instead of refusing.
 	AllowConfigDiff bool

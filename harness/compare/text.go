@@ -136,7 +136,10 @@ func headLines(r *Report) []string {
 	how := fmt.Sprintf("judged on %s over runs: Mann–Whitney U-test, alpha %v; slower or faster past %v%% (per-launch cells %v%%)",
 		o.Metric, o.Alpha, 100*o.Threshold, 100*o.LatencyThreshold)
 	if !o.Absolute {
-		how += ", on its own and net of the floor measured beside it (empty launch or copy), the medians' intervals apart"
+		how += ", on its own and net of the floor measured beside it (empty launch or copy)"
+	}
+	if o.Apart {
+		how += ", the medians' intervals apart"
 	}
 	lines = append(lines, how)
 	if r.Rerun != "" {

@@ -41,6 +41,7 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	fs.StringVar(&f.o.Metric, "metric", compare.DefaultMetric, "the unit a cell is judged on (tidied, as benchstat shows it: p50-sec/op, sec/op for the mean, p99-sec/op...)")
 	fs.StringVar(&f.o.Filter, "filter", "", "benchstat filter of the cells to compare, such as '/plugin:fusedstore -/timing:per-launch'")
 	fs.BoolVar(&f.o.Absolute, "absolute", false, "judge each cell's own change; by default a kernel's change is judged net of the drift of the floor measured beside it (empty launch or copy)")
+	fs.BoolVar(&f.o.Apart, "apart", false, "also require the medians' confidence intervals to be disjoint (with eight runs or fewer a side: every run of one night slower than every run of the other)")
 	fs.BoolVar(&f.o.AllowConfigDiff, "allow-config-diff", false, "compare files from different devices or configurations (gpu, cpu, clocks, goos, goarch) instead of refusing")
 	fs.StringVar(&f.rerun, "confirm", "", "a second run of NEW's code: a cell is slower only when this run finds it slower too (bench/nightly.sh reruns the matrix when the first compare fails)")
 	fs.StringSliceVar(&f.o.Ignore, "ignore", nil, "benchmark name keys to drop before matching cells (e.g. variant: compare a variant with the plugin's baseline)")
