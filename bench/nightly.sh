@@ -33,7 +33,9 @@ if [ -z "${KVHARNESS:-}" ]; then
 		# and the job must tell a regression (1) from an error (2).
 		bin=$(mktemp -d)
 		trap 'rm -rf "$bin"' EXIT
-		go build -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
+		c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$c-dirty
+	go build -ldflags "-X main.buildCommit=$c" -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
 		KVHARNESS=$bin/kvharness
 	fi
 fi

@@ -28,7 +28,9 @@ variants=${VARIANTS:-slowed slowed10}
 if [ -z "${KVHARNESS:-}" ]; then
 	bin=$(mktemp -d)
 	trap 'rm -rf "$bin"' EXIT
-	go build -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
+	c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$c-dirty
+	go build -ldflags "-X main.buildCommit=$c" -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
 	KVHARNESS=$bin/kvharness
 fi
 # The plugins are served by the kvharness binary itself, so a night

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"math"
 	"slices"
 	"testing"
 
@@ -216,6 +217,11 @@ func TestLogTicks(t *testing.T) {
 	}
 	if want := []string{"0.2", "0.5", "1", "2", "5", "10", "20", "50"}; !slices.Equal(labelled, want) {
 		t.Errorf("labelled ticks %q, want %q", labelled, want)
+	}
+	for v, want := range map[float64]string{10000: "10000", 2 * math.Pow(10, -2): "0.02", 5: "5"} {
+		if got := tickLabel(v); got != want {
+			t.Errorf("tickLabel(%v) = %q, want %q", v, got, want)
+		}
 	}
 	if lo, hi := logRange(0.23, 37); lo != 0.2 || hi != 50 {
 		t.Errorf("logRange(0.23, 37) = %v, %v; want 0.2, 50", lo, hi)

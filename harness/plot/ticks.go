@@ -55,7 +55,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if d == 1 || d == 2 || d == 5 {
-				t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+				t.Label = tickLabel(v)
 			}
 			ticks = append(ticks, t)
 		}
@@ -117,4 +117,12 @@ func (ninesTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// tickLabel writes a 1-2-5 tick plainly: 10000, 0.02 (never 1e+04).
+func tickLabel(v float64) string {
+	if v >= 1 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

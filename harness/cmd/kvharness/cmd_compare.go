@@ -175,14 +175,21 @@ func mark(v compare.Verdict) plot.Mark {
 	return plot.Same
 }
 
+// nightName is a night as a plot names it: its file's folder and name,
+// commit and date.
 func nightName(file string, config map[string]string) string {
-	parts := []string{file}
+	parts := []string{filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file))}
+	return strings.Join(append(parts, nightStamp(config)...), " ")
+}
+
+func nightStamp(config map[string]string) []string {
+	var out []string
 	for _, k := range []string{"commit", "date"} {
 		if v := config[k]; v != "" {
-			parts = append(parts, v)
+			out = append(out, v)
 		}
 	}
-	return strings.Join(parts, " ")
+	return out
 }
 
 func overlayFooter(r *compare.Report) string {
@@ -190,5 +197,6 @@ func overlayFooter(r *compare.Report) string {
 	if cpu := r.Config[1]["cpu"]; dev == "cpu" || dev == "" {
 		dev = "cpu " + cpu
 	}
-	return fmt.Sprintf("base %s vs new %s; device %s; judged on %s", nightName(r.Base, r.Config[0]), nightName(r.New, r.Config[1]), dev, r.Options.Metric)
+	return fmt.Sprintf("base %s vs new %s; device %s; judged on %s",
+		strings.Join(nightStamp(r.Config[0]), " "), strings.Join(nightStamp(r.Config[1]), " "), dev, r.Options.Metric)
 }
