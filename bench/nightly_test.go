@@ -68,7 +68,7 @@ func TestNightlyConfirmsRegressions(t *testing.T) {
 			t.Errorf("the confirming compare did not get the rerun's bench.txt:\n%s", calls)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
-			if !strings.Contains(line, "--strict") {
+			if line != "help" && !strings.Contains(line, "--strict") { // help: the script asks whether the binary serves plugins
 				t.Errorf("nightly.sh called %q without --strict: a night without the data to judge it must not pass", line)
 			}
 		}
