@@ -106,6 +106,8 @@ func TestBenchRunsAndResumes(t *testing.T) {
 // the cells of the unsharded night, in its order, with the same table
 // rows; merge refuses a missing shard, a doubled one and one cut short.
 func TestBenchShardsMergeToWhole(t *testing.T) {
+	defer func(c string) { buildCommit = c }(buildCommit)
+	buildCommit = "abc1234" // one build for every shard, whatever the worktree does meanwhile
 	dir := t.TempDir()
 	args := []string{"bench", "--plugin", "fusedstore", "--layout", "bf16,fp8-paged", "--tokens", "1,32", "--mode", "eager",
 		"--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "2"}
