@@ -11,6 +11,7 @@ require (
 	github.com/leanovate/gopter v0.2.11
 	github.com/montanaflynn/stats v0.14.0
 	github.com/spf13/pflag v1.1.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
