@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -231,6 +232,9 @@ func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(c
 // that died is a crash whatever gRPC said about the broken connection.
 func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	st, _ := status.FromError(err)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err() // the run was stopped: not the plugin's fault, and no time to wait for its exit
+	}
 	f := &Fault{Plugin: p.Name, Call: name, Err: err, Code: st.Code()}
 	wait := 50 * time.Millisecond
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled {
@@ -274,6 +278,7 @@ func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb
 	}
 	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
 	if err == nil {
+		printable(resp)
 		p.fdArenas = resp.CudaFdArenas
 		if p.described == nil {
 			p.described = map[describeKey]*kvpb.DescribeResponse{}
@@ -367,4 +372,20 @@ func handlerTime(md metadata.MD) time.Duration {
 		return 0
 	}
 	return time.Duration(ns)
+}
+
+// printable escapes the control characters in what a plugin says of
+// itself, once, where it enters the harness: every report, table and
+// message prints these names, and none may carry a terminal escape.
+func printable(d *kvpb.DescribeResponse) {
+	d.Name, d.Version, d.Doc = textsafe.String(d.Name), textsafe.String(d.Version), textsafe.String(d.Doc)
+	for i := range d.Kernels {
+		d.Kernels[i] = textsafe.String(d.Kernels[i])
+	}
+	for _, g := range d.Layouts {
+		g.Layout = textsafe.String(g.Layout)
+	}
+	for _, v := range d.Variants {
+		v.Name, v.Doc, v.Kernel = textsafe.String(v.Name), textsafe.String(v.Doc), textsafe.String(v.Kernel)
+	}
 }
