@@ -13,8 +13,8 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
-	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // progress is what a long command shows on a terminal while it works: a
