@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -64,6 +65,9 @@ type Plugin struct {
 	owner   any           // what the plugin is attached to now (see Attach)
 	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
 	fdArenas bool
+	// image is the pinned binary being run (see openImage); nil when the
+	// binary is not pinned or the plugin runs in process.
+	image *os.File
 	// described keeps this process's Describe answers by request: every
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
@@ -81,9 +85,6 @@ func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error
 	if len(opts.SHA256) > 0 {
 		s.Pins = map[string][]byte{path: opts.SHA256}
 		opts.SHA256 = nil
-		if err := verifyFile(path, s.Pins[path]); err != nil {
-			return nil, err
-		}
 	}
 	return start(ctx, s, opts)
 }
@@ -106,8 +107,10 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
 	p.owner, p.noBatch, p.described = nil, false, nil
-	cmd := exec.Command(p.spec.Argv[0], append(p.spec.Argv[1:], p.opts.Args...)...)
-	cmd.Dir = p.spec.Dir
+	cmd, err := p.command()
+	if err != nil {
+		return err
+	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.Plugins(nil),
@@ -132,19 +135,43 @@ func (p *Plugin) launch(ctx context.Context) error {
 	return nil
 }
 
+// command is the process to start: the spec's command line, every pinned
+// file checked; a pinned executable runs from the image its check made.
+func (p *Plugin) command() (*exec.Cmd, error) {
+	exe := p.spec.Argv[0]
+	for file, sum := range p.spec.Pins {
+		if file == exe {
+			continue
+		}
+		if err := verifyFile(file, sum); err != nil { // a script: its interpreter reads it by path
+			return nil, err
+		}
+	}
+	cmd := exec.Command(exe, append(p.spec.Argv[1:], p.opts.Args...)...)
+	cmd.Dir = p.spec.Dir
+	if sum, ok := p.spec.Pins[exe]; ok {
+		img, err := openImage(exe, sum)
+		if err != nil {
+			return nil, err
+		}
+		if isScript(img) {
+			img.Close() // checked; run by path like any interpreted plugin
+		} else {
+			p.image = img
+			cmd.Path = imagePath(img) // argv[0] stays the file's name, for the plugin's own messages
+		}
+	}
+	return cmd, nil
+}
+
 // Restart kills the plugin's process group, if it still runs, and starts a
-// new process in its place. Targets attached to the old process attach
-// again on their next call.
+// new process in its place, its pinned files checked again. Targets
+// attached to the old process attach again on their next call.
 func (p *Plugin) Restart(ctx context.Context) error {
 	if p.client == nil {
 		return nil // in process: nothing to restart
 	}
 	p.Close()
-	for file, sum := range p.spec.Pins { // a restart runs the file again: check it again
-		if err := verifyFile(file, sum); err != nil {
-			return err
-		}
-	}
 	return p.launch(ctx)
 }
 
@@ -214,6 +241,10 @@ func (p *Plugin) Close() {
 	}
 	if p.client != nil {
 		p.client.Kill()
+	}
+	if p.image != nil {
+		p.image.Close()
+		p.image = nil
 	}
 }
 

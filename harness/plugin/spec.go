@@ -1,16 +1,17 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // Spec says how to start a plugin: a binary, or a command line that runs
@@ -140,15 +141,19 @@ func splitCommand(line string) ([]string, error) {
 	return out, nil
 }
 
+// MaxManifestBytes bounds a manifest file.
+const MaxManifestBytes = 1 << 20
+
 func loadManifest(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, err := inputfile.Read(path, "plugin manifest", MaxManifestBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return Spec{}, fmt.Errorf("%w: manifest: %v", ErrNotFound, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if err != nil {
+		return Spec{}, err
+	}
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
+	if err := inputfile.DecodeJSON(data, &m); err != nil {
 		return Spec{}, fmt.Errorf("manifest %s: %w", path, err)
 	}
 	if len(m.Command) == 0 {
@@ -211,10 +216,5 @@ func StartSpec(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 		s.Pins[target] = opts.SHA256
 		opts.SHA256 = nil
 	}
-	for file, sum := range s.Pins {
-		if err := verifyFile(file, sum); err != nil {
-			return nil, err
-		}
-	}
-	return start(ctx, s, opts)
+	return start(ctx, s, opts) // every pin is checked as the process starts
 }

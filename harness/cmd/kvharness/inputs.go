@@ -46,4 +46,3 @@ func writableFolder(dir string) error {
 		}
 	}
 }
-
