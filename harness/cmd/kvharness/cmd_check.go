@@ -82,6 +82,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
+	case f.device < 0:
+		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:
