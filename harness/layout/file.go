@@ -43,7 +43,7 @@ func Load(path string, pageSize int) (*Layout, error) {
 	}
 	l, err := Parse(data, pageSize)
 	if err != nil {
-		return nil, fmt.Errorf("layout file %s: %w", path, err)
+		return nil, fmt.Errorf("layout file %s: %w; correct the file (the README's Layouts section shows the format)", path, err)
 	}
 	return l, nil
 }

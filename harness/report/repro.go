@@ -74,7 +74,7 @@ func LoadRepro(path string, decode CaseDecoder) (*Repro, *layout.Layout, error) 
 	}
 	r, l, err := ParseRepro(data, decode)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w; correct the file, or save it again (kvharness check writes repro files)", path, err)
 	}
 	return r, l, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -148,8 +149,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	if code, stop := resourceError(e, run.Err, "--slots", f.slots); stop && run.Finished() == 0 {
-		return code
+	if run.Finished() == 0 && run.Err != nil && !property.IsFault(run.Err) && !run.Interrupted() {
+		// The first target would not open (an arena too large, a layout
+		// the plugin refuses): a setup error, not a table of nothing.
+		if code, stop := resourceError(e, run.Err, "--slots", f.slots); stop {
+			return code
+		}
+		return e.errorf("%v", run.Err)
 	}
 	return finishCheck(e, run, f.json, f.results)
 }

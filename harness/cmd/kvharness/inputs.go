@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -38,7 +39,7 @@ func writableFolder(dir string) error {
 				return fmt.Errorf("folder %s is not writable", p)
 			}
 			return nil
-		case !errors.Is(err, os.ErrNotExist):
+		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 			return err
 		}
 		if p == filepath.Dir(p) {

@@ -146,7 +146,7 @@ func (s *session) kernel(asked string) (*kind.Kind, error) {
 		return kernels.Lookup(protocol.Kernel(s.desc.Kernels[0]))
 	}
 	if !slices.Contains(s.desc.Kernels, asked) {
-		return nil, fmt.Errorf("plugin %s has no %s kernel (it serves %v)", s.desc.Name, asked, s.desc.Kernels)
+		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, strings.Join(s.desc.Kernels, ", "))
 	}
 	return kernels.Lookup(protocol.Kernel(asked))
 }

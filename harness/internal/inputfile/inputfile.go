@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -23,16 +24,22 @@ var ErrTooLarge = errors.New("file too large")
 // error ("layout file").
 func Read(path, what string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s %s: %w; give the path of an existing file", what, path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s %s is a folder; give the path of a file", what, path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s %s: %w: more than %d bytes, the most a %s holds; is it the right file?", what, path, ErrTooLarge, limit, what)
+		return nil, fmt.Errorf("%s %s: %w: more than %d bytes, the most a %s holds; give the right file", what, path, ErrTooLarge, limit, what)
 	}
 	return data, nil
 }
