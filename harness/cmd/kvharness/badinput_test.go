@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // badInput is one invocation a user could get wrong, and a word the one
