@@ -209,8 +209,8 @@ var badInputs = []badInput{
 
 	// bench and compare: what the command-line framework refuses for them.
 	{[]string{"bench", "--tokns", "5"}, "did you mean --tokens?"},
-	{[]string{"bench", "--timeout", "0"}, "--timeout 0s: want a positive duration"},
-	{[]string{"bench", "--timeout", "-1s"}, "--timeout -1s"},
+	{[]string{"bench", "--call-timeout", "0"}, "--call-timeout 0s: want a positive duration"},
+	{[]string{"bench", "--timeout", "-1"}, "--timeout -1"},
 	{[]string{"bench", "--rotate", "x"}, `--rotate "x"`},
 	{[]string{"bench", "--plugin"}, "--plugin needs a value"},
 	{[]string{"compare", "--alpha", "x", "a", "b"}, `--alpha "x": want a number`},
