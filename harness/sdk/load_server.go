@@ -168,6 +168,9 @@ func (s *server) runLoad(ctx context.Context, le *loadExec, in *loadInput, resp 
 	if startErr != nil {
 		startErr = fmt.Errorf("start load: %w", startErr)
 	}
+	if err := le.x.settle(); err != nil {
+		return err
+	}
 	for l := range in.layers {
 		for k2, b := range in.order {
 			gerr := startErr
@@ -178,12 +181,28 @@ func (s *server) runLoad(ctx context.Context, le *loadExec, in *loadInput, resp 
 			if gerr != nil {
 				continue
 			}
+			if err := le.x.settle(); err != nil {
+				return err
+			}
 			if err := s.probe(le, in, l, k2, b); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// settle waits, in a latched call, until the backend has run everything
+// the model has: on the GPU, what is not held has finished before the
+// harness queues its next step, as it has on the CPU, so that a probe
+// never races a copy the latch does not hold and every run of a case
+// sees the same bytes.
+func (x *Exec) settle() error {
+	x.m.epoch++
+	if !x.m.latched {
+		return nil
+	}
+	return x.eng.settle(x)
 }
 
 // runStore: readers hold pages on the caller stream; for each layer the
@@ -210,9 +229,15 @@ func (s *server) runStore(ctx context.Context, le *loadExec, in *loadInput, resp
 				}
 			}
 		}
+		if err := x.settle(); err != nil {
+			return err
+		}
 		call := &PageStoreCall{Variant: s.variant, Exec: x, Layer: l, FirstLayer: in.first, Buffers: in.buffers,
 			Pages: in.pages, Caller: caller, pages: in.table}
 		serr := k.StorePages(ctx, call)
+		if err := x.settle(); err != nil {
+			return err
+		}
 		for k2, b := range in.order {
 			resp.Gates = append(resp.Gates, gate(l, b, serr))
 			if serr == nil {

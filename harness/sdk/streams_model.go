@@ -31,6 +31,7 @@ type memory struct {
 type op struct {
 	seq    int
 	call   int // the model's call it was queued in
+	epoch  int // the settle points before it was queued
 	stream int
 	kind   kvpb.LoadOpKind
 	role   kvpb.LoadRole
@@ -78,6 +79,7 @@ type model struct {
 	ops      []*op // this call's, in the order queued
 	latched  bool
 	released bool
+	epoch    int // settle points so far in this call
 	// run performs an op's effect when it runs (the CPU backend); nil on
 	// the GPU, where the driver runs it.
 	run func(o *op) error
@@ -102,7 +104,7 @@ func (m *model) addCounter(name string, h any) int {
 // begin starts a call: a fresh log; the latch set when latch is true.
 func (m *model) begin(latch bool) {
 	m.call++
-	m.ops, m.latched, m.released, m.err = nil, latch, false, nil
+	m.ops, m.latched, m.released, m.err, m.epoch = nil, latch, false, nil, 0
 	for _, s := range m.streams {
 		s.queue, s.lastRun = nil, nil
 	}
@@ -114,7 +116,7 @@ func (m *model) begin(latch bool) {
 // add logs o and queues it on its stream; a wait captures its event's
 // last record now, as cuStreamWaitEvent does.
 func (m *model) add(o *op) {
-	o.seq, o.call = len(m.ops), m.call
+	o.seq, o.call, o.epoch = len(m.ops), m.call, m.epoch
 	m.ops = append(m.ops, o)
 	if o.kind == kvpb.LoadOpKind_LOAD_OP_KIND_WAIT {
 		o.record = m.events[o.object].last
@@ -251,7 +253,7 @@ func (m *model) trace() []*kvpb.LoadAccess {
 	out := make([]*kvpb.LoadAccess, len(m.ops))
 	for i, o := range m.ops {
 		a := &kvpb.LoadAccess{Seq: uint32(o.seq), Stream: uint32(o.stream), Kind: o.kind, Role: o.role, Label: o.label,
-			Object: uint32(o.object), Value: o.value, After: -1, Item: o.item, Held: o.held,
+			Object: uint32(o.object), Value: o.value, After: -1, Item: o.item, Held: o.held, Epoch: uint32(o.epoch),
 			Reads: ranges(o.reads), Writes: ranges(o.writes)}
 		if o.after != nil && o.after.call == m.call {
 			a.After = int32(o.after.seq)

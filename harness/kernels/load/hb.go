@@ -102,6 +102,12 @@ func (o *order) before(a, b int) bool {
 type race struct {
 	first, second *kvpb.LoadAccess // in the order queued
 	hazard        string           // "read after write", "write after read", "write after write"
+	// forced: the run's own order of the two was not luck: one ran before
+	// the latch opened and the other after, or both before it with a
+	// settle point between them (the SDK waited for the first before it
+	// queued the second). An unforced race ran in whatever order the
+	// backend chose, so the bytes it left are not the case's to judge.
+	forced bool
 }
 
 // races lists every racing pair of operations, in the order queued.
@@ -117,10 +123,22 @@ func (o *order) races() []race {
 			if h == "" || o.before(i, j) || o.before(j, i) {
 				continue
 			}
-			out = append(out, race{first: a, second: b, hazard: h})
+			out = append(out, race{first: a, second: b, hazard: h, forced: forced(a, b)})
 		}
 	}
 	return out
+}
+
+// forced reports whether the latch or a settle point fixed the order of
+// two operations that nothing else orders.
+func forced(a, b *kvpb.LoadAccess) bool {
+	switch {
+	case a.Held != b.Held:
+		return true
+	case !a.Held:
+		return a.Epoch != b.Epoch
+	}
+	return false
 }
 
 // hazard names the conflict between a (queued first) and b, or "".

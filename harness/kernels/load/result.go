@@ -9,10 +9,11 @@ import (
 
 // The load kind's violation kinds.
 const (
-	// ReadEarly: the consumer read a page before its load (or store)
-	// landed: its gate, or the store's join, did not order the read after
-	// the copy.
-	ReadEarly oracle.Kind = "read-before-load"
+	// ReadEarly: the consumer read a page whose bytes were not the load's
+	// (or store's): poison, because its gate or the store's join did not
+	// order the read after the copy; or a store's stale input, because the
+	// store did not wait for the caller's write.
+	ReadEarly oracle.Kind = "stale-read"
 	// Overwrite: a load or store overwrote a page before a reader on
 	// another stream had read it (write after read).
 	Overwrite oracle.Kind = "overwrite-before-read"

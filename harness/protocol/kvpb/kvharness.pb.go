@@ -2788,9 +2788,14 @@ type LoadAccess struct {
 	// after is the seq of the operation a wait is ordered after: the record
 	// it captured, the counter write that satisfied it; -1 when none in this
 	// call (a wait on an event never recorded waits for nothing).
-	After         int32     `protobuf:"varint,10,opt,name=after,proto3" json:"after,omitempty"`
-	Item          *LoadItem `protobuf:"bytes,11,opt,name=item,proto3" json:"item,omitempty"`  // the copy's layer, buffer and page, when it is one of the case's
-	Held          bool      `protobuf:"varint,12,opt,name=held,proto3" json:"held,omitempty"` // it ran only after the latch was released
+	After int32     `protobuf:"varint,10,opt,name=after,proto3" json:"after,omitempty"`
+	Item  *LoadItem `protobuf:"bytes,11,opt,name=item,proto3" json:"item,omitempty"`  // the copy's layer, buffer and page, when it is one of the case's
+	Held  bool      `protobuf:"varint,12,opt,name=held,proto3" json:"held,omitempty"` // it ran only after the latch was released
+	// epoch counts the SDK's settle points before the operation was
+	// queued: at each (after the plugin's load, after each gate) the SDK
+	// waits until everything not held has run, so an operation not held
+	// has finished before any operation of a later epoch starts.
+	Epoch         uint32 `protobuf:"varint,13,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2907,6 +2912,13 @@ func (x *LoadAccess) GetHeld() bool {
 		return x.Held
 	}
 	return false
+}
+
+func (x *LoadAccess) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 type LoadResponse struct {
@@ -3333,7 +3345,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\tLoadRange\x12\x16\n" +
 	"\x06memory\x18\x01 \x01(\rR\x06memory\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x12\n" +
-	"\x04size\x18\x03 \x01(\x04R\x04size\"\x8a\x03\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\xa0\x03\n" +
 	"\n" +
 	"LoadAccess\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
@@ -3348,7 +3360,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x05after\x18\n" +
 	" \x01(\x05R\x05after\x12*\n" +
 	"\x04item\x18\v \x01(\v2\x16.kvharness.v1.LoadItemR\x04item\x12\x12\n" +
-	"\x04held\x18\f \x01(\bR\x04held\"\xf2\x01\n" +
+	"\x04held\x18\f \x01(\bR\x04held\x12\x14\n" +
+	"\x05epoch\x18\r \x01(\rR\x05epoch\"\xf2\x01\n" +
 	"\fLoadResponse\x12,\n" +
 	"\x05gates\x18\x01 \x03(\v2\x16.kvharness.v1.LoadGateR\x05gates\x12.\n" +
 	"\x05trace\x18\x02 \x03(\v2\x18.kvharness.v1.LoadAccessR\x05trace\x12\x18\n" +
