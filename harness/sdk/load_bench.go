@@ -113,7 +113,7 @@ func (s *server) benchLoad(ctx context.Context, le *loadExec, in *loadInput, war
 
 // timed runs f as one call with no latch and waits for every stream.
 func timed(x *Exec, in *loadInput, f func() error) (time.Duration, error) {
-	if err := x.beginCall(&schedule{in: in}, false); err != nil {
+	if err := x.beginCall(newSchedule(in), false); err != nil {
 		return 0, err
 	}
 	start := time.Now()

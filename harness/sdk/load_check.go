@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -210,9 +211,44 @@ func (s *server) stagingPages(field string, offs []uint64, n int, bytes func(i i
 }
 
 // schedule is what the SDK's copies check against during a call: which
-// pages of the case a copy moves, which are late, which fail.
+// pages of the case a copy moves, which are late, which fail. Pages are
+// indexed by where they start, so that a load of hundreds of pages costs
+// a search per copy, not a scan.
 type schedule struct {
-	in *loadInput
+	in         *loadInput
+	srcs, dsts []placed // sorted by memory, then offset
+}
+
+// placed is a page of the case where it lies.
+type placed struct {
+	at  Ref
+	n   int
+	key itemKey
+}
+
+func newSchedule(in *loadInput) *schedule {
+	sc := &schedule{in: in}
+	for l := range in.layers {
+		for b := range in.buffers {
+			for i := range in.pages {
+				k := itemKey{l, b, i}
+				n := in.buffers[b].PageBytes
+				sc.dsts = append(sc.dsts, placed{in.table.dst(l, b, i), n, k})
+				if in.table.srcs[l][b] != nil {
+					sc.srcs = append(sc.srcs, placed{in.table.src(l, b, i), n, k})
+				}
+			}
+		}
+	}
+	for _, ps := range [][]placed{sc.srcs, sc.dsts} {
+		slices.SortFunc(ps, func(a, b placed) int {
+			if a.at.Mem != b.at.Mem {
+				return a.at.Mem - b.at.Mem
+			}
+			return a.at.Off - b.at.Off
+		})
+	}
+	return sc
 }
 
 // name is a copy's name in messages and traces: "L1/indexk page 2".
@@ -224,19 +260,21 @@ func item(l, b, i int) *kvpb.LoadItem {
 	return &kvpb.LoadItem{Layer: uint32(l), Buffer: uint32(b), Page: uint32(i)}
 }
 
-func overlaps(a Ref, an int, b Ref, bn int) bool {
-	return a.Mem == b.Mem && a.Off < b.Off+bn && b.Off < a.Off+an
-}
-
-// find returns the first page of the case whose ref (by which) overlaps r.
-func (sc *schedule) find(r Ref, n int, refs [][][]Ref, keep func(itemKey) bool) (*kvpb.LoadItem, bool) {
-	for l, bs := range refs {
-		for b, ps := range bs {
-			for i, p := range ps {
-				if overlaps(r, n, p, sc.in.buffers[b].PageBytes) && keep(itemKey{l, b, i}) {
-					return item(l, b, i), true
-				}
-			}
+// find returns the first page (by place) of ps that overlaps [r, r+n) and
+// that keep accepts. Pages of one memory do not overlap (the attach's
+// pools are disjoint), so the candidates are the run that starts before
+// r+n and ends after r.
+func (sc *schedule) find(r Ref, n int, ps []placed, keep func(itemKey) bool) (*kvpb.LoadItem, bool) {
+	i, _ := slices.BinarySearchFunc(ps, r, func(p placed, r Ref) int {
+		if p.at.Mem != r.Mem {
+			return p.at.Mem - r.Mem
+		}
+		return p.at.Off + p.n - 1 - r.Off // the first page ending at or after r
+	})
+	for ; i < len(ps) && ps[i].at.Mem == r.Mem && ps[i].at.Off < r.Off+n; i++ {
+		if ps[i].at.Off+ps[i].n > r.Off && keep(ps[i].key) {
+			k := ps[i].key
+			return item(k.layer, k.buffer, k.page), true
 		}
 	}
 	return nil, false
@@ -246,15 +284,15 @@ func all(itemKey) bool { return true }
 
 // destination is the first page of the case a copy to dst writes.
 func (sc *schedule) destination(dst Ref, n int) (*kvpb.LoadItem, bool) {
-	return sc.find(dst, n, sc.in.table.dsts, all)
+	return sc.find(dst, n, sc.dsts, all)
 }
 
 // lateAt reports whether a copy to dst writes a late page.
 func (sc *schedule) lateAt(dst Ref, n int) bool {
-	if !sc.in.latch {
+	if !sc.in.latch || len(sc.in.late) == 0 {
 		return false
 	}
-	_, ok := sc.find(dst, n, sc.in.table.dsts, func(k itemKey) bool { return sc.in.late[k] })
+	_, ok := sc.find(dst, n, sc.dsts, func(k itemKey) bool { return sc.in.late[k] })
 	return ok
 }
 
@@ -263,5 +301,5 @@ func (sc *schedule) failing(src Ref, n int) (*kvpb.LoadItem, bool) {
 	if len(sc.in.fail) == 0 || sc.in.op != kvpb.LoadOp_LOAD_OP_LOAD {
 		return nil, false
 	}
-	return sc.find(src, n, sc.in.table.srcs, func(k itemKey) bool { return sc.in.fail[k] })
+	return sc.find(src, n, sc.srcs, func(k itemKey) bool { return sc.in.fail[k] })
 }

@@ -130,7 +130,7 @@ func (s *server) servesOp(op kvpb.LoadOp) error {
 // runCase runs a checked case on the Exec, inside its backend's thread.
 func (s *server) runCase(ctx context.Context, le *loadExec, in *loadInput) (*kvpb.LoadResponse, error) {
 	x := le.x
-	if err := x.beginCall(&schedule{in: in}, in.latch); err != nil {
+	if err := x.beginCall(newSchedule(in), in.latch); err != nil {
 		return nil, err
 	}
 	resp := &kvpb.LoadResponse{}

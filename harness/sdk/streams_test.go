@@ -166,7 +166,7 @@ func TestCopyScheduleFailsAndHolds(t *testing.T) {
 	in := &loadInput{op: kvpb.LoadOp_LOAD_OP_LOAD, layers: 1, latch: true, buffers: []LoadBuffer{{Name: "kv", PageBytes: 64}},
 		pages: []LoadPage{{0, 0}, {1, 1}}, late: map[itemKey]bool{{0, 0, 1}: true}, fail: map[itemKey]bool{{0, 0, 0}: true},
 		table: &pageTable{srcs: [][][]Ref{{{{1, 0}, {1, 64}}}}, dsts: [][][]Ref{{{{0, 0}, {0, 64}}}}}}
-	ok(t, x.beginCall(&schedule{in: in}, true))
+	ok(t, x.beginCall(newSchedule(in), true))
 	if err := load.Copy(Ref{0, 0}, Ref{1, 0}, 64); !errors.Is(err, ErrLoadFailed) {
 		t.Fatalf("the failing copy returned %v; want ErrLoadFailed", err)
 	}

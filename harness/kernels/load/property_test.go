@@ -203,8 +203,9 @@ func killTable(t *testing.T, start func() *plugin.Plugin, backend arena.Backend,
 			continue
 		}
 		var ks []kill
+		p := start() // one process per mutant, as kvharness mutants runs them
 		for seed := range int64(seeds) {
-			if k, ok := hunt(t, start(), backend, m.Name, 1+seed*7919, 10); ok {
+			if k, ok := hunt(t, p, backend, m.Name, 1+seed*7919, 10); ok {
 				ks = append(ks, k)
 			}
 		}

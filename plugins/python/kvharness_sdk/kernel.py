@@ -74,14 +74,16 @@ class Layout:
 
 @dataclass(frozen=True)
 class Pool:
-    """One KV-cache pool in the arena: slot 0's page starts at arena offset
-    ``base``; the pool window is ``nbytes`` long (whole pages, aligned)."""
+    """One KV-cache pool in the arena: slot 0's page starts at offset
+    ``base`` of its region; the pool window is ``nbytes`` long (whole pages,
+    aligned)."""
 
     name: str
     layout: Layout
     slots: int
     base: int
     nbytes: int
+    region: int = 0  # the attach's region the pool lives in (a load's host pools: 1)
 
 
 @dataclass(frozen=True)

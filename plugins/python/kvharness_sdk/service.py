@@ -33,6 +33,7 @@ from .arena import DeviceArena, HostArena
 from .bench import DeviceBench, HostBench, check_counts
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .kernel import CUDA, SHM, Attach, Kernel, Layout, Pool, StoreCall
+from .load import LoadService, has_load
 
 kv = pb.kv
 
@@ -77,12 +78,13 @@ def _window(msg, has: bool, arena_size: int) -> Window:
 
 
 def _disjoint(pools, staging: Window) -> None:
-    """Rejects pools that overlap each other or the staging window, as the
-    Go SDK's disjoint: a kernel writing one pool would write another."""
-    ws = [("staging", staging)] + [(f"pool {p.name}", Window(p.base, p.nbytes)) for p in pools]
-    for i, (an, a) in enumerate(ws):
-        for bn, b in ws[i + 1 :]:
-            if a.size > 0 and b.size > 0 and a.off < b.end and b.off < a.end:
+    """Rejects pools that overlap each other or the staging window in one
+    region, as the Go SDK's disjoint: a kernel writing one pool would write
+    another."""
+    ws = [("staging", staging, 0)] + [(f"pool {p.name}", Window(p.base, p.nbytes), p.region) for p in pools]
+    for i, (an, a, ar) in enumerate(ws):
+        for bn, b, br in ws[i + 1 :]:
+            if ar == br and a.size > 0 and b.size > 0 and a.off < b.end and b.off < a.end:
                 raise bad_request(
                     f"{an} [{a.off}, {a.end}) overlaps {bn} [{b.off}, {b.end}); "
                     "give each pool and the staging its own bytes of the arena"
@@ -99,6 +101,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
         self.variant = ""
         self.host_bench = HostBench()
         self.device_bench = None
+        self.loads = LoadService(kernel)  # the load kind (load.py)
 
     # --- plumbing -----------------------------------------------------------
 
@@ -139,6 +142,8 @@ class KernelService(pb.kv_grpc.KernelServicer):
         resp = kv.DescribeResponse(name=self.k.name, version=self.k.version, doc=self.k.doc)
         if self.k.has_store():
             resp.kernels.append("store")
+        if has_load(self.k):
+            resp.kernels.append("load")
         if SHM in self.k.backends or CUDA not in self.k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in self.k.backends:
@@ -184,6 +189,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
                 arena = DeviceArena(a.ipc_handle, a.size, a.device)
             self.arena, self.pools, self.staging, self.variant = arena, pools, staging, req.variant
             try:
+                self.loads.attach(req)  # maps the host regions after the first
                 self._prepare()
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc(file=sys.stderr)
@@ -192,11 +198,17 @@ class KernelService(pb.kv_grpc.KernelServicer):
             return kv.AttachResponse(geometry=self._pool_geometry(pools))
 
     def _windows(self, req, size: int):
+        sizes = [size] + [r.size for r in list(req.regions)[1:]]
         pools = []
         for p in req.pools:
-            w = _window(p.pool, p.HasField("pool"), size)
+            region = p.pool.region if p.HasField("pool") else 0
+            if region >= len(sizes):
+                raise bad_request(f"pool {p.name}: region {region}: the attach has {len(sizes)}")
+            w = _window(p.pool, p.HasField("pool"), sizes[region])
             lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
-            pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size))
+            pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size, region=region))
+        if req.staging.region != 0:
+            raise bad_request(f"staging in region {req.staging.region}: the inputs of every call are read from region 0")
         staging = _window(req.staging, req.HasField("staging"), size)
         _disjoint(pools, staging)
         return pools, staging
@@ -237,6 +249,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
         """Unmaps whichever arena is attached; the state is cleared even if
         closing fails, so the harness can attach again."""
         arena, self.arena, self.pools, self.device_bench = self.arena, None, [], None
+        self.loads.release()
         if arena is not None:
             arena.close()
 
@@ -349,6 +362,18 @@ class KernelService(pb.kv_grpc.KernelServicer):
 
     def Transfer(self, request, context):
         context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{self.k.name} has no transfer kernel")
+
+    # --- Load (load.py) ---------------------------------------------------------
+
+    def Load(self, request, context):
+        return self._rpc(context, self._locked, self.loads.load, request)
+
+    def LoadBench(self, request, context):
+        return self._rpc(context, self._locked, self.loads.bench, request)
+
+    def _locked(self, fn, req):
+        with self.lock:
+            return fn(req, self.arena, self.pools, self.staging, self.variant)
 
     # --- Bench -----------------------------------------------------------------
 
