@@ -24,6 +24,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -76,8 +77,13 @@ var variants = []sdk.Variant{
 		Doc: "the load does not wait for the prior stream: it overwrites pages attention still reads (vllm #47282)"},
 }
 
-// ringSlots is the staged variant's double buffering.
-const ringSlots = 2
+// ringSlots is the staged variant's double buffering, of slotBytes each:
+// made once per attach, since an allocation in the middle of a load could
+// wait for the very streams the harness holds.
+const (
+	ringSlots = 2
+	slotBytes = 1 << 20
+)
 
 // kernel keeps each attach's streams by Exec: one process may serve
 // several servers (in-process fuzzing), each attach its own.
@@ -93,7 +99,6 @@ type state struct {
 	counter             *sdk.Counter
 	epoch               uint32 // the counter's value after the last load's last layer
 	slots               []sdk.Ref
-	slotBytes           int
 	in, out             []*sdk.Event // the ring: slot filled; slot emptied
 	used                []bool       // the slot has been emptied once (its out event was recorded)
 }
@@ -115,7 +120,12 @@ func (k *kernel) PrepareLoad(_ context.Context, x *sdk.Exec) error {
 	if st.counter, err = x.NewCounter("layers done"); err != nil {
 		return err
 	}
-	for range ringSlots {
+	for i := range ringSlots {
+		slot, err := x.Scratch(fmt.Sprintf("staging slot %d", i), slotBytes)
+		if err != nil {
+			return err
+		}
+		st.slots = append(st.slots, slot)
 		in, err := x.NewEvent("slot filled")
 		if err != nil {
 			return err

@@ -153,25 +153,13 @@ func (ld *load) bounce(c *sdk.LoadCall, s, l, b, i, n int) error {
 	return nil
 }
 
-// ring makes (or grows) the staging slots for the call's largest page.
+// ring checks that the call's pages fit the staging slots.
 func (st *state) ring(c *sdk.LoadCall) error {
-	need := 0
 	for _, b := range c.Buffers {
-		need = max(need, b.PageBytes)
-	}
-	if need <= st.slotBytes {
-		return nil
-	}
-	st.slots = st.slots[:0]
-	for s := range ringSlots {
-		r, err := c.Exec.Scratch(fmt.Sprintf("staging slot %d", s), need)
-		if err != nil {
-			return err
+		if b.PageBytes > slotBytes {
+			return fmt.Errorf("buffer %s: %d-byte pages do not fit the %d-byte staging slots", b.Name, b.PageBytes, slotBytes)
 		}
-		st.slots = append(st.slots, r)
 	}
-	st.slotBytes = need
-	clear(st.used) // new slots: nothing to wait for
 	return nil
 }
 
