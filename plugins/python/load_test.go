@@ -2,7 +2,9 @@ package python
 
 import (
 	"context"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
@@ -39,15 +41,22 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 func TestPythonLoadControlAndMutants(t *testing.T) {
 	python(t)
 	cases := 60
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		cases = 15
+	case os.Getenv("KVHARNESS_LONG") != "":
+		cases = 2500 // 10,000 in all
 	}
 	dir := runDir(t)
+	began := time.Now()
+	n := 0
 	for _, v := range loadRun(t, start(t, dir, abs(t, torchload), ""), "", nil, cases, false) {
+		n += v.Outcome.Cases
 		if !v.Outcome.Passed() {
 			t.Errorf("torchload row %s: %+v", v.Label, v.Outcome.Failure)
 		}
 	}
+	t.Logf("torchload passed %d cases (%d per row) in %v", n, cases, time.Since(began).Round(time.Millisecond))
 	for variant, row := range map[string]string{"indexk-gate-missing": load.ProfileLoad, "store-no-join": load.ProfileReuse} {
 		vs := loadRun(t, start(t, dir, abs(t, torchload), variant), variant, nil, 10, true)
 		v := vs[len(vs)-1]
