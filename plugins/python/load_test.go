@@ -3,6 +3,7 @@ package python
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -83,5 +84,15 @@ func TestTorchLoadOnGPU(t *testing.T) {
 	vs := loadRun(t, start(t, dir, abs(t, torchload), "indexk-gate-missing"), "indexk-gate-missing", arena.CUDA{Dev: dev}, 10, true)
 	if f := vs[len(vs)-1].Outcome.Failure; f == nil || f.Flaky {
 		t.Errorf("GPU torchload indexk-gate-missing: %+v", f)
+	}
+}
+
+// TestPythonStreamsSelftest: the Python SDK's host streams follow CUDA's
+// rules (torchload/streams_selftest.py, numpy only).
+func TestPythonStreamsSelftest(t *testing.T) {
+	py := python(t)
+	out, err := exec.Command(py, "torchload/streams_selftest.py").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
 	}
 }
