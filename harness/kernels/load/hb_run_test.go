@@ -66,8 +66,11 @@ func TestLatchOffRandomCases(t *testing.T) {
 	for _, variant := range []string{"", "indexk-gate-missing", "gate-previous-layer", "record-before-copies"} {
 		g := &Gen{Geometry: testGeometry(), Profile: ProfileLoad}
 		sys := NewSystem(inProcess(), plugintest.Dir(t), Config{Variant: variant, Seed: 1, Geometry: g.Geometry}, g)
-		hidden, flagged := 0, 0
-		for i := range 200 {
+		hidden, flagged, n := 0, 0, 200
+		if testing.Short() {
+			n = 50
+		}
+		for i := range n {
 			c := g.Draw(randFor(int64(i)))
 			c.NoLatch = true
 			r, err := sys.Check(context.Background(), c)
@@ -85,7 +88,7 @@ func TestLatchOffRandomCases(t *testing.T) {
 			}
 		}
 		sys.Close(context.Background())
-		t.Logf("%-22s latch off: %3d of 200 cases flagged by the checker, %3d of them with every probe seeing the loaded bytes", variant, flagged, hidden)
+		t.Logf("%-22s latch off: %3d of %d cases flagged by the checker, %3d of them with every probe seeing the loaded bytes", variant, flagged, n, hidden)
 		if variant != "" && hidden == 0 {
 			t.Errorf("%s: no case where timing hid the bug and the checker found it", variant)
 		}

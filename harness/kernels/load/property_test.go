@@ -90,6 +90,9 @@ func TestEveryVariantIsListed(t *testing.T) {
 // run, 10,000 cases each (KVHARNESS_LOAD_CASES overrides the total).
 func TestControlsPass(t *testing.T) {
 	total := 100 * len(Profiles)
+	if testing.Short() {
+		total = 25 * len(Profiles)
+	}
 	if long() {
 		total = 10000
 		if n, err := strconv.Atoi(os.Getenv("KVHARNESS_LOAD_CASES")); err == nil && n > 0 {
@@ -187,7 +190,10 @@ func minimal(t *testing.T, p *plugin.Plugin, backend arena.Backend, variant stri
 // in the long run), and the table of kills is logged.
 func TestMutantsKilledEverySeed(t *testing.T) {
 	seeds := 2
-	if long() {
+	switch {
+	case testing.Short():
+		seeds = 1
+	case long():
 		seeds = 10
 	}
 	killTable(t, inProcess, nil, seeds)
