@@ -70,10 +70,13 @@ class Window:
         return self.off + self.size
 
 
+def _shown(msg, has: bool) -> str:
+    return f"{{offset: {msg.offset}, size: {msg.size}}}" if has else "<nil>"
+
+
 def _window(msg, has: bool, arena_size: int) -> Window:
     if not has or msg.offset + msg.size > arena_size:
-        shown = f"{{offset: {msg.offset}, size: {msg.size}}}" if has else "<nil>"
-        raise bad_request(f"window {shown} outside the {arena_size}-byte arena")
+        raise bad_request(f"window {_shown(msg, has)} outside the {arena_size}-byte arena")
     return Window(msg.offset, msg.size)
 
 
@@ -202,11 +205,13 @@ class KernelService(pb.kv_grpc.KernelServicer):
         pools = []
         for p in req.pools:
             region = p.pool.region if p.HasField("pool") else 0
-            if region >= len(sizes):
-                raise bad_request(f"pool {p.name}: region {region}: the attach has {len(sizes)}")
+            if not p.HasField("pool") or region >= len(sizes):  # worded as the Go SDK's checkWindows
+                raise bad_request(f"window {_shown(p.pool, p.HasField('pool'))} names no region of the {len(sizes)} attached")
             w = _window(p.pool, p.HasField("pool"), sizes[region])
             lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
             pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size, region=region))
+        if not req.HasField("staging") or req.staging.region >= len(sizes):
+            raise bad_request(f"window {_shown(req.staging, req.HasField('staging'))} names no region of the {len(sizes)} attached")
         if req.staging.region != 0:
             raise bad_request(f"staging in region {req.staging.region}: the inputs of every call are read from region 0")
         staging = _window(req.staging, req.HasField("staging"), size)
