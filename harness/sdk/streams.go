@@ -28,6 +28,10 @@ import (
 // Detach. Its methods must be called from the goroutine the SDK called the
 // kernel on.
 type Exec struct {
+	// State is the kernel's: the streams, events and counters it made in
+	// PrepareLoad, kept for the attach's calls.
+	State any
+
 	m     *model
 	eng   engine
 	mems  []memory // 0: region 0 (device pools, staging), 1: region 1 (host pool), 2…: scratch

@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -85,12 +84,9 @@ const (
 	slotBytes = 1 << 20
 )
 
-// kernel keeps each attach's streams by Exec: one process may serve
-// several servers (in-process fuzzing), each attach its own.
-type kernel struct {
-	mu     sync.Mutex
-	states map[*sdk.Exec]*state
-}
+// kernel keeps each attach's streams in its Exec's State: one process may
+// serve several servers (in-process fuzzing), each attach its own.
+type kernel struct{}
 
 // state is an attach's streams, events and ring.
 type state struct {
@@ -136,20 +132,13 @@ func (k *kernel) PrepareLoad(_ context.Context, x *sdk.Exec) error {
 		}
 		st.in, st.out = append(st.in, in), append(st.out, out)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.states == nil {
-		k.states = map[*sdk.Exec]*state{}
-	}
-	k.states[x] = st
+	x.State = st
 	return nil
 }
 
 func (k *kernel) state(x *sdk.Exec) (*state, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	st := k.states[x]
-	if st == nil {
+	st, ok := x.State.(*state)
+	if !ok {
 		return nil, errors.New("layerload: no streams for this attach (PrepareLoad was not called)")
 	}
 	return st, nil
