@@ -14,7 +14,7 @@ import (
 // cases). On the GPU, which scans at device speed, the default is a
 // serving engine's pool: a million slots. A transfer gets 256 pages, so
 // runs cross multiples of 64 pages; a read keeps 4,096 slots, whose every
-// key it scores.
+// key it scores, and so does any other kind.
 const (
 	storeSlotsCPU  = 1 << 17
 	storeSlotsCUDA = 1 << 20
@@ -23,7 +23,7 @@ const (
 )
 
 // slotDefaults is the --slots help's account of defaultSlots.
-const slotDefaults = "stores 131072 on cpu and 1048576 on cuda, transfers 256 pages, reads 4096"
+const slotDefaults = "stores 131072 on cpu and 1048576 on cuda, transfers 256 pages, others 4096"
 
 // defaultSlots is the pool a kernel of kind k is checked on by default,
 // on backend place p, for pages of pageSize tokens.

@@ -16,10 +16,11 @@ import (
 	"github.com/kvharness/kvharness/plugins"
 )
 
-// Geometry of the fuzzed pool: small enough that a case costs well under a
-// millisecond, large enough for several pages.
+// Geometry of the fuzzed pool: slots past 16 bits (a kernel that narrows
+// loc to uint16 aliases them), pages by the thousand. The pools are filled
+// lazily (lazy.go), so a case costs what its rows touch, not the pool.
 const (
-	fuzzSlots       = 1024
+	fuzzSlots       = 1 << 17
 	fuzzPageSize    = 64
 	fuzzMaxCapacity = 64
 )
@@ -99,6 +100,8 @@ var fuzzSeeds = []fuzzSeed{
 		"the last valid row: off-by-one loops"},
 	{"interleaved-scale", "fp8-paged", &Case{Padding: PadNone, Valid: 2, Loc: []int64{0, 1}, Rows: rows(normal, normal)},
 		"neighbouring slots of a packed page: a scale written after its row overwrites the next row"},
+	{"past-16-bits", "bf16", &Case{Padding: PadNone, Valid: 1, Loc: []int64{1<<16 + 5}, Rows: rows(normal)},
+		"a slot index past 16 bits: a narrowed loc aliases slot 5"},
 	{"padding-only", "bf16", &Case{Padding: PadSink, Valid: 0, Loc: []int64{0}, Rows: rows(garbage)},
 		"a batch that is all padding"},
 }

@@ -13,11 +13,12 @@ import (
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
-// The fuzzed transfer geometry: two DeepSeek-V4-like layers of 16 pages.
+// The fuzzed transfer geometry: two DeepSeek-V4-like layers of 128 pages
+// (runs can cross a multiple of 64 pages, a registration chunk).
 // Inputs choose a subset of its buffers, up to fuzzMaxRooms rooms of up to
 // fuzzMaxPages pages each (Decode).
 const (
-	fuzzPages    = 16
+	fuzzPages    = 128
 	fuzzMaxRooms = 4
 	fuzzMaxPages = 8
 )
@@ -102,6 +103,8 @@ var fuzzSeeds = []fuzzSeed{
 		"buffers on different page tables: the first buffer's pages are wrong for the second"},
 	{"run-of-three", "last-run-truncated", &Case{Geometry: seedBuffers("L0.kv"), Rooms: seedRooms([2][]int64{seedPages(4, 5, 6), seedPages(8, 9, 10)})},
 		"one run of three pages: its last page is the one cut off"},
+	{"run-across-64", "run-crosses-64", &Case{Geometry: seedBuffers("L0.kv"), Rooms: seedRooms([2][]int64{seedPages(62, 63, 64, 65), seedPages(2, 3, 4, 5)})},
+		"one run across page 64: split at the chunk boundary, its second half read from the run's start"},
 	{"page-table-wrap", "", &Case{Geometry: seedBuffers("L0.indexk"), Rooms: seedRooms([2][]int64{seedPages(wrapPage-1, wrapPage), seedPages(2, 3)})},
 		"a run contiguous in the room but wrapping in the buffer's page table: two descriptors"},
 	{"first-and-last-page", "", &Case{Geometry: seedBuffers("L0.kv", "L1.indexk"), Rooms: seedRooms([2][]int64{seedPages(0, fuzzPages-1), seedPages(fuzzPages-1, 0)})},
