@@ -128,6 +128,9 @@ func (s *Memory) FillLazy(w pool.Window, seed uint64) error {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return err
 	}
+	if err := s.guard(); err != nil {
+		return err
+	}
 	s.bl.Fill(w, seed)
 	lo, hi := (w.Off+pageBytes-1)/pageBytes*pageBytes, w.End()/pageBytes*pageBytes
 	if lo >= hi {
@@ -157,12 +160,51 @@ func (s *Memory) note() error {
 	return err
 }
 
-// holesWritten reports whether the file grew since the last note: some
-// hole was written. Callers allocate the pages they write themselves
+// guard is called before the harness allocates or frees pages of the
+// file itself: a growth since the last note is someone else's write, and
+// the note that follows the harness's own change would hide it, so it is
+// kept as dirty until no hole is found resident (settle).
+func (s *Memory) guard() error {
+	if s.dirty || s.lazy.holes == 0 {
+		return nil
+	}
+	b, err := s.Blocks()
+	if b != s.noted {
+		s.dirty = true
+	}
+	return err
+}
+
+// settle clears dirty when mincore finds no hole of any lazy window
+// resident: every stray page was materialized (Reset) or given back.
+func (s *Memory) settle() error {
+	if !s.dirty {
+		return nil
+	}
+	for _, r := range s.lazyRanges {
+		vec, first, err := s.residency(r)
+		if err != nil {
+			return err
+		}
+		for i, v := range vec {
+			if v&1 != 0 && !s.lazy.has(first+i) {
+				return nil
+			}
+		}
+	}
+	s.dirty = false
+	return nil
+}
+
+// holesWritten reports whether the file grew since the last note, or
+// before a note that hid it (guard): some hole was written. Callers allocate the pages they write themselves
 // (staging) before the first note, or later writes there count too.
 func (s *Memory) holesWritten() (bool, error) {
 	if s.lazy.holes == 0 {
 		return false, nil
+	}
+	if s.dirty {
+		return true, nil
 	}
 	b, err := s.Blocks()
 	return b != s.noted, err
@@ -178,6 +220,9 @@ func (s *Memory) writeBase(w pool.Window) {
 func (s *Memory) Materialize(ws []pool.Window) error {
 	if s.lazy.holes == 0 {
 		return nil
+	}
+	if err := s.guard(); err != nil {
+		return err
 	}
 	wrote := false
 	for _, w := range ws {
@@ -253,6 +298,9 @@ func (s *Memory) Release(w pool.Window) error {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return err
 	}
+	if err := s.guard(); err != nil {
+		return err
+	}
 	for _, sp := range s.lazyWindows(w) {
 		lo, hi := (sp.Off+pageBytes-1)/pageBytes, sp.End()/pageBytes
 		for p := lo; p < hi; {
@@ -271,6 +319,9 @@ func (s *Memory) Release(w pool.Window) error {
 				s.lazy.clear(p)
 			}
 		}
+	}
+	if err := s.settle(); err != nil {
+		return err
 	}
 	return s.note()
 }

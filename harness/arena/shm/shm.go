@@ -33,11 +33,11 @@ type Memory struct {
 	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
 	zeros []byte            // the baseline of bytes never filled
 	lazy  lazyPages         // which pages hold their baseline (lazy.go)
-	chunk []byte            // a computed stretch of background (eachBase)
 	// lazyRanges are the page-aligned stretches FillLazy left as holes.
 	lazyRanges []pool.Window
 	sparse     bool  // the file is on tmpfs, where holes prove what they prove
 	noted      int64 // allocated blocks after the harness's last allocation (lazy.go)
+	dirty      bool  // a hole was written before a note (guard, lazy.go)
 }
 
 // New creates and maps a shared-memory arena of size bytes in dir.
@@ -110,24 +110,44 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return err
 	}
-	if bg := s.bg[seed]; len(bg) < w.Len {
-		grown := make([]byte, w.Len)
-		copy(grown, bg)
-		pool.FillBackground(grown[len(bg):], seed, len(bg))
-		s.bg[seed] = grown
+	if s.sparse {
+		if err := s.guard(); err != nil {
+			return err
+		}
 	}
+	bg := s.background(seed, w.Len)
 	s.bl.Fill(w, seed)
 	s.lazy.dense(w)
-	copy(s.mem[w.Off:w.End()], s.bg[seed])
+	copy(s.mem[w.Off:w.End()], bg)
 	if s.sparse {
 		return s.note()
 	}
 	return nil
 }
 
-// chunkBytes of background are computed at a time for stretches longer
-// than their seed's copy (lazily filled windows have none).
+// chunkBytes is the stretch of zeros compared at a time with bytes never
+// filled.
 const chunkBytes = 64 << 10
+
+// growBytes is the least a seed's background copy grows by: a lazily
+// filled window's copy grows as its cases reach further in, instead of
+// its background being recomputed for every page materialized or scanned.
+const growBytes = 1 << 20
+
+// background is seed's background copy, at least n bytes long. It lives
+// in the harness's memory, never in the arena: a window filled lazily
+// keeps its holes.
+func (s *Memory) background(seed uint64, n int) []byte {
+	bg := s.bg[seed]
+	if len(bg) >= n {
+		return bg
+	}
+	grown := make([]byte, max(n, min(2*len(bg), len(s.mem)), growBytes))
+	copy(grown, bg)
+	pool.FillBackground(grown[len(bg):], seed, len(bg))
+	s.bg[seed] = grown
+	return grown
+}
 
 // eachBase calls f over w in stretches of one baseline, with the
 // baseline's bytes (never to be written, valid during the call).
@@ -146,17 +166,9 @@ func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
 				hi := min(lo+chunkBytes, p.End())
 				f(lo, hi, s.zeros[:hi-lo])
 			}
-		case p.End()-p.Origin <= len(bg):
-			f(p.Off, p.End(), bg[p.Off-p.Origin:p.End()-p.Origin])
 		default:
-			if s.chunk == nil {
-				s.chunk = make([]byte, chunkBytes)
-			}
-			for lo := p.Off; lo < p.End(); lo += chunkBytes {
-				hi := min(lo+chunkBytes, p.End())
-				pool.FillBackground(s.chunk[:hi-lo], p.Seed, lo-p.Origin)
-				f(lo, hi, s.chunk[:hi-lo])
-			}
+			bg = s.background(p.Seed, p.End()-p.Origin)
+			f(p.Off, p.End(), bg[p.Off-p.Origin:p.End()-p.Origin])
 		}
 	}
 }
@@ -270,6 +282,9 @@ func (s *Memory) appendLines(out []pool.Window, lo, hi int, base []byte) []pool.
 // Reset implements arena.Memory. A range in a hole the file allocated
 // (a stray write) materializes the hole's pages instead.
 func (s *Memory) Reset(ws []pool.Window) error {
+	if err := s.guard(); err != nil {
+		return err
+	}
 	materialized := false
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {

@@ -53,19 +53,21 @@ func (t *Target) materialize(batch []run) error {
 	return t.lazy.Materialize(ws)
 }
 
-// strayed reports whether the runs wrote holes of their pools, on a lazy
-// target.
-func (t *Target) strayed(batch []run) (bool, error) {
+// strayed lists the holes of the runs' pools that were written (arena
+// offsets), on a lazy target.
+func (t *Target) strayed(batch []run) ([]pool.Window, error) {
 	if t.lazy == nil {
-		return false, nil
+		return nil, nil
 	}
+	var out []pool.Window
 	for _, r := range batch {
 		ws, err := t.lazy.Strays(t.regionOf(r).Span())
-		if err != nil || len(ws) > 0 {
-			return len(ws) > 0, err
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, ws...)
 	}
-	return false, nil
+	return out, nil
 }
 
 // noteBlocks records the arena's allocated size, on a lazy target: a run

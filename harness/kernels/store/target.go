@@ -299,21 +299,56 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 		return deltas, err
 	}
 	defer t.release()
+	var first []oracle.Delta
+	var seen []pool.Window // the stray pages of earlier attempts
 	for attempt := 0; ; attempt++ {
 		deltas, strays, err := t.runOnce(ctx, rows, batch)
-		if err != nil || !strays || attempt == maxReplays {
+		if attempt == 0 {
+			first = deltas
+		}
+		switch {
+		case err != nil:
 			return deltas, err
+		case len(strays) == 0 && attempt > 0 && !t.repeated(batch, deltas, seen):
+			// A stray page the replay left alone was written before
+			// the case or only once: the reset erased it, so the first
+			// attempt's deltas (exact but where holes read as zeros)
+			// are the evidence.
+			return first, nil
+		case len(strays) == 0 || attempt == maxReplays:
+			return deltas, nil
+		}
+		seen = append(seen, strays...)
+	}
+}
+
+// repeated reports whether the deltas of batch's runs change every page
+// of strays (arena offsets): the replay wrote them again.
+func (t *Target) repeated(batch []run, deltas []oracle.Delta, strays []pool.Window) bool {
+	for _, s := range strays {
+		hit := false
+		for i, r := range batch {
+			base := t.regionOf(r).Pool.Off
+			for _, w := range deltas[i].Windows {
+				if w.Off+base < s.End() && s.Off < w.End()+base {
+					hit = true
+				}
+			}
+		}
+		if !hit {
+			return false
 		}
 	}
+	return true
 }
 
 // runOnce is one try of runs: on a lazy target it also reports whether
 // the runs wrote holes, which makes their deltas inexact (a hole reads as
 // zeros, not as the background); those pages are materialized by the
 // reset, so that a replay is exact.
-func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]oracle.Delta, bool, error) {
+func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]oracle.Delta, []pool.Window, error) {
 	if err := t.group.ensure(ctx); err != nil { // another target of the same plugin may have attached since
-		return nil, false, err
+		return nil, nil, err
 	}
 	start := time.Now()
 	if err := t.batch(func() error {
@@ -322,7 +357,7 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 		}
 		return t.stage(0, batch[0].c, rows)
 	}); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	start = t.clock("stage", start)
 	err := t.group.storeBatch(ctx, t.requests(batch))
@@ -331,7 +366,7 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 	}
 	start = t.clock("store", start)
 	var deltas []oracle.Delta
-	var strays bool
+	var strays []pool.Window
 	berr := t.batch(func() error {
 		if err == nil {
 			err = t.checkStaging(0)
@@ -346,7 +381,7 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 		return cerr
 	})
 	if berr != nil {
-		return nil, false, berr
+		return nil, nil, berr
 	}
 	return deltas, strays, err
 }
