@@ -26,6 +26,7 @@ type server struct {
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
+	async   *asyncState // the pdasync role this process plays, when attached for one (pdasync_server.go)
 }
 
 type window struct{ off, len int }
@@ -169,11 +170,14 @@ func regionsOf(req *kvpb.AttachRequest) []*kvpb.Arena {
 // regionOf is the mapping of the region pool p lives in.
 func (s *server) regionOf(p Pool) []byte { return s.regions[p.Region] }
 
-func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
+func (s *server) geometry(pools []Pool) []*kvpb.Geometry { return geometryOf(s.p, s.variant, pools) }
+
+// geometryOf is what plugin p declares for each pool under a variant.
+func geometryOf(pl Plugin, variant string, pools []Pool) []*kvpb.Geometry {
 	out := make([]*kvpb.Geometry, len(pools))
 	for i, p := range pools {
 		out[i] = &kvpb.Geometry{Layout: p.Layout.Name}
-		for _, g := range s.p.Geometry(s.variant, p.Layout.HeadDim, p.Layout.PageSize) {
+		for _, g := range pl.Geometry(variant, p.Layout.HeadDim, p.Layout.PageSize) {
 			if g.Layout == p.Layout.Name {
 				out[i].BytesPerToken, out[i].BytesPerPage = uint64(g.BytesPerToken), uint64(g.BytesPerPage)
 			}
@@ -269,5 +273,6 @@ func ServesHost(kernel any) bool {
 	_, store := kernel.(Storer)
 	_, read := kernel.(Reader)
 	_, transfer := kernel.(Transferer)
-	return store || read || transfer
+	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
+	return store || read || transfer || async
 }

@@ -1,0 +1,58 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// The asynchronous transfer calls (kernel "pdasync"): a plugin process
+// plays the prefill or the decode server of a pair (see kvharness.proto).
+// Their failures are classified as Store's are.
+
+// AsyncAttach maps a role's regions and pools. It is separate from Attach:
+// a process attached for a role keeps that attachment until it is
+// restarted or attached again.
+func (p *Plugin) AsyncAttach(ctx context.Context, req *kvpb.AsyncAttachRequest) (*kvpb.AsyncAttachResponse, error) {
+	resp, err := call(ctx, p, "AsyncAttach", p.kernel.AsyncAttach, req)
+	if err == nil && len(resp.Geometry) != len(req.GetAttach().GetPools()) {
+		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "AsyncAttach",
+			Detail: fmt.Sprintf("answered %d geometries for %d pools", len(resp.Geometry), len(req.GetAttach().GetPools()))}
+	}
+	return resp, err
+}
+
+// AsyncReset forgets every room: a new case begins.
+func (p *Plugin) AsyncReset(ctx context.Context) error {
+	_, err := call(ctx, p, "AsyncReset", p.kernel.AsyncReset, &kvpb.AsyncResetRequest{})
+	return err
+}
+
+// AsyncAdmit gives the decode a room and returns the destination pages it
+// sends the prefill.
+func (p *Plugin) AsyncAdmit(ctx context.Context, req *kvpb.AsyncAdmitRequest) (*kvpb.AsyncAdmitResponse, error) {
+	return call(ctx, p, "AsyncAdmit", p.kernel.AsyncAdmit, req)
+}
+
+// AsyncPost asks the prefill to post a room's handles; it answers their
+// descriptors.
+func (p *Plugin) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kvpb.AsyncPostResponse, error) {
+	return call(ctx, p, "AsyncPost", p.kernel.AsyncPost, req)
+}
+
+// AsyncPoll collects the prefill's notifications since the last poll.
+func (p *Plugin) AsyncPoll(ctx context.Context) (*kvpb.AsyncPollResponse, error) {
+	return call(ctx, p, "AsyncPoll", p.kernel.AsyncPoll, &kvpb.AsyncPollRequest{})
+}
+
+// AsyncNotify delivers notifications to the decode and returns what it
+// did with its rooms.
+func (p *Plugin) AsyncNotify(ctx context.Context, req *kvpb.AsyncNotifyRequest) (*kvpb.AsyncNotifyResponse, error) {
+	return call(ctx, p, "AsyncNotify", p.kernel.AsyncNotify, req)
+}
+
+// AsyncAbort aborts a room at the decode.
+func (p *Plugin) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*kvpb.AsyncAbortResponse, error) {
+	return call(ctx, p, "AsyncAbort", p.kernel.AsyncAbort, req)
+}
