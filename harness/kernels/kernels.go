@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kernels/read"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
@@ -22,7 +23,7 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &pdasync.Kind}
 
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {

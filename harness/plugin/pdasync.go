@@ -56,3 +56,14 @@ func (p *Plugin) AsyncNotify(ctx context.Context, req *kvpb.AsyncNotifyRequest) 
 func (p *Plugin) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*kvpb.AsyncAbortResponse, error) {
 	return call(ctx, p, "AsyncAbort", p.kernel.AsyncAbort, req)
 }
+
+// Spawn starts another process of the same plugin, with the same options
+// and trust: a kind that plays two servers (pdasync's prefill and decode)
+// runs the second in it. The caller closes it. An in-process plugin has no
+// process to start again.
+func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
+	if p.client == nil {
+		return nil, fmt.Errorf("plugin %s runs in process: it cannot be started again; start a second in-process server instead", p.Name)
+	}
+	return start(ctx, p.spec, p.opts)
+}

@@ -16,17 +16,30 @@ const (
 	gateFail = 2
 )
 
-// hostTransport runs each handle on a goroutine of its own: it waits for
-// the handle's gate word in the prefill arena's gate window, then copies
-// the handle's descriptors from the prefill arena into the decode arena.
-// A failed handle lands the first half of its copies, as a transfer that
-// broke half way does, and then reports failure.
+// hostTransport runs the handles of the host backend: one watcher
+// goroutine polls the gate word of every held handle in the prefill
+// arena's gate window and, as each opens, copies that handle's
+// descriptors from the prefill arena into the decode arena on a goroutine
+// of its own, so that handles land in whatever order the harness opens
+// them. A failed handle lands the first half of its copies, as a transfer
+// that broke half way does, and then reports failure.
 type hostTransport struct {
 	src, dst []byte // the prefill arena (region 0) and the decode arena (region 1)
 	gates    []byte // the gate window, in src
+
+	mu       sync.Mutex
+	held     []*hostXfer // posted, gate not yet seen open
+	watching bool
 	cancel   atomic.Bool
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the watcher and every copy
 	live     []*Xfer
+}
+
+// hostXfer is one posted handle of the host transport.
+type hostXfer struct {
+	gate  *uint32
+	ds    []Descriptor
+	state atomic.Int32 // an XferState
 }
 
 func (t *hostTransport) post(handle uint32, ds []Descriptor) (*Xfer, error) {
@@ -36,55 +49,84 @@ func (t *hostTransport) post(handle uint32, ds []Descriptor) (*Xfer, error) {
 	if err := inRegions(ds, len(t.src), len(t.dst)); err != nil {
 		return nil, err
 	}
-	var state atomic.Int32
-	gate := (*uint32)(unsafe.Pointer(&t.gates[4*handle]))
-	ds = append([]Descriptor(nil), ds...)
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		state.Store(int32(t.run(gate, ds)))
-	}()
-	x := &Xfer{Handle: handle, check: func() (XferState, error) { return XferState(state.Load()), nil }}
+	hx := &hostXfer{gate: (*uint32)(unsafe.Pointer(&t.gates[4*handle])), ds: append([]Descriptor(nil), ds...)}
+	t.mu.Lock()
+	t.held = append(t.held, hx)
+	if !t.watching {
+		t.watching = true
+		t.wg.Add(1)
+		go t.watch()
+	}
+	t.mu.Unlock()
+	x := &Xfer{Handle: handle, check: func() (XferState, error) { return XferState(hx.state.Load()), nil }}
 	t.live = append(t.live, x)
 	return x, nil
 }
 
-// run waits for the gate and copies; it returns the handle's final state.
-func (t *hostTransport) run(gate *uint32, ds []Descriptor) XferState {
-	v := waitGate(gate, &t.cancel)
+// watch polls the held handles' gates until none is held, spinning
+// briefly after progress and sleeping longer while nothing moves.
+func (t *hostTransport) watch() {
+	defer t.wg.Done()
+	idle := 0
+	for {
+		t.mu.Lock()
+		opened, left := t.scan()
+		if left == 0 && len(opened) == 0 {
+			t.watching = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		for _, hx := range opened {
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				hx.state.Store(int32(t.run(hx)))
+			}()
+		}
+		if len(opened) > 0 {
+			idle = 0
+		}
+		idle++
+		if idle > 64 {
+			time.Sleep(min(time.Duration(idle-64)*time.Microsecond, 100*time.Microsecond))
+		}
+	}
+}
+
+// scan takes the handles whose gates opened (every one, when cancelled)
+// off the held list; t.mu is held.
+func (t *hostTransport) scan() (opened []*hostXfer, left int) {
+	cancel := t.cancel.Load()
+	keep := t.held[:0]
+	for _, hx := range t.held {
+		if cancel || atomic.LoadUint32(hx.gate) != gateHeld {
+			opened = append(opened, hx)
+		} else {
+			keep = append(keep, hx)
+		}
+	}
+	t.held = keep
+	return opened, len(keep)
+}
+
+// run copies a handle whose gate opened; it returns its final state.
+func (t *hostTransport) run(hx *hostXfer) XferState {
+	v := atomic.LoadUint32(hx.gate)
 	if v == gateHeld { // cancelled: the harness never opened it
 		return XferFailed
 	}
-	n := len(ds)
+	n := len(hx.ds)
 	if v == gateFail {
 		n /= 2
 	}
-	for _, d := range ds[:n] {
+	for _, d := range hx.ds[:n] {
 		copy(t.dst[d.Dst:d.Dst+d.Length], t.src[d.Src:d.Src+d.Length])
 	}
 	if v == gateFail {
 		return XferFailed
 	}
 	return XferDone
-}
-
-// waitGate polls a gate until it leaves gateHeld or cancel is set,
-// spinning briefly and then sleeping, so a held handle costs little.
-func waitGate(gate *uint32, cancel *atomic.Bool) uint32 {
-	sleep := time.Microsecond
-	for i := 0; ; i++ {
-		if v := atomic.LoadUint32(gate); v != gateHeld {
-			return v
-		}
-		if cancel.Load() {
-			return gateHeld
-		}
-		if i < 64 {
-			continue
-		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, 500*time.Microsecond)
-	}
 }
 
 // drainTimeout bounds how long a reset waits for handles: the harness
@@ -114,13 +156,9 @@ func (t *hostTransport) drain(ctx context.Context) error {
 }
 
 func (t *hostTransport) pending() int {
-	n := 0
-	for _, x := range t.live {
-		if s, _ := x.State(); s == XferPending {
-			n++
-		}
-	}
-	return n
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.held)
 }
 
 func (t *hostTransport) close() error { return t.drain(context.Background()) }

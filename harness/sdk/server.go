@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -246,7 +247,7 @@ func disjoint(pools []Pool, staging window) error {
 func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.release(); err != nil {
+	if err := errors.Join(s.release(), s.releaseAsync()); err != nil {
 		return nil, status.Errorf(codes.Internal, "detach: %v", err)
 	}
 	return &kvpb.DetachResponse{}, nil
