@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -41,9 +42,11 @@ func (p *Plugin) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kv
 	return call(ctx, p, "AsyncPost", p.kernel.AsyncPost, req)
 }
 
-// AsyncPoll collects the prefill's notifications since the last poll.
-func (p *Plugin) AsyncPoll(ctx context.Context) (*kvpb.AsyncPollResponse, error) {
-	return call(ctx, p, "AsyncPoll", p.kernel.AsyncPoll, &kvpb.AsyncPollRequest{})
+// AsyncPoll collects the prefill's notifications since the last poll,
+// waiting up to wait (at most a second) for a first one.
+func (p *Plugin) AsyncPoll(ctx context.Context, wait time.Duration) (*kvpb.AsyncPollResponse, error) {
+	us := uint32(min(wait, time.Second) / time.Microsecond)
+	return call(ctx, p, "AsyncPoll", p.kernel.AsyncPoll, &kvpb.AsyncPollRequest{WaitUs: us})
 }
 
 // AsyncNotify delivers notifications to the decode and returns what it

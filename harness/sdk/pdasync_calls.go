@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -84,18 +85,32 @@ func (s *server) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kv
 }
 
 // AsyncPoll answers the prefill engine's notifications since the last poll.
-func (s *server) AsyncPoll(ctx context.Context, _ *kvpb.AsyncPollRequest) (*kvpb.AsyncPollResponse, error) {
+func (s *server) AsyncPoll(ctx context.Context, req *kvpb.AsyncPollRequest) (*kvpb.AsyncPollResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := s.role("AsyncPoll", kvpb.AsyncRole_ASYNC_ROLE_PREFILL)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := st.pre.Poll(ctx)
+	ns, err := st.poll(ctx, time.Duration(req.WaitUs)*time.Microsecond)
 	if err != nil {
 		return nil, engineFailed("Poll", err)
 	}
 	return &kvpb.AsyncPollResponse{Notifications: notificationsPB(ns)}, nil
+}
+
+// poll polls the engine until it has notifications or wait has passed.
+func (st *asyncState) poll(ctx context.Context, wait time.Duration) ([]AsyncNotification, error) {
+	deadline := time.Now().Add(wait)
+	pause := 2 * time.Microsecond
+	for {
+		ns, err := st.pre.Poll(ctx)
+		if err != nil || len(ns) > 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return ns, err
+		}
+		time.Sleep(min(pause, time.Until(deadline)))
+		pause = min(2*pause, 50*time.Microsecond)
+	}
 }
 
 // AsyncNotify delivers notifications to the decode engine and answers its

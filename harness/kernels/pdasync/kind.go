@@ -48,6 +48,9 @@ type SuiteConfig struct {
 	Geometry pd.Geometry   // zero: DefaultGeometry(DefaultLayers, DefaultPages)
 	Profiles []string      // nil: Profiles
 	Decode   arena.Backend // the decode arena's backend; nil: the prefill's (Params.Backend)
+	// Spawn starts a row's decode process beside its prefill process; nil:
+	// another process of the prefill's plugin (plugin.Plugin.Spawn).
+	Spawn func(ctx context.Context, prefill *plugin.Plugin) (*plugin.Plugin, error)
 }
 
 // Suite is the pdasync properties over profiles, one row and one pair of
@@ -73,10 +76,16 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 		gen := &Gen{Geometry: g, Profile: profile}
 		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
 			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
-				sys, err := Spawned(ctx, pl, s.Dir, cfg, gen)
-				if err != nil {
-					return nil, err
+				spawn := sc.Spawn
+				if spawn == nil {
+					spawn = func(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) { return p.Spawn(ctx) }
 				}
+				decode, err := spawn(ctx, pl)
+				if err != nil {
+					return nil, fmt.Errorf("start the decode process: %w", err)
+				}
+				sys := NewSystem(pl, decode, s.Dir, cfg, gen)
+				sys.OwnsDecode = true
 				if _, err := sys.Target(ctx, g); err != nil {
 					sys.Close(ctx)
 					return nil, err

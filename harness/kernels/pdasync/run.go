@@ -24,6 +24,7 @@ type run struct {
 	seen    map[pageKey]bool // pages already reported
 	touched map[pageKey]bool // pages that changed: by a copy, or by a reassignment
 	stop    bool             // a liveness failure ended the run
+	polled  bool             // the prefill was polled since the last gate was set or room posted
 }
 
 // Check plays a case on the target and judges every answer.
@@ -104,7 +105,7 @@ func (r *run) do(s Step) error {
 		}
 		return r.open([]int{hi}, v)
 	case OpPoll:
-		return r.poll()
+		return r.poll(0)
 	case OpDeliver:
 		return r.deliver(r.pick(s))
 	case OpAbort:
@@ -115,12 +116,16 @@ func (r *run) do(s Step) error {
 
 // open sets the gates of handles, waits until the prefill has told each
 // of them (and each component they complete), then reads what landed. It
-// polls once before, with the gates still held: an engine that takes a
-// successful poll for completion says so then, whatever the timing.
+// polls once before, with the gates still held (unless the last poll saw
+// the gates as they are): an engine that takes a successful poll for
+// completion says so then, whatever the timing.
 func (r *run) open(his []int, v uint32) error {
-	if err := r.poll(); err != nil {
-		return err
+	if !r.polled {
+		if err := r.poll(0); err != nil {
+			return err
+		}
 	}
+	r.polled = false
 	for _, hi := range his {
 		h := r.w.handles[hi]
 		if err := r.t.setGate(hi, v); err != nil {
@@ -139,24 +144,21 @@ func (r *run) open(his []int, v uint32) error {
 // runs out: then the engine is hung, and the run stops.
 func (r *run) await(his []int) error {
 	deadline := time.Now().Add(r.t.Wait)
-	pause := 5 * time.Microsecond
 	for {
-		if err := r.poll(); err != nil {
-			return err
-		}
 		missing := r.missing(his)
 		if len(missing) == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if err := r.poll(min(time.Until(deadline), 100*time.Millisecond)); err != nil {
+			return err
+		}
+		if len(r.missing(his)) > 0 && time.Now().After(deadline) {
 			v := r.violation(Liveness)
 			v.Detail = fmt.Sprintf("the prefill never told %s within %v of the harness opening or failing the gate", missing[0], r.t.Wait)
 			r.res.add(v)
 			r.stop = true
 			return nil
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, 200*time.Microsecond)
 	}
 }
 

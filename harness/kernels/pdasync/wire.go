@@ -3,6 +3,7 @@ package pdasync
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -121,6 +122,7 @@ func (r *run) post(ri int) error {
 		return err
 	}
 	info.posted = true
+	r.polled = false
 	answered := map[int]bool{}
 	mine := r.w.roomHandles(ri)
 	for _, hd := range resp.Handles {
@@ -160,13 +162,15 @@ func descriptorsOf(ds []*kvpb.Descriptor) []pd.Descriptor {
 	return out
 }
 
-// poll collects the prefill's notifications, judges each against the
-// gates, and withholds them on the wire.
-func (r *run) poll() error {
-	resp, err := r.t.Prefill.AsyncPoll(r.ctx)
+// poll collects the prefill's notifications (waiting up to wait for a
+// first one), judges each against the gates, and withholds them on the
+// wire.
+func (r *run) poll(wait time.Duration) error {
+	resp, err := r.t.Prefill.AsyncPoll(r.ctx, wait)
 	if err != nil {
 		return err
 	}
+	r.polled = true
 	for _, n := range resp.Notifications {
 		r.judgeNote(n)
 		r.queue = append(r.queue, n)

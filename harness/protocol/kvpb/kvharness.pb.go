@@ -2979,8 +2979,12 @@ func (x *AsyncNotification) GetNote() AsyncNote {
 	return AsyncNote_ASYNC_NOTE_UNSPECIFIED
 }
 
+// AsyncPollRequest: wait_us, when set, lets the poll wait up to that many
+// microseconds for a first notification, so that the harness awaiting a
+// handle it opened needs one round trip, not many.
 type AsyncPollRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	WaitUs        uint32                 `protobuf:"varint,1,opt,name=wait_us,json=waitUs,proto3" json:"wait_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3013,6 +3017,13 @@ func (x *AsyncPollRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use AsyncPollRequest.ProtoReflect.Descriptor instead.
 func (*AsyncPollRequest) Descriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *AsyncPollRequest) GetWaitUs() uint32 {
+	if x != nil {
+		return x.WaitUs
+	}
+	return 0
 }
 
 // AsyncPollResponse is the notifications raised since the last poll.
@@ -3494,8 +3505,9 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04room\x18\x01 \x01(\x04R\x04room\x12\x1c\n" +
 	"\tcomponent\x18\x02 \x01(\rR\tcomponent\x12\x16\n" +
 	"\x06handle\x18\x03 \x01(\rR\x06handle\x12+\n" +
-	"\x04note\x18\x04 \x01(\x0e2\x17.kvharness.v1.AsyncNoteR\x04note\"\x12\n" +
-	"\x10AsyncPollRequest\"Z\n" +
+	"\x04note\x18\x04 \x01(\x0e2\x17.kvharness.v1.AsyncNoteR\x04note\"+\n" +
+	"\x10AsyncPollRequest\x12\x17\n" +
+	"\await_us\x18\x01 \x01(\rR\x06waitUs\"Z\n" +
 	"\x11AsyncPollResponse\x12E\n" +
 	"\rnotifications\x18\x01 \x03(\v2\x1f.kvharness.v1.AsyncNotificationR\rnotifications\"l\n" +
 	"\n" +
