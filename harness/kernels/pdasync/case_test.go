@@ -44,7 +44,10 @@ func TestValidateAcceptsAndRejects(t *testing.T) {
 		{"after itself", "want an earlier room", func(c *Case) { c.Rooms[1].After = &one }},
 		{"shared pages, no order", "share decode pages", func(c *Case) { c.Rooms[1].After = nil }},
 		{"buffer twice", "in two components", func(c *Case) { c.Rooms[0].Components[1].Buffers = []int{1, 2} }},
-		{"buffer in none", "in no component", func(c *Case) { c.Rooms[0].Components[1].Buffers = nil; c.Rooms[0].Components = c.Rooms[0].Components[:1] }},
+		{"buffer in none", "in no component", func(c *Case) {
+			c.Rooms[0].Components[1].Buffers = nil
+			c.Rooms[0].Components = c.Rooms[0].Components[:1]
+		}},
 		{"handles gap", "consecutive ranges", func(c *Case) { c.Rooms[0].Components[0].Handles[1].First = 2 }},
 		{"handles short", "cover 1 of the room's 2 pages", func(c *Case) { c.Rooms[0].Components[1].Handles[0].Pages = 1 }},
 		{"step on no handle", "no handle h0.0.2", func(c *Case) { c.Steps[0] = Release(HandleRef{0, 0, 2}) }},
