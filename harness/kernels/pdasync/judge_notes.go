@@ -41,6 +41,9 @@ func (r *run) judgeHandleNote(ri int, n *kvpb.AsyncNotification) {
 		v.Detail = fmt.Sprintf("the prefill notified the handle twice (%v at %s, then %v)", h.told, h.tellAt, n.Note)
 	case done && h.gate == gateHeld:
 		v.Detail = "the prefill reported the handle done while the harness still holds its gate: none of its copies can have run (a successful post or poll only means the transfer started)"
+		// Once it opens the gate, the harness could no longer tell when the
+		// copies land: what followed would depend on timing. The run ends.
+		r.stop = true
 	case done && h.gate == gateFail:
 		v.Detail = fmt.Sprintf("the prefill reported the handle done, but the harness failed it at %s", h.setAt)
 	case !done && h.gate != gateFail:

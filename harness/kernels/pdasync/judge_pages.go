@@ -329,17 +329,24 @@ func (r *run) reassign(ri int) error {
 // touched and no room holds as its last epoch made it (a page already
 // reported is not reported again), the decode pools' guards and tails and
 // the prefill arena unchanged. It then puts both arenas back as they were.
+//
+// A run that stopped early (a hung engine, a lie about completion) is not
+// judged further: its copies may still be landing. Its gates are opened,
+// so that nothing stays held; the next case's reset waits for them and
+// restores both arenas whole.
 func (r *run) final() error {
+	if r.stop {
+		r.t.clean = false
+		return r.t.openAll()
+	}
 	if err := r.observe(nil); err != nil {
 		return err
 	}
-	if !r.stop {
-		for ri, info := range r.w.rooms {
-			if info.admitted && info.over == "" {
-				v := r.roomViolation(Liveness, ri)
-				v.Detail = "every gate is open and every notification delivered, yet the decode neither read the room nor freed its pages"
-				r.res.add(v)
-			}
+	for ri, info := range r.w.rooms {
+		if info.admitted && info.over == "" {
+			v := r.roomViolation(Liveness, ri)
+			v.Detail = "every gate is open and every notification delivered, yet the decode neither read the room nor freed its pages"
+			r.res.add(v)
 		}
 	}
 	r.checkFree()

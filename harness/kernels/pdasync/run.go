@@ -23,7 +23,7 @@ type run struct {
 	image   [][]byte         // each buffer's decode pages, as last read
 	seen    map[pageKey]bool // pages already reported
 	touched map[pageKey]bool // pages that changed: by a copy, or by a reassignment
-	stop    bool             // a liveness failure ended the run
+	stop    bool             // a hung engine, or one that lied about completion, ended the run
 	polled  bool             // the prefill was polled since the last gate was set or room posted
 }
 
@@ -121,7 +121,7 @@ func (r *run) do(s Step) error {
 // completion says so then, whatever the timing.
 func (r *run) open(his []int, v uint32) error {
 	if !r.polled {
-		if err := r.poll(0); err != nil {
+		if err := r.poll(0); err != nil || r.stop {
 			return err
 		}
 	}
@@ -133,7 +133,7 @@ func (r *run) open(his []int, v uint32) error {
 		}
 		h.gate, h.setAt = v, r.at
 	}
-	if err := r.await(his); err != nil {
+	if err := r.await(his); err != nil || r.stop {
 		return err
 	}
 	return r.observe(his)
@@ -146,7 +146,7 @@ func (r *run) await(his []int) error {
 	deadline := time.Now().Add(r.t.Wait)
 	for {
 		missing := r.missing(his)
-		if len(missing) == 0 {
+		if len(missing) == 0 || r.stop {
 			return nil
 		}
 		if err := r.poll(min(time.Until(deadline), 100*time.Millisecond)); err != nil {
