@@ -42,6 +42,7 @@ from .kernel import (  # noqa: E402
     StoreCall,
     Variant,
 )
+from .pdasync import AsyncKernel  # noqa: E402
 from .serve import serve  # noqa: E402
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "PAD_SINK",
     "PAD_MINUS1",
     "PADDING_NAMES",
+    "AsyncKernel",
     "Attach",
     "Geometry",
     "Kernel",

@@ -33,6 +33,7 @@ from .arena import DeviceArena, HostArena
 from .bench import DeviceBench, HostBench, check_counts
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .kernel import CUDA, SHM, Attach, Kernel, Layout, Pool, StoreCall
+from .pdasync import AsyncService, serves_async
 
 kv = pb.kv
 
@@ -89,7 +90,7 @@ def _disjoint(pools, staging: Window) -> None:
                 )
 
 
-class KernelService(pb.kv_grpc.KernelServicer):
+class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     def __init__(self, kernel: Kernel):
         self.k = kernel
         self.lock = threading.Lock()
@@ -139,6 +140,8 @@ class KernelService(pb.kv_grpc.KernelServicer):
         resp = kv.DescribeResponse(name=self.k.name, version=self.k.version, doc=self.k.doc)
         if self.k.has_store():
             resp.kernels.append("store")
+        if serves_async(self.k):
+            resp.kernels.append("pdasync")
         if SHM in self.k.backends or CUDA not in self.k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in self.k.backends:
