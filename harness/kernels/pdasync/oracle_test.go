@@ -177,3 +177,18 @@ func TestOracleCatchesPlantedFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsShareProcesses: a system's targets (one per geometry, as
+// shrinking makes them) share its two processes; each attaches again
+// when another attached since, so that no case runs on another's arenas.
+func TestTargetsShareProcesses(t *testing.T) {
+	sys := plantedSystem(t, "", pd.DefaultGeometry(1, 8))
+	three := oracleCase()
+	one := withoutBuffer(withoutBuffer(three, 2), 1)
+	for i, c := range []*Case{three, one, three, one} {
+		res, err := sys.Check(context.Background(), c)
+		if err != nil || res.Failed() {
+			t.Fatalf("check %d (%d buffers): %v %v", i, len(c.Geometry.Buffers), err, res)
+		}
+	}
+}

@@ -28,6 +28,7 @@ type System struct {
 
 	targets map[string]*Target
 	recent  []string // geometry keys, least recently used first
+	owner   *Target  // the target the two processes are attached to
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -88,7 +89,7 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	}
 	cfg := s.Config
 	cfg.Geometry = g
-	t, err := Open(ctx, s.Prefill, s.Decode, s.Dir, cfg)
+	t, err := open(ctx, s.Prefill, s.Decode, s.Dir, cfg, &s.owner)
 	if err != nil {
 		return nil, err
 	}

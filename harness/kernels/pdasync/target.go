@@ -55,13 +55,22 @@ type Target struct {
 	pa, da       *arena.Arena
 	pPlan, dPlan pool.Geometry
 	attached     bool
-	clean        bool     // the last run put both arenas back as it found them
-	scratch      [][]byte // a buffer's decode pages, read (device memory)
+	// owner, shared by the targets of one pair of processes, is the target
+	// they are attached to now: a process holds one attachment, so a target
+	// attaches again when another attached since. Nil: this target alone.
+	owner   **Target
+	clean   bool     // the last run put both arenas back as it found them
+	scratch [][]byte // a buffer's decode pages, read (device memory)
 }
 
 // Open describes the plugin, checks its geometry, plans and fills both
 // arenas and attaches the two processes, each in its role.
 func Open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
+	return open(ctx, prefill, decode, dir, cfg, nil)
+}
+
+// open is Open for a target that shares its processes with others (owner).
+func open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, owner **Target) (*Target, error) {
 	if cfg.PrefillBackend == nil {
 		cfg.PrefillBackend = arena.SHM{}
 	}
@@ -74,7 +83,7 @@ func Open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, 
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("pdasync geometry: %w", err)
 	}
-	t := &Target{Config: cfg, Prefill: prefill, Decode: decode}
+	t := &Target{Config: cfg, Prefill: prefill, Decode: decode, owner: owner}
 	problems, err := pd.CheckDeclared(ctx, prefill, Name, cfg.Variant, cfg.Geometry)
 	if err != nil {
 		return nil, err
@@ -178,12 +187,16 @@ func (t *Target) attach(ctx context.Context) error {
 		return fmt.Errorf("attach the decode process: %w", err)
 	}
 	t.attached = true
+	if t.owner != nil {
+		*t.owner = t
+	}
 	return nil
 }
 
-// Ensure attaches again after the processes were restarted.
+// Ensure attaches again after the processes were restarted, or attached
+// to another target of theirs.
 func (t *Target) Ensure(ctx context.Context) error {
-	if t.attached {
+	if t.attached && (t.owner == nil || *t.owner == t) {
 		return nil
 	}
 	return t.attach(ctx)
@@ -291,10 +304,13 @@ func (t *Target) Close(ctx context.Context) {
 		return
 	}
 	t.openAll()
-	if t.attached {
+	if t.attached && (t.owner == nil || *t.owner == t) {
 		t.Prefill.AsyncReset(ctx)
 		t.Prefill.Detach(ctx)
 		t.Decode.Detach(ctx)
+		if t.owner != nil {
+			*t.owner = nil
+		}
 	}
 	t.free()
 }
