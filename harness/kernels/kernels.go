@@ -1,7 +1,7 @@
 // Package kernels is the table of kernel kinds this kvharness checks. Each
-// kind is a package below this one (store, read, transfer) that builds on
-// the shared kit (layout, pool, arena, target, plugin, oracle, property,
-// report) and exports its kind.Kind; a new kind is a new package, its
+// kind is a package below this one (store, read, transfer, pdasync) that
+// builds on the shared kit (layout, pool, arena, target, plugin, oracle,
+// property, report) and exports its kind.Kind; a new kind is a new package, its
 // protocol messages, its SDK call types and one line here.
 //
 // The commands find every kind here: check dispatches --kernel through
