@@ -69,7 +69,7 @@ func (t *Target) Bench(ctx context.Context, c *Case, judge bool) (BenchResult, e
 	if err := t.reset(ctx); err != nil {
 		return BenchResult{}, err
 	}
-	r := &run{ctx: ctx, t: t, c: c, w: newWorld(c, t.Buffers), res: &Result{}, seen: map[pageKey]bool{}, touched: map[pageKey]bool{}}
+	r := newRun(ctx, t, c)
 	var err error
 	if r.image, err = r.readPools(); err != nil {
 		return BenchResult{}, err

@@ -41,12 +41,16 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if err := t.reset(ctx); err != nil {
 		return nil, err
 	}
-	r := &run{ctx: ctx, t: t, c: c, w: newWorld(c, t.Buffers), res: &Result{}, seen: map[pageKey]bool{}, touched: map[pageKey]bool{}}
+	r := newRun(ctx, t, c)
 	if err := r.play(); err != nil {
 		return nil, err
 	}
 	r.res.Violations = finish(append(append([]Violation(nil), t.GeometryViolations...), r.res.Violations...))
 	return r.res, nil
+}
+
+func newRun(ctx context.Context, t *Target, c *Case) *run {
+	return &run{ctx: ctx, t: t, c: c, w: newWorld(c, t.Buffers), res: &Result{}, seen: map[pageKey]bool{}, touched: map[pageKey]bool{}}
 }
 
 // play admits the first rooms, runs the steps, drains, and checks what the
