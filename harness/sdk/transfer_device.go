@@ -71,7 +71,7 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 }
 
 // ServesDevice reports whether a kernel value runs any kernel kind on the
-// GPU: a store, read or transfer kernel. A plugin that only transfers is a
+// GPU: a store, read, transfer or load kernel. A plugin that only transfers is a
 // device plugin too, so attaching a CUDA arena and listing the CUDA backend
 // should ask this rather than test for DeviceStorer alone.
 func ServesDevice(kernel any) bool {
@@ -79,5 +79,5 @@ func ServesDevice(kernel any) bool {
 	_, read := kernel.(DeviceReader)
 	_, transfer := kernel.(DeviceTransferer)
 	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
-	return store || read || transfer || async
+	return store || read || transfer || ServesLoad(kernel) || async
 }

@@ -33,7 +33,7 @@ from typing import Any, List, Sequence
 import numpy as np
 
 from . import protocol as pb
-from .arena import HostArena
+from .arena import HostRegion
 from .errors import aborted, bad_request, precondition, unimplemented
 from .kernel import SHM, Kernel, Layout, Pool
 
@@ -224,7 +224,7 @@ class PrefillAttach:
 class DecodeAttach:
     """What a decode engine runs on: its buffers and its arena."""
 
-    def __init__(self, variant: str, buffers, arena: HostArena):
+    def __init__(self, variant: str, buffers, arena: HostRegion):
         self.variant, self.buffers, self._mem = variant, buffers, arena.mem
 
     def read(self, off: int, n: int) -> bytes:
@@ -305,7 +305,7 @@ class AsyncService:
         buffers, staging = self._async_layout(req.role, att, [r.size for r in regions])
         with self.lock:
             self._async = None
-            maps = [HostArena(r.path, r.size) for r in regions]
+            maps = [HostRegion(r.path, r.size) for r in regions]
             st = {"role": req.role, "variant": att.variant, "buffers": buffers, "maps": maps}
             if req.role == ROLE_PREFILL:
                 gates = maps[0].mem[staging[0] : staging[0] + staging[1]].view(np.uint32)
