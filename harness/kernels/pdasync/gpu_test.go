@@ -3,11 +3,13 @@ package pdasync
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -50,6 +52,50 @@ func gpuSuite(t *testing.T, p *plugin.Plugin, prefill, decode arena.Backend, var
 		t.Fatal(err)
 	}
 	return vs
+}
+
+// TwoGPUSkip is the message the two-GPU test skips with where the decode
+// arena cannot live on a second GPU; scripts/gpu-pdasync looks for it.
+const TwoGPUSkip = "pdasync two-GPU run: skipped: %s; the other GPU tests ran with both arenas on GPU 0 (two processes, IPC). " +
+	"Run ./scripts/gpu-pdasync on a machine with two GPUs (nvidia-h200-x2) for the decode arena on GPU 1 and peer copies"
+
+// TestGPUTwoGPUs: with two GPUs, the decode arena lives on the second and
+// the prefill process's copies are peer copies into it (the other GPU
+// tests then run that way too); this test says so and checks that the
+// peer path is what runs, on a short control and one mutant. With one GPU
+// it skips, naming the machine that runs it.
+func TestGPUTwoGPUs(t *testing.T) {
+	prefill := arena.CUDA{Dev: cudatest.Device(t)}
+	n, err := cuda.DeviceCount()
+	switch {
+	case err != nil:
+		t.Fatalf("count the GPUs: %v", err)
+	case os.Getenv(OneGPUEnv) != "":
+		t.Skipf(TwoGPUSkip, OneGPUEnv+" is set")
+	case n < 2:
+		t.Skipf(TwoGPUSkip, fmt.Sprintf("this machine has %d GPU", n))
+	}
+	decode, release, err := NextGPU(prefill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	dc, ok := decode.(arena.CUDA)
+	if !ok || dc.Dev.Ordinal() == prefill.Dev.Ordinal() {
+		t.Fatalf("with %d GPUs the decode arena is on %s; want another GPU than the prefill's", n, Where(prefill, decode))
+	}
+	can, err := prefill.Dev.CanAccessPeer(dc.Dev)
+	if err != nil || !can {
+		t.Fatalf("GPU %d cannot map GPU %d's memory (%v): the prefill's copies into the decode arena need peer access", prefill.Dev.Ordinal(), dc.Dev.Ordinal(), err)
+	}
+	p, _ := plugintest.Start(t, "pdasync")
+	total := requirePassed(t, gpuSuite(t, p, prefill, decode, "", 100, 7, false), 100)
+	vs := gpuSuite(t, p, prefill, decode, "abort-frees-in-flight", 200, 7, true)
+	f := vs[len(vs)-1].Outcome.Failure
+	if f == nil || f.Flaky {
+		t.Fatalf("abort-frees-in-flight survived across two GPUs")
+	}
+	t.Logf("pdasync two-GPU run: %d control cases passed, abort-frees-in-flight killed by %s; %s", total, f.Property, Where(prefill, decode))
 }
 
 // TestGPUControlPasses: the correct engine passes every profile on the GPU
