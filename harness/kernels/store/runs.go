@@ -10,7 +10,8 @@ import (
 func (v *classifier) add(kind oracle.Kind, row int, slot int64, hasSlot bool, field string, off int, got, want byte) {
 	r := v.run
 	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field &&
-		off >= r.Off+r.Len && off-(r.Off+r.Len) <= oracle.MergeGap {
+		off >= r.Off+r.Len && off-(r.Off+r.Len) <= oracle.MergeGap &&
+		(kind != oracle.Value || v.findingAt(off) == v.findingAt(r.Off)) { // a value run is one finding's bytes (value.go)
 		contiguous := off == r.Off+r.Len && len(r.Got) == r.Len
 		r.Len = off + 1 - r.Off
 		if contiguous && len(r.Got) < oracle.MaxShown {
@@ -44,6 +45,8 @@ func (v *classifier) detail(r *oracle.Violation) string {
 			return "no slot owns these bytes (page padding or past the last slot)"
 		}
 		return fmt.Sprintf("slot %d belongs to no row of this call", r.Slot)
+	case oracle.Value:
+		return v.valueDetail(r) // which rule failed and by how much (value.go)
 	}
 	return ""
 }
