@@ -12,6 +12,7 @@ import (
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
+	recipestore "github.com/kvharness/kvharness/plugins/recipestore/kernel"
 )
 
 // Code is a bundled plugin's code: its Go kernel, when it is one the SDK
@@ -26,6 +27,7 @@ type Code struct {
 var Bundled = []Code{
 	served("fusedstore", &fusedstore.Plugin),
 	served("fp8store", &fp8store.Plugin),
+	served("recipestore", &recipestore.Plugin),
 	served("bf16scatter", &bf16scatter.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
 	{Name: "faulty", Main: faulty.Main},

@@ -363,3 +363,31 @@ func TestRejectedScaleOneFinding(t *testing.T) {
 		t.Errorf("codes of neither: %s", Summary(fs))
 	}
 }
+
+// TestResolved: a layout with its recipes stated in full has the same
+// arithmetic and reads back from JSON as it was written.
+func TestResolved(t *testing.T) {
+	for _, name := range Names() {
+		base := mustBuiltin(t, name, 0, 4)
+		for _, r := range []*Recipe{nil, {Eps: new(1e-8), Quantize: Reciprocal}} {
+			l, err := base.WithRecipe(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := l.Resolved()
+			back, err := Parse(res.JSON(), 4)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, f := range l.Fields {
+				q, ok := l.Quant(f.Name)
+				if !ok {
+					continue
+				}
+				if q2, _ := back.Quant(f.Name); q2 != q || res.Fields[0].Recipe == nil {
+					t.Errorf("%s %v: field %s resolves to %+v, read back as %+v", name, r, f.Name, q, q2)
+				}
+			}
+		}
+	}
+}

@@ -25,6 +25,7 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the one in the file)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
+	value := fs.String("value", "", valueUsage+" (default: as the file records)")
 	var tr trust
 	tr.register(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -42,6 +43,13 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.Changed("variant") {
 		r.Variant = *variant
+	}
+	if fs.Changed("value") {
+		m, err := parseValue(*value)
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		r.Value = m.String()
 	}
 	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, fs.Arg(0))
 }

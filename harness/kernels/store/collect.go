@@ -20,7 +20,7 @@ type classifier struct {
 	wrong     []wrongByte
 	untouched map[int]bool // valid rows whose footprint kept the background
 	stride    *misread     // the misreading that explains the wrong bytes, if one does
-	judged    judgement    // value judgement's findings (value.go)
+	judged    judgement    // value judgement's findings and verdicts (value.go)
 	out       []oracle.Violation
 	run       *oracle.Violation
 }

@@ -25,7 +25,7 @@ const seed = 42
 
 func newFixture(t *testing.T, name string, c *Case) *fixture {
 	t.Helper()
-	l, err := layout.Builtin(name, 128, 64)
+	l, err := layout.Builtin(name, 0, 64) // 128, or the layout's fixed head dim
 	if err != nil {
 		t.Fatal(err)
 	}

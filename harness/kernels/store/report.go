@@ -87,7 +87,7 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 		l, mode = j.Layout, j.Mode
 	}
 	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: l.JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
+		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
 			Shrinks: fl.Shrinks, Violations: vs}}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pool"
 )
 
 // Value judgement. A valid row's footprint is not compared with the
@@ -23,7 +24,13 @@ import (
 // the valid rows that failed, and the finding each wrong byte belongs to.
 type judgement struct {
 	findings []rowFinding
-	at       map[int]int // pool offset → index into findings
+	at       map[int]int      // pool offset → index into findings
+	holds    map[slotRow]bool // holdsRow's verdicts
+}
+
+type slotRow struct {
+	slot int64
+	row  int
 }
 
 // rowFinding is a finding of one valid row.
@@ -102,6 +109,28 @@ func equalRecords(a, b [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// holdsRow reports whether slot's footprint holds row i's data as the
+// recipe accepts it: a padded row written over a live slot by a kernel
+// whose arithmetic differs from the reference's, byte for byte, is still
+// that padded row's write.
+func (v *classifier) holdsRow(slot int64, i int) bool {
+	k := slotRow{slot, i}
+	if held, ok := v.judged.holds[k]; ok {
+		return held
+	}
+	spans := v.sc.Layout.Footprint(slot)
+	got := make([][]byte, len(spans))
+	for p, sp := range spans {
+		got[p] = v.got(pool.Window{Off: sp.Off, Len: sp.Len})
+	}
+	held := len(v.sc.Layout.Judge(v.sc.rows[i], got, v.sc.Mode)) == 0
+	if v.judged.holds == nil {
+		v.judged.holds = map[slotRow]bool{}
+	}
+	v.judged.holds[k] = held
+	return held
 }
 
 // findingAt is the index of the finding wrong byte off belongs to, or -1.
