@@ -264,4 +264,3 @@ func (l *Layout) Resolved() *Layout {
 	}
 	return &c
 }
-
