@@ -193,3 +193,37 @@ func TestPadBytes(t *testing.T) {
 		t.Errorf("zero policy: %v", v)
 	}
 }
+
+// A declared recipe that does not fit its layout is an error naming the
+// plugin, the layout and the field; none declared keeps the layout's.
+func TestDeclaredLayout(t *testing.T) {
+	mla, err := layout.Builtin("dsv4-main", 0, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf16, err := layout.Builtin("bf16", 0, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := declaredLayout(mla, oracle.Declared{}, "p"); err != nil || l != mla {
+		t.Errorf("nothing declared: %v, %v", l, err)
+	}
+	for _, tc := range []struct {
+		l    *layout.Layout
+		r    layout.Recipe
+		want string
+	}{
+		{mla, layout.Recipe{Scale: layout.ScaleF32}, `plugin p declares a recipe for layout dsv4-main that does not fit it: invalid layout "dsv4-main": field "nope": recipe scale "f32"`},
+		{mla, layout.Recipe{Eps: new(2.0)}, "recipe eps 2"},
+		{bf16, layout.Recipe{Eps: new(1e-8)}, "layout bf16, which has no fp8 fields"},
+	} {
+		_, err := declaredLayout(tc.l, oracle.Declared{Recipe: &tc.r}, "p")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want %q", tc.l.Name, tc.r, err, tc.want)
+		}
+	}
+	l, err := declaredLayout(mla, oracle.Declared{Recipe: &layout.Recipe{Eps: new(1e-8)}}, "p")
+	if q, _ := l.Quant("nope"); err != nil || q.Eps != 1e-8 || !q.Pow2 {
+		t.Errorf("eps 1e-8 on dsv4-main: %+v, %v", q, err)
+	}
+}
