@@ -26,6 +26,7 @@ type judgement struct {
 	findings []rowFinding
 	at       map[int]int      // pool offset → index into findings
 	holds    map[slotRow]bool // holdsRow's verdicts
+	dontCare [][]layout.Span  // per plane: the bytes no rule judges (pad bytes of the default policy)
 }
 
 type slotRow struct {
@@ -70,7 +71,7 @@ func declaredLayout(l *layout.Layout, d oracle.Declared, plugin string) (*layout
 // returns its wrong bytes: none when the row passes.
 func (v *classifier) judgeRow(i int, spans []layout.Span, got [][]byte) []wrongByte {
 	sc := v.sc
-	if equalRecords(got, sc.records[i]) {
+	if v.asEncoded(got, sc.records[i]) {
 		return nil // the reference encoding: the common case, and it passes
 	}
 	var out []wrongByte
@@ -102,13 +103,37 @@ func (v *classifier) untouchedRow(spans []layout.Span, got [][]byte) bool {
 	return true
 }
 
-func equalRecords(a, b [][]byte) bool {
-	for p := range a {
-		if !bytes.Equal(a[p], b[p]) {
+// asEncoded reports whether got holds the reference record ref on every
+// byte the layout cares about: pad bytes a kernel may leave as they were
+// (DeepSeek-V4's) need no judgement.
+func (v *classifier) asEncoded(got, ref [][]byte) bool {
+	for p := range got {
+		if bytes.Equal(got[p], ref[p]) {
+			continue
+		}
+		at := 0
+		for _, sp := range v.dontCare(p) {
+			if !bytes.Equal(got[p][at:sp.Off], ref[p][at:sp.Off]) {
+				return false
+			}
+			at = sp.End()
+		}
+		if !bytes.Equal(got[p][at:], ref[p][at:]) {
 			return false
 		}
 	}
 	return true
+}
+
+// dontCare are plane p's don't-care spans, in record order.
+func (v *classifier) dontCare(p int) []layout.Span {
+	if v.judged.dontCare == nil {
+		v.judged.dontCare = make([][]layout.Span, len(v.sc.Layout.Planes))
+		for q := range v.judged.dontCare {
+			v.judged.dontCare[q] = v.sc.Layout.DontCare(q)
+		}
+	}
+	return v.judged.dontCare[p]
 }
 
 // holdsRow reports whether slot's footprint holds row i's data as the
