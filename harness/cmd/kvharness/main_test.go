@@ -184,6 +184,5 @@ func TestValueModes(t *testing.T) {
 // TestMutantsExact: every mutant dies under bit-exact judgement too: the
 // tolerance is not what kills them.
 func TestMutantsExact(t *testing.T) {
-	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
-		"--plugin", "fusedstore", "--plugin", "fp8store", "--plugin", "recipestore")
+	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact")
 }
