@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -31,6 +30,15 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
+	}
+	if err := layout.CheckHeadDim(*headDim); err != nil {
+		return e.errorf("plugins: --head-dim %d: %v", *headDim, err)
+	}
+	if *pageSize < 1 || *pageSize > 1<<16 {
+		return e.errorf("plugins: --page-size %d: want 1..65536 tokens", *pageSize)
+	}
 	if *sums {
 		return printSums(e, *names)
 	}
@@ -44,9 +52,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 		s.close()
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(descs)
+		writeJSON(e, descs)
 		return exitPass
 	}
 	for i, d := range descs {

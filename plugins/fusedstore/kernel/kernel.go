@@ -21,6 +21,7 @@ var variants = []sdk.Variant{
 	{Name: "minus1-wraps", Doc: "resolves -1 to the last slot as Python indexing does, then stores it (vllm #43810)"},
 	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
 	{Name: "slowed", Doc: "correct, but stores every row twice: a regression for kvharness compare to flag", Correct: true},
+	{Name: "slowed10", Doc: "correct, but stores the first tenth of the rows (rounded down) again: 10% more work from 10 rows on, a small regression for kvharness compare to flag", Correct: true},
 }
 
 // store reports whether row i is stored, and into which slot.
@@ -71,11 +72,14 @@ func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 		return err
 	}
 	d := l.HeadDim
-	passes := 1
-	if c.Variant == "slowed" {
-		passes = 2 // the same bytes twice: correct, and twice the work
+	work := c.Capacity
+	switch c.Variant {
+	case "slowed":
+		work *= 2 // the same bytes twice: correct, and twice the work
+	case "slowed10":
+		work += c.Capacity / 10 // the first tenth again: 10% more work
 	}
-	for i := range c.Capacity * passes {
+	for i := range work {
 		i %= c.Capacity
 		slot, ok := store(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
 		if !ok {
