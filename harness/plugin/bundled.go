@@ -35,6 +35,7 @@ var BundledPlugins = []Bundled{
 	{Name: "recipestore", Role: UnderTest, Stores: true},
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
 	{Name: "pdtransfer", Role: UnderTest},
+	{Name: "layerload", Role: UnderTest},
 	{Name: "faulty", Role: FaultInjection},
 }
 
