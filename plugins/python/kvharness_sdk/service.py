@@ -244,12 +244,12 @@ class KernelService(pb.kv_grpc.KernelServicer):
     # --- Load (load.py) ---------------------------------------------------------
 
     def Load(self, request, context):
-        return self._rpc(context, self._locked, self.loads.load, request)
+        return self._rpc(context, self._load_locked, self.loads.load, request)
 
     def LoadBench(self, request, context):
-        return self._rpc(context, self._locked, self.loads.bench, request)
+        return self._rpc(context, self._load_locked, self.loads.bench, request)
 
-    def _locked(self, fn, req):
+    def _load_locked(self, fn, req):
         with self.lock:
             att = self.att
             if att is None:
