@@ -128,6 +128,8 @@ var badInputs = []badInput{
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/no-planes.json"}, "no planes"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/bad-kind.json"}, `unknown kind "fp4"`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/huge-align.json"}, "page align"},
+	{[]string{"check", "--plugin", "fp8store", "--layout-file", "$FILE/bad-recipe.json"}, "recipe eps 2"},
+	{[]string{"check", "--plugin", "fp8store", "--layout-file", "$FILE/bad-policy.json"}, `pad policy "ones"`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/big-file.json"}, "more than"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/array.json"}, "array.json"},
 
@@ -241,6 +243,8 @@ var badFiles = map[string]string{
 	"no-planes.json":          `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}]}`,
 	"bad-kind.json":           `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"fp4","to":16}],"planes":[["v"]]}`,
 	"huge-align.json":         `{"name":"x","head_dim":16,"page_align":4611686018427387904,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"bad-recipe.json":         `{"name":"x","head_dim":32,"fields":[{"name":"v","kind":"e4m3","to":32,"group":16,"recipe":{"eps":2}},{"name":"s","kind":"scale-f32","of":"v"}],"planes":[["v","s"]]}`,
+	"bad-policy.json":         `{"name":"x","head_dim":32,"fields":[{"name":"v","kind":"e4m3","to":32,"group":16},{"name":"s","kind":"scale-f32","of":"v"},{"name":"p","kind":"pad","bytes":8,"policy":"ones"}],"planes":[["v","s","p"]]}`,
 	"big-file.json":           bigFile + "2097152",
 	"array.json":              `[1, 2, 3]`,
 	"manifest-empty.json":     "",
