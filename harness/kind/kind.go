@@ -72,7 +72,8 @@ type Params struct {
 	PageSize    int
 	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
-	Jobs        int // rows checked at once; 0 or 1: one after another
+	Value       layout.Mode // stores: fp8 values judged by the declared recipe (the default) or bit-exact
+	Jobs        int         // rows checked at once; 0 or 1: one after another
 	MaxFaults   int
 	StopAtFirst bool // end at the first failing row (mutant hunts)
 }

@@ -32,6 +32,7 @@ type Bundled struct {
 var BundledPlugins = []Bundled{
 	{Name: "fusedstore", Role: UnderTest, Stores: true},
 	{Name: "fp8store", Role: UnderTest, Stores: true},
+	{Name: "recipestore", Role: UnderTest, Stores: true},
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
 	{Name: "pdtransfer", Role: UnderTest},
 	{Name: "layerload", Role: UnderTest},

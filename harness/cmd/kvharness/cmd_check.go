@@ -30,6 +30,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
 // check's alone, and only for store kernels).
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
+	value                                                                  string
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	seed                                                                   int64
 	timeout                                                                time.Duration
@@ -63,6 +64,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 	fs.IntVar(&f.jobs, "jobs", 0, "layout × padding combinations checked at once, each on a plugin process of its own (0: 4 on the cuda backend, where a case mostly waits, 1 on cpu)")
+	fs.StringVar(&f.value, "value", "recipe", valueUsage)
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
 	f.trust.register(fs)
 }
@@ -96,7 +98,23 @@ func (f *checkFlags) validate() error {
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
+	if _, err := parseValue(f.value); err != nil {
+		return err
+	}
 	return nil
+}
+
+// valueUsage is the --value flag's help, the same for check, repro and
+// mutants.
+const valueUsage = "how fp8 values are judged: recipe (by the plugin's declared recipe: a scale within its ulps, codes of x over the stored scale) or exact (bit-exact with the reference encoding)"
+
+// parseValue reads --value.
+func parseValue(s string) (layout.Mode, error) {
+	m, err := layout.ParseMode(s)
+	if err != nil || s == "" {
+		return m, fmt.Errorf("--value %q: want recipe or exact", s)
+	}
+	return m, nil
 }
 
 // jobsOn resolves --jobs 0 for a backend: on the GPU four jobs overlap a
@@ -201,6 +219,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
 		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults}
+	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {

@@ -23,10 +23,11 @@ const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink
 `
 
 func runRepro(ctx context.Context, e *env, args []string) int {
-	fs := flags("repro", "FILE [--plugin P] [--variant V]", reproExamples, e)
+	fs := flags("repro", "FILE [--plugin P] [--variant V] [--value recipe|exact]", reproExamples, e)
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the file's, when it names a bundled plugin)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
+	value := fs.String("value", "", valueUsage+" (default: as the file records)")
 	fromFile := fs.Bool("plugin-from-file", false, "run the plugin the file names even when it is a path or command, not a bundled plugin (a repro file may come from anyone: only trust your own)")
 	var tr trust
 	tr.register(fs)
@@ -35,6 +36,10 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.NArg() != 1 {
 		return e.errorf("repro: want exactly one repro file, got %d arguments (kvharness repro FILE)", fs.NArg())
+	}
+	mode, err := parseValue(*value)
+	if fs.Changed("value") && err != nil {
+		return e.errorf("%v", err)
 	}
 	path := fs.Arg(0)
 	r, l, err := report.LoadRepro(path, kernels.Decode)
@@ -50,6 +55,9 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.Changed("variant") {
 		r.Variant = *variant
+	}
+	if fs.Changed("value") {
+		r.Value = mode.String()
 	}
 	code := replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)
 	return code

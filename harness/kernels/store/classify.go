@@ -91,7 +91,7 @@ func (v *classifier) padded(slot int64, off int, got byte) (int, bool) {
 		return oracle.NoRow, false
 	}
 	for _, i := range rows {
-		if b, ok := v.sc.placed(v.sc.record(i), slot, off); ok && b == got {
+		if b, ok := v.sc.placed(v.sc.record(i), slot, off); ok && (b == got || v.holdsRow(slot, i)) { // holdsRow: value.go
 			return i, true
 		}
 	}

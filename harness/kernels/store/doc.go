@@ -15,14 +15,24 @@
 //     count a padded row may point at a slot that now belongs to someone
 //     else: the incident). Decode turns fuzz bytes into a case the same
 //     way.
-//  2. A Target is one plugin attached to an arena of three identical pools.
+//  2. A Target is one plugin attached to an arena of three identical pools,
+//     with what the plugin declares for its layout: the geometry, the fp8
+//     recipe (applied to the layout it judges by) and the slot width loc is
+//     staged at (slots.go).
 //     Target.Check runs a case three ways in one round trip — as given,
 //     again (determinism), and with only its valid rows (differential) —
 //     and hands each run's delta to the oracle. Between runs only the
 //     bytes a run changed are put back.
 //  3. The Oracle knows, for every pool byte, what a correct kernel leaves
 //     there, and classifies each wrong byte (package oracle lists the
-//     classes). Runs of bytes with one kind and owner form one violation.
+//     classes). Outside the valid rows' footprints that is the background;
+//     inside one it is the row under the plugin's declared recipe, judged
+//     rather than compared (value.go): a scale within the recipe's ulps
+//     and codes that round x over the stored scale pass however the
+//     kernel's arithmetic reached them, so only bytes a rule rejects are
+//     wrong, and a tolerated one never becomes a padding, stride or alias
+//     finding. Runs of bytes with one kind and owner form one violation; a
+//     value violation is one rule's finding, saying by how much it failed.
 //  4. Shrink lowers capacity, removes rows, and moves slots and padding
 //     toward their simplest forms; System hands cases to package property.
 //  5. Schema is how store reports read: a row per layout × padding, a page

@@ -11,6 +11,9 @@ import (
 // Result is the verdict on one store case.
 type Result struct {
 	Violations []oracle.Violation
+	// Judged is what the case's values were judged by: the layout with
+	// the declared recipe, and the mode (a repro file records both).
+	Judged *Judgement
 }
 
 // Kinds are the store's violation kinds in report order: where a wrong
@@ -38,6 +41,7 @@ func (r *Result) NumViolations() int { return len(r.Violations) }
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	start := time.Now()
 	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	sc.Mode = t.Value
 	t.clock("prepare", start)
 	batch := []run{{poolCase, c}, {poolRepeat, c}}
 	padded := c.Valid > 0 && c.Valid < c.Capacity()
@@ -57,7 +61,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
 	defer t.clock("classify", time.Now())
-	res := &Result{}
+	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value}}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}

@@ -9,8 +9,8 @@ import (
 // add extends the current run or starts a new one.
 func (v *classifier) add(kind oracle.Kind, row int, slot int64, hasSlot bool, field string, off int, got, want byte) {
 	r := v.run
-	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field &&
-		off >= r.Off+r.Len && off-(r.Off+r.Len) <= oracle.MergeGap {
+	if r != nil && r.Kind == kind && r.Row == row && r.Slot == slot && r.Field == field && off >= r.Off+r.Len &&
+		v.near(kind, r, off) {
 		contiguous := off == r.Off+r.Len && len(r.Got) == r.Len
 		r.Len = off + 1 - r.Off
 		if contiguous && len(r.Got) < oracle.MaxShown {
@@ -21,6 +21,16 @@ func (v *classifier) add(kind oracle.Kind, row int, slot int64, hasSlot bool, fi
 	v.flush()
 	v.run = &oracle.Violation{Kind: kind, Row: row, Slot: slot, Page: v.page(slot), HasSlot: hasSlot, Field: field,
 		Off: off, Len: 1, Got: []byte{got}, Want: []byte{want}}
+}
+
+// near reports whether wrong byte off continues run r: within MergeGap
+// of it, or, for a value run, a byte of the same finding however far
+// (value.go): one violation per rule broken.
+func (v *classifier) near(kind oracle.Kind, r *oracle.Violation, off int) bool {
+	if kind == oracle.Value {
+		return v.findingAt(off) == v.findingAt(r.Off)
+	}
+	return off-(r.Off+r.Len) <= oracle.MergeGap
 }
 
 func (v *classifier) flush() {
@@ -44,6 +54,8 @@ func (v *classifier) detail(r *oracle.Violation) string {
 			return "no slot owns these bytes (page padding or past the last slot)"
 		}
 		return fmt.Sprintf("slot %d belongs to no row of this call", r.Slot)
+	case oracle.Value:
+		return v.valueDetail(r) // which rule failed and by how much (value.go)
 	}
 	return ""
 }
