@@ -1,0 +1,43 @@
+package results
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLogsReadBounded: a results log or journal that is a device or a
+// folder is refused by name, a missing one still matches fs.ErrNotExist
+// (a fresh --resume), and a file past the bound fails instead of being
+// read on: here a bound of 10 bytes over files of 10 and 11.
+func TestLogsReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{"/dev/zero", dir} {
+		if _, err := ReadLogFile(path); err == nil || !strings.Contains(err.Error(), path+" is not a regular file") {
+			t.Errorf("ReadLogFile(%s): %v; want it refused by name", path, err)
+		}
+		if _, err := ReadRunsFile(path); err == nil || !strings.Contains(err.Error(), "run journal "+path) {
+			t.Errorf("ReadRunsFile(%s): %v; want it refused by name", path, err)
+		}
+	}
+	if _, err := ReadRunsFile(filepath.Join(dir, "none.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing journal: %v; want fs.ErrNotExist", err)
+	}
+	for size, wantErr := range map[int]bool{10: false, 11: true} {
+		path := filepath.Join(dir, "f")
+		os.WriteFile(path, []byte(strings.Repeat("x", size)), 0o644)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(&boundedFile{f: f, left: 10 + 1, what: "log"})
+		f.Close()
+		if (err != nil) != wantErr {
+			t.Errorf("%d bytes under a bound of 10: error %v, want error %v", size, err, wantErr)
+		}
+	}
+}
