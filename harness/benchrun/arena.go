@@ -50,18 +50,29 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.B
 	return a, nil
 }
 
-// stageArena plans the arena, allocates it with alloc and stages it.
-func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+// planArena lays out the arena of a layout's cells: a pool per data set,
+// and staging for each set's rows and slots.
+func planArena(l *layout.Layout, m Matrix) (g pool.Geometry, rowsBytes, locBytes int, err error) {
 	n := m.maxTokens()
-	rowsBytes, locBytes := alignUp(n*l.RowBytes()), alignUp(8*n)
+	rowsBytes, locBytes = alignUp(n*l.RowBytes()), alignUp(8*n)
 	sets := m.rotations()
 	specs := []pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}
 	for k := 1; k < sets; k++ {
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("bench%d", k), Layout: l, Slots: m.Slots})
 	}
-	g, err := pool.Plan(specs, sets*(rowsBytes+locBytes))
+	g, err = pool.Plan(specs, sets*(rowsBytes+locBytes))
 	if err != nil {
-		return nil, rotateHint(err, sets)
+		return g, 0, 0, rotateHint(fmt.Errorf("layout %s: %w (--slots, or the matrix's slots)", l.Name, err), sets)
+	}
+	return g, rowsBytes, locBytes, nil
+}
+
+// stageArena plans the arena, allocates it with alloc and stages it.
+func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+	n, sets := m.maxTokens(), m.rotations()
+	g, rowsBytes, locBytes, err := planArena(l, m)
+	if err != nil {
+		return nil, err
 	}
 	mem, err := alloc(g.Size)
 	if err != nil {

@@ -81,6 +81,9 @@ func (m Matrix) passes() int {
 	return m.Passes
 }
 
+// RunsPerCell is how many runs each cell of a whole night has.
+func (m Matrix) RunsPerCell() int { return m.passes() }
+
 // quantiles is the chosen quantiles, the median first.
 func (m Matrix) quantiles() []float64 {
 	qs := m.Quantiles

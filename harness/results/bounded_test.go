@@ -41,3 +41,24 @@ func TestLogsReadBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLogRefusesLinks: a journal that is a symbolic link is refused,
+// and the file it names is left as it was.
+func TestOpenLogRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+	link := filepath.Join(dir, "runs.jsonl")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := OpenLog(link); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		if w != nil {
+			w.Close()
+		}
+		t.Errorf("OpenLog through a link: %v; want it refused", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the linked file changed: %q", b)
+	}
+}

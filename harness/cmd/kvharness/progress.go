@@ -13,8 +13,10 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/results"
 )
 
 // progress is what a long command shows on a terminal while it works: a
@@ -156,4 +158,27 @@ func rowLine(d property.RowDone) string {
 		verdict = fmt.Sprintf("ok after %d plugin faults", d.Faults)
 	}
 	return fmt.Sprintf("  %-24s %-16s %6d cases  %v", name, verdict, d.Cases, d.Elapsed.Round(time.Millisecond))
+}
+
+// benchObserver feeds a night's runs to a progress display, and prints a
+// line per cell as its last run finishes.
+type benchObserver struct{ g *progress }
+
+var _ benchrun.Observer = (*benchObserver)(nil)
+
+func (o *benchObserver) Planned(total, done int) {
+	o.g.grow(total)
+	o.g.step(done)
+}
+
+func (o *benchObserver) Ran(results.Run) { o.g.step(1) }
+
+func (o *benchObserver) CellDone(c results.Cell) { o.g.line("%s", cellLine(c)) }
+
+// cellLine is a finished cell in one line: what it measured, its runs and
+// its pooled median.
+func cellLine(c results.Cell) string {
+	name := fmt.Sprintf("%s %s %s", textsafe.String(c.Kernel), textsafe.String(c.Plugin), textsafe.String(c.Layout))
+	return fmt.Sprintf("  %-34s %7d tokens  %-5s %-4s %-10s %3d runs  p50 %s", name, c.Tokens, c.Mode, c.Cache, c.Timing,
+		len(c.Runs), benchrun.Duration(c.Summary.P50))
 }
