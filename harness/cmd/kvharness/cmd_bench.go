@@ -367,25 +367,22 @@ func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
 	}
 }
 
+// benchFinish writes the night and picks the exit status. An interrupted
+// night prints the table of what it finished and writes no outputs: its
+// runs are in the journal already, and the --resume that finishes the
+// night writes them whole (writing them now, plots and all, would hold
+// the exit for seconds of fsyncs on a busy machine).
 func benchFinish(ctx context.Context, e *env, f *benchFlags, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, runErr error) int {
+	journal := filepath.Join(f.out, benchrun.JournalFile)
+	if runErr != nil && interrupted(ctx) {
+		return benchInterrupted(e, format, night, man, journal)
+	}
 	if len(night.Cells) > 0 {
 		if code := writeNight(e, f.out, format, night.Cells, man); code != exitPass {
 			return code
 		}
 	}
-	journal := filepath.Join(f.out, benchrun.JournalFile)
-	switch {
-	case runErr != nil && interrupted(ctx):
-		whole := 0
-		for _, c := range night.Cells {
-			if len(c.Runs) == man.Matrix.RunsPerCell() {
-				whole++
-			}
-		}
-		fmt.Fprintf(e.stderr, "kvharness: interrupted: %d cells have all %d runs, %d more some of them; the finished runs are kept in %s: rerun with --resume to finish the night\n",
-			whole, man.Matrix.RunsPerCell(), len(night.Cells)-whole, journal)
-		return exitInterrupted
-	case runErr != nil:
+	if runErr != nil {
 		if code, stop := resourceError(e, runErr, "--slots", man.Matrix.Slots); stop {
 			return code
 		}
@@ -395,6 +392,27 @@ func benchFinish(ctx context.Context, e *env, f *benchFlags, format benchrun.For
 		return e.errorf("%v (finished runs are kept in %s; rerun with --resume)", runErr, journal)
 	}
 	return lackingCells(e, night.Lacking, f.strict)
+}
+
+// benchInterrupted reports an interrupted night: the table of its cells
+// so far and what the journal kept.
+func benchInterrupted(e *env, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, journal string) int {
+	if len(night.Cells) == 0 {
+		fmt.Fprintln(e.stderr, "kvharness: interrupted before any run finished: nothing was measured or kept")
+		return exitInterrupted
+	}
+	if err := benchrun.WriteTable(e.stdout, night.Cells, format); err != nil {
+		return e.errorf("write table: %v", err)
+	}
+	whole := 0
+	for _, c := range night.Cells {
+		if len(c.Runs) == man.Matrix.RunsPerCell() {
+			whole++
+		}
+	}
+	fmt.Fprintf(e.stderr, "kvharness: interrupted: %d cells (copy and empty references included) have all %d runs, %d more some of them (the table above); the finished runs are kept in %s: rerun with --resume to finish the night and write its files\n",
+		whole, man.Matrix.RunsPerCell(), len(night.Cells)-whole, journal)
+	return exitInterrupted
 }
 
 // writeNight writes a night's (or a merge's) files and its table.
