@@ -11,6 +11,7 @@ import (
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	layerload "github.com/kvharness/kvharness/plugins/layerload/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -28,6 +29,7 @@ var Bundled = []Code{
 	served("fp8store", &fp8store.Plugin),
 	served("bf16scatter", &bf16scatter.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
+	served("layerload", &layerload.Plugin),
 	{Name: "faulty", Main: faulty.Main},
 }
 

@@ -52,6 +52,21 @@
 // the incident happened: a pad-unaware scatter captured at capacity C and
 // replayed with fewer valid rows writes the padded rows' slots.
 //
+// # Layer loads and streams
+//
+// A load kernel ([LayerLoader], [PageStorer]) queues its work on the SDK's
+// streams, events and counters ([Exec]), which have CUDA's semantics on
+// both backends: real CUDA streams, events and stream memory operations
+// on the GPU, streams the SDK runs itself on the CPU, so one source runs
+// and is tested on either. The SDK plays the engine around the kernel:
+// for a Load request it holds the case's late copies behind a latch
+// (cuStreamWaitValue32 on a flag on the GPU), fails the copies the case
+// makes fail, calls the kernel's gate for each layer and buffer and
+// queues the consumer's probe of the pages after it, waits at each step
+// until everything not held has run, releases the latch, and answers the
+// gates and the log of every stream operation, which the harness's
+// happens-before checker reads.
+//
 // # Bench
 //
 // Bench times, inside the plugin and with no RPC in the timed loop, the

@@ -51,8 +51,10 @@ type Plugin struct {
 	// dimension and page size.
 	Geometry func(variant string, headDim, pageSize int) []Geometry
 	// Kernel implements Storer (host shared memory), DeviceStorer (CUDA
-	// device memory) or both, optionally DevicePreparer (and later Reader,
-	// Transferer). Describe lists the backends it can serve.
+	// device memory) or both, optionally DevicePreparer; Reader and
+	// Transferer (and their device twins) for the other kinds; LayerLoader
+	// and PageStorer, on either backend, for the load kind. Describe lists
+	// the backends it can serve.
 	Kernel any
 	// SlotBits is the width of the slot indices the store kernel reads: 64
 	// (also when 0) or 32, as engines pass int64 or int32 loc tensors. The

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -27,6 +28,7 @@ type server struct {
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
+	load    *loadExec   // the load kind's streams, made on the first load call (load_server.go)
 }
 
 type window struct{ off, len int }
@@ -283,12 +285,14 @@ func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachRespo
 // release unmaps whichever arena is attached. The CUDA arena is closed
 // even when waiting for its stream fails, so the harness can free it.
 func (s *server) release() error {
+	err := s.closeLoad() // it may have pinned the host regions
 	for _, m := range s.regions {
-		unix.Munmap(m)
+		if m != nil {
+			unix.Munmap(m)
+		}
 	}
-	var err error
 	if s.dev != nil {
-		err = s.dev.close()
+		err = errors.Join(err, s.dev.close())
 	}
 	s.arena, s.regions, s.dev, s.pools = nil, nil, nil, nil
 	return err
@@ -301,5 +305,5 @@ func ServesHost(kernel any) bool {
 	_, store := kernel.(Storer)
 	_, read := kernel.(Reader)
 	_, transfer := kernel.(Transferer)
-	return store || read || transfer
+	return store || read || transfer || ServesLoad(kernel)
 }

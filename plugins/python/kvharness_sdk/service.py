@@ -41,6 +41,7 @@ from .kernel import CUDA, SHM, Attach, Kernel
 from .read import run_read
 from .store import Stores, run_kernel, store_call
 from .transfer import run_transfer
+from .load import LoadService, has_load
 
 kv = pb.kv
 
@@ -77,6 +78,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
         self.stores = Stores(kernel)
         self.host_bench = HostBench()
         self.turns = Turns()
+        self.loads = LoadService(kernel)  # the load kind (load.py)
 
     # --- plumbing -----------------------------------------------------------
 
@@ -122,6 +124,8 @@ class KernelService(pb.kv_grpc.KernelServicer):
         resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=k.kernels(),
                                    cuda_fd_arenas=CUDA in k.backends and bool(k.cuda_fd_arenas),
                                    bench_rotation=True, slot_bits=k.slot_bits)
+        if has_load(k):
+            resp.kernels.append("load")
         if SHM in k.backends or CUDA not in k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:
@@ -157,6 +161,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
             except RuntimeError as e:
                 raise precondition(str(e))
             self.att = att
+            self.loads.attach(req)  # maps the host regions after the first for the load kind
             try:
                 self._prepare(att)
             except Exception as e:  # noqa: BLE001
@@ -201,6 +206,7 @@ class KernelService(pb.kv_grpc.KernelServicer):
         """Unmaps whatever is attached; the state is cleared even if closing
         fails, so the harness can attach again."""
         att, self.att = self.att, None
+        self.loads.release()
         if att is not None:
             att.close()
 
@@ -234,6 +240,21 @@ class KernelService(pb.kv_grpc.KernelServicer):
 
     def Transfer(self, request, context):
         return self._rpc(context, self._locked, run_transfer, self.k, self.att, request)
+
+    # --- Load (load.py) ---------------------------------------------------------
+
+    def Load(self, request, context):
+        return self._rpc(context, self._load_locked, self.loads.load, request)
+
+    def LoadBench(self, request, context):
+        return self._rpc(context, self._load_locked, self.loads.bench, request)
+
+    def _load_locked(self, fn, req):
+        with self.lock:
+            att = self.att
+            if att is None:
+                return fn(req, None, [], None, "")
+            return fn(req, _LoadArena(att), att.pools, att.staging, att.variant)
 
     # --- Bench -----------------------------------------------------------------
 
@@ -302,3 +323,18 @@ def _timed(run, req, launch):
     except Exception as e:  # noqa: BLE001
         traceback.print_exc(file=sys.stderr)
         raise aborted(f"bench: {type(e).__name__}: {e}")
+
+
+class _LoadArena:
+    """An attachment's first region as the load kind reads it (load.py):
+    its backend, memory, size, device and a context on the device."""
+
+    def __init__(self, att):
+        self.att, self.backend = att, att.backend
+        self.mem = att.mem(0)
+        self.size = att.regions[0].size
+        self.device = att.device
+        self.name = att.ctx.name if att.ctx is not None else "cpu"
+
+    def context(self):
+        return self.att.ctx.context()
