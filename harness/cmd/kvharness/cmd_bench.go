@@ -280,6 +280,10 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	}
 	p, err := r.Plan(ctx)
 	if err != nil {
+		if interrupted(ctx) { // the plugins' Describe calls it cancelled
+			fmt.Fprintln(e.stderr, nothingMeasured)
+			return exitInterrupted
+		}
 		return e.errorf("%v", err)
 	}
 	if len(p.Units()) == 0 {
@@ -394,11 +398,14 @@ func benchFinish(ctx context.Context, e *env, f *benchFlags, format benchrun.For
 	return lackingCells(e, night.Lacking, f.strict)
 }
 
+// nothingMeasured is a night interrupted before its first run finished.
+const nothingMeasured = "kvharness: interrupted before any run finished: nothing was measured or kept"
+
 // benchInterrupted reports an interrupted night: the table of its cells
 // so far and what the journal kept.
 func benchInterrupted(e *env, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, journal string) int {
 	if len(night.Cells) == 0 {
-		fmt.Fprintln(e.stderr, "kvharness: interrupted before any run finished: nothing was measured or kept")
+		fmt.Fprintln(e.stderr, nothingMeasured)
 		return exitInterrupted
 	}
 	if err := benchrun.WriteTable(e.stdout, night.Cells, format); err != nil {
