@@ -29,12 +29,17 @@ import (
 // above a live bar in place, which a bar redrawn by hand gets wrong as
 // soon as a line is longer than the terminal.
 type progress struct {
-	p     *mpb.Progress
-	mu    sync.Mutex
-	bar   *mpb.Bar
-	total int64
-	what  string // "cases", "mutants"
-	label string
+	p *mpb.Progress
+	// refresh asks mpb to draw: every refreshEvery, and once more when
+	// the display ends, so that the lines of the last rows (mpb prints
+	// lines at its next draw) are not dropped with the bar.
+	refresh chan any
+	stop    chan struct{}
+	mu      sync.Mutex
+	bar     *mpb.Bar
+	total   int64
+	what    string // "cases", "mutants"
+	label   string
 }
 
 // progressOn is a progress display on e's stderr when it is a terminal,
@@ -47,9 +52,29 @@ func progressOn(e *env, label, what string) *progress {
 	return newProgress(f, label, what)
 }
 
+// refreshEvery is how often the display is drawn.
+const refreshEvery = 200 * time.Millisecond
+
 func newProgress(w io.Writer, label, what string) *progress {
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
-	return &progress{p: p, what: what, label: label}
+	g := &progress{refresh: make(chan any), stop: make(chan struct{}), what: what, label: label}
+	g.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithManualRefresh(g.refresh))
+	go func() {
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				select {
+				case g.refresh <- nil:
+				case <-g.stop:
+					return
+				}
+			case <-g.stop:
+				return
+			}
+		}
+	}()
+	return g
 }
 
 // grow adds n units to the bar's total, making the bar on first use.
@@ -97,6 +122,15 @@ func (g *progress) line(format string, args ...any) {
 func (g *progress) done() {
 	if g == nil {
 		return
+	}
+	close(g.stop)
+	// mpb takes one draw request at a time: once it has taken the second,
+	// it has drawn the first, which printed every line written before.
+	for range 2 {
+		select {
+		case g.refresh <- nil:
+		case <-time.After(time.Second): // mpb stopped drawing (a terminal it could not size)
+		}
 	}
 	g.mu.Lock()
 	if g.bar != nil {
