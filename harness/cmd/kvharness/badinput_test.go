@@ -215,6 +215,7 @@ var badInputs = []badInput{
 	{[]string{"bench", "--tokns", "5"}, "did you mean --tokens?"},
 	{[]string{"bench", "--call-timeout", "0"}, "--call-timeout 0s: want a positive duration"},
 	{[]string{"bench", "--timeout", "-1"}, "--timeout -1"},
+	{[]string{"bench", "--timeout", "0"}, "--timeout 0: want a positive number"},
 	{[]string{"bench", "--rotate", "x"}, `--rotate "x"`},
 	{[]string{"bench", "--plugin"}, "--plugin needs a value"},
 	{[]string{"compare", "--alpha", "x", "a", "b"}, `--alpha "x": want a number`},

@@ -145,6 +145,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 		m.Batched.MinSamples, m.Batched.TimeLimit = 12, 300*time.Millisecond
 		m.Cold.MinSamples, m.Cold.TimeLimit = 12, 600*time.Millisecond
 	}
+	if changed("timeout") && f.stop.cellTO == 0 {
+		return m, fmt.Errorf("--timeout 0: want a positive number of seconds a cell may take, as in --timeout 20 (leave it out for the matrix's)")
+	}
 	if err := f.stop.apply(&m); err != nil {
 		return m, err
 	}
