@@ -14,6 +14,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func init() {
@@ -24,6 +25,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin fp8store --layout fp8-paged --cases 10000
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
+  kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -31,6 +33,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
 	value                                                                  string
+	shard                                                                  string // check's alone
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	seed                                                                   int64
 	timeout                                                                time.Duration
@@ -135,6 +138,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var f checkFlags
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -143,6 +147,10 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
+	}
+	spec, err := shard.Parse(f.shard)
+	if err != nil {
+		return e.errorf("--%v", err)
 	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
@@ -161,6 +169,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer release()
+	p.Shard = spec
 	g := progressOn(e, "check", "cases")
 	run, err := k.Check(observe(ctx, g), s.kind(f.plugin), p)
 	g.done()
@@ -174,6 +183,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 			return code
 		}
 		return e.errorf("%v", run.Err)
+	}
+	if len(run.Rows) == 0 && run.Err == nil {
+		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	return finishCheck(e, run, f.json, f.results)
 }
