@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // goldenRun runs the CLI in process and compares stdout, stderr and the exit
@@ -181,8 +182,10 @@ func TestValueModes(t *testing.T) {
 	}
 }
 
-// TestMutantsExact: every mutant dies under bit-exact judgement too: the
-// tolerance is not what kills them.
+// TestMutantsExact: every store mutant dies under bit-exact judgement
+// too: the tolerance is not what kills them. --value judges stored values
+// only, so the plugins that store are the ones it can change.
 func TestMutantsExact(t *testing.T) {
-	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact")
+	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
+		"--plugin", strings.Join(plugin.StoreNames(), ","))
 }
