@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -65,9 +66,27 @@ func shown(vs []oracle.Violation) []report.Shown {
 		if v.Kind == oracle.Determinism || v.Kind == oracle.Differential {
 			lines = lines[:min(len(lines), 3)]
 		}
+		if v.Values != nil {
+			lines = append(lines, valueLines(v.Values)...)
+		}
 		out[i] = report.Shown{Line: v.String(), Diff: lines}
 	}
 	return out
+}
+
+// valueLines print a violation's decoded elements under its bytes:
+//
+//	- want = e4m3 × 0.002232: 0.1116 -0.8036 …
+//	+ got  = e4m3 × 0: 0 0 …
+func valueLines(x *oracle.Values) []string {
+	side := func(i int, vals []string) string {
+		scale := ""
+		if len(x.Scale) == 2 {
+			scale = " × " + x.Scale[i]
+		}
+		return fmt.Sprintf("%s = %s%s: %s", []string{"- want", "+ got "}[i], x.Format, scale, strings.Join(vals, " "))
+	}
+	return []string{side(0, x.Want), side(1, x.Got)}
 }
 
 // repro is the repro file of a failing row: the layout and pool it ran
