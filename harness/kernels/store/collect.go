@@ -19,8 +19,8 @@ type classifier struct {
 	sc        *Oracle
 	delta     oracle.Delta
 	wrong     []wrongByte
-	untouched map[int]bool // valid rows whose footprint kept the background
-	stride    *misread     // the misreading that explains the wrong bytes, if one does
+	untouched map[int]bool           // valid rows whose footprint kept the background
+	stride    *misread               // the misreading that explains the wrong bytes, if one does
 	records   map[int]map[string]int // per plane: valid rows by record (recordIndex)
 	out       []oracle.Violation
 	run       *oracle.Violation
