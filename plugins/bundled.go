@@ -11,6 +11,7 @@ import (
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	gostore "github.com/kvharness/kvharness/plugins/gostore/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -27,6 +28,7 @@ var Bundled = []Code{
 	served("fusedstore", &fusedstore.Plugin),
 	served("fp8store", &fp8store.Plugin),
 	served("bf16scatter", &bf16scatter.Plugin),
+	served("gostore", &gostore.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
 	{Name: "faulty", Main: faulty.Main},
 }

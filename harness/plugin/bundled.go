@@ -33,6 +33,7 @@ var BundledPlugins = []Bundled{
 	{Name: "fusedstore", Role: UnderTest, Stores: true},
 	{Name: "fp8store", Role: UnderTest, Stores: true},
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
+	{Name: "gostore", Role: UnderTest, Stores: true},
 	{Name: "pdtransfer", Role: UnderTest},
 	{Name: "faulty", Role: FaultInjection},
 }

@@ -114,6 +114,7 @@ func (p *Plugin) launch(ctx context.Context) error {
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 			cmd.Env = append(append(spec.Env, "KVHARNESS_VARIANT="+p.opts.Variant), p.opts.Env...)
 			p.runner = newGroupRunner(cmd, p.opts.Dir)
+			p.runner.stderrDone = p.stderr.closed
 			return p.runner, nil
 		},
 		AutoMTLS:         !p.opts.NoMTLS,
@@ -238,7 +239,7 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	}
 	switch exit := p.waitExit(wait); {
 	case exit != "":
-		f.Kind, f.Detail = Crash, exit
+		f.Kind, f.Detail, f.Panic = Crash, exit, p.lastWords()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && st.Code() == codes.DeadlineExceeded:
 		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", p.opts.CallTimeout)
 		p.Close()
@@ -254,6 +255,17 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	}
 	f.Stderr = p.stderr.Lines(12)
 	return f
+}
+
+// lastWords is the crash report of a plugin whose process has exited,
+// once its stderr is read to the end (go-plugin reads it on its own
+// goroutine, which may lag the exit by a little).
+func (p *Plugin) lastWords() *Panic {
+	select {
+	case <-p.stderr.eof:
+	case <-time.After(time.Second):
+	}
+	return p.stderr.Crash()
 }
 
 // refusal codes are answers a working plugin gives on purpose.

@@ -29,14 +29,19 @@ type Fault struct {
 	Call   string // RPC name, or "start"
 	Detail string // exit status, signal, deadline, or the plugin's message
 	Stderr string // last lines the plugin wrote to stderr
-	Code   codes.Code
-	Err    error
+	// Panic is the start of the crash report a crashed plugin wrote (a Go
+	// panic, a Python traceback): its message and its own frames.
+	Panic *Panic
+	Code  codes.Code
+	Err   error
 }
 
 func (f *Fault) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plugin %s: %s during %s: %s", f.Plugin, f.Kind, f.Call, f.Detail)
-	if s := strings.TrimSpace(f.Stderr); s != "" {
+	if f.Panic != nil {
+		fmt.Fprintf(&b, "\n%s", indent(f.Panic.String()))
+	} else if s := strings.TrimSpace(f.Stderr); s != "" {
 		fmt.Fprintf(&b, "\nplugin stderr (last lines):\n%s", indent(s))
 	}
 	return b.String()

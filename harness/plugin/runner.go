@@ -24,6 +24,10 @@ type groupRunner struct {
 	stdout *os.File
 	stderr *os.File
 
+	// stderrDone is called once the plugin's stderr has been read to
+	// its end.
+	stderrDone func()
+
 	exited chan struct{}
 	mu     sync.Mutex
 	state  *os.ProcessState
@@ -115,7 +119,7 @@ func (r *groupRunner) Kill(context.Context) error {
 }
 
 func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
-func (r *groupRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *groupRunner) Stderr() io.ReadCloser { return eofReader{r.stderr, r.stderrDone} }
 func (r *groupRunner) Name() string          { return r.cmd.Path }
 
 func (r *groupRunner) ID() string {
@@ -134,3 +138,17 @@ func (r *groupRunner) Diagnose(context.Context) string {
 
 func (r *groupRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *groupRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// eofReader calls done when its reader reaches its end.
+type eofReader struct {
+	io.ReadCloser
+	done func()
+}
+
+func (e eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil && e.done != nil {
+		e.done()
+	}
+	return n, err
+}
