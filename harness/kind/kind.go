@@ -75,6 +75,9 @@ type Params struct {
 	Jobs        int // rows checked at once; 0 or 1: one after another
 	MaxFaults   int
 	StopAtFirst bool // end at the first failing row (mutant hunts)
+	// Stress checks every case this many times, several at once on plugin
+	// processes of their own (check --stress); 0 or 1: once.
+	Stress int
 }
 
 // Place is where the run's arenas live.

@@ -85,7 +85,12 @@ func (v Violation) String() string {
 	if v.Field != "" {
 		fmt.Fprintf(&b, " field %s", v.Field)
 	}
-	fmt.Fprintf(&b, " bytes [%d,%d) from pool base", v.Off, v.Off+v.Len)
+	switch {
+	case v.Kind == Staging:
+		fmt.Fprintf(&b, " bytes [%d,%d) of the staged input", v.Off, v.Off+v.Len)
+	case v.Len > 0 || v.HasSlot: // a crash or a sanitizer's finding has no bytes of its own
+		fmt.Fprintf(&b, " bytes [%d,%d) from pool base", v.Off, v.Off+v.Len)
+	}
 	if v.Tie != "" {
 		fmt.Fprintf(&b, " (%s or %s: both fit)", v.Kind, v.Tie)
 	}

@@ -148,6 +148,10 @@ func (p *Plugin) Restart(ctx context.Context) error {
 	return p.launch(ctx)
 }
 
+// Restartable reports whether Restart starts a fresh process: false for a
+// plugin linked into this process (InProcess), which keeps its state.
+func (p *Plugin) Restartable() bool { return p.client != nil }
+
 func (p *Plugin) connect(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() {

@@ -2,8 +2,8 @@ package plugin
 
 import (
 	"errors"
-
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -58,4 +58,15 @@ func AsFault(err error) (*Fault, bool) {
 	var f *Fault
 	ok := errors.As(err, &f)
 	return f, ok
+}
+
+// kernelCalls are the calls that run a kernel.
+var kernelCalls = []string{"Store", "StoreBatch", "Read", "Transfer"}
+
+// InKernel reports whether the fault is the plugin's process dying while
+// it ran a kernel (a panic, a signal of its own, an exit, a device fault):
+// the kernel's bug, to be reported with its case like a violation. A
+// process killed by SIGKILL is not: that is the OOM killer or the harness.
+func (f *Fault) InKernel() bool {
+	return f.Kind == Crash && slices.Contains(kernelCalls, f.Call) && !strings.HasSuffix(f.Detail, "signal killed")
 }

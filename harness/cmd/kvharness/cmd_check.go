@@ -28,6 +28,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
+	stress                                                                 int
 	seed                                                                   int64
 	timeout                                                                time.Duration
 	json, graph                                                            bool
@@ -60,6 +61,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 	fs.IntVar(&f.jobs, "jobs", 0, "layout × padding combinations checked at once, each on a plugin process of its own (0: 4 on the cuda backend, where a case mostly waits, 1 on cpu)")
+	fs.IntVar(&f.stress, "stress", 0, "check every case this many times, up to 4 at once on plugin processes of their own, and fail it if any run fails: a race that passes alone fails under load (0: once)")
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
 	f.trust.register(fs)
 }
@@ -80,6 +82,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
+	case f.stress < 0 || f.stress > 1000:
+		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:
@@ -156,7 +160,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
-		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults}
+		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults, Stress: f.stress}
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {

@@ -18,6 +18,7 @@ func init() {
 const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink-padding-2139fc0f.json
   kvharness repro FILE --plugin fusedstore            # does the fix pass the case?
   kvharness repro FILE --plugin fusedstore --variant ignore-count
+  kvharness repro FILE --count 20                     # how often does a flaky case fail?
 `
 
 func runRepro(ctx context.Context, e *env, args []string) int {
@@ -25,6 +26,7 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the one in the file)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
+	count := fs.Int("count", 1, "check the case this many times and say how many failed (a flaky finding fails some of them)")
 	var tr trust
 	tr.register(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -32,6 +34,9 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.NArg() != 1 {
 		return e.errorf("repro takes exactly one repro file, got %d arguments", fs.NArg())
+	}
+	if *count < 1 || *count > 100000 {
+		return e.errorf("--count %d: want 1..100000 replays", *count)
 	}
 	r, l, err := report.LoadRepro(fs.Arg(0), kernels.Decode)
 	if err != nil {
@@ -43,6 +48,7 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	if fs.Changed("variant") {
 		r.Variant = *variant
 	}
+	r.Count = *count
 	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, fs.Arg(0))
 }
 
@@ -61,12 +67,24 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		return e.errorf("%v", err)
 	}
 	if f == nil {
-		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated\n", s.desc.Name, variantSuffix(r.Variant), l.Name, r.Case)
+		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated%s\n", s.desc.Name, variantSuffix(r.Variant), l.Name, r.Case, runsNote(r.Count))
+		if r.Found != nil && r.Found.NeedsHistory {
+			fmt.Fprintf(e.stdout, "  as expected in a fresh process: this failure needs the plugin's history (it failed only in a process\n"+
+				"  that had run other cases first); run the check that found it again: seed %d, case %d\n", r.Found.Seed, r.Found.CaseIndex)
+		}
 		return exitPass
 	}
 	f.ReproPath = path
 	report.WriteFailure(e.stdout, f)
 	return exitViolation
+}
+
+// runsNote says how many replays passed, when there were several.
+func runsNote(count int) string {
+	if count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in %d of %d runs", count, count)
 }
 
 func variantSuffix(v string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
@@ -17,10 +18,12 @@ import (
 // stride), and a failure printed with its rows, its violations and a page
 // map.
 var Schema = &report.Schema[*Case, *Result]{
-	Kernel:     protocol.Store,
-	Keys:       []report.Key{report.LayoutKey, report.LabelKey},
-	Columns:    []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Determinism, oracle.Differential},
-	Counts:     map[oracle.Kind]oracle.Kind{oracle.Missing: oracle.Value, oracle.Geometry: oracle.Stride},
+	Kernel:  protocol.Store,
+	Keys:    []report.Key{report.LayoutKey, report.LabelKey},
+	Columns: []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Determinism, oracle.Differential},
+	Extra:   []oracle.Kind{oracle.Crash, oracle.Sanitizer},
+	// Staging counts against guard: both are writes outside the pool.
+	Counts:     map[oracle.Kind]oracle.Kind{oracle.Missing: oracle.Value, oracle.Geometry: oracle.Stride, oracle.Staging: oracle.Guard},
 	LabelJSON:  "padding",
 	JSONLayout: true,
 	Title:      title,
@@ -29,7 +32,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	},
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
-		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}}
+		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
+			{Key: "crash", Value: crashJSON(r.Crash), OmitEmpty: true}}
 	},
 	Repro: repro,
 }
@@ -51,18 +55,22 @@ func title(h report.Header) string {
 // bytes, and a page map.
 func WriteCase(w io.Writer, l *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
-	report.WriteViolations(w, shown(r.Violations))
+	report.WriteViolations(w, shown(r))
 	if l != nil {
 		writePageMap(w, l, c, r.Violations)
 	}
 }
 
 // shown prints each violation with its bytes; runs that compare two runs
-// show only their first lines: the kind says the rest.
-func shown(vs []oracle.Violation) []report.Shown {
-	out := make([]report.Shown, len(vs))
-	for i, v := range vs {
+// show only their first lines: the kind says the rest. A crash shows the
+// plugin's last words: its panic's message and its own frames.
+func shown(r *Result) []report.Shown {
+	out := make([]report.Shown, len(r.Violations))
+	for i, v := range r.Violations {
 		lines := report.HexDiff(v)
+		if v.Kind == oracle.Crash && r.Crash != nil {
+			lines = crashLines(r.Crash)
+		}
 		if v.Kind == oracle.Determinism || v.Kind == oracle.Differential {
 			lines = lines[:min(len(lines), 3)]
 		}
@@ -99,6 +107,35 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	}
 	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant,
 		Layout: v.Layout.JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label,
-		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-			Shrinks: fl.Shrinks, Violations: vs}}, nil
+		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
+			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Violations: vs}}, nil
+}
+
+// crashLines are a crash's last words as a report prints them: the
+// panic's message and the plugin's own frames, else its last stderr lines.
+func crashLines(f *plugin.Fault) []string {
+	text := f.Stderr
+	if f.Panic != nil {
+		text = f.Panic.String()
+	}
+	if strings.TrimSpace(text) == "" {
+		return []string{"(the plugin wrote nothing to stderr)"}
+	}
+	return strings.Split(strings.TrimRight(text, "\n"), "\n")
+}
+
+// crashJSON is a crash in a JSON failure; nil when there was none.
+func crashJSON(f *plugin.Fault) report.Object {
+	if f == nil {
+		return nil
+	}
+	o := report.Object{{Key: "call", Value: f.Call}, {Key: "detail", Value: f.Detail}}
+	if f.Panic != nil {
+		var frames []string
+		for _, fr := range f.Panic.Frames {
+			frames = append(frames, fr.String())
+		}
+		return append(o, report.Field{Key: "message", Value: f.Panic.Message}, report.Field{Key: "frames", Value: frames})
+	}
+	return append(o, report.Field{Key: "stderr", Value: f.Stderr, OmitEmpty: true})
 }

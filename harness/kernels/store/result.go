@@ -6,19 +6,31 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // Result is the verdict on one store case.
 type Result struct {
 	Violations []oracle.Violation
+	// Crash is the plugin's death while it ran the case, when it died:
+	// the case's one violation is then a crash.
+	Crash *plugin.Fault
 }
 
-// Kinds are the store's violation kinds in report order: where a wrong
-// byte landed (a padded row's target, a guard, a stride's misplacement,
-// someone else's slot) before what is wrong inside a row's footprint, and
-// the properties that compare runs last.
-var Kinds = []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Missing,
-	oracle.Geometry, oracle.Determinism, oracle.Differential}
+// Kinds are the store's violation kinds in report order: a crash first
+// (nothing else was seen), then where a wrong byte landed (a padded row's
+// target, a guard, the inputs, a stride's misplacement, someone else's
+// slot) before what is wrong inside a row's footprint, then the
+// properties that compare runs, and last what a sanitizer saw that the
+// pool's bytes did not show.
+var Kinds = []oracle.Kind{oracle.Crash, oracle.Padding, oracle.Guard, oracle.Staging, oracle.Stride, oracle.Alias, oracle.Value,
+	oracle.Missing, oracle.Geometry, oracle.Determinism, oracle.Differential, oracle.Sanitizer}
+
+// crashed is the result of a case the plugin died running.
+func crashed(f *plugin.Fault) *Result {
+	return &Result{Crash: f, Violations: []oracle.Violation{{Kind: oracle.Crash, Row: oracle.NoRow,
+		Detail: "the plugin's process died running this case (" + f.Call + "): " + f.Detail}}}
+}
 
 // Failed reports whether any invariant was violated.
 func (r *Result) Failed() bool { return len(r.Violations) > 0 }
@@ -44,7 +56,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if padded {
 		batch = append(batch, run{poolUnpadded, c.Unpadded()})
 	}
-	deltas, err := t.runs(ctx, sc.Rows(), batch...)
+	deltas, staging, err := t.runs(ctx, sc.Rows(), batch...)
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +73,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}
+	res.Violations = append(res.Violations, staging...)
 	res.Violations = append(res.Violations, sc.Check(first)...)
 	if !first.Equal(again) {
 		res.Violations = append(res.Violations, oracle.Compare(oracle.Determinism, first, again,
