@@ -95,7 +95,11 @@ func (v Violation) String() string {
 		fmt.Fprintf(&b, " (%s or %s: both fit)", v.Kind, v.Tie)
 	}
 	if v.Detail != "" {
-		fmt.Fprintf(&b, ": %s", v.Detail)
+		if b.Len() == len(v.Kind)+1 { // nothing but the kind so far
+			fmt.Fprintf(&b, " %s", v.Detail)
+		} else {
+			fmt.Fprintf(&b, ": %s", v.Detail)
+		}
 	}
 	return b.String()
 }

@@ -45,7 +45,13 @@ type Options struct {
 	// NoMTLS turns off go-plugin's automatic mutual TLS on the channel,
 	// for plugins (in other languages) that cannot negotiate it.
 	NoMTLS bool
+	// Sanitizer runs every process of the plugin under compute-sanitizer
+	// (check --sanitize); nil runs it as it is.
+	Sanitizer *Sanitizer
 }
+
+// stopGrace is how long a plugin asked to exit gets before it is killed.
+const stopGrace = 2 * time.Second
 
 // Plugin is a running plugin process.
 type Plugin struct {
@@ -57,6 +63,10 @@ type Plugin struct {
 	runner *groupRunner
 	kernel kvpb.KernelClient
 	stderr *tail
+	san    *sanLog // the sanitizer's log of this process, when sanitized
+	// connected: the handshake completed, so the process can be asked to
+	// exit (go-plugin's controller) before it is killed.
+	connected bool
 
 	noBatch bool          // the plugin answered Unimplemented to StoreBatch
 	handler time.Duration // the last StoreBatch's handler time, when the plugin said
@@ -93,6 +103,9 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
+		if opts.Sanitizer != nil {
+			opts.StartTimeout = SanitizerStartTimeout
+		}
 	}
 	p := &Plugin{Name: s.Name, Path: strings.Join(s.Argv, " "), spec: s, opts: opts}
 	if err := p.launch(ctx); err != nil {
@@ -104,8 +117,13 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 // launch starts a fresh process for p and connects to it.
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
-	p.owner, p.noBatch, p.described = nil, false, nil
-	cmd := exec.Command(p.spec.Argv[0], append(p.spec.Argv[1:], p.opts.Args...)...)
+	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
+	argv := append(append([]string(nil), p.spec.Argv...), p.opts.Args...)
+	if s := p.opts.Sanitizer; s != nil {
+		p.san = &sanLog{tool: s.Tool, path: s.logPath(p.Name)}
+		argv = s.Argv(p.san.path, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.spec.Dir
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
@@ -115,6 +133,7 @@ func (p *Plugin) launch(ctx context.Context) error {
 			cmd.Env = append(append(spec.Env, "KVHARNESS_VARIANT="+p.opts.Variant), p.opts.Env...)
 			p.runner = newGroupRunner(cmd, p.opts.Dir)
 			p.runner.stderrDone = p.stderr.closed
+			p.runner.dropSanitizer = p.opts.Sanitizer != nil
 			return p.runner, nil
 		},
 		AutoMTLS:         !p.opts.NoMTLS,
@@ -148,6 +167,16 @@ func (p *Plugin) Restart(ctx context.Context) error {
 	return p.launch(ctx)
 }
 
+// Sanitize restarts the plugin under a sanitizer: this process and every
+// later one (Restart) run under it.
+func (p *Plugin) Sanitize(ctx context.Context, s *Sanitizer) error {
+	if p.client == nil {
+		return fmt.Errorf("plugin %s runs in this process: it cannot run under compute-sanitizer", p.Name)
+	}
+	p.opts.Sanitizer = s
+	return p.Restart(ctx)
+}
+
 // Restartable reports whether Restart starts a fresh process: false for a
 // plugin linked into this process (InProcess), which keeps its state.
 func (p *Plugin) Restartable() bool { return p.client != nil }
@@ -168,6 +197,7 @@ func (p *Plugin) connect(ctx context.Context) error {
 		if err != nil {
 			return p.startFault(err)
 		}
+		p.connected = true
 		return nil
 	case <-ctx.Done():
 		p.Close()
@@ -210,15 +240,60 @@ func (p *Plugin) waitExit(d time.Duration) string {
 	return p.runner.exitDetail()
 }
 
-// Close kills the plugin's process group and waits for go-plugin to finish.
+// Close stops the plugin's process: it asks it to exit (so that a
+// sanitizer around it writes its summary) and, after a grace period,
+// kills its process group (what the plugin started dies with it); then
+// it waits for go-plugin to finish and keeps what a sanitizer reported.
 func (p *Plugin) Close() {
 	p.described = nil // a closed plugin answers nothing, from memory neither
-	if p.runner != nil {
-		p.runner.Kill(context.Background())
-	}
+	p.stop()
 	if p.client != nil {
 		p.client.Kill()
 	}
+	if p.san != nil {
+		p.opts.Sanitizer.adopt(p, p.san.read(true))
+		p.san = nil
+	}
+}
+
+// stop asks a connected, running process to exit (go-plugin's controller
+// Shutdown) and waits for it up to the grace period, then kills the
+// process group.
+func (p *Plugin) stop() {
+	if p.runner == nil {
+		return
+	}
+	if p.connected && p.runner.exitDetail() == "" {
+		grace := stopGrace
+		if p.opts.Sanitizer != nil {
+			grace = SanitizerGrace
+		}
+		go func() { // the request blocks until the plugin answers or dies
+			if rpc, err := p.client.Client(); err == nil {
+				rpc.Close()
+			}
+		}()
+		select {
+		case <-p.runner.exited:
+		case <-time.After(grace):
+		}
+	}
+	p.connected = false
+	p.runner.Kill(context.Background())
+}
+
+// SanitizerFindings returns what the sanitizer reported since the last
+// call: in the process running now, and in those closed since (a process
+// that crashed wrote its last records as it exited).
+func (p *Plugin) SanitizerFindings() []Finding {
+	if p.opts.Sanitizer == nil {
+		return nil
+	}
+	out := p.opts.Sanitizer.claim(p)
+	if p.san != nil {
+		out = append(out, p.san.read(false)...)
+	}
+	return out
 }
 
 // call runs one RPC under the per-call deadline and classifies its failure.

@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +29,9 @@ type groupRunner struct {
 	// stderrDone is called once the plugin's stderr has been read to
 	// its end.
 	stderrDone func()
+	// dropSanitizer keeps a sanitizer's lines out of the plugin's stdout,
+	// where go-plugin reads the handshake.
+	dropSanitizer bool
 
 	exited chan struct{}
 	mu     sync.Mutex
@@ -118,7 +123,12 @@ func (r *groupRunner) Kill(context.Context) error {
 	return err
 }
 
-func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *groupRunner) Stdout() io.ReadCloser {
+	if r.dropSanitizer {
+		return &dropLines{r: bufio.NewReader(r.stdout), c: r.stdout, prefix: sanitizerPrefix}
+	}
+	return r.stdout
+}
 func (r *groupRunner) Stderr() io.ReadCloser { return eofReader{r.stderr, r.stderrDone} }
 func (r *groupRunner) Name() string          { return r.cmd.Path }
 
@@ -152,3 +162,31 @@ func (e eofReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// dropLines reads a stream without its lines that start with prefix.
+type dropLines struct {
+	r      *bufio.Reader
+	c      io.Closer
+	prefix string
+	buf    []byte
+}
+
+func (d *dropLines) Read(p []byte) (int, error) {
+	for len(d.buf) == 0 {
+		line, err := d.r.ReadBytes('\n')
+		if !bytes.HasPrefix(line, []byte(d.prefix)) {
+			d.buf = line
+		}
+		if err != nil && len(d.buf) == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	n := copy(p, d.buf)
+	d.buf = d.buf[n:]
+	return n, nil
+}
+
+func (d *dropLines) Close() error { return d.c.Close() }

@@ -223,6 +223,9 @@ func (r *runner[C, R]) condition(c C) bool {
 func (r *runner[C, R]) confirm(c C, res R) bool {
 	f := &Failure[C, R]{Original: res, Minimal: res, Case: c, Property: res.Primary()}
 	r.out.Failure = f // kept even if the re-run faults: the violation was seen
+	if p, ok := r.sys.(preferrer); ok {
+		p.prefer(f.Property)
+	}
 	again, err := r.check(c)
 	if err != nil {
 		f.Flaky = true // not confirmed; the fault is reported beside it

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
@@ -25,7 +26,16 @@ const MaxInFlight = 4
 type stressed[C any, R Result] struct {
 	systems []System[C, R] // [0] is the row's own: it draws and shrinks
 	n       int
+	want    oracle.Kind // once a failure is found: the property a run is looked for with
 }
+
+// preferrer is a system that, given the property a failure is confirmed
+// and shrunk with, reports a run with that property where one has it: a
+// race shows one property in one run (a row missing) and another in the
+// next (two runs that differ).
+type preferrer interface{ prefer(oracle.Kind) }
+
+func (s *stressed[C, R]) prefer(k oracle.Kind) { s.want = k }
 
 var _ System[int, Result] = (*stressed[int, Result])(nil)
 
@@ -54,8 +64,9 @@ func (s *stressed[C, R]) Crashed(f *plugin.Fault) R {
 }
 
 // Check implements System: n runs of c shared among the systems, all of
-// them at once. It returns the first run (in run order) that failed, or
-// the first error, or the first run.
+// them at once. It returns the first error, else the first run (in run
+// order) with the property looked for, else the first that failed, else
+// the first run.
 func (s *stressed[C, R]) Check(ctx context.Context, c C) (R, error) {
 	results := make([]R, s.n)
 	errs := make([]error, s.n)
@@ -79,9 +90,11 @@ func (s *stressed[C, R]) Check(ctx context.Context, c C) (R, error) {
 			return results[i], errs[i]
 		}
 	}
-	for i := range s.n {
-		if ran[i] && errs[i] == nil && results[i].Failed() {
-			return results[i], nil
+	for _, ok := range []func(R) bool{func(r R) bool { return s.want != "" && r.Has(s.want) }, R.Failed} {
+		for i := range s.n {
+			if ran[i] && ok(results[i]) {
+				return results[i], nil
+			}
 		}
 	}
 	return results[0], nil

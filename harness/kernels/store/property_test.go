@@ -28,7 +28,14 @@ func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result]
 func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
-	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Paddings: Paddings,
+	spawn := func(ctx context.Context) (*plugin.Plugin, error) {
+		path, err := plugin.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, Variant: variant})
+	}
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
 		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Slots: 4096, MaxCapacity: 64}}
 	for _, n := range layouts {
 		l, err := layout.Builtin(n, 128, 64)

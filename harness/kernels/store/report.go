@@ -33,7 +33,7 @@ var Schema = &report.Schema[*Case, *Result]{
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
-			{Key: "crash", Value: crashJSON(r.Crash), OmitEmpty: true}}
+			{Key: "crash", Value: crashJSON(r.Crash), OmitEmpty: true}, {Key: "sanitizer", Value: r.Findings, OmitEmpty: true}}
 	},
 	Repro: repro,
 }
@@ -66,10 +66,15 @@ func WriteCase(w io.Writer, l *layout.Layout, c *Case, r *Result) {
 // plugin's last words: its panic's message and its own frames.
 func shown(r *Result) []report.Shown {
 	out := make([]report.Shown, len(r.Violations))
+	found := 0
 	for i, v := range r.Violations {
 		lines := report.HexDiff(v)
-		if v.Kind == oracle.Crash && r.Crash != nil {
+		switch {
+		case v.Kind == oracle.Crash && r.Crash != nil:
 			lines = crashLines(r.Crash)
+		case v.Kind == oracle.Sanitizer && found < len(r.Findings):
+			lines = findingLines(r.Findings[found])
+			found++
 		}
 		if v.Kind == oracle.Determinism || v.Kind == oracle.Differential {
 			lines = lines[:min(len(lines), 3)]
@@ -138,4 +143,14 @@ func crashJSON(f *plugin.Fault) report.Object {
 		return append(o, report.Field{Key: "message", Value: f.Panic.Message}, report.Field{Key: "frames", Value: frames})
 	}
 	return append(o, report.Field{Key: "stderr", Value: f.Stderr, OmitEmpty: true})
+}
+
+// maxFindingLines bounds the lines of a sanitizer's record shown.
+const maxFindingLines = 6
+
+// findingLines are a sanitizer record's lines after its first (which the
+// violation's line repeats): where, which thread, which address.
+func findingLines(f plugin.Finding) []string {
+	lines := f.Lines[min(1, len(f.Lines)):]
+	return lines[:min(len(lines), maxFindingLines)]
 }

@@ -15,6 +15,17 @@ type Result struct {
 	// Crash is the plugin's death while it ran the case, when it died:
 	// the case's one violation is then a crash.
 	Crash *plugin.Fault
+	// Findings are what compute-sanitizer reported while the case ran
+	// (check --sanitize), one sanitizer violation each, in order.
+	Findings []plugin.Finding
+}
+
+// addFindings adds the sanitizer's findings as violations.
+func (r *Result) addFindings(fs []plugin.Finding) {
+	for _, f := range fs {
+		r.Findings = append(r.Findings, f)
+		r.Violations = append(r.Violations, oracle.Violation{Kind: oracle.Sanitizer, Row: oracle.NoRow, Detail: f.String()})
+	}
 }
 
 // Kinds are the store's violation kinds in report order: a crash first
@@ -83,5 +94,6 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		res.Violations = append(res.Violations, oracle.Compare(oracle.Differential, unpadded, first,
 			fmt.Sprintf("the padded run (C=%d) differs from a run of its %d valid rows alone", c.Capacity(), c.Valid)))
 	}
+	res.addFindings(t.Plugin.SanitizerFindings())
 	return res, nil
 }

@@ -174,9 +174,12 @@ func (v *classifier) explains(r *misread, b wrongByte) bool {
 }
 
 // explain picks the misreading that accounts for the most wrong bytes. It
-// is kept only if it explains at least half of them and the wrong bytes
-// hold misplaced row data, not merely unwritten background: a value bug
-// must not pass for a stride bug because a few bytes coincide.
+// is kept only if it explains at least half of them and at least a
+// quarter of them are misplaced row data, not merely unwritten
+// background: a value bug must not pass for a stride bug because a few
+// bytes coincide, nor dropped rows (whose footprints hold the background
+// a misreading would leave there too) because a few dozen of their
+// thousands of bytes do.
 func (v *classifier) explain() {
 	best, bestN := (*misread)(nil), 0
 	for _, m := range v.sc.misreadings() {
@@ -190,7 +193,7 @@ func (v *classifier) explain() {
 				}
 			}
 		}
-		if placed >= 4 && 2*n >= len(v.wrong) && n > bestN {
+		if placed >= 4 && 4*placed >= len(v.wrong) && 2*n >= len(v.wrong) && n > bestN {
 			best, bestN = r, n
 		}
 	}

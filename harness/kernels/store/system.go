@@ -38,5 +38,10 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) { return s
 func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Restart(ctx) }
 
 // Crashed implements property.Crasher: a store that kills its process
-// is a kernel bug, reported with its case.
-func (s *System) Crashed(f *plugin.Fault) *Result { return crashed(f) }
+// is a kernel bug, reported with its case and with what a sanitizer saw
+// the process do before it died.
+func (s *System) Crashed(f *plugin.Fault) *Result {
+	r := crashed(f)
+	r.addFindings(s.Target.Plugin.SanitizerFindings())
+	return r
+}

@@ -7,6 +7,7 @@
 //   3  minus1-wraps     loc < 0 resolves to loc + slots and is stored
 //   4  off-by-one-tail  rows 0..n-2
 //   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
+//   6  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -22,6 +23,9 @@ struct FusedRule {
     return i < n;
 #elif FUSED_RULE == 4
     return i < n - 1;
+#elif FUSED_RULE == 6
+    if (i == n - 1) *slot = loc + ((kv_i64)1 << 32);
+    return i < n;
 #else
     return i < n;
 #endif

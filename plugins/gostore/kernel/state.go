@@ -1,9 +1,7 @@
 package kernel
 
 import (
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -36,25 +34,24 @@ func (c *scaleCache) get(k poolSlot, compute func() float32) float32 {
 	return s
 }
 
-// raceWindow is how long race waits for its writers: a fixed time, ample
-// on an idle machine, for the base and per row.
+// race's kernel time: the call holds its core this long, for the base
+// and per row, ample for its writers on an idle machine.
 const (
-	raceBase   = 200 * time.Microsecond
-	racePerRow = 5 * time.Microsecond
+	raceBase   = 300 * time.Microsecond
+	racePerRow = 2 * time.Microsecond
 )
 
-// race stores rows 0..n-1, each from a goroutine of its own, and waits
-// for them as a kernel that skips its final synchronisation does: it
-// spins for a fixed time and returns, whether or not every writer ran.
-// On an idle machine they all have; when other processes hold the cores,
-// a writer that has not been scheduled by then is dropped. A lock keeps
-// late writers out once the call has returned, so the bug is a dropped
-// row and never a write after the harness looked.
+// race stores rows 0..n-1, each from a goroutine of its own, and returns
+// as a kernel that skips its final synchronisation does: when its own
+// work is done (it spins for a fixed time, holding its core), whether or
+// not every writer ran. On an idle machine they all have; when other
+// processes hold the cores, a writer that has not been scheduled by then
+// is dropped. A lock keeps late writers out once the call has returned,
+// so the bug is a dropped row and never a write after the harness looked.
 func race(n int, put func(i int)) {
 	var (
 		mu     sync.Mutex
 		closed bool
-		done   atomic.Int64
 	)
 	for i := range n {
 		go func() {
@@ -62,13 +59,10 @@ func race(n int, put func(i int)) {
 			defer mu.Unlock()
 			if !closed {
 				put(i)
-				done.Add(1)
 			}
 		}()
 	}
-	deadline := time.Now().Add(raceBase + time.Duration(n)*racePerRow)
-	for done.Load() < int64(n) && time.Now().Before(deadline) {
-		runtime.Gosched()
+	for deadline := time.Now().Add(raceBase + time.Duration(n)*racePerRow); time.Now().Before(deadline); {
 	}
 	mu.Lock()
 	closed = true
