@@ -174,6 +174,9 @@ func (v *classifier) candidates(u unit) []explanation {
 		if e, ok := v.otherRow(u, inPool); ok {
 			count(e)
 		}
+		if e, ok := v.strayPadded(u, inPool); ok {
+			count(e)
+		}
 	}
 	if v.stride != nil {
 		count(v.strideRow(u, inPool))
@@ -218,6 +221,46 @@ func (v *classifier) otherRow(u unit, inPool bool) (explanation, bool) {
 		e.kind, e.row = oracle.Value, owner
 	}
 	return e, true
+}
+
+// strayPadded is a padded row's whole record in a slot it does not aim
+// at: a padded row stored somewhere else (-1 resolved to the last slot,
+// a stale slot shifted).
+func (v *classifier) strayPadded(u unit, inPool bool) (explanation, bool) {
+	sc := v.sc
+	sp := sc.Layout.Footprint(u.slot)[u.plane]
+	got := v.got(pool.Window{Off: sp.Off, Len: sp.Len})
+	j, ok := v.paddedIndex(u.plane)[string(got)]
+	if !ok || sc.Case.Loc[j] == u.slot {
+		return explanation{}, false // none, or at its target: paddedRow covers that
+	}
+	e := explanation{kind: oracle.Padding, row: j, by: "padded row " + itoa(j), fits: func(wrongByte) bool { return true },
+		detail: "holds padded row " + itoa(j) + "'s record: a padded row (" + sc.Case.Padding.String() + " convention, loc " +
+			i64toa(sc.Case.Loc[j]) + ") stored into slot " + i64toa(u.slot)}
+	if !inPool {
+		e.kind = oracle.Guard
+	}
+	return e, true
+}
+
+// paddedIndex maps each padded row's record of plane p to the row, built
+// on first use.
+func (v *classifier) paddedIndex(p int) map[string]int {
+	if v.padded == nil {
+		v.padded = map[int]map[string]int{}
+	}
+	if m, ok := v.padded[p]; ok {
+		return m
+	}
+	c := v.sc.Case
+	m := make(map[string]int, c.Capacity()-c.Valid)
+	for j := c.Valid; j < c.Capacity(); j++ {
+		if _, dup := m[string(v.sc.record(j)[p])]; !dup {
+			m[string(v.sc.record(j)[p])] = j
+		}
+	}
+	v.padded[p] = m
+	return m
 }
 
 // recordIndex maps each valid row's record of plane p to the row, built

@@ -160,3 +160,15 @@ func TestCodesDecodedWithScale(t *testing.T) {
 		t.Errorf("values %+v: the changed code decodes as the reference", v.Values)
 	}
 }
+
+// A padded -1 row stored into the last slot, which a valid row owns:
+// padding (a padded row's record), not a value bug of the valid row.
+func TestWrappedPaddedRowIsPadding(t *testing.T) {
+	f := newFixture(t, "bf16", oracleCase(PadMinus1, 1, 255, -1))
+	f.storeValid()
+	f.store(1, 255)
+	v := oracletest.Only(t, f.check(), oracle.Padding)
+	if v.Row != 1 || v.Slot != 255 || !strings.Contains(v.Detail, "loc -1) stored into slot 255") {
+		t.Errorf("violation %v: want padded row 1's record named in slot 255", v)
+	}
+}

@@ -22,6 +22,7 @@ type classifier struct {
 	untouched map[int]bool           // valid rows whose footprint kept the background
 	stride    *misread               // the misreading that explains the wrong bytes, if one does
 	records   map[int]map[string]int // per plane: valid rows by record (recordIndex)
+	padded    map[int]map[string]int // per plane: padded rows by record (paddedIndex)
 	out       []oracle.Violation
 	run       *oracle.Violation
 }
