@@ -282,18 +282,23 @@ func (p *Plugin) stop() {
 	p.runner.Kill(context.Background())
 }
 
-// SanitizerFindings returns what the sanitizer reported since the last
-// call: in the process running now, and in those closed since (a process
-// that crashed wrote its last records as it exited).
+// SanitizerFindings returns what the sanitizer reported about the
+// process running now since the last call: the case that just ran.
 func (p *Plugin) SanitizerFindings() []Finding {
+	if p.san == nil {
+		return nil
+	}
+	return p.san.read(false)
+}
+
+// ExitedFindings returns, and removes from the sanitizer's orphans, what
+// it reported as this plugin's earlier processes exited: a crashed
+// process's last records, which belong to the case it crashed on.
+func (p *Plugin) ExitedFindings() []Finding {
 	if p.opts.Sanitizer == nil {
 		return nil
 	}
-	out := p.opts.Sanitizer.claim(p)
-	if p.san != nil {
-		out = append(out, p.san.read(false)...)
-	}
-	return out
+	return p.opts.Sanitizer.claim(p)
 }
 
 // call runs one RPC under the per-call deadline and classifies its failure.

@@ -10,12 +10,8 @@ import (
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
-// fakeSanitizer is a stand-in for compute-sanitizer with its command
-// line: it runs the application after "--", prints a banner to stdout as
-// well as to its log (the harness must keep it away from the handshake),
-// and writes a record and its summary once the application has exited,
-// as the real one writes its summary. A process group killed outright
-// never gets that far.
+// fakeSanitizer is plugintest's stand-in for compute-sanitizer (which
+// cannot be imported here: plugintest imports this package).
 const fakeSanitizer = `#!/bin/sh
 log=""
 while [ "$1" != "--" ]; do
@@ -68,7 +64,10 @@ func TestCloseLetsTheSanitizerFinish(t *testing.T) {
 	if d := p.runner.exitDetail(); d != "process exited with status 0" {
 		t.Errorf("the sanitized process ended with %q: want a clean exit, not a kill", d)
 	}
-	fs := p.SanitizerFindings()
+	if fs := p.SanitizerFindings(); len(fs) != 0 {
+		t.Errorf("findings of the running process after it exited: %v", fs)
+	}
+	fs := p.ExitedFindings()
 	if len(fs) != 1 || fs[0].Kernel != "fake_store" || !strings.Contains(fs[0].String(), "out of bounds") {
 		t.Fatalf("findings after exit: %v; want the record written at exit", fs)
 	}

@@ -70,7 +70,8 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated%s\n", s.desc.Name, variantSuffix(r.Variant), l.Name, r.Case, runsNote(r.Count))
 		if r.Found != nil && r.Found.NeedsHistory {
 			fmt.Fprintf(e.stdout, "  as expected in a fresh process: this failure needs the plugin's history (it failed only in a process\n"+
-				"  that had run other cases first); run the check that found it again: seed %d, case %d\n", r.Found.Seed, r.Found.CaseIndex)
+				"  that had run other cases first); re-run the check that found it: what ran before case %d of seed %d set it up\n",
+				r.Found.CaseIndex, r.Found.Seed)
 		}
 		return exitPass
 	}

@@ -179,3 +179,32 @@ func TestStagingWriteIsAKernelBug(t *testing.T) {
 		t.Errorf("violation %v (got % x): want row 0's first element, 0x7fc1 written over it", v, v.Got)
 	}
 }
+
+// TestSanitizerFindingJoinsItsCase: under a sanitizer, what it reports as
+// a crashed process exits joins the crashing case's result, beside the
+// crash, and reads as a sanitizer violation naming the kernel.
+func TestSanitizerFindingJoinsItsCase(t *testing.T) {
+	s := suite(t, "faulty", "panic", "bf16")
+	s.Paddings = []Padding{PadNone}
+	san := plugintest.FakeSanitizer(t)
+	if err := s.session.Plugin.Sanitize(context.Background(), san); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := vs[0].Outcome.Failure
+	if f == nil || f.Property != oracle.Crash {
+		t.Fatalf("outcome %+v: want the crash", vs[0].Outcome)
+	}
+	m := f.Minimal
+	if len(m.Findings) != 1 || m.Findings[0].Kernel != "fake_store" || !m.Has(oracle.Sanitizer) {
+		t.Errorf("minimal result %+v: want the sanitizer's record of the crashed process", m)
+	}
+	var b strings.Builder
+	WriteCase(&b, vs[0].Layout, f.Case, m)
+	if !strings.Contains(b.String(), "sanitizer: memcheck: Invalid __global__ write of size 4 bytes in kernel fake_store") {
+		t.Errorf("report:\n%s\nwants the finding", b.String())
+	}
+}

@@ -116,13 +116,21 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Violations: vs}}, nil
 }
 
-// crashLines are a crash's last words as a report prints them: the
-// panic's message and the plugin's own frames, else its last stderr lines.
+// crashLines are a crash's last words as a report prints them under its
+// line (which holds the panic's message): the plugin's own frames, else
+// its last stderr lines.
 func crashLines(f *plugin.Fault) []string {
-	text := f.Stderr
-	if f.Panic != nil {
-		text = f.Panic.String()
+	if p := f.Panic; p != nil {
+		var out []string
+		for _, fr := range p.Frames {
+			out = append(out, "at "+fr.String())
+		}
+		if p.Other > 0 {
+			out = append(out, fmt.Sprintf("(%d frames of the runtime, gRPC and the SDK left out)", p.Other))
+		}
+		return out
 	}
+	text := f.Stderr
 	if strings.TrimSpace(text) == "" {
 		return []string{"(the plugin wrote nothing to stderr)"}
 	}

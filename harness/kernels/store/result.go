@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -37,10 +38,16 @@ func (r *Result) addFindings(fs []plugin.Finding) {
 var Kinds = []oracle.Kind{oracle.Crash, oracle.Padding, oracle.Guard, oracle.Staging, oracle.Stride, oracle.Alias, oracle.Value,
 	oracle.Missing, oracle.Geometry, oracle.Determinism, oracle.Differential, oracle.Sanitizer}
 
-// crashed is the result of a case the plugin died running.
+// crashed is the result of a case the plugin died running: its one
+// violation says how, with the panic's message when the plugin wrote one
+// (the report lists its frames below).
 func crashed(f *plugin.Fault) *Result {
-	return &Result{Crash: f, Violations: []oracle.Violation{{Kind: oracle.Crash, Row: oracle.NoRow,
-		Detail: "the plugin's process died running this case (" + f.Call + "): " + f.Detail}}}
+	how := f.Call + ": " + f.Detail
+	detail := "the plugin's process died running this case (" + how + ")"
+	if f.Panic != nil {
+		detail = "the plugin's process died running this case: " + strings.ReplaceAll(f.Panic.Message, "\n", " ") + " (" + how + ")"
+	}
+	return &Result{Crash: f, Violations: []oracle.Violation{{Kind: oracle.Crash, Row: oracle.NoRow, Detail: detail}}}
 }
 
 // Failed reports whether any invariant was violated.

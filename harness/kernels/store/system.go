@@ -42,6 +42,6 @@ func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Res
 // the process do before it died.
 func (s *System) Crashed(f *plugin.Fault) *Result {
 	r := crashed(f)
-	r.addFindings(s.Target.Plugin.SanitizerFindings())
+	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }
