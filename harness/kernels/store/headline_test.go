@@ -54,7 +54,12 @@ func TestHeadlineProperties(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, v := range vs {
-				h.check(t, v.Layout.Name+"/"+v.Label, v.Outcome.Failure)
+				o := v.Outcome
+				h.check(t, v.Layout.Name+"/"+v.Label, o.Failure)
+				if f := o.Failure; f != nil {
+					t.Logf("%s/%s: %s at case %d in %.2fs, then %d shrinks and the fresh check in %.2fs, to %v",
+						v.Layout.Name, v.Label, f.Property, o.Cases, o.ToFailure.Seconds(), f.Shrinks, (o.Elapsed - o.ToFailure).Seconds(), f.Case)
+				}
 			}
 		})
 	}
