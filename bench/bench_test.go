@@ -2,8 +2,8 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,9 +27,13 @@ var (
 // BenchmarkStore times each kernel per launch inside its plugin (the
 // monotonic clock on the CPU, CUDA events on a GPU): b.N launches in one
 // Bench call (or several of at most 100,000), no RPC inside the timed
-// loop. ns/op is the median launch, as in kvharness bench's bench.txt;
-// p50-ns/op and p99-ns/op the percentiles; GB/s counts bytes read and
-// written. BenchmarkCopy is the same rows copied: the roofline.
+// loop. Each benchmark is named as kvharness bench names the same cell
+// (BenchmarkStore/plugin=fusedstore/layout=bf16/head_dim=128/...), and
+// each -count is a run, as each pass is in bench.txt: kvharness compare
+// compares the two, the -N GOMAXPROCS suffix dropped. ns/op is the mean
+// launch, p50-ns/op the median, p99-ns/op the p99 where b.N resolves it;
+// GB/s counts bytes read and written over the median. BenchmarkCopy is the
+// same rows copied: the roofline.
 func BenchmarkStore(b *testing.B) { benchKernel(b, benchrun.KernelStore) }
 
 // BenchmarkCopy times a copy of each cell's input bytes.
@@ -42,22 +46,33 @@ func benchKernel(b *testing.B, kernel string) {
 		}
 		a, p := openBench(b, pair.plugin, pair.layout)
 		for _, tokens := range benchTokens {
-			id := results.Identity{Plugin: pair.plugin, Kernel: kernel, Layout: pair.layout, Tokens: tokens,
-				Mode: results.Eager, Cache: results.Hot, Timing: results.PerLaunch}
-			b.Run(fmt.Sprintf("plugin=%s/layout=%s/tokens=%d", pair.plugin, pair.layout, tokens), func(b *testing.B) {
-				timeCell(b, p, a, id)
-			})
+			id := benchIdentity(pair.plugin, kernel, pair.layout, tokens)
+			b.Run(subName(id), func(b *testing.B) { timeCell(b, p, a, id) })
 		}
 	}
+}
+
+// benchIdentity is the cell kvharness bench measures as a hot eager
+// per-launch cell of this plugin, layout and size.
+func benchIdentity(plugin, kernel, layoutName string, tokens int) results.Identity {
+	return results.Identity{Plugin: plugin, Kernel: kernel, Layout: layoutName, HeadDim: layout.DefaultHeadDim,
+		PageSize: layout.DefaultPageSize, Tokens: tokens, Mode: results.Eager, Cache: results.Hot, Timing: results.PerLaunch, BatchSize: 1}
+}
+
+// subName is the cell's name under BenchmarkStore or BenchmarkCopy: its
+// kvharness bench name without the kernel.
+func subName(id results.Identity) string {
+	_, rest, _ := strings.Cut(id.Name(), "/")
+	return rest
 }
 
 // maxIterations is the most measurements one Bench call may ask for (the
 // SDK's bound); a larger b.N takes several calls.
 const maxIterations = 100_000
 
-// timeCell reports the same numbers, under the same units, as kvharness
-// bench: ns/op is the median launch (as bench.txt's), the percentiles
-// are measure.Summarize's, and GB/s is over the median.
+// timeCell reports the same numbers, under the same units, as a run's
+// line of kvharness bench's bench.txt: ns/op the mean launch, p50-ns/op
+// the median, p99-ns/op where the run resolves it, GB/s over the median.
 func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Identity) {
 	req := a.Request(id)
 	req.Warmup, req.Mode = 3, kvpb.BenchMode_BENCH_PER_LAUNCH
@@ -76,11 +91,16 @@ func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Iden
 		b.Fatal(err)
 	}
 	l, _ := layout.Builtin(id.Layout, layout.DefaultHeadDim, layout.DefaultPageSize)
-	b.ReportMetric(sum.P50, "ns/op")
-	b.ReportMetric(sum.P50, "p50-ns/op")
-	b.ReportMetric(sum.P99, "p99-ns/op")
+	b.ReportMetric(sum.Mean, results.UnitTime)
+	b.ReportMetric(sum.P50, results.UnitP50)
+	if measure.Resolvable(sum.N, 0.99) {
+		b.ReportMetric(sum.P99, results.UnitP99)
+	}
 	if gbps, err := measure.GBPerSecond(benchrun.BytesMoved(l, id), sum.P50); err == nil && gbps > 0 {
-		b.ReportMetric(gbps, "GB/s")
+		b.ReportMetric(gbps, results.UnitGBps)
+	}
+	if tps, err := measure.TokensPerSecond(id.Tokens, sum.P50); err == nil {
+		b.ReportMetric(tps, results.UnitTokens)
 	}
 }
 
@@ -127,4 +147,16 @@ func backendName() string {
 		return s
 	}
 	return "cpu"
+}
+
+// TestGoTestNamesAreBenchNames: the name go test gives a cell is the one
+// kvharness bench gives it, so that compare matches the two.
+func TestGoTestNamesAreBenchNames(t *testing.T) {
+	id := benchIdentity("fusedstore", benchrun.KernelStore, "bf16", 512)
+	if got, want := "Store/"+subName(id), "Store/plugin=fusedstore/layout=bf16/head_dim=128/page_size=64/tokens=512/mode=eager/cache=hot/timing=per-launch"; got != want {
+		t.Errorf("go test name %q, want %q", got, want)
+	}
+	if err := id.Validate(); err != nil {
+		t.Errorf("the identity is not one kvharness bench could record: %v", err)
+	}
 }

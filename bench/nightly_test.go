@@ -16,7 +16,7 @@ echo "$*" >>"$LOG"
 case "$1" in
 bench)
 	while [ $# -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
-	mkdir -p "$out" && echo cell >"$out/cells.jsonl" && echo BenchmarkStore >"$out/bench.txt"
+	mkdir -p "$out" && echo run >"$out/runs.jsonl" && echo cell >"$out/cells.jsonl" && echo BenchmarkStore >"$out/bench.txt"
 	exit 0 ;;
 compare)
 	case "$*" in *--confirm*) exit "$CONFIRM_RC" ;; *) exit "$FIRST_RC" ;; esac ;;
@@ -66,6 +66,11 @@ func TestNightlyConfirmsRegressions(t *testing.T) {
 		}
 		if tc.rerun && !strings.Contains(string(calls), "--confirm "+filepath.Join(out, "rerun", "bench.txt")) {
 			t.Errorf("the confirming compare did not get the rerun's bench.txt:\n%s", calls)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
+			if line != "help" && !strings.Contains(line, "--strict") { // help: the script asks whether the binary serves plugins
+				t.Errorf("nightly.sh called %q without --strict: a night without the data to judge it must not pass", line)
+			}
 		}
 	}
 }

@@ -102,6 +102,9 @@ func copyTree(src, dst string) error {
 		}
 		rel, _ := filepath.Rel(src, path)
 		if skip[d.Name()] || rel == filepath.Join(storePackage, "testdata", "fuzz") {
+			if !d.IsDir() {
+				return nil // a worktree's .git is a file: skip it, not the folder it is in
+			}
 			return filepath.SkipDir
 		}
 		if d.IsDir() {

@@ -12,6 +12,7 @@ import (
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 	gostore "github.com/kvharness/kvharness/plugins/gostore/kernel"
+	layerload "github.com/kvharness/kvharness/plugins/layerload/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -30,6 +31,7 @@ var Bundled = []Code{
 	served("bf16scatter", &bf16scatter.Plugin),
 	served("gostore", &gostore.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
+	served("layerload", &layerload.Plugin),
 	{Name: "faulty", Main: faulty.Main},
 }
 

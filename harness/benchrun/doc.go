@@ -2,14 +2,30 @@
 // eager/graph × hot/cold × per-launch/batched timing, and records a cell per
 // combination.
 //
-// Every timing is taken inside the plugin (CUDA events on a GPU, the
-// monotonic clock on a CPU) by the Bench RPC, in chunks sized to a fraction
-// of a second, so no RPC sits inside a timed loop. A cell samples until
-// measure's stopping criterion says which rule ended it. Next to each store
-// cell the same run measures a copy of the same bytes (the roofline the
-// kernel is judged against) and, per mode, an empty kernel launch (the floor
-// for small batches), so every ratio compares numbers taken side by side.
+// The pipeline:
 //
-// Each finished cell is appended to a JSON Lines log and synced before the
-// next starts: a killed run keeps what it finished, and --resume skips it.
+//  1. [Runner.Plan] describes every plugin and lays out the cells, grouped
+//     by plugin and layout (one arena serves a group) and split into
+//     units — a plugin's layout at one token count, its stores and their
+//     copies; a layout's empty launches go with its first unit. A
+//     [shard.Spec] keeps the units one machine owns: a unit is never split,
+//     so a store and the copy it is judged against share a machine.
+//  2. [Runner.Run] measures the plan in passes. Each pass starts every
+//     plugin afresh and takes one run of each cell; the cells of a group
+//     take turns a chunk (one Bench call of at most 50 ms) at a time, in an
+//     order shuffled per pass, so what the machine does meanwhile falls on
+//     many cells' runs alike. A run stops by its share of the cell's
+//     criterion (measure.Criterion.PerPass), its clock counting its own
+//     chunks. Every timing is taken inside the plugin (CUDA events on a
+//     GPU, the monotonic clock on a CPU), so no RPC sits inside a timed
+//     loop.
+//  3. Each finished run is appended to runs.jsonl and synced before the
+//     next: a killed night keeps what it finished, and --resume skips it.
+//  4. The runs of a cell become one [results.Cell]: its quantiles over
+//     all its samples pooled, its runs kept apart as the replicates a
+//     comparison counts, its copy and empty launch measured in the same
+//     passes.
+//  5. [WriteOutputs] writes cells.jsonl, bench.txt (a line per run),
+//     table.txt, night.json ([Manifest]) and the plots; [Merge] joins the
+//     outputs of a night's shards, refusing gaps and overlaps.
 package benchrun

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -39,12 +40,72 @@ type Matrix struct {
 	// launches, which serving, where each layer's store has data and a
 	// pool of its own, does not allow.
 	Rotate int `json:"rotate,omitempty"`
-	// Stopping rules per timing. Per-launch cells want many samples for
-	// their tails and tolerate noise; batched cells want a stable mean.
+	// Passes is how many runs each cell gets: the matrix is measured
+	// Passes times over, each pass a short run of every cell (in an order
+	// of its own) by plugin processes of its own, so what drifts over a
+	// night lands between runs, where a comparison counts it, instead of
+	// shifting one cell. 0 means DefaultPasses.
+	Passes int `json:"passes,omitempty"`
+	// Quantiles are the quantiles the table reports and bench.txt writes
+	// per run (where a run resolves them), as do_bench's quantiles=; the
+	// median is always among them. Empty means DefaultQuantiles.
+	Quantiles []float64 `json:"quantiles,omitempty"`
+	// Stopping rules of a whole cell, over all its passes (each pass takes
+	// its share: measure.Criterion.PerPass). Per-launch cells want many
+	// samples for their tails and tolerate noise; batched cells want a
+	// stable mean; cold cells pay a cache flush per sample (64 MiB on a
+	// CPU: milliseconds), so they get a longer time limit.
 	PerLaunch measure.Criterion `json:"per_launch"`
 	Batched   measure.Criterion `json:"batched"`
+	Cold      measure.Criterion `json:"cold"`
 	// KeepSamples stores every sample in the log (for CDF plots).
 	KeepSamples bool `json:"keep_samples"`
+}
+
+// DefaultPasses is how many runs a cell gets by default: six a side is
+// where a U-test over runs can reach p = 0.002 (two of the 924 ways to
+// split twelve runs), so a change all runs agree on is significant with
+// room to spare.
+const DefaultPasses = 6
+
+// DefaultQuantiles are the median and the p99.
+var DefaultQuantiles = []float64{0.5, 0.99}
+
+// maxPasses bounds passes: past it a night is long for no gain.
+const maxPasses = 100
+
+// passes is how many runs each cell gets.
+func (m Matrix) passes() int {
+	if m.Passes <= 0 {
+		return DefaultPasses
+	}
+	return m.Passes
+}
+
+// quantiles is the chosen quantiles, the median first.
+func (m Matrix) quantiles() []float64 {
+	qs := m.Quantiles
+	if len(qs) == 0 {
+		qs = DefaultQuantiles
+	}
+	out := []float64{0.5}
+	for _, q := range qs {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Criterion is the stopping rule of a whole cell of id.
+func (m Matrix) Criterion(id results.Identity) measure.Criterion {
+	switch {
+	case id.Timing == results.Batched:
+		return m.Batched.WithDefaults()
+	case id.Cache == results.Cold:
+		return m.Cold.WithDefaults()
+	}
+	return m.PerLaunch.WithDefaults()
 }
 
 // perLaunchNoise lets per-launch cells stop on samples and time alone:
@@ -64,8 +125,9 @@ func Default(plugins ...string) Matrix {
 		Caches:  []results.Cache{results.Hot, results.Cold},
 		Timings: []results.Timing{results.PerLaunch, results.Batched},
 		Slots:   1 << 20, HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize, Seed: 1,
-		PerLaunch:   measure.Criterion{MinSamples: 200, MaxNoise: perLaunchNoise, TimeLimit: 2 * time.Second, MaxSamples: 5000},
-		Batched:     measure.Criterion{MinSamples: 10, MaxNoise: 0.01, TimeLimit: 3 * time.Second, MaxSamples: 500},
+		PerLaunch:   measure.Criterion{MinSamples: 600, MaxNoise: perLaunchNoise, TimeLimit: 3 * time.Second, MaxSamples: 6000},
+		Batched:     measure.Criterion{MinSamples: 30, MaxNoise: 0.01, TimeLimit: 3 * time.Second, MaxSamples: 600},
+		Cold:        measure.Criterion{MinSamples: 120, MaxNoise: perLaunchNoise, TimeLimit: 12 * time.Second, MaxSamples: 3000},
 		KeepSamples: true,
 	}
 }
@@ -149,9 +211,22 @@ func (m Matrix) Validate() error {
 			return fmt.Errorf("tokens %d: the pool's %d slots hold %d in whole runs of %d; raise slots or lower slot_run", t, m.Slots, whole, m.slotRun())
 		}
 	}
-	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched} {
-		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 {
+	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched, m.Cold} {
+		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 || c.MinTime < 0 {
 			return fmt.Errorf("stopping criteria must not be negative")
+		}
+	}
+	return m.validateRuns()
+}
+
+// validateRuns checks passes and quantiles.
+func (m Matrix) validateRuns() error {
+	if m.Passes < 0 || m.Passes > maxPasses {
+		return fmt.Errorf("passes %d: want 1..%d runs per cell (0 means %d)", m.Passes, maxPasses, DefaultPasses)
+	}
+	for _, q := range m.Quantiles {
+		if !(q > 0 && q < 1) {
+			return fmt.Errorf("quantile %v: want 0 < q < 1 (0.5 is the median, 0.99 the p99)", q)
 		}
 	}
 	return nil

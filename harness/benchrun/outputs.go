@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,18 +14,22 @@ import (
 
 // File names inside a bench output folder.
 const (
-	LogFile   = "cells.jsonl" // every finished cell, appended and synced as it finishes
-	BenchFile = "bench.txt"   // Go benchmark format, for benchstat and kvharness compare
-	TableFile = "table.txt"   // the human table
-	PlotDir   = "plots"
+	JournalFile  = "runs.jsonl"  // every finished run, appended and synced as it finishes: what --resume reads
+	LogFile      = "cells.jsonl" // the night's cells, each of all its runs, written whole at the end
+	BenchFile    = "bench.txt"   // Go benchmark format, a line per run: for benchstat and kvharness compare
+	TableFile    = "table.txt"   // the human table
+	ManifestFile = "night.json"  // what the night (or shard) covers: merge checks it
+	PlotDir      = "plots"
 )
 
-// WriteOutputs writes the benchmark file, the table and the plots for all
-// cells of a run (resumed cells included). Each file is written whole or
-// not at all; warnings (cells without raw samples, cells with host-paced
-// samples) are returned.
-func WriteOutputs(dir string, cells []results.Cell) ([]error, error) {
+// WriteOutputs writes a night's files: cells.jsonl, bench.txt, table.txt,
+// night.json and the plots. Each file is written whole or not at all;
+// warnings (cells with host-paced samples, version 1 cells) are returned.
+func WriteOutputs(dir string, cells []results.Cell, man Manifest) ([]error, error) {
 	warnings := hostPaced(cells)
+	if err := writeCells(filepath.Join(dir, LogFile), cells); err != nil {
+		return warnings, err
+	}
 	err := results.WriteFileAtomic(filepath.Join(dir, BenchFile), 0o644, func(w io.Writer) error {
 		ws, err := results.WriteBench(w, cells, results.BenchOptions{})
 		warnings = append(warnings, ws...)
@@ -34,14 +39,39 @@ func WriteOutputs(dir string, cells []results.Cell) ([]error, error) {
 		return warnings, err
 	}
 	var table bytes.Buffer
-	WriteTable(&table, cells)
-	if err := results.WriteFileAtomic(filepath.Join(dir, TableFile), 0o644, func(w io.Writer) error {
-		_, err := w.Write(table.Bytes())
-		return err
-	}); err != nil {
+	if err := WriteTable(&table, cells, Text); err != nil {
+		return warnings, err
+	}
+	if err := writeBytes(filepath.Join(dir, TableFile), table.Bytes()); err != nil {
+		return warnings, err
+	}
+	if err := WriteManifest(filepath.Join(dir, ManifestFile), man); err != nil {
 		return warnings, err
 	}
 	return warnings, writePlots(filepath.Join(dir, PlotDir), cells)
+}
+
+func writeCells(path string, cells []results.Cell) error {
+	return results.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, c := range cells {
+			c.Schema = results.CellSchema
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			if err := enc.Encode(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func writeBytes(path string, data []byte) error {
+	return results.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // writePlots draws, per plugin and layout, throughput against tokens with
@@ -51,34 +81,45 @@ func writePlots(dir string, cells []results.Cell) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var tputKeys, cdfKeys []string
 	tput := map[string][]results.Cell{}
 	cdf := map[string][]results.Cell{}
 	for _, c := range cells {
 		group := c.Plugin + "_" + c.Layout
-		if c.Kernel == KernelStore { // the copy shows as the roofline, from CopyGBps
-			tput[group] = append(tput[group], c)
+		if c.Kernel != KernelStore { // the copy shows as the roofline, from CopyGBps
+			continue
 		}
-		if c.Kernel == KernelStore && c.Timing == results.PerLaunch && len(c.Samples) > 0 {
+		if _, ok := tput[group]; !ok {
+			tputKeys = append(tputKeys, group)
+		}
+		tput[group] = append(tput[group], c)
+		if c.Timing == results.PerLaunch && len(c.Samples) > 0 {
 			k := fmt.Sprintf("%s_%s_%s", group, c.Mode, c.Cache)
+			if _, ok := cdf[k]; !ok {
+				cdfKeys = append(cdfKeys, k)
+			}
 			cdf[k] = append(cdf[k], c)
 		}
 	}
-	for k, cs := range tput {
+	for _, k := range tputKeys {
 		if err := plotFile(filepath.Join(dir, "throughput_"+k+".png"), func(w io.Writer) error {
-			return plot.Throughput(w, cs, plot.Options{Title: "throughput " + k})
+			return plot.Throughput(w, tput[k], plot.Options{Title: "store throughput: " + k, Footer: footer(tput[k])})
 		}); err != nil {
 			return err
 		}
 	}
-	for k, cs := range cdf {
+	for _, k := range cdfKeys {
 		if err := plotFile(filepath.Join(dir, "latency_"+k+".png"), func(w io.Writer) error {
-			return plot.LatencyCDF(w, cs, plot.Options{Title: "per-launch latency " + k})
+			return plot.LatencyCDF(w, cdf[k], plot.Options{Title: "per-launch latency: " + k, Footer: footer(cdf[k])})
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// footer names the night a plot shows: commit, device and date.
+func footer(cells []results.Cell) string { return header(cells[:1]) }
 
 func plotFile(path string, draw func(io.Writer) error) error {
 	return results.WriteFileAtomic(path, 0o644, draw)

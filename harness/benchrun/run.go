@@ -10,11 +10,11 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 // Kernels of the cells a run records besides the store itself.
@@ -24,77 +24,330 @@ const (
 	KernelEmpty = "empty" // an empty kernel launch: the floor for tiny batches
 )
 
-// Runner runs a matrix against plugins.
+// Runner runs a matrix against plugins: Plan, then Run.
 type Runner struct {
 	Matrix   Matrix
+	Shard    shard.Spec // the part of the matrix to run; zero: all of it
 	Dir      *rundir.Dir
 	Backend  arena.Backend
-	OnGPU    bool // graph mode needs it; graph cells are skipped on the CPU
-	Log      *results.LogWriter
-	Previous []results.Cell // cells of an earlier, resumed run
+	OnGPU    bool               // graph mode needs it; graph cells are skipped on the CPU
+	Journal  *results.LogWriter // runs.jsonl: every finished run, synced
+	Previous []results.Run      // runs of an earlier, resumed night
 	Env      results.Env
 	PeakGBps float64
 	Progress io.Writer // nil: quiet
 	Start    func(ctx context.Context, name string) (*plugin.Plugin, error)
 
-	done    map[results.Key]results.Cell
-	wanted  map[results.Key]bool // every cell this run's matrix produces
-	visited map[string]bool      // plugins (by described name) this run reached
+	done    map[results.RunKey]bool
+	batches map[results.Key]int // a batched cell's batch size, fixed by its first run
+	runs    []results.Run
 	total   int
 	count   int
 }
 
-// Run measures every cell not already done and returns the new ones.
-func (r *Runner) Run(ctx context.Context) ([]results.Cell, error) {
-	r.done, r.wanted, r.visited = map[results.Key]results.Cell{}, map[results.Key]bool{}, map[string]bool{}
-	for _, c := range r.Previous {
-		r.done[c.Key()] = c
-	}
-	var out []results.Cell
-	for _, name := range r.Matrix.Plugins {
-		cells, err := r.runPlugin(ctx, name)
-		out = append(out, cells...)
-		if err != nil {
-			return out, err
-		}
-	}
-	r.progressDone()
-	return out, nil
+// A Night is what Run measured.
+type Night struct {
+	Cells   []results.Cell // the plan's cells, in plan order, each of every run it has
+	Dropped []results.Run  // resumed runs of cells the plan does not make
+	// Lacking names the cells without the data a comparison needs: fewer
+	// runs than passes, or fewer samples than their criterion's minimum.
+	Lacking []error
 }
 
-func (r *Runner) runPlugin(ctx context.Context, name string) ([]results.Cell, error) {
+// Plan describes every plugin of the matrix and lays out its cells and
+// the units of r.Shard.
+func (r *Runner) Plan(ctx context.Context) (*Plan, error) {
+	var plugins []described
+	for _, name := range r.Matrix.Plugins {
+		desc, err := r.describe(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		plugins = append(plugins, described{name, desc})
+	}
+	return plan(r.Matrix, plugins, r.OnGPU, r.Shard)
+}
+
+func (r *Runner) describe(ctx context.Context, name string) (*kvpb.DescribeResponse, error) {
 	p, err := r.Start(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	m := r.Matrix
-	desc, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: m.Variant, HeadDim: uint32(m.HeadDim), PageSize: uint32(m.PageSize)})
+	desc, err := p.Describe(ctx, r.describeRequest())
 	if err != nil {
 		return nil, err
 	}
-	r.visited[desc.Name] = true
 	if !slices.Contains(desc.Kernels, KernelStore) {
 		return nil, fmt.Errorf("plugin %s has no store kernel (it serves %v): kvharness bench measures stores; drop it from the matrix's plugins", name, desc.Kernels)
 	}
-	if err := checkRotates(desc, m); err != nil {
-		return nil, err
+	return desc, checkRotates(desc, r.Matrix)
+}
+
+func (r *Runner) describeRequest() *kvpb.DescribeRequest {
+	m := r.Matrix
+	return &kvpb.DescribeRequest{Variant: m.Variant, HeadDim: uint32(m.HeadDim), PageSize: uint32(m.PageSize)}
+}
+
+// Run measures the plan's cells in passes: each pass starts every plugin
+// afresh and takes one run of each of its cells, runs already in the
+// journal (Previous) excepted. It returns the night's cells, even after
+// an error (those with at least one run).
+func (r *Runner) Run(ctx context.Context, p *Plan) (*Night, error) {
+	r.done, r.batches = map[results.RunKey]bool{}, map[results.Key]int{}
+	wanted := map[results.Key]bool{}
+	for _, id := range p.Cells() {
+		wanted[id.Key()] = true
 	}
-	layouts, err := pickLayouts(desc, m)
+	night := &Night{}
+	for _, run := range r.Previous {
+		if !wanted[run.Identity.Key()] {
+			night.Dropped = append(night.Dropped, run)
+			continue
+		}
+		r.done[run.Key()] = true
+		r.runs = append(r.runs, run)
+		r.noteBatch(run)
+	}
+	r.total = len(p.Cells()) * r.Matrix.passes()
+	var runErr error
+	for pass := 1; pass <= r.Matrix.passes() && runErr == nil; pass++ {
+		runErr = r.pass(ctx, p, pass)
+	}
+	r.progressDone()
+	cells, err := r.assemble(p)
+	night.Cells = cells
+	if runErr != nil {
+		return night, runErr
+	}
+	night.Lacking = lacking(cells, r.Matrix)
+	return night, err
+}
+
+func (r *Runner) noteBatch(run results.Run) {
+	if _, ok := r.batches[run.Identity.Key()]; !ok {
+		r.batches[run.Identity.Key()] = run.BatchSize
+	}
+}
+
+// pass runs one pass over the plan's groups, a plugin process per plugin.
+func (r *Runner) pass(ctx context.Context, p *Plan, pass int) error {
+	for start := 0; start < len(p.groups); {
+		end := start + 1
+		for end < len(p.groups) && p.groups[end].plugin.name == p.groups[start].plugin.name {
+			end++
+		}
+		if err := r.passPlugin(ctx, p.groups[start:end], pass, start); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func (r *Runner) passPlugin(ctx context.Context, groups []*groupPlan, pass, first int) error {
+	if !r.todo(groups, pass) {
+		return nil
+	}
+	name := groups[0].plugin.name
+	pl, err := r.Start(ctx, name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r.total += len(layouts) * len(m.Tokens) * len(r.modes()) * m.cacheTimings()
-	var out []results.Cell
-	for _, l := range layouts {
-		g := &group{r: r, p: p, desc: desc, l: l}
-		cells, err := g.run(ctx)
-		out = append(out, cells...)
-		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", name, l.Name, err)
+	defer pl.Close()
+	if _, err := pl.Describe(ctx, r.describeRequest()); err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if err := r.passGroup(ctx, pl, g, pass, first+i); err != nil {
+			return fmt.Errorf("%s %s pass %d: %w", name, g.layout.Name, pass, err)
 		}
 	}
+	return nil
+}
+
+// todo reports whether any cell of groups lacks its run of pass.
+func (r *Runner) todo(groups []*groupPlan, pass int) bool {
+	for _, g := range groups {
+		for _, id := range g.cells {
+			if !r.done[results.RunKey{Cell: id.Key(), Pass: pass}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Runner) passGroup(ctx context.Context, pl *plugin.Plugin, g *groupPlan, pass, index int) error {
+	if !r.todo([]*groupPlan{g}, pass) {
+		r.count += len(g.cells)
+		return nil
+	}
+	a, err := OpenArena(ctx, pl, r.Dir, r.Backend, g.layout, r.Matrix)
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+	if err := warm(ctx, pl, a, g.identity(r.Matrix, KernelStore, r.Matrix.maxTokens(), results.Eager, results.Hot, results.PerLaunch)); err != nil {
+		return err
+	}
+	return r.interleave(ctx, pl, a, order(g.cells, r.Matrix.Seed, pass, index), pass)
+}
+
+// interleave takes one run of each cell not yet done in pass, the cells
+// taking turns a chunk at a time, in the pass's order, until each run's
+// stopping rule ends it; each finished run is journalled at once.
+func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, cells []results.Identity, pass int) error {
+	type turn struct {
+		id results.Identity
+		s  *sampler
+	}
+	var turns []turn
+	for _, id := range cells {
+		if r.done[results.RunKey{Cell: id.Key(), Pass: pass}] {
+			r.count++
+			continue
+		}
+		s, err := newSampler(ctx, pl, a.Request(id), id.Timing, r.Matrix.Criterion(id).PerPass(r.Matrix.passes()), r.batches[id.Key()])
+		if err != nil {
+			return fmt.Errorf("cell %s: %w", id.Name(), err)
+		}
+		turns = append(turns, turn{id, s})
+	}
+	for len(turns) > 0 {
+		var next []turn
+		for _, t := range turns {
+			done, err := t.s.step(ctx)
+			if err != nil {
+				return fmt.Errorf("cell %s: %w", t.id.Name(), err)
+			}
+			if !done {
+				next = append(next, t)
+				continue
+			}
+			r.progress(pass, t.id)
+			if err := r.record(t.id, pass, t.s.result()); err != nil {
+				return err
+			}
+		}
+		turns = next
+	}
+	return nil
+}
+
+// warmTime is how long a group runs its largest store before measuring:
+// the first cells of a pass otherwise pay for cold caches, lazy page
+// mapping and clock ramp-up, and would differ from the other passes' for
+// no reason of the kernel's.
+const warmTime = 100 * time.Millisecond
+
+func warm(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity) error {
+	req := a.Request(id)
+	req.Warmup, req.Iterations = 1, 1
+	resp, err := p.Bench(ctx, req)
+	if err != nil {
+		return err
+	}
+	req.Warmup = uint32(clamp(int(float64(warmTime)/max(resp.Ns[0], 1)), 1, 100000))
+	_, err = p.Bench(ctx, req)
+	return err
+}
+
+// record journals the run of id in pass.
+func (r *Runner) record(id results.Identity, pass int, s sampled) error {
+	id.BatchSize = s.batch
+	run := results.Run{Schema: results.RunSchema, Identity: id, Pass: pass, Stop: s.stop, HostPaced: s.hostPaced,
+		Device: s.dev, Time: time.Now().UTC(), Samples: s.ns}
+	if err := r.Journal.AppendRun(run); err != nil {
+		return err
+	}
+	r.done[run.Key()] = true
+	r.runs = append(r.runs, run)
+	r.noteBatch(run)
+	return nil
+}
+
+// assemble makes the cells of the plan from the runs taken, in plan
+// order; a cell without any run is left out.
+func (r *Runner) assemble(p *Plan) ([]results.Cell, error) {
+	byKey := map[results.Key][]results.Run{}
+	for _, run := range r.runs {
+		byKey[run.Identity.Key()] = append(byKey[run.Identity.Key()], run)
+	}
+	var cells []results.Cell
+	for _, g := range p.groups {
+		out, err := r.assembleGroup(g, byKey)
+		if err != nil {
+			return cells, err
+		}
+		cells = append(cells, out...)
+	}
+	return cells, nil
+}
+
+func (r *Runner) assembleGroup(g *groupPlan, byKey map[results.Key][]results.Run) ([]results.Cell, error) {
+	byID := map[results.Key]results.Cell{}
+	var out []results.Cell
+	for _, id := range g.cells {
+		runs := byKey[id.Key()]
+		if len(runs) == 0 {
+			continue
+		}
+		c, err := results.NewCell(runs, r.Matrix.quantiles(), r.Matrix.Criterion(id))
+		if err != nil {
+			return out, err
+		}
+		r.finish(&c, g.layout, runs)
+		if cp, ok := byID[withKernel(id, KernelCopy, id.Tokens, results.Eager).Key()]; ok && id.Kernel == KernelStore {
+			c.CopyNs, c.CopyGBps = cp.Summary.P50, cp.GBps
+			pairRuns(&c, cp)
+		}
+		if err := c.Derive(); err != nil && id.Kernel != KernelEmpty {
+			return out, err
+		}
+		byID[id.Key()] = c
+		out = append(out, c)
+	}
 	return out, nil
+}
+
+// pairRuns gives each run of a store the median of its copy's run of the
+// same pass.
+func pairRuns(c *results.Cell, cp results.Cell) {
+	byPass := map[int]float64{}
+	for _, r := range cp.Runs {
+		byPass[r.Pass] = r.Summary.P50
+	}
+	for i := range c.Runs {
+		c.Runs[i].CopyNs = byPass[c.Runs[i].Pass]
+	}
+}
+
+// finish fills what a cell takes from the night rather than its runs.
+func (r *Runner) finish(c *results.Cell, l *layout.Layout, runs []results.Run) {
+	c.BytesPerLaunch, c.PeakGBps, c.Env = BytesMoved(l, c.Identity), r.PeakGBps, r.Env
+	if dev := runs[0].Device; dev != "" {
+		c.Env.Device = dev
+	}
+	if !r.Matrix.KeepSamples {
+		c.Samples = nil
+	}
+}
+
+// lacking names the cells a comparison cannot judge: fewer runs than the
+// matrix's passes, or fewer samples than their criterion's minimum.
+func lacking(cells []results.Cell, m Matrix) []error {
+	var out []error
+	for i := range cells {
+		c := &cells[i]
+		switch err := c.Stop.Enough(); {
+		case len(c.Runs) < m.passes():
+			out = append(out, fmt.Errorf("cell %s: %d runs of %d", c.Key(), len(c.Runs), m.passes()))
+		case err != nil:
+			out = append(out, fmt.Errorf("cell %s: %w", c.Key(), err))
+		}
+	}
+	return out
 }
 
 // checkRotates refuses a rotating matrix for a plugin that does not
@@ -108,17 +361,6 @@ func checkRotates(desc *kvpb.DescribeResponse, m Matrix) error {
 		desc.Name, m.rotations())
 }
 
-// modes drops graph mode off the GPU: a CPU kernel has no graph to replay.
-func (r *Runner) modes() []results.Mode {
-	var out []results.Mode
-	for _, m := range r.Matrix.Modes {
-		if m != results.Graph || r.OnGPU {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // pickLayouts keeps the matrix's layouts that the plugin declares: a
 // matrix lists layouts for all its plugins, and bf16scatter has no fp8.
 func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error) {
@@ -129,13 +371,13 @@ func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error
 	var names []string
 	for _, n := range m.Layouts {
 		if n != "all" {
-			if declared[n] {
+			if declared[n] && !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 			continue
 		}
 		for _, g := range desc.Layouts {
-			if layout.Describe(g.Layout) != "" {
+			if layout.Describe(g.Layout) != "" && !slices.Contains(names, g.Layout) {
 				names = append(names, g.Layout)
 			}
 		}
@@ -154,119 +396,6 @@ func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error
 	return out, nil
 }
 
-// group is one plugin and one layout: one arena serves all its cells.
-type group struct {
-	r    *Runner
-	p    *plugin.Plugin
-	desc *kvpb.DescribeResponse
-	l    *layout.Layout
-	a    *Arena
-}
-
-func (g *group) run(ctx context.Context) ([]results.Cell, error) {
-	a, err := OpenArena(ctx, g.p, g.r.Dir, g.r.Backend, g.l, g.r.Matrix)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close(ctx)
-	g.a = a
-	if err := g.warm(ctx); err != nil {
-		return nil, err
-	}
-	var out []results.Cell
-	m := g.r.Matrix
-	for _, tokens := range m.Tokens {
-		for _, mode := range g.r.modes() {
-			for _, cache := range m.Caches {
-				for _, timing := range m.Timings {
-					if !measurable(cache, timing) {
-						continue
-					}
-					cells, err := g.cell(ctx, tokens, mode, cache, timing)
-					out = append(out, cells...)
-					if err != nil {
-						return out, err
-					}
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// warmTime is how long a group runs its largest store before measuring:
-// the first cells of a run otherwise pay for cold caches, lazy page
-// mapping and clock ramp-up, and a night's first rows would differ from
-// the baseline's for no reason of the kernel's.
-const warmTime = 300 * time.Millisecond
-
-func (g *group) warm(ctx context.Context) error {
-	id := g.identity(KernelStore, g.r.Matrix.maxTokens(), results.Eager, results.Hot, results.PerLaunch)
-	req := g.a.Request(id)
-	req.Warmup, req.Iterations = 1, 1
-	resp, err := g.p.Bench(ctx, req)
-	if err != nil {
-		return err
-	}
-	req.Warmup = uint32(clamp(int(float64(warmTime)/max(resp.Ns[0], 1)), 1, 100000))
-	_, err = g.p.Bench(ctx, req)
-	return err
-}
-
-// cell measures one store cell, and the copy and empty references it is
-// compared with unless an earlier cell of this run already measured them.
-func (g *group) cell(ctx context.Context, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) ([]results.Cell, error) {
-	g.r.progress(g.desc.Name, g.l.Name, tokens, mode, cache, timing)
-	var out []results.Cell
-	copyCell, fresh, err := g.measure(ctx, g.identity(KernelCopy, tokens, results.Eager, cache, timing), nil)
-	if err != nil {
-		return nil, err
-	}
-	if fresh {
-		out = append(out, copyCell)
-	}
-	empty, fresh, err := g.measure(ctx, g.identity(KernelEmpty, 1, mode, cache, timing), nil)
-	if err != nil {
-		return out, err
-	}
-	if fresh {
-		out = append(out, empty)
-	}
-	store, fresh, err := g.measure(ctx, g.identity(KernelStore, tokens, mode, cache, timing), &copyCell)
-	if err != nil {
-		return out, err
-	}
-	if fresh {
-		out = append(out, store)
-	}
-	return out, nil
-}
-
-func (g *group) identity(kernel string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) results.Identity {
-	return results.Identity{Plugin: g.desc.Name, PluginVersion: g.desc.Version, Variant: g.r.Matrix.Variant,
-		Kernel: kernel, Layout: g.l.Name, HeadDim: g.l.HeadDim, PageSize: g.l.PageSize, Tokens: tokens,
-		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1, Rotate: nameField(g.r.Matrix.Rotate),
-		SlotRun: nameField(g.r.Matrix.SlotRun)}
-}
-
-// measure returns the cell of id, from this or a resumed run when it was
-// done already (fresh is false then), otherwise by sampling and logging it.
-func (g *group) measure(ctx context.Context, id results.Identity, copyCell *results.Cell) (results.Cell, bool, error) {
-	if c, ok := g.r.lookup(id); ok {
-		return c, false, nil
-	}
-	crit := g.r.Matrix.PerLaunch
-	if id.Timing == results.Batched {
-		crit = g.r.Matrix.Batched
-	}
-	s, err := sample(ctx, g.p, g.a.Request(id), id.Timing, crit)
-	if err != nil {
-		return results.Cell{}, false, err
-	}
-	c, err := g.record(id, s, copyCell)
-	return c, err == nil, err
-}
-
 // BytesMoved counts what one launch of a cell reads and writes: a store
 // reads its rows and slots and writes its tokens; a copy reads and writes
 // the rows' bytes; an empty kernel moves nothing.
@@ -280,62 +409,11 @@ func BytesMoved(l *layout.Layout, id results.Identity) int64 {
 	return int64(id.Tokens * (l.RowBytes() + 8 + l.BytesPerToken()))
 }
 
-func (g *group) record(id results.Identity, s sampled, copyCell *results.Cell) (results.Cell, error) {
-	sum, err := measure.Summarize(s.ns)
-	if err != nil {
-		return results.Cell{}, fmt.Errorf("cell %s: %w", id.Name(), err)
-	}
-	id.BatchSize = s.batch
-	c := results.Cell{Identity: id, Summary: sum, BytesPerLaunch: BytesMoved(g.l, id), PeakGBps: g.r.PeakGBps,
-		Stop: s.stop, Env: g.r.Env, HostPaced: s.hostPaced}
-	if s.dev != "" {
-		c.Env.Device = s.dev
-	}
-	c.Env.Time = time.Now().UTC()
-	if copyCell != nil {
-		c.CopyNs, c.CopyGBps = copyCell.Summary.P50, copyCell.GBps
-	}
-	if g.r.Matrix.KeepSamples {
-		c.Samples = s.ns
-	}
-	if err := c.Derive(); err != nil && id.Kernel != KernelEmpty {
-		return c, err
-	}
-	if err := g.r.Log.Append(c); err != nil {
-		return c, fmt.Errorf("log cell %s: %w", id.Name(), err)
-	}
-	g.r.done[c.Key()] = c
-	return c, nil
-}
-
-// lookup finds a finished cell of the same identity, and notes that the
-// matrix produces it.
-func (r *Runner) lookup(id results.Identity) (results.Cell, bool) {
-	r.wanted[id.Key()] = true
-	c, ok := r.done[id.Key()]
-	return c, ok
-}
-
-// Current splits the cells of a resumed run after Run: those this run's
-// matrix still produces, or that belong to a plugin the run did not reach
-// (it stopped early), are kept; the rest measured another plugin version,
-// variant or geometry and would mix with the new cells under one
-// benchmark name.
-func (r *Runner) Current(previous []results.Cell) (kept, dropped []results.Cell) {
-	for _, c := range previous {
-		if r.wanted[c.Key()] || !r.visited[c.Plugin] {
-			kept = append(kept, c)
-		} else {
-			dropped = append(dropped, c)
-		}
-	}
-	return kept, dropped
-}
-
-func (r *Runner) progress(plugin, l string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) {
+func (r *Runner) progress(pass int, id results.Identity) {
 	r.count++
 	if r.Progress != nil {
-		fmt.Fprintf(r.Progress, "\r\033[K[%d/%d] %s %s tokens=%d %s %s %s", r.count, r.total, plugin, l, tokens, mode, cache, timing)
+		fmt.Fprintf(r.Progress, "\r\033[K[pass %d/%d %d/%d] %s %s %s tokens=%d %s %s %s", pass, r.Matrix.passes(), r.count, r.total,
+			id.Kernel, id.Plugin, id.Layout, id.Tokens, id.Mode, id.Cache, id.Timing)
 	}
 }
 

@@ -13,10 +13,18 @@ import (
 	"github.com/kvharness/kvharness/harness/results"
 )
 
-// chunkTime is the plugin time one Bench call aims for: long enough to
+// chunkTime is the most wall time one Bench call takes: long enough to
 // amortise the round trip, short enough to stay far inside the per-call
-// deadline and to let the stopping rule look often.
-const chunkTime = 200 * time.Millisecond
+// deadline and to let the cells of a group take turns often.
+const chunkTime = 50 * time.Millisecond
+
+// minChunks is how many Bench calls a run spreads its minimum samples
+// over at least, so that a run's samples come from the whole of its pass
+// and not from one moment of it.
+const minChunks = 3
+
+// probeIterations are the measurements of the probe that sizes a run.
+const probeIterations = 3
 
 // sampled is one timed series, in nanoseconds per launch.
 type sampled struct {
@@ -27,44 +35,106 @@ type sampled struct {
 	hostPaced int // samples the plugin said may be host paced
 }
 
-// sample runs req until the criterion stops it. The first call measures
-// one launch to size the batch (batched timing) and the chunks.
-func sample(ctx context.Context, p *plugin.Plugin, req *kvpb.BenchRequest, timing results.Timing, crit measure.Criterion) (sampled, error) {
+// A sampler takes one run of one cell, a chunk (a Bench call) at a time,
+// so that the runner can interleave the chunks of a group's cells: what
+// the machine does meanwhile (another tenant, a clock change) then falls
+// on all of them alike, and a kernel's ratio to the floor beside it
+// cancels it.
+type sampler struct {
+	p         *plugin.Plugin
+	req       *kvpb.BenchRequest
+	crit      measure.Criterion
+	stop      measure.Stopper
+	perSample float64 // wall ns one sample costs, flush and round trip included
+	warmup    uint32
+	own       time.Duration // wall time of this run's own chunks: its stopping rule's clock
+	out       sampled
+}
+
+// newSampler probes req: a few launches size the batch (batched timing;
+// batch, when not 0, is the size an earlier run of the cell chose, kept so
+// that every run times the same batch) and the chunks, by the wall time a
+// measurement took, flush and round trip included, so that a cold cell
+// whose flush costs milliseconds does not ask for a chunk of seconds.
+func newSampler(ctx context.Context, p *plugin.Plugin, req *kvpb.BenchRequest, timing results.Timing, crit measure.Criterion, batch int) (*sampler, error) {
 	probe := cloneReq(req)
-	probe.Warmup, probe.Iterations, probe.Mode, probe.Batch = 2, 1, kvpb.BenchMode_BENCH_PER_LAUNCH, 1
+	probe.Warmup, probe.Iterations, probe.Mode, probe.Batch = 2, probeIterations, kvpb.BenchMode_BENCH_PER_LAUNCH, 1
+	t0 := time.Now()
 	resp, err := p.Bench(ctx, probe)
 	if err != nil {
-		return sampled{}, err
+		return nil, err
 	}
-	launch := max(resp.Ns[0], 1)
-	out := sampled{batch: 1, dev: resp.Device}
+	wall := float64(time.Since(t0)) / probeIterations
+	launch := max(median3(resp.Ns), 1)
+	s := &sampler{p: p, req: req, crit: crit, out: sampled{batch: 1, dev: resp.Device}}
 	req.Mode = kvpb.BenchMode_BENCH_PER_LAUNCH
 	if timing == results.Batched {
 		req.Mode = kvpb.BenchMode_BENCH_BATCHED
-		out.batch = clamp(int(math.Ceil(float64(100*time.Microsecond)/launch)), 1, 1000)
-	}
-	req.Batch = uint32(out.batch)
-	req.Iterations = uint32(clamp(int(float64(chunkTime)/(launch*float64(out.batch))), 1, 500))
-	req.Warmup = uint32(min(out.batch*3, 100))
-	stop := crit.Start(nil)
-	for !stop.Done() {
-		resp, err := p.Bench(ctx, req)
-		if err != nil {
-			return sampled{}, err
+		s.out.batch = batch
+		if s.out.batch < 1 {
+			s.out.batch = clamp(int(math.Ceil(float64(100*time.Microsecond)/launch)), 1, 1000)
 		}
-		out.hostPaced += int(resp.HostPaced)
-		for _, ns := range resp.Ns {
-			v := ns / float64(out.batch)
-			out.ns = append(out.ns, v)
-			stop.Add(v)
-			if stop.Done() {
-				break
-			}
-		}
-		req.Warmup = 0
 	}
-	out.stop = stop.Reason()
-	return out, nil
+	req.Batch = uint32(s.out.batch)
+	s.perSample = max(launch*float64(s.out.batch), min(wall, float64(chunkTime)))
+	if req.Cold {
+		s.perSample = max(s.perSample, wall) // the flush is paid per sample, outside the timed region
+	}
+	// Each chunk follows other cells' chunks: a few launches, at most a
+	// tenth of its time, bring this cell's data back into the caches.
+	s.warmup = uint32(clamp(int(float64(chunkTime)/10/launch), 1, min(s.out.batch*3, 100)))
+	// The run's clock counts its own chunks only: while the other cells
+	// of the group take their turns, its time limit does not run.
+	var epoch time.Time
+	s.stop = crit.Start(func() time.Time { return epoch.Add(s.own) })
+	return s, nil
+}
+
+// step takes one chunk; it reports whether the run is done.
+func (s *sampler) step(ctx context.Context) (bool, error) {
+	if s.stop.Done() {
+		return true, nil
+	}
+	left := s.crit.MaxSamples - len(s.out.ns)
+	spread := max(ceilDiv(s.crit.MinSamples, minChunks), 1)
+	s.req.Iterations = uint32(clamp(int(float64(chunkTime)/s.perSample), 1, min(500, max(left, 1), spread)))
+	s.req.Warmup = s.warmup
+	t0 := time.Now()
+	resp, err := s.p.Bench(ctx, s.req)
+	s.own += time.Since(t0)
+	if err != nil {
+		return false, err
+	}
+	s.out.hostPaced += int(resp.HostPaced)
+	for _, ns := range resp.Ns {
+		v := ns / float64(s.out.batch)
+		s.out.ns = append(s.out.ns, v)
+		s.stop.Add(v)
+		if s.stop.Done() {
+			break
+		}
+	}
+	return s.stop.Done(), nil
+}
+
+func (s *sampler) result() sampled {
+	s.out.stop = s.stop.Reason()
+	return s.out
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// median3 is the middle of up to three probe samples: one slow first
+// launch must not size the chunks.
+func median3(ns []float64) float64 {
+	switch len(ns) {
+	case 0:
+		return 0
+	case 1, 2:
+		return ns[len(ns)-1]
+	}
+	a, b, c := ns[0], ns[1], ns[2]
+	return max(min(a, b), min(max(a, b), c))
 }
 
 func cloneReq(r *kvpb.BenchRequest) *kvpb.BenchRequest { return proto.Clone(r).(*kvpb.BenchRequest) }

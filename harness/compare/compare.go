@@ -28,129 +28,179 @@ func CompareFiles(basePath, newPath string, o Options) (*Report, error) {
 }
 
 // Compare compares the Go benchmark text read from base and next; the
-// names are used in messages. It returns an error only when a file cannot
-// be read; statistical problems are verdicts and warnings.
+// names are used in messages. It returns an error when a file cannot be
+// read, holds no runs (lines written before kvharness bench measured in
+// runs), or ran on another device or configuration (a *ConfigError,
+// unless Options.AllowConfigDiff); statistical problems are verdicts.
 func Compare(baseName string, base io.Reader, newName string, next io.Reader, o Options) (*Report, error) {
 	o = o.withDefaults()
-	old, err := readTable(base, baseName, o.Ignore)
+	filter, err := newFilter(o.Filter)
 	if err != nil {
 		return nil, err
 	}
-	nw, err := readTable(next, newName, o.Ignore)
+	old, err := readTable(base, baseName, o.Ignore, filter)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Base: baseName, New: newName, Options: o, Warnings: configWarnings(old, nw)}
+	nw, err := readTable(next, newName, o.Ignore, filter)
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := checkConfigs(old, nw, o.AllowConfigDiff)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Base: baseName, New: newName, Options: o, Warnings: warnings, Config: [2]map[string]string{old.config, nw.config}}
 	units := mergeUnits(old.units, nw.units)
 	d := drift{old, nw}
-	for _, k := range rowOrder(old, nw) {
-		row := compareRow(k, old.values[k], nw.values[k], units, o)
-		judgeNet(&row, k, d, o)
-		rep.Rows = append(rep.Rows, row)
+	for _, name := range cellOrder(old, nw) {
+		rep.Cells = append(rep.Cells, judge(name, old, nw, units, d, o))
 	}
 	return rep, nil
 }
 
-// rowOrder lists every row of either file, grouped by unit (units in
-// order of first appearance), benchmarks in order of first appearance.
-func rowOrder(a, b *table) []rowKey {
-	var units []string
-	byUnit := map[string][]rowKey{}
-	seen := map[rowKey]bool{}
+// cellOrder lists every benchmark of either file, in order of first
+// appearance.
+func cellOrder(a, b *table) []string {
+	var out []string
+	seen := map[string]bool{}
 	for _, k := range slices.Concat(a.order, b.order) {
-		if seen[k] {
-			continue
+		if !seen[k.name] {
+			seen[k.name] = true
+			out = append(out, k.name)
 		}
-		seen[k] = true
-		if _, ok := byUnit[k.unit]; !ok {
-			units = append(units, k.unit)
-		}
-		byUnit[k.unit] = append(byUnit[k.unit], k)
-	}
-	var out []rowKey
-	for _, u := range units {
-		out = append(out, byUnit[u]...)
 	}
 	return out
 }
 
-func compareRow(k rowKey, old, next []float64, units benchfmt.UnitMetadataMap, o Options) Row {
-	row := Row{Name: k.name, Unit: k.unit, Better: direction(units, k.unit), P: 1}
-	assume := units.GetAssumption(k.unit)
+// judge compares one cell: its evidence (every unit), then its verdict on
+// the deciding unit.
+func judge(name string, old, nw *table, units benchfmt.UnitMetadataMap, d drift, o Options) Cell {
+	c := Cell{Name: name}
+	for _, unit := range unitsOf(name, old, nw) {
+		k := rowKey{name, unit}
+		c.Evidence = append(c.Evidence, compareRow(unit, old.values[k], nw.values[k], units, o))
+	}
+	if !old.names[name] || !nw.names[name] {
+		c.Verdict, c.Why = Missing, "in "+map[bool]string{true: old.name, false: nw.name}[old.names[name]]+" only"
+		c.Row = deciding(c.Evidence, o.Metric, false)
+		return c
+	}
+	row := deciding(c.Evidence, o.Metric, true)
+	c.Row = row
+	switch {
+	case row.Unit == "":
+		c.Verdict, c.Lacks = Unsure, fmt.Sprintf("no %s or sec/op values in both files", o.Metric)
+	case isFloor(name) && !o.Absolute:
+		c.Verdict, c.Why = Reference, changeText(row, o.Alpha)
+	case minUTestP(row.Old.N, row.New.N) >= o.Alpha:
+		c.Verdict = Unsure
+		c.Lacks = fmt.Sprintf("%d+%d runs: a U-test over runs cannot reach p < %v with fewer than %d a side (run more passes, or go test -count)",
+			row.Old.N, row.New.N, o.Alpha, runsNeeded(o.Alpha))
+	default:
+		judgeChange(&c, d, o)
+	}
+	return c
+}
+
+// unitsOf lists the units the cell has in either file, in file order.
+func unitsOf(name string, old, nw *table) []string {
+	var out []string
+	for _, t := range []*table{old, nw} {
+		for _, k := range t.order {
+			if k.name == name && !slices.Contains(out, k.unit) {
+				out = append(out, k.unit)
+			}
+		}
+	}
+	return out
+}
+
+// deciding is the row of the metric, or of sec/op where the files lack
+// it (as go test files without p50 do); empty when neither is there (in
+// both files, when both).
+func deciding(rows []Row, metric string, both bool) Row {
+	for _, unit := range []string{metric, "sec/op"} {
+		for _, r := range rows {
+			if r.Unit == unit && (!both || r.Old.N > 0 && r.New.N > 0) {
+				return r
+			}
+		}
+	}
+	return Row{}
+}
+
+func compareRow(unit string, old, next []float64, units benchfmt.UnitMetadataMap, o Options) Row {
+	row := Row{Unit: unit, Better: direction(units, unit), P: 1}
+	assume := units.GetAssumption(unit)
 	th := &benchmath.Thresholds{CompareAlpha: o.Alpha}
 	if len(old) > 0 {
-		row.Old = summarize(assume, benchmath.NewSample(old, th), o, &row)
+		row.Old = Side{assume.Summary(benchmath.NewSample(old, th), o.Confidence), len(old)}
 	}
 	if len(next) > 0 {
-		row.New = summarize(assume, benchmath.NewSample(next, th), o, &row)
+		row.New = Side{assume.Summary(benchmath.NewSample(next, th), o.Confidence), len(next)}
 	}
 	if len(old) == 0 || len(next) == 0 {
-		row.Verdict = Missing
 		return row
 	}
 	row.DeltaPct = deltaPct(row.Old.Center, row.New.Center)
-	if assume != benchmath.AssumeExact && minUTestP(len(old), len(next)) >= o.Alpha {
-		row.Verdict = Insufficient
-		row.Warnings = append(row.Warnings, fmt.Errorf("too few values for a U-test to reach p < %v: %d and %d (4 per side suffice; write more lines per cell)", o.Alpha, len(old), len(next)))
-		return row
+	if assume == benchmath.AssumeExact || minUTestP(len(old), len(next)) < o.Alpha {
+		row.P = assume.Compare(benchmath.NewSample(old, th), benchmath.NewSample(next, th)).P
 	}
-	c := assume.Compare(benchmath.NewSample(old, th), benchmath.NewSample(next, th))
-	row.P = c.P
-	row.Warnings = append(row.Warnings, c.Warnings...)
-	row.Verdict = decide(c.P, o.Alpha, row.DeltaPct, o.Threshold, row.Better)
 	return row
 }
 
-// judgeNet re-judges a tested kernel row against the floor measured beside
-// it (see drift), and marks floors as references, unless o.Absolute. A
-// change counts only when both its own size and its size net of the
-// floor's drift pass the threshold, and the two medians' confidence
-// intervals are apart: the machine's drift alone never makes a
-// regression, at the price that a regression which a faster machine
-// masked (+1% raw, +15% net) is not called one either. Per-launch rows
-// take LatencyThreshold: their times include the host's wait for the GPU,
-// which moves between runs far more than a batch does. Rates are the same
-// samples as the times, judged there.
-func judgeNet(row *Row, k rowKey, d drift, o Options) {
-	if o.Absolute || row.Verdict == Missing || row.Verdict == Insufficient {
-		return
-	}
-	if isFloor(k.name) {
-		row.Verdict = Reference
-		return
-	}
-	ref, ratio, ok := d.reference(k)
-	if !ok {
-		return
-	}
-	if !strings.HasSuffix(k.unit, "sec/op") {
-		row.Verdict = Derived
-		return
-	}
-	row.Ref, row.RefDeltaPct = ref, (ratio-1)*100
-	row.NetDeltaPct = ((1+row.DeltaPct/100)/ratio - 1) * 100
+// judgeChange decides a kernel cell: a change counts only when it is
+// significant over runs, and past the threshold on its own and net of the
+// drift of the floor measured beside it in the same nights (see drift)
+// (and, with Options.Apart, the two medians' confidence intervals apart). The machine's
+// drift alone never makes a cell slower, at the price that a slowdown a
+// faster machine masked (+1% raw, +15% net) is not called one either.
+// Per-launch cells take LatencyThreshold: their times include the host's
+// wait for the device, which moves between nights far more than a batch.
+func judgeChange(c *Cell, d drift, o Options) {
 	th := o.Threshold
-	if strings.Contains(k.name, "/timing=per-launch") {
+	if strings.Contains(c.Name, "/timing=per-launch") {
 		th = o.LatencyThreshold
 	}
-	raw := decide(row.P, o.Alpha, row.DeltaPct, th, row.Better)
-	net := decide(row.P, o.Alpha, row.NetDeltaPct, th, row.Better)
-	row.Verdict = Unchanged
-	if raw == net && apart(row.Old, row.New) {
-		row.Verdict = raw
+	raw := decide(c.P, o.Alpha, c.DeltaPct, th, c.Better)
+	c.Verdict, c.Why = raw, changeText(c.Row, o.Alpha)
+	if o.Absolute {
+		return
+	}
+	if ref, ratio, ok := d.reference(rowKey{c.Name, c.Unit}); ok {
+		c.Ref, c.RefDeltaPct = ref, (ratio-1)*100
+		c.NetDeltaPct = ((1+c.DeltaPct/100)/ratio - 1) * 100
+		c.Why += fmt.Sprintf("; net of %s %+.1f%%", strings.ToLower(floorKind(ref)), c.NetDeltaPct)
+		if net := decide(c.P, o.Alpha, c.NetDeltaPct, th, c.Better); net != raw {
+			c.Verdict = Same
+		}
+	}
+	if c.Verdict != Same && o.Apart && !apart(c.Old, c.New) {
+		c.Verdict = Same
+		c.Why += "; intervals overlap"
 	}
 }
 
-// apart reports whether two sides' confidence intervals are disjoint. A
-// tail that doubles within its own interval (a per-launch p99.9 of ten
-// lines, ±100%) is noise a rerun shows, not a change.
-func apart(a, b Side) bool { return a.Hi < b.Lo || b.Hi < a.Lo }
-
-func summarize(assume benchmath.Assumption, s *benchmath.Sample, o Options, row *Row) Side {
-	sum := assume.Summary(s, o.Confidence)
-	row.Warnings = append(row.Warnings, sum.Warnings...)
-	return Side{Summary: sum, N: len(s.Values)}
+// changeText is a row's change in a line: "+9.9% (p=0.002, 6+6 runs)".
+func changeText(r Row, alpha float64) string {
+	d := fmt.Sprintf("%+.1f%%", r.DeltaPct)
+	if math.IsInf(r.DeltaPct, 0) {
+		d = fmt.Sprintf("%+.0f%%", r.DeltaPct)
+	}
+	sig := ""
+	if r.P >= alpha {
+		sig = " ~"
+	}
+	return fmt.Sprintf("%s%s (p=%.3f, %d+%d runs)", d, sig, r.P, r.Old.N, r.New.N)
 }
+
+func floorKind(name string) string { kind, _, _ := strings.Cut(name, "/"); return kind }
+
+// apart reports whether two sides' confidence intervals are disjoint. A
+// change that stays within its own interval is noise a rerun shows, not a
+// change.
+func apart(a, b Side) bool { return a.Hi < b.Lo || b.Hi < a.Lo }
 
 func deltaPct(old, next float64) float64 {
 	switch {

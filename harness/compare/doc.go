@@ -2,31 +2,30 @@
 // against a baseline: the logic of "kvharness compare BASE NEW".
 //
 // It reads two Go benchmark files with golang.org/x/perf/benchfmt (as
-// written by results.WriteBench, or by go test -bench), groups the values
-// by benchmark name and unit, and compares each group with benchmath:
-// the median with a confidence interval per side and a Mann–Whitney
-// U-test between them. Config lines are not used for grouping, so the
-// commit, driver or host may differ between nights; a differing gpu or
-// driver is reported as a warning.
+// written by results.WriteBench, a line per run, or by go test -bench, a
+// line per -count), groups the values by benchmark name (a -N GOMAXPROCS
+// suffix dropped, so both writers name a cell alike) and unit, and judges
+// each benchmark — a cell — once:
 //
-// A row is a regression only when both hold:
+//   - on one unit (Options.Metric, the runs' medians by default), with a
+//     Mann–Whitney U-test over the two files' runs (benchmath), never over
+//     samples: the samples of one run are not independent runs;
+//   - slower or faster when the change is significant (p < Alpha), past
+//     Threshold (LatencyThreshold for per-launch cells) on its own and net
+//     of the drift of the floor measured beside it in the same nights (see
+//     drift), and the medians' confidence intervals are apart; same
+//     otherwise;
+//   - unsure when the runs are too few for the U-test ever to reach Alpha
+//     (Cell.Lacks says so; a nightly gate's --strict fails on it, and on a
+//     cell of the base the new file lacks), or when it was slower in a
+//     night but not in that night's rerun (Report.Confirm).
 //
-//   - the change is significant: p < Alpha (default 0.05), and
-//   - it is worse than Threshold (default 5%) in the unit's bad
-//     direction: up for times (ns/op, p99-ns/op...; benchfmt tidies them
-//     to sec/op, p99-sec/op), down for rates (GB/s, tokens/s).
-//
-// The direction comes from the files' "Unit ... better=" lines (benchfmt
-// unit metadata), then from results.BenchUnits, then from the unit's
-// shape (…sec/op lower, …/s higher). A significant change beyond the
-// threshold in a unit of unknown direction is "changed", never a
-// regression.
-//
-// The U-test cannot reach p < 0.05 with fewer than 4 values per side
-// (its smallest p-value for n1 and n2 values is 2/C(n1+n2, n1)); such
-// rows are "insufficient samples", not regressions. results.WriteBench
-// writes 10 lines per cell for this reason.
-//
-// Statistical caveats are warnings on the rows, kept apart from errors.
-// Errors are for files that cannot be read; they carry file:line.
+// Every unit is evidence (its change and significance), shown beside the
+// verdict. Config lines are not used for grouping, so the commit, driver
+// or host may differ between nights; files of different devices or
+// configurations (gpu, cpu, clocks, goos, goarch) are refused with a
+// *ConfigError unless Options.AllowConfigDiff, a changed driver is a
+// warning, and a file kvharness bench wrote before it measured in runs is
+// refused (ErrChunked). Errors are for files that cannot be compared; they
+// carry file:line.
 package compare

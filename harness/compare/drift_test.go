@@ -38,17 +38,17 @@ func floorFileTimed(timing string, noise float64, tokens int, storeNs, emptyNs, 
 	return b.Bytes()
 }
 
-func storeRow(t *testing.T, base, next []byte, o Options, tokens int) Row {
+func storeRow(t *testing.T, base, next []byte, o Options, tokens int) Cell {
 	return storeRowTimed(t, base, next, o, "batched", tokens)
 }
 
-func storeRowTimed(t *testing.T, base, next []byte, o Options, timing string, tokens int) Row {
+func storeRowTimed(t *testing.T, base, next []byte, o Options, timing string, tokens int) Cell {
 	t.Helper()
 	r, err := Compare("base.txt", bytes.NewReader(base), "new.txt", bytes.NewReader(next), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rowsFor(r, fmt.Sprintf("Store/plugin=p/layout=bf16/tokens=%d/mode=graph/cache=hot/timing=%s", tokens, timing))["sec/op"]
+	return cellFor(t, r, fmt.Sprintf("Store/plugin=p/layout=bf16/tokens=%d/mode=graph/cache=hot/timing=%s", tokens, timing))
 }
 
 // TestNetOfFloorDrift: a rerun on a machine whose launches got 12% slower
@@ -59,29 +59,29 @@ func TestNetOfFloorDrift(t *testing.T) {
 	base := floorFile(1, 1775, 1429, 1790, 1)
 	drifted := floorFile(1, 1775*1.14, 1429*1.12, 1790*0.91, 2)
 	row := storeRow(t, base, drifted, Options{}, 1)
-	if row.Verdict != Unchanged || row.Ref == "" || row.Ref[:6] != "Empty/" {
+	if row.Verdict != Same || row.Ref == "" || row.Ref[:6] != "Empty/" {
 		t.Errorf("kernel drifting with its launch floor: %s against %q (net %+.1f%%); want unchanged against the empty launch", row.Verdict, row.Ref, row.NetDeltaPct)
 	}
-	if abs := storeRow(t, base, drifted, Options{Absolute: true}, 1); abs.Verdict != Regression {
-		t.Errorf("--absolute: %s; want the raw +14%% judged a regression", abs.Verdict)
+	if abs := storeRow(t, base, drifted, Options{Absolute: true}, 1); abs.Verdict != Slower {
+		t.Errorf("--absolute: %s; want the raw +14%% judged slower", abs.Verdict)
 	}
 	slowed := floorFile(1, 1775*1.3, 1429, 1790, 3)
-	if row := storeRow(t, base, slowed, Options{}, 1); row.Verdict != Regression {
-		t.Errorf("kernel slowed 30%% on a steady machine: %s (net %+.1f%%); want a regression", row.Verdict, row.NetDeltaPct)
+	if row := storeRow(t, base, slowed, Options{}, 1); row.Verdict != Slower {
+		t.Errorf("kernel slowed 30%% on a steady machine: %s (net %+.1f%%); want slower", row.Verdict, row.NetDeltaPct)
 	}
 	big := floorFile(262144, 46000, 1429, 34800, 4)
 	bigDrift := floorFile(262144, 46000*1.08, 1429, 34800*1.08, 5)
 	row = storeRow(t, big, bigDrift, Options{}, 262144)
-	if row.Verdict != Unchanged || row.Ref[:5] != "Copy/" {
+	if row.Verdict != Same || row.Ref[:5] != "Copy/" {
 		t.Errorf("large kernel drifting with the copy: %s against %q; want unchanged against the copy", row.Verdict, row.Ref)
 	}
 	r, err := Compare("base.txt", bytes.NewReader(base), "new.txt", bytes.NewReader(slowed), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range r.Rows {
-		if isFloor(row.Name) && row.Verdict != Reference {
-			t.Errorf("floor %s judged %s; want reference", row.Name, row.Verdict)
+	for _, c := range r.Cells {
+		if isFloor(c.Name) && c.Verdict != Reference {
+			t.Errorf("floor %s judged %s; want reference", c.Name, c.Verdict)
 		}
 	}
 }
@@ -91,15 +91,15 @@ func TestNetOfFloorDrift(t *testing.T) {
 func TestLatencyRows(t *testing.T) {
 	base := floorFileTimed("per-launch", 0.01, 512, 4000, 4800, 5000, 1)
 	worse := floorFileTimed("per-launch", 0.01, 512, 4000*1.3, 4800, 5000, 2)
-	if row := storeRowTimed(t, base, worse, Options{}, "per-launch", 512); row.Verdict != Unchanged {
+	if row := storeRowTimed(t, base, worse, Options{}, "per-launch", 512); row.Verdict != Same {
 		t.Errorf("per-launch +30%%: %s; want unchanged under the 50%% latency threshold", row.Verdict)
 	}
-	if row := storeRowTimed(t, base, worse, Options{LatencyThreshold: 0.1}, "per-launch", 512); row.Verdict != Regression {
-		t.Errorf("per-launch +30%% with a 10%% latency threshold: %s; want a regression", row.Verdict)
+	if row := storeRowTimed(t, base, worse, Options{LatencyThreshold: 0.1}, "per-launch", 512); row.Verdict != Slower {
+		t.Errorf("per-launch +30%% with a 10%% latency threshold: %s; want slower", row.Verdict)
 	}
 	noisy := floorFileTimed("per-launch", 0.6, 512, 4000, 4800, 5000, 3)
 	doubled := floorFileTimed("per-launch", 0.6, 512, 8000, 4800, 5000, 4)
-	if row := storeRowTimed(t, noisy, doubled, Options{LatencyThreshold: 0.1}, "per-launch", 512); row.Verdict != Unchanged || apart(row.Old, row.New) {
+	if row := storeRowTimed(t, noisy, doubled, Options{LatencyThreshold: 0.1}, "per-launch", 512); row.Verdict != Same || apart(row.Old, row.New) {
 		t.Errorf("a doubling inside a ±60%% spread: %s (intervals apart: %v); want unchanged", row.Verdict, apart(row.Old, row.New))
 	}
 	if apart(Side{Summary: summary(10, 8, 12)}, Side{Summary: summary(11, 9, 13)}) || !apart(Side{Summary: summary(10, 9, 11)}, Side{Summary: summary(13, 12, 14)}) {

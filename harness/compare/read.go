@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchproc"
+
+	"github.com/kvharness/kvharness/harness/results"
 )
 
 // A rowKey identifies a row: a benchmark and one of its units (tidied,
@@ -18,16 +21,19 @@ type rowKey struct{ name, unit string }
 type table struct {
 	name   string
 	order  []rowKey // first appearance
+	names  map[string]bool
 	values map[rowKey][]float64
 	config map[string]string // file config keys with one value in the file ("" if it varied)
 	ignore []string          // name keys dropped before matching
+	filter *benchproc.Filter // nil: every result
 	units  benchfmt.UnitMetadataMap
+	kv     bool // written by kvharness bench (it has a plugin-version config)
 }
 
 // readTable reads a whole Go benchmark file. A syntax error, or a file
 // that ends mid-line (truncated), is a *benchfmt.SyntaxError with the
 // file and line.
-func readTable(r io.Reader, name string, ignore []string) (*table, error) {
+func readTable(r io.Reader, name string, ignore []string, filter *benchproc.Filter) (*table, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -35,7 +41,7 @@ func readTable(r io.Reader, name string, ignore []string) (*table, error) {
 	if err := checkComplete(data, name); err != nil {
 		return nil, err
 	}
-	t := &table{name: name, values: map[rowKey][]float64{}, config: map[string]string{}, ignore: ignore}
+	t := &table{name: name, names: map[string]bool{}, values: map[rowKey][]float64{}, config: map[string]string{}, ignore: ignore, filter: filter}
 	br := benchfmt.NewReader(bytes.NewReader(data), name)
 	for br.Scan() {
 		if err := t.add(br.Result()); err != nil {
@@ -46,10 +52,28 @@ func readTable(r io.Reader, name string, ignore []string) (*table, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if len(t.order) == 0 {
+		if filter != nil {
+			return nil, fmt.Errorf("%s: %w (none matches the filter)", name, ErrNoResults)
+		}
 		return nil, fmt.Errorf("%s: %w", name, ErrNoResults)
 	}
 	t.units = br.Units()
+	if t.kv && t.config[results.LinesKey] != results.LinesRuns {
+		return nil, fmt.Errorf("%s: %w", name, ErrChunked)
+	}
 	return t, nil
+}
+
+// newFilter compiles a benchproc filter; "" is every result.
+func newFilter(query string) (*benchproc.Filter, error) {
+	if query == "" {
+		return nil, nil
+	}
+	f, err := benchproc.NewFilter(query)
+	if err != nil {
+		return nil, fmt.Errorf("--filter %q: %w (the syntax is benchstat's: /plugin:fusedstore /tokens:4096 .name:Store, with -x, OR and parentheses)", query, err)
+	}
+	return f, nil
 }
 
 // checkComplete rejects a file whose last line has no newline: every
@@ -68,13 +92,23 @@ func (t *table) add(rec benchfmt.Record) error {
 	case *benchfmt.SyntaxError:
 		return rec
 	case *benchfmt.Result:
+		if t.filter != nil {
+			ok, err := t.filter.Apply(rec)
+			if err != nil || !ok {
+				return nil
+			}
+		}
 		t.addResult(rec)
 	}
 	return nil
 }
 
 func (t *table) addResult(res *benchfmt.Result) {
-	name := dropKeys(string(res.Name), t.ignore)
+	name := dropKeys(withoutProcs(res.Name), t.ignore)
+	t.names[name] = true
+	if res.GetConfig("plugin-version") != "" {
+		t.kv = true
+	}
 	for _, v := range res.Values {
 		k := rowKey{name, v.Unit}
 		if _, ok := t.values[k]; !ok {
@@ -92,6 +126,21 @@ func (t *table) addResult(res *benchfmt.Result) {
 			t.config[c.Key] = string(c.Value)
 		}
 	}
+}
+
+// withoutProcs is a benchmark name without its -N GOMAXPROCS suffix, so
+// that go test -bench's BenchmarkStore/...-2 and kvharness bench's
+// BenchmarkStore/... name one cell.
+func withoutProcs(n benchfmt.Name) string {
+	base, parts := n.Parts()
+	var b strings.Builder
+	b.Write(base)
+	for _, p := range parts {
+		if len(p) > 0 && p[0] != '-' {
+			b.Write(p)
+		}
+	}
+	return b.String()
 }
 
 // dropKeys removes "/key=value" parts of a benchmark name for each key.

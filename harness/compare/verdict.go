@@ -1,37 +1,33 @@
 package compare
 
-// A Verdict is the outcome of comparing one row.
+// A Verdict is what a comparison says of one cell.
 type Verdict string
 
-// Verdicts. Only Regression should fail a nightly job.
+// Verdicts. A cell is judged once, on one unit (Options.Metric), with the
+// other units as evidence. Only Slower fails a nightly job; an Unsure cell
+// that lacks data (Cell.Lacks) fails it under --strict.
 const (
-	Regression   Verdict = "regression"           // significant and worse than the threshold
-	Improvement  Verdict = "improvement"          // significant and better than the threshold
-	Unchanged    Verdict = "unchanged"            // not significant, or within the threshold
-	Changed      Verdict = "changed"              // significant, beyond the threshold, unit direction unknown
-	Insufficient Verdict = "insufficient samples" // too few values for the U-test to reach alpha
-	Missing      Verdict = "missing"              // present in only one file
-	Reference    Verdict = "reference"            // a floor measured beside the kernels (copy, empty launch): shown, not judged
-	Derived      Verdict = "derived"              // a rate of the samples a time row judges: shown, judged there
-	Unconfirmed  Verdict = "unconfirmed"          // a regression a rerun of the same code did not repeat (see Report.Confirm)
+	Slower    Verdict = "slower"    // significant, past the threshold, on its own and net of its floor's drift
+	Faster    Verdict = "faster"    // the same, the other way
+	Same      Verdict = "same"      // not significant, or within the threshold
+	Unsure    Verdict = "unsure"    // too little data to judge (Lacks says what), or slower in one night but not in its rerun
+	Reference Verdict = "reference" // a floor measured beside the kernels (copy, empty launch): shown, not judged
+	Missing   Verdict = "missing"   // in one file only
 )
 
-// verdicts is the order verdicts are counted and listed in.
-var verdicts = []Verdict{Regression, Unconfirmed, Improvement, Changed, Unchanged, Reference, Derived, Insufficient, Missing}
+// verdicts is the order cells are listed and counted in.
+var verdicts = []Verdict{Slower, Unsure, Faster, Same, Reference, Missing}
 
-// decide is the verdict for a tested row: significance first, then
-// size, then direction (better is -1 lower, +1 higher, 0 unknown).
+// decide is the verdict of a tested change: significance first, then
+// size, then direction (better is -1 lower, +1 higher).
 func decide(p, alpha, deltaPct, threshold float64, better int) Verdict {
-	if p >= alpha || abs(deltaPct) <= 100*threshold {
-		return Unchanged
-	}
-	if better == 0 {
-		return Changed
+	if p >= alpha || abs(deltaPct) <= 100*threshold || better == 0 {
+		return Same
 	}
 	if (deltaPct > 0) == (better > 0) {
-		return Improvement
+		return Faster
 	}
-	return Regression
+	return Slower
 }
 
 func abs(x float64) float64 {
@@ -49,4 +45,14 @@ func minUTestP(n1, n2 int) float64 {
 		c = c * float64(n2+i) / float64(i)
 	}
 	return min(1, 2/c)
+}
+
+// runsNeeded is the fewest runs a side (with as many on the other) for a
+// U-test to reach p < alpha.
+func runsNeeded(alpha float64) int {
+	n := 1
+	for minUTestP(n, n) >= alpha && n < 100 {
+		n++
+	}
+	return n
 }

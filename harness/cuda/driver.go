@@ -65,6 +65,9 @@ type driverAPI struct {
 	cuGetErrorName func(r Result, name **byte) Result
 	// vmm is optional too: nil when the driver lacks any of it.
 	vmm *vmmAPI
+	// order is optional as well (order.go): cross-stream waits, stream
+	// memory operations, host registration.
+	order *orderAPI
 }
 
 // ipcHandle is CUipcMemHandle, passed by value to cuIpcOpenMemHandle.
@@ -157,6 +160,9 @@ func loadDriver(path string) (*driverAPI, error) {
 	_ = bind(lib, path, []symbol{{"cuGetErrorName", &d.cuGetErrorName}})
 	if v := new(vmmAPI); bind(lib, path, v.symbols()) == nil {
 		d.vmm = v
+	}
+	if o := new(orderAPI); bind(lib, path, o.symbols()) == nil {
+		d.order = o
 	}
 	if err := check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDriver, err)

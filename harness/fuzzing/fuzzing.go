@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -118,11 +119,46 @@ func (e *Env[T, C, R]) resolve() error {
 		}
 		return nil
 	case "out-of-process":
-		path, err := plugin.Resolve(e.Plugin)
+		path, err := plugin.Resolve(relativeTo(e.Plugin))
+		if err != nil && isRelativePath(e.Plugin) {
+			wd, _ := os.Getwd()
+			return fmt.Errorf("KVHARNESS_PLUGIN=%s: go test runs in the package's folder (%s), and neither there nor at the module root is there such a plugin; give an absolute path, as in KVHARNESS_PLUGIN=$PWD/%s",
+				e.Plugin, wd, strings.TrimPrefix(e.Plugin, "./"))
+		}
 		e.path = path
 		return err
 	}
 	return fmt.Errorf("KVHARNESS_FUZZ_MODE=%q: want out-of-process or in-process", e.Mode)
+}
+
+// relativeTo resolves a relative plugin path the way a user who typed it
+// meant it. go test runs a test in its package's folder, not where the
+// user stands, and says nowhere where that was; the user who runs
+// "KVHARNESS_PLUGIN=./mystore go test -fuzz ... ./harness/kernels/store"
+// stands, as the README's commands do, at the module root. A path found
+// from the package's folder is taken as it is.
+func relativeTo(arg string) string {
+	if !isRelativePath(arg) {
+		return arg
+	}
+	if _, err := os.Stat(arg); err == nil {
+		return arg
+	}
+	if root, ok := plugin.SourceRoot(); ok {
+		if p := filepath.Join(root, arg); fileExists(p) {
+			return p
+		}
+	}
+	return arg
+}
+
+func isRelativePath(arg string) bool {
+	return strings.ContainsRune(arg, '/') && !filepath.IsAbs(arg) && !strings.ContainsAny(arg, " \t")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // start launches the plugin; a kind without layouts opens its one target.

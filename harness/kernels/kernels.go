@@ -1,5 +1,5 @@
 // Package kernels is the table of kernel kinds this kvharness checks. Each
-// kind is a package below this one (store, read, transfer) that builds on
+// kind is a package below this one (store, read, transfer, load) that builds on
 // the shared kit (layout, pool, arena, target, plugin, oracle, property,
 // report) and exports its kind.Kind; a new kind is a new package, its
 // protocol messages, its SDK call types and one line here.
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvharness/kvharness/harness/kernels/load"
 	"github.com/kvharness/kvharness/harness/kernels/read"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
@@ -22,7 +23,7 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind}
 
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {

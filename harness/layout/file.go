@@ -1,10 +1,10 @@
 package layout
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // Parse reads a layout description in JSON. The file's page_size may be
@@ -12,13 +12,21 @@ import (
 // not silently produce a different layout.
 //
 //	{"name": "dsv4-main", "head_dim": 512, "page_align": 576,
-//	 "fields": [{"name": "nope", "kind": "e4m3", "from": 0, "to": 448, "group": 64}, ...],
+//	 "fields": [{"name": "nope", "kind": "e4m3", "from": 0, "to": 448, "group": 64,
+//	             "recipe": {"eps": 1e-8, "quantize": "reciprocal"}}, ...,
+//	            {"name": "pad", "kind": "pad", "bytes": 1, "policy": "zero"}],
 //	 "planes": [["nope", "rope"], ["scales", "pad"]]}
+//
+// An e4m3 field's recipe (see [Recipe]: scale "f32" or "ue8m0", eps,
+// quantize "divide" or "reciprocal", rounding "nearest-even", saturate,
+// scale_ulps) defaults to eps 1e-4, x/s, saturating, 1 ulp; a pad field's
+// policy to "any". A value out of bounds is an error naming the field.
 func Parse(data []byte, pageSize int) (*Layout, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %d bytes of description, more than %d", ErrInvalid, len(data), MaxFileBytes)
+	}
 	var l Layout
-	if err := dec.Decode(&l); err != nil {
+	if err := inputfile.DecodeJSON(data, &l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if l.PageSize == 0 {
@@ -30,15 +38,19 @@ func Parse(data []byte, pageSize int) (*Layout, error) {
 	return &l, nil
 }
 
+// MaxFileBytes bounds a layout description: the largest real one is a few
+// hundred bytes.
+const MaxFileBytes = 1 << 20
+
 // Load reads a layout file; see [Parse].
 func Load(path string, pageSize int) (*Layout, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "layout file", MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read layout file: %w", err)
+		return nil, err
 	}
 	l, err := Parse(data, pageSize)
 	if err != nil {
-		return nil, fmt.Errorf("layout file %s: %w", path, err)
+		return nil, fmt.Errorf("layout file %s: %w; correct the file (the README's Layouts section shows the format)", path, err)
 	}
 	return l, nil
 }

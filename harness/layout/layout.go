@@ -16,7 +16,7 @@ const (
 	KindE4M3       FieldKind = "e4m3"        // elements [From,To) as e4m3 codes, 1 B each
 	KindScaleF32   FieldKind = "scale-f32"   // one float32 per group of the field Of
 	KindScaleUE8M0 FieldKind = "scale-ue8m0" // one power-of-two exponent byte per group
-	KindPad        FieldKind = "pad"         // Bytes zero bytes
+	KindPad        FieldKind = "pad"         // Bytes bytes no element owns; see PadPolicy
 )
 
 // A Field is one named part of a token's record.
@@ -28,6 +28,12 @@ type Field struct {
 	Group int       `json:"group,omitempty"` // e4m3: elements per scale
 	Of    string    `json:"of,omitempty"`    // scale fields: the e4m3 field
 	Bytes int       `json:"bytes,omitempty"` // pad
+	// Recipe is an e4m3 field's arithmetic; nil is the default recipe. A
+	// plugin's declared recipe replaces it (see [Layout.WithRecipe]).
+	Recipe *Recipe `json:"recipe,omitempty"`
+	// Policy says what a pad field must hold: any byte (the default) or
+	// zero.
+	Policy PadPolicy `json:"policy,omitempty"`
 }
 
 // A Layout is a cache layout for one head dimension and page size. Build
@@ -53,6 +59,7 @@ type fieldInfo struct {
 	plane  int
 	offset int    // within the plane record
 	scale  *Field // e4m3: its scale field
+	quant  Quant  // e4m3: its recipe, resolved
 }
 
 type planeInfo struct {
@@ -173,7 +180,7 @@ func (l *Layout) FootprintPaged(slot int64, pageBytes int) []Span {
 // Rearranged returns the same fields in other planes: the layout a kernel
 // that confuses interleaved and packed arrangements writes.
 func (l *Layout) Rearranged(planes [][]string) (*Layout, error) {
-	c := &Layout{Name: l.Name, HeadDim: l.HeadDim, PageSize: l.PageSize,
+	c := &Layout{Name: l.Name, Doc: l.Doc, HeadDim: l.HeadDim, PageSize: l.PageSize,
 		Fields: append([]Field(nil), l.Fields...), Planes: planes, PageAlign: l.PageAlign}
 	if err := c.compile(); err != nil {
 		return nil, err

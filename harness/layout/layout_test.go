@@ -143,7 +143,15 @@ func TestEncodeUE8M0(t *testing.T) {
 
 func TestInvalidLayouts(t *testing.T) {
 	for _, tc := range []struct{ name, json, want string }{
-		{"head dim", `{"name":"x","head_dim":100,"fields":[{"name":"v","kind":"bf16","to":100}],"planes":[["v"]]}`, "multiple of 16"},
+		{"head dim", `{"name":"x","head_dim":100,"fields":[{"name":"v","kind":"bf16","to":100}],"planes":[["v"]]}`, "multiple of 8"},
+		{"huge pad", `{"name":"x","head_dim":16,"page_size":65536,"fields":[{"name":"v","kind":"bf16","to":16},{"name":"p","kind":"pad","bytes":281474976710656}],"planes":[["v","p"]]}`, "pad field"},
+		{"negative pad", `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16},{"name":"p","kind":"pad","bytes":-8}],"planes":[["v","p"]]}`, "pad field"},
+		{"token bytes", `{"name":"x","head_dim":16,"fields":[{"name":"a","kind":"pad","bytes":65536},{"name":"b","kind":"pad","bytes":65536},{"name":"c","kind":"pad","bytes":65536},{"name":"d","kind":"pad","bytes":65536},{"name":"e","kind":"pad","bytes":65536},{"name":"f","kind":"pad","bytes":65536},{"name":"g","kind":"pad","bytes":65536},{"name":"h","kind":"pad","bytes":65536},{"name":"i","kind":"pad","bytes":65536},{"name":"j","kind":"pad","bytes":65536},{"name":"k","kind":"pad","bytes":65536},{"name":"l","kind":"pad","bytes":65536},{"name":"m","kind":"pad","bytes":65536},{"name":"n","kind":"pad","bytes":65536},{"name":"o","kind":"pad","bytes":65536},{"name":"p","kind":"pad","bytes":65536},{"name":"q","kind":"pad","bytes":65536}],"planes":[["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]]}`, "bytes per token"},
+		{"page bytes", `{"name":"x","head_dim":8192,"page_size":65536,"fields":[{"name":"v","kind":"bf16","to":8192},{"name":"p","kind":"pad","bytes":65536},{"name":"q","kind":"pad","bytes":65536},{"name":"r","kind":"pad","bytes":65536}],"planes":[["v","p","q","r"]]}`, "bytes per page"},
+		{"page align", `{"name":"x","head_dim":16,"page_align":4611686018427387904,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`, "page align"},
+		{"group", `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"e4m3","to":16,"group":1048576},{"name":"s","kind":"scale-f32","of":"v"}],"planes":[["v","s"]]}`, "group"},
+		{"second object", `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]} {"name":"y"}`, "after the first JSON value"},
+		{"empty", ``, "no JSON value"},
 		{"page", `{"name":"x","head_dim":16,"page_size":-1,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`, "page size"},
 		{"kind", `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"fp4","to":16}],"planes":[["v"]]}`, "unknown kind"},
 		{"no scale", `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"e4m3","to":16,"group":16}],"planes":[["v"]]}`, "no scale field"},
@@ -161,6 +169,31 @@ func TestInvalidLayouts(t *testing.T) {
 	}
 	if _, err := Builtin("fp8-ds-mla", 128, 64); err == nil {
 		t.Error("fp8-ds-mla accepted head dim 128")
+	}
+}
+
+// TestHeadDimsModelsUse: head sizes real models ship (vLLM's kernel tests
+// use 120) make layouts whose rows are whole 16-byte vectors of bf16.
+func TestHeadDimsModelsUse(t *testing.T) {
+	for _, d := range []int{64, 80, 96, 112, 120, 128, 192, 256} {
+		for _, name := range []string{"bf16", "fp8-rows", "fp8-paged"} {
+			l, err := Builtin(name, d, 64)
+			if err != nil {
+				t.Errorf("%s at head dim %d: %v", name, d, err)
+				continue
+			}
+			if l.RowBytes()%16 != 0 {
+				t.Errorf("%s at head dim %d: %d-byte rows", name, d, l.RowBytes())
+			}
+		}
+	}
+}
+
+// TestLoadIsBounded: a device or a huge file given as a layout file is
+// refused after a bounded read, not read until the process is killed.
+func TestLoadIsBounded(t *testing.T) {
+	if _, err := Load("/dev/zero", 64); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("/dev/zero: err = %v, want a too-large error", err)
 	}
 }
 

@@ -1,16 +1,45 @@
 package layout
 
-// MaxHeadDim bounds the head dimension so a bad flag cannot ask for a
-// gigabyte row.
-const MaxHeadDim = 8192
+import "fmt"
+
+// Bounds on a layout, so that a bad flag or file is a clear error and
+// every size derived from a layout fits an int with room to spare:
+// a field's, a token's and a page's bytes are bounded in turn, so no sum
+// or product below overflows.
+const (
+	// MaxHeadDim bounds the head dimension so a bad flag cannot ask for a
+	// gigabyte row.
+	MaxHeadDim = 8192
+	// MaxPadBytes bounds a pad field.
+	MaxPadBytes = 1 << 16
+	// MaxTokenBytes bounds a token's bytes over all planes (DeepSeek-V4's
+	// largest record is 656 B).
+	MaxTokenBytes = 1 << 20
+	// MaxPageAlign bounds page_align.
+	MaxPageAlign = 1 << 30
+	// MaxPageBytes bounds a page, alignment included.
+	MaxPageBytes = 1 << 32
+)
+
+// CheckHeadDim says whether d is a head dimension the harness takes: a
+// multiple of 8 up to MaxHeadDim. That covers every head size models ship
+// (64, 80, 96, 112, 120, 128, 192, 256, 512, 576); multiples of 8 keep a
+// bf16 row a whole number of 16-byte vectors. Plugins may take fewer: the
+// bundled CUDA kernels want multiples of 16 and say so.
+func CheckHeadDim(d int) error {
+	if d < 8 || d%8 != 0 || d > MaxHeadDim {
+		return fmt.Errorf("want a multiple of 8 from 8 to %d (64, 120, 128, 576: every head size models use)", MaxHeadDim)
+	}
+	return nil
+}
 
 // compile checks the description and computes the derived geometry.
 func (l *Layout) compile() error {
 	if l.Name == "" {
 		return invalid(l, "no name")
 	}
-	if l.HeadDim < 16 || l.HeadDim%16 != 0 || l.HeadDim > MaxHeadDim {
-		return invalid(l, "head dim %d: want a multiple of 16 in [16, %d]", l.HeadDim, MaxHeadDim)
+	if err := CheckHeadDim(l.HeadDim); err != nil {
+		return invalid(l, "head dim %d: %v", l.HeadDim, err)
 	}
 	if l.PageSize < 1 || l.PageSize > 1<<16 {
 		return invalid(l, "page size %d: want 1..65536 tokens", l.PageSize)
@@ -35,9 +64,50 @@ func (l *Layout) compileFields() error {
 		if err != nil {
 			return err
 		}
+		if err := l.checkExtras(f); err != nil {
+			return err
+		}
 		l.fields[f.Name] = &fieldInfo{Field: *f, size: size, plane: -1}
 	}
-	return l.linkScales()
+	if err := l.linkScales(); err != nil {
+		return err
+	}
+	return l.resolveRecipes()
+}
+
+// checkExtras rejects a recipe on a field that quantizes nothing and a
+// pad policy on a field that is not padding.
+func (l *Layout) checkExtras(f *Field) error {
+	if f.Recipe != nil && f.Kind != KindE4M3 {
+		return invalid(l, "field %q: a recipe belongs on an e4m3 field, not a %s one", f.Name, f.Kind)
+	}
+	if f.Policy != "" && f.Kind != KindPad {
+		return invalid(l, "field %q: a policy belongs on a pad field, not a %s one", f.Name, f.Kind)
+	}
+	if err := f.Policy.check(); err != nil {
+		return invalid(l, "field %q: %v", f.Name, err)
+	}
+	return nil
+}
+
+// resolveRecipes turns every e4m3 field's recipe into its arithmetic.
+func (l *Layout) resolveRecipes() error {
+	for i := range l.Fields {
+		f := l.fields[l.Fields[i].Name]
+		if f.Kind != KindE4M3 {
+			continue
+		}
+		var r Recipe
+		if f.Recipe != nil {
+			r = *f.Recipe
+		}
+		q, err := r.Quant(f.scale.Kind)
+		if err != nil {
+			return invalid(l, "field %q: %v", f.Name, err)
+		}
+		f.quant = q
+	}
+	return nil
 }
 
 func (l *Layout) fieldSize(f *Field) (int, error) {
@@ -45,6 +115,9 @@ func (l *Layout) fieldSize(f *Field) (int, error) {
 	case KindBF16, KindE4M3:
 		if f.From < 0 || f.To > l.HeadDim || f.From >= f.To {
 			return 0, invalid(l, "field %q: elements [%d,%d) not inside [0,%d)", f.Name, f.From, f.To, l.HeadDim)
+		}
+		if f.Group < 0 || f.Group > f.To-f.From {
+			return 0, invalid(l, "field %q: group %d; want 1 to %d elements", f.Name, f.Group, f.To-f.From)
 		}
 		if f.Kind == KindBF16 {
 			return 2 * (f.To - f.From), nil
@@ -56,8 +129,8 @@ func (l *Layout) fieldSize(f *Field) (int, error) {
 	case KindScaleF32, KindScaleUE8M0:
 		return 0, nil // sized once linked to its e4m3 field
 	case KindPad:
-		if f.Bytes <= 0 {
-			return 0, invalid(l, "pad field %q: %d bytes", f.Name, f.Bytes)
+		if f.Bytes <= 0 || f.Bytes > MaxPadBytes {
+			return 0, invalid(l, "pad field %q: %d bytes; want 1 to %d", f.Name, f.Bytes, MaxPadBytes)
 		}
 		return f.Bytes, nil
 	}
@@ -108,6 +181,9 @@ func (l *Layout) compilePlanes() error {
 			f.plane, f.offset = i, p.stride
 			p.stride += f.size
 			p.fields = append(p.fields, f)
+			if l.tokBytes+p.stride > MaxTokenBytes { // each size is bounded: the sum cannot overflow first
+				return invalid(l, "more than %d bytes per token", MaxTokenBytes)
+			}
 		}
 		if p.stride == 0 {
 			return invalid(l, "plane %d is empty", i)
@@ -128,11 +204,16 @@ func (l *Layout) compilePage() error {
 		l.planes[i].offset = off
 		off += l.PageSize * l.planes[i].stride
 	}
-	if l.PageAlign < 0 {
-		return invalid(l, "page align %d", l.PageAlign)
+	// off ≤ 65536 pages × MaxTokenBytes: no overflow.
+	if l.PageAlign < 0 || l.PageAlign > MaxPageAlign {
+		return invalid(l, "page align %d; want 0 to %d", l.PageAlign, MaxPageAlign)
 	}
 	if a := l.PageAlign; a > 0 {
 		off = (off + a - 1) / a * a
+	}
+	if off > MaxPageBytes {
+		return invalid(l, "%d bytes per page (%d tokens × %d bytes, aligned); want at most %d: use a smaller page size",
+			off, l.PageSize, l.tokBytes, MaxPageBytes)
 	}
 	l.pageBytes = off
 	return nil

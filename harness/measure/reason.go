@@ -29,6 +29,10 @@ type StopReason struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`  // wall time since Start
 	Bad       string        `json:"bad,omitempty"`
 	Criterion Criterion     `json:"criterion"`
+	// Runs and ConvergedRuns count, for a cell measured in several runs
+	// (Combine), its runs and those that met the criterion's share.
+	Runs          int `json:"runs,omitempty"`
+	ConvergedRuns int `json:"converged_runs,omitempty"`
 }
 
 // Converged reports whether the run met its noise target.
@@ -49,14 +53,35 @@ func (r StopReason) Warning() error {
 func (r StopReason) String() string {
 	switch r.Kind {
 	case StopConverged:
-		return fmt.Sprintf("converged: noise %s ≤ %s after %d samples (%v)",
-			pct(r.Noise), pct(r.Criterion.MaxNoise), r.Samples, round(r.Elapsed))
+		return fmt.Sprintf("converged: noise %s ≤ %s after %d samples (%v)%s",
+			pct(r.Noise), pct(r.Criterion.MaxNoise), r.Samples, round(r.Elapsed), r.runsText())
 	case StopBadSample:
 		return fmt.Sprintf("bad-sample: sample %d is %s, not a duration (fix the runner's timer arithmetic)", r.Samples, r.Bad)
 	case "":
 		return fmt.Sprintf("running: %d samples, noise %s after %v", r.Samples, pct(r.Noise), round(r.Elapsed))
 	}
-	return fmt.Sprintf("%s: %s after %v (%d samples)", r.Kind, strings.Join(r.unmet(), ", "), round(r.Elapsed), r.Samples)
+	return fmt.Sprintf("%s: %s after %v (%d samples)%s", r.Kind, strings.Join(r.unmet(), ", "), round(r.Elapsed), r.Samples, r.runsText())
+}
+
+// runsText says how many of a combined reason's runs converged.
+func (r StopReason) runsText() string {
+	if r.Runs <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in %d runs, %d converged", r.Runs, r.ConvergedRuns)
+}
+
+// Enough reports whether the run (or the runs combined) took at least the
+// criterion's minimum samples: what a comparison needs to judge it. Noise
+// above its target is a warning, not a lack of data.
+func (r StopReason) Enough() error {
+	if r.Kind == StopBadSample {
+		return errors.New(r.String())
+	}
+	if r.Samples < r.Criterion.MinSamples {
+		return fmt.Errorf("%d samples < min %d (%s)", r.Samples, r.Criterion.MinSamples, r.Kind)
+	}
+	return nil
 }
 
 func (r StopReason) converged() bool {

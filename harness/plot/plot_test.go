@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"math"
 	"slices"
 	"testing"
 
@@ -75,9 +76,10 @@ func TestLatencyCDF(t *testing.T) {
 		},
 		"narrow (linear x)": {cell("a", results.Eager, 16, 0, 0, ramp(50, 1000, 1100, 0))},
 		"constant":          {cell("a", results.Eager, 16, 0, 0, []float64{900, 900, 900})},
+		"one sample":        {cell("a", results.Eager, 16, 0, 0, []float64{900}), cell("b", results.Eager, 16, 0, 0, ramp(50, 1000, 1100, 0))},
 	} {
 		var buf bytes.Buffer
-		if err := LatencyCDF(&buf, cells, Options{}); err != nil {
+		if err := LatencyCDF(&buf, cells, Options{Footer: "commit abc1234; device cpu; 2026-12-01 04:00 UTC"}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		checkPNG(t, buf.Bytes())
@@ -100,12 +102,12 @@ func TestLatencyCDFErrors(t *testing.T) {
 func TestCDFPoints(t *testing.T) {
 	pts := cdfPoints([]float64{3000, 1000, 5000, 2000, 4000})
 	for i, p := range pts {
-		if wantX, wantY := float64(i+1), float64(i+1)/5; p.X != wantX || p.Y != wantY {
+		if wantX, wantY := float64(i+1), (float64(i)+0.5)/5; p.X != wantX || p.Y != wantY {
 			t.Errorf("point %d = (%v, %v), want (%v µs, %v)", i, p.X, p.Y, wantX, wantY)
 		}
 	}
 	big := cdfPoints(ramp(5000, 0, 4999, 0))
-	if len(big) != maxCDFPoints || big[0].Y != 1.0/5000 || big[len(big)-1].Y != 1 || big[len(big)-1].X != 4.999 {
+	if len(big) != maxCDFPoints || big[0].Y != 0.5/5000 || big[len(big)-1].Y != 4999.5/5000 || big[len(big)-1].X != 4.999 {
 		t.Errorf("5000 samples: %d points from %v to %v; want %d points spanning both ends", len(big), big[0], big[len(big)-1], maxCDFPoints)
 	}
 }
@@ -188,3 +190,90 @@ func TestPow2Ticks(t *testing.T) {
 		t.Errorf("labelled ticks %q, want %q", labelled, want)
 	}
 }
+
+// TestNinesScale: p90, p99, p99.9 and p99.99 are equally far apart.
+func TestNinesScale(t *testing.T) {
+	n := ninesScale{}
+	var ys []float64
+	for _, f := range []float64{0.9, 0.99, 0.999, 0.9999} {
+		ys = append(ys, n.Normalize(0, 0.9999, f))
+	}
+	for i := 2; i < len(ys); i++ {
+		if d1, d2 := ys[i]-ys[i-1], ys[i-1]-ys[i-2]; d1 < d2*0.999 || d1 > d2*1.001 {
+			t.Errorf("nines at %v: steps %v and %v differ", ys, d2, d1)
+		}
+	}
+	if n.Normalize(0, 0.9999, 0) != 0 || n.Normalize(0, 0.9999, 0.9999) != 1 {
+		t.Error("the nines scale does not span its axis")
+	}
+}
+
+func TestLogTicks(t *testing.T) {
+	var labelled []string
+	for _, tk := range (logTicks{}).Ticks(0.2, 60) {
+		if tk.Label != "" {
+			labelled = append(labelled, tk.Label)
+		}
+	}
+	if want := []string{"0.2", "0.5", "1", "2", "5", "10", "20", "50"}; !slices.Equal(labelled, want) {
+		t.Errorf("labelled ticks %q, want %q", labelled, want)
+	}
+	for v, want := range map[float64]string{10000: "10000", 2 * math.Pow(10, -2): "0.02", 5: "5"} {
+		if got := tickLabel(v); got != want {
+			t.Errorf("tickLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if lo, hi := logRange(0.23, 37); lo != 0.2 || hi != 50 {
+		t.Errorf("logRange(0.23, 37) = %v, %v; want 0.2, 50", lo, hi)
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	var pairs []Pair
+	for i, tok := range []int{1, 32, 512, 4096} {
+		pairs = append(pairs,
+			Pair{Series: "plugin=a timing=batched", Tokens: tok, Base: 1000 * float64(tok), New: 1000 * float64(tok) * 1.02},
+			Pair{Series: "plugin=b timing=batched", Tokens: tok, Base: 500 * float64(tok+1), New: 1000 * float64(tok+1), Mark: Mark(1 + i%3)})
+	}
+	pairs = append(pairs, Pair{Series: "plugin=c", Tokens: 64, Base: 900}) // gone from the new night
+	var buf bytes.Buffer
+	if err := Overlay(&buf, pairs, "base.txt (abc1234)", "night (def5678)", Options{Footer: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, buf.Bytes())
+	for i := range pairs {
+		pairs[i].Mark = Same
+	}
+	var unmarked bytes.Buffer
+	if err := Overlay(&unmarked, pairs, "base.txt (abc1234)", "night (def5678)", Options{Footer: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	if marked, plain := reds(t, buf.Bytes()), reds(t, unmarked.Bytes()); marked < plain+50 {
+		t.Errorf("%d red pixels with slower cells marked, %d without: no rings drawn", marked, plain)
+	}
+	if err := Overlay(&bytes.Buffer{}, nil, "a", "b", Options{}); !errors.Is(err, ErrNoCells) {
+		t.Errorf("no pairs: %v, want ErrNoCells", err)
+	}
+}
+
+// reds counts the PNG's pixels close to the slower mark's red.
+func reds(t *testing.T, data []byte) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near8(r, red.R) && near8(g, red.G) && near8(bl, red.B) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func near8(v uint32, want uint8) bool { d := int(v>>8) - int(want); return d > -30 && d < 30 }

@@ -21,7 +21,8 @@ type series struct {
 	pts   plotter.XYs // (tokens, GB/s), by tokens
 }
 
-// Throughput writes a PNG of GB/s against tokens to w: one series per
+// Throughput writes a PNG of GB/s against tokens to w, both axes log, so
+// a series ten times under the roofline still has a shape: one series per
 // combination of the other identity fields, and the same-size copy as a
 // dashed roofline series (the best copy GB/s seen at each token count)
 // when any cell measured it. Every cell needs GB/s.
@@ -39,14 +40,26 @@ func Throughput(w io.Writer, cells []results.Cell, o Options) error {
 	p.X.Label.Text = "tokens"
 	p.Y.Label.Text = "GB/s (bytes read + written / median time)"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, pow2Ticks{}
-	p.Y.Min = 0
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	p.Add(plotter.NewGrid())
-	if err := addSeries(p, groupSeries(cells), rooflinePoints(cells)); err != nil {
+	ss, roof := groupSeries(cells), rooflinePoints(cells)
+	p.Y.Min, p.Y.Max = logRange(yRange(ss, roof))
+	legend := newLegend()
+	if err := addSeries(p, &legend, ss, roof); err != nil {
 		return err
 	}
 	widenSingle(&p.X)
-	return writePNG(p, w, o)
+	return render(p, legend, w, o)
+}
+
+func yRange(ss []series, roof plotter.XYs) (lo, hi float64) {
+	lo, hi = ss[0].pts[0].Y, ss[0].pts[0].Y
+	for _, s := range append(ss, series{pts: roof}) {
+		for _, pt := range s.pts {
+			lo, hi = min(lo, pt.Y), max(hi, pt.Y)
+		}
+	}
+	return lo, hi
 }
 
 // groupSeries groups cells by every name field but tokens, in order of
@@ -96,15 +109,16 @@ func rooflinePoints(cells []results.Cell) plotter.XYs {
 	return pts
 }
 
-func addSeries(p *plot.Plot, ss []series, roof plotter.XYs) error {
+func addSeries(p *plot.Plot, legend *plot.Legend, ss []series, roof plotter.XYs) error {
 	for i, s := range ss {
 		l, pts, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
 			return fmt.Errorf("plot series %q: %w", s.label, err)
 		}
 		l.Color, pts.Color, l.Width = plotutil.Color(i), plotutil.Color(i), 1.5
+		pts.Shape = plotutil.Shape(i)
 		p.Add(l, pts)
-		p.Legend.Add(s.label, l, pts)
+		legend.Add(s.label, l, pts)
 	}
 	if len(roof) == 0 {
 		return nil
@@ -115,7 +129,7 @@ func addSeries(p *plot.Plot, ss []series, roof plotter.XYs) error {
 	}
 	l.Width, l.Dashes = 1.5, []vg.Length{vg.Points(6), vg.Points(4)}
 	p.Add(l)
-	p.Legend.Add("copy, same bytes (roofline)", l)
+	legend.Add("copy of the rows (roofline)", l)
 	return nil
 }
 

@@ -35,6 +35,7 @@ var BundledPlugins = []Bundled{
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
 	{Name: "gostore", Role: UnderTest, Stores: true},
 	{Name: "pdtransfer", Role: UnderTest},
+	{Name: "layerload", Role: UnderTest},
 	{Name: "faulty", Role: FaultInjection},
 }
 

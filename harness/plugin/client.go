@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -73,6 +75,9 @@ type Plugin struct {
 	owner   any           // what the plugin is attached to now (see Attach)
 	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
 	fdArenas bool
+	// image is the pinned binary being run (see openImage); nil when the
+	// binary is not pinned or the plugin runs in process.
+	image *os.File
 	// described keeps this process's Describe answers by request: every
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
@@ -90,9 +95,6 @@ func Start(ctx context.Context, name, path string, opts Options) (*Plugin, error
 	if len(opts.SHA256) > 0 {
 		s.Pins = map[string][]byte{path: opts.SHA256}
 		opts.SHA256 = nil
-		if err := verifyFile(path, s.Pins[path]); err != nil {
-			return nil, err
-		}
 	}
 	return start(ctx, s, opts)
 }
@@ -118,13 +120,16 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
 	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
-	argv := append(append([]string(nil), p.spec.Argv...), p.opts.Args...)
+	cmd, err := p.command()
+	if err != nil {
+		return err
+	}
 	if s := p.opts.Sanitizer; s != nil {
 		p.san = &sanLog{tool: s.Tool, path: s.logPath(p.Name)}
-		argv = s.Argv(p.san.path, argv)
+		if cmd, err = p.underSanitizer(cmd, s); err != nil {
+			return err
+		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = p.spec.Dir
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.Plugins(nil),
@@ -151,19 +156,43 @@ func (p *Plugin) launch(ctx context.Context) error {
 	return nil
 }
 
+// command is the process to start: the spec's command line, every pinned
+// file checked; a pinned executable runs from the image its check made.
+func (p *Plugin) command() (*exec.Cmd, error) {
+	exe := p.spec.Argv[0]
+	for file, sum := range p.spec.Pins {
+		if file == exe {
+			continue
+		}
+		if err := verifyFile(file, sum); err != nil { // a script: its interpreter reads it by path
+			return nil, err
+		}
+	}
+	cmd := exec.Command(exe, append(p.spec.Argv[1:], p.opts.Args...)...)
+	cmd.Dir = p.spec.Dir
+	if sum, ok := p.spec.Pins[exe]; ok {
+		img, err := openImage(exe, sum)
+		if err != nil {
+			return nil, err
+		}
+		if isScript(img) {
+			img.Close() // checked; run by path like any interpreted plugin
+		} else {
+			p.image = img
+			cmd.Path = imagePath(img) // argv[0] stays the file's name, for the plugin's own messages
+		}
+	}
+	return cmd, nil
+}
+
 // Restart kills the plugin's process group, if it still runs, and starts a
-// new process in its place. Targets attached to the old process attach
-// again on their next call.
+// new process in its place, its pinned files checked again. Targets
+// attached to the old process attach again on their next call.
 func (p *Plugin) Restart(ctx context.Context) error {
 	if p.client == nil {
 		return nil // in process: nothing to restart
 	}
 	p.Close()
-	for file, sum := range p.spec.Pins { // a restart runs the file again: check it again
-		if err := verifyFile(file, sum); err != nil {
-			return err
-		}
-	}
 	return p.launch(ctx)
 }
 
@@ -254,6 +283,10 @@ func (p *Plugin) Close() {
 		p.opts.Sanitizer.adopt(p, p.san.read(true))
 		p.san = nil
 	}
+	if p.image != nil {
+		p.image.Close()
+		p.image = nil
+	}
 }
 
 // stop asks a connected, running process to exit (go-plugin's controller
@@ -316,6 +349,9 @@ func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(c
 // that died is a crash whatever gRPC said about the broken connection.
 func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	st, _ := status.FromError(err)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err() // the run was stopped: not the plugin's fault, and no time to wait for its exit
+	}
 	f := &Fault{Plugin: p.Name, Call: name, Err: err, Code: st.Code()}
 	wait := 50 * time.Millisecond
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled {
@@ -370,6 +406,7 @@ func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb
 	}
 	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
 	if err == nil {
+		printable(resp)
 		p.fdArenas = resp.CudaFdArenas
 		if p.described == nil {
 			p.described = map[describeKey]*kvpb.DescribeResponse{}
@@ -463,4 +500,20 @@ func handlerTime(md metadata.MD) time.Duration {
 		return 0
 	}
 	return time.Duration(ns)
+}
+
+// printable escapes the control characters in what a plugin says of
+// itself, once, where it enters the harness: every report, table and
+// message prints these names, and none may carry a terminal escape.
+func printable(d *kvpb.DescribeResponse) {
+	d.Name, d.Version, d.Doc = textsafe.String(d.Name), textsafe.String(d.Version), textsafe.String(d.Doc)
+	for i := range d.Kernels {
+		d.Kernels[i] = textsafe.String(d.Kernels[i])
+	}
+	for _, g := range d.Layouts {
+		g.Layout = textsafe.String(g.Layout)
+	}
+	for _, v := range d.Variants {
+		v.Name, v.Doc, v.Kernel = textsafe.String(v.Name), textsafe.String(v.Doc), textsafe.String(v.Kernel)
+	}
 }

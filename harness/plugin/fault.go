@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 )
 
 // FaultKind names what went wrong with a plugin process.
@@ -38,16 +40,26 @@ type Fault struct {
 
 func (f *Fault) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "plugin %s: %s during %s: %s", f.Plugin, f.Kind, f.Call, f.Detail)
+	fmt.Fprintf(&b, "plugin %s: %s during %s: %s", textsafe.String(f.Plugin), f.Kind, f.Call, textsafe.String(f.Detail))
 	if f.Panic != nil {
-		fmt.Fprintf(&b, "\n%s", indent(f.Panic.String()))
+		fmt.Fprintf(&b, "\n%s", indent(safeLines(f.Panic.String())))
 	} else if s := strings.TrimSpace(f.Stderr); s != "" {
-		fmt.Fprintf(&b, "\nplugin stderr (last lines):\n%s", indent(s))
+		fmt.Fprintf(&b, "\nplugin stderr (last lines):\n%s", indent(safeLines(s)))
 	}
 	return b.String()
 }
 
 func (f *Fault) Unwrap() error { return f.Err }
+
+// safeLines escapes control characters line by line: the plugin's own
+// line breaks stay, its escape sequences do not reach the terminal.
+func safeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = textsafe.String(l)
+	}
+	return strings.Join(lines, "\n")
+}
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")

@@ -52,3 +52,11 @@ func (d direct) Transfer(ctx context.Context, in *kvpb.TransferRequest, _ ...grp
 func (d direct) Bench(ctx context.Context, in *kvpb.BenchRequest, _ ...grpc.CallOption) (*kvpb.BenchResponse, error) {
 	return d.s.Bench(ctx, in)
 }
+
+func (d direct) Load(ctx context.Context, in *kvpb.LoadRequest, _ ...grpc.CallOption) (*kvpb.LoadResponse, error) {
+	return d.s.Load(ctx, in)
+}
+
+func (d direct) LoadBench(ctx context.Context, in *kvpb.LoadBenchRequest, _ ...grpc.CallOption) (*kvpb.LoadBenchResponse, error) {
+	return d.s.LoadBench(ctx, in)
+}

@@ -60,7 +60,7 @@ func Resolve(arg string) (string, error) {
 func resolvePath(arg string) (string, error) {
 	p, ok := executable(arg)
 	if !ok {
-		return "", fmt.Errorf("%w: %q is neither a bundled plugin (%s) nor an executable file",
+		return "", fmt.Errorf("%w: %q is neither a bundled plugin (%s) nor an executable file; give a bundled name or the path of a plugin binary",
 			ErrNotFound, arg, strings.Join(BundledNames(), ", "))
 	}
 	return p, nil

@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,4 +190,47 @@ func completeUpTo(text string) int {
 		}
 	}
 	return cut
+}
+
+// underSanitizer is cmd run under the sanitizer. A pinned binary the
+// harness holds as a sealed image cannot be handed to the sanitizer by
+// descriptor (it closes on exec), so the image the pin was checked
+// against is copied into the run's private folder and run from there.
+func (p *Plugin) underSanitizer(cmd *exec.Cmd, s *Sanitizer) (*exec.Cmd, error) {
+	target := append([]string{cmd.Path}, cmd.Args[1:]...)
+	if p.image != nil {
+		exe, err := p.imageFile()
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s under compute-sanitizer: %w", p.Name, err)
+		}
+		target[0] = exe
+	}
+	argv := s.Argv(p.san.path, target)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = cmd.Dir
+	return c, nil
+}
+
+// imageFile writes the held image to an executable file in the run
+// directory, read-only, and returns its path.
+func (p *Plugin) imageFile() (string, error) {
+	if p.opts.Dir == nil {
+		return "", errors.New("no run directory for the plugin's image")
+	}
+	f, err := os.CreateTemp(p.opts.Dir.Path, "plugin-image-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, io.NewSectionReader(p.image, 0, 1<<62))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o500)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

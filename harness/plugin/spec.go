@@ -1,16 +1,17 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // Spec says how to start a plugin: a binary, or a command line that runs
@@ -80,7 +81,7 @@ func commandSpec(line string) (Spec, error) {
 	}
 	exe, err := lookCommand(argv[0])
 	if err != nil {
-		return Spec{}, fmt.Errorf("%w: %s: %v", ErrNotFound, argv[0], err)
+		return Spec{}, fmt.Errorf("%w: %s: %v; install it or give its full path", ErrNotFound, argv[0], err)
 	}
 	argv[0] = exe
 	name := filepath.Base(exe)
@@ -129,7 +130,7 @@ func splitCommand(line string) ([]string, error) {
 		}
 	}
 	if quote != 0 {
-		return nil, fmt.Errorf("plugin command %q: unterminated %c quote", line, quote)
+		return nil, fmt.Errorf("plugin command %q: unterminated %c quote; close the quote (run nothing through a shell: kvharness splits the command itself)", line, quote)
 	}
 	if inWord {
 		out = append(out, cur.String())
@@ -140,19 +141,23 @@ func splitCommand(line string) ([]string, error) {
 	return out, nil
 }
 
+// MaxManifestBytes bounds a manifest file.
+const MaxManifestBytes = 1 << 20
+
 func loadManifest(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Spec{}, fmt.Errorf("%w: manifest: %v", ErrNotFound, err)
+	data, err := inputfile.Read(path, "plugin manifest", MaxManifestBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Spec{}, fmt.Errorf("%w: manifest %s does not exist; give the path of a plugin manifest (a .json file naming the plugin's command)", ErrNotFound, path)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if err != nil {
+		return Spec{}, err
+	}
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return Spec{}, fmt.Errorf("manifest %s: %w", path, err)
+	if err := inputfile.DecodeJSON(data, &m); err != nil {
+		return Spec{}, fmt.Errorf("manifest %s: %w; correct the manifest (the README's Plugins section shows one)", path, err)
 	}
 	if len(m.Command) == 0 {
-		return Spec{}, fmt.Errorf("manifest %s: no command", path)
+		return Spec{}, fmt.Errorf(`manifest %s: no command; give one, as in "command": ["python3", "plugin.py"]`, path)
 	}
 	base, err := filepath.Abs(filepath.Dir(path)) // the plugin runs in base: relative paths would double
 	if err != nil {
@@ -175,7 +180,7 @@ func (m Manifest) spec(base string) (Spec, error) {
 	} else if p, err := lookCommand(exe); err == nil {
 		exe = p
 	} else {
-		return Spec{}, fmt.Errorf("%w: manifest command %s: %v", ErrNotFound, exe, err)
+		return Spec{}, fmt.Errorf("%w: manifest command %s: %v; install it or give its full path", ErrNotFound, exe, err)
 	}
 	s.Argv = []string{exe}
 	for _, a := range m.Command[1:] {
@@ -211,10 +216,5 @@ func StartSpec(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 		s.Pins[target] = opts.SHA256
 		opts.SHA256 = nil
 	}
-	for file, sum := range s.Pins {
-		if err := verifyFile(file, sum); err != nil {
-			return nil, err
-		}
-	}
-	return start(ctx, s, opts)
+	return start(ctx, s, opts) // every pin is checked as the process starts
 }

@@ -104,6 +104,7 @@ type runner[C any, R Result] struct {
 	out    *Outcome[C, R]
 	faults map[string]int // per fault kind and call
 	streak int            // consecutive faults, for the backoff
+	obs    Observer
 }
 
 // Run checks cfg.Cases generated cases against a system.
@@ -114,7 +115,8 @@ func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Ou
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 3
 	}
-	r := &runner[C, R]{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome[C, R]{}, faults: map[string]int{}}
+	r := &runner[C, R]{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome[C, R]{}, faults: map[string]int{},
+		obs: observer(ctx)}
 	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
 	params.MinSuccessfulTests = cfg.Cases
 	params.MaxShrinkCount = cfg.MaxShrinks
@@ -205,6 +207,7 @@ func (r *runner[C, R]) condition(c C) bool {
 	f := r.out.Failure
 	if f == nil {
 		r.out.Cases++
+		r.obs.Checked()
 		if !res.Failed() {
 			return true
 		}

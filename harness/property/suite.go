@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -65,6 +66,7 @@ type Verdict[C any, R Result] struct {
 // rest meaningless. With Jobs > 1 (and Spawn), rows run side by side; the
 // verdicts keep the rows' order either way.
 func (s *Suite[T, C, R]) Run(ctx context.Context) ([]Verdict[C, R], error) {
+	observer(ctx).Started(len(s.Rows), s.Cases)
 	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(s.Rows) <= 1 {
 		return s.runSerial(ctx)
 	}
@@ -111,6 +113,11 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	}
 	seed := j.suite.Seed + int64(i)
 	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, Fresh: j.p.Restartable()})
+	name := ""
+	if row.Layout != nil {
+		name = row.Layout.Name
+	}
+	observer(ctx).Finished(rowDone(name, row.Label, j.suite.Cases, o))
 	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }
 
@@ -158,9 +165,18 @@ func (j *job[T, C, R]) system(row Row[T, C, R]) System[C, R] {
 	return s
 }
 
+// closeTargets releases the targets. Their detach outlives a cancelled
+// run, briefly: a plugin hung in the call the cancel ended must not hold
+// the run's exit for a whole call deadline.
 func (j *job[T, C, R]) closeTargets(ctx context.Context) {
+	cctx := context.WithoutCancel(ctx)
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, closeGrace)
+		defer cancel()
+	}
 	for _, t := range j.t {
-		t.Close(context.WithoutCancel(ctx))
+		t.Close(cctx)
 	}
 	j.t, j.open = j.t[:0], false
 }
@@ -180,6 +196,9 @@ func (j *job[T, C, R]) end(ctx context.Context) {
 	}
 	j.siblings = nil
 }
+
+// closeGrace bounds the detach of a cancelled run's target.
+const closeGrace = 250 * time.Millisecond
 
 // runJobs runs rows on Jobs plugin processes at once: the suite's own and
 // Jobs-1 spawned ones. It reports what a serial run would: when row i

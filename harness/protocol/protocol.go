@@ -75,4 +75,5 @@ const (
 	Store    Kernel = "store"
 	Read     Kernel = "read"
 	Transfer Kernel = "transfer"
+	Load     Kernel = "load" // layer loads and stream ordering
 )

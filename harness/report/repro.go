@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -74,13 +74,13 @@ type CaseDecoder func(kernel protocol.Kernel, data []byte, slots int) (workload.
 
 // LoadRepro reads and validates a repro file.
 func LoadRepro(path string, decode CaseDecoder) (*Repro, *layout.Layout, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "repro file", MaxReproBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read repro file: %w", err)
+		return nil, nil, err
 	}
 	r, l, err := ParseRepro(data, decode)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w; correct the file, or save it again (kvharness check writes repro files)", path, err)
 	}
 	return r, l, nil
 }
@@ -90,10 +90,8 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 	if len(data) > MaxReproBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadRepro, len(data), MaxReproBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f reproFile
-	if err := dec.Decode(&f); err != nil {
+	if err := inputfile.DecodeJSON(data, &f); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
 	}
 	switch {
@@ -122,7 +120,7 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 func (r *Repro) Name() string {
 	body, _ := json.Marshal(r.Case)
 	sum := sha256.Sum256(append(append([]byte(r.Plugin+r.Variant), r.Layout...), body...))
-	parts := []string{r.Plugin}
+	parts := []string{displayName(r.Plugin)}
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}
@@ -139,6 +137,20 @@ func (r *Repro) Name() string {
 	}
 	parts = append(parts, hex.EncodeToString(sum[:4]))
 	return safeName(strings.Join(parts, "-")) + ".json"
+}
+
+// displayName is how a file name shows the plugin: a bundled name as it
+// is, a path or command line by its program's base name ("./mybuggy" is
+// "mybuggy", not a hidden "._mybuggy").
+func displayName(plugin string) string {
+	if f := strings.Fields(plugin); len(f) > 0 {
+		plugin = f[len(f)-1] // a command line: its script
+	}
+	name := strings.TrimSuffix(filepath.Base(plugin), ".json")
+	if name = strings.TrimLeft(name, "."); name == "" {
+		return "plugin"
+	}
+	return name
 }
 
 func safeName(s string) string {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -17,6 +19,9 @@ const (
 	Fail  = "FAIL"
 	Flaky = "FLAKY"
 	Fault = "FAULT" // the plugin broke: the row's properties are unjudged
+	// Stopped marks a row the run was interrupted in: unjudged, and no
+	// fault of the plugin's.
+	Stopped = "stopped"
 )
 
 // Result is a checked case as reports read it.
@@ -212,7 +217,10 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 // cell is a property's status in a row: FAULT when the plugin broke, FAIL
 // (FLAKY when unconfirmed) when the first failure violated it, ok else.
 func cell[C workload.Case, R Result](s *Schema[C, R], o *property.Outcome[C, R], p oracle.Kind) string {
-	if o.Fault != nil {
+	switch {
+	case o.Fault != nil && errors.Is(o.Fault, context.Canceled) && o.Failure == nil:
+		return Stopped
+	case o.Fault != nil && !errors.Is(o.Fault, context.Canceled):
 		return Fault
 	}
 	if o.Failure == nil || !counts(s, o.Failure.Original, p) {
@@ -261,6 +269,21 @@ func (r *Run) Passed() bool {
 		}
 	}
 	return true
+}
+
+// Interrupted reports whether the run was stopped by its context (a
+// signal) rather than run to its end.
+func (r *Run) Interrupted() bool { return errors.Is(r.Err, context.Canceled) }
+
+// Finished counts the rows that ran to their verdict.
+func (r *Run) Finished() int {
+	n := 0
+	for _, row := range r.Rows {
+		if len(row.Cells) == 0 || row.Cells[0] != Stopped {
+			n++
+		}
+	}
+	return n
 }
 
 // Faulted reports whether the plugin faulted anywhere, survived or not.

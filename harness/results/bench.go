@@ -7,50 +7,50 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/measure"
 )
-
-// DefaultBenchLines is how many result lines WriteBench emits per cell.
-// benchstat's U-test needs at least 4 per side to reach p < 0.05 and 6
-// for a 95% confidence interval on the median; its docs recommend 10.
-const DefaultBenchLines = 10
 
 // ErrNoCells is returned when there is nothing to write; an empty
 // benchmark file would only fail later, in compare.
 var ErrNoCells = errors.New("no cells to write (did the matrix run any cell?)")
 
 // BenchOptions configures WriteBench. The zero value is the default.
-type BenchOptions struct {
-	// Lines is the number of result lines per cell; zero means
-	// DefaultBenchLines.
-	Lines int
-}
+type BenchOptions struct{}
+
+// LinesKey is the config key WriteBench sets to LinesRuns: each result
+// line is one run of its cell (a pass over the matrix), as each line of
+// go test -count=N is one run of its benchmark. Files written before runs
+// existed lack it; their lines were chunks of one run, and compare refuses
+// to count them as runs.
+const (
+	LinesKey  = "kvharness-lines"
+	LinesRuns = "runs"
+)
 
 // WriteBench writes cells in the Go benchmark format for benchstat and
 // kvharness compare: Unit lines, then per cell its config lines (only
-// those that changed) and its result lines.
+// those that changed) and one result line per run of the cell.
 //
-// A cell's raw samples are split, in the order taken, into Lines
-// contiguous chunks of nearly equal size, and each chunk becomes one
-// result line: iterations are the launches in the chunk; times are the
-// chunk's median and tail percentiles; rates use the chunk's median. A
-// single line per cell would give benchstat one sample and no test;
-// chunk statistics give it Lines independent-ish repeats, and contiguous
-// chunks keep drift visible as spread instead of averaging it away.
+// A line's iterations are the run's launches; ns/op is its mean launch
+// (Go's own meaning of ns/op), p50-ns/op its median, and each chosen
+// quantile of the cell (p99-ns/op...) is the run's, written only where the
+// run has the samples to resolve it (measure.Resolvable: a p99 of fewer
+// than 100 samples would be the run's maximum). GB/s and tokens/s are
+// over the run's median, copy-ratio its median over the same pass's copy
+// median. The
+// pooled, whole-night quantiles are the cell's, in cells.jsonl and the
+// tables.
 //
-// Tail units are per chunk: p99 of a chunk of n samples is close to the
-// chunk maximum when n < 100. Compare nights run with the same Criterion
-// (similar sample counts), or read the whole-run tails in the JSON log.
-//
-// A cell without raw samples gets one line from its Summary, and a
+// A version 1 cell (no runs) gets one line from its Summary, and a
 // warning. Nothing is written if any cell is invalid.
 func WriteBench(w io.Writer, cells []Cell, opts BenchOptions) (warnings []error, err error) {
 	if len(cells) == 0 {
 		return nil, ErrNoCells
 	}
-	b := newBenchBuf(cells, opts)
-	b.unitLines()
+	b := newBenchBuf(cells)
+	b.unitLines(cells)
 	for i := range cells {
 		if err := b.cell(&cells[i]); err != nil {
 			return nil, fmt.Errorf("write benchmark text: %w", err)
@@ -64,7 +64,6 @@ func WriteBench(w io.Writer, cells []Cell, opts BenchOptions) (warnings []error,
 
 type benchBuf struct {
 	buf      bytes.Buffer
-	lines    int
 	width    int               // of the widest name
 	config   map[string]string // config in effect
 	seen     map[string]Key    // benchmark name -> first cell with it
@@ -72,18 +71,15 @@ type benchBuf struct {
 	warnings []error
 }
 
-func newBenchBuf(cells []Cell, opts BenchOptions) *benchBuf {
-	b := &benchBuf{lines: opts.Lines, config: map[string]string{}, seen: map[string]Key{}}
-	if b.lines <= 0 {
-		b.lines = DefaultBenchLines
-	}
+func newBenchBuf(cells []Cell) *benchBuf {
+	b := &benchBuf{config: map[string]string{}, seen: map[string]Key{}}
 	for i := range cells {
 		b.width = max(b.width, len(cells[i].Name()))
 	}
 	return b
 }
 
-func (b *benchBuf) unitLines() {
+func (b *benchBuf) unitLines(cells []Cell) {
 	for _, u := range BenchUnits {
 		if u.Better == 0 {
 			continue // no direction: see BenchUnits
@@ -94,6 +90,9 @@ func (b *benchBuf) unitLines() {
 		}
 		fmt.Fprintf(&b.buf, "Unit %s better=%s\n", u.Name, dir)
 	}
+	for _, u := range quantileUnits(cells) {
+		fmt.Fprintf(&b.buf, "Unit %s better=lower\n", u)
+	}
 	b.buf.WriteByte('\n')
 }
 
@@ -103,15 +102,12 @@ func (b *benchBuf) cell(c *Cell) error {
 	}
 	b.checkName(c)
 	b.configLines(configFields(c))
-	sums, err := chunkSummaries(c, b.lines)
-	if err != nil {
-		return fmt.Errorf("cell %s: %w", c.Key(), err)
+	runs := c.RunSummaries()
+	for _, r := range runs {
+		b.resultLine(c, r)
 	}
-	for _, s := range sums {
-		b.resultLine(c, s)
-	}
-	if len(sums) < 4 {
-		b.warnings = append(b.warnings, fmt.Errorf("cell %s: %d result line(s); a U-test needs at least 4 per side to call a change significant (keep raw samples and take at least 4)", c.Key(), len(sums)))
+	if len(c.Runs) == 0 {
+		b.warnings = append(b.warnings, fmt.Errorf("cell %s: no runs (a version 1 cell): one result line, which a comparison cannot judge; measure it again", c.Key()))
 	}
 	return nil
 }
@@ -154,8 +150,8 @@ func configFields(c *Cell) []Field {
 	}
 	f := []Field{
 		{"goos", e.GOOS}, {"goarch", e.GOARCH}, {"gpu", e.Device}, {"driver", e.Driver},
-		{"clocks", clocks}, {"host", e.Host}, {"go", e.GoVersion}, {"commit", e.Commit},
-		{"plugin-version", c.PluginVersion},
+		{"clocks", clocks}, {"cpu", e.CPU}, {"host", e.Host}, {"go", e.GoVersion}, {"commit", e.Commit},
+		{"date", dateOf(e.Time)}, {"plugin-version", c.PluginVersion}, {LinesKey, LinesRuns},
 	}
 	for i := range f {
 		f[i].Value = strings.Join(strings.Fields(f[i].Value), " ") // one line
@@ -163,9 +159,18 @@ func configFields(c *Cell) []Field {
 	return f
 }
 
-func (b *benchBuf) resultLine(c *Cell, s measure.Summary) {
-	fmt.Fprintf(&b.buf, "Benchmark%-*s\t%8d", b.width, c.Name(), s.N*max(c.BatchSize, 1))
-	for _, m := range lineMetrics(c, s) {
+// dateOf is a night's start, to the minute, in UTC: the date plots and
+// reports show. It changes every night, so compare never warns of it.
+func dateOf(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04Z")
+}
+
+func (b *benchBuf) resultLine(c *Cell, r RunSummary) {
+	fmt.Fprintf(&b.buf, "Benchmark%-*s\t%8d", b.width, c.Name(), r.Summary.N*max(r.BatchSize, 1))
+	for _, m := range runMetrics(c, r) {
 		fmt.Fprintf(&b.buf, "\t%s %s", formatValue(m.value), m.unit)
 	}
 	b.buf.WriteByte('\n')
@@ -176,4 +181,59 @@ func (b *benchBuf) resultLine(c *Cell, s measure.Summary) {
 func formatValue(v float64) string {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
 	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+type metric struct {
+	value float64
+	unit  string
+}
+
+// runMetrics are the values of one run's result line. Rates are left out
+// when their inputs are missing (no bytes counted, no copy measured, or a
+// zero median time); a chosen quantile where the run cannot resolve it.
+func runMetrics(c *Cell, r RunSummary) []metric {
+	s := r.Summary
+	m := []metric{{s.Mean, UnitTime}, {s.P50, UnitP50}}
+	for _, q := range r.Quantiles {
+		if q.Q != 0.5 && measure.Resolvable(s.N, q.Q) {
+			m = append(m, metric{q.Ns, QuantileUnit(q.Q)})
+		}
+	}
+	if gbps, err := measure.GBPerSecond(c.BytesPerLaunch, s.P50); err == nil && gbps > 0 {
+		m = append(m, metric{gbps, UnitGBps})
+	}
+	if tps, err := measure.TokensPerSecond(c.Tokens, s.P50); err == nil {
+		m = append(m, metric{tps, UnitTokens})
+	}
+	copyNs := c.CopyNs
+	if r.CopyNs > 0 {
+		copyNs = r.CopyNs // the copy of the same pass
+	}
+	if ratio, err := measure.CopyRatio(s.P50, copyNs); err == nil {
+		m = append(m, metric{ratio, UnitCopyRatio})
+	}
+	return m
+}
+
+// QuantileUnit is the unit of a chosen quantile's time: p99-ns/op for
+// 0.99, p20-ns/op for 0.2, p99.9-ns/op for 0.999. benchunit tidies it to
+// p99-sec/op and scales it as it does ns/op.
+func QuantileUnit(q float64) string {
+	return "p" + strconv.FormatFloat(100*q, 'f', -1, 64) + "-ns/op"
+}
+
+// quantileUnits lists the chosen quantiles' units the cells use, other
+// than the median's (UnitP50), in order of first use.
+func quantileUnits(cells []Cell) []string {
+	seen := map[string]bool{UnitP50: true}
+	var out []string
+	for i := range cells {
+		for _, q := range cells[i].Quantiles {
+			if u := QuantileUnit(q.Q); !seen[u] {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
+	}
+	return out
 }

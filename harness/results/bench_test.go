@@ -3,7 +3,6 @@ package results
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func benchCells(t *testing.T) []Cell {
 	c := testCell(t, "scatter", 16, 12, 800)
 	c.PluginVersion = "0.9.1"
 	c.Timing, c.BatchSize = Batched, 64
-	c.Samples = nil // summary only: one line and a warning
+	c.Samples, c.Runs, c.Schema = nil, nil, "" // a version 1 cell: one line and a warning
 	return []Cell{a, b, c}
 }
 
@@ -29,8 +28,8 @@ func TestWriteBenchGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "bench", buf.Bytes())
-	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "timing=batched@0.9.1: 1 result line(s)") {
-		t.Errorf("warnings = %v, want one about the summary-only cell", warnings)
+	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "timing=batched@0.9.1: no runs") {
+		t.Errorf("warnings = %v, want one about the version 1 cell", warnings)
 	}
 }
 
@@ -68,54 +67,49 @@ func parseBench(t *testing.T, text string) []benchLine {
 	return out
 }
 
-func TestWriteBenchChunks(t *testing.T) {
-	c := testCell(t, "p", 4096, 25, 1000)
+// TestWriteBenchRuns: one result line per run, its iterations the run's
+// launches, ns/op its mean and p50-ns/op its median; a chosen quantile
+// only where the run resolves it; rates over the run's median.
+func TestWriteBenchRuns(t *testing.T) {
+	c := testCell(t, "p", 4096, 440, 1000)  // four runs of 110 samples: a p99 each
+	short := testCell(t, "q", 16, 40, 1000) // four runs of 10: no p99
 	var buf bytes.Buffer
-	if _, err := WriteBench(&buf, []Cell{c}, BenchOptions{Lines: 4}); err != nil {
+	if _, err := WriteBench(&buf, []Cell{c, short}, BenchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := parseBench(t, buf.String())
-	if len(lines) != 4 {
-		t.Fatalf("%d result lines, want 4", len(lines))
+	if len(lines) != 8 {
+		t.Fatalf("%d result lines, want 4 runs × 2 cells", len(lines))
 	}
-	total := 0
-	for i, l := range lines {
-		total += l.iters
-		if l.name != c.Name() {
-			t.Errorf("line %d name %q, want %q", i, l.name, c.Name())
+	for i, l := range lines[:4] {
+		r := c.Runs[i]
+		if l.name != c.Name() || l.iters != r.Summary.N {
+			t.Errorf("line %d: %s × %d, want %s × %d", i, l.name, l.iters, c.Name(), r.Summary.N)
 		}
-		ch := chunks(c.Samples, 4)[i]
-		if l.values[UnitTime] != l.values[UnitP50] || l.values[UnitP99] < l.values[UnitP50] {
-			t.Errorf("line %d: ns/op %v, p50 %v, p99 %v: want ns/op = p50 ≤ p99", i, l.values[UnitTime], l.values[UnitP50], l.values[UnitP99])
+		if l.values[UnitTime] != r.Summary.Mean || l.values[UnitP50] != r.Summary.P50 || l.values[UnitP99] != r.Quantiles[1].Ns {
+			t.Errorf("line %d: ns/op %v, p50 %v, p99 %v; want the run's mean %v, median %v, p99 %v", i,
+				l.values[UnitTime], l.values[UnitP50], l.values[UnitP99], r.Summary.Mean, r.Summary.P50, r.Quantiles[1].Ns)
 		}
-		wantGB := float64(c.BytesPerLaunch) / l.values[UnitP50]
-		if got := l.values[UnitGBps]; got < wantGB*0.9999 || got > wantGB*1.0001 || len(ch) < 6 {
-			t.Errorf("line %d: %v GB/s, want %v from its median (chunk of %d)", i, got, wantGB, len(ch))
-		}
-		for _, u := range BenchUnits {
-			if _, ok := l.values[u.Name]; !ok {
-				t.Errorf("line %d lacks unit %s", i, u.Name)
-			}
+		wantGB := float64(c.BytesPerLaunch) / r.Summary.P50
+		if got := l.values[UnitGBps]; got < wantGB*0.9999 || got > wantGB*1.0001 {
+			t.Errorf("line %d: %v GB/s, want %v from its median", i, got, wantGB)
 		}
 	}
-	if total != 25 {
-		t.Errorf("iterations sum to %d, want every one of the 25 launches once", total)
+	for i, l := range lines[4:] {
+		if _, ok := l.values[UnitP99]; ok {
+			t.Errorf("run %d of 10 samples has a p99 (%v): it cannot resolve one", i, l.values[UnitP99])
+		}
+	}
+	if !strings.Contains(buf.String(), LinesKey+": "+LinesRuns+"\n") || !strings.Contains(buf.String(), "Unit p99-ns/op better=lower") {
+		t.Errorf("no %s config line or no p99 unit line:\n%s", LinesKey, buf.String())
 	}
 }
 
-func TestChunks(t *testing.T) {
-	xs := []float64{0, 1, 2, 3, 4, 5, 6}
-	var sizes []int
-	var joined []float64
-	for _, ch := range chunks(xs, 3) {
-		sizes = append(sizes, len(ch))
-		joined = append(joined, ch...)
-	}
-	if !slices.Equal(sizes, []int{2, 2, 3}) || len(joined) != 7 || joined[6] != 6 {
-		t.Errorf("chunks of 7 into 3: sizes %v, joined %v", sizes, joined)
-	}
-	if got := len(chunks(xs[:2], 10)); got != 2 {
-		t.Errorf("2 samples into 10 chunks gave %d, want 2", got)
+func TestQuantileUnit(t *testing.T) {
+	for q, want := range map[float64]string{0.5: "p50-ns/op", 0.99: "p99-ns/op", 0.999: "p99.9-ns/op", 0.2: "p20-ns/op"} {
+		if got := QuantileUnit(q); got != want {
+			t.Errorf("QuantileUnit(%v) = %q, want %q", q, got, want)
+		}
 	}
 }
 

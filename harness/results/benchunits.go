@@ -5,8 +5,9 @@ package results
 // Latencies are "<stat>-ns/op". benchunit.Tidy rewrites the "ns" in the
 // numerator to "sec" (p99-ns/op becomes p99-sec/op, ×1e-9), so benchstat
 // shows them scaled as µs or ms like ns/op itself. Names such as
-// "p99_ns/op" or "us/op" would not be tidied or scaled. ns/op carries the
-// median too, so tools that only know ns/op still see a robust time.
+// "p99_ns/op" or "us/op" would not be tidied or scaled. ns/op is the mean
+// launch, as go test writes it; p50-ns/op the median, the robust time a
+// comparison judges. The chosen quantiles' units (QuantileUnit) follow.
 //
 // Bandwidth is "GB/s", decimal (1e9 B/s), the unit GPU peak bandwidth is
 // quoted in, so numbers match nvbench and datasheets. benchunit leaves
@@ -21,10 +22,10 @@ package results
 // benchstat and kvharness compare read it to tell a regression from an
 // improvement.
 const (
-	UnitTime      = "ns/op"       // median per-launch time
+	UnitTime      = "ns/op"       // mean per-launch time
 	UnitP50       = "p50-ns/op"   // median per-launch time
-	UnitP99       = "p99-ns/op"   // 99th percentile
-	UnitP999      = "p99.9-ns/op" // 99.9th percentile
+	UnitP99       = "p99-ns/op"   // 99th percentile, when chosen
+	UnitP999      = "p99.9-ns/op" // 99.9th percentile, when chosen
 	UnitGBps      = "GB/s"        // (bytes read + written) / median time
 	UnitTokens    = "tokens/s"    // tokens / median time
 	UnitCopyRatio = "copy-ratio"  // median time / same-size copy time
@@ -37,12 +38,11 @@ type BenchUnit struct {
 	Better int
 }
 
-// BenchUnits lists every unit WriteBench emits, in line order.
+// BenchUnits lists the fixed units WriteBench emits, in line order; the
+// chosen quantiles' units (QuantileUnit) come between p50-ns/op and GB/s.
 var BenchUnits = []BenchUnit{
 	{UnitTime, -1},
 	{UnitP50, -1},
-	{UnitP99, -1},
-	{UnitP999, -1},
 	{UnitGBps, +1},
 	{UnitTokens, +1},
 	// The copy ratio divides two measurements, so it carries both their
@@ -60,4 +60,4 @@ var BenchUnits = []BenchUnit{
 //	benchstat -ignore commit,host,go,plugin-version base.txt new.txt
 //
 // (kvharness compare groups by name and unit only and needs no flag).
-const BenchstatIgnore = "commit,host,go,plugin-version"
+const BenchstatIgnore = "commit,host,go,plugin-version,date"

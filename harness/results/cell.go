@@ -10,10 +10,20 @@ import (
 )
 
 // A Cell is the result of benchmarking one Identity. Its JSON form is one
-// line of the results log, with the Identity's fields at the top level.
+// line of cells.jsonl (schema CellSchema), with the Identity's fields at
+// the top level.
+//
+// A cell is measured in runs (Runs, one per pass over the matrix). Its
+// Summary, Quantiles and Samples pool every run's samples: a quantile is
+// the quantile of all the launches the night timed, never an average of
+// the runs' quantiles. The runs stay apart in Runs, as the replicates a
+// comparison counts.
 type Cell struct {
+	Schema string `json:"schema,omitempty"` // CellSchema; empty in version 1 logs
 	Identity
-	Summary measure.Summary `json:"summary"`
+	Summary   measure.Summary `json:"summary"`
+	Quantiles []QuantileValue `json:"quantiles,omitempty"` // the chosen quantiles, of all samples
+	Runs      []RunSummary    `json:"runs,omitempty"`      // in pass order; empty in version 1
 
 	// BytesPerLaunch is what one launch reads plus what it writes,
 	// counted by the runner from the workload; GBps is derived from it.
@@ -49,6 +59,7 @@ type Cell struct {
 // benchstat's tables.
 type Env struct {
 	Device      string    `json:"device"`
+	CPU         string    `json:"cpu,omitempty"` // the host CPU's model name
 	Driver      string    `json:"driver,omitempty"`
 	SMClockMHz  int       `json:"sm_clock_mhz,omitempty"`
 	MemClockMHz int       `json:"mem_clock_mhz,omitempty"`
@@ -91,6 +102,9 @@ func (c *Cell) Derive() error {
 // Validate reports the first problem that would make c unusable: a bad
 // identity, no samples, or raw samples that disagree with the summary.
 func (c *Cell) Validate() error {
+	if err := checkSchema(c.Schema, "", cellSchemaV1, CellSchema); err != nil {
+		return fmt.Errorf("cell %s: %w", c.Key(), err)
+	}
 	if err := c.Identity.Validate(); err != nil {
 		return fmt.Errorf("cell %s: %w", c.Key(), err)
 	}
@@ -100,5 +114,33 @@ func (c *Cell) Validate() error {
 	if len(c.Samples) > 0 && len(c.Samples) != c.Summary.N {
 		return fmt.Errorf("cell %s: %d raw samples but summary.n = %d (summarize the samples that are stored)", c.Key(), len(c.Samples), c.Summary.N)
 	}
+	return c.validateRuns()
+}
+
+// validateRuns checks that the runs add up to the summary, one per pass.
+func (c *Cell) validateRuns() error {
+	if len(c.Runs) == 0 {
+		return nil
+	}
+	n, passes := 0, map[int]bool{}
+	for _, r := range c.Runs {
+		if r.Summary.N <= 0 || passes[r.Pass] || r.Pass < 1 {
+			return fmt.Errorf("cell %s: run of pass %d with %d samples (passes count from 1, once each, and hold samples)", c.Key(), r.Pass, r.Summary.N)
+		}
+		passes[r.Pass] = true
+		n += r.Summary.N
+	}
+	if n != c.Summary.N {
+		return fmt.Errorf("cell %s: its runs hold %d samples but summary.n = %d", c.Key(), n, c.Summary.N)
+	}
 	return nil
+}
+
+// RunSummaries returns c's runs; a version 1 cell, sampled at once, is
+// one run of its whole summary.
+func (c *Cell) RunSummaries() []RunSummary {
+	if len(c.Runs) > 0 {
+		return c.Runs
+	}
+	return []RunSummary{{Pass: 1, BatchSize: max(c.BatchSize, 1), Summary: c.Summary, Quantiles: c.Quantiles, Stop: c.Stop.Kind}}
 }

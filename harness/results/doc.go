@@ -2,23 +2,28 @@
 // it is kept in.
 //
 // A [Cell] is one point of the nightly matrix: its [Identity] (plugin,
-// layout, tokens, mode, cache, timing...), the [measure.Summary] of its
-// per-launch times, derived throughput, the copy roofline measured in the
-// same run, why sampling stopped, and the [Env] it ran in. Raw samples are
-// optional.
+// layout, tokens, mode, cache, timing...), its runs (a [RunSummary] per
+// pass of the night), the [measure.Summary] and chosen quantiles of all
+// its samples pooled, derived throughput, the copy roofline measured in
+// the same passes, why sampling stopped, and the [Env] it ran in. Raw
+// samples are optional.
 //
-// Cells flow through three files:
+// Records flow through these files, each record naming its schema
+// ([CellSchema], [RunSchema]; bench/SCHEMA.md documents the fields):
 //
-//  1. A JSON Lines log ([OpenLog], [LogWriter.Append]) written while the
-//     matrix runs: one cell per line, fsynced after each, so a killed run
-//     keeps every finished cell. [ReadLog] tolerates a torn final line
-//     (a warning, not an error) and returns the set of finished [Key]s so
-//     that --resume can skip them. OpenLog cuts a torn line off before
-//     appending, so a resumed log stays valid.
-//  2. A Go benchmark text file ([WriteBench]) that benchstat and
-//     kvharness compare read. See bench.go for the unit names and why each
-//     cell becomes several result lines.
-//  3. Any other report, written with [WriteFileAtomic]: a temporary file
+//  1. A JSON Lines journal of runs ([OpenLog], [LogWriter.AppendRun])
+//     written while the matrix runs: one [Run] per line, fsynced after
+//     each, so a killed night keeps every finished run. [ReadRuns]
+//     tolerates a torn final line (a warning, not an error) and returns
+//     the finished [RunKey]s so that --resume can skip them. OpenLog cuts
+//     a torn line off before appending, so a resumed journal stays valid.
+//     [NewCell] assembles a cell from its runs.
+//  2. cells.jsonl, the night's cells ([ReadLog] reads it, version 1 cells
+//     without runs too).
+//  3. A Go benchmark text file ([WriteBench]) that benchstat and
+//     kvharness compare read, one result line per run. See bench.go for
+//     the unit names.
+//  4. Any other report, written with [WriteFileAtomic]: a temporary file
 //     in the same directory renamed over the target, so a reader sees the
 //     whole file or none of it.
 //

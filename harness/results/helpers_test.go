@@ -1,79 +1,56 @@
 package results
 
 import (
-	"bytes"
-	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	goldenfile "github.com/kvharness/kvharness/harness/internal/golden"
 
 	"github.com/kvharness/kvharness/harness/measure"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/name.golden. With -update it rewrites
-// the file; on a mismatch it writes testdata/name.got for diffing.
+// golden compares got with testdata/name.golden (see package golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	gotPath := filepath.Join("testdata", name+".got")
-	os.WriteFile(gotPath, got, 0o644)
-	t.Errorf("output differs from %s at %s; got written to %s (diff -u %s %s; go test -update to accept)",
-		path, firstDiff(want, got), gotPath, path, gotPath)
+	goldenfile.Check(t, filepath.Join("testdata", name+".golden"), got)
 }
 
-func firstDiff(want, got []byte) string {
-	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
-	for i := range min(len(w), len(g)) {
-		if w[i] != g[i] {
-			return fmt.Sprintf("line %d:\n-%s\n+%s", i+1, w[i], g[i])
+// testRuns are the runs of a cell: passes runs of n/passes deterministic
+// samples around base ns each (the last run takes the rest).
+func testRuns(id Identity, passes, n int, base float64) []Run {
+	var runs []Run
+	for p := range passes {
+		lo, hi := p*n/passes, (p+1)*n/passes
+		var samples []float64
+		for i := lo; i < hi; i++ {
+			samples = append(samples, base+float64((i*7)%11)) // a fixed wobble of 0..10 ns
 		}
+		runs = append(runs, Run{Schema: RunSchema, Identity: id, Pass: p + 1, Samples: samples,
+			Stop: measure.StopReason{Kind: measure.StopConverged, Samples: len(samples)}, Time: time.Date(2026, 11, 30, 2, p, 0, 0, time.UTC)})
 	}
-	return fmt.Sprintf("line %d (lengths %d vs %d lines)", min(len(w), len(g))+1, len(w), len(g))
+	return runs
 }
 
-// testCell is a valid, summarized, derived cell with n deterministic
-// samples around base ns.
+// testQuantiles are the quantiles test cells choose.
+var testQuantiles = []float64{0.5, 0.99}
+
+// testCell is a valid, summarized, derived cell of four runs holding n
+// deterministic samples around base ns in all.
 func testCell(t *testing.T, plugin string, tokens, n int, base float64) Cell {
 	t.Helper()
-	samples := make([]float64, n)
-	for i := range samples {
-		samples[i] = base + float64((i*7)%11) // a fixed wobble of 0..10 ns
-	}
-	sum, err := measure.Summarize(samples)
+	id := Identity{Plugin: plugin, PluginVersion: "1.2.0", Kernel: "store", Layout: "bf16",
+		HeadDim: 128, PageSize: 16, Tokens: tokens, Mode: Graph, Cache: Hot, Timing: PerLaunch, BatchSize: 1}
+	c, err := NewCell(testRuns(id, min(4, n), n, base), testQuantiles, measure.Criterion{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Cell{
-		Identity: Identity{Plugin: plugin, PluginVersion: "1.2.0", Kernel: "store", Layout: "bf16",
-			HeadDim: 128, PageSize: 16, Tokens: tokens, Mode: Graph, Cache: Hot, Timing: PerLaunch, BatchSize: 1},
-		Summary:        sum,
-		BytesPerLaunch: int64(tokens) * 2 * 128 * 2 * 2, // K and V, bf16, read + write
-		PeakGBps:       4800,
-		CopyGBps:       450,
-		CopyNs:         float64(tokens) * 2 * 128 * 2 * 2 / 450, // the copy's median time
-		Stop:           measure.StopReason{Kind: measure.StopConverged, Samples: n, Criterion: measure.Criterion{}.WithDefaults()},
-		Env: Env{Device: "NVIDIA H200", Driver: "570.86.15", SMClockMHz: 1980, MemClockMHz: 3201,
-			Commit: "abc1234", Host: "gpu-07", GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64",
-			Time: time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)},
-		Samples: samples,
-	}
+	c.BytesPerLaunch = int64(tokens) * 2 * 128 * 2 * 2 // K and V, bf16, read + write
+	c.PeakGBps, c.CopyGBps = 4800, 450
+	c.CopyNs = float64(tokens) * 2 * 128 * 2 * 2 / 450 // the copy's median time
+	c.Env = Env{Device: "NVIDIA H200", Driver: "570.86.15", SMClockMHz: 1980, MemClockMHz: 3201,
+		Commit: "abc1234", Host: "gpu-07", GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64",
+		Time: time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)}
 	if err := c.Derive(); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("%s:%d: %v (fix or delete the line; a results log has one JSON cell per line)", e.File, e.Line, e.Err)
+	return fmt.Sprintf("%s:%d: %v (fix or delete the line; the log has one JSON record per line)", e.File, e.Line, e.Err)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
@@ -60,17 +60,26 @@ func ReadLogFile(path string) (*Log, error) {
 // returns a *LineError for a bad line other than a torn final one.
 func ReadLog(r io.Reader, name string) (*Log, error) {
 	lr := &logReader{name: name, log: &Log{Done: map[Key]bool{}}, at: map[Key]int{}}
+	if err := scanLines(r, name, lr.add); err != nil {
+		return nil, err
+	}
+	return lr.log, nil
+}
+
+// scanLines calls add for each line of r; whole is false for a final line
+// without its newline.
+func scanLines(r io.Reader, name string, add func(line []byte, whole bool) error) error {
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return fmt.Errorf("read %s: %w", name, err)
 		}
-		if perr := lr.add(line, err == nil); perr != nil {
-			return nil, perr
+		if perr := add(line, err == nil); perr != nil {
+			return perr
 		}
 		if err != nil {
-			return lr.log, nil
+			return nil
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-// A LogWriter appends cells to a JSON Lines results log. Each Append is
+// A LogWriter appends records (cells, or runs) to a JSON Lines log. Each Append is
 // one write of one line followed by fsync, so after a crash the log holds
 // every cell whose Append returned, and at most one torn line after them.
 // A LogWriter is not safe for concurrent use.
@@ -38,20 +38,38 @@ func OpenLog(path string) (*LogWriter, error) {
 // again.
 func (w *LogWriter) Dropped() int64 { return w.dropped }
 
-// Append validates c, writes it as one line and fsyncs the file.
+// Append validates c, writes it as one line (schema CellSchema) and
+// fsyncs the file.
 func (w *LogWriter) Append(c Cell) error {
+	if c.Schema == "" {
+		c.Schema = CellSchema
+	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("append to %s: %w", w.f.Name(), err)
 	}
-	line, err := json.Marshal(c)
+	return w.appendLine("cell "+string(c.Key()), c)
+}
+
+// AppendRun validates r, writes it as one line (schema RunSchema) and
+// fsyncs the file.
+func (w *LogWriter) AppendRun(r Run) error {
+	r.Schema = RunSchema
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("append to %s: %w", w.f.Name(), err)
+	}
+	return w.appendLine(fmt.Sprintf("run %s pass %d", r.Identity.Key(), r.Pass), r)
+}
+
+func (w *LogWriter) appendLine(what string, v any) error {
+	line, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("append cell %s to %s: %w", c.Key(), w.f.Name(), err)
+		return fmt.Errorf("append %s to %s: %w", what, w.f.Name(), err)
 	}
 	if _, err := w.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("append cell %s to %s: %w", c.Key(), w.f.Name(), err)
+		return fmt.Errorf("append %s to %s: %w", what, w.f.Name(), err)
 	}
 	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s after cell %s: %w", w.f.Name(), c.Key(), err)
+		return fmt.Errorf("sync %s after %s: %w", w.f.Name(), what, err)
 	}
 	return nil
 }

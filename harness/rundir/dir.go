@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,7 +69,31 @@ func Open() (*Dir, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("name run directory: %w", err)
 	}
-	return &Dir{Path: path, lock: lock}, nil
+	d := &Dir{Path: path, lock: lock}
+	live.Lock()
+	live.dirs[d] = true
+	live.Unlock()
+	return d, nil
+}
+
+// live is every run directory this process has open and not closed.
+var live = struct {
+	sync.Mutex
+	dirs map[*Dir]bool
+}{dirs: map[*Dir]bool{}}
+
+// RemoveAll kills the plugins of every run directory this process has
+// open and removes the directories: what a process about to exit at once
+// (a second Ctrl-C) does instead of unwinding. The directories' owners
+// must not use them afterwards.
+func RemoveAll() {
+	live.Lock()
+	defer live.Unlock()
+	for d := range live.dirs {
+		killRecordedGroups(d.Path)
+		os.RemoveAll(d.Path)
+		delete(live.dirs, d)
+	}
 }
 
 // Run directories are named runPrefix…; newPrefix… while being made.
@@ -136,6 +161,9 @@ func stale(path string) bool {
 
 // Close removes the directory and everything in it.
 func (d *Dir) Close() error {
+	live.Lock()
+	delete(live.dirs, d)
+	live.Unlock()
 	err := os.RemoveAll(d.Path)
 	d.lock.Close()
 	return err

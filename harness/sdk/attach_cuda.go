@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -20,13 +21,18 @@ func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb
 			"%s has no CUDA kernel (its Kernel implements none of DeviceStorer, DeviceReader, DeviceTransferer): attach it with the shm backend (--backend cpu)", s.p.Name)
 	}
 	a := req.GetArena()
-	if n := len(regionsOf(req)); n > 1 {
-		return nil, status.Errorf(codes.Unimplemented, "%s maps one device region per attach, not %d", s.p.Name, n)
+	sizes, err := deviceRegionSizes(s.p.Name, req) // host regions may follow (attach_regions.go)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkShared(a); err != nil {
 		return nil, err
 	}
-	pools, staging, err := checkWindows(req, []int{int(a.Size)})
+	pools, staging, err := checkWindows(req, sizes)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := mapHostRegions(regionsOf(req)[1:])
 	if err != nil {
 		return nil, err
 	}
@@ -37,9 +43,13 @@ func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb
 	}
 	dev, err := openDeviceAttach(ctx, s.p.Kernel, a, pools, req.Variant)
 	if err != nil {
+		for _, m := range hosts {
+			unix.Munmap(m)
+		}
 		return nil, err
 	}
 	s.dev, s.pools, s.staging, s.variant = dev, pools, staging, req.Variant
+	s.regions = append([][]byte{nil}, hosts...)
 	return &kvpb.AttachResponse{Geometry: s.geometry(pools)}, nil
 }
 

@@ -27,7 +27,8 @@ type DeviceStoreCall struct {
 	N        int          // n on the host: never bake it into a launch
 	Padding  Padding
 	Rows     cuda.Ptr // Capacity × HeadDim bf16, row-major, 16-byte aligned
-	Loc      cuda.Ptr // Capacity int64 slots, 8-byte aligned
+	Loc      cuda.Ptr // Capacity slots, SlotBits wide, aligned to their size
+	SlotBits int      // 64 (int64 slots) or 32 (int32), as the kernel declared
 }
 
 // PoolBase is the device address of slot 0's page.

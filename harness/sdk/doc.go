@@ -23,6 +23,18 @@
 // would; a write outside the arena panics, and the harness reports the
 // plugin as crashed.
 //
+// # What a kernel declares
+//
+// Besides its bytes per token and page, a kernel declares per layout how it
+// quantizes ([Geometry].Recipe: its floor, x/s or x*(1/s), its scale
+// tolerance), and once its slot index width ([Plugin].SlotBits, 32 or 64,
+// a variant may differ). The harness judges fp8 bytes against the
+// declared recipe, and stages loc at the declared width; the SDK refuses
+// a store staged at another width, and hands a 32-bit kernel both the
+// int32 staging ([StoreCall].Loc32) and the slots widened (Loc). A
+// declaration no harness can honour (a recipe out of bounds, 16-bit
+// slots) fails the first Describe, naming the field.
+//
 // # CUDA
 //
 // When the harness attaches a CUDA arena (Arena.backend BACKEND_CUDA), the
@@ -39,6 +51,21 @@
 // CUDA graph and later calls replay it with only n rewritten. That is how
 // the incident happened: a pad-unaware scatter captured at capacity C and
 // replayed with fewer valid rows writes the padded rows' slots.
+//
+// # Layer loads and streams
+//
+// A load kernel ([LayerLoader], [PageStorer]) queues its work on the SDK's
+// streams, events and counters ([Exec]), which have CUDA's semantics on
+// both backends: real CUDA streams, events and stream memory operations
+// on the GPU, streams the SDK runs itself on the CPU, so one source runs
+// and is tested on either. The SDK plays the engine around the kernel:
+// for a Load request it holds the case's late copies behind a latch
+// (cuStreamWaitValue32 on a flag on the GPU), fails the copies the case
+// makes fail, calls the kernel's gate for each layer and buffer and
+// queues the consumer's probe of the pages after it, waits at each step
+// until everything not held has run, releases the latch, and answers the
+// gates and the log of every stream operation, which the harness's
+// happens-before checker reads.
 //
 // # Bench
 //

@@ -26,16 +26,28 @@ var geometries = [][2]int{{128, 64}, {48, 5}, {192, 16}}
 // others by descriptor: both ways a plugin maps an arena run every variant.
 func TestStoreMatchesCPU(t *testing.T) {
 	dev := openDevice(t)
-	for _, name := range []string{"bf16scatter", "fusedstore", "fp8store"} {
+	for _, name := range []string{"bf16scatter", "fusedstore", "fp8store", "recipestore"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // separate plugin processes and arenas: their NVRTC compiles overlap
 			p := startPlugin(t, name)
-			for i, g := range geometries {
-				pl := newPlan(layoutsOf[name], g[0], g[1], 400, 130)
+			for i, pl := range plansOf(name) {
 				compareGeometry(t, dev, p, name, pl, i == 1)
 			}
 		})
 	}
+}
+
+// plansOf is a plugin's arenas for the equivalence test: its layouts at
+// every geometry, and its fixed-dimension layouts at their own head dim.
+func plansOf(name string) []arenaPlan {
+	var out []arenaPlan
+	for _, g := range geometries {
+		out = append(out, newPlan(layoutsOf[name], g[0], g[1], 400, 130))
+	}
+	for _, l := range fixedLayoutsOf[name] {
+		out = append(out, newPlan([]string{l.name}, l.headDim, 64, 400, 130), newPlan([]string{l.name}, l.headDim, 5, 400, 130))
+	}
+	return out
 }
 
 // variantsOf lists a plugin's variants the CPU and GPU kernels are
@@ -86,7 +98,9 @@ func compareGeometry(t *testing.T, dev *cuda.Device, p *plugin.Plugin, name stri
 			pr.host.mem[i] = byte(rng.Uint32())
 		}
 		for range 16 {
-			pr.compare(t, drawCase(rng, pl, variant), fmt.Sprintf("%s %q", name, variant))
+			c := drawCase(rng, pl, variant)
+			c.bits = slotBits(name, variant)
+			pr.compare(t, c, fmt.Sprintf("%s %q", name, variant))
 		}
 	}
 }

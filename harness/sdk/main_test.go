@@ -8,6 +8,7 @@ import (
 	scatter "github.com/kvharness/kvharness/plugins/bf16scatter/kernel"
 	fp8 "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	recipe "github.com/kvharness/kvharness/plugins/recipestore/kernel"
 )
 
 // serveEnv makes this test binary a plugin: the GPU tests start it again
@@ -21,6 +22,7 @@ var bundled = map[string]sdk.Plugin{
 	"bf16scatter": scatter.Plugin,
 	"fusedstore":  fused.Plugin,
 	"fp8store":    fp8.Plugin,
+	"recipestore": recipe.Plugin,
 }
 
 // layoutsOf are the layouts each bundled plugin stores.
@@ -28,6 +30,30 @@ var layoutsOf = map[string][]string{
 	"bf16scatter": {"bf16"},
 	"fusedstore":  {"bf16", "fp8-paged", "fp8-rows"},
 	"fp8store":    {"fp8-paged", "fp8-rows"},
+	"recipestore": {"fp8-paged", "fp8-rows"},
+}
+
+// fixedLayoutsOf are the layouts of one head dim a bundled plugin also
+// stores: they get arenas of their own.
+var fixedLayoutsOf = map[string][]struct {
+	name    string
+	headDim int
+}{
+	"recipestore": {{"dsv4-main", 512}},
+}
+
+// slotBits is the slot width a bundled plugin's variant reads.
+func slotBits(name, variant string) int {
+	p := bundled[name]
+	for _, v := range p.Variants {
+		if v.Name == variant && v.SlotBits != 0 {
+			return v.SlotBits
+		}
+	}
+	if p.SlotBits != 0 {
+		return p.SlotBits
+	}
+	return 64
 }
 
 func TestMain(m *testing.M) {

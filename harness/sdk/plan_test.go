@@ -29,6 +29,9 @@ func layoutBytes(layout string, d, p, slots int) (pool, page int) {
 		return slots * 2 * d, 2 * d * p
 	case "fp8-rows":
 		return slots * (d + 4), (d + 4) * p
+	case "dsv4-main": // 584 B per token, pages padded to 576 B multiples
+		page = (p*584 + 575) / 576 * 576
+		return (slots + p - 1) / p * page, page
 	}
 	return (slots + p - 1) / p * (d + 4) * p, (d + 4) * p
 }
@@ -66,11 +69,12 @@ type storeCase struct {
 	padding           kvpb.Padding
 	rows              []uint16
 	loc               []int64
+	bits              int // staged slot width: 64 (also 0) or 32
 }
 
 func (c storeCase) request(pl arenaPlan, graph bool) *kvpb.StoreRequest {
 	return &kvpb.StoreRequest{Pool: uint32(c.pool), Capacity: uint32(c.capacity), Valid: uint32(c.n),
-		Padding: c.padding, RowsOffset: uint64(pl.rowsOff), LocOffset: uint64(pl.locOff), Graph: graph}
+		Padding: c.padding, RowsOffset: uint64(pl.rowsOff), LocOffset: uint64(pl.locOff), Graph: graph, SlotBits: uint32(c.bits)}
 }
 
 // stage writes the case's rows and slots into an arena image.
@@ -79,7 +83,11 @@ func (c storeCase) stage(arena []byte, pl arenaPlan) {
 		binary.LittleEndian.PutUint16(arena[pl.rowsOff+2*i:], r)
 	}
 	for i, l := range c.loc {
-		binary.LittleEndian.PutUint64(arena[pl.locOff+8*i:], uint64(l))
+		if c.bits == 32 {
+			binary.LittleEndian.PutUint32(arena[pl.locOff+4*i:], uint32(int32(l)))
+		} else {
+			binary.LittleEndian.PutUint64(arena[pl.locOff+8*i:], uint64(l))
+		}
 	}
 }
 

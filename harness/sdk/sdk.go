@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -19,6 +20,9 @@ type Variant struct {
 	// or "transfer". The mutant suite runs each variant against its
 	// kernel's properties.
 	Kernel string
+	// SlotBits, when not zero, is the variant's slot index width in place
+	// of the plugin's (Plugin.SlotBits).
+	SlotBits int
 }
 
 // Geometry is what the kernel's own code believes about a layout. The
@@ -28,6 +32,13 @@ type Geometry struct {
 	Layout        string
 	BytesPerToken int
 	BytesPerPage  int
+	// Recipe is how the kernel quantizes the layout's fp8 fields: its
+	// floor, x/s or x*(1/s), scale tolerance. Nil means the layout's
+	// default recipe (eps 1e-4, x/s, scales within 1 ulp). The harness
+	// judges the kernel's scales and codes against it, so a kernel with
+	// eps 1e-8 that declares nothing fails on tiny rows, and passes once
+	// it declares Recipe{Eps: new(1e-8)}.
+	Recipe *layout.Recipe
 }
 
 // Plugin describes a kernel plugin.
@@ -40,9 +51,15 @@ type Plugin struct {
 	// dimension and page size.
 	Geometry func(variant string, headDim, pageSize int) []Geometry
 	// Kernel implements Storer (host shared memory), DeviceStorer (CUDA
-	// device memory) or both, optionally DevicePreparer (and later Reader,
-	// Transferer). Describe lists the backends it can serve.
+	// device memory) or both, optionally DevicePreparer; Reader and
+	// Transferer (and their device twins) for the other kinds; LayerLoader
+	// and PageStorer, on either backend, for the load kind. Describe lists
+	// the backends it can serve.
 	Kernel any
+	// SlotBits is the width of the slot indices the store kernel reads: 64
+	// (also when 0) or 32, as engines pass int64 or int32 loc tensors. The
+	// harness stages loc at that width; a variant may override it.
+	SlotBits int
 }
 
 // Layout names a layout and its parameters.
@@ -76,6 +93,11 @@ const (
 // StoreCall is one store: write Rows[i] into slot Loc[i] of Pool for the
 // rows that are real. Rows Valid..Capacity-1 are padding: under PadCount
 // their Loc holds stale slots, under PadSink slot 0, under PadMinus1 -1.
+//
+// Loc is always int64. When the kernel declares 32-bit slots, the harness
+// stages them as int32: Loc32 is that staging, as the kernel's engine
+// would hand it over, and Loc holds the same values sign-extended (a -1
+// stays -1).
 type StoreCall struct {
 	Variant  string
 	Pool     Pool
@@ -85,6 +107,8 @@ type StoreCall struct {
 	Padding  Padding  //
 	Rows     []uint16 // Capacity × HeadDim bf16 bit patterns
 	Loc      []int64  // Capacity slots
+	Loc32    []int32  // the staged 32-bit slots when SlotBits is 32, else nil
+	SlotBits int      // 64 or 32: the width the harness staged
 	Graph    bool     // the harness asked for CUDA-graph replay; CPU kernels ignore it
 }
 

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -26,6 +28,7 @@ type server struct {
 	variant string
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
+	load    *loadExec   // the load kind's streams, made on the first load call (load_server.go)
 }
 
 type window struct{ off, len int }
@@ -47,6 +50,9 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 	if err := s.knownVariant(req.Variant); err != nil {
 		return nil, err
 	}
+	if err := s.checkDeclarations(req.Variant, int(req.HeadDim), int(req.PageSize)); err != nil {
+		return nil, err
+	}
 	resp := &kvpb.DescribeResponse{
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
@@ -55,10 +61,10 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		CudaFdArenas: ServesDevice(s.p.Kernel),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
+		SlotBits:      uint32(s.slotBits(req.Variant)),
 	}
 	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
-		resp.Layouts = append(resp.Layouts, &kvpb.Geometry{
-			Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage)})
+		resp.Layouts = append(resp.Layouts, geometryProto(g))
 	}
 	for _, v := range s.p.Variants {
 		k := v.Kernel
@@ -175,11 +181,36 @@ func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
 		out[i] = &kvpb.Geometry{Layout: p.Layout.Name}
 		for _, g := range s.p.Geometry(s.variant, p.Layout.HeadDim, p.Layout.PageSize) {
 			if g.Layout == p.Layout.Name {
-				out[i].BytesPerToken, out[i].BytesPerPage = uint64(g.BytesPerToken), uint64(g.BytesPerPage)
+				out[i] = geometryProto(g)
 			}
 		}
 	}
 	return out
+}
+
+// geometryProto is a layout's declared geometry and recipe on the wire.
+func geometryProto(g Geometry) *kvpb.Geometry {
+	return &kvpb.Geometry{Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage),
+		Recipe: protocol.RecipeToProto(g.Recipe)}
+}
+
+// checkDeclarations refuses a plugin whose declarations are not ones a
+// harness can honour: a slot width other than 32 or 64, a recipe out of
+// bounds. The plugin's author sees it on the first Describe, naming the
+// field, rather than a harness guessing.
+func (s *server) checkDeclarations(variant string, headDim, pageSize int) error {
+	if b := s.slotBits(variant); b != 32 && b != 64 {
+		return status.Errorf(codes.FailedPrecondition, "%s declares %d-bit slots: want SlotBits 32 or 64 (0 is 64)", s.p.Name, b)
+	}
+	for _, g := range s.p.Geometry(variant, headDim, pageSize) {
+		if g.Recipe == nil {
+			continue
+		}
+		if err := g.Recipe.Validate(); err != nil {
+			return status.Errorf(codes.FailedPrecondition, "%s declares for %s: %v", s.p.Name, g.Layout, err)
+		}
+	}
+	return nil
 }
 
 // checkWindows reads the pools and the staging window of an attach whose
@@ -187,14 +218,17 @@ func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
 // inputs of every call are read.
 func checkWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, window, error) {
 	in := func(w *kvpb.Window) (window, error) {
-		if w == nil || int(w.Region) >= len(sizes) {
+		if w != nil && int(w.Region) >= len(sizes) {
 			return window{}, badRequest("window %v names no region of the %d attached", w, len(sizes))
 		}
-		size := sizes[w.Region]
-		if w.Offset+w.Size > uint64(size) || w.Offset+w.Size < w.Offset {
-			return window{}, badRequest("window %v outside region %d's %d bytes", w, w.Region, size)
+		size := sizes[w.GetRegion()]
+		switch {
+		case w != nil && w.Offset+w.Size <= uint64(size) && w.Offset+w.Size >= w.Offset:
+			return window{int(w.Offset), int(w.Size)}, nil
+		case len(sizes) == 1:
+			return window{}, badRequest("window %v outside the %d-byte arena", w, size)
 		}
-		return window{int(w.Offset), int(w.Size)}, nil
+		return window{}, badRequest("window %v outside region %d's %d bytes", w, w.GetRegion(), size)
 	}
 	var pools []Pool
 	for _, p := range req.Pools {
@@ -251,12 +285,14 @@ func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachRespo
 // release unmaps whichever arena is attached. The CUDA arena is closed
 // even when waiting for its stream fails, so the harness can free it.
 func (s *server) release() error {
+	err := s.closeLoad() // it may have pinned the host regions
 	for _, m := range s.regions {
-		unix.Munmap(m)
+		if m != nil {
+			unix.Munmap(m)
+		}
 	}
-	var err error
 	if s.dev != nil {
-		err = s.dev.close()
+		err = errors.Join(err, s.dev.close())
 	}
 	s.arena, s.regions, s.dev, s.pools = nil, nil, nil, nil
 	return err
@@ -269,5 +305,5 @@ func ServesHost(kernel any) bool {
 	_, store := kernel.(Storer)
 	_, read := kernel.(Reader)
 	_, transfer := kernel.(Transferer)
-	return store || read || transfer
+	return store || read || transfer || ServesLoad(kernel)
 }

@@ -82,6 +82,9 @@ func callLabel(calls, i int) string {
 // checkStore validates a store request against the attached arena and
 // returns its pool. It is the same check for both backends.
 func (s *server) checkStore(req *kvpb.StoreRequest) (Pool, error) {
+	if err := s.checkSlotBits(req); err != nil {
+		return Pool{}, err
+	}
 	if !s.attached() {
 		return Pool{}, status.Error(codes.FailedPrecondition, "store before attach")
 	}
@@ -96,10 +99,47 @@ func (s *server) checkStore(req *kvpb.StoreRequest) (Pool, error) {
 	if err := s.inStaging(req.RowsOffset, c*p.Layout.HeadDim, 2); err != nil {
 		return Pool{}, fmt.Errorf("rows: %w", err)
 	}
-	if err := s.inStaging(req.LocOffset, c, 8); err != nil {
+	if err := s.inStaging(req.LocOffset, c, slotBytes(req)); err != nil {
 		return Pool{}, fmt.Errorf("loc: %w", err)
 	}
 	return p, nil
+}
+
+// slotBytes is the size of one staged slot: 8, or 4 for 32-bit slots.
+func slotBytes(req *kvpb.StoreRequest) int {
+	if req.GetSlotBits() == 32 {
+		return 4
+	}
+	return 8
+}
+
+// checkSlotBits refuses loc staged at another width than the kernel
+// declared: a kernel reading int64 slots from int32 staging reads two
+// slots as one.
+func (s *server) checkSlotBits(req *kvpb.StoreRequest) error {
+	got, want := int(req.GetSlotBits()), s.slotBits(s.variant)
+	if got == 0 {
+		got = 64
+	}
+	if got != want {
+		return badRequest("loc staged as %d-bit slots, but %s reads %d-bit slots (it declares slot_bits %d); stage loc at the declared width",
+			got, s.p.Name, want, want)
+	}
+	return nil
+}
+
+// slotBits is the declared slot width for a variant: the variant's, else
+// the plugin's, 64 when neither says.
+func (s *server) slotBits(variant string) int {
+	for _, v := range s.p.Variants {
+		if v.Name == variant && v.SlotBits != 0 {
+			return v.SlotBits
+		}
+	}
+	if s.p.SlotBits != 0 {
+		return s.p.SlotBits
+	}
+	return 64
 }
 
 func (s *server) storeCall(req *kvpb.StoreRequest) (*StoreCall, error) {
@@ -108,9 +148,19 @@ func (s *server) storeCall(req *kvpb.StoreRequest) (*StoreCall, error) {
 		return nil, err
 	}
 	c, n := int(req.Capacity), int(req.Valid)
-	return &StoreCall{Variant: s.variant, Pool: p, Arena: s.regionOf(p), Capacity: c, Valid: n,
+	call := &StoreCall{Variant: s.variant, Pool: p, Arena: s.regionOf(p), Capacity: c, Valid: n,
 		Padding: req.Padding, Rows: stagingSlice[uint16](s, req.RowsOffset, c*p.Layout.HeadDim),
-		Loc: stagingSlice[int64](s, req.LocOffset, c), Graph: req.Graph}, nil
+		SlotBits: 64, Graph: req.Graph}
+	if slotBytes(req) == 4 {
+		call.SlotBits, call.Loc32 = 32, stagingSlice[int32](s, req.LocOffset, c)
+		call.Loc = make([]int64, c)
+		for i, v := range call.Loc32 {
+			call.Loc[i] = int64(v)
+		}
+	} else {
+		call.Loc = stagingSlice[int64](s, req.LocOffset, c)
+	}
+	return call, nil
 }
 
 // inStaging checks that n elements of size bytes at off lie inside the
@@ -128,7 +178,7 @@ func (s *server) inStaging(off uint64, n, size int) error {
 
 // stagingSlice views n elements of T at a staging offset that inStaging
 // accepted.
-func stagingSlice[T uint16 | int64 | float32](s *server, off uint64, n int) []T {
+func stagingSlice[T uint16 | int32 | int64 | float32](s *server, off uint64, n int) []T {
 	if n == 0 {
 		return nil
 	}

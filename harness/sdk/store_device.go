@@ -109,5 +109,5 @@ func (s *server) deviceCall(req *kvpb.StoreRequest) (*DeviceStoreCall, error) {
 	d := s.dev
 	return &DeviceStoreCall{Variant: s.variant, Pool: p, Device: d.gpu.dev, Stream: d.stream, Arena: d.base,
 		Capacity: int(req.Capacity), Valid: d.validPtr(int(req.Pool)), N: int(req.Valid), Padding: req.Padding,
-		Rows: d.base.Add(int(req.RowsOffset)), Loc: d.base.Add(int(req.LocOffset))}, nil
+		Rows: d.base.Add(int(req.RowsOffset)), Loc: d.base.Add(int(req.LocOffset)), SlotBits: 8 * slotBytes(req)}, nil
 }

@@ -71,12 +71,12 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 }
 
 // ServesDevice reports whether a kernel value runs any kernel kind on the
-// GPU: a store, read or transfer kernel. A plugin that only transfers is a
+// GPU: a store, read, transfer or load kernel. A plugin that only transfers is a
 // device plugin too, so attaching a CUDA arena and listing the CUDA backend
 // should ask this rather than test for DeviceStorer alone.
 func ServesDevice(kernel any) bool {
 	_, store := kernel.(DeviceStorer)
 	_, read := kernel.(DeviceReader)
 	_, transfer := kernel.(DeviceTransferer)
-	return store || read || transfer
+	return store || read || transfer || ServesLoad(kernel)
 }

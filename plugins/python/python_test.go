@@ -17,7 +17,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,23 +109,39 @@ func bf16(t testing.TB) *layout.Layout {
 	return l
 }
 
+// manifests are the shipped plugins and test plugins, with the kernels
+// each describes.
+var manifests = []struct {
+	dir     string
+	kernels []string
+}{
+	{"torchscatter", []string{"store"}},
+	{"tritonstore", []string{"store"}},
+	{"indexerstore", []string{"store"}},
+	{"dsv4store", []string{"store"}},
+	{"topkread", []string{"read"}},
+	{"pagetransfer", []string{"transfer"}},
+	{filepath.Join("testdata", "graphonly"), []string{"store"}},
+}
+
 // The shipped manifests resolve to a python that runs the SDK, turn
 // AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
 // certificate; see README.md), and describe the plugin they name.
 func TestManifests(t *testing.T) {
 	python(t)
-	for _, name := range []string{"torchscatter", "tritonstore"} {
-		spec, err := plugin.ResolveSpec(filepath.Join(name, "kvharness-plugin.json"))
+	for _, m := range manifests {
+		manifest := filepath.Join(m.dir, "kvharness-plugin.json")
+		spec, err := plugin.ResolveSpec(manifest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Name != name || !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
-			t.Errorf("%s: spec %+v", name, spec)
+		if !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
+			t.Errorf("%s: spec %+v", m.dir, spec)
 		}
-		p := start(t, runDir(t), filepath.Join(name, "kvharness-plugin.json"), "")
+		p := start(t, runDir(t), manifest, "")
 		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
-		if err != nil || d.Name != name || len(d.Kernels) != 1 || d.Kernels[0] != "store" {
-			t.Errorf("%s: describe %v, %v", name, d, err)
+		if err != nil || d.Name != spec.Name || !slices.Equal(d.Kernels, m.kernels) || !d.BenchRotation {
+			t.Errorf("%s: describe %v, %v; want kernels %v and bench_rotation", m.dir, d, err, m.kernels)
 		}
 	}
 }
@@ -184,6 +202,9 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 		if caught != (twin.Outcome.Failure != nil) {
 			t.Errorf("%s: torchscatter caught=%v, bf16scatter caught=%v", pad, caught, twin.Outcome.Failure != nil)
 		}
+		if h := py.HandlerTime(); h <= 0 {
+			t.Errorf("%s: the plugin reported no handler time (%v) for its last StoreBatch", pad, h)
+		}
 		if caught {
 			f := v.Outcome.Failure
 			t.Logf("%s: caught at case %d, property %s (bf16scatter: %s), minimal case %v",
@@ -198,12 +219,7 @@ func TestCheckCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kvharness command; skipped in -short")
 	}
-	bin := filepath.Join(t.TempDir(), "kvharness")
-	build := exec.Command("go", "build", "-o", bin, "./harness/cmd/kvharness")
-	build.Dir = abs(t, filepath.Join("..", ".."))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kvharness: %v\n%s", err, out)
-	}
+	bin := kvharnessBinary(t)
 	manifest := abs(t, filepath.Join("torchscatter", "kvharness-plugin.json"))
 	for _, tc := range []struct {
 		padding string
@@ -222,6 +238,58 @@ func TestCheckCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout.String(), tc.want) {
 			t.Errorf("check --padding %s: exit %d (%v), want %d with %q\n%s%s", tc.padding, code, err, tc.code, tc.want, &stdout, &stderr)
 		}
+	}
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+// kvharnessBinary builds the kvharness command once per test run.
+func kvharnessBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "kvh-cli-")
+		if built.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(built.dir, "kvharness"), "./harness/cmd/kvharness")
+		build.Dir = abs(t, filepath.Join("..", ".."))
+		built.out, built.err = build.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build kvharness: %v\n%s", built.err, built.out)
+	}
+	return filepath.Join(built.dir, "kvharness")
+}
+
+// TestMain removes the kvharness binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// kvharness mutants runs the Python read and transfer plugins' controls
+// and mutants like the bundled ones: controls pass, mutants die.
+func TestMutantsCommand(t *testing.T) {
+	python(t)
+	if testing.Short() {
+		t.Skip("builds the kvharness command; skipped in -short")
+	}
+	cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("topkread", "kvharness-plugin.json"),
+		"--plugin", filepath.Join("pagetransfer", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times")
+	if noOpenSSL(t) {
+		cmd.Args = append(cmd.Args, "--no-mtls")
+	}
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) != 0 || !strings.Contains(string(out), "2 of 2 mutants killed; 2 controls passed") {
+		t.Errorf("kvharness mutants: %v\n%s", err, out)
 	}
 }
 
@@ -465,19 +533,36 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 			t.Logf("%-28s %v %s", s.name, pc, pm)
 		}
 	}
-	// A rotation is the one request the SDKs answer apart, by design: the
-	// Go SDK rotates, the Python SDK says that it does not.
-	rotate := bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1, Rotation: []*kvpb.StoreRequest{store(0, 4, 4, rows, loc)}})
+	// Rotations: the Python SDK takes them as the Go SDK does, and refuses
+	// the same bad ones with the same words.
+	rotation := func(r ...*kvpb.StoreRequest) func(*plugin.Plugin) error {
+		return bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 2, Rotation: r})
+	}
+	other := store(0, 4, 3, rows, loc)
 	for _, p := range []*plugin.Plugin{py, gopl} {
 		if _, err := p.Attach(context.Background(), p, good); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c, m := outcome(rotate(py), "torchscatter"); c != codes.InvalidArgument || !strings.Contains(m, "does not declare bench_rotation") {
-		t.Errorf("rotation to the Python SDK: %v %q; want InvalidArgument saying it does not rotate", c, m)
-	}
-	if err := rotate(gopl); err != nil {
-		t.Errorf("rotation to the Go SDK: %v", err)
+	for _, s := range []struct {
+		name string
+		do   func(*plugin.Plugin) error
+	}{
+		{"rotation", rotation(store(0, 4, 4, rows+256, loc), store(0, 4, 4, rows, loc+64))},
+		{"rotation of another call", rotation(other)},
+		{"rotation too long", rotation(slices.Repeat([]*kvpb.StoreRequest{benchStore}, 64)...)},
+		{"rotation without a store", bench(&kvpb.BenchRequest{Empty: true, Iterations: 1, Rotation: []*kvpb.StoreRequest{benchStore}})},
+		{"rotating copy", bench(&kvpb.BenchRequest{Store: benchStore, Copy: true, Iterations: 2, Rotation: []*kvpb.StoreRequest{benchStore}})},
+		{"rotating huge copy", bench(&kvpb.BenchRequest{Store: benchStore, Copy: true, CopyBytes: 8 << 30, Iterations: 1,
+			Rotation: []*kvpb.StoreRequest{benchStore, benchStore}})},
+	} {
+		pc, pm := outcome(s.do(py), "torchscatter")
+		gc, gm := outcome(s.do(gopl), "bf16scatter")
+		if pc != gc || pm != gm {
+			t.Errorf("%s: Python %v %q, Go %v %q", s.name, pc, pm, gc, gm)
+		} else {
+			t.Logf("%-28s %v %s", s.name, pc, pm)
+		}
 	}
 }
 
@@ -568,7 +653,9 @@ sys.path.insert(0, sys.argv[1]); d = sys.argv[2]
 from kvharness_sdk import fp8
 fp8.e4m3_rne(np.fromfile(d + "/x.f32", np.float32)).tofile(d + "/codes.u8")
 codes, scales = fp8.quantize(np.fromfile(d + "/rows.u16", np.uint16).reshape(-1, 128))
-codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")`
+codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")
+codes, exps = fp8.quantize_ue8m0(np.fromfile(d + "/rows.u16", np.uint16).reshape(-1, 512)[:, :448], 64)
+codes.tofile(d + "/tilecodes.u8"); exps.tofile(d + "/exps.u8")`
 	cmd := exec.Command(py, "-B", "-c", prog, abs(t, "."), tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
@@ -594,6 +681,22 @@ codes.tofile(d + "/rowcodes.u8"); scales.tofile(d + "/scales.f32")`
 		if !bytes.Equal(got, rec) {
 			if bad++; bad <= 5 {
 				t.Errorf("row %d: python record %x\nharness %x", r, got, rec)
+			}
+		}
+	}
+	// dsv4-main: e4m3 codes in tiles of 64 with ue8m0 (power-of-two)
+	// scales, the same rows read as 512-element rows.
+	ds, err := layout.Builtin("dsv4-main", 512, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tileCodes, _ := os.ReadFile(filepath.Join(tmp, "tilecodes.u8"))
+	exps, _ := os.ReadFile(filepath.Join(tmp, "exps.u8"))
+	for r := range rows * d / 512 {
+		recs := ds.Encode(rowBits[r*512 : (r+1)*512])
+		if !bytes.Equal(tileCodes[r*448:(r+1)*448], recs[0][:448]) || !bytes.Equal(exps[r*7:(r+1)*7], recs[1][:7]) {
+			if bad++; bad <= 5 {
+				t.Errorf("dsv4-main row %d: python exponents %x, harness %x", r, exps[r*7:(r+1)*7], recs[1][:7])
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
@@ -36,9 +37,17 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := f.Truncate(int64(size)); err != nil {
+	if err := checkRoom(dir.Path, int64(size)); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("size shared-memory file to %d bytes (is %s full?): %w", size, dir.Path, err)
+		return nil, named(err)
+	}
+	if err := reserve(f, int64(size)); err != nil {
+		f.Close()
+		if errors.Is(err, unix.ENOSPC) {
+			free, _ := freeSpace(dir.Path)
+			return nil, named(&SpaceError{Need: int64(size), Free: free, Dir: dir.Path, Instead: roomFor(int64(size), dir.Path)})
+		}
+		return nil, fmt.Errorf("reserve %d bytes of shared memory in %s: %w", size, dir.Path, err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -154,6 +163,17 @@ func (s *Memory) Close() error {
 	err := unix.Munmap(s.mem)
 	if cerr := s.file.Close(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// named makes a space error name the runtime root the user can change
+// (KVHARNESS_RUNTIME_DIR) rather than the run directory, which is gone
+// by the time the message is read.
+func named(err error) error {
+	var se *SpaceError
+	if errors.As(err, &se) && se.Dir != "" {
+		se.Dir = rundir.RuntimeRoot()
 	}
 	return err
 }

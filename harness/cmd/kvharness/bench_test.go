@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +16,10 @@ import (
 )
 
 // tinyBench is a matrix small enough for CI: one plugin, one layout, two
-// batch sizes, hot per-launch cells on the CPU with short stopping rules.
+// batch sizes, hot per-launch cells on the CPU with short stopping rules,
+// two passes.
 var tinyBench = []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", "1,32",
-	"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu"}
+	"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "2"}
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -35,9 +37,18 @@ func readCells(t *testing.T, out string) []results.Cell {
 	return l.Cells
 }
 
-// TestBenchRunsAndResumes measures a tiny matrix, then resumes it: the
-// resumed run measures nothing again, and a cell of another plugin version
-// left in the log is kept out of the outputs.
+func readRuns(t *testing.T, out string) []results.Run {
+	t.Helper()
+	l, err := results.ReadRunsFile(filepath.Join(out, benchrun.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Runs
+}
+
+// TestBenchRunsAndResumes measures a tiny matrix in two passes, then
+// resumes it: the resumed night measures nothing again, and a run of
+// another plugin version left in the journal is kept out of the outputs.
 func TestBenchRunsAndResumes(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "night")
 	code, stdout, stderr := runCLI(t, append(tinyBench, "--out", out)...)
@@ -49,35 +60,154 @@ func TestBenchRunsAndResumes(t *testing.T) {
 	if len(cells) != 5 {
 		t.Fatalf("%d cells in the log, want 5 (2 stores, 2 copies, 1 empty): %v", len(cells), cells)
 	}
-	for _, f := range []string{benchrun.BenchFile, benchrun.TableFile} {
+	for _, c := range cells {
+		if len(c.Runs) != 2 || c.Schema != results.CellSchema {
+			t.Errorf("cell %s: %d runs, schema %q; want 2 runs of %s", c.Name(), len(c.Runs), c.Schema, results.CellSchema)
+		}
+	}
+	if runs := readRuns(t, out); len(runs) != 10 {
+		t.Errorf("%d runs in the journal, want 5 cells × 2 passes", len(runs))
+	}
+	for _, f := range []string{benchrun.BenchFile, benchrun.TableFile, benchrun.ManifestFile} {
 		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || len(b) == 0 {
 			t.Errorf("%s: %v, %d bytes", f, err, len(b))
 		}
 	}
-	bench, _ := os.ReadFile(filepath.Join(out, benchrun.BenchFile))
-	if !strings.Contains(string(bench), "BenchmarkStore/plugin=fusedstore/layout=bf16") || !strings.Contains(string(bench), "copy-ratio") {
-		t.Errorf("bench.txt lacks the store rows or their copy ratio:\n%s", bench)
+	bench := readFile(t, filepath.Join(out, benchrun.BenchFile))
+	if !strings.Contains(bench, "BenchmarkStore/plugin=fusedstore/layout=bf16") || !strings.Contains(bench, "copy-ratio") ||
+		strings.Count(bench, "BenchmarkStore/") != 4 {
+		t.Errorf("bench.txt lacks a line per run of the stores, or their copy ratio:\n%s", bench)
 	}
 
 	if code, _, stderr := runCLI(t, append(tinyBench, "--out", out)...); code != exitError || !strings.Contains(stderr, "--resume") {
 		t.Errorf("rerun into a used --out: exit %d, stderr %q; want an error naming --resume", code, stderr)
 	}
 
-	stale := cells[len(cells)-1]
+	runs := readRuns(t, out)
+	stale := runs[len(runs)-1]
 	stale.PluginVersion = "0.9.0"
-	appendCell(t, out, stale)
+	appendRun(t, out, stale)
 	code, stdout, stderr = runCLI(t, append(tinyBench, "--out", out, "--resume")...)
 	if code != exitPass {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if got := readCells(t, out); len(got) != 6 {
-		t.Errorf("after resume %d cells in the log, want the 5 kept and the stale one (nothing measured again)", len(got))
+	if got := readRuns(t, out); len(got) != 11 {
+		t.Errorf("after resume %d runs in the journal, want the 10 kept and the stale one (nothing measured again)", len(got))
 	}
-	if !strings.Contains(stderr, "1 cells of the earlier run") || !strings.Contains(stderr, "@0.9.0") {
-		t.Errorf("resume did not warn about the other version's cell:\n%s", stderr)
+	if !strings.Contains(stderr, "1 runs of the earlier night") || !strings.Contains(stderr, "@0.9.0") {
+		t.Errorf("resume did not warn about the other version's run:\n%s", stderr)
 	}
-	if !strings.Contains(stdout, "5 cells in") {
-		t.Errorf("resume outputs do not hold exactly the 5 current cells:\n%s", stdout)
+	if !strings.Contains(stderr, "5 cells in") || len(readCells(t, out)) != 5 {
+		t.Errorf("resume outputs do not hold exactly the 5 current cells:\n%s", stderr)
+	}
+}
+
+// TestBenchShardsMergeToWhole: the three shards of a night, merged, are
+// the cells of the unsharded night, in its order, with the same table
+// rows; merge refuses a missing shard, a doubled one and one cut short.
+func TestBenchShardsMergeToWhole(t *testing.T) {
+	defer func(c string) { buildCommit = c }(buildCommit)
+	buildCommit = "abc1234" // one build for every shard, whatever the worktree does meanwhile
+	dir := t.TempDir()
+	args := []string{"bench", "--plugin", "fusedstore", "--layout", "bf16,fp8-paged", "--tokens", "1,32", "--mode", "eager",
+		"--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "2"}
+	whole := filepath.Join(dir, "whole")
+	if code, _, stderr := runCLI(t, append(args, "--out", whole)...); code != exitPass {
+		t.Fatalf("unsharded: exit %d\n%s", code, stderr)
+	}
+	var shards []string
+	for i := 1; i <= 3; i++ {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		if code, _, stderr := runCLI(t, append(args, "--shard", fmt.Sprintf("%d/3", i), "--out", out)...); code != exitPass {
+			t.Fatalf("shard %d/3: exit %d\n%s", i, code, stderr)
+		}
+		shards = append(shards, out)
+	}
+	merged := filepath.Join(dir, "merged")
+	code, stdout, stderr := runCLI(t, append([]string{"merge", "--out", merged}, shards...)...)
+	if code != exitPass {
+		t.Fatalf("merge: exit %d\n%s", code, stderr)
+	}
+	if got, want := cellKeys(readCells(t, merged)), cellKeys(readCells(t, whole)); !slices.Equal(got, want) {
+		t.Errorf("merged cells differ from the unsharded night's:\n got %v\nwant %v", got, want)
+	}
+	if got, want := tableRows(stdout), tableRows(readFile(t, filepath.Join(whole, benchrun.TableFile))); !slices.Equal(got, want) {
+		t.Errorf("merged table rows differ from the unsharded night's:\n got %v\nwant %v", got, want)
+	}
+	man, err := benchrun.ReadManifest(filepath.Join(merged, benchrun.ManifestFile))
+	if err != nil || man.Shard != "1/1" || len(man.Merged) != 3 || len(man.Units) != 4 {
+		t.Errorf("merged manifest %+v, %v; want the whole night of 4 units from 3 shards", man, err)
+	}
+	for name, tc := range map[string]struct {
+		dirs []string
+		want string
+	}{
+		"gap":     {shards[:2], "gap: shard 3/3 missing"},
+		"overlap": {[]string{shards[0], shards[0], shards[1], shards[2]}, "overlap: shard 1/3 is both"},
+		"other":   {[]string{shards[0], shards[1], whole}, "different nights"},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"merge", "--out", filepath.Join(dir, name)}, tc.dirs...)...); code != exitError || !strings.Contains(stderr, tc.want) {
+			t.Errorf("merge %s: exit %d, %q; want an error saying %q", name, code, stderr, tc.want)
+		}
+	}
+	cut := readFile(t, filepath.Join(shards[1], benchrun.LogFile))
+	os.WriteFile(filepath.Join(shards[1], benchrun.LogFile), []byte(cut[strings.Index(cut, "\n")+1:]), 0o644)
+	if code, _, stderr := runCLI(t, append([]string{"merge", "--out", filepath.Join(dir, "cut")}, shards...)...); code != exitError || !strings.Contains(stderr, "did not finish") {
+		t.Errorf("merge of a shard cut short: exit %d, %q; want a gap named", code, stderr)
+	}
+}
+
+func cellKeys(cells []results.Cell) []results.Key {
+	var out []results.Key
+	for _, c := range cells {
+		out = append(out, c.Key())
+	}
+	return out
+}
+
+// tableRows are a text table's rows without their numbers: plugin,
+// layout, tokens, mode, cache and timing.
+func tableRows(table string) []string {
+	var out []string
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && (f[0] == "fusedstore" || f[0] == "bf16scatter") {
+			out = append(out, strings.Join(f[:6], " "))
+		}
+	}
+	return out
+}
+
+// TestBenchFormats: the table on stdout in markdown, CSV and JSON.
+func TestBenchFormats(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"md", "| plugin | layout | tokens |"},
+		{"csv", "name,kernel,plugin,plugin_version"},
+		{"json", `"schema": "` + benchrun.SummarySchema + `"`},
+	} {
+		out := filepath.Join(t.TempDir(), tc.format)
+		code, stdout, stderr := runCLI(t, append(tinyBench, "--format", tc.format, "--out", out)...)
+		if code != exitPass || !strings.Contains(stdout, tc.want) || strings.Contains(stdout, "cells in") {
+			t.Errorf("--format %s: exit %d, stdout %q (stderr %q); want %q and nothing else", tc.format, code, stdout, stderr, tc.want)
+		}
+	}
+	if code, _, stderr := runCLI(t, append(tinyBench, "--format", "xml", "--out", filepath.Join(t.TempDir(), "x"))...); code != exitError || !strings.Contains(stderr, `--format "xml"`) {
+		t.Errorf("--format xml: exit %d, %q", code, stderr)
+	}
+}
+
+// TestBenchStrict: a cell that cannot take its minimum samples is an
+// error under --strict and a warning without, naming the cell and the
+// fix.
+func TestBenchStrict(t *testing.T) {
+	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000", "--timeout", "0.05")
+	code, _, stderr := runCLI(t, append(starve, "--strict", "--out", filepath.Join(t.TempDir(), "s"))...)
+	if code != exitError || !strings.Contains(stderr, "samples < min 100000") || !strings.Contains(stderr, "raise --timeout") {
+		t.Errorf("--strict with unreachable minimum samples: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, append(starve, "--out", filepath.Join(t.TempDir(), "w"))...)
+	if code != exitPass || !strings.Contains(stderr, "warning: 3 cells lack") {
+		t.Errorf("without --strict: exit %d, %q; want a warning", code, stderr)
 	}
 }
 
@@ -161,14 +291,14 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func appendCell(t *testing.T, out string, c results.Cell) {
+func appendRun(t *testing.T, out string, r results.Run) {
 	t.Helper()
-	w, err := results.OpenLog(filepath.Join(out, benchrun.LogFile))
+	w, err := results.OpenLog(filepath.Join(out, benchrun.JournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Append(c); err != nil {
+	if err := w.AppendRun(r); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -257,8 +387,8 @@ func TestCompareConfirm(t *testing.T) {
 		t.Errorf("confirmed regression: exit %d, stderr %q; want %d and the rerun named", code, stderr, exitViolation)
 	}
 	code, stdout, _ := runCLI(t, "compare", "--confirm", fine, base, slow)
-	if code != exitPass || !strings.Contains(stdout, "unconfirmed") || !strings.Contains(stdout, "rerun: "+fine) {
-		t.Errorf("unconfirmed regression: exit %d; want %d, the row unconfirmed and the rerun named:\n%s", code, exitPass, stdout)
+	if code != exitPass || !strings.Contains(stdout, "not slower in the rerun") || !strings.Contains(stdout, "rerun: "+fine) {
+		t.Errorf("unconfirmed slower cell: exit %d; want %d, the cell unsure and the rerun named:\n%s", code, exitPass, stdout)
 	}
 	other := filepath.Join(dir, "other.txt")
 	os.WriteFile(other, []byte(strings.ReplaceAll(readFile(t, slow), "tokens=4096", "tokens=4096/rotate=4")), 0o644)
@@ -267,8 +397,11 @@ func TestCompareConfirm(t *testing.T) {
 	}
 	both := filepath.Join(dir, "both.txt")
 	os.WriteFile(both, []byte(readFile(t, fine)+readFile(t, other)), 0o644)
-	if code, _, stderr := runCLI(t, "compare", base, both); code != exitPass || !strings.Contains(stderr, "1 rows are in one file only") {
-		t.Errorf("a night with one benchmark more: exit %d, stderr %q; want %d and a warning", code, stderr, exitPass)
+	if code, stdout, _ := runCLI(t, "compare", "--strict", base, both); code != exitPass || !strings.Contains(stdout, "1 cells are new (no baseline yet)") {
+		t.Errorf("a night with one benchmark more: exit %d, stdout %q; want %d and a note", code, stdout, exitPass)
+	}
+	if code, _, stderr := runCLI(t, "compare", "--strict", both, base); code != exitError || !strings.Contains(stderr, "missing from "+base) {
+		t.Errorf("a night with one benchmark fewer, --strict: exit %d, stderr %q; want %d naming the missing cell", code, stderr, exitError)
 	}
 	if code, _, stderr := runCLI(t, "compare", "--confirm", filepath.Join(dir, "nope.txt"), base, slow); code != exitError || !strings.Contains(stderr, "--confirm") {
 		t.Errorf("missing rerun file: exit %d, stderr %q; want %d naming --confirm", code, stderr, exitError)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -13,15 +12,19 @@ import (
 
 // Exit codes: the contract CI and nightly jobs script against.
 const (
-	exitPass      = 0 // every property held
-	exitViolation = 1 // an invariant was violated (or a mutant survived)
-	exitError     = 2 // bad usage, bad input, or a plugin fault
+	exitPass        = 0   // every property held
+	exitViolation   = 1   // an invariant was violated (or a mutant survived)
+	exitError       = 2   // bad usage, bad input, or a plugin fault
+	exitInterrupted = 130 // stopped by a signal (128 + SIGINT, as shells report it)
 )
 
-// command is one subcommand.
+// command is one subcommand. A command builds its flag set when it runs
+// (flags, then parse): commands stay one function each, and the table
+// below is all a new one adds to.
 type command struct {
 	summary string
 	run     func(ctx context.Context, env *env, args []string) int
+	hidden  bool // left out of the command list (serve-plugin: the harness runs it)
 }
 
 // env is what every command writes to.
@@ -29,44 +32,90 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
+// errorf prints one line on stderr and returns the usage-or-input exit
+// code. Messages name the input and, where it is known, the fix.
 func (e *env) errorf(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "kvharness: "+format+"\n", args...)
+	fmt.Fprintf(e.stderr, "kvharness: %s\n", oneLine(fmt.Sprintf(format, args...)))
 	return exitError
+}
+
+// oneLine folds a message onto one line: errors wrapped from elsewhere
+// (a compiler's output, a plugin's stderr) may hold newlines, and the
+// contract is one line per error.
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " · ")), " ")
 }
 
 var commands = map[string]command{}
 
 func register(name, summary string, run func(context.Context, *env, []string) int) {
-	commands[name] = command{summary, run}
+	commands[name] = command{summary: summary, run: run}
 }
 
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	e := &env{stdout: stdout, stderr: stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stdout)
+		return exitPass
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		return help(ctx, e, args[1:])
+	case "version", "--version":
+		writeVersion(stdout)
 		return exitPass
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		usage(stderr)
-		return e.errorf("unknown command %q", args[0])
+		return unknownCommand(e, args[0])
 	}
-	return c.run(ctx, e, args[1:])
+	return exitCode(ctx, c.run(ctx, e, args[1:]))
+}
+
+// help prints the command list, or one command's help on stdout.
+func help(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		usage(e.stdout)
+		return exitPass
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return unknownCommand(e, args[0])
+	}
+	return c.run(ctx, e, []string{"--help"})
+}
+
+func unknownCommand(e *env, name string) int {
+	if strings.HasPrefix(name, "-") {
+		return e.errorf("%s before a command: flags follow the command, as in kvharness check --plugin fusedstore (kvharness help lists the commands)", name)
+	}
+	hint := ""
+	if s := suggest(name, commandNames(false)); s != "" {
+		hint = fmt.Sprintf("did you mean %s? ", s)
+	}
+	return e.errorf("unknown command %q; %skvharness help lists the commands", name, hint)
+}
+
+func commandNames(all bool) []string {
+	var names []string
+	for n, c := range commands {
+		if all || !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `kvharness: fuzz, check and benchmark KV-cache store kernels running as plugins.
+	fmt.Fprint(w, `kvharness: fuzz, check and benchmark KV-cache kernels running as plugins.
 
 Usage: kvharness COMMAND [flags]
 
 Commands:
 `)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames(false) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
@@ -76,29 +125,40 @@ Examples:
   kvharness repro kvharness-results/bf16scatter-bf16-sink-padding-1a2b3c4d.json
   kvharness mutants
 
-Exit status: 0 pass, 1 violation, 2 usage error or plugin fault.
+Run kvharness help COMMAND (or kvharness COMMAND --help) for a command's flags,
+kvharness --version for the build.
+
+Exit status: 0 pass, 1 violation, 2 usage error, bad input or plugin fault,
+130 interrupted.
 `)
 }
 
-// flags makes a flag set whose --help prints the examples too.
+// flags makes a flag set whose --help prints the synopsis, the flags and
+// the examples on stdout. Errors are parse's to print.
 func flags(name, synopsis, examples string, e *env) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(e.stderr) // in ContinueOnError mode pflag prints nothing itself: parse prints errors
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: kvharness %s %s\n\nFlags:\n%s\nExamples:\n%s", name, synopsis,
+		fmt.Fprintf(e.stdout, "Usage: kvharness %s %s\n\nFlags:\n%s\nExamples:\n%s", name, synopsis,
 			fs.FlagUsages(), examples)
 	}
 	return fs
 }
 
-// parse parses flags; ok is false when the command should exit with code.
+// parse parses flags; ok is false when the command should exit with code:
+// 0 after --help, 2 after an error, which it prints as one line naming the
+// flag and the fix.
 func parse(fs *pflag.FlagSet, args []string) (code int, ok bool) {
 	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
+	if err == nil {
+		err = checkValues(fs)
+	}
+	if err == pflag.ErrHelp {
 		return exitPass, false
 	}
 	if err != nil {
+		fmt.Fprintf(fs.Output(), "kvharness: %s\n", oneLine(flagError(fs, err)))
 		return exitError, false
 	}
 	return 0, true

@@ -17,9 +17,11 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/telemetry"
 )
 
@@ -29,8 +31,9 @@ func init() {
 
 const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
-  kvharness bench --matrix bench/matrix.json --out night --resume
-  kvharness bench --plugin fusedstore --tokens 262144 --cache hot --timing batched --rotate 4 --out rotated
+  kvharness bench --matrix bench/matrix-cpu.json --out night --resume --strict
+  kvharness bench --matrix bench/matrix-gpu.json --shard 2/3 --out shard-2   # then kvharness merge
+  kvharness bench --plugin fusedstore --min-samples 1000 --max-noise 0.5 --timeout 20 --quantiles 0.5,0.2,0.8
   kvharness compare bench/baselines/cpu.txt night/bench.txt
 `
 
@@ -38,9 +41,20 @@ type benchFlags struct {
 	plugins, layouts                      []string
 	tokens, matrix, out, backend, variant string
 	modes, caches, timings                []string
-	device, rotate, slotRun               int
-	resume, quick                         bool
-	timeout                               time.Duration
+	device, rotate, slotRun, passes       int
+	resume, quick, strict                 bool
+	callTimeout                           time.Duration
+	quantiles                             []float64
+	shard, format                         string
+	stop                                  stopFlags
+}
+
+// stopFlags are nvbench's stopping rules, in nvbench's units, applied to
+// every cell of the matrix over its per-timing rules.
+type stopFlags struct {
+	minSamples      int
+	maxNoise        float64 // percent
+	minTime, cellTO float64 // seconds
 }
 
 func runBench(ctx context.Context, e *env, args []string) int {
@@ -49,27 +63,32 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.StringSliceVar(&f.plugins, "plugin", nil, "plugins to measure (repeat or comma-separate)")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant")
 	fs.StringSliceVar(&f.layouts, "layout", []string{"all"}, "layouts, or all")
-	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144)")
+	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144 on a GPU, 1,32,512,4096 on the cpu backend)")
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
 	fs.IntVar(&f.rotate, "rotate", 1, "pools with rows and slots of their own (a model's layers; copy buffers) each cell's launches take in turn, so none finds the last one's data in caches; 1 repeats one")
 	fs.IntVar(&f.slotRun, "slot-run", 1, "draw the slots in runs of this many consecutive slots, page-aligned (a paged allocator's pages); 1 draws each alone")
+	fs.IntVar(&f.passes, "passes", benchrun.DefaultPasses, "runs per cell: the matrix is measured this many times over, each pass a short run of every cell by plugin processes of its own")
+	fs.Float64SliceVar(&f.quantiles, "quantiles", benchrun.DefaultQuantiles, "quantiles to report, as do_bench's quantiles= (0.5 is the median, 0.99 the p99)")
+	fs.IntVar(&f.stop.minSamples, "min-samples", 0, "nvbench --min-samples: samples a cell takes at least, over all its runs (default: the matrix's, per timing)")
+	fs.Float64Var(&f.stop.maxNoise, "max-noise", 0, "nvbench --max-noise: relative standard deviation, in percent, under which a cell stops (default: the matrix's; per-launch cells: none)")
+	fs.Float64Var(&f.stop.minTime, "min-time", 0, "nvbench --min-time: seconds of timed launches a cell takes at least")
+	fs.Float64Var(&f.stop.cellTO, "timeout", 0, "nvbench --timeout: seconds of wall time after which a cell stops, unconverged (default: the matrix's, per timing)")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
-	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: cells.jsonl, bench.txt, table.txt, plots/")
-	fs.BoolVar(&f.resume, "resume", false, "keep the cells already in --out and measure only the rest")
+	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: runs.jsonl, cells.jsonl, bench.txt, table.txt, night.json, plots/")
+	fs.StringVar(&f.shard, "shard", "", "run part i of n of the matrix (units of plugin × layout × tokens), as 2/3; join the parts with kvharness merge")
+	fs.StringVar(&f.format, "format", "text", "the table on stdout: text, md (a pull request comment), csv or json")
+	fs.BoolVar(&f.resume, "resume", false, "keep the runs already in --out and measure only the rest")
+	fs.BoolVar(&f.strict, "strict", false, "exit 2 when a cell lacks the runs or samples a comparison needs (a nightly gate)")
 	fs.BoolVar(&f.quick, "quick", false, "short stopping rules (smoke runs; numbers are rough)")
 	fs.StringVar(&f.backend, "backend", "auto", "cpu, cuda or auto")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "deadline of one plugin call")
+	fs.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "deadline of one plugin call")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	m, err := f.buildMatrix(fs.Changed)
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	return benchRun(ctx, e, &f, m)
+	return benchRun(ctx, e, &f, fs.Changed)
 }
 
 func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, error) {
@@ -95,6 +114,12 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	if changed("slot-run") {
 		m.SlotRun = f.slotRun
 	}
+	if changed("passes") {
+		m.Passes = f.passes
+	}
+	if changed("quantiles") {
+		m.Quantiles = f.quantiles
+	}
 	if f.tokens != "" {
 		toks, err := parseInts(f.tokens)
 		if err != nil {
@@ -106,11 +131,39 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 		return m, err
 	}
 	if f.quick {
-		m.PerLaunch.MinSamples, m.PerLaunch.TimeLimit = 50, 300*time.Millisecond
-		m.Batched.MinSamples, m.Batched.TimeLimit = 5, 300*time.Millisecond
+		m.PerLaunch.MinSamples, m.PerLaunch.TimeLimit = 60, 300*time.Millisecond
+		m.Batched.MinSamples, m.Batched.TimeLimit = 12, 300*time.Millisecond
+		m.Cold.MinSamples, m.Cold.TimeLimit = 12, 600*time.Millisecond
+	}
+	if err := f.stop.apply(&m); err != nil {
+		return m, err
 	}
 	return m, m.Validate()
 }
+
+// apply sets the given stopping rules on every timing's criterion.
+func (s stopFlags) apply(m *benchrun.Matrix) error {
+	if s.minSamples < 0 || s.maxNoise < 0 || s.minTime < 0 || s.cellTO < 0 {
+		return fmt.Errorf("--min-samples, --max-noise, --min-time and --timeout must not be negative")
+	}
+	for _, c := range []*measure.Criterion{&m.PerLaunch, &m.Batched, &m.Cold} {
+		if s.minSamples > 0 {
+			c.MinSamples = s.minSamples
+		}
+		if s.maxNoise > 0 {
+			c.MaxNoise = s.maxNoise / 100
+		}
+		if s.minTime > 0 {
+			c.MinTime = seconds(s.minTime)
+		}
+		if s.cellTO > 0 {
+			c.TimeLimit = seconds(s.cellTO)
+		}
+	}
+	return nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func (f *benchFlags) enums(m *benchrun.Matrix, changed func(string) bool) error {
 	var err error
@@ -156,12 +209,29 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int {
+// cpuTokens are the default batch sizes on the cpu backend: a CPU store of
+// 262,144 fp8 tokens takes half a second a launch, so a matrix with it
+// would take minutes per cell to sample.
+var cpuTokens = []int{1, 32, 512, 4096}
+
+func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) bool) int {
+	m, err := f.buildMatrix(changed)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	spec, err := shard.Parse(f.shard)
+	if err != nil {
+		return e.errorf("--%v", err)
+	}
+	format, err := benchrun.ParseFormat(f.format)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return e.errorf("make --out folder: %v", err)
 	}
-	logPath := filepath.Join(f.out, benchrun.LogFile)
-	previous, err := previousCells(logPath, f.resume, e)
+	journalPath := filepath.Join(f.out, benchrun.JournalFile)
+	previous, err := previousRuns(f.out, f.resume, e)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -170,17 +240,20 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 		return e.errorf("%v", err)
 	}
 	defer release()
-	log, err := results.OpenLog(logPath)
+	if !backend.Place().OnDevice() && f.tokens == "" && f.matrix == "" {
+		m.Tokens = cpuTokens
+	}
+	journal, err := results.OpenLog(journalPath)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	defer log.Close()
+	defer journal.Close()
 	dir, err := openDir()
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer dir.Close()
-	r := &benchrun.Runner{Matrix: m, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Log: log, Previous: previous,
+	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Journal: journal, Previous: previous,
 		Env: benchEnv(), Progress: progressWriter(e)}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
@@ -188,49 +261,96 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, m benchrun.Matrix) int
 		if err != nil {
 			return nil, err
 		}
-		return plugin.StartSpec(ctx, spec, plugin.Options{Dir: dir, CallTimeout: f.timeout, Variant: f.variant})
+		return plugin.StartSpec(ctx, spec, plugin.Options{Dir: dir, CallTimeout: f.callTimeout, Variant: f.variant})
 	}
-	if !r.OnGPU && hasGraph(m) {
+	benchNotes(e, r.OnGPU, m)
+	p, err := r.Plan(ctx)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if len(p.Units()) == 0 {
+		return e.errorf("shard %s owns no unit of this matrix (it has fewer units than shards); run fewer shards", spec)
+	}
+	night, runErr := r.Run(ctx, p)
+	if len(night.Dropped) > 0 {
+		fmt.Fprintf(e.stderr, "kvharness: warning: %d runs of the earlier night (such as %s pass %d) are not in this night's matrix (another plugin version, variant or geometry): left out of the outputs, kept in %s\n",
+			len(night.Dropped), night.Dropped[0].Identity.Key(), night.Dropped[0].Pass, journalPath)
+	}
+	return benchFinish(e, f, format, night, benchrun.NewManifest(p, m, spec, r.Env), runErr)
+}
+
+func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
+	if !onGPU && hasGraph(m) {
 		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")
 	}
 	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) {
 		fmt.Fprintln(e.stderr, "kvharness: note: cold cells are timed per launch only (a batch runs hot after its first launch)")
 	}
-	fresh, runErr := r.Run(ctx)
-	kept, dropped := r.Current(previous)
-	if len(dropped) > 0 {
-		fmt.Fprintf(e.stderr, "kvharness: warning: %d cells of the earlier run (such as %s) are not in this run's matrix (another plugin version, variant or geometry): left out of the outputs, kept in %s\n",
-			len(dropped), dropped[0].Key(), logPath)
-	}
-	return benchFinish(e, f.out, append(kept, fresh...), runErr)
 }
 
-func benchFinish(e *env, out string, cells []results.Cell, runErr error) int {
-	if len(cells) > 0 {
-		warnings, err := benchrun.WriteOutputs(out, cells)
-		for _, w := range warnings {
-			fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
+func benchFinish(e *env, f *benchFlags, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, runErr error) int {
+	if len(night.Cells) > 0 {
+		if code := writeNight(e, f.out, format, night.Cells, man); code != exitPass {
+			return code
 		}
-		if err != nil {
-			return e.errorf("write outputs: %v", err)
-		}
-		benchrun.WriteTable(e.stdout, cells)
-		fmt.Fprintf(e.stdout, "\n%d cells in %s (%s, %s, %s, %s/)\n", len(cells), out, benchrun.LogFile, benchrun.BenchFile, benchrun.TableFile, benchrun.PlotDir)
 	}
 	if runErr != nil {
-		return e.errorf("%v (finished cells are kept in %s; rerun with --resume)", runErr, filepath.Join(out, benchrun.LogFile))
+		return e.errorf("%v (finished runs are kept in %s; rerun with --resume)", runErr, filepath.Join(f.out, benchrun.JournalFile))
 	}
+	return lackingCells(e, night.Lacking, f.strict)
+}
+
+// writeNight writes a night's (or a merge's) files and its table.
+func writeNight(e *env, out string, format benchrun.Format, cells []results.Cell, man benchrun.Manifest) int {
+	warnings, err := benchrun.WriteOutputs(out, cells, man)
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
+	}
+	if err != nil {
+		return e.errorf("write outputs: %v", err)
+	}
+	if err := benchrun.WriteTable(e.stdout, cells, format); err != nil {
+		return e.errorf("write table: %v", err)
+	}
+	fmt.Fprintf(e.stderr, "kvharness: %d cells in %s (%s, %s, %s, %s, %s/)\n", len(cells), out, benchrun.LogFile, benchrun.BenchFile,
+		benchrun.TableFile, benchrun.ManifestFile, benchrun.PlotDir)
 	return exitPass
 }
 
-func previousCells(path string, resume bool, e *env) ([]results.Cell, error) {
+// lackingCells warns of cells a comparison cannot judge; under strict they
+// fail the night.
+func lackingCells(e *env, lacking []error, strict bool) int {
+	if len(lacking) == 0 {
+		return exitPass
+	}
+	var b strings.Builder
+	for i, err := range lacking[:min(3, len(lacking))] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	msg := fmt.Sprintf("%d cells lack the runs or samples a comparison needs (%s): raise --timeout or lower --min-samples (or --resume a cut-short night)", len(lacking), b.String())
+	if strict {
+		return e.errorf("%s", msg)
+	}
+	fmt.Fprintf(e.stderr, "kvharness: warning: %s\n", msg)
+	return exitPass
+}
+
+// previousRuns reads the journal of a resumed night; without --resume, a
+// folder that holds a night is refused.
+func previousRuns(out string, resume bool, e *env) ([]results.Run, error) {
+	path := filepath.Join(out, benchrun.JournalFile)
 	if !resume {
-		if _, err := os.Stat(path); err == nil {
-			return nil, fmt.Errorf("%s exists: pass --resume to continue that run, or choose another --out", path)
+		for _, name := range []string{benchrun.JournalFile, benchrun.LogFile} {
+			if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+				return nil, fmt.Errorf("%s exists: pass --resume to continue that night, or choose another --out", filepath.Join(out, name))
+			}
 		}
 		return nil, nil
 	}
-	l, err := results.ReadLogFile(path)
+	l, err := results.ReadRunsFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -240,7 +360,7 @@ func previousCells(path string, resume bool, e *env) ([]results.Cell, error) {
 	for _, w := range l.Warnings {
 		fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
 	}
-	return l.Cells, nil
+	return l.Runs, nil
 }
 
 func hasGraph(m benchrun.Matrix) bool { return slices.Contains(m.Modes, results.Graph) }
@@ -254,8 +374,8 @@ func progressWriter(e *env) *os.File {
 }
 
 func benchEnv() results.Env {
-	env := results.LocalEnv(time.Now())
-	env.Commit = commit()
+	env := results.LocalEnv(time.Now().UTC())
+	env.Commit, env.CPU = commit(), cpuModel()
 	if snap, err := telemetry.Collect(telemetry.NewLibrary()); err == nil && len(snap.Devices) > 0 {
 		d := snap.Devices[0]
 		env.Device, env.Driver = d.Name, snap.DriverVersion
@@ -278,6 +398,21 @@ func peakGBps(onGPU bool, device int) float64 {
 		return 0
 	}
 	return *snap.Devices[device].PeakMemoryBandwidthGBps
+}
+
+// cpuModel is the host CPU's model name, as go test writes it in its
+// "cpu:" line, so that nights on two kinds of CPU are told apart.
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // buildCommit is the commit a release build was made from, set by

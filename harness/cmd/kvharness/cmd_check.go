@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -80,14 +83,16 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved)", f.slots)
 	case f.maxCapacity < 1 || f.maxCapacity > store.MaxCapacity:
 		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, store.MaxCapacity)
-	case f.headDim < 16 || f.headDim%16 != 0 || f.headDim > layout.MaxHeadDim:
-		return fmt.Errorf("--head-dim %d: want a multiple of 16 in [16, %d]", f.headDim, layout.MaxHeadDim)
+	case layout.CheckHeadDim(f.headDim) != nil:
+		return fmt.Errorf("--head-dim %d: %v", f.headDim, layout.CheckHeadDim(f.headDim))
 	case f.pageSize < 1 || f.pageSize > 1<<16:
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
 	case f.stress < 0 || f.stress > 1000:
 		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
+	case f.device < 0:
+		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:
@@ -125,8 +130,14 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
+	}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
+	}
+	if err := writableFolder(f.results); err != nil {
+		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
 	}
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
@@ -149,21 +160,40 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer release()
-	run, err := k.Check(ctx, s.kind(f.plugin), p)
+	g := progressOn(e, "check", "cases")
+	run, err := k.Check(observe(ctx, g), s.kind(f.plugin), p)
+	g.done()
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	if err := saveFailures(f.results, run); err != nil {
-		return e.errorf("%v", err)
+	if run.Finished() == 0 && run.Err != nil && !property.IsFault(run.Err) && !run.Interrupted() {
+		// The first target would not open (an arena too large, a layout
+		// the plugin refuses): a setup error, not a table of nothing.
+		if code, stop := resourceError(e, run.Err, "--slots", f.slots); stop {
+			return code
+		}
+		return e.errorf("%v", run.Err)
 	}
-	if f.json {
+	code := finishCheck(e, run, f.json, f.results)
+	if san != nil && unclaimed(e, s, san) && code == exitPass {
+		code = exitViolation
+	}
+	return code
+}
+
+// finishCheck saves the repro files, prints the run and picks the exit status.
+// The report comes first: a results folder that cannot be written must
+// not hide the violation it was to hold.
+func finishCheck(e *env, run *report.Run, asJSON bool, results string) int {
+	saveErr := saveFailures(results, run)
+	if asJSON {
 		report.WriteJSON(e.stdout, run)
 	} else {
 		report.WriteText(e.stdout, run)
 	}
 	code := verdictCode(e, run)
-	if san != nil && unclaimed(e, s, san) && code == exitPass {
-		code = exitViolation
+	if saveErr != nil {
+		return e.errorf("%v: the failure above has no repro file; give --results a folder you can write", saveErr)
 	}
 	return code
 }
@@ -207,6 +237,20 @@ func unclaimed(e *env, s *session, san *plugin.Sanitizer) bool {
 	}
 	fmt.Fprintf(e.stdout, "  logs: %s\n", san.Logs)
 	return true
+}
+
+// resourceError prints a run's error that is about the machine, not the
+// plugin (an arena that does not fit), as the flag that asked for it:
+// stop is false for any other error.
+func resourceError(e *env, err error, flag string, asked int) (code int, stop bool) {
+	var se *shm.SpaceError
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	if fits := se.Fits(asked); fits >= 2 {
+		return e.errorf("%s %d: %v (%s %d fits)", flag, asked, se, flag, fits), true
+	}
+	return e.errorf("%s %d: %v", flag, asked, se), true
 }
 
 // params turns the flags into a kind's check settings: the layouts the
@@ -264,6 +308,14 @@ func verdictCode(e *env, run *report.Run) int {
 		for _, f := range row.Faults {
 			fmt.Fprintf(e.stderr, "\nkvharness: %s: %v\n  case: %v\n  (plugin restarted, run continued)\n", rowName(row), f.Err, f.Case)
 		}
+	}
+	if run.Interrupted() {
+		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d rows finished and are reported as found; a row marked %s was not judged, and rows after it did not run\n",
+			run.Finished(), report.Stopped)
+		if run.Failed() {
+			return exitViolation
+		}
+		return exitInterrupted
 	}
 	if run.Err != nil {
 		fmt.Fprintf(e.stderr, "\nkvharness: %v\n", run.Err)

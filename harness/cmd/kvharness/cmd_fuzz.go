@@ -38,12 +38,18 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
+	}
+	if *parallel < 0 {
+		return e.errorf("fuzz: --parallel %d: want 0 (one per CPU) or more", *parallel)
+	}
+	if !oneOf(*mode, "out-of-process", "in-process") {
+		return e.errorf("fuzz: --mode %q: want out-of-process or in-process", *mode)
+	}
 	root, ok := plugin.SourceRoot()
 	if !ok {
 		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
-	}
-	if !oneOf(*mode, "out-of-process", "in-process") {
-		return e.errorf("--mode %q: want out-of-process or in-process", *mode)
 	}
 	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
 		*pluginArg = spec.Argv[0] // absolute, since go test runs in the target's package

@@ -23,22 +23,37 @@ func runGPU(_ context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
+	}
 	snap, err := telemetry.Collect(telemetry.NewLibrary())
-	if errors.Is(err, telemetry.ErrUnavailable) {
-		fmt.Fprintf(e.stdout, "no GPU: %v\n", err) // not an error: a CPU machine is a valid place to run
+	if errors.Is(err, telemetry.ErrUnavailable) { // not an error: a CPU machine is a valid place to run
+		if *asJSON {
+			writeJSON(e, struct {
+				Devices     []any  `json:"devices"`
+				Unavailable string `json:"unavailable"`
+			}{Devices: []any{}, Unavailable: err.Error()})
+			return exitPass
+		}
+		fmt.Fprintf(e.stdout, "no GPU: %v\n", err)
 		return exitPass
 	}
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(snap)
+		writeJSON(e, snap)
 		return exitPass
 	}
 	if err := snap.WriteText(e.stdout); err != nil {
 		return e.errorf("%v", err)
 	}
 	return exitPass
+}
+
+// writeJSON prints v as indented JSON on stdout.
+func writeJSON(e *env, v any) {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
 }

@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
@@ -37,19 +42,24 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if cfg.Cases < 1 || cfg.Slots < 2 || cfg.MaxCapacity < 1 {
-		return e.errorf("--cases, --slots and --max-capacity must be positive (and slots ≥ 2)")
+	if err := checkMutants(fs, cfg, *names, *backend, *device); err != nil {
+		return e.errorf("%v", err)
 	}
-	var results []mutants.Result
-	for _, name := range *names {
-		rs, err := mutantsOf(ctx, name, *backend, *device, trust{noMTLS: *noMTLS}, cfg)
-		if err != nil {
-			return e.errorf("%v", err)
-		}
-		results = append(results, rs...)
+	g := progressOn(e, "mutants", "subjects")
+	results, err := runSubjects(ctx, g, *names, *backend, *device, trust{noMTLS: *noMTLS}, cfg)
+	g.done()
+	if code, stop := resourceError(e, err, "--slots", cfg.Slots); stop {
+		return code
+	}
+	if err != nil && !interrupted(ctx) {
+		return e.errorf("%v", err)
 	}
 	mutants.WriteTable(e.stdout, results, !*noTimes)
 	mutants.WriteSummary(e.stdout, results, !*noTimes)
+	if interrupted(ctx) {
+		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
+		return exitInterrupted
+	}
 	for _, r := range results {
 		if !r.OK() {
 			return exitViolation
@@ -58,9 +68,44 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
+// checkMutants refuses flags no mutants run means.
+func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) error {
+	switch {
+	case fs.NArg() > 0:
+		return noArgs(fs)
+	case cfg.Cases < 1:
+		return fmt.Errorf("--cases %d: want at least 1", cfg.Cases)
+	case cfg.Slots < 2:
+		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved)", cfg.Slots)
+	case cfg.MaxCapacity < 1 || cfg.MaxCapacity > store.MaxCapacity:
+		return fmt.Errorf("--max-capacity %d: want 1..%d", cfg.MaxCapacity, store.MaxCapacity)
+	case !oneOf(backend, arena.Backends...):
+		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
+	case device < 0:
+		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", device)
+	case len(names) == 0:
+		return fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	}
+	return nil
+}
+
+// runSubjects runs every plugin's controls and variants, reporting each
+// as it finishes; on an interrupt it returns the results so far.
+func runSubjects(ctx context.Context, g *progress, names []string, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
+	var results []mutants.Result
+	for _, name := range names {
+		rs, err := mutantsOf(ctx, g, name, backend, device, tr, cfg)
+		results = append(results, rs...)
+		if err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
 // mutantsOf runs one plugin's controls and variants, a fresh process each,
 // so one variant's state cannot leak into the next.
-func mutantsOf(ctx context.Context, name, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
+func mutantsOf(ctx context.Context, g *progress, name, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
 	probe, err := openTrusted(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
 	if err != nil {
 		return nil, err
@@ -78,26 +123,62 @@ func mutantsOf(ctx context.Context, name, backend string, device int, tr trust, 
 		return nil, fmt.Errorf("--graph needs the cuda backend; %s runs on the cpu backend here", name)
 	}
 	cfg.Backend = b
+	g.grow(len(subjects))
 	var out []mutants.Result
 	for _, s := range subjects {
-		k, err := kernels.Lookup(s.Kernel)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+		r, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, tr)
+		if err != nil || ctx.Err() != nil {
+			return out, err
 		}
-		if cfg.Graph && !k.Graphs {
-			continue // graphs replay stores; reads and transfers run eagerly
+		g.step(1)
+		if ok {
+			out = append(out, r)
+			g.line("%s", subjectLine(r))
 		}
-		if k.Layouts && lerr != nil {
-			return nil, lerr
-		}
-		sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", name, s.Variant, err)
-		}
-		out = append(out, mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts)))
-		sess.close()
 	}
 	return out, nil
+}
+
+// runSubject runs one subject on a fresh process; ok is false for one the
+// run skips (a read or transfer under --graph).
+func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust) (mutants.Result, bool, error) {
+	k, err := kernels.Lookup(s.Kernel)
+	if err != nil {
+		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+	}
+	if cfg.Graph && !k.Graphs {
+		return mutants.Result{}, false, nil // graphs replay stores; reads and transfers run eagerly
+	}
+	if k.Layouts && lerr != nil {
+		return mutants.Result{}, false, lerr
+	}
+	sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
+	if err != nil {
+		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+	}
+	defer sess.close()
+	return mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts)), true, nil
+}
+
+// subjectLine is a finished subject in one line, as it streams above the
+// progress bar.
+func subjectLine(r mutants.Result) string {
+	name := textsafe.String(r.Plugin)
+	if r.Variant != "" {
+		name += "/" + textsafe.String(r.Variant)
+	}
+	verdict := "passed (control)"
+	switch {
+	case r.Err != nil:
+		verdict = "ERROR"
+	case r.Mutant && r.Killed:
+		verdict = fmt.Sprintf("killed by %s after %d cases", r.Property, r.Cases)
+	case r.Mutant:
+		verdict = fmt.Sprintf("SURVIVED %d cases", r.Cases)
+	case r.Killed:
+		verdict = fmt.Sprintf("control FAILED %s", r.Property)
+	}
+	return fmt.Sprintf("  %-36s %s  %v", name, verdict, r.ToKill.Round(time.Millisecond))
 }
 
 // suiteFor is the subject's kernel's properties on its session, stopping

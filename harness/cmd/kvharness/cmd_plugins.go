@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -30,6 +30,15 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
+	}
+	if err := layout.CheckHeadDim(*headDim); err != nil {
+		return e.errorf("plugins: --head-dim %d: %v", *headDim, err)
+	}
+	if *pageSize < 1 || *pageSize > 1<<16 {
+		return e.errorf("plugins: --page-size %d: want 1..65536 tokens", *pageSize)
+	}
 	if *sums {
 		return printSums(e, *names)
 	}
@@ -43,9 +52,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 		s.close()
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(descs)
+		writeJSON(e, descs)
 		return exitPass
 	}
 	for i, d := range descs {
@@ -61,14 +68,18 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
 	fmt.Fprintf(w, "  kernels: %s\n", strings.Join(d.Kernels, ", "))
+	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
 	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	for _, g := range d.Layouts {
+		l, lerr := layout.Builtin(g.Layout, headDim, pageSize)
 		mark := ""
-		if l, err := layout.Builtin(g.Layout, headDim, pageSize); err == nil &&
-			(l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
+		if lerr == nil && (l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
 		}
 		fmt.Fprintf(w, "    %-10s %4d B/token %7d B/page%s\n", g.Layout, g.BytesPerToken, g.BytesPerPage, mark)
+		if r := recipeLine(g, l); r != "" {
+			fmt.Fprintf(w, "      recipe %s\n", r)
+		}
 	}
 	if len(d.Variants) == 0 {
 		return
@@ -77,6 +88,51 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 	for _, v := range d.Variants {
 		fmt.Fprintf(w, "    %-26s %s\n", v.Name, v.Doc)
 	}
+}
+
+// slotBits is the declared slot width: 64 when the plugin says nothing.
+func slotBits(d *kvpb.DescribeResponse) uint32 {
+	if d.SlotBits == 0 {
+		return 64
+	}
+	return d.SlotBits
+}
+
+// recipeLine says how a plugin quantizes a layout's fp8 fields: what it
+// declared, or the layout's default when it declared nothing, resolved
+// against the built-in layout of that name when there is one (l is nil
+// otherwise). A layout without fp8 fields has no recipe line.
+func recipeLine(g *kvpb.Geometry, l *layout.Layout) string {
+	declared, err := protocol.RecipeFromProto(g.Recipe)
+	if err != nil {
+		return "(declared, unreadable): " + err.Error()
+	}
+	whose := "(declared)"
+	if declared == nil {
+		whose = "(the layout's default)"
+	}
+	if l == nil {
+		if declared == nil {
+			return ""
+		}
+		return whose + ": " + declared.String()
+	}
+	if !l.Quantized() {
+		if declared != nil {
+			return whose + ": " + declared.String() + "  ≠ layout: it has no fp8 fields"
+		}
+		return ""
+	}
+	eff, err := l.WithRecipe(declared)
+	if err != nil {
+		return whose + ": " + declared.String() + "  ≠ layout: " + err.Error()
+	}
+	for _, f := range eff.Fields {
+		if q, ok := eff.Quant(f.Name); ok {
+			return whose + ": " + q.Recipe().String()
+		}
+	}
+	return ""
 }
 
 func printSums(e *env, names []string) int {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -23,39 +25,45 @@ const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink
 
 func runRepro(ctx context.Context, e *env, args []string) int {
 	fs := flags("repro", "FILE [--plugin P] [--variant V]", reproExamples, e)
-	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the one in the file)")
+	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the file's, when it names a bundled plugin)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
 	count := fs.Int("count", 1, "check the case this many times and say how many failed (a flaky finding fails some of them)")
+	fromFile := fs.Bool("plugin-from-file", false, "run the plugin the file names even when it is a path or command, not a bundled plugin (a repro file may come from anyone: only trust your own)")
 	var tr trust
 	tr.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
-		return e.errorf("repro takes exactly one repro file, got %d arguments", fs.NArg())
+		return e.errorf("repro: want exactly one repro file, got %d arguments (kvharness repro FILE)", fs.NArg())
 	}
 	if *count < 1 || *count > 100000 {
 		return e.errorf("--count %d: want 1..100000 replays", *count)
 	}
-	r, l, err := report.LoadRepro(fs.Arg(0), kernels.Decode)
+	path := fs.Arg(0)
+	r, l, err := report.LoadRepro(path, kernels.Decode)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	if *pluginArg == "" {
+		if !plugin.IsBundled(r.Plugin) && !*fromFile {
+			return e.errorf("%s names plugin %q, a path or command rather than a bundled plugin; a repro file may come from anyone, so kvharness runs no command from it: give --plugin %s to run it (or --plugin-from-file)",
+				path, textsafe.String(r.Plugin), shellQuote(textsafe.String(r.Plugin)))
+		}
 		*pluginArg = r.Plugin
 	}
 	if fs.Changed("variant") {
 		r.Variant = *variant
 	}
 	r.Count = *count
-	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, fs.Arg(0))
+	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)
 }
 
 func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, pluginArg string, timeout time.Duration, tr trust, path string) int {
 	k, err := kernels.Lookup(r.Kernel)
 	if err != nil {
-		return e.errorf("%v", err)
+		return e.errorf("%s: %v", path, err)
 	}
 	s, err := openTrusted(ctx, pluginArg, r.Variant, l.HeadDim, l.PageSize, timeout, tr)
 	if err != nil {
@@ -63,7 +71,13 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 	}
 	defer s.close()
 	f, err := k.Replay(ctx, s.kind(pluginArg), r, l)
+	if code, stop := resourceError(e, err, path+": slots", r.Slots); stop {
+		return code
+	}
 	if err != nil {
+		if interrupted(ctx) {
+			return e.errorf("interrupted: %s was not replayed to the end", path)
+		}
 		return e.errorf("%v", err)
 	}
 	if f == nil {
@@ -86,6 +100,14 @@ func runsNote(count int) string {
 		return ""
 	}
 	return fmt.Sprintf(" in %d of %d runs", count, count)
+}
+
+// shellQuote quotes s for a shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\!*?;&|<>(){}[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func variantSuffix(v string) string {

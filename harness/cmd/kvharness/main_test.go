@@ -101,7 +101,7 @@ func TestCheckReadAndTransfer(t *testing.T) {
 // harness/kernels/store, TestHeadlineProperties).
 func TestMutantsTable(t *testing.T) {
 	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu",
-		"--plugin", "fusedstore,fp8store,bf16scatter,pdtransfer")
+		"--plugin", "fusedstore,fp8store,bf16scatter,pdtransfer,layerload")
 }
 
 func TestPlugins(t *testing.T) {

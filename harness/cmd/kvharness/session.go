@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -111,7 +114,20 @@ func (s *session) close() {
 // kind is the session as a kind's check sees it; pluginArg is how the
 // user named the plugin, what repro files of the run start again.
 func (s *session) kind(pluginArg string) *kind.Session {
-	return &kind.Session{Plugin: s.plugin, Dir: s.dir, Desc: s.desc, PluginArg: pluginArg, Spawn: s.spawn}
+	return &kind.Session{Plugin: s.plugin, Dir: s.dir, Desc: s.desc, PluginArg: replayable(pluginArg), Spawn: s.spawn}
+}
+
+// replayable is how a repro file names the plugin: a bundled name as it
+// is, a path (a binary, a manifest) made absolute, so the file replays
+// from any folder. A command line stays as typed.
+func replayable(arg string) string {
+	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !strings.ContainsRune(arg, '/') {
+		return arg
+	}
+	if abs, err := filepath.Abs(arg); err == nil {
+		return abs
+	}
+	return arg
 }
 
 // layouts picks the layouts to check: a layout file, one name, or every
@@ -130,7 +146,7 @@ func (s *session) kernel(asked string) (*kind.Kind, error) {
 		return kernels.Lookup(protocol.Kernel(s.desc.Kernels[0]))
 	}
 	if !slices.Contains(s.desc.Kernels, asked) {
-		return nil, fmt.Errorf("plugin %s has no %s kernel (it serves %v)", s.desc.Name, asked, s.desc.Kernels)
+		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, strings.Join(s.desc.Kernels, ", "))
 	}
 	return kernels.Lookup(protocol.Kernel(asked))
 }

@@ -318,6 +318,171 @@ func (BenchMode) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{5}
 }
 
+// LoadOp is what a case exercises.
+type LoadOp int32
+
+const (
+	LoadOp_LOAD_OP_LOAD  LoadOp = 0 // host pool -> device pools, gated per layer and buffer
+	LoadOp_LOAD_OP_STORE LoadOp = 1 // staging inputs -> device pools, for a caller stream
+)
+
+// Enum value maps for LoadOp.
+var (
+	LoadOp_name = map[int32]string{
+		0: "LOAD_OP_LOAD",
+		1: "LOAD_OP_STORE",
+	}
+	LoadOp_value = map[string]int32{
+		"LOAD_OP_LOAD":  0,
+		"LOAD_OP_STORE": 1,
+	}
+)
+
+func (x LoadOp) Enum() *LoadOp {
+	p := new(LoadOp)
+	*p = x
+	return p
+}
+
+func (x LoadOp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadOp) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[6].Descriptor()
+}
+
+func (LoadOp) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[6]
+}
+
+func (x LoadOp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadOp.Descriptor instead.
+func (LoadOp) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{6}
+}
+
+// LoadOpKind is a stream operation of the trace.
+type LoadOpKind int32
+
+const (
+	LoadOpKind_LOAD_OP_KIND_COPY        LoadOpKind = 0
+	LoadOpKind_LOAD_OP_KIND_LAUNCH      LoadOpKind = 1
+	LoadOpKind_LOAD_OP_KIND_RECORD      LoadOpKind = 2 // event record
+	LoadOpKind_LOAD_OP_KIND_WAIT        LoadOpKind = 3 // stream wait on an event
+	LoadOpKind_LOAD_OP_KIND_WRITE_VALUE LoadOpKind = 4 // counter write
+	LoadOpKind_LOAD_OP_KIND_WAIT_VALUE  LoadOpKind = 5 // stream wait until a counter >= value
+	LoadOpKind_LOAD_OP_KIND_LATCH       LoadOpKind = 6 // the SDK's hold
+)
+
+// Enum value maps for LoadOpKind.
+var (
+	LoadOpKind_name = map[int32]string{
+		0: "LOAD_OP_KIND_COPY",
+		1: "LOAD_OP_KIND_LAUNCH",
+		2: "LOAD_OP_KIND_RECORD",
+		3: "LOAD_OP_KIND_WAIT",
+		4: "LOAD_OP_KIND_WRITE_VALUE",
+		5: "LOAD_OP_KIND_WAIT_VALUE",
+		6: "LOAD_OP_KIND_LATCH",
+	}
+	LoadOpKind_value = map[string]int32{
+		"LOAD_OP_KIND_COPY":        0,
+		"LOAD_OP_KIND_LAUNCH":      1,
+		"LOAD_OP_KIND_RECORD":      2,
+		"LOAD_OP_KIND_WAIT":        3,
+		"LOAD_OP_KIND_WRITE_VALUE": 4,
+		"LOAD_OP_KIND_WAIT_VALUE":  5,
+		"LOAD_OP_KIND_LATCH":       6,
+	}
+)
+
+func (x LoadOpKind) Enum() *LoadOpKind {
+	p := new(LoadOpKind)
+	*p = x
+	return p
+}
+
+func (x LoadOpKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadOpKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[7].Descriptor()
+}
+
+func (LoadOpKind) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[7]
+}
+
+func (x LoadOpKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadOpKind.Descriptor instead.
+func (LoadOpKind) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{7}
+}
+
+// LoadRole says who queued an operation.
+type LoadRole int32
+
+const (
+	LoadRole_LOAD_ROLE_PLUGIN   LoadRole = 0
+	LoadRole_LOAD_ROLE_PROBE    LoadRole = 1 // the consumer's read of a layer's pages
+	LoadRole_LOAD_ROLE_READER   LoadRole = 2 // a reader still holding destination pages
+	LoadRole_LOAD_ROLE_PRODUCER LoadRole = 3 // the caller's write of a store's inputs
+	LoadRole_LOAD_ROLE_LATCH    LoadRole = 4
+)
+
+// Enum value maps for LoadRole.
+var (
+	LoadRole_name = map[int32]string{
+		0: "LOAD_ROLE_PLUGIN",
+		1: "LOAD_ROLE_PROBE",
+		2: "LOAD_ROLE_READER",
+		3: "LOAD_ROLE_PRODUCER",
+		4: "LOAD_ROLE_LATCH",
+	}
+	LoadRole_value = map[string]int32{
+		"LOAD_ROLE_PLUGIN":   0,
+		"LOAD_ROLE_PROBE":    1,
+		"LOAD_ROLE_READER":   2,
+		"LOAD_ROLE_PRODUCER": 3,
+		"LOAD_ROLE_LATCH":    4,
+	}
+)
+
+func (x LoadRole) Enum() *LoadRole {
+	p := new(LoadRole)
+	*p = x
+	return p
+}
+
+func (x LoadRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[8].Descriptor()
+}
+
+func (LoadRole) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[8]
+}
+
+func (x LoadRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadRole.Descriptor instead.
+func (LoadRole) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{8}
+}
+
 type LayoutRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2118,6 +2283,875 @@ func (x *BenchResponse) GetHostPaced() uint32 {
 	return 0
 }
 
+// LoadBuffer is one buffer of every layer of a case.
+type LoadBuffer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                                          // "kv", "indexk", "scales"
+	PageBytes     uint64                 `protobuf:"varint,2,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`              // bytes of one page of the buffer
+	HostPools     []uint32               `protobuf:"varint,3,rep,packed,name=host_pools,json=hostPools,proto3" json:"host_pools,omitempty"`       // per layer: its pool in the host region (loads)
+	DevicePools   []uint32               `protobuf:"varint,4,rep,packed,name=device_pools,json=devicePools,proto3" json:"device_pools,omitempty"` // per layer: its pool in the device region
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBuffer) Reset() {
+	*x = LoadBuffer{}
+	mi := &file_kvharness_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBuffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBuffer) ProtoMessage() {}
+
+func (x *LoadBuffer) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBuffer.ProtoReflect.Descriptor instead.
+func (*LoadBuffer) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LoadBuffer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LoadBuffer) GetPageBytes() uint64 {
+	if x != nil {
+		return x.PageBytes
+	}
+	return 0
+}
+
+func (x *LoadBuffer) GetHostPools() []uint32 {
+	if x != nil {
+		return x.HostPools
+	}
+	return nil
+}
+
+func (x *LoadBuffer) GetDevicePools() []uint32 {
+	if x != nil {
+		return x.DevicePools
+	}
+	return nil
+}
+
+// LoadPage is one page of a case, the same in every layer and buffer (a
+// request's page table): host (or input) page src goes to device page dst.
+type LoadPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Src           uint32                 `protobuf:"varint,1,opt,name=src,proto3" json:"src,omitempty"`
+	Dst           uint32                 `protobuf:"varint,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadPage) Reset() {
+	*x = LoadPage{}
+	mi := &file_kvharness_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadPage) ProtoMessage() {}
+
+func (x *LoadPage) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadPage.ProtoReflect.Descriptor instead.
+func (*LoadPage) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LoadPage) GetSrc() uint32 {
+	if x != nil {
+		return x.Src
+	}
+	return 0
+}
+
+func (x *LoadPage) GetDst() uint32 {
+	if x != nil {
+		return x.Dst
+	}
+	return 0
+}
+
+// LoadItem names one copy: a layer, a buffer (index into buffers) and a page
+// (index into pages).
+type LoadItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Layer         uint32                 `protobuf:"varint,1,opt,name=layer,proto3" json:"layer,omitempty"`
+	Buffer        uint32                 `protobuf:"varint,2,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	Page          uint32                 `protobuf:"varint,3,opt,name=page,proto3" json:"page,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadItem) Reset() {
+	*x = LoadItem{}
+	mi := &file_kvharness_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadItem) ProtoMessage() {}
+
+func (x *LoadItem) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadItem.ProtoReflect.Descriptor instead.
+func (*LoadItem) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LoadItem) GetLayer() uint32 {
+	if x != nil {
+		return x.Layer
+	}
+	return 0
+}
+
+func (x *LoadItem) GetBuffer() uint32 {
+	if x != nil {
+		return x.Buffer
+	}
+	return 0
+}
+
+func (x *LoadItem) GetPage() uint32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+type LoadRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Op         LoadOp                 `protobuf:"varint,1,opt,name=op,proto3,enum=kvharness.v1.LoadOp" json:"op,omitempty"`
+	Layers     uint32                 `protobuf:"varint,2,opt,name=layers,proto3" json:"layers,omitempty"`                           // local layers 0..layers-1
+	FirstLayer uint32                 `protobuf:"varint,3,opt,name=first_layer,json=firstLayer,proto3" json:"first_layer,omitempty"` // the global id of local layer 0 (a pipeline stage's first)
+	Buffers    []*LoadBuffer          `protobuf:"bytes,4,rep,name=buffers,proto3" json:"buffers,omitempty"`
+	Pages      []*LoadPage            `protobuf:"bytes,5,rep,name=pages,proto3" json:"pages,omitempty"`
+	// order is the consumer's reading order of a layer's buffers (indices
+	// into buffers, each once): DeepSeek-V4's indexer reads index-K before
+	// attention reads KV.
+	Order []uint32 `protobuf:"varint,6,rep,packed,name=order,proto3" json:"order,omitempty"`
+	// late: copies (by destination page) the latch holds, with everything
+	// after them on their streams. late_inputs (stores): the caller's writes
+	// of those input pages, held the same way.
+	Late       []*LoadItem `protobuf:"bytes,7,rep,name=late,proto3" json:"late,omitempty"`
+	LateInputs []*LoadItem `protobuf:"bytes,8,rep,name=late_inputs,json=lateInputs,proto3" json:"late_inputs,omitempty"`
+	// fail: load copies whose host page cannot be read: the SDK's copy
+	// returns an error and moves nothing.
+	Fail []*LoadItem `protobuf:"bytes,9,rep,name=fail,proto3" json:"fail,omitempty"`
+	// readers: pages (indices into pages) whose destination a reader on
+	// another stream (loads: the prior stream; stores: the caller stream)
+	// still reads when the operation starts; it copies them to
+	// reader_offset, held behind the latch.
+	Readers []uint32 `protobuf:"varint,10,rep,packed,name=readers,proto3" json:"readers,omitempty"`
+	Latch   bool     `protobuf:"varint,11,opt,name=latch,proto3" json:"latch,omitempty"` // false: no latch; timing alone decides what a probe sees
+	Trace   bool     `protobuf:"varint,12,opt,name=trace,proto3" json:"trace,omitempty"` // answer every stream operation (the happens-before log)
+	// Staging offsets (region 0) of the SDK's own copies, each one page of
+	// its buffer long. probe_offsets: by layer, then order, then page.
+	// reader_offsets: by layer, buffer, then reader. Stores:
+	// input_offsets, the pages the plugin stores from, and truth_offsets,
+	// what the caller writes into them first, both by layer, buffer, page.
+	ProbeOffsets  []uint64 `protobuf:"varint,13,rep,packed,name=probe_offsets,json=probeOffsets,proto3" json:"probe_offsets,omitempty"`
+	ReaderOffsets []uint64 `protobuf:"varint,14,rep,packed,name=reader_offsets,json=readerOffsets,proto3" json:"reader_offsets,omitempty"`
+	InputOffsets  []uint64 `protobuf:"varint,15,rep,packed,name=input_offsets,json=inputOffsets,proto3" json:"input_offsets,omitempty"`
+	TruthOffsets  []uint64 `protobuf:"varint,16,rep,packed,name=truth_offsets,json=truthOffsets,proto3" json:"truth_offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadRequest) Reset() {
+	*x = LoadRequest{}
+	mi := &file_kvharness_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadRequest) ProtoMessage() {}
+
+func (x *LoadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
+func (*LoadRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *LoadRequest) GetOp() LoadOp {
+	if x != nil {
+		return x.Op
+	}
+	return LoadOp_LOAD_OP_LOAD
+}
+
+func (x *LoadRequest) GetLayers() uint32 {
+	if x != nil {
+		return x.Layers
+	}
+	return 0
+}
+
+func (x *LoadRequest) GetFirstLayer() uint32 {
+	if x != nil {
+		return x.FirstLayer
+	}
+	return 0
+}
+
+func (x *LoadRequest) GetBuffers() []*LoadBuffer {
+	if x != nil {
+		return x.Buffers
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetPages() []*LoadPage {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetOrder() []uint32 {
+	if x != nil {
+		return x.Order
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetLate() []*LoadItem {
+	if x != nil {
+		return x.Late
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetLateInputs() []*LoadItem {
+	if x != nil {
+		return x.LateInputs
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetFail() []*LoadItem {
+	if x != nil {
+		return x.Fail
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetReaders() []uint32 {
+	if x != nil {
+		return x.Readers
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetLatch() bool {
+	if x != nil {
+		return x.Latch
+	}
+	return false
+}
+
+func (x *LoadRequest) GetTrace() bool {
+	if x != nil {
+		return x.Trace
+	}
+	return false
+}
+
+func (x *LoadRequest) GetProbeOffsets() []uint64 {
+	if x != nil {
+		return x.ProbeOffsets
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetReaderOffsets() []uint64 {
+	if x != nil {
+		return x.ReaderOffsets
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetInputOffsets() []uint64 {
+	if x != nil {
+		return x.InputOffsets
+	}
+	return nil
+}
+
+func (x *LoadRequest) GetTruthOffsets() []uint64 {
+	if x != nil {
+		return x.TruthOffsets
+	}
+	return nil
+}
+
+// LoadGate is the answer of one gate: empty error when it let the
+// consumer read.
+type LoadGate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Layer         uint32                 `protobuf:"varint,1,opt,name=layer,proto3" json:"layer,omitempty"`
+	Buffer        uint32                 `protobuf:"varint,2,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadGate) Reset() {
+	*x = LoadGate{}
+	mi := &file_kvharness_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadGate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadGate) ProtoMessage() {}
+
+func (x *LoadGate) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadGate.ProtoReflect.Descriptor instead.
+func (*LoadGate) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LoadGate) GetLayer() uint32 {
+	if x != nil {
+		return x.Layer
+	}
+	return 0
+}
+
+func (x *LoadGate) GetBuffer() uint32 {
+	if x != nil {
+		return x.Buffer
+	}
+	return 0
+}
+
+func (x *LoadGate) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// LoadRange is a byte range of one memory of the trace: 0 the device
+// region, 1 the host region, 2 and up the plugin's scratch allocations.
+type LoadRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Memory        uint32                 `protobuf:"varint,1,opt,name=memory,proto3" json:"memory,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Size          uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadRange) Reset() {
+	*x = LoadRange{}
+	mi := &file_kvharness_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadRange) ProtoMessage() {}
+
+func (x *LoadRange) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadRange.ProtoReflect.Descriptor instead.
+func (*LoadRange) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *LoadRange) GetMemory() uint32 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *LoadRange) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *LoadRange) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// LoadAccess is one stream operation, in the order it was queued.
+type LoadAccess struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Seq    uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Stream uint32                 `protobuf:"varint,2,opt,name=stream,proto3" json:"stream,omitempty"` // index into LoadResponse.streams
+	Kind   LoadOpKind             `protobuf:"varint,3,opt,name=kind,proto3,enum=kvharness.v1.LoadOpKind" json:"kind,omitempty"`
+	Role   LoadRole               `protobuf:"varint,4,opt,name=role,proto3,enum=kvharness.v1.LoadRole" json:"role,omitempty"`
+	Label  string                 `protobuf:"bytes,5,opt,name=label,proto3" json:"label,omitempty"`
+	Reads  []*LoadRange           `protobuf:"bytes,6,rep,name=reads,proto3" json:"reads,omitempty"`
+	Writes []*LoadRange           `protobuf:"bytes,7,rep,name=writes,proto3" json:"writes,omitempty"`
+	Object uint32                 `protobuf:"varint,8,opt,name=object,proto3" json:"object,omitempty"` // the event or counter
+	Value  uint32                 `protobuf:"varint,9,opt,name=value,proto3" json:"value,omitempty"`   // a counter write's value, a counter wait's bound
+	// after is the seq of the operation a wait is ordered after: the record
+	// it captured, the counter write that satisfied it; -1 when none in this
+	// call (a wait on an event never recorded waits for nothing).
+	After int32     `protobuf:"varint,10,opt,name=after,proto3" json:"after,omitempty"`
+	Item  *LoadItem `protobuf:"bytes,11,opt,name=item,proto3" json:"item,omitempty"`  // the copy's layer, buffer and page, when it is one of the case's
+	Held  bool      `protobuf:"varint,12,opt,name=held,proto3" json:"held,omitempty"` // it ran only after the latch was released
+	// epoch counts the SDK's settle points before the operation was
+	// queued: at each (after the plugin's load, after each gate) the SDK
+	// waits until everything not held has run, so an operation not held
+	// has finished before any operation of a later epoch starts.
+	Epoch         uint32 `protobuf:"varint,13,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadAccess) Reset() {
+	*x = LoadAccess{}
+	mi := &file_kvharness_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadAccess) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadAccess) ProtoMessage() {}
+
+func (x *LoadAccess) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadAccess.ProtoReflect.Descriptor instead.
+func (*LoadAccess) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *LoadAccess) GetSeq() uint32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LoadAccess) GetStream() uint32 {
+	if x != nil {
+		return x.Stream
+	}
+	return 0
+}
+
+func (x *LoadAccess) GetKind() LoadOpKind {
+	if x != nil {
+		return x.Kind
+	}
+	return LoadOpKind_LOAD_OP_KIND_COPY
+}
+
+func (x *LoadAccess) GetRole() LoadRole {
+	if x != nil {
+		return x.Role
+	}
+	return LoadRole_LOAD_ROLE_PLUGIN
+}
+
+func (x *LoadAccess) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *LoadAccess) GetReads() []*LoadRange {
+	if x != nil {
+		return x.Reads
+	}
+	return nil
+}
+
+func (x *LoadAccess) GetWrites() []*LoadRange {
+	if x != nil {
+		return x.Writes
+	}
+	return nil
+}
+
+func (x *LoadAccess) GetObject() uint32 {
+	if x != nil {
+		return x.Object
+	}
+	return 0
+}
+
+func (x *LoadAccess) GetValue() uint32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *LoadAccess) GetAfter() int32 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *LoadAccess) GetItem() *LoadItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *LoadAccess) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *LoadAccess) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type LoadResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Gates    []*LoadGate            `protobuf:"bytes,1,rep,name=gates,proto3" json:"gates,omitempty"` // in the order the consumer called them
+	Trace    []*LoadAccess          `protobuf:"bytes,2,rep,name=trace,proto3" json:"trace,omitempty"`
+	Streams  []string               `protobuf:"bytes,3,rep,name=streams,proto3" json:"streams,omitempty"`   // names, by index
+	Memories []string               `protobuf:"bytes,4,rep,name=memories,proto3" json:"memories,omitempty"` // names, by index
+	Events   []string               `protobuf:"bytes,5,rep,name=events,proto3" json:"events,omitempty"`
+	Counters []string               `protobuf:"bytes,6,rep,name=counters,proto3" json:"counters,omitempty"`
+	// deadlock describes stream operations that could never run once the
+	// latch was released (a counter wait nothing satisfies): on a GPU the
+	// stream would hang. The SDK forced them through to finish the call.
+	Deadlock      string `protobuf:"bytes,7,opt,name=deadlock,proto3" json:"deadlock,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadResponse) Reset() {
+	*x = LoadResponse{}
+	mi := &file_kvharness_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadResponse) ProtoMessage() {}
+
+func (x *LoadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
+func (*LoadResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *LoadResponse) GetGates() []*LoadGate {
+	if x != nil {
+		return x.Gates
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetTrace() []*LoadAccess {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetStreams() []string {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetMemories() []string {
+	if x != nil {
+		return x.Memories
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetCounters() []string {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *LoadResponse) GetDeadlock() string {
+	if x != nil {
+		return x.Deadlock
+	}
+	return ""
+}
+
+type LoadBenchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Load          *LoadRequest           `protobuf:"bytes,1,opt,name=load,proto3" json:"load,omitempty"` // the case (its latch, late and fail lists are ignored)
+	Warmup        uint32                 `protobuf:"varint,2,opt,name=warmup,proto3" json:"warmup,omitempty"`
+	Iterations    uint32                 `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"` // 1 to 100,000
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBenchRequest) Reset() {
+	*x = LoadBenchRequest{}
+	mi := &file_kvharness_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBenchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBenchRequest) ProtoMessage() {}
+
+func (x *LoadBenchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBenchRequest.ProtoReflect.Descriptor instead.
+func (*LoadBenchRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *LoadBenchRequest) GetLoad() *LoadRequest {
+	if x != nil {
+		return x.Load
+	}
+	return nil
+}
+
+func (x *LoadBenchRequest) GetWarmup() uint32 {
+	if x != nil {
+		return x.Warmup
+	}
+	return 0
+}
+
+func (x *LoadBenchRequest) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type LoadBenchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LoadNs        []float64              `protobuf:"fixed64,1,rep,packed,name=load_ns,json=loadNs,proto3" json:"load_ns,omitempty"` // the plugin's load of every layer, gates included, to the last copy
+	CopyNs        []float64              `protobuf:"fixed64,2,rep,packed,name=copy_ns,json=copyNs,proto3" json:"copy_ns,omitempty"` // one plain copy of the same bytes, host to device
+	Bytes         uint64                 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`                         // bytes one load moves
+	Clock         string                 `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`
+	Device        string                 `protobuf:"bytes,5,opt,name=device,proto3" json:"device,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBenchResponse) Reset() {
+	*x = LoadBenchResponse{}
+	mi := &file_kvharness_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBenchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBenchResponse) ProtoMessage() {}
+
+func (x *LoadBenchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBenchResponse.ProtoReflect.Descriptor instead.
+func (*LoadBenchResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *LoadBenchResponse) GetLoadNs() []float64 {
+	if x != nil {
+		return x.LoadNs
+	}
+	return nil
+}
+
+func (x *LoadBenchResponse) GetCopyNs() []float64 {
+	if x != nil {
+		return x.CopyNs
+	}
+	return nil
+}
+
+func (x *LoadBenchResponse) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LoadBenchResponse) GetClock() string {
+	if x != nil {
+		return x.Clock
+	}
+	return ""
+}
+
+func (x *LoadBenchResponse) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
 var File_kvharness_proto protoreflect.FileDescriptor
 
 const file_kvharness_proto_rawDesc = "" +
@@ -2268,7 +3302,86 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x05clock\x18\x02 \x01(\tR\x05clock\x12\x16\n" +
 	"\x06device\x18\x03 \x01(\tR\x06device\x12\x1d\n" +
 	"\n" +
-	"host_paced\x18\x04 \x01(\rR\thostPaced*T\n" +
+	"host_paced\x18\x04 \x01(\rR\thostPaced\"\x81\x01\n" +
+	"\n" +
+	"LoadBuffer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"page_bytes\x18\x02 \x01(\x04R\tpageBytes\x12\x1d\n" +
+	"\n" +
+	"host_pools\x18\x03 \x03(\rR\thostPools\x12!\n" +
+	"\fdevice_pools\x18\x04 \x03(\rR\vdevicePools\".\n" +
+	"\bLoadPage\x12\x10\n" +
+	"\x03src\x18\x01 \x01(\rR\x03src\x12\x10\n" +
+	"\x03dst\x18\x02 \x01(\rR\x03dst\"L\n" +
+	"\bLoadItem\x12\x14\n" +
+	"\x05layer\x18\x01 \x01(\rR\x05layer\x12\x16\n" +
+	"\x06buffer\x18\x02 \x01(\rR\x06buffer\x12\x12\n" +
+	"\x04page\x18\x03 \x01(\rR\x04page\"\xd1\x04\n" +
+	"\vLoadRequest\x12$\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x14.kvharness.v1.LoadOpR\x02op\x12\x16\n" +
+	"\x06layers\x18\x02 \x01(\rR\x06layers\x12\x1f\n" +
+	"\vfirst_layer\x18\x03 \x01(\rR\n" +
+	"firstLayer\x122\n" +
+	"\abuffers\x18\x04 \x03(\v2\x18.kvharness.v1.LoadBufferR\abuffers\x12,\n" +
+	"\x05pages\x18\x05 \x03(\v2\x16.kvharness.v1.LoadPageR\x05pages\x12\x14\n" +
+	"\x05order\x18\x06 \x03(\rR\x05order\x12*\n" +
+	"\x04late\x18\a \x03(\v2\x16.kvharness.v1.LoadItemR\x04late\x127\n" +
+	"\vlate_inputs\x18\b \x03(\v2\x16.kvharness.v1.LoadItemR\n" +
+	"lateInputs\x12*\n" +
+	"\x04fail\x18\t \x03(\v2\x16.kvharness.v1.LoadItemR\x04fail\x12\x18\n" +
+	"\areaders\x18\n" +
+	" \x03(\rR\areaders\x12\x14\n" +
+	"\x05latch\x18\v \x01(\bR\x05latch\x12\x14\n" +
+	"\x05trace\x18\f \x01(\bR\x05trace\x12#\n" +
+	"\rprobe_offsets\x18\r \x03(\x04R\fprobeOffsets\x12%\n" +
+	"\x0ereader_offsets\x18\x0e \x03(\x04R\rreaderOffsets\x12#\n" +
+	"\rinput_offsets\x18\x0f \x03(\x04R\finputOffsets\x12#\n" +
+	"\rtruth_offsets\x18\x10 \x03(\x04R\ftruthOffsets\"N\n" +
+	"\bLoadGate\x12\x14\n" +
+	"\x05layer\x18\x01 \x01(\rR\x05layer\x12\x16\n" +
+	"\x06buffer\x18\x02 \x01(\rR\x06buffer\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"O\n" +
+	"\tLoadRange\x12\x16\n" +
+	"\x06memory\x18\x01 \x01(\rR\x06memory\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\xa0\x03\n" +
+	"\n" +
+	"LoadAccess\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\rR\x06stream\x12,\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x18.kvharness.v1.LoadOpKindR\x04kind\x12*\n" +
+	"\x04role\x18\x04 \x01(\x0e2\x16.kvharness.v1.LoadRoleR\x04role\x12\x14\n" +
+	"\x05label\x18\x05 \x01(\tR\x05label\x12-\n" +
+	"\x05reads\x18\x06 \x03(\v2\x17.kvharness.v1.LoadRangeR\x05reads\x12/\n" +
+	"\x06writes\x18\a \x03(\v2\x17.kvharness.v1.LoadRangeR\x06writes\x12\x16\n" +
+	"\x06object\x18\b \x01(\rR\x06object\x12\x14\n" +
+	"\x05value\x18\t \x01(\rR\x05value\x12\x14\n" +
+	"\x05after\x18\n" +
+	" \x01(\x05R\x05after\x12*\n" +
+	"\x04item\x18\v \x01(\v2\x16.kvharness.v1.LoadItemR\x04item\x12\x12\n" +
+	"\x04held\x18\f \x01(\bR\x04held\x12\x14\n" +
+	"\x05epoch\x18\r \x01(\rR\x05epoch\"\xf2\x01\n" +
+	"\fLoadResponse\x12,\n" +
+	"\x05gates\x18\x01 \x03(\v2\x16.kvharness.v1.LoadGateR\x05gates\x12.\n" +
+	"\x05trace\x18\x02 \x03(\v2\x18.kvharness.v1.LoadAccessR\x05trace\x12\x18\n" +
+	"\astreams\x18\x03 \x03(\tR\astreams\x12\x1a\n" +
+	"\bmemories\x18\x04 \x03(\tR\bmemories\x12\x16\n" +
+	"\x06events\x18\x05 \x03(\tR\x06events\x12\x1a\n" +
+	"\bcounters\x18\x06 \x03(\tR\bcounters\x12\x1a\n" +
+	"\bdeadlock\x18\a \x01(\tR\bdeadlock\"y\n" +
+	"\x10LoadBenchRequest\x12-\n" +
+	"\x04load\x18\x01 \x01(\v2\x19.kvharness.v1.LoadRequestR\x04load\x12\x16\n" +
+	"\x06warmup\x18\x02 \x01(\rR\x06warmup\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\rR\n" +
+	"iterations\"\x89\x01\n" +
+	"\x11LoadBenchResponse\x12\x17\n" +
+	"\aload_ns\x18\x01 \x03(\x01R\x06loadNs\x12\x17\n" +
+	"\acopy_ns\x18\x02 \x03(\x01R\x06copyNs\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x04R\x05bytes\x12\x14\n" +
+	"\x05clock\x18\x04 \x01(\tR\x05clock\x12\x16\n" +
+	"\x06device\x18\x05 \x01(\tR\x06device*T\n" +
 	"\aPadding\x12\x10\n" +
 	"\fPADDING_NONE\x10\x00\x12\x11\n" +
 	"\rPADDING_COUNT\x10\x01\x12\x10\n" +
@@ -2289,7 +3402,25 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x15ROUNDING_NEAREST_EVEN\x10\x00*4\n" +
 	"\tBenchMode\x12\x14\n" +
 	"\x10BENCH_PER_LAUNCH\x10\x00\x12\x11\n" +
-	"\rBENCH_BATCHED\x10\x012\xbc\x04\n" +
+	"\rBENCH_BATCHED\x10\x01*-\n" +
+	"\x06LoadOp\x12\x10\n" +
+	"\fLOAD_OP_LOAD\x10\x00\x12\x11\n" +
+	"\rLOAD_OP_STORE\x10\x01*\xbf\x01\n" +
+	"\n" +
+	"LoadOpKind\x12\x15\n" +
+	"\x11LOAD_OP_KIND_COPY\x10\x00\x12\x17\n" +
+	"\x13LOAD_OP_KIND_LAUNCH\x10\x01\x12\x17\n" +
+	"\x13LOAD_OP_KIND_RECORD\x10\x02\x12\x15\n" +
+	"\x11LOAD_OP_KIND_WAIT\x10\x03\x12\x1c\n" +
+	"\x18LOAD_OP_KIND_WRITE_VALUE\x10\x04\x12\x1b\n" +
+	"\x17LOAD_OP_KIND_WAIT_VALUE\x10\x05\x12\x16\n" +
+	"\x12LOAD_OP_KIND_LATCH\x10\x06*x\n" +
+	"\bLoadRole\x12\x14\n" +
+	"\x10LOAD_ROLE_PLUGIN\x10\x00\x12\x13\n" +
+	"\x0fLOAD_ROLE_PROBE\x10\x01\x12\x14\n" +
+	"\x10LOAD_ROLE_READER\x10\x02\x12\x16\n" +
+	"\x12LOAD_ROLE_PRODUCER\x10\x03\x12\x13\n" +
+	"\x0fLOAD_ROLE_LATCH\x10\x042\xc9\x05\n" +
 	"\x06Kernel\x12I\n" +
 	"\bDescribe\x12\x1d.kvharness.v1.DescribeRequest\x1a\x1e.kvharness.v1.DescribeResponse\x12C\n" +
 	"\x06Attach\x12\x1b.kvharness.v1.AttachRequest\x1a\x1c.kvharness.v1.AttachResponse\x12C\n" +
@@ -2299,7 +3430,9 @@ const file_kvharness_proto_rawDesc = "" +
 	"StoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponse\x12=\n" +
 	"\x04Read\x12\x19.kvharness.v1.ReadRequest\x1a\x1a.kvharness.v1.ReadResponse\x12I\n" +
 	"\bTransfer\x12\x1d.kvharness.v1.TransferRequest\x1a\x1e.kvharness.v1.TransferResponse\x12@\n" +
-	"\x05Bench\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3"
+	"\x05Bench\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponse\x12=\n" +
+	"\x04Load\x12\x19.kvharness.v1.LoadRequest\x1a\x1a.kvharness.v1.LoadResponse\x12L\n" +
+	"\tLoadBench\x12\x1e.kvharness.v1.LoadBenchRequest\x1a\x1f.kvharness.v1.LoadBenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3"
 
 var (
 	file_kvharness_proto_rawDescOnce sync.Once
@@ -2313,8 +3446,8 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_kvharness_proto_goTypes = []any{
 	(Padding)(0),               // 0: kvharness.v1.Padding
 	(Backend)(0),               // 1: kvharness.v1.Backend
@@ -2322,80 +3455,111 @@ var file_kvharness_proto_goTypes = []any{
 	(Quantize)(0),              // 3: kvharness.v1.Quantize
 	(Rounding)(0),              // 4: kvharness.v1.Rounding
 	(BenchMode)(0),             // 5: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),          // 6: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),    // 7: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),           // 8: kvharness.v1.Geometry
-	(*Recipe)(nil),             // 9: kvharness.v1.Recipe
-	(*Variant)(nil),            // 10: kvharness.v1.Variant
-	(*DescribeResponse)(nil),   // 11: kvharness.v1.DescribeResponse
-	(*Arena)(nil),              // 12: kvharness.v1.Arena
-	(*Window)(nil),             // 13: kvharness.v1.Window
-	(*PoolDesc)(nil),           // 14: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),      // 15: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),     // 16: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),      // 17: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),     // 18: kvharness.v1.DetachResponse
-	(*StoreRequest)(nil),       // 19: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),      // 20: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),  // 21: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil), // 22: kvharness.v1.StoreBatchResponse
-	(*ReadRequest)(nil),        // 23: kvharness.v1.ReadRequest
-	(*ReadResponse)(nil),       // 24: kvharness.v1.ReadResponse
-	(*Room)(nil),               // 25: kvharness.v1.Room
-	(*BufferPair)(nil),         // 26: kvharness.v1.BufferPair
-	(*TransferRequest)(nil),    // 27: kvharness.v1.TransferRequest
-	(*Descriptor)(nil),         // 28: kvharness.v1.Descriptor
-	(*TransferResponse)(nil),   // 29: kvharness.v1.TransferResponse
-	(*BenchRequest)(nil),       // 30: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),      // 31: kvharness.v1.BenchResponse
+	(LoadOp)(0),                // 6: kvharness.v1.LoadOp
+	(LoadOpKind)(0),            // 7: kvharness.v1.LoadOpKind
+	(LoadRole)(0),              // 8: kvharness.v1.LoadRole
+	(*LayoutRef)(nil),          // 9: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),    // 10: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),           // 11: kvharness.v1.Geometry
+	(*Recipe)(nil),             // 12: kvharness.v1.Recipe
+	(*Variant)(nil),            // 13: kvharness.v1.Variant
+	(*DescribeResponse)(nil),   // 14: kvharness.v1.DescribeResponse
+	(*Arena)(nil),              // 15: kvharness.v1.Arena
+	(*Window)(nil),             // 16: kvharness.v1.Window
+	(*PoolDesc)(nil),           // 17: kvharness.v1.PoolDesc
+	(*AttachRequest)(nil),      // 18: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),     // 19: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),      // 20: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),     // 21: kvharness.v1.DetachResponse
+	(*StoreRequest)(nil),       // 22: kvharness.v1.StoreRequest
+	(*StoreResponse)(nil),      // 23: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),  // 24: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil), // 25: kvharness.v1.StoreBatchResponse
+	(*ReadRequest)(nil),        // 26: kvharness.v1.ReadRequest
+	(*ReadResponse)(nil),       // 27: kvharness.v1.ReadResponse
+	(*Room)(nil),               // 28: kvharness.v1.Room
+	(*BufferPair)(nil),         // 29: kvharness.v1.BufferPair
+	(*TransferRequest)(nil),    // 30: kvharness.v1.TransferRequest
+	(*Descriptor)(nil),         // 31: kvharness.v1.Descriptor
+	(*TransferResponse)(nil),   // 32: kvharness.v1.TransferResponse
+	(*BenchRequest)(nil),       // 33: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),      // 34: kvharness.v1.BenchResponse
+	(*LoadBuffer)(nil),         // 35: kvharness.v1.LoadBuffer
+	(*LoadPage)(nil),           // 36: kvharness.v1.LoadPage
+	(*LoadItem)(nil),           // 37: kvharness.v1.LoadItem
+	(*LoadRequest)(nil),        // 38: kvharness.v1.LoadRequest
+	(*LoadGate)(nil),           // 39: kvharness.v1.LoadGate
+	(*LoadRange)(nil),          // 40: kvharness.v1.LoadRange
+	(*LoadAccess)(nil),         // 41: kvharness.v1.LoadAccess
+	(*LoadResponse)(nil),       // 42: kvharness.v1.LoadResponse
+	(*LoadBenchRequest)(nil),   // 43: kvharness.v1.LoadBenchRequest
+	(*LoadBenchResponse)(nil),  // 44: kvharness.v1.LoadBenchResponse
 }
 var file_kvharness_proto_depIdxs = []int32{
-	9,  // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	12, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
 	2,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
 	3,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
 	4,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	8,  // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	10, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	11, // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	13, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
 	1,  // 6: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
 	1,  // 7: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	6,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	13, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	13, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	13, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	12, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	14, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	13, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	12, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	8,  // 16: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	9,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	16, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	16, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	16, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	15, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	17, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	16, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	15, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	11, // 16: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
 	0,  // 17: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	19, // 18: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	26, // 19: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	25, // 20: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	28, // 21: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	19, // 22: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	22, // 18: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	29, // 19: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	28, // 20: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	31, // 21: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	22, // 22: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
 	5,  // 23: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	19, // 24: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	7,  // 25: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	15, // 26: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	17, // 27: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	19, // 28: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	21, // 29: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	23, // 30: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	27, // 31: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	30, // 32: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	11, // 33: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	16, // 34: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	18, // 35: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	20, // 36: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	22, // 37: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	24, // 38: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	29, // 39: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	31, // 40: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	33, // [33:41] is the sub-list for method output_type
-	25, // [25:33] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	22, // 24: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	6,  // 25: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
+	35, // 26: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
+	36, // 27: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
+	37, // 28: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
+	37, // 29: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
+	37, // 30: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
+	7,  // 31: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
+	8,  // 32: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
+	40, // 33: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
+	40, // 34: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
+	37, // 35: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
+	39, // 36: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
+	41, // 37: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
+	38, // 38: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
+	10, // 39: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	18, // 40: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	20, // 41: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	22, // 42: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	24, // 43: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	26, // 44: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	30, // 45: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	33, // 46: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	38, // 47: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
+	43, // 48: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
+	14, // 49: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	19, // 50: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	21, // 51: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	23, // 52: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	25, // 53: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	27, // 54: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	32, // 55: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	34, // 56: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	42, // 57: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
+	44, // 58: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -2409,8 +3573,8 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   26,
+			NumEnums:      9,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,8 @@ const (
 	Kernel_Read_FullMethodName       = "/kvharness.v1.Kernel/Read"
 	Kernel_Transfer_FullMethodName   = "/kvharness.v1.Kernel/Transfer"
 	Kernel_Bench_FullMethodName      = "/kvharness.v1.Kernel/Bench"
+	Kernel_Load_FullMethodName       = "/kvharness.v1.Kernel/Load"
+	Kernel_LoadBench_FullMethodName  = "/kvharness.v1.Kernel/LoadBench"
 )
 
 // KernelClient is the client API for Kernel service.
@@ -63,6 +65,14 @@ type KernelClient interface {
 	Transfer(ctx context.Context, in *TransferRequest, opts ...grpc.CallOption) (*TransferResponse, error)
 	// Bench times a kernel inside the plugin, with no RPC in the timed loop.
 	Bench(ctx context.Context, in *BenchRequest, opts ...grpc.CallOption) (*BenchResponse, error)
+	// Layer loads and stream ordering (the load kind; messages at the end).
+	// Load runs one ordering case: the plugin's load (or store) on streams of
+	// its own, the harness's consumer behind the plugin's gates, under a
+	// latch that holds the case's late copies until the consumer is queued.
+	Load(ctx context.Context, in *LoadRequest, opts ...grpc.CallOption) (*LoadResponse, error)
+	// LoadBench times the plugin's whole load path (every layer's copies
+	// and gates, then a wait) against one plain copy of the same bytes.
+	LoadBench(ctx context.Context, in *LoadBenchRequest, opts ...grpc.CallOption) (*LoadBenchResponse, error)
 }
 
 type kernelClient struct {
@@ -153,6 +163,26 @@ func (c *kernelClient) Bench(ctx context.Context, in *BenchRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *kernelClient) Load(ctx context.Context, in *LoadRequest, opts ...grpc.CallOption) (*LoadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoadResponse)
+	err := c.cc.Invoke(ctx, Kernel_Load_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) LoadBench(ctx context.Context, in *LoadBenchRequest, opts ...grpc.CallOption) (*LoadBenchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoadBenchResponse)
+	err := c.cc.Invoke(ctx, Kernel_LoadBench_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KernelServer is the server API for Kernel service.
 // All implementations must embed UnimplementedKernelServer
 // for forward compatibility.
@@ -178,6 +208,14 @@ type KernelServer interface {
 	Transfer(context.Context, *TransferRequest) (*TransferResponse, error)
 	// Bench times a kernel inside the plugin, with no RPC in the timed loop.
 	Bench(context.Context, *BenchRequest) (*BenchResponse, error)
+	// Layer loads and stream ordering (the load kind; messages at the end).
+	// Load runs one ordering case: the plugin's load (or store) on streams of
+	// its own, the harness's consumer behind the plugin's gates, under a
+	// latch that holds the case's late copies until the consumer is queued.
+	Load(context.Context, *LoadRequest) (*LoadResponse, error)
+	// LoadBench times the plugin's whole load path (every layer's copies
+	// and gates, then a wait) against one plain copy of the same bytes.
+	LoadBench(context.Context, *LoadBenchRequest) (*LoadBenchResponse, error)
 	mustEmbedUnimplementedKernelServer()
 }
 
@@ -211,6 +249,12 @@ func (UnimplementedKernelServer) Transfer(context.Context, *TransferRequest) (*T
 }
 func (UnimplementedKernelServer) Bench(context.Context, *BenchRequest) (*BenchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Bench not implemented")
+}
+func (UnimplementedKernelServer) Load(context.Context, *LoadRequest) (*LoadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Load not implemented")
+}
+func (UnimplementedKernelServer) LoadBench(context.Context, *LoadBenchRequest) (*LoadBenchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LoadBench not implemented")
 }
 func (UnimplementedKernelServer) mustEmbedUnimplementedKernelServer() {}
 func (UnimplementedKernelServer) testEmbeddedByValue()                {}
@@ -377,6 +421,42 @@ func _Kernel_Bench_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kernel_Load_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).Load(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_Load_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).Load(ctx, req.(*LoadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_LoadBench_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoadBenchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).LoadBench(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_LoadBench_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).LoadBench(ctx, req.(*LoadBenchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kernel_ServiceDesc is the grpc.ServiceDesc for Kernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -415,6 +495,14 @@ var Kernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Bench",
 			Handler:    _Kernel_Bench_Handler,
+		},
+		{
+			MethodName: "Load",
+			Handler:    _Kernel_Load_Handler,
+		},
+		{
+			MethodName: "LoadBench",
+			Handler:    _Kernel_LoadBench_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -19,6 +20,11 @@ var variants = []sdk.Variant{
 	{Name: "scale-no-floor", Doc: "scale = max|x|/448 without the 1e-4 floor: a zero row divides by zero"},
 	{Name: "round-toward-zero", Doc: "truncates to e4m3 instead of rounding to nearest even"},
 }
+
+// recipe is the arithmetic every variant's author believes the kernel
+// has: the CUDA stores' max(1e-4, amax)/448 and x/s. A mutant that drops
+// the floor or truncates still declares it, and dies by it.
+var recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
 
 // geometry is where this kernel's code puts a token, per layout and variant.
 func geometry(variant, layout string, d, p int) (cpustore.Geometry, int, error) {
@@ -78,7 +84,7 @@ var Plugin = sdk.Plugin{
 		var out []sdk.Geometry
 		for _, name := range []string{"fp8-paged", "fp8-rows"} {
 			_, perToken, _ := geometry(variant, name, d, p)
-			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p})
+			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p, Recipe: recipe})
 		}
 		return out
 	},

@@ -7,7 +7,8 @@
 //   3  minus1-wraps     loc < 0 resolves to loc + slots and is stored
 //   4  off-by-one-tail  rows 0..n-2
 //   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
-//   6  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
+//   6  slowed10         rows 0..n-1, then the first tenth of them (rounded down) again (correct, 10% slower)
+//   7  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -23,7 +24,7 @@ struct FusedRule {
     return i < n;
 #elif FUSED_RULE == 4
     return i < n - 1;
-#elif FUSED_RULE == 6
+#elif FUSED_RULE == 7
     if (i == n - 1) *slot = loc + ((kv_i64)1 << 32);
     return i < n;
 #else
@@ -35,10 +36,17 @@ struct FusedRule {
 // FUSED_PASSES is how often the store runs. The compiler barrier between
 // passes keeps the first pass's stores and the second's loads: without it
 // the duplicate work could be optimised away.
-#if FUSED_RULE == 5
+#if FUSED_RULE == 5 || FUSED_RULE == 6
 #define FUSED_PASSES 2
 #else
 #define FUSED_PASSES 1
+#endif
+// FUSED_ROWS is the rows pass p covers: all of them, but for slowed10's
+// second pass the first tenth, rounded down.
+#if FUSED_RULE == 6
+#define FUSED_ROWS(p, capacity) ((p) == 0 ? (capacity) : (capacity) / 10)
+#else
+#define FUSED_ROWS(p, capacity) (capacity)
 #endif
 
 #if KV_FP8
@@ -46,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     fusedstore_fp8(char* pool, const unsigned short* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
   for (int pass = 0; pass < FUSED_PASSES; pass++) {
     if (pass > 0) asm volatile("" ::: "memory");
-    kv_fp8_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+    kv_fp8_store<FusedRule>(pool, rows, loc, valid, FUSED_ROWS(pass, capacity), slots);
   }
 }
 #else
@@ -54,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
     fusedstore_bf16(char* pool, const uint4* rows, const kv_i64* loc, const int* valid, int capacity, kv_i64 slots) {
   for (int pass = 0; pass < FUSED_PASSES; pass++) {
     if (pass > 0) asm volatile("" ::: "memory");
-    kv_bf16_store<FusedRule>(pool, rows, loc, valid, capacity, slots);
+    kv_bf16_store<FusedRule>(pool, rows, loc, valid, FUSED_ROWS(pass, capacity), slots);
   }
 }
 #endif

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -20,6 +21,7 @@ var variants = []sdk.Variant{
 	{Name: "minus1-wraps", Doc: "resolves -1 to the last slot as Python indexing does, then stores it (vllm #43810)"},
 	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
 	{Name: "slowed", Doc: "correct, but stores every row twice: a regression for kvharness compare to flag", Correct: true},
+	{Name: "slowed10", Doc: "correct, but stores the first tenth of the rows (rounded down) again: 10% more work from 10 rows on, a small regression for kvharness compare to flag", Correct: true},
 	{Name: "oob-write", Doc: "stores the last valid row 2^32 slots past its own: far outside the arena, where compute-sanitizer's memcheck sees it"},
 }
 
@@ -50,6 +52,10 @@ func store(variant string, i, n int, loc, slots int64) (int64, bool) {
 	return loc, i < n
 }
 
+// recipe is the fp8 arithmetic of the fused store: max(1e-4, amax)/448
+// and x/s, as the CUDA stores compute it.
+var recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
+
 func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
 	switch layout {
 	case "bf16":
@@ -76,11 +82,14 @@ func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 		return err
 	}
 	d := l.HeadDim
-	passes := 1
-	if c.Variant == "slowed" {
-		passes = 2 // the same bytes twice: correct, and twice the work
+	work := c.Capacity
+	switch c.Variant {
+	case "slowed":
+		work *= 2 // the same bytes twice: correct, and twice the work
+	case "slowed10":
+		work += c.Capacity / 10 // the first tenth again: 10% more work
 	}
-	for i := range c.Capacity * passes {
+	for i := range work {
 		i %= c.Capacity
 		slot, ok := store(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
 		if !ok {
@@ -107,7 +116,11 @@ var Plugin = sdk.Plugin{
 		var out []sdk.Geometry
 		for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 			_, perToken, _ := geometry(name, d, p)
-			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p})
+			g := sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p}
+			if name != "bf16" {
+				g.Recipe = recipe
+			}
+			out = append(out, g)
 		}
 		return out
 	},

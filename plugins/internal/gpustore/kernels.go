@@ -121,8 +121,12 @@ func launch(c *sdk.DeviceStoreCall, f *cuda.Function, s Spec) error {
 }
 
 // aligned checks what the vector accesses need: a 16-byte aligned pool
-// base and rows, 8-byte slots and a 4-byte count.
+// base and rows, 8-byte slots and a 4-byte count. The kernels read int64
+// slots: a call with 32-bit ones is refused rather than misread.
 func aligned(c *sdk.DeviceStoreCall) error {
+	if c.SlotBits != 0 && c.SlotBits != 64 {
+		return fmt.Errorf("loc holds %d-bit slots; the gpustore kernels read 64-bit ones (declare SlotBits 64)", c.SlotBits)
+	}
 	for _, a := range []struct {
 		what  string
 		p     cuda.Ptr

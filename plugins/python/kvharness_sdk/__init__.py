@@ -1,13 +1,16 @@
 """kvharness_sdk: write a kvharness kernel plugin in Python.
 
-Subclass :class:`Kernel`, describe it, implement ``store``, and call
-:func:`serve` from the script's main block; ship a ``kvharness-plugin.json``
-manifest beside the script. See plugins/python/README.md, and
-plugins/python/torchscatter for the smallest complete plugin.
+Subclass :class:`Kernel`, describe it (geometry, fp8 recipe, slot width),
+implement ``store``, ``read`` or ``transfer``, and call :func:`serve` from
+the script's main block; ship a ``kvharness-plugin.json`` manifest beside
+the script. See plugins/python/README.md, and plugins/python/torchscatter
+for the smallest complete plugin.
 
 The package needs grpcio, protobuf and numpy; the cuda backend also needs
-torch and cupy (and triton for Triton kernels). Its gRPC stubs are
-generated into ``_gen`` by plugins/python/gen.sh and committed.
+torch (and triton for Triton kernels) and the NVIDIA driver's libcuda. Its
+gRPC stubs are generated into ``_gen`` by plugins/python/gen.sh and
+committed. ``pip install plugins/python`` installs it outside the
+repository.
 """
 
 import sys as _sys
@@ -39,10 +42,17 @@ from .kernel import (  # noqa: E402
     Kernel,
     Layout,
     Pool,
+    Recipe,
     StoreCall,
     Variant,
+    read_variant,
+    transfer_variant,
 )
+from .read import ReadCall  # noqa: E402
 from .serve import serve  # noqa: E402
+from .transfer import Descriptor, PoolName, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
+
+__version__ = "1.1.0"
 
 __all__ = [
     "CUDA",
@@ -53,11 +63,20 @@ __all__ = [
     "PAD_MINUS1",
     "PADDING_NAMES",
     "Attach",
+    "Descriptor",
     "Geometry",
     "Kernel",
     "Layout",
     "Pool",
+    "PoolName",
+    "ReadCall",
+    "Recipe",
     "StoreCall",
+    "TransferBuffer",
+    "TransferCall",
+    "TransferRoom",
     "Variant",
+    "read_variant",
     "serve",
+    "transfer_variant",
 ]

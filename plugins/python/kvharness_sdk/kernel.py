@@ -1,8 +1,9 @@
 """What a kernel author writes: one subclass of :class:`Kernel`.
 
 The SDK does everything else (the go-plugin handshake, the gRPC service,
-request validation, mapping the arena, timing benches), so a plugin is the
-kernel's own code and a few lines of description::
+request validation, mapping the arena, CUDA-graph capture and replay,
+timing benches), so a plugin is the kernel's own code and a few lines of
+description::
 
     class MyStore(Kernel):
         name, version = "mystore", "1.0.0"
@@ -20,12 +21,14 @@ kernel's own code and a few lines of description::
         serve(MyStore())
 
 The types mirror the Go SDK's (harness/sdk): a kernel written against one
-reads the same in the other.
+reads the same in the other. Read and transfer kernels live in read.py and
+transfer.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 # Padding conventions (kvharness.proto's Padding enum): what padded rows
@@ -41,26 +44,101 @@ PADDING_NAMES = {PAD_NONE: "none", PAD_COUNT: "count", PAD_SINK: "sink", PAD_MIN
 SHM = "shm"
 CUDA = "cuda"
 
+# Kernel kinds a variant can change (Variant.kernel).
+STORE, READ, TRANSFER = "store", "read", "transfer"
+
 
 @dataclass(frozen=True)
 class Variant:
     """A named build of the kernel, usually a mutant reproducing a real bug
     class. The harness selects it with --variant; the SDK refuses names not
-    listed here, as the Go SDK does."""
+    listed here, as the Go SDK does.
+
+    ``correct`` marks a variant that behaves correctly but differently (a
+    control for the mutant suite, not a mutant). ``kernel`` is the kernel
+    the variant changes: "" for the store, "read" or "transfer"; the mutant
+    suite runs each variant against that kernel's properties."""
 
     name: str
     doc: str = ""
+    correct: bool = False
+    kernel: str = ""
+
+    def __post_init__(self):
+        if self.kernel not in ("", STORE, READ, TRANSFER):
+            raise ValueError(f"variant {self.name!r}: kernel {self.kernel!r}; want '', 'store', 'read' or 'transfer'")
+
+
+def read_variant(name: str, doc: str) -> Variant:
+    """A variant that changes only the read kernel (the Go SDK's ReadVariant)."""
+    return Variant(name, doc, kernel=READ)
+
+
+def transfer_variant(name: str, doc: str) -> Variant:
+    """A variant that changes only the transfer kernel."""
+    return Variant(name, doc, kernel=TRANSFER)
+
+
+# Recipe names, as kvharness.proto's ScaleRule, Quantize and Rounding.
+SCALE_RULES = ("default", "f32", "ue8m0")
+QUANTIZE_RULES = ("divide", "reciprocal")
+ROUNDINGS = ("nearest-even",)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How the kernel quantizes a layout's fp8 fields: what its code
+    believes, declared as its bytes per token are. The harness judges
+    stored scales and codes against it, not against one hard-coded formula.
+
+    - ``scale``: "f32" (scale = max(amax, eps) / 448, stored as float32),
+      "ue8m0" (that scale rounded up to a power of two, stored as its 8-bit
+      exponent), or "default" (what the layout's scale field says);
+    - ``eps``: the floor on amax; None leaves the layout's default (1e-4),
+      0 means no floor;
+    - ``quantize``: "divide" (e4m3(x / s)) or "reciprocal" (e4m3(x * (1/s)),
+      what most engine kernels compute);
+    - ``rounding``: "nearest-even";
+    - ``saturate``: clamp codes past the e4m3 range to ±448 (None: true);
+    - ``scale_ulps``: how many float32 ulps a stored scale may lie from the
+      recipe's (None: 1), for approximate division.
+
+    The SDK checks names and types; the harness judges the values' sanity
+    (a recipe outside its bounds is a usage error naming the field)."""
+
+    scale: str = "default"
+    eps: Optional[float] = None
+    quantize: str = "divide"
+    rounding: str = "nearest-even"
+    saturate: Optional[bool] = None
+    scale_ulps: Optional[int] = None
+
+    def __post_init__(self):
+        for field, value, allowed in (("scale", self.scale, SCALE_RULES), ("quantize", self.quantize, QUANTIZE_RULES),
+                                      ("rounding", self.rounding, ROUNDINGS)):
+            if value not in allowed:
+                raise ValueError(f"recipe {field} {value!r}: want one of {', '.join(allowed)}")
+        if self.eps is not None and (isinstance(self.eps, bool) or not isinstance(self.eps, (int, float))
+                                     or math.isnan(self.eps)):
+            raise ValueError(f"recipe eps {self.eps!r}: want a number (or None for the layout's default)")
+        if self.saturate is not None and not isinstance(self.saturate, bool):
+            raise ValueError(f"recipe saturate {self.saturate!r}: want True, False or None")
+        if self.scale_ulps is not None and (isinstance(self.scale_ulps, bool) or not isinstance(self.scale_ulps, int)
+                                            or not 0 <= self.scale_ulps < 1 << 32):
+            raise ValueError(f"recipe scale_ulps {self.scale_ulps!r}: want a count of ulps (or None for 1)")
 
 
 @dataclass(frozen=True)
 class Geometry:
     """What the kernel's own code believes about a layout. The harness
     compares it with the layout before running any case, so a kernel that
-    computes bytes per token as an element count fails up front."""
+    computes bytes per token as an element count fails up front. ``recipe``
+    declares its fp8 arithmetic (None: the layout's default recipe)."""
 
     layout: str
     bytes_per_token: int
     bytes_per_page: int
+    recipe: Optional[Recipe] = None
 
 
 @dataclass(frozen=True)
@@ -74,14 +152,16 @@ class Layout:
 
 @dataclass(frozen=True)
 class Pool:
-    """One KV-cache pool in the arena: slot 0's page starts at arena offset
-    ``base``; the pool window is ``nbytes`` long (whole pages, aligned)."""
+    """One KV-cache pool: slot 0's page starts at offset ``base`` of memory
+    region ``region`` (0, the arena, unless the attach carried several);
+    the pool window is ``nbytes`` long (whole pages, aligned)."""
 
     name: str
     layout: Layout
     slots: int
     base: int
     nbytes: int
+    region: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,10 +169,11 @@ class Attach:
     """What a kernel learns once per Attach (see :meth:`Kernel.prepare`)."""
 
     variant: str
-    backend: str  # SHM or CUDA
+    backend: str  # SHM or CUDA: where the kernels run (the first region's)
     pools: Sequence[Pool]
     device: Optional[int] = None  # CUDA device ordinal on the cuda backend
-    arena: Any = None  # the whole arena: numpy uint8 on shm, torch uint8 on cuda
+    arena: Any = None  # the first region: numpy uint8 on shm, torch uint8 on cuda
+    regions: Sequence[Any] = ()  # every region's memory, in order (regions[0] is arena)
 
 
 @dataclass
@@ -102,16 +183,23 @@ class StoreCall:
     under PAD_COUNT their loc holds stale slots, under PAD_SINK slot 0, under
     PAD_MINUS1 -1.
 
-    On the shm backend ``arena`` is a numpy uint8 array over the whole
-    shared-memory arena, ``rows`` a read-only numpy uint16 (C, D) array of
-    bf16 bit patterns and ``loc`` a read-only numpy int64 (C,) array, both
-    views of the harness's staging. On the cuda backend they are torch
-    tensors on the device (uint8, bfloat16 (C, D), int64 (C,)) over the
-    harness's allocation, and the kernel must enqueue its work on ``stream``
-    (the SDK makes it current) without synchronising: the SDK waits once
-    per batch, before it answers. ``valid_t`` is a device int32 tensor that
-    holds ``valid``, written in stream order before the call, as serving
-    engines copy num_tokens into a static buffer before replaying a graph.
+    On the shm backend ``arena`` is a numpy uint8 array over the pool's
+    memory region, ``rows`` a read-only numpy uint16 (C, D) array of bf16
+    bit patterns and ``loc`` a read-only numpy int64 (C,) array (int32 for
+    a kernel that declares ``slot_bits = 32``). On the cuda backend they are
+    torch tensors on the device (uint8, bfloat16 (C, D), int64 or int32
+    (C,)), and the kernel must enqueue its work on ``stream`` (the SDK makes
+    it current) without synchronising: the SDK waits once per batch, before
+    it answers. ``valid_t`` is a device int32 tensor that holds ``valid``,
+    written in stream order before the call, as serving engines copy
+    num_tokens into a static buffer before replaying a graph.
+
+    With ``graph`` (kvharness check --graph) the SDK captures the first
+    call of each shape into a torch.cuda.CUDAGraph, with ``rows``, ``loc``
+    and ``valid_t`` pointing at static tensors of capacity C, and replays
+    it for later calls after copying their inputs into those tensors: read
+    n from ``valid_t`` on the device, never from ``valid`` on the host, or
+    every replay stores the captured count.
     """
 
     variant: str
@@ -127,9 +215,10 @@ class StoreCall:
     valid_t: Any = None
     stream: Any = None
     device: Optional[int] = None
+    slot_bits: int = 64
 
     def pool_bytes(self) -> Any:
-        """The pool's window of the arena as uint8 (numpy or torch)."""
+        """The pool's window of its region as uint8 (numpy or torch)."""
         return self.arena[self.pool.base : self.pool.base + self.pool.nbytes]
 
     def pool_rows(self) -> Any:
@@ -149,12 +238,20 @@ class StoreCall:
 
 class Kernel:
     """Base class of a kvharness kernel plugin. Override the class attributes
-    and :meth:`geometry` and :meth:`store`; optionally :meth:`prepare` and
-    :meth:`launcher`.
+    and :meth:`geometry`, then any of :meth:`store`, :meth:`read` and
+    :meth:`transfer`; optionally :meth:`prepare` and :meth:`launcher`.
 
-    ``backends`` lists where the kernel can run: SHM (numpy on the host)
+    ``backends`` lists where the kernels run: SHM (numpy on the host)
     and/or CUDA (torch/triton on the GPU). Describe reports them; the
     harness's ``--backend auto`` picks cuda only when it is listed.
+
+    ``slot_bits`` is the width of the slot indices the store reads, 64 or
+    32: the harness stages loc at that width, and the SDK hands ``loc`` to
+    the kernel as int64 or int32.
+
+    ``cuda_fd_arenas`` lets the harness share CUDA arenas by file
+    descriptor (imported with cuMemImportFromShareableHandle, mapped with
+    large pages) instead of by IPC handle; set it to False to keep IPC.
     """
 
     name: str = ""
@@ -162,10 +259,13 @@ class Kernel:
     doc: str = ""
     variants: Sequence[Variant] = ()
     backends: Sequence[str] = (SHM,)
+    slot_bits: int = 64
+    cuda_fd_arenas: bool = True
 
     def geometry(self, variant: str, head_dim: int, page_size: int) -> Sequence[Geometry]:
-        """The layouts the kernel stores for a variant, head dimension and
-        page size, with the bytes per token and per page its code uses."""
+        """The layouts the kernel serves for a variant, head dimension and
+        page size, with the bytes per token and per page its code uses and
+        the fp8 recipe it computes."""
         raise NotImplementedError(f"{type(self).__name__} must define geometry(variant, head_dim, page_size)")
 
     def store(self, call: StoreCall) -> None:
@@ -174,11 +274,22 @@ class Kernel:
         harness shows); it never kills the plugin."""
         raise NotImplementedError
 
+    def read(self, call) -> None:
+        """Runs one read (a :class:`kvharness_sdk.ReadCall`): score each
+        request's query against its token list's keys and write the top k.
+        A read kernel writes the out windows and nothing else."""
+        raise NotImplementedError
+
+    def transfer(self, call) -> Sequence:
+        """Runs one transfer (a :class:`kvharness_sdk.TransferCall`): build
+        the descriptors, execute them (``call.copy``) and return them."""
+        raise NotImplementedError
+
     def prepare(self, attach: Attach) -> None:
-        """Called once per Attach, before any store: compile or warm up the
-        kernels for the pools here, so that compilation is neither inside the
-        first timed launch nor a surprise in the middle of a run. An
-        exception fails the Attach (FAILED_PRECONDITION)."""
+        """Called once per Attach, before any call: compile or warm up the
+        kernels for the pools here, so that compilation is neither inside
+        the first timed launch nor inside a CUDA-graph capture. An exception
+        fails the Attach (FAILED_PRECONDITION)."""
 
     def launcher(self, call: StoreCall) -> Callable[[], None]:
         """Returns a function that runs ``call`` once; Bench times it. The
@@ -192,5 +303,31 @@ class Kernel:
         """Whether the subclass implements store (Describe's "kernels")."""
         return type(self).store is not Kernel.store
 
+    def has_read(self) -> bool:
+        return type(self).read is not Kernel.read
+
+    def has_transfer(self) -> bool:
+        return type(self).transfer is not Kernel.transfer
+
+    def kernels(self) -> list:
+        """Describe's kernel kinds, in the Go SDK's order."""
+        has = {STORE: self.has_store(), READ: self.has_read(), TRANSFER: self.has_transfer()}
+        return [k for k in (STORE, READ, TRANSFER) if has[k]]
+
     def variant_names(self) -> list:
         return [v.name for v in self.variants]
+
+
+def check_declaration(kernel: Kernel) -> None:
+    """Rejects a kernel whose class attributes the SDK cannot serve, before
+    the handshake: a typo here is the author's to fix, not a fault."""
+    if not kernel.name:
+        raise ValueError(f"{type(kernel).__name__}: set name")
+    if kernel.slot_bits not in (32, 64):
+        raise ValueError(f"{kernel.name}: slot_bits {kernel.slot_bits!r}; want 32 or 64")
+    bad = [b for b in kernel.backends if b not in (SHM, CUDA)]
+    if bad:
+        raise ValueError(f"{kernel.name}: backends {list(kernel.backends)}; want {SHM!r} and/or {CUDA!r}")
+    names = kernel.variant_names()
+    if len(set(names)) != len(names) or "" in names:
+        raise ValueError(f"{kernel.name}: variant names {names}: want distinct, non-empty names")

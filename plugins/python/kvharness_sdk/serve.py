@@ -41,7 +41,7 @@ from ._gen import (
     health_pb2,
     health_pb2_grpc,
 )
-from .kernel import CUDA, Kernel
+from .kernel import CUDA, Kernel, check_declaration
 from .service import KernelService
 from .tls import TLSUnavailable, server_certificate
 
@@ -117,14 +117,12 @@ def _socket_path() -> str:
 
 
 def _preload_cuda(kernel: Kernel) -> None:
-    """Imports torch (and cupy) before the handshake when the kernel runs
-    on CUDA and a GPU is present: importing torch takes seconds, which the
-    harness's start timeout (20 s) absorbs but a per-call deadline (10 s)
-    might not."""
+    """Imports torch before the handshake when the kernel runs on CUDA and
+    a GPU is present: importing torch takes seconds, which the harness's
+    start timeout (20 s) absorbs but a per-call deadline (10 s) might not."""
     if CUDA not in kernel.backends or not os.path.exists("/dev/nvidiactl"):
         return
     try:
-        import cupy  # noqa: F401
         import torch  # noqa: F401
     except ImportError:
         pass  # Attach on cuda says what is missing; shm still works
@@ -133,6 +131,11 @@ def _preload_cuda(kernel: Kernel) -> None:
 def serve(kernel: Kernel) -> None:
     """Serves kernel until the harness shuts the plugin down or kills it.
     Call it from the plugin's ``if __name__ == "__main__":``."""
+    try:
+        check_declaration(kernel)
+    except ValueError as e:
+        sys.stderr.write(f"kvharness_sdk: {e}\n")
+        sys.exit(1)
     _not_by_hand(kernel)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as go-plugin: Ctrl-C is for the harness
     _preload_cuda(kernel)

@@ -54,6 +54,16 @@ class KernelStub(object):
                 request_serializer=kvharness__pb2.BenchRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.BenchResponse.FromString,
                 )
+        self.Load = channel.unary_unary(
+                '/kvharness.v1.Kernel/Load',
+                request_serializer=kvharness__pb2.LoadRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.LoadResponse.FromString,
+                )
+        self.LoadBench = channel.unary_unary(
+                '/kvharness.v1.Kernel/LoadBench',
+                request_serializer=kvharness__pb2.LoadBenchRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.LoadBenchResponse.FromString,
+                )
 
 
 class KernelServicer(object):
@@ -120,6 +130,24 @@ class KernelServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Load(self, request, context):
+        """Layer loads and stream ordering (the load kind; messages at the end).
+        Load runs one ordering case: the plugin's load (or store) on streams of
+        its own, the harness's consumer behind the plugin's gates, under a
+        latch that holds the case's late copies until the consumer is queued.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadBench(self, request, context):
+        """LoadBench times the plugin's whole load path (every layer's copies
+        and gates, then a wait) against one plain copy of the same bytes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KernelServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -162,6 +190,16 @@ def add_KernelServicer_to_server(servicer, server):
                     servicer.Bench,
                     request_deserializer=kvharness__pb2.BenchRequest.FromString,
                     response_serializer=kvharness__pb2.BenchResponse.SerializeToString,
+            ),
+            'Load': grpc.unary_unary_rpc_method_handler(
+                    servicer.Load,
+                    request_deserializer=kvharness__pb2.LoadRequest.FromString,
+                    response_serializer=kvharness__pb2.LoadResponse.SerializeToString,
+            ),
+            'LoadBench': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadBench,
+                    request_deserializer=kvharness__pb2.LoadBenchRequest.FromString,
+                    response_serializer=kvharness__pb2.LoadBenchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -306,5 +344,39 @@ class Kernel(object):
         return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Bench',
             kvharness__pb2.BenchRequest.SerializeToString,
             kvharness__pb2.BenchResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Load(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Load',
+            kvharness__pb2.LoadRequest.SerializeToString,
+            kvharness__pb2.LoadResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def LoadBench(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/LoadBench',
+            kvharness__pb2.LoadBenchRequest.SerializeToString,
+            kvharness__pb2.LoadBenchResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

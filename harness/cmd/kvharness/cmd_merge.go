@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/kvharness/kvharness/harness/benchrun"
+)
+
+func init() {
+	register("merge", "join the --shard parts of a bench night into one night", runMerge)
+}
+
+const mergeExamples = `  kvharness bench --matrix bench/matrix-cpu.json --shard 1/3 --out shard-1   # and 2/3, 3/3, on three machines
+  kvharness merge --out night shard-1 shard-2 shard-3
+  kvharness compare bench/baselines/cpu.txt night/bench.txt
+`
+
+func runMerge(_ context.Context, e *env, args []string) int {
+	fs := flags("merge", "--out DIR SHARD_DIR...", mergeExamples, e)
+	out := fs.String("out", "kvharness-bench", "output folder of the joined night: cells.jsonl, bench.txt, table.txt, night.json, plots/")
+	format := fs.String("format", "text", "the table on stdout: text, md, csv or json")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	f, err := benchrun.ParseFormat(*format)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if fs.NArg() == 0 {
+		return e.errorf("merge takes the shards' --out folders; got none")
+	}
+	cells, man, err := benchrun.Merge(fs.Args())
+	if err != nil {
+		return e.errorf("merge: %v", err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return e.errorf("make --out folder: %v", err)
+	}
+	return writeNight(e, *out, f, cells, man)
+}

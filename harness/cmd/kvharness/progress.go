@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
+	"github.com/kvharness/kvharness/harness/property"
+)
+
+// progress is what a long command shows on a terminal while it works: a
+// bar of cases checked with cases/s, elapsed time and ETA, and above it
+// one line per row as each finishes. Off a terminal (a pipe, a CI log) it
+// shows nothing: the report on stdout is the record. It draws on stderr,
+// so stdout stays the report alone either way.
+//
+// The bar is mpb's (github.com/vbauerster/mpb): it keeps lines printed
+// above a live bar in place, which a bar redrawn by hand gets wrong as
+// soon as a line is longer than the terminal.
+type progress struct {
+	p     *mpb.Progress
+	mu    sync.Mutex
+	bar   *mpb.Bar
+	total int64
+	what  string // "cases", "mutants"
+	label string
+}
+
+// progressOn is a progress display on e's stderr when it is a terminal,
+// else nil (every method of a nil *progress does nothing).
+func progressOn(e *env, label, what string) *progress {
+	f, ok := e.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return newProgress(f, label, what)
+}
+
+func newProgress(w io.Writer, label, what string) *progress {
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+	return &progress{p: p, what: what, label: label}
+}
+
+// grow adds n units to the bar's total, making the bar on first use.
+func (g *progress) grow(n int) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.total += int64(n)
+	if g.bar != nil {
+		g.bar.SetTotal(g.total, false)
+		return
+	}
+	g.bar = g.p.New(g.total, mpb.BarStyle().Lbound("[").Rbound("]"),
+		mpb.PrependDecorators(decor.Name(g.label+" "), decor.CountersNoUnit("%d/%d "+g.what)),
+		mpb.AppendDecorators(
+			decor.AverageSpeed(0, " %.0f "+g.what+"/s"),
+			decor.Name(" · "), decor.Elapsed(decor.ET_STYLE_GO),
+			decor.Name(" · ETA "), decor.AverageETA(decor.ET_STYLE_GO)))
+}
+
+// step counts n units done.
+func (g *progress) step(n int) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if g.bar != nil {
+		g.bar.IncrBy(n)
+	}
+	g.mu.Unlock()
+}
+
+// line prints a finished row above the bar.
+func (g *progress) line(format string, args ...any) {
+	if g == nil {
+		return
+	}
+	fmt.Fprintf(g.p, format+"\n", args...)
+}
+
+// done removes the bar and waits until the terminal is left clean for the
+// report.
+func (g *progress) done() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if g.bar != nil {
+		g.bar.Abort(true)
+	}
+	g.mu.Unlock()
+	g.p.Wait()
+}
+
+// caseObserver feeds a check's cases and finished rows to a progress
+// display.
+type caseObserver struct {
+	g      *progress
+	mu     sync.Mutex
+	wanted int // cases the bar counts on for rows not yet finished
+}
+
+var _ property.Observer = (*caseObserver)(nil)
+
+// observe returns ctx carrying an observer that draws on g; ctx itself
+// when g is nil.
+func observe(ctx context.Context, g *progress) context.Context {
+	if g == nil {
+		return ctx
+	}
+	return property.WithObserver(ctx, &caseObserver{g: g})
+}
+
+func (o *caseObserver) Started(rows, cases int) { o.g.grow(rows * cases) }
+func (o *caseObserver) Checked()                { o.g.step(1) }
+
+// Finished prints the row and moves the bar past the cases a row that
+// ended early will not check.
+func (o *caseObserver) Finished(d property.RowDone) {
+	if d.Wanted > d.Cases {
+		o.g.step(d.Wanted - d.Cases)
+	}
+	o.g.line("%s", rowLine(d))
+}
+
+// rowLine is a finished row in one line: its name, verdict, cases and
+// time.
+func rowLine(d property.RowDone) string {
+	name := textsafe.String(d.Label)
+	if d.Layout != "" {
+		name = textsafe.String(d.Layout) + "/" + name
+	}
+	verdict := "ok"
+	switch {
+	case d.Failed && d.Flaky:
+		verdict = "FLAKY " + string(d.Property)
+	case d.Failed:
+		verdict = "FAIL " + string(d.Property)
+	case errors.Is(d.Fault, context.Canceled):
+		verdict = "stopped"
+	case d.Fault != nil:
+		verdict = "FAULT"
+	case d.Faults > 0:
+		verdict = fmt.Sprintf("ok after %d plugin faults", d.Faults)
+	}
+	return fmt.Sprintf("  %-24s %-16s %6d cases  %v", name, verdict, d.Cases, d.Elapsed.Round(time.Millisecond))
+}

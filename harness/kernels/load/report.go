@@ -1,0 +1,80 @@
+package load
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+)
+
+// Schema is how load check runs read: a row per profile, a column per
+// ordering property (a deadlock counts against the content a load must
+// leave, a spurious failure against the failure handling), and a failure
+// printed with its schedule, its violations located by layer, buffer and
+// page with the missing edge, the gates' answers and the log's size.
+var Schema = &report.Schema[*Case, *Result]{
+	Kernel:    protocol.Load,
+	Keys:      []report.Key{report.LabelKey},
+	Columns:   []oracle.Kind{ReadEarly, Overwrite, FailedDone, Content, Race},
+	Counts:    map[oracle.Kind]oracle.Kind{Deadlock: Content, Spurious: FailedDone},
+	LabelJSON: "profile",
+	Title: func(h report.Header) string {
+		variant := h.Variant
+		if variant == "" {
+			variant = "none"
+		}
+		return fmt.Sprintf("plugin %s %s, variant %s, on %s: layer loads, up to %d cases per row, seed %d, %s",
+			h.Plugin, h.Version, variant, h.Backend, h.Cases, h.Seed, h.About)
+	},
+	Headline:  func(_ *layout.Layout, label string) []string { return []string{"load", "profile " + label} },
+	WriteCase: WriteCase,
+	FailureJSON: func(c *Case, r *Result) report.Object {
+		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
+			{Key: "gates", Value: r.Gates, OmitEmpty: true}, {Key: "ops", Value: r.Ops}, {Key: "held", Value: r.Held}}
+	},
+	Repro: repro,
+}
+
+// repro saves a failing row: the case carries its geometry; the file's
+// layout is the first buffer's, its slots one pool's tokens.
+func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
+	fl := v.Outcome.Failure
+	c := fl.Case
+	l, err := c.Geometry.Layout(0)
+	if err != nil {
+		return nil, err
+	}
+	vs := fl.Minimal.Generic()
+	if len(vs) > report.MaxViolations {
+		vs = vs[:report.MaxViolations]
+	}
+	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Load, Plugin: h.PluginArg, Variant: h.Variant,
+		Layout: l.JSON(), Slots: c.Geometry.Pages * c.Geometry.PageSize, BackgroundSeed: h.Seed, Case: c, Tag: v.Label,
+		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
+			Shrinks: fl.Shrinks, Violations: vs}}, nil
+}
+
+// WriteCase prints a checked case: its schedule, its violations (want/got
+// bytes where a page was wrong), the gates that failed, and how much of
+// the log the latch held.
+func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
+	c.Describe(w, "    ")
+	shown := make([]report.Shown, len(r.Violations))
+	for i, v := range r.Violations {
+		shown[i] = report.Shown{Line: v.String()}
+		if v.Len > 0 {
+			shown[i].Diff = report.HexDiff(oracle.Violation{Off: v.Off, Want: v.Want, Got: v.Got})
+		}
+	}
+	report.WriteViolations(w, shown)
+	for _, g := range r.Gates {
+		if g.Error != "" {
+			fmt.Fprintf(w, "  gate L%d/%s failed: %s\n", g.Layer, g.Buffer, g.Error)
+		}
+	}
+	fmt.Fprintf(w, "  log: %d stream operations, %d of them run after the latch opened\n", r.Ops, r.Held)
+}

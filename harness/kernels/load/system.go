@@ -1,0 +1,75 @@
+package load
+
+import (
+	"context"
+	"math/rand"
+
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// System is a plugin's load kernel as a property run drives it: cases of
+// one profile over one geometry. A case carries its geometry (a repro
+// file replays it on the arena it failed on), so the target is opened for
+// the case's, and kept while it stays the same.
+type System struct {
+	Plugin *plugin.Plugin
+	Dir    *rundir.Dir
+	Config Config // its Geometry is the first target's; each case brings its own
+	Gen    *Gen
+
+	target *Target
+}
+
+var _ property.System[*Case, *Result] = (*System)(nil)
+
+// NewSystem draws cases of gen's profile (nil: a replay system that only
+// checks).
+func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
+	return &System{Plugin: p, Dir: dir, Config: cfg, Gen: gen}
+}
+
+// Draw implements property.System.
+func (s *System) Draw(rng *rand.Rand) *Case { return s.Gen.Draw(rng) }
+
+// Shrink implements property.System.
+func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
+
+// Check implements property.System.
+func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
+	t, err := s.Target(ctx, c.Geometry)
+	if err != nil {
+		return nil, err
+	}
+	return t.Check(ctx, c)
+}
+
+// Restart implements property.System; the target attaches again on its
+// next call.
+func (s *System) Restart(ctx context.Context) error { return s.Plugin.Restart(ctx) }
+
+// Target is the target of a geometry, opened (and the last one closed)
+// when it changes.
+func (s *System) Target(ctx context.Context, g Geometry) (*Target, error) {
+	if s.target != nil && s.target.Geometry.Key() == g.Key() {
+		return s.target, nil
+	}
+	s.Close(ctx)
+	cfg := s.Config
+	cfg.Geometry = g
+	t, err := Open(ctx, s.Plugin, s.Dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.target = t
+	return t, nil
+}
+
+// Close frees the target's arena.
+func (s *System) Close(ctx context.Context) {
+	if s.target != nil {
+		s.target.Close(ctx)
+		s.target = nil
+	}
+}

@@ -1,0 +1,231 @@
+package python
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// example is one of the example stores a kernel author copies.
+type example struct {
+	dir      string
+	layout   string
+	headDim  int
+	scale    kvpb.ScaleRule
+	ulps     uint32 // declared scale_ulps; 0: unset
+	slotBits uint32
+	// quantized are the fields the recipe decides: where, on a harness
+	// that judges bytes by the default recipe, its eps and arithmetic
+	// show (and dsv4store's untouched pad byte).
+	quantized []string
+}
+
+var examples = []example{
+	{"indexerstore", "fp8-paged", 128, kvpb.ScaleRule_SCALE_RULE_F32, 2, 64, []string{"value", "scale"}},
+	{"dsv4store", "dsv4-main", 512, kvpb.ScaleRule_SCALE_RULE_UE8M0, 0, 32, []string{"nope", "scales", "pad"}},
+}
+
+func (e example) manifest() string { return filepath.Join(e.dir, "kvharness-plugin.json") }
+
+func (e example) layoutOf(t testing.TB) *layout.Layout {
+	t.Helper()
+	l, err := layout.Builtin(e.layout, e.headDim, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The examples declare their recipe (eps 1e-8, x * (1/scale)) and slot
+// width where the harness reads them; undeclared-eps declares none, and
+// default-recipe is a control.
+func TestExampleDeclarations(t *testing.T) {
+	python(t)
+	for _, e := range examples {
+		p := start(t, runDir(t), e.manifest(), "")
+		for _, v := range []string{"", "undeclared-eps", "default-recipe"} {
+			d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: v, HeadDim: uint32(e.headDim), PageSize: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != e.slotBits || !d.CudaFdArenas {
+				t.Fatalf("%s %q: %v", e.dir, v, d)
+			}
+			l := e.layoutOf(t)
+			if g := d.Layouts[0]; g.BytesPerToken != uint64(l.BytesPerToken()) || g.BytesPerPage != uint64(l.PageBytes()) {
+				t.Errorf("%s: declares %d B/token, %d B/page; the layout has %d, %d", e.dir, g.BytesPerToken, g.BytesPerPage,
+					l.BytesPerToken(), l.PageBytes())
+			}
+			r := d.Layouts[0].Recipe
+			if v != "" {
+				if r != nil {
+					t.Errorf("%s %q declares %v; want the default recipe", e.dir, v, r)
+				}
+				continue
+			}
+			if r.GetScale() != e.scale || r.Eps == nil || *r.Eps != 1e-8 || r.Quantize != kvpb.Quantize_QUANTIZE_RECIPROCAL ||
+				r.Saturate != nil || (r.ScaleUlps == nil) != (e.ulps == 0) || r.GetScaleUlps() != e.ulps {
+				t.Errorf("%s declares %v; want %v, eps 1e-8, reciprocal, scale_ulps %d (0: unset), saturate unset", e.dir, r, e.scale, e.ulps)
+			}
+		}
+		if i := slices.IndexFunc(d(t, p, e).Variants, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 ||
+			!d(t, p, e).Variants[i].Correct {
+			t.Errorf("%s: default-recipe is not a control", e.dir)
+		}
+	}
+}
+
+func d(t *testing.T, p *plugin.Plugin, e example) *kvpb.DescribeResponse {
+	t.Helper()
+	resp, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: uint32(e.headDim), PageSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// The default-recipe controls compute exactly the harness's reference
+// encoding, so they pass every property on any harness: the examples'
+// layout logic (pages, records, scale records, int32 slots for dsv4store)
+// and padding handling, checked on the CPU through their numpy twins.
+func TestExampleControlsPass(t *testing.T) {
+	python(t)
+	for _, e := range examples {
+		dir := runDir(t)
+		p := start(t, dir, e.manifest(), "default-recipe")
+		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: "default-recipe", Layouts: []*layout.Layout{e.layoutOf(t)},
+			Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, store.Paddings)
+		vs, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", e.dir, err)
+		}
+		for _, v := range vs {
+			if !v.Outcome.Passed() || v.Outcome.Cases != 60 {
+				t.Errorf("%s %s: %d cases, failure %+v", e.dir, v.Label, v.Outcome.Cases, v.Outcome.Failure)
+			}
+		}
+	}
+}
+
+func rowsCase(pad store.Padding, valid int, kinds []workload.RowKind, loc ...int64) *store.Case {
+	c := &store.Case{Padding: pad, Valid: valid, Loc: loc}
+	for i := range loc {
+		c.Rows = append(c.Rows, workload.Row{Kind: kinds[i%len(kinds)], Seed: uint64(i + 11)})
+	}
+	return c
+}
+
+// The examples' own recipe (eps 1e-8, x * (1/scale), dsv4store's pad byte
+// left as it was) on cases of normal, tiny and zero rows: every byte they
+// store lands in the slot's own quantized fields, so a harness that judges
+// bytes by the default recipe finds value differences there and nowhere
+// else (and one that judges by the declared recipe finds none). The
+// undeclared-eps mutant's zero rows differ from the default recipe's on
+// any harness: it must fail.
+func TestExampleRecipesOnlyChangeQuantizedFields(t *testing.T) {
+	python(t)
+	kinds := []workload.RowKind{workload.RowNormal, workload.RowTiny, workload.RowZero, workload.RowOutlier}
+	for _, e := range examples {
+		for _, variant := range []string{"", "undeclared-eps"} {
+			dir := runDir(t)
+			p := start(t, dir, e.manifest(), variant)
+			tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: variant, Layout: e.layoutOf(t), Slots: 1024,
+				MaxCapacity: 64, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []*store.Case{
+				rowsCase(store.PadCount, 6, kinds, 1, 63, 64, 200, 513, 1023, 7, 8),
+				rowsCase(store.PadMinus1, 3, []workload.RowKind{workload.RowZero}, 5, 6, 700, -1),
+			} {
+				res, err := tg.Check(context.Background(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range res.Violations {
+					if v.Kind != oracle.Value || !slices.Contains(e.quantized, v.Field) || v.Row < 0 || v.Row >= c.Valid {
+						t.Errorf("%s %q: %v; want value violations of valid rows' %v fields only", e.dir, variant, v, e.quantized)
+					}
+				}
+				t.Logf("%s %q %s: %d violations", e.dir, variant, c.Padding, len(res.Violations))
+				if variant == "undeclared-eps" && c.Padding == store.PadMinus1 && !res.Has(oracle.Value) {
+					t.Errorf("%s undeclared-eps: zero rows stored with eps 1e-8 pass as the default recipe", e.dir)
+				}
+			}
+			tg.Close(context.Background())
+		}
+	}
+}
+
+// On the shared-memory backend a store staged by a harness that knows no
+// slot_bits (int64) reaches dsv4store, which declares int32 slots, as
+// int32: the pool gets the same bytes as from the control run on int64.
+func TestSlotWidthConversion(t *testing.T) {
+	python(t)
+	e := examples[1]
+	dir := runDir(t)
+	p := start(t, dir, e.manifest(), "default-recipe")
+	l := e.layoutOf(t)
+	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 8*l.RowBytes()+64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := shm.New(dir, g.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, "default-recipe")); err != nil {
+		t.Fatal(err)
+	}
+	st := g.Staging.Off
+	if err := mem.Fill(pool.Window{Off: st, Len: 8 * l.RowBytes()}, 5); err != nil {
+		t.Fatal(err)
+	}
+	// Finite rows: clear each element's top exponent bit.
+	rows := make([]byte, 8*l.RowBytes())
+	mem.ReadAt(rows, st)
+	for i := 1; i < len(rows); i += 2 {
+		rows[i] &= 0x3f
+	}
+	mem.WriteAt(rows, st)
+	snapshot := func() []byte {
+		b := make([]byte, g.Regions[0].Pool.Len)
+		mem.ReadAt(b, g.Regions[0].Pool.Off)
+		return b
+	}
+	before := snapshot()
+	locOff := st + 8*l.RowBytes()
+	putInt64s(t, mem, locOff, 3, 64, 65, 255)
+	req := &kvpb.StoreRequest{Capacity: 4, Valid: 4, RowsOffset: uint64(st), LocOffset: uint64(locOff)}
+	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	wide := snapshot()
+	mem.WriteAt(before, g.Regions[0].Pool.Off)
+	b := make([]byte, 16)
+	for i, s := range []uint32{3, 64, 65, 255} {
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(s), byte(s>>8), byte(s>>16), byte(s>>24)
+	}
+	mem.WriteAt(b, locOff)
+	req.SlotBits = 32
+	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	if narrow := snapshot(); string(narrow) != string(wide) || string(wide) == string(before) {
+		t.Errorf("int32 and int64 staging stored different bytes (or none)")
+	}
+}

@@ -1,0 +1,196 @@
+"""Store requests: checked as the Go SDK checks them (harness/sdk/store.go,
+store_device.go), turned into a :class:`StoreCall`, and run eagerly or
+through a captured CUDA graph (graphs.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
+from .graphs import GraphCache, GraphKey
+from .kernel import CUDA, SHM, StoreCall
+
+# The CUDA backend hands kernels 16-byte aligned rows (vector loads), as
+# the Go SDK's deviceRowsAlign.
+DEVICE_ROWS_ALIGN = 16
+
+
+def slot_bits(req) -> int:
+    """The width loc is staged at: StoreRequest.slot_bits, 0 meaning 64."""
+    bits = req.slot_bits or 64
+    if bits not in (32, 64):
+        raise bad_request(f"slot_bits {req.slot_bits}: want 32 or 64 (0 means 64)")
+    return bits
+
+
+class Widths:
+    """Hands a kernel loc at the width it declared. A harness that staged
+    loc at another width (one older than slot_bits, which stages int64
+    whatever the plugin declares) gets its slots converted as the kernel's
+    own cast would, with a note on stderr once."""
+
+    def __init__(self, name: str, declared: int):
+        self.name, self.declared, self._noted = name, declared, False
+
+    def convert(self, loc, staged: int, backend: str):
+        if staged == self.declared:
+            return loc
+        if not self._noted:
+            self._noted = True
+            sys.stderr.write(f"kvharness_sdk: the harness staged loc as int{staged} but {self.name} declares "
+                             f"slot_bits {self.declared}: converting each call's slots (update kvharness to stage "
+                             "them at the declared width)\n")
+        if backend == CUDA:
+            import torch
+
+            return loc.to(torch.int32 if self.declared == 32 else torch.int64)
+        import numpy as np
+
+        out = loc.astype(np.int32 if self.declared == 32 else np.int64)
+        out.setflags(write=False)
+        return out
+
+
+def store_call(att, widths: Widths, req) -> StoreCall:
+    """Checks a store request against the attachment and builds the
+    kernel's view of it."""
+    if att is None:
+        raise precondition("store before attach")
+    if req.pool >= len(att.pools):
+        raise bad_request(f"pool {req.pool}: only {len(att.pools)} attached")
+    p = att.pools[req.pool]
+    c, n, d = req.capacity, req.valid, p.layout.head_dim
+    if c < 1 or n > c:
+        raise bad_request(f"capacity {c}, valid {n}: want 1 <= capacity and valid <= capacity")
+    try:
+        att.in_staging(req.rows_offset, c * d, 2)
+    except RpcError as e:
+        raise e.prefixed("rows")
+    bits = slot_bits(req)
+    try:
+        att.in_staging(req.loc_offset, c, bits // 8)
+    except RpcError as e:
+        raise e.prefixed("loc")
+    if att.backend == CUDA and req.rows_offset % DEVICE_ROWS_ALIGN:
+        raise bad_request(
+            f"rows offset {req.rows_offset}: the CUDA backend needs {DEVICE_ROWS_ALIGN}-byte aligned rows; "
+            "stage them at an aligned offset"
+        )
+    att.kernel_region(f"pool {p.name}", p.region)
+    att.kernel_region("staging", att.staging.region)
+    st = att.staging_region()
+    call = StoreCall(variant=att.variant, backend=att.backend, pool=p, arena=att.mem(p.region), capacity=c, valid=n,
+                     padding=req.padding, rows=st.rows(req.rows_offset, c, d),
+                     loc=widths.convert(st.loc(req.loc_offset, c, bits), bits, att.backend), graph=req.graph,
+                     device=att.device, slot_bits=widths.declared)
+    if att.backend == CUDA:
+        call.valid_t, call.stream = att.ctx.valid_t, att.ctx.stream
+    return call
+
+
+def graph_key(req, bits: int) -> GraphKey:
+    return GraphKey(req.pool, req.capacity, req.padding, req.rows_offset, req.loc_offset, bits)
+
+
+def label(n: int, i: int) -> str:
+    return "" if n == 1 else f" on call {i}"
+
+
+def labelled(n: int, i: int, fn, *args):
+    """fn(*args), prefixing a batch's errors with the failing call's index
+    (a single Store's error is kept as it is), as the Go SDK's callError."""
+    try:
+        return fn(*args)
+    except RpcError as e:
+        raise e if n == 1 else e.prefixed(f"call {i}")
+
+
+def run_kernel(fn, call, what: str = "store", where: str = ""):
+    """Runs a kernel and returns what it returns; its exception is the
+    call's ABORTED answer (with the traceback on stderr), never the
+    plugin's death."""
+    try:
+        return fn(call)
+    except RpcError:
+        raise
+    except Exception as e:  # noqa: BLE001  a kernel failure is the call's answer
+        traceback.print_exc(file=sys.stderr)
+        raise aborted(f"{what} kernel failed{where}: {type(e).__name__}: {e}")
+
+
+class Stores:
+    """The store side of the service for one kernel."""
+
+    def __init__(self, kernel):
+        self.k = kernel
+        self.widths = Widths(kernel.name, kernel.slot_bits)
+
+    def batch(self, att, calls) -> None:
+        if att is not None and att.backend == CUDA:
+            self._device(att, calls)
+        else:
+            self._host(att, calls)
+
+    def _host(self, att, calls) -> None:
+        if SHM not in self.k.backends or not self.k.has_store():
+            raise unimplemented(f"{self.k.name} has no store kernel for host memory")
+        for i, r in enumerate(calls):
+            call = labelled(len(calls), i, store_call, att, self.widths, r)
+            run_kernel(self.k.store, call, "store", label(len(calls), i))
+
+    def _device(self, att, calls) -> None:
+        if not self.k.has_store():
+            raise unimplemented(f"{self.k.name} has no CUDA store kernel (it defines no store): "
+                                "store with a plugin that has one")
+        err = None
+        with att.ctx.context():
+            for i, r in enumerate(calls):
+                try:
+                    labelled(len(calls), i, self.enqueue, att, r)
+                except RpcError as e:
+                    err = e
+                    break
+        # Wait even after a failed call, so no write is still in flight
+        # when the harness reads the arena.
+        sync_or_fault(att, "store", err)
+        if err is not None:
+            raise err
+
+    def enqueue(self, att, req) -> None:
+        """Queues one store: the kernel itself, or a replay of the graph
+        captured for the request's shape."""
+        call = store_call(att, self.widths, req)
+        if not req.graph:
+            att.ctx.valid_t.fill_(call.valid)
+            run_kernel(self.k.store, call)
+            return
+        self.graph(att, req, call).replay()
+
+    def graph(self, att, req, call):
+        """The captured graph of call's shape, its static inputs loaded
+        with call's."""
+        return self.graph_cache(att).get(graph_key(req, slot_bits(req)), call, lambda c: run_kernel(self.k.store, c))
+
+    @staticmethod
+    def graph_cache(att) -> GraphCache:
+        """The attach's graphs, made on first use."""
+        if att.graphs is None:
+            import torch
+
+            att.graphs = GraphCache(torch, att.device)
+        return att.graphs
+
+
+def sync_or_fault(att, kind: str, err=None) -> None:
+    """Waits for the attach's stream; a failure is a device fault (DATA_LOSS:
+    the harness restarts the plugin), naming the call's own error too."""
+    try:
+        att.ctx.sync()
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc(file=sys.stderr)
+        msg = f"{kind} kernel faulted on the device (the CUDA context is unusable until the plugin restarts): {e}"
+        if err is not None:
+            msg += f" (after: {err.message})"
+        raise device_fault(msg)

@@ -1,0 +1,82 @@
+"""Test helpers: a shared-memory arena the test maps too, a gRPC context
+whose abort raises, and loading an example plugin's module by path."""
+
+import importlib.util
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)  # plugins/python
+sys.path.insert(0, ROOT)
+
+from kvharness_sdk import protocol as pb  # noqa: E402
+from kvharness_sdk.service import KernelService  # noqa: E402
+
+kv = pb.kv
+
+
+class Aborted(Exception):
+    def __init__(self, code, message):
+        super().__init__(f"{code.name}: {message}")
+        self.code, self.message = code, message
+
+
+class Context:
+    """The part of grpc.ServicerContext the service uses."""
+
+    def abort(self, code, message):
+        raise Aborted(code, message)
+
+    def set_trailing_metadata(self, md):
+        self.trailer = dict(md)
+
+
+def call(service, method: str, request):
+    """service.method(request) through the RPC wrapper, as gRPC calls it."""
+    return getattr(service, method)(request, Context())
+
+
+class ShmArena:
+    """A file the service maps as a BACKEND_SHM region and the test reads
+    and writes through numpy."""
+
+    def __init__(self, size: int, pinned: bool = False):
+        f = tempfile.NamedTemporaryFile(prefix="kvh-test-", delete=False)
+        f.truncate(size)
+        f.close()
+        self.path, self.size = f.name, size
+        self.mem = np.memmap(self.path, dtype=np.uint8, mode="r+", shape=(size,))
+        self.desc = kv.Arena(backend=pb.BACKEND_SHM, path=self.path, size=size, pinned=pinned)
+
+    def write(self, off: int, data: np.ndarray) -> None:
+        b = np.ascontiguousarray(data).view(np.uint8).ravel()
+        self.mem[off : off + b.size] = b
+
+    def read(self, off: int, n: int) -> np.ndarray:
+        return np.array(self.mem[off : off + n])
+
+    def close(self) -> None:
+        del self.mem
+        os.unlink(self.path)
+
+
+def pool_desc(name, layout, head_dim, page_size, slots, off, size, region=0):
+    return kv.PoolDesc(name=name, layout=kv.LayoutRef(name=layout, head_dim=head_dim, page_size=page_size),
+                       slots=slots, pool=kv.Window(offset=off, size=size, region=region))
+
+
+def load_plugin(name: str):
+    """An example plugin's module (plugins/python/NAME/plugin.py), under a
+    module name of its own."""
+    path = os.path.join(ROOT, name, "plugin.py")
+    spec = importlib.util.spec_from_file_location(f"plugin_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def service(kernel) -> KernelService:
+    return KernelService(kernel)
