@@ -225,14 +225,16 @@ func (v *classifier) otherRow(u unit, inPool bool) (explanation, bool) {
 
 // strayPadded is a padded row's whole record in a slot it does not aim
 // at: a padded row stored somewhere else (-1 resolved to the last slot,
-// a stale slot shifted).
+// a stale slot shifted). Every plane of the slot must hold it: a kernel
+// writes a record whole, and one plane alone can match by chance (a
+// scale is a bf16 maximum over a constant, so two rows share one often).
 func (v *classifier) strayPadded(u unit, inPool bool) (explanation, bool) {
 	sc := v.sc
 	sp := sc.Layout.Footprint(u.slot)[u.plane]
 	got := v.got(pool.Window{Off: sp.Off, Len: sp.Len})
 	j, ok := v.paddedIndex(u.plane)[string(got)]
-	if !ok || sc.Case.Loc[j] == u.slot {
-		return explanation{}, false // none, or at its target: paddedRow covers that
+	if !ok || sc.Case.Loc[j] == u.slot || !v.holdsRecord(u.slot, j) {
+		return explanation{}, false // none, at its target (paddedRow covers that), or one plane alone
 	}
 	e := explanation{kind: oracle.Padding, row: j, by: "padded row " + itoa(j), fits: func(wrongByte) bool { return true },
 		detail: "holds padded row " + itoa(j) + "'s record: a padded row (" + sc.Case.Padding.String() + " convention, loc " +
@@ -241,6 +243,17 @@ func (v *classifier) strayPadded(u unit, inPool bool) (explanation, bool) {
 		e.kind = oracle.Guard
 	}
 	return e, true
+}
+
+// holdsRecord reports whether every plane of slot holds row j's record.
+func (v *classifier) holdsRecord(slot int64, j int) bool {
+	rec := v.sc.record(j)
+	for p, sp := range v.sc.Layout.Footprint(slot) {
+		if !equalBytes(v.got(pool.Window{Off: sp.Off, Len: sp.Len}), rec[p]) {
+			return false
+		}
+	}
+	return true
 }
 
 // paddedIndex maps each padded row's record of plane p to the row, built
