@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // SanitizerTools are the compute-sanitizer tools a check can run plugins
@@ -227,6 +229,10 @@ func (p *Plugin) imageFile() (string, error) {
 	}
 	if err == nil {
 		err = os.Chmod(f.Name(), 0o500)
+	}
+	if err == nil && unix.Access(f.Name(), unix.X_OK) != nil {
+		err = fmt.Errorf("%s is on a filesystem mounted noexec, where the pinned binary's checked copy cannot run: "+
+			"set KVHARNESS_RUNTIME_DIR to a folder that allows running programs", p.opts.Dir.Path)
 	}
 	if err != nil {
 		os.Remove(f.Name())
