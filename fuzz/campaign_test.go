@@ -101,6 +101,9 @@ func copyTree(src, dst string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(src, path)
+		if !d.IsDir() && skip[d.Name()] {
+			return nil // a file (a worktree's .git): SkipDir would skip the rest of its directory
+		}
 		if skip[d.Name()] || rel == filepath.Join(storePackage, "testdata", "fuzz") {
 			if !d.IsDir() {
 				return nil // a worktree's .git is a file: skip it, not the folder it is in

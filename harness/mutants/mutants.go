@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -56,6 +57,19 @@ type Config struct {
 	PageSize    int
 	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
+	// Value is how mutants' fp8 values are judged. Controls are judged by
+	// their declared recipes whatever it says: a correct kernel whose
+	// arithmetic is not the reference's (PyTorch's scale) is no less
+	// correct under exact judgement, only not bit-exact.
+	Value layout.Mode
+}
+
+// ValueOf is how subject s's values are judged under cfg.
+func (cfg Config) ValueOf(s Subject) layout.Mode {
+	if !s.Mutant {
+		return layout.ByRecipe
+	}
+	return cfg.Value
 }
 
 // Subjects lists a plugin's control (unless it is a reference bug) and its

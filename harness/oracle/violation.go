@@ -3,6 +3,8 @@ package oracle
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
 )
 
 // Kind classifies a violation. The string is what reports and repro files
@@ -104,10 +106,17 @@ func (v Violation) String() string {
 	return b.String()
 }
 
-// Declared is the geometry a plugin says its code uses for a layout.
+// Declared is what a plugin says its code believes about a layout: its
+// geometry, its fp8 arithmetic and the width of the slots it reads.
 type Declared struct {
 	BytesPerToken int
 	PageBytes     int
+	// Recipe is the fp8 recipe declared for the layout's e4m3 fields;
+	// nil: the layout's own recipes hold.
+	Recipe *layout.Recipe
+	// SlotBits is the width of the slot indices a store reads: 64 or 32
+	// (0 where nothing was declared, which means 64).
+	SlotBits int
 }
 
 // FloorDiv divides rounding toward minus infinity, so that an offset

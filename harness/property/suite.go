@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/target"
 )
 
@@ -47,6 +48,11 @@ type Suite[T Target, C any, R Result] struct {
 	// RPC, small copies, the scan), so jobs overlap.
 	Jobs  int
 	Spawn func(context.Context) (*plugin.Plugin, error)
+	// Shard is the part of the rows this run checks (check --shard): row
+	// i is part i mod n + 1's and draws from Seed+i as in the whole run,
+	// so the parts' verdicts together are the whole run's. The zero Spec
+	// is every row.
+	Shard shard.Spec
 	// Stress runs every case this many times, up to MaxInFlight at once
 	// on plugin processes of their own (Spawn starts the others), and
 	// fails it when any run fails: a race that a lone run passes fails
@@ -66,18 +72,30 @@ type Verdict[C any, R Result] struct {
 // rest meaningless. With Jobs > 1 (and Spawn), rows run side by side; the
 // verdicts keep the rows' order either way.
 func (s *Suite[T, C, R]) Run(ctx context.Context) ([]Verdict[C, R], error) {
-	observer(ctx).Started(len(s.Rows), s.Cases)
-	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(s.Rows) <= 1 {
-		return s.runSerial(ctx)
+	rows := s.owned()
+	observer(ctx).Started(len(rows), s.Cases)
+	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(rows) <= 1 {
+		return s.runSerial(ctx, rows)
 	}
-	return s.runJobs(ctx)
+	return s.runJobs(ctx, rows)
 }
 
-func (s *Suite[T, C, R]) runSerial(ctx context.Context) ([]Verdict[C, R], error) {
+// owned is the indices of the rows the suite's shard checks, in order.
+func (s *Suite[T, C, R]) owned() []int {
+	var rows []int
+	for i := range s.Rows {
+		if s.Shard.Owns(i) {
+			rows = append(rows, i)
+		}
+	}
+	return rows
+}
+
+func (s *Suite[T, C, R]) runSerial(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
 	var out []Verdict[C, R]
 	j := job[T, C, R]{suite: s, p: s.Plugin}
 	defer j.end(ctx)
-	for i := range s.Rows {
+	for _, i := range rows {
 		v, err := j.run(ctx, i)
 		if err != nil {
 			return out, err
@@ -200,14 +218,15 @@ func (j *job[T, C, R]) end(ctx context.Context) {
 // closeGrace bounds the detach of a cancelled run's target.
 const closeGrace = 250 * time.Millisecond
 
-// runJobs runs rows on Jobs plugin processes at once: the suite's own and
-// Jobs-1 spawned ones. It reports what a serial run would: when row i
-// stops the run (a plugin fault, a target that will not open), the rows
-// before i still finish, those after it are cancelled and left out, and
-// i's error is returned.
-func (s *Suite[T, C, R]) runJobs(ctx context.Context) ([]Verdict[C, R], error) {
-	n := len(s.Rows)
-	r := &jobRun[T, C, R]{suite: s, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
+// runJobs runs rows (indices into s.Rows) on Jobs plugin processes at
+// once: the suite's own and Jobs-1 spawned ones. It reports what a serial
+// run would: when row i stops the run (a plugin fault, a target that will
+// not open), the rows before i still finish, those after it are cancelled
+// and left out, and i's error is returned. The job run's positions count
+// in rows.
+func (s *Suite[T, C, R]) runJobs(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
+	n := len(rows)
+	r := &jobRun[T, C, R]{suite: s, rows: rows, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
 		cancels: map[int]context.CancelFunc{}, stopAt: n}
 	var wg sync.WaitGroup
 	for k := range min(s.Jobs, n) {
@@ -229,6 +248,7 @@ func (s *Suite[T, C, R]) runJobs(ctx context.Context) ([]Verdict[C, R], error) {
 // jobRun is the shared state of a parallel run.
 type jobRun[T Target, C any, R Result] struct {
 	suite    *Suite[T, C, R]
+	rows     []int // the suite's rows run, by index; the fields below count in positions of it
 	verdicts []*Verdict[C, R]
 	errs     []error
 	next     atomic.Int64
@@ -251,12 +271,12 @@ func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 	}
 	j := job[T, C, R]{suite: r.suite, p: p}
 	defer j.end(ctx)
-	for i := int(r.next.Add(1) - 1); i < len(r.suite.Rows); i = int(r.next.Add(1) - 1) {
+	for i := int(r.next.Add(1) - 1); i < len(r.rows); i = int(r.next.Add(1) - 1) {
 		cctx, ok := r.start(ctx, i)
 		if !ok {
 			return
 		}
-		v, err := j.run(cctx, i)
+		v, err := j.run(cctx, r.rows[i])
 		if err == nil {
 			r.verdicts[i], err = &v, v.Outcome.Fault
 		}

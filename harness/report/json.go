@@ -64,11 +64,17 @@ func empty(v any) bool {
 	return r.IsZero()
 }
 
+// JSONSchema names the version of check's JSON report, its first member:
+// a dashboard that reads the report can refuse a version it does not
+// know. bench/SCHEMA.md documents it.
+const JSONSchema = "kvharness.check/v1"
+
 // JSON is the machine-readable form of a run.
 func JSON(r *Run) Object {
 	h := r.Header
-	out := Object{{Key: "plugin", Value: h.Plugin}, {Key: "version", Value: h.Version},
-		{Key: "variant", Value: h.Variant, OmitEmpty: true}, {Key: "seed", Value: h.Seed}}
+	out := Object{{Key: "schema", Value: JSONSchema}, {Key: "plugin", Value: h.Plugin}, {Key: "version", Value: h.Version},
+		{Key: "variant", Value: h.Variant, OmitEmpty: true}, {Key: "seed", Value: h.Seed},
+		{Key: "shard", Value: h.Shard, OmitEmpty: true}}
 	out = append(out, h.JSON...)
 	var verdicts []Object
 	for _, row := range r.Rows {

@@ -30,7 +30,11 @@ type Repro struct {
 	Slots          int             `json:"slots"`
 	BackgroundSeed int64           `json:"background_seed"`
 	Case           workload.Case   `json:"case"`
-	Found          *Found          `json:"found,omitempty"`
+	// Value is how the case's fp8 values were judged, for kinds that
+	// judge them (stores): "recipe", by the layout's recipes (Layout
+	// holds them, the plugin's declared one applied), or "exact".
+	Value string `json:"value,omitempty"`
+	Found *Found `json:"found,omitempty"`
 	// Tag names the file after its plugin, variant and layout: a store's
 	// padding convention, else the kernel.
 	Tag string `json:"-"`

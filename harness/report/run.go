@@ -83,6 +83,7 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
+	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
@@ -155,6 +156,9 @@ type Failure struct {
 func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
 	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: columns(s, vs),
 		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
+	if h.Shard != "" {
+		run.Title += " · shard " + h.Shard + " of the rows"
+	}
 	for _, v := range vs {
 		row, err := buildRow(s, h, v, run.cols)
 		if err != nil {

@@ -294,6 +294,30 @@ func TestMutantsCommand(t *testing.T) {
 	}
 }
 
+// kvharness mutants runs the example stores too, dsv4store at its fixed
+// head dim without being told it: the shipped stores and the controls
+// pass, the undeclared eps dies, by the recipe and bit-exact alike.
+func TestMutantsExamples(t *testing.T) {
+	python(t)
+	if testing.Short() {
+		t.Skip("builds the kvharness command; skipped in -short")
+	}
+	for _, value := range []string{"recipe", "exact"} {
+		cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("indexerstore", "kvharness-plugin.json"),
+			"--plugin", filepath.Join("dsv4store", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times",
+			"--value", value)
+		if noOpenSSL(t) {
+			cmd.Args = append(cmd.Args, "--no-mtls")
+		}
+		out, err := cmd.CombinedOutput()
+		if exitCode(err) != 0 || !strings.Contains(string(out), "2 of 2 mutants killed; 4 controls passed") ||
+			!strings.Contains(string(out), "dsv4-main/") {
+			t.Errorf("kvharness mutants --value %s: %v\n%s", value, err, out)
+		}
+		t.Logf("--value %s:\n%s", value, out)
+	}
+}
+
 func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 	c := &store.Case{Padding: p, Valid: valid, Loc: loc}
 	for i := range loc {

@@ -16,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func init() {
@@ -26,6 +27,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin fp8store --layout fp8-paged --cases 10000
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
+  kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -33,6 +35,8 @@ const checkExamples = `  kvharness check --plugin fusedstore
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
 	sanitize                                                               string
+	value                                                                  string
+	shard                                                                  string // check's alone
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	stress                                                                 int
 	seed                                                                   int64
@@ -69,6 +73,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.jobs, "jobs", 0, "layout × padding combinations checked at once, each on a plugin process of its own (0: 4 on the cuda backend, where a case mostly waits, 1 on cpu)")
 	fs.IntVar(&f.stress, "stress", 0, "check every case this many times, up to 4 at once on plugin processes of their own, and fail it if any run fails: a race that passes alone fails under load (0: once)")
 	fs.StringVar(&f.sanitize, "sanitize", "", "run the plugin's processes under compute-sanitizer with this tool ("+strings.Join(plugin.SanitizerTools, ", ")+"); its findings join the report, with the case that ran (cuda backend)")
+	fs.StringVar(&f.value, "value", "recipe", valueUsage)
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
 	f.trust.register(fs)
 }
@@ -106,7 +111,23 @@ func (f *checkFlags) validate() error {
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
+	if _, err := parseValue(f.value); err != nil {
+		return err
+	}
 	return nil
+}
+
+// valueUsage is the --value flag's help, the same for check, repro and
+// mutants.
+const valueUsage = "how fp8 values are judged: recipe (by the plugin's declared recipe: a scale within its ulps, codes of x over the stored scale) or exact (bit-exact with the reference encoding)"
+
+// parseValue reads --value.
+func parseValue(s string) (layout.Mode, error) {
+	m, err := layout.ParseMode(s)
+	if err != nil || s == "" {
+		return m, fmt.Errorf("--value %q: want recipe or exact", s)
+	}
+	return m, nil
 }
 
 // jobsOn resolves --jobs 0 for a backend: on the GPU four jobs overlap a
@@ -127,6 +148,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var f checkFlags
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -135,6 +157,10 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
+	}
+	spec, err := shard.Parse(f.shard)
+	if err != nil {
+		return e.errorf("--%v", err)
 	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
@@ -160,6 +186,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer release()
+	p.Shard = spec
 	g := progressOn(e, "check", "cases")
 	run, err := k.Check(observe(ctx, g), s.kind(f.plugin), p)
 	g.done()
@@ -173,6 +200,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 			return code
 		}
 		return e.errorf("%v", run.Err)
+	}
+	if len(run.Rows) == 0 && run.Err == nil {
+		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	code := finishCheck(e, run, f.json, f.results)
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
@@ -263,6 +293,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
 		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults, Stress: f.stress}
+	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {

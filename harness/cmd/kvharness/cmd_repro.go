@@ -24,11 +24,12 @@ const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink
 `
 
 func runRepro(ctx context.Context, e *env, args []string) int {
-	fs := flags("repro", "FILE [--plugin P] [--variant V]", reproExamples, e)
+	fs := flags("repro", "FILE [--plugin P] [--variant V] [--value recipe|exact]", reproExamples, e)
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the file's, when it names a bundled plugin)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
 	count := fs.Int("count", 1, "check the case this many times and say how many failed (a flaky finding fails some of them)")
+	value := fs.String("value", "", valueUsage+" (default: as the file records)")
 	fromFile := fs.Bool("plugin-from-file", false, "run the plugin the file names even when it is a path or command, not a bundled plugin (a repro file may come from anyone: only trust your own)")
 	var tr trust
 	tr.register(fs)
@@ -40,6 +41,10 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if *count < 1 || *count > 100000 {
 		return e.errorf("--count %d: want 1..100000 replays", *count)
+	}
+	mode, err := parseValue(*value)
+	if fs.Changed("value") && err != nil {
+		return e.errorf("%v", err)
 	}
 	path := fs.Arg(0)
 	r, l, err := report.LoadRepro(path, kernels.Decode)
@@ -55,6 +60,9 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.Changed("variant") {
 		r.Variant = *variant
+	}
+	if fs.Changed("value") {
+		r.Value = mode.String()
 	}
 	r.Count = *count
 	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)

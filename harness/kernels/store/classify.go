@@ -101,6 +101,9 @@ func (v *classifier) explainUnit(u unit) {
 		if best != nil && best.fits(b) {
 			e = *best
 		}
+		if e.kind == oracle.Value {
+			e.detail = joinDetail(e.detail, v.findingDetail(b.off)) // the rule it broke (value.go)
+		}
 		v.add(e, u, b)
 	}
 }
@@ -146,8 +149,11 @@ func tieOne(plain explanation, cands []explanation) explanation {
 }
 
 func joinDetail(a, b string) string {
-	if a == "" {
+	switch {
+	case a == "":
 		return b
+	case b == "":
+		return a
 	}
 	return a + "; " + b
 }
@@ -190,7 +196,7 @@ func (v *classifier) paddedRow(u unit, j int, inPool bool) explanation {
 	rec := sc.record(j)
 	e := explanation{kind: oracle.Padding, row: j, by: "padded row " + itoa(j), fits: func(b wrongByte) bool {
 		x, ok := sc.placed(rec, u.slot, b.off)
-		return ok && x == b.got
+		return ok && (x == b.got || v.holdsRow(u.slot, j)) // holdsRow: the row as its recipe accepts it (value.go)
 	}}
 	switch {
 	case !inPool:
@@ -336,7 +342,7 @@ func (v *classifier) plain(u unit) explanation {
 			e.row = padded[0]
 		}
 	case u.owned && valid:
-		e.kind, e.row, e.detail = oracle.Value, owner, v.valueDetail(u, owner)
+		e.kind, e.row, e.detail = oracle.Value, owner, v.planeDetail(u, owner)
 	case u.owned && len(padded) > 0:
 		e.kind, e.row, e.tie = oracle.Padding, padded[0], oracle.Alias
 		e.detail = "slot " + i64toa(u.slot) + " is the target of padded row " + itoa(padded[0]) + " (" + sc.Case.Padding.String() +
@@ -349,10 +355,10 @@ func (v *classifier) plain(u unit) explanation {
 	return e
 }
 
-// valueDetail names what a valid row's wrong plane holds, where a simple
+// planeDetail names what a valid row's wrong plane holds, where a simple
 // rule says it: the background (never written), zeros, or the record
 // with each element's bytes in the other order.
-func (v *classifier) valueDetail(u unit, row int) string {
+func (v *classifier) planeDetail(u unit, row int) string {
 	sc := v.sc
 	sp := sc.Layout.Footprint(u.slot)[u.plane]
 	w := pool.Window{Off: sp.Off, Len: sp.Len}

@@ -25,7 +25,7 @@ const (
 )
 
 // fuzzLayouts is the order the input's first byte picks layouts in.
-var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
+var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows", "dsv4-main"}
 
 // fuzzTarget is FuzzStore's: a store case on pools of every layout the
 // plugin stores.
@@ -94,6 +94,8 @@ var fuzzSeeds = []fuzzSeed{
 		"neighbouring slots of a packed page: a scale written after its row overwrites the next row"},
 	{"padding-only", "bf16", &Case{Padding: PadSink, Valid: 0, Loc: []int64{0}, Rows: rows(garbage)},
 		"a batch that is all padding"},
+	{"ue8m0-tiles", "dsv4-main", &Case{Padding: PadCount, Valid: 2, Loc: []int64{3, 64, 9}, Rows: rows(normal, normal, garbage)},
+		"power-of-two tile scales: exact ties, which nearest even decides, and the exponent's rounding direction"},
 }
 
 // Input encodes a fuzzSeed as a fuzz input: the layout pick, then the case.

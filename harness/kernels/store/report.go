@@ -47,8 +47,12 @@ func title(h report.Header) string {
 	if h.Graph {
 		backend += ", graph replay"
 	}
-	return fmt.Sprintf("plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %d slots, capacity ≤ %d",
+	t := fmt.Sprintf("plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %d slots, capacity ≤ %d",
 		h.Plugin, h.Version, variant, backend, h.Cases, h.Seed, h.Slots, h.MaxCapacity)
+	if h.About != "" {
+		t += ", " + h.About
+	}
+	return t
 }
 
 // WriteCase prints a checked case: its rows, its violations with want/got
@@ -110,8 +114,12 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	if len(vs) > report.MaxViolations {
 		vs = vs[:report.MaxViolations]
 	}
+	l, mode := v.Layout, layout.ByRecipe
+	if j := fl.Minimal.Judged; j != nil { // the layout as judged: the declared recipe recorded
+		l, mode = j.Layout, j.Mode
+	}
 	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: v.Layout.JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label,
+		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Violations: vs}}, nil
 }

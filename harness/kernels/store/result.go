@@ -19,6 +19,9 @@ type Result struct {
 	// Findings are what compute-sanitizer reported while the case ran
 	// (check --sanitize), one sanitizer violation each, in order.
 	Findings []plugin.Finding
+	// Judged is what the case's values were judged by: the layout with
+	// the declared recipe, and the mode (a repro file records both).
+	Judged *Judgement
 }
 
 // addFindings adds the sanitizer's findings as violations.
@@ -68,6 +71,7 @@ func (r *Result) NumViolations() int { return len(r.Violations) }
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	start := time.Now()
 	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	sc.Mode = t.Value
 	t.clock("prepare", start)
 	batch := []run{{poolCase, c}, {poolRepeat, c}}
 	padded := c.Valid > 0 && c.Valid < c.Capacity()
@@ -87,7 +91,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
 	defer t.clock("classify", time.Now())
-	res := &Result{}
+	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value}}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}

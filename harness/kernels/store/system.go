@@ -42,6 +42,7 @@ func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Res
 // the process do before it died.
 func (s *System) Crashed(f *plugin.Fault) *Result {
 	r := crashed(f)
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
 	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }

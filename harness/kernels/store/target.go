@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
 	"unsafe"
@@ -29,6 +28,7 @@ type Config struct {
 	Graph       bool          // ask for CUDA-graph replay
 	Backend     arena.Backend // where the arena lives; nil means host shared memory
 	Phases      Phases        // when set, each case adds its time per stage here
+	Value       layout.Mode   // how fp8 values are judged: by the declared recipe (the default) or bit-exact
 }
 
 // The pools of a target. All three hold the same background, so a case and
@@ -64,6 +64,12 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	var err error
 	t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
 	if err != nil {
+		return nil, err
+	}
+	if t.Layout, err = declaredLayout(cfg.Layout, t.Declared, p.Name); err != nil { // value.go
+		return nil, err
+	}
+	if err := checkSlotWidth(t.Declared.SlotBits, t.Slots, p.Name); err != nil { // slots.go
 		return nil, err
 	}
 	if err := t.plan(dir); err != nil {
@@ -154,7 +160,8 @@ func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 	for i, r := range batch {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(r.pool),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
-			RowsOffset: uint64(t.Pools.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph}
+			RowsOffset: uint64(t.Pools.Staging.Off), LocOffset: uint64(t.locOffset()), Graph: t.Graph,
+			SlotBits: uint32(t.Declared.SlotBits)}
 	}
 	return reqs
 }
@@ -269,9 +276,6 @@ func (t *Target) staged(c *Case, rows [][]uint16) []target.Segment {
 	for i, row := range rows[:c.Capacity()] {
 		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
 	}
-	loc := make([]byte, 8*c.Capacity())
-	for i, s := range c.Loc {
-		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
-	}
+	loc := putSlots(c.Loc, t.Declared.SlotBits) // at the declared width (slots.go)
 	return []target.Segment{{Name: "rows", Off: t.Pools.Staging.Off, Data: r}, {Name: "loc", Off: t.locOffset(), Data: loc}}
 }

@@ -140,26 +140,3 @@ func bufferNotes(b Buffer) string {
 	}
 	return s
 }
-
-// PageList prints pages with contiguous runs folded, e.g. "[3..5 9 1]",
-// at most max entries.
-func PageList(pages []int64, max int) string {
-	var parts []string
-	for i := 0; i < len(pages); {
-		j := i
-		for j+1 < len(pages) && pages[j+1] == pages[j]+1 {
-			j++
-		}
-		if len(parts) == max {
-			parts = append(parts, fmt.Sprintf("…(%d more)", len(pages)-i))
-			break
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d..%d", pages[i], pages[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(pages[i]))
-		}
-		i = j + 1
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}

@@ -6,33 +6,7 @@ import (
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/pool"
 )
-
-// BufferPools is what the oracle knows about one buffer of a transfer:
-// its real page size (the item_len every descriptor of it must carry), its
-// page table, and where its prefill and decode pools live in the arena,
-// with the seed each was filled with. The two sides get different seeds,
-// so a page copied to the right page number of the wrong side, or never
-// copied, can never look right by accident.
-type BufferPools struct {
-	Name      string
-	Layout    string
-	Alloc     string // allocation key (Buffer.AllocKey)
-	PageBytes int
-	Pages     int
-	Shift     int
-	Src, Dst  pool.Region
-	SrcSeed   uint64
-	DstSeed   uint64
-}
-
-// Phys maps a room's page to this buffer's physical page.
-func (b BufferPools) Phys(p int64) int64 { return (p + int64(b.Shift)) % int64(b.Pages) }
-
-// pagesLen is the bytes of the pool that hold pages; the aligned window may
-// have a tail past them.
-func (b BufferPools) pagesLen() int { return b.Pages * b.PageBytes }
 
 // Oracle is everything the oracle knows about one transfer case.
 // Build it once per case; Check it after every run.

@@ -1,4 +1,4 @@
-package transfer
+package pd
 
 import (
 	"encoding/json"
