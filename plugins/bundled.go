@@ -11,6 +11,7 @@ import (
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	gostore "github.com/kvharness/kvharness/plugins/gostore/kernel"
 	layerload "github.com/kvharness/kvharness/plugins/layerload/kernel"
 	pdasync "github.com/kvharness/kvharness/plugins/pdasync/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
@@ -31,6 +32,7 @@ var Bundled = []Code{
 	served("fp8store", &fp8store.Plugin),
 	served("recipestore", &recipestore.Plugin),
 	served("bf16scatter", &bf16scatter.Plugin),
+	served("gostore", &gostore.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
 	served("layerload", &layerload.Plugin),
 	served("pdasync", &pdasync.Plugin),

@@ -80,6 +80,9 @@ type Params struct {
 	// Shard is the part of the rows checked (check --shard); the zero
 	// Spec is all of them.
 	Shard shard.Spec
+	// Stress checks every case this many times, several at once on plugin
+	// processes of their own (check --stress); 0 or 1: once.
+	Stress int
 }
 
 // Place is where the run's arenas live.

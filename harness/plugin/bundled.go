@@ -34,6 +34,7 @@ var BundledPlugins = []Bundled{
 	{Name: "fp8store", Role: UnderTest, Stores: true},
 	{Name: "recipestore", Role: UnderTest, Stores: true},
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
+	{Name: "gostore", Role: UnderTest, Stores: true},
 	{Name: "pdtransfer", Role: UnderTest},
 	{Name: "layerload", Role: UnderTest},
 	{Name: "pdasync", Role: UnderTest},

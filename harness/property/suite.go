@@ -53,6 +53,11 @@ type Suite[T Target, C any, R Result] struct {
 	// so the parts' verdicts together are the whole run's. The zero Spec
 	// is every row.
 	Shard shard.Spec
+	// Stress runs every case this many times, up to MaxInFlight at once
+	// on plugin processes of their own (Spawn starts the others), and
+	// fails it when any run fails: a race that a lone run passes fails
+	// under the load of its siblings. 0 or 1: each case once.
+	Stress int
 }
 
 // Verdict is the outcome of one row of a suite.
@@ -89,7 +94,7 @@ func (s *Suite[T, C, R]) owned() []int {
 func (s *Suite[T, C, R]) runSerial(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
 	var out []Verdict[C, R]
 	j := job[T, C, R]{suite: s, p: s.Plugin}
-	defer j.close(ctx)
+	defer j.end(ctx)
 	for _, i := range rows {
 		v, err := j.run(ctx, i)
 		if err != nil {
@@ -103,29 +108,29 @@ func (s *Suite[T, C, R]) runSerial(ctx context.Context, rows []int) ([]Verdict[C
 	return out, nil
 }
 
-// job is where rows run one after another on one plugin process: a
-// target, reopened when the row's key changes.
+// job is where rows run one after another on one plugin process (and,
+// under stress, its siblings): a target per process, reopened when the
+// row's key changes.
 type job[T Target, C any, R Result] struct {
-	suite *Suite[T, C, R]
-	p     *plugin.Plugin
-	t     T
-	key   string
-	open  bool
+	suite    *Suite[T, C, R]
+	p        *plugin.Plugin
+	siblings []*plugin.Plugin // under stress: the other processes, spawned on first use
+	t        []T              // the row's target on p, then on each sibling
+	key      string
+	open     bool
 }
 
-// run checks row i on a target of its key.
+// run checks row i on targets of its key.
 func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	row := j.suite.Rows[i]
 	if !j.open || j.key != row.Key {
 		j.close(ctx)
-		t, err := row.Open(ctx, j.p)
-		if err != nil {
+		if err := j.openTargets(ctx, row); err != nil {
 			return Verdict[C, R]{}, err
 		}
-		j.t, j.key, j.open = t, row.Key, true
 	}
 	seed := j.suite.Seed + int64(i)
-	o := Run(ctx, row.System(j.t), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults})
+	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, Fresh: j.p.Restartable()})
 	name := ""
 	if row.Layout != nil {
 		name = row.Layout.Name
@@ -134,21 +139,80 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }
 
-// close releases the job's target. Its detach outlives a cancelled run,
-// briefly: a plugin hung in the call the cancel ended must not hold the
-// run's exit for a whole call deadline.
-func (j *job[T, C, R]) close(ctx context.Context) {
-	if !j.open {
-		return
+// inFlight is how many processes a stressed case runs on.
+func (s *Suite[T, C, R]) inFlight() int {
+	if s.Stress <= 1 || s.Spawn == nil {
+		return 1
 	}
+	return min(s.Stress, MaxInFlight)
+}
+
+// openTargets opens the row's target on the job's process and on each
+// sibling, spawning siblings the first time.
+func (j *job[T, C, R]) openTargets(ctx context.Context, row Row[T, C, R]) error {
+	for len(j.siblings) < j.suite.inFlight()-1 {
+		p, err := j.suite.Spawn(ctx)
+		if err != nil {
+			return err
+		}
+		j.siblings = append(j.siblings, p)
+	}
+	j.t = j.t[:0]
+	for _, p := range append([]*plugin.Plugin{j.p}, j.siblings...) {
+		t, err := row.Open(ctx, p)
+		if err != nil {
+			j.closeTargets(ctx)
+			return err
+		}
+		j.t = append(j.t, t)
+	}
+	j.key, j.open = row.Key, true
+	return nil
+}
+
+// system is the row's system on the job's target, or, under stress, on
+// all of them.
+func (j *job[T, C, R]) system(row Row[T, C, R]) System[C, R] {
+	if j.suite.Stress <= 1 {
+		return row.System(j.t[0])
+	}
+	s := &stressed[C, R]{n: j.suite.Stress}
+	for _, t := range j.t {
+		s.systems = append(s.systems, row.System(t))
+	}
+	return s
+}
+
+// closeTargets releases the targets. Their detach outlives a cancelled
+// run, briefly: a plugin hung in the call the cancel ended must not hold
+// the run's exit for a whole call deadline.
+func (j *job[T, C, R]) closeTargets(ctx context.Context) {
 	cctx := context.WithoutCancel(ctx)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithTimeout(cctx, closeGrace)
 		defer cancel()
 	}
-	j.t.Close(cctx)
-	j.open = false
+	for _, t := range j.t {
+		t.Close(cctx)
+	}
+	j.t, j.open = j.t[:0], false
+}
+
+// close releases the targets; end also stops the siblings.
+func (j *job[T, C, R]) close(ctx context.Context) {
+	if j.open {
+		j.closeTargets(ctx)
+	}
+}
+
+// end closes the job for good: its targets and its sibling processes.
+func (j *job[T, C, R]) end(ctx context.Context) {
+	j.close(ctx)
+	for _, p := range j.siblings {
+		p.Close()
+	}
+	j.siblings = nil
 }
 
 // closeGrace bounds the detach of a cancelled run's target.
@@ -206,7 +270,7 @@ func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 		defer p.Close() // after the target below is released
 	}
 	j := job[T, C, R]{suite: r.suite, p: p}
-	defer j.close(ctx)
+	defer j.end(ctx)
 	for i := int(r.next.Add(1) - 1); i < len(r.rows); i = int(r.next.Add(1) - 1) {
 		cctx, ok := r.start(ctx, i)
 		if !ok {

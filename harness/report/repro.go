@@ -38,6 +38,9 @@ type Repro struct {
 	// Tag names the file after its plugin, variant and layout: a store's
 	// padding convention, else the kernel.
 	Tag string `json:"-"`
+	// Count is how many times a replay checks the case (repro --count);
+	// 0 or 1: once, and once more to confirm a failure.
+	Count int `json:"-"`
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
@@ -55,6 +58,9 @@ type Found struct {
 	CaseIndex int         `json:"case_index"`
 	Shrinks   int         `json:"shrinks"`
 	Test      string      `json:"test,omitempty"` // go test -run line, when a test found it
+	// NeedsHistory: the case failed only in a plugin process that had run
+	// other cases first; a fresh process passes it.
+	NeedsHistory bool `json:"needs_history,omitempty"`
 	// Violations are the minimal case's first violations, in the kind's
 	// own form: a record for readers, not read back.
 	Violations any `json:"violations"`

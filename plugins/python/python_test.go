@@ -34,6 +34,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
@@ -361,8 +362,10 @@ func TestPythonFaults(t *testing.T) {
 				t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
 			}
 		}
-		// A property run survives the fault, restarts the plugin and
-		// stops after MaxFaults of them: the CLI's exit status 2.
+		// A property run survives a refusal, restarts the plugin and
+		// stops after MaxFaults of them: the CLI's exit status 2. A crash
+		// while running a case is the kernel's failure: confirmed and
+		// shrunk like a violation, no fault.
 		tg.Close(context.Background())
 		if err := p.Restart(context.Background()); err != nil {
 			t.Fatal(err)
@@ -370,8 +373,16 @@ func TestPythonFaults(t *testing.T) {
 		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
 			Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
 		vs, runErr := s.Run(context.Background())
-		if !property.IsFault(runErr) || len(vs) != 1 || len(vs[0].Outcome.Faults) == 0 || vs[0].Outcome.Failure != nil {
-			t.Errorf("%s: suite: err %v, verdicts %+v; want survived faults, then a fault stop", tc.variant, runErr, vs)
+		if len(vs) != 1 {
+			t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
+			continue
+		}
+		o := vs[0].Outcome
+		switch {
+		case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
+			t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
+		case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
+			t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
 		}
 	}
 }

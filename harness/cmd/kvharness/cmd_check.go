@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
@@ -32,9 +34,11 @@ const checkExamples = `  kvharness check --plugin fusedstore
 // check's alone, and only for store kernels).
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
+	sanitize                                                               string
 	value                                                                  string
 	shard                                                                  string // check's alone
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
+	stress                                                                 int
 	seed                                                                   int64
 	timeout                                                                time.Duration
 	json, graph                                                            bool
@@ -67,6 +71,8 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 	fs.IntVar(&f.jobs, "jobs", 0, "layout × padding combinations checked at once, each on a plugin process of its own (0: 4 on the cuda backend, where a case mostly waits, 1 on cpu)")
+	fs.IntVar(&f.stress, "stress", 0, "check every case this many times, up to 4 at once on plugin processes of their own, and fail it if any run fails: a race that passes alone fails under load (0: once)")
+	fs.StringVar(&f.sanitize, "sanitize", "", "run the plugin's processes under compute-sanitizer with this tool ("+strings.Join(plugin.SanitizerTools, ", ")+"); its findings join the report, with the case that ran (cuda backend)")
 	fs.StringVar(&f.value, "value", "recipe", valueUsage)
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
 	f.trust.register(fs)
@@ -88,6 +94,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
+	case f.stress < 0 || f.stress > 1000:
+		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
 	case f.device < 0:
 		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
@@ -98,6 +106,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
 	case !oneOf(f.backend, arena.Backends...):
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
+	case f.sanitize != "" && !oneOf(f.sanitize, plugin.SanitizerTools...):
+		return fmt.Errorf("--sanitize %q: want one of %s", f.sanitize, strings.Join(plugin.SanitizerTools, ", "))
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
@@ -155,11 +165,18 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
 	}
+	if f.sanitize != "" && !fs.Changed("timeout") {
+		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
+	}
 	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
+	san, err := f.sanitizer(ctx, s)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
 	k, err := s.kernel(f.kernel)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -187,7 +204,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if len(run.Rows) == 0 && run.Err == nil {
 		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
-	return finishCheck(e, run, f.json, f.results)
+	code := finishCheck(e, run, f.json, f.results)
+	if san != nil && unclaimed(e, s, san) && code == exitPass {
+		code = exitViolation
+	}
+	return code
 }
 
 // finishCheck saves the repro files, prints the run and picks the exit status.
@@ -205,6 +226,47 @@ func finishCheck(e *env, run *report.Run, asJSON bool, results string) int {
 		return e.errorf("%v: the failure above has no repro file; give --results a folder you can write", saveErr)
 	}
 	return code
+}
+
+// sanitizer restarts the session's plugin under compute-sanitizer, when
+// --sanitize asks for it; its logs go into the results folder.
+func (f *checkFlags) sanitizer(ctx context.Context, s *session) (*plugin.Sanitizer, error) {
+	if f.sanitize == "" {
+		return nil, nil
+	}
+	if f.backend == "cpu" {
+		return nil, fmt.Errorf("--sanitize runs CUDA kernels under compute-sanitizer: it needs the cuda backend, not --backend cpu")
+	}
+	san, err := plugin.NewSanitizer(f.sanitize, filepath.Join(f.results, "sanitizer"))
+	if err != nil {
+		return nil, err
+	}
+	s.opts.Sanitizer = san
+	if err := s.plugin.Sanitize(ctx, san); err != nil {
+		return nil, err
+	}
+	return san, nil
+}
+
+// unclaimed prints what the sanitizer reported as its processes exited,
+// after every case: findings no case was running for. It reports whether
+// there were any.
+func unclaimed(e *env, s *session, san *plugin.Sanitizer) bool {
+	s.plugin.Close() // its last records are written as it exits
+	fs := san.Orphans()
+	if len(fs) == 0 {
+		return false
+	}
+	fmt.Fprintf(e.stdout, "\ncompute-sanitizer (%s) reported %d error%s as the plugin's processes exited, with no case running:\n",
+		san.Tool, len(fs), report.Plural(len(fs)))
+	for _, f := range fs {
+		fmt.Fprintf(e.stdout, "  %v\n", f)
+		for _, l := range f.Lines[1:min(len(f.Lines), 4)] {
+			fmt.Fprintf(e.stdout, "    %s\n", l)
+		}
+	}
+	fmt.Fprintf(e.stdout, "  logs: %s\n", san.Logs)
+	return true
 }
 
 // resourceError prints a run's error that is about the machine, not the
@@ -230,7 +292,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
-		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults}
+		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults, Stress: f.stress}
 	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
@@ -247,6 +309,10 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	if f.graph && !backend.Place().OnDevice() {
 		release()
 		return p, none, fmt.Errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")
+	}
+	if f.sanitize != "" && !backend.Place().OnDevice() {
+		release()
+		return p, none, fmt.Errorf("--sanitize needs the cuda backend (compute-sanitizer checks CUDA kernels); this run is on the cpu backend")
 	}
 	p.Jobs = f.jobsOn(backend.Place())
 	return p, release, nil

@@ -248,10 +248,10 @@ func subjectLine(r mutants.Result) string {
 // suiteFor is the subject's kernel's properties on its session, stopping
 // at the first failure.
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
-	return func(ctx context.Context, cases int, seed int64) (*report.Run, error) {
+	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {
 		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: c.Slots,
 			MaxCapacity: c.MaxCapacity, HeadDim: c.HeadDim, PageSize: c.PageSize, Backend: c.Backend, Graph: c.Graph && k.Graphs,
-			Value: c.ValueOf(s), StopAtFirst: true}
+			Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
 		return k.Check(ctx, sess.kind(s.Plugin), p)
 	}
 }

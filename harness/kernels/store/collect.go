@@ -18,9 +18,11 @@ type classifier struct {
 	sc        *Oracle
 	delta     oracle.Delta
 	wrong     []wrongByte
-	untouched map[int]bool // valid rows whose footprint kept the background
-	stride    *misread     // the misreading that explains the wrong bytes, if one does
-	judged    judgement    // value judgement's findings and verdicts (value.go)
+	untouched map[int]bool           // valid rows whose footprint kept the background
+	stride    *misread               // the misreading that explains the wrong bytes, if one does
+	records   map[int]map[string]int // per plane: valid rows by record (recordIndex)
+	padded    map[int]map[string]int // per plane: padded rows by record (paddedIndex)
+	judged    judgement              // value judgement's findings and verdicts (value.go)
 	out       []oracle.Violation
 	run       *oracle.Violation
 }

@@ -114,10 +114,18 @@ func TestSeedCorpus(t *testing.T) {
 	}
 }
 
+// beyondCorpus are store mutants the seed corpus cannot kill in one
+// in-process replay, and why; their own tests are TestHeadlineProperties.
+var beyondCorpus = map[string]string{
+	"tile-offset": "needs 257 rows; fuzz cases have at most 64",
+	"race":        "drops a row only when its writers are starved: nondeterministic",
+}
+
 // TestSeedsKillEveryMutant: the corpus must hold a case for every bug
 // class, so replaying it against each store mutant (in process, for
 // speed) must fail at least once, and replaying it against the correct
-// plugins never.
+// plugins never. A mutant that panics in process (a crasher, to go test
+// -fuzz) is killed.
 func TestSeedsKillEveryMutant(t *testing.T) {
 	for _, code := range plugins.Bundled {
 		b, _ := plugin.BundledByName(code.Name)
@@ -133,6 +141,10 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 			}
 		}
 		for _, v := range variants {
+			if why, ok := beyondCorpus[v]; ok {
+				t.Logf("%s variant %q: not replayed: %s", code.Name, v, why)
+				continue
+			}
 			t.Setenv("KVHARNESS_PLUGIN", code.Name)
 			t.Setenv("KVHARNESS_VARIANT", v)
 			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
@@ -143,12 +155,18 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 	}
 }
 
-func replaySeeds(t *testing.T) bool {
+func replaySeeds(t *testing.T) (killed bool) {
 	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Logf("the kernel panicked in process: %v", r)
+			killed = true
+		}
+	}()
 	for _, s := range fuzzSeeds {
 		_, _, res, err := env.Check(context.Background(), s.Input())
 		if err != nil {

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -70,12 +72,29 @@ func TestJobsMatchSerial(t *testing.T) {
 	}
 }
 
-// TestJobsStopAtFault: a fault in one job stops the run and is the error
-// returned; runs that only stopped for it are not reported as verdicts.
+// TestJobsStopAtFault: a fault in one job (a hang: a crash is a finding,
+// not a fault) stops the run and is the error returned; runs that only
+// stopped for it are not reported as verdicts.
 func TestJobsStopAtFault(t *testing.T) {
-	s := suite(t, "faulty", "panic", "bf16", "fp8-paged")
-	s.Cases = 20
-	s.Jobs, s.session.Spawn = 4, spawner(t, "faulty")
+	dir := plugintest.Dir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(ctx context.Context) (*plugin.Plugin, error) {
+		p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
+		if err == nil {
+			t.Cleanup(p.Close)
+		}
+		return p, err
+	}
+	p, err := start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := layout.Builtin("bf16", 128, 64)
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: start}, Paddings: Paddings,
+		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: []*layout.Layout{l}, Jobs: 4}}
 	vs, err := s.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
 		t.Fatalf("err = %v; want the run stopped after 3 identical faults", err)

@@ -33,7 +33,7 @@ var Kind = kind.Kind{
 // layout, shared by its paddings' rows.
 func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
 	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
 	for _, l := range p.Layouts {
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 )
 
@@ -14,7 +15,10 @@ type System struct {
 	Gen    *Gen
 }
 
-var _ property.System[*Case, *Result] = (*System)(nil)
+var (
+	_ property.System[*Case, *Result] = (*System)(nil)
+	_ property.Crasher[*Result]       = (*System)(nil)
+)
 
 // NewSystem draws store cases for t under padding p.
 func NewSystem(t *Target, p Padding, maxCapacity int) *System {
@@ -32,3 +36,13 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) { return s
 
 // Restart implements property.System.
 func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Restart(ctx) }
+
+// Crashed implements property.Crasher: a store that kills its process
+// is a kernel bug, reported with its case and with what a sanitizer saw
+// the process do before it died.
+func (s *System) Crashed(f *plugin.Fault) *Result {
+	r := crashed(f)
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
+	r.addFindings(s.Target.Plugin.ExitedFindings())
+	return r
+}

@@ -113,18 +113,19 @@ type run struct {
 // runs stages the rows and slots once (every run of a batch reads a prefix
 // of them), executes the stores in one round trip, and returns what each
 // changed, leaving every pool as it found it (unless a capture fails,
-// which stops the run).
-func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, error) {
+// which stops the run), and the runs of staged input bytes the kernel
+// wrote.
+func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, []oracle.Violation, error) {
 	c := batch[0].c
 	if c.Capacity() > t.MaxCapacity {
-		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
+		return nil, nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 	}
 	if err := t.Ensure(ctx); err != nil { // another target of the same plugin may have attached since
-		return nil, err
+		return nil, nil, err
 	}
 	start := time.Now()
 	if err := t.batch(func() error { return t.stage(c, rows) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	start = t.clock("stage", start)
 	err := t.Plugin.StoreBatch(ctx, t.requests(batch))
@@ -133,20 +134,23 @@ func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]ora
 	}
 	start = t.clock("store", start)
 	var deltas []oracle.Delta
+	var staging []oracle.Violation
 	berr := t.batch(func() error {
+		var cerr error
 		if err == nil {
-			err = t.checkStaging(c, rows)
+			staging, cerr = t.checkStaging(c, rows)
 		}
 		start = t.clock("check-staging", start)
-		var cerr error
-		deltas, cerr = t.collect(batch)
+		if cerr == nil {
+			deltas, cerr = t.collect(batch)
+		}
 		t.clock("capture", start)
 		return cerr
 	})
 	if berr != nil {
-		return nil, berr
+		return nil, nil, berr
 	}
-	return deltas, err
+	return deltas, staging, err
 }
 
 // requests are the store calls of a batch, on inputs staged as stage
@@ -210,20 +214,47 @@ func (t *Target) clock(stage string, start time.Time) time.Time {
 }
 
 // checkStaging reads the inputs back: a store kernel must leave them as
-// staged. A plugin that writes there is broken in a way no pool invariant
-// describes, so it is a protocol fault, not a violation.
-func (t *Target) checkStaging(c *Case, rows [][]uint16) error {
+// staged. One that writes there has a kernel bug (it scribbles on memory
+// its caller still holds), and each run of bytes it changed is a staging
+// violation, shown with its bytes like any other.
+func (t *Target) checkStaging(c *Case, rows [][]uint16) ([]oracle.Violation, error) {
+	var out []oracle.Violation
 	for _, seg := range t.staged(c, rows) {
 		got := make([]byte, len(seg.Data))
 		if err := t.Mem().ReadAt(got, seg.Off); err != nil {
-			return err
+			return nil, err
 		}
 		if !bytes.Equal(got, seg.Data) {
-			return &plugin.Fault{Kind: plugin.Protocol, Plugin: t.Plugin.Name, Call: "StoreBatch",
-				Detail: fmt.Sprintf("wrote into its read-only input staging (%s); a store may write only the pool", seg.Name)}
+			per := t.Layout.RowBytes()
+			if seg.Name == "loc" {
+				per = 8
+			}
+			out = append(out, stagingRuns(seg.Name, per, seg.Data, got)...)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// stagingRuns are the runs of an input segment whose bytes changed, each
+// naming the row (rows of per bytes) it starts in.
+func stagingRuns(name string, per int, want, got []byte) []oracle.Violation {
+	var out []oracle.Violation
+	for i := 0; i < len(want); i++ {
+		if want[i] == got[i] {
+			continue
+		}
+		if n := len(out); n > 0 && i-(out[n-1].Off+out[n-1].Len) <= oracle.MergeGap {
+			out[n-1].Len = i + 1 - out[n-1].Off
+			continue
+		}
+		out = append(out, oracle.Violation{Kind: oracle.Staging, Row: i / per, Field: name, Off: i, Len: 1,
+			Detail: "the kernel wrote into its read-only input: a store may write only its pool"})
+	}
+	for k := range out {
+		v := &out[k]
+		v.Want, v.Got = oracle.Clip(want[v.Off:v.Off+v.Len]), oracle.Clip(got[v.Off:v.Off+v.Len])
+	}
+	return out
 }
 
 // stage writes rows and loc into staging.

@@ -166,9 +166,10 @@ func (v *classifier) findingAt(off int) int {
 	return -1
 }
 
-// valueDetail is a value run's detail: its finding, in one line.
-func (v *classifier) valueDetail(r *oracle.Violation) string {
-	if k := v.findingAt(r.Off); k >= 0 {
+// findingDetail is the finding wrong byte off belongs to, in one line:
+// which rule failed and by how much ("" for a byte no finding holds).
+func (v *classifier) findingDetail(off int) string {
+	if k := v.findingAt(off); k >= 0 {
 		return v.judged.findings[k].String()
 	}
 	return ""

@@ -8,6 +8,7 @@
 //   4  off-by-one-tail  rows 0..n-2
 //   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
 //   6  slowed10         rows 0..n-1, then the first tenth of them (rounded down) again (correct, 10% slower)
+//   7  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -23,6 +24,9 @@ struct FusedRule {
     return i < n;
 #elif FUSED_RULE == 4
     return i < n - 1;
+#elif FUSED_RULE == 7
+    if (i == n - 1) *slot = loc + ((kv_i64)1 << 32);
+    return i < n;
 #else
     return i < n;
 #endif
