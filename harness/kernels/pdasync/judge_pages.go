@@ -122,7 +122,7 @@ func (r *run) pageViolation(k oracle.Kind, b int, q int64, got []byte) Violation
 	v := r.violation(k)
 	v.Buffer, v.Page, v.DstPage, v.Epoch = r.w.bufs[b].Name, p, q, r.w.pages[p].epoch
 	was := r.page(b, q)
-	first, last := diffSpan(was, got)
+	first, last := pd.DiffSpan(was, got)
 	v.Off, v.Len = int(q)*r.w.bufs[b].PageBytes+first, last-first+1
 	v.Want, v.Got = copyClip(was[first:]), copyClip(got[first:])
 	return v
@@ -213,7 +213,7 @@ func (r *run) checkBytes(ri int) {
 			}
 			v := r.roomViolation(Bytes, ri)
 			v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
-			first, last := diffSpan(want, got)
+			first, last := pd.DiffSpan(want, got)
 			v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 			v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])
 			v.Detail = fmt.Sprintf("the room's page %d differs from its source page %d: it holds %s", i, bp.Phys(room.Src[i]), r.holds(b, q, got))
@@ -390,7 +390,7 @@ func (r *run) checkFree() {
 		}
 		v := r.violation(Outside)
 		v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
-		first, last := diffSpan(want, got)
+		first, last := pd.DiffSpan(want, got)
 		v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 		v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])
 		v.Detail = fmt.Sprintf("the page belongs to %s, but holds %s", r.w.describe(p), r.content(b, got))
@@ -439,18 +439,6 @@ func (r *run) checkPrefill() ([]pool.Window, error) {
 		out = append(out, ws...)
 	}
 	return out, nil
-}
-
-// diffSpan returns the first and last index where a and b differ.
-func diffSpan(a, b []byte) (int, int) {
-	first, last := 0, len(a)-1
-	for first < len(a) && a[first] == b[first] {
-		first++
-	}
-	for last > first && a[last] == b[last] {
-		last--
-	}
-	return first, last
 }
 
 // copyClip keeps at most oracle.MaxShown bytes of b in a slice of its own.
