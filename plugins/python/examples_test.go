@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -16,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -187,18 +184,8 @@ func TestSlotWidthConversion(t *testing.T) {
 	dir := runDir(t)
 	p := start(t, dir, e.manifest(), "default-recipe")
 	l := e.layoutOf(t)
-	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 8*l.RowBytes()+64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, "default-recipe")); err != nil {
-		t.Fatal(err)
-	}
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 8*l.RowBytes()+64)
+	attachShared(t, p, mem, g, "default-recipe")
 	st := g.Staging.Off
 	if err := mem.Fill(pool.Window{Off: st, Len: 8 * l.RowBytes()}, 5); err != nil {
 		t.Fatal(err)

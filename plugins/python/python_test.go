@@ -101,6 +101,30 @@ func abs(t testing.TB, path string) string {
 	return p
 }
 
+// sharedPools plans pools of specs with stagingBytes of staging after
+// them and maps them into a shared-memory arena, closed with the test.
+func sharedPools(t testing.TB, dir *rundir.Dir, specs []pool.Spec, stagingBytes int) (pool.Geometry, *shm.Memory) {
+	t.Helper()
+	g, err := pool.Plan(specs, stagingBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := shm.New(dir, g.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	return g, mem
+}
+
+// attachShared attaches p to mem's pools g, declaring recipe.
+func attachShared(t testing.TB, p *plugin.Plugin, mem *shm.Memory, g pool.Geometry, recipe string) {
+	t.Helper()
+	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, recipe)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func bf16(t testing.TB) *layout.Layout {
 	t.Helper()
 	l, err := layout.Builtin("bf16", 128, 64)
@@ -476,15 +500,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	python(t)
 	dir := runDir(t)
 	l := bf16(t)
-	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
 	good := target.Request(arena.One(arena.HostShared, mem), g, "")
 	rows, loc := uint64(g.Staging.Off), uint64(g.Staging.Off+64*l.RowBytes())
 	store := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {

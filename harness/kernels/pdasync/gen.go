@@ -89,7 +89,7 @@ func (g *Gen) successors(rng *rand.Rand, c *Case, src *free, ids map[uint64]bool
 // room builds one room: components over the buffers, handles over its
 // pages.
 func (g *Gen) room(rng *rand.Rand, ids map[uint64]bool, src, virt []int64) Room {
-	r := Room{ID: newID(rng, ids), Src: src, Virt: virt}
+	r := Room{ID: pd.NewID(rng, ids), Src: src, Virt: virt}
 	nb := len(g.Geometry.Buffers)
 	k := 1 + rng.Intn(3)
 	if g.Profile == ProfileComponents {
@@ -147,16 +147,6 @@ func compacted(rng *rand.Rand, pages int) []int64 {
 		t[i], t[j] = t[j], t[i]
 	}
 	return t
-}
-
-func newID(rng *rand.Rand, ids map[uint64]bool) uint64 {
-	for {
-		id := rng.Uint64() >> 1
-		if !ids[id] {
-			ids[id] = true
-			return id
-		}
-	}
 }
 
 // free is the pages of one side no room holds yet.

@@ -42,16 +42,7 @@ func gpuBackends(t testing.TB) (arena.Backend, arena.Backend) {
 // gpuSuite runs the suite on CUDA arenas.
 func gpuSuite(t *testing.T, p *plugin.Plugin, prefill, decode arena.Backend, variant string, cases int, seed int64, stop bool) []property.Verdict[*Case, *Result] {
 	t.Helper()
-	s, err := Suite(&kind.Session{Plugin: p, Dir: plugintest.Dir(t)},
-		kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Backend: prefill}, SuiteConfig{Decode: decode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Backend: prefill}, SuiteConfig{Decode: decode})
 }
 
 // TwoGPUSkip is the message the two-GPU test skips with where the decode

@@ -49,7 +49,7 @@ func (r *run) judgeDescriptors(ri, hi int, ds []pd.Descriptor) {
 	v := r.roomViolation(BadDescriptor, ri)
 	v.Handle = h.ref.String()
 	v.Detail = fmt.Sprintf("%d descriptors for %d page pairs: %s", len(ds), len(want), strings.Join(clip(problems, 4), "; "))
-	r.res.add(v)
+	r.res.Add(v)
 }
 
 // pairs lists a handle's page pairs, buffer by buffer.

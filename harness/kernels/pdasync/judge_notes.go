@@ -15,7 +15,7 @@ func (r *run) judgeNote(n *kvpb.AsyncNotification) {
 	if !ok || !r.w.rooms[ri].posted || int(n.Component) >= len(r.c.Rooms[ri].Components) {
 		v := r.violation(Completion)
 		v.Detail = fmt.Sprintf("the prefill notified %s, of no room or component it was asked to post", noteString(n))
-		r.res.add(v)
+		r.res.Add(v)
 		return
 	}
 	if isHandleNote(n.Note) {
@@ -30,7 +30,7 @@ func (r *run) judgeHandleNote(ri int, n *kvpb.AsyncNotification) {
 	v := r.roomViolation(Completion, ri)
 	if hi >= len(r.w.handles) || r.w.handles[hi].ref.Room != ri || r.w.handles[hi].ref.Comp != int(n.Component) {
 		v.Detail = fmt.Sprintf("the prefill notified %s: no handle of that room and component has that gate", noteString(n))
-		r.res.add(v)
+		r.res.Add(v)
 		return
 	}
 	h := r.w.handles[hi]
@@ -52,7 +52,7 @@ func (r *run) judgeHandleNote(ri int, n *kvpb.AsyncNotification) {
 		v.Detail = ""
 	}
 	if v.Detail != "" {
-		r.res.add(v)
+		r.res.Add(v)
 	}
 	if h.told == 0 {
 		h.told, h.tellAt = n.Note, r.at
@@ -92,7 +92,7 @@ func (r *run) judgeComponentNote(ri int, n *kvpb.AsyncNotification) {
 		v.Detail = ""
 	}
 	if v.Detail != "" {
-		r.res.add(v)
+		r.res.Add(v)
 	}
 	if info.compTold[ci] == 0 {
 		info.compTold[ci] = n.Note

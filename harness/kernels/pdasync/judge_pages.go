@@ -82,13 +82,13 @@ func (r *run) landing(b int, q int64, recent []int, got []byte) {
 		v.Room, v.RoomID, v.Handle = ri, r.c.Rooms[ri].ID, h.ref.String()
 		v.Detail = fmt.Sprintf("handle %s (opened at %s) landed on the page in epoch %d; its room held the page in epoch %d (from %s), and now it belongs to %s",
 			h.ref, h.setAt, r.w.pages[p].epoch, o.epoch, o.at, r.w.describe(p))
-		r.res.add(v)
+		r.res.Add(v)
 		return
 	}
 	v := r.pageViolation(Outside, b, q, got)
 	v.Room, v.RoomID, v.Handle = ri, r.c.Rooms[ri].ID, h.ref.String()
 	v.Detail = fmt.Sprintf("handle %s wrote the page, which is not one of its room's pages: it belongs to %s", h.ref, r.w.describe(p))
-	r.res.add(v)
+	r.res.Add(v)
 }
 
 // stray judges bytes no handle opened since the last read can have
@@ -101,17 +101,17 @@ func (r *run) stray(b int, q, p int64, got []byte, held, late []int) {
 		v := r.pageViolation(Completion, b, q, got)
 		v.Room, v.RoomID, v.Handle = h.ref.Room, r.c.Rooms[h.ref.Room].ID, h.ref.String()
 		v.Detail = fmt.Sprintf("handle %s's copy landed after the prefill had told the handle %v at %s: a copy still in flight after its completion", h.ref, h.told, h.tellAt)
-		r.res.add(v)
+		r.res.Add(v)
 	case len(held) > 0:
 		h := r.w.handles[held[0]]
 		v := r.pageViolation(Outside, b, q, got)
 		v.Handle = h.ref.String()
 		v.Detail = fmt.Sprintf("bytes landed while the harness holds the gate of handle %s, the only copy that writes the page: the transport ignored its gate", h.ref)
-		r.res.add(v)
+		r.res.Add(v)
 	default:
 		v := r.pageViolation(Outside, b, q, got)
 		v.Detail = fmt.Sprintf("the page changed, but no posted descriptor writes it (it belongs to %s); it now holds %s", r.w.describe(p), r.content(b, got))
-		r.res.add(v)
+		r.res.Add(v)
 	}
 }
 
@@ -122,7 +122,7 @@ func (r *run) pageViolation(k oracle.Kind, b int, q int64, got []byte) Violation
 	v := r.violation(k)
 	v.Buffer, v.Page, v.DstPage, v.Epoch = r.w.bufs[b].Name, p, q, r.w.pages[p].epoch
 	was := r.page(b, q)
-	first, last := diffSpan(was, got)
+	first, last := pd.DiffSpan(was, got)
 	v.Off, v.Len = int(q)*r.w.bufs[b].PageBytes+first, last-first+1
 	v.Want, v.Got = copyClip(was[first:]), copyClip(got[first:])
 	return v
@@ -155,7 +155,7 @@ func (r *run) ready(ri int, digests [][]byte) error {
 	if why := r.unfinished(ri); len(why) > 0 {
 		v := r.roomViolation(EarlyRead, ri)
 		v.Detail = "the decode read the room before it completed: " + joinClip(why, 3)
-		r.res.add(v)
+		r.res.Add(v)
 	}
 	r.checkBytes(ri)
 	r.checkDigests(ri, digests)
@@ -213,11 +213,11 @@ func (r *run) checkBytes(ri int) {
 			}
 			v := r.roomViolation(Bytes, ri)
 			v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
-			first, last := diffSpan(want, got)
+			first, last := pd.DiffSpan(want, got)
 			v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 			v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])
 			v.Detail = fmt.Sprintf("the room's page %d differs from its source page %d: it holds %s", i, bp.Phys(room.Src[i]), r.holds(b, q, got))
-			r.res.add(v)
+			r.res.Add(v)
 		}
 	}
 }
@@ -239,7 +239,7 @@ func (r *run) checkDigests(ri int, digests [][]byte) {
 	if len(digests) != len(r.w.bufs) {
 		v := r.roomViolation(Protocol, ri)
 		v.Detail = fmt.Sprintf("the decode read the room with %d digests; want one per buffer (%d)", len(digests), len(r.w.bufs))
-		r.res.add(v)
+		r.res.Add(v)
 		return
 	}
 	for b, bp := range r.w.bufs {
@@ -253,7 +253,7 @@ func (r *run) checkDigests(ri int, digests [][]byte) {
 			v := r.roomViolation(Digest, ri)
 			v.Buffer, v.Want, v.Got = bp.Name, want, digests[b]
 			v.Detail = fmt.Sprintf("the decode read %x from the room's %d pages; the prefill sent %x", digests[b], len(room.Src), want)
-			r.res.add(v)
+			r.res.Add(v)
 		}
 	}
 }
@@ -291,7 +291,7 @@ func (r *run) checkReuse(ri int, how string) {
 			v := r.roomViolation(Reuse, ri)
 			v.Handle, v.Buffer, v.Page, v.DstPage, v.Epoch = h.ref.String(), bp.Name, p, bp.Phys(p), r.w.pages[p].epoch
 			v.Detail = fmt.Sprintf("the room's pages came back (%s) while handle %s, which writes this page, %s", how, h.ref, gateWords(h))
-			r.res.add(v)
+			r.res.Add(v)
 		}
 	}
 }
@@ -346,7 +346,7 @@ func (r *run) final() error {
 		if info.admitted && info.over == "" {
 			v := r.roomViolation(Liveness, ri)
 			v.Detail = "every gate is open and every notification delivered, yet the decode neither read the room nor freed its pages"
-			r.res.add(v)
+			r.res.Add(v)
 		}
 	}
 	r.checkFree()
@@ -390,11 +390,11 @@ func (r *run) checkFree() {
 		}
 		v := r.violation(Outside)
 		v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
-		first, last := diffSpan(want, got)
+		first, last := pd.DiffSpan(want, got)
 		v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 		v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])
 		v.Detail = fmt.Sprintf("the page belongs to %s, but holds %s", r.w.describe(p), r.content(b, got))
-		r.res.add(v)
+		r.res.Add(v)
 	}
 }
 
@@ -413,7 +413,7 @@ func (r *run) checkEdges() ([]pool.Window, error) {
 				v := r.violation(Outside)
 				v.Buffer, v.Off, v.Len = bp.Name, c.Off-d.Pool.Off, c.Len
 				v.Detail = fmt.Sprintf("%s changed: no copy writes outside the pages", pd.RegionPart(bp, pd.SideDst, d, c.Off))
-				r.res.add(v)
+				r.res.Add(v)
 			}
 			out = append(out, ws...)
 		}
@@ -434,23 +434,11 @@ func (r *run) checkPrefill() ([]pool.Window, error) {
 			v := r.violation(Outside)
 			v.Buffer, v.Off, v.Len = bp.Name, w.Off-bp.Src.Pool.Off, w.Len
 			v.Detail = fmt.Sprintf("the prefill arena changed (%s): a transfer only reads the source", pd.RegionPart(bp, pd.SideSrc, bp.Src, w.Off))
-			r.res.add(v)
+			r.res.Add(v)
 		}
 		out = append(out, ws...)
 	}
 	return out, nil
-}
-
-// diffSpan returns the first and last index where a and b differ.
-func diffSpan(a, b []byte) (int, int) {
-	first, last := 0, len(a)-1
-	for first < len(a) && a[first] == b[first] {
-		first++
-	}
-	for last > first && a[last] == b[last] {
-		last--
-	}
-	return first, last
 }
 
 // copyClip keeps at most oracle.MaxShown bytes of b in a slice of its own.

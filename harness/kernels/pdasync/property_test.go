@@ -51,8 +51,13 @@ func runSuite(t *testing.T, p *plugin.Plugin, variant string, cases int, seed in
 	if p.Path == "(in process)" {
 		sc.Spawn = inProcessSpawn
 	}
-	s, err := Suite(&kind.Session{Plugin: p, Dir: plugintest.Dir(t)},
-		kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop}, sc)
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop}, sc)
+}
+
+// suiteRun runs the suite of params and sc on p.
+func suiteRun(t *testing.T, p *plugin.Plugin, params kind.Params, sc SuiteConfig) []property.Verdict[*Case, *Result] {
+	t.Helper()
+	s, err := Suite(&kind.Session{Plugin: p, Dir: plugintest.Dir(t)}, params, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func (r *run) await(his []int) error {
 		if len(r.missing(his)) > 0 && time.Now().After(deadline) {
 			v := r.violation(Liveness)
 			v.Detail = fmt.Sprintf("the prefill never told %s within %v of the harness opening or failing the gate", missing[0], r.t.Wait)
-			r.res.add(v)
+			r.res.Add(v)
 			r.stop = true
 			return nil
 		}

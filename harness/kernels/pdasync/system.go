@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
 // System is a plugin's pdasync kernel as a property run drives it: two
@@ -26,9 +26,8 @@ type System struct {
 	// the system.
 	OwnsDecode bool
 
-	targets map[string]*Target
-	recent  []string // geometry keys, least recently used first
-	owner   *Target  // the target the two processes are attached to
+	targets target.Cache[*Target] // by geometry key
+	owner   *Target               // the target the two processes are attached to
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -39,7 +38,7 @@ const maxTargets = 4
 // NewSystem draws cases of gen (nil for a replay: it checks, not draws)
 // on a prefill and a decode process.
 func NewSystem(prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg, Gen: gen, targets: map[string]*Target{}}
+	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg, Gen: gen, targets: target.Cache[*Target]{Max: maxTargets}}
 }
 
 // Spawned is NewSystem with a decode process spawned from prefill's, closed
@@ -73,49 +72,24 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 // in either leaves the pair's state unknown), and targets attach again on
 // their next call.
 func (s *System) Restart(ctx context.Context) error {
-	for _, t := range s.targets {
-		t.Detached()
-	}
+	s.targets.Each((*Target).Detached)
 	return errors.Join(s.Prefill.Restart(ctx), s.Decode.Restart(ctx))
 }
 
 // Target returns the target for a geometry, opening it (and closing the
 // least recently used one beyond maxTargets) when needed.
 func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
-	key := g.Key()
-	if t, ok := s.targets[key]; ok {
-		s.touch(key)
-		return t, nil
-	}
-	cfg := s.Config
-	cfg.Geometry = g
-	t, err := open(ctx, s.Prefill, s.Decode, s.Dir, cfg, &s.owner)
-	if err != nil {
-		return nil, err
-	}
-	s.targets[key] = t
-	s.touch(key)
-	if len(s.recent) > maxTargets {
-		old := s.recent[0]
-		s.targets[old].Close(ctx)
-		delete(s.targets, old)
-		s.recent = s.recent[1:]
-	}
-	return t, nil
-}
-
-func (s *System) touch(key string) {
-	s.recent = append(slices.DeleteFunc(s.recent, func(k string) bool { return k == key }), key)
+	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
+		cfg := s.Config
+		cfg.Geometry = g
+		return open(ctx, s.Prefill, s.Decode, s.Dir, cfg, &s.owner)
+	})
 }
 
 // Close frees every target's arenas, and the decode process if the system
 // spawned it.
 func (s *System) Close(ctx context.Context) {
-	for _, key := range s.recent {
-		s.targets[key].Close(ctx)
-	}
-	clear(s.targets)
-	s.recent = nil
+	s.targets.Close(ctx)
 	if s.OwnsDecode {
 		s.Decode.Close()
 	}

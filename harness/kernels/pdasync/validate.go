@@ -12,11 +12,8 @@ import (
 // admitted after the other, directly or through its predecessors.
 func (c *Case) Validate(slots int) error {
 	g := c.Geometry
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("geometry: %w", err)
-	}
-	if slots > 0 && g.Pages*g.PageSize > slots {
-		return fmt.Errorf("%d pages of %d tokens exceed the %d slots of a pool", g.Pages, g.PageSize, slots)
+	if err := g.Fits(slots); err != nil {
+		return err
 	}
 	if len(c.Rooms) < 1 || len(c.Rooms) > MaxRooms {
 		return fmt.Errorf("%d rooms: want 1..%d", len(c.Rooms), MaxRooms)

@@ -2,8 +2,6 @@ package pdasync
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -125,6 +123,9 @@ func (v Violation) String() string {
 	return s + ": " + v.Detail
 }
 
+// KindOf implements oracle.Typed.
+func (v Violation) KindOf() oracle.Kind { return v.Kind }
+
 // Generic is the violation in the form every kind's repro files hold.
 func (v Violation) Generic() oracle.Violation {
 	page := v.DstPage
@@ -146,20 +147,5 @@ const maxPerKind = 16
 // finish orders violations by kind (stable: in the order seen) and keeps
 // the first maxPerKind of each.
 func finish(vs []Violation) []Violation {
-	rank := func(k oracle.Kind) int { return slices.Index(Kinds, k) }
-	sort.SliceStable(vs, func(a, b int) bool { return rank(vs[a].Kind) < rank(vs[b].Kind) })
-	var out []Violation
-	for i := 0; i < len(vs); {
-		n := i
-		for n < len(vs) && vs[n].Kind == vs[i].Kind {
-			n++
-		}
-		keep := vs[i:min(n, i+maxPerKind)]
-		if n-i > maxPerKind {
-			keep[len(keep)-1].Detail += fmt.Sprintf(" (and %d more %s violations)", n-i-maxPerKind, vs[i].Kind)
-		}
-		out = append(out, keep...)
-		i = n
-	}
-	return out
+	return oracle.KeepPerKind(vs, Kinds, maxPerKind, func(v *Violation, more string) { v.Detail += more })
 }

@@ -67,7 +67,7 @@ func (r *run) judgeAdmit(ri int, sent []uint64) bool {
 	if len(sent) != len(room.Virt) {
 		v := r.roomViolation(Protocol, ri)
 		v.Detail = fmt.Sprintf("the decode answered %d destination pages for the room's %d", len(sent), len(room.Virt))
-		r.res.add(v)
+		r.res.Add(v)
 		return false
 	}
 	wrong, first, virtual := 0, -1, 0
@@ -75,7 +75,7 @@ func (r *run) judgeAdmit(ri int, sent []uint64) bool {
 		if p >= uint64(r.c.Geometry.Pages) {
 			v := r.roomViolation(PageMap, ri)
 			v.Detail = fmt.Sprintf("the decode sent destination page %d, outside the pool's %d pages", p, r.c.Geometry.Pages)
-			r.res.add(v)
+			r.res.Add(v)
 			return false
 		}
 		info.sent = append(info.sent, int64(p))
@@ -97,7 +97,7 @@ func (r *run) judgeAdmit(ri int, sent []uint64) bool {
 		if virtual == wrong {
 			v.Detail += " (it sent virtual indices as physical ones)"
 		}
-		r.res.add(v)
+		r.res.Add(v)
 	}
 	return true
 }
@@ -130,7 +130,7 @@ func (r *run) post(ri int) error {
 		if !slices.Contains(mine, hi) || answered[hi] {
 			v := r.roomViolation(Protocol, ri)
 			v.Detail = fmt.Sprintf("the prefill answered descriptors for gate %d twice or for a handle not of this room", hi)
-			r.res.add(v)
+			r.res.Add(v)
 			continue
 		}
 		answered[hi] = true
@@ -142,7 +142,7 @@ func (r *run) post(ri int) error {
 			v := r.roomViolation(Protocol, ri)
 			v.Handle = r.w.handles[hi].ref.String()
 			v.Detail = "the prefill posted the room without this handle"
-			r.res.add(v)
+			r.res.Add(v)
 		}
 	}
 	r.trace("post r%d: %d handles posted, every gate held", ri, len(answered))
@@ -279,7 +279,7 @@ func (r *run) events(evs []*kvpb.AsyncEvent) error {
 				v.Room, v.RoomID = ri, e.Room
 			}
 			v.Detail = fmt.Sprintf("the decode answered %v for room id %d, which is not admitted or is already over", e.Kind, e.Room)
-			r.res.add(v)
+			r.res.Add(v)
 			continue
 		}
 		var err error
@@ -292,7 +292,7 @@ func (r *run) events(evs []*kvpb.AsyncEvent) error {
 		default:
 			v := r.roomViolation(Protocol, ri)
 			v.Detail = fmt.Sprintf("the decode answered event %v", e.Kind)
-			r.res.add(v)
+			r.res.Add(v)
 		}
 		if err != nil {
 			return err

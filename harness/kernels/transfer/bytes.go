@@ -184,7 +184,7 @@ func (j *judge) readPage(b BufferPools, o *overlay, pb pageBytes, src, dst int64
 
 func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) Violation {
 	v := j.roomViolation(PageMismatch, ri, b, i)
-	first, last := diffSpan(pb.want, pb.got)
+	first, last := pd.DiffSpan(pb.want, pb.got)
 	base := int(v.DstPage) * j.tc.Buffers[b].PageBytes
 	v.Off, v.Len = base+first, last-first+1
 	v.Want, v.Got = copyClip(pb.want[first:]), copyClip(pb.got[first:])
@@ -195,18 +195,6 @@ func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) Violatio
 		v.Detail += "; no descriptor writes it"
 	}
 	return v
-}
-
-// diffSpan returns the first and last index where a and b differ.
-func diffSpan(a, b []byte) (int, int) {
-	first, last := 0, len(a)-1
-	for first < len(a) && a[first] == b[first] {
-		first++
-	}
-	for last > first && a[last] == b[last] {
-		last--
-	}
-	return first, last
 }
 
 // content says what a wrong destination page holds instead.

@@ -48,11 +48,8 @@ func (t *Case) PageCount() int {
 // rooms: two requests never own the same page.
 func (t *Case) Validate(slots int) error {
 	g := t.Geometry
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("geometry: %w", err)
-	}
-	if slots > 0 && g.Pages*g.PageSize > slots {
-		return fmt.Errorf("%d pages of %d tokens exceed the %d slots of a pool", g.Pages, g.PageSize, slots)
+	if err := g.Fits(slots); err != nil {
+		return err
 	}
 	if len(t.Rooms) < 1 || len(t.Rooms) > MaxTransferRooms {
 		return fmt.Errorf("%d rooms: want 1..%d", len(t.Rooms), MaxTransferRooms)

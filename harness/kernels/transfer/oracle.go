@@ -1,8 +1,6 @@
 package transfer
 
 import (
-	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -122,22 +120,7 @@ const maxPerKind = 64
 // finish orders violations by kind (Kinds order), room, buffer and
 // page, and keeps the first maxPerKind of each kind.
 func finish(vs []Violation) []Violation {
-	rank := func(k oracle.Kind) int { return slices.Index(Kinds, k) }
-	sort.SliceStable(vs, func(a, b int) bool { return rank(vs[a].Kind) < rank(vs[b].Kind) })
-	var out []Violation
-	for i := 0; i < len(vs); {
-		n := i
-		for n < len(vs) && vs[n].Kind == vs[i].Kind {
-			n++
-		}
-		keep := vs[i:min(n, i+maxPerKind)]
-		if n-i > maxPerKind {
-			keep[len(keep)-1].Detail += fmt.Sprintf(" (and %d more %s violations)", n-i-maxPerKind, vs[i].Kind)
-		}
-		out = append(out, keep...)
-		i = n
-	}
-	return out
+	return oracle.KeepPerKind(vs, Kinds, maxPerKind, func(v *Violation, more string) { v.Detail += more })
 }
 
 // roomViolation starts a violation about room ri's page i in buffer b.

@@ -77,6 +77,9 @@ func (v Violation) String() string {
 	return s + ": " + v.Detail
 }
 
+// KindOf implements oracle.Typed.
+func (v Violation) KindOf() oracle.Kind { return v.Kind }
+
 // Generic is the violation in the form every kind's repro files hold: the
 // buffer as the field, the destination (or source) page as the page, and
 // the room and descriptor in the detail.

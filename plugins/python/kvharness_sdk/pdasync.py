@@ -36,6 +36,7 @@ from . import protocol as pb
 from .arena import HostRegion
 from .errors import aborted, bad_request, precondition, unimplemented
 from .kernel import SHM, Kernel, Layout, Pool
+from .transfer import PoolName
 
 kv = pb.kv
 
@@ -243,21 +244,13 @@ def digest(pages) -> bytes:
 
 
 def _parse_pool_name(name: str):
-    """side/buffer[;alloc=A][;shift=N], as the Go SDK's ParsePoolName."""
-    attrs = name.split(";")
-    side, _, buf = attrs[0].partition("/")
-    if side not in ("src", "dst") or not buf:
-        raise bad_request(f"pool name \"{name}\": want side/buffer with side src or dst")
-    alloc, shift = "", 0
-    for a in attrs[1:]:
-        k, _, v = a.partition("=")
-        if k == "alloc":
-            alloc = v
-        elif k == "shift":
-            if not v.isdigit():
-                raise bad_request(f"pool name \"{name}\": shift \"{v}\" is not a page count")
-            shift = int(v)
-    return side, buf, alloc or buf, shift
+    """side/buffer[;alloc=A][;shift=N], as the Go SDK's ParsePoolName
+    (PoolName.parse, which transfers read), its error a bad request."""
+    try:
+        p = PoolName.parse(name)
+    except ValueError as e:
+        raise bad_request(str(e)) from None
+    return p.side, p.buffer, p.alloc_key, p.shift
 
 
 class AsyncService:
