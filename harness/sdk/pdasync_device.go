@@ -21,6 +21,12 @@ import (
 // failed when its gate then says so. A failed handle's copies land in
 // whole: a stream cannot branch on the gate, and the protocol allows a
 // failed handle to land any part of its copies before it reports.
+//
+// A held stream blocks the hardware queue it is mapped to, so each
+// handle needs a queue of its own: Serve raises the context's queues to
+// CUDA's maximum of 32 (connections.go). More than 32 handles held at
+// once can still share a queue, and an opened handle queued behind a
+// held one waits for it.
 type deviceTransport struct {
 	g        *gpu
 	src, dst cuda.Ptr // the two arenas' bases, in this process
