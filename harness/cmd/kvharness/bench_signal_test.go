@@ -21,6 +21,9 @@ import (
 // the night without measuring a kept run again. A plugin hung in its
 // launch (a 60 s call deadline) stops as fast, and so does a night
 // staging its arena; neither leaves a folder.
+//
+// A night stops in 0.2–0.6 s on an idle machine; the bound leaves room for
+// a CI machine under load (check's 2 s bar is TestCtrlCWithHungPlugin's).
 func TestBenchCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvharness and plugins")
@@ -41,8 +44,8 @@ func TestBenchCtrlC(t *testing.T) {
 	t.Logf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", code, took.Round(time.Millisecond), stdout, stderr)
 	kept := countLines(filepath.Join(out, benchrun.JournalFile))
 	switch {
-	case took > 2*time.Second:
-		t.Errorf("took %v to stop, want at most 2 s", took)
+	case took > benchStopBound:
+		t.Errorf("took %v to stop, want at most %v", took, benchStopBound)
 	case code != exitInterrupted:
 		t.Errorf("exit %d, want %d", code, exitInterrupted)
 	case !strings.Contains(stderr.String(), "kvharness: interrupted:") || !strings.Contains(stderr.String(), "rerun with --resume"):
@@ -79,8 +82,8 @@ func TestBenchCtrlC(t *testing.T) {
 		time.Sleep(tc.wait)
 		took, code := interrupt(t, cmd)
 		t.Logf("%s: exit %d after %v\nstderr:\n%s", tc.name, code, took.Round(time.Millisecond), stderr)
-		if took > 2*time.Second || code != exitInterrupted || !strings.Contains(stderr.String(), "interrupted before any run finished") {
-			t.Errorf("%s: exit %d after %v; want %d within 2 s, saying nothing was measured", tc.name, code, took, exitInterrupted)
+		if took > benchStopBound || code != exitInterrupted || !strings.Contains(stderr.String(), "interrupted before any run finished") {
+			t.Errorf("%s: exit %d after %v; want %d within %v, saying nothing was measured", tc.name, code, took, exitInterrupted, benchStopBound)
 		}
 		if _, err := os.Stat(folder); !os.IsNotExist(err) {
 			t.Errorf("%s: a night interrupted before any run left its folder: %v", tc.name, err)
@@ -90,6 +93,9 @@ func TestBenchCtrlC(t *testing.T) {
 		}
 	}
 }
+
+// benchStopBound is how long an interrupted bench may take to exit.
+const benchStopBound = 5 * time.Second
 
 func shortTempDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "kvh") // short: socket paths must fit 108 bytes
