@@ -45,6 +45,17 @@ func Names() string {
 	return strings.Join(names, ", ")
 }
 
+// FuzzTargets lists the kinds' fuzz targets.
+func FuzzTargets() string {
+	var names []string
+	for _, x := range All {
+		if x.Fuzz != "" {
+			names = append(names, x.Fuzz)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // Decode reads a repro file's case of kernel k: report.CaseDecoder over
 // every kind.
 func Decode(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -54,7 +55,7 @@ func (f *checkFlags) register(fs interface {
 }) {
 	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.BundledNames())+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
-	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: store, read or transfer (default: the plugin's first)")
+	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: "+kernels.Names()+" (default: the plugin's first)")
 	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
