@@ -11,8 +11,11 @@ import (
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
 	fp8store "github.com/kvharness/kvharness/plugins/fp8store/kernel"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
+	gostore "github.com/kvharness/kvharness/plugins/gostore/kernel"
 	layerload "github.com/kvharness/kvharness/plugins/layerload/kernel"
+	pdasync "github.com/kvharness/kvharness/plugins/pdasync/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
+	recipestore "github.com/kvharness/kvharness/plugins/recipestore/kernel"
 )
 
 // Code is a bundled plugin's code: its Go kernel, when it is one the SDK
@@ -27,9 +30,12 @@ type Code struct {
 var Bundled = []Code{
 	served("fusedstore", &fusedstore.Plugin),
 	served("fp8store", &fp8store.Plugin),
+	served("recipestore", &recipestore.Plugin),
 	served("bf16scatter", &bf16scatter.Plugin),
+	served("gostore", &gostore.Plugin),
 	served("pdtransfer", &pdtransfer.Plugin),
 	served("layerload", &layerload.Plugin),
+	served("pdasync", &pdasync.Plugin),
 	{Name: "faulty", Main: faulty.Main},
 }
 

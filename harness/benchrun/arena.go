@@ -38,7 +38,9 @@ type staged struct{ pool, rowsOff, locOff int }
 // (Matrix.SlotRun).
 func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
 	opts := arena.Options{FDArenas: p.MapsFDArenas()}
-	a, err := stageArena(func(size int) (arena.Memory, error) { return b.New(dir, size, opts) }, l, m)
+	a, err := stageInterruptibly(ctx, func() (*Arena, error) {
+		return stageArena(func(size int) (arena.Memory, error) { return b.New(dir, size, opts) }, l, m)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -50,18 +52,57 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.B
 	return a, nil
 }
 
-// stageArena plans the arena, allocates it with alloc and stages it.
-func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+// stageInterruptibly runs stage, which cannot be stopped midway (filling
+// a pool of a million slots is one memory fill of seconds on a busy
+// CPU), and returns early when ctx ends: an interrupted night must stop
+// within a second or two, not when its arena is ready. The staging then
+// finishes on its own and frees what it made.
+func stageInterruptibly(ctx context.Context, stage func() (*Arena, error)) (*Arena, error) {
+	type staged struct {
+		a   *Arena
+		err error
+	}
+	done := make(chan staged, 1)
+	go func() {
+		a, err := stage()
+		done <- staged{a, err}
+	}()
+	select {
+	case s := <-done:
+		return s.a, s.err
+	case <-ctx.Done():
+		go func() {
+			if s := <-done; s.err == nil {
+				s.a.mem.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// planArena lays out the arena of a layout's cells: a pool per data set,
+// and staging for each set's rows and slots.
+func planArena(l *layout.Layout, m Matrix) (g pool.Geometry, rowsBytes, locBytes int, err error) {
 	n := m.maxTokens()
-	rowsBytes, locBytes := alignUp(n*l.RowBytes()), alignUp(8*n)
+	rowsBytes, locBytes = alignUp(n*l.RowBytes()), alignUp(8*n)
 	sets := m.rotations()
 	specs := []pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}
 	for k := 1; k < sets; k++ {
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("bench%d", k), Layout: l, Slots: m.Slots})
 	}
-	g, err := pool.Plan(specs, sets*(rowsBytes+locBytes))
+	g, err = pool.Plan(specs, sets*(rowsBytes+locBytes))
 	if err != nil {
-		return nil, rotateHint(err, sets)
+		return g, 0, 0, rotateHint(fmt.Errorf("layout %s: %w (--slots, or the matrix's slots)", l.Name, err), sets)
+	}
+	return g, rowsBytes, locBytes, nil
+}
+
+// stageArena plans the arena, allocates it with alloc and stages it.
+func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
+	n, sets := m.maxTokens(), m.rotations()
+	g, rowsBytes, locBytes, err := planArena(l, m)
+	if err != nil {
+		return nil, err
 	}
 	mem, err := alloc(g.Size)
 	if err != nil {

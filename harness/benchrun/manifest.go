@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
@@ -58,18 +58,25 @@ func WriteManifest(path string, m Manifest) error {
 	})
 }
 
-// ReadManifest reads a night.json.
+// maxManifestBytes bounds night.json: it lists a night's units and cell
+// keys, some hundred bytes each.
+const maxManifestBytes = 64 << 20
+
+// ReadManifest reads a night.json, bounded.
 func ReadManifest(path string) (Manifest, error) {
 	var m Manifest
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "night manifest", maxManifestBytes)
 	if err != nil {
-		return m, fmt.Errorf("read manifest: %w (is this a kvharness bench --out folder?)", err)
+		return m, fmt.Errorf("%w (is this a kvharness bench --out folder?)", err)
 	}
+	// Unmarshal, not a strict decoder: a field a newer kvharness adds
+	// keeps the schema's version (bench/SCHEMA.md), so it is let through;
+	// data after the object is not.
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	if m.Schema != ManifestSchema {
-		return m, fmt.Errorf("%s: schema %q; this kvharness reads %s", path, m.Schema, ManifestSchema)
+		return m, fmt.Errorf("%s: schema %q; this kvharness reads %s; merge folders written by kvharness bench of this version", path, m.Schema, ManifestSchema)
 	}
 	return m, nil
 }

@@ -1,13 +1,12 @@
 package benchrun
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/results"
@@ -82,6 +81,9 @@ func (m Matrix) passes() int {
 	return m.Passes
 }
 
+// RunsPerCell is how many runs each cell of a whole night has.
+func (m Matrix) RunsPerCell() int { return m.passes() }
+
 // quantiles is the chosen quantiles, the median first.
 func (m Matrix) quantiles() []float64 {
 	qs := m.Quantiles
@@ -132,12 +134,18 @@ func Default(plugins ...string) Matrix {
 	}
 }
 
-// LoadMatrix reads a matrix file over the defaults. Unknown keys are
-// errors: a typo must not silently shrink a nightly run.
+// MaxMatrixBytes bounds a matrix file: the largest real one is a few
+// hundred bytes, and /dev/zero given by mistake must be an error, not a
+// read that never ends.
+const MaxMatrixBytes = 1 << 20
+
+// LoadMatrix reads a matrix file over the defaults, bounded and strictly:
+// unknown keys and anything after the matrix object are errors, since a
+// typo must not silently shrink a nightly run.
 func LoadMatrix(path string) (Matrix, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "matrix file", MaxMatrixBytes)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("read matrix: %w", err)
+		return Matrix{}, fmt.Errorf("--matrix: %w", err)
 	}
 	m, err := ParseMatrix(data)
 	if err != nil {
@@ -149,13 +157,8 @@ func LoadMatrix(path string) (Matrix, error) {
 // ParseMatrix decodes a matrix over the defaults and validates it.
 func ParseMatrix(data []byte) (Matrix, error) {
 	m := Default()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return Matrix{}, err
-	}
-	if dec.More() {
-		return Matrix{}, fmt.Errorf("trailing data after the matrix object")
+	if err := inputfile.DecodeJSON(data, &m); err != nil {
+		return Matrix{}, fmt.Errorf("%w (a matrix file is one JSON object; bench/matrix-cpu.json is an example)", err)
 	}
 	return m, m.Validate()
 }
@@ -184,19 +187,25 @@ func (m Matrix) cacheTimings() int {
 func (m Matrix) Validate() error {
 	switch {
 	case len(m.Plugins) == 0:
-		return fmt.Errorf("no plugins")
+		return fmt.Errorf("no plugins: give plugins (or --plugin)")
 	case len(m.Layouts) == 0 || len(m.Tokens) == 0 || len(m.Modes) == 0 || len(m.Caches) == 0 || len(m.Timings) == 0:
 		return fmt.Errorf("layouts, tokens, modes, caches and timings must each name at least one value")
-	case m.HeadDim < 16 || m.HeadDim%16 != 0:
-		return fmt.Errorf("head_dim %d: want a multiple of 16", m.HeadDim)
-	case m.PageSize < 1:
-		return fmt.Errorf("page_size %d: want at least 1", m.PageSize)
+	case layout.CheckHeadDim(m.HeadDim) != nil:
+		return fmt.Errorf("head_dim %d: %w", m.HeadDim, layout.CheckHeadDim(m.HeadDim))
+	case m.PageSize < 1 || m.PageSize > 1<<16:
+		return fmt.Errorf("page_size %d: want 1..65536 tokens", m.PageSize)
+	case m.Slots < 1:
+		return fmt.Errorf("slots %d: want at least 1", m.Slots)
 	case m.SlotRun < 0 || m.SlotRun > m.Slots:
 		return fmt.Errorf("slot_run %d: want 1..slots (%d) consecutive slots per run (0 means 1)", m.SlotRun, m.Slots)
 	case m.Rotate < 0 || m.Rotate > maxRotate:
 		return fmt.Errorf("rotate %d: want 1..%d data sets (0 means 1)", m.Rotate, maxRotate)
-	case m.cacheTimings() == 0:
-		return fmt.Errorf("caches %v with timings %v make no cell: cold caches are timed per launch only (a batch runs hot after its first launch)", m.Caches, m.Timings)
+	}
+	if err := m.validateEnums(); err != nil {
+		return err
+	}
+	if m.cacheTimings() == 0 {
+		return fmt.Errorf("caches %v with timings %v make no cell: cold caches are timed per launch only (a batch runs hot after its first launch); want per-launch among the timings", m.Caches, m.Timings)
 	}
 	for _, n := range m.Layouts {
 		if n != "all" && layout.Describe(n) == "" {
@@ -213,10 +222,41 @@ func (m Matrix) Validate() error {
 	}
 	for _, c := range []measure.Criterion{m.PerLaunch, m.Batched, m.Cold} {
 		if c.MinSamples < 0 || c.MaxNoise < 0 || c.TimeLimit < 0 || c.MaxSamples < 0 || c.MinTime < 0 {
-			return fmt.Errorf("stopping criteria must not be negative")
+			return fmt.Errorf("stopping criteria must not be negative: want 0 (the default) or more")
 		}
 	}
 	return m.validateRuns()
+}
+
+// validateEnums refuses a mode, cache or timing the runner does not
+// know: a cell of "warp" mode would otherwise fail at its first run, or
+// a "lukewarm" cache be timed as a hot one.
+func (m Matrix) validateEnums() error {
+	if err := known("modes", m.Modes, results.Eager, results.Graph); err != nil {
+		return err
+	}
+	if err := known("caches", m.Caches, results.Hot, results.Cold); err != nil {
+		return err
+	}
+	return known("timings", m.Timings, results.PerLaunch, results.Batched)
+}
+
+// known refuses a value of field that is not one of allowed, or is given
+// twice (a repeated value would measure its cells twice under one name).
+func known[T ~string](field string, values []T, allowed ...T) error {
+	var names []string
+	for _, a := range allowed {
+		names = append(names, fmt.Sprintf("%q", a))
+	}
+	for i, v := range values {
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("%s: %q is not one; want %s", field, v, strings.Join(names, " or "))
+		}
+		if slices.Contains(values[:i], v) {
+			return fmt.Errorf("%s: %q is given twice; remove one", field, v)
+		}
+	}
+	return nil
 }
 
 // validateRuns checks passes and quantiles.

@@ -1,6 +1,8 @@
 package benchrun
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +18,17 @@ func TestParseMatrixRejects(t *testing.T) {
 		"no plugins":       {`{"plugins": []}`, "no plugins"},
 		"tokens > slots":   {`{"plugins": ["a"], "tokens": [9], "slots": 8}`, "tokens 9"},
 		"only cold batch":  {`{"plugins": ["a"], "caches": ["cold"], "timings": ["batched"]}`, "make no cell"},
-		"trailing":         {`{"plugins": ["a"]} {}`, "trailing data"},
+		"trailing":         {`{"plugins": ["a"]} {}`, "data after the first JSON value"},
+		"empty":            {``, "no JSON value"},
+		"mode warp":        {`{"plugins": ["a"], "modes": ["warp"]}`, `modes: "warp" is not one; want "eager" or "graph"`},
+		"cache lukewarm":   {`{"plugins": ["a"], "caches": ["hot", "lukewarm"]}`, `caches: "lukewarm" is not one; want "hot" or "cold"`},
+		"timing typo":      {`{"plugins": ["a"], "timings": ["per_launch"]}`, `timings: "per_launch" is not one`},
+		"mode twice":       {`{"plugins": ["a"], "modes": ["eager", "eager"]}`, `modes: "eager" is given twice`},
+		"head_dim 100":     {`{"plugins": ["a"], "head_dim": 100}`, "head_dim 100: want a multiple of 8"},
+		"head_dim 0":       {`{"plugins": ["a"], "head_dim": 0}`, "head_dim 0"},
+		"head_dim huge":    {`{"plugins": ["a"], "head_dim": 1048576}`, "head_dim 1048576"},
+		"page_size 0":      {`{"plugins": ["a"], "page_size": 0}`, "page_size 0"},
+		"page_size huge":   {`{"plugins": ["a"], "page_size": 70000}`, "page_size 70000"},
 		"rotate < 0":       {`{"plugins": ["a"], "rotate": -2}`, "rotate -2"},
 		"slot_run > slots": {`{"plugins": ["a"], "tokens": [4], "slots": 8, "slot_run": 9}`, "slot_run 9"},
 		"short of runs":    {`{"plugins": ["a"], "tokens": [9], "slots": 10, "slot_run": 4}`, "hold 8 in whole runs of 4"},
@@ -25,6 +37,10 @@ func TestParseMatrixRejects(t *testing.T) {
 		if _, err := ParseMatrix([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", name, err, tc.want)
 		}
+	}
+	// vLLM's kernel tests use head size 120: a multiple of 8 is enough.
+	if m, err := ParseMatrix([]byte(`{"plugins": ["a"], "head_dim": 120, "modes": ["eager"], "caches": ["cold"], "timings": ["per-launch"]}`)); err != nil || m.HeadDim != 120 {
+		t.Errorf("head_dim 120, cold per-launch eager: %v; want it accepted", err)
 	}
 	m, err := ParseMatrix([]byte(`{"plugins": ["a"], "layouts": ["all", "bf16"]}`))
 	if err != nil || m.cacheTimings() != 3 {
@@ -109,5 +125,31 @@ func TestCheckRotates(t *testing.T) {
 	}
 	if err := checkRotates(&kvpb.DescribeResponse{Name: "p", BenchRotation: true}, Matrix{Rotate: 4}); err != nil {
 		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
+	}
+}
+
+// TestLoadMatrixBounded: a matrix path that is a device of endless bytes,
+// a file past the bound or a folder is an error naming it, read no
+// further than the bound.
+func TestLoadMatrixBounded(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"plugins": ["`+strings.Repeat("a", MaxMatrixBytes)+`"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/dev/zero":                        "/dev/zero: file too large",
+		big:                                "more than 1048576 bytes",
+		dir:                                "is a folder",
+		filepath.Join(dir, "missing.json"): "give the path of an existing file",
+	} {
+		if _, err := LoadMatrix(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("LoadMatrix(%s): %v; want an error naming it and %q", path, err, want)
+		}
+	}
+	ok := filepath.Join(dir, "ok.json")
+	os.WriteFile(ok, []byte(`{"plugins": ["fusedstore"], "modes": ["eager"]}`), 0o644)
+	if m, err := LoadMatrix(ok); err != nil || len(m.Modes) != 1 {
+		t.Errorf("LoadMatrix(ok): %+v, %v", m.Modes, err)
 	}
 }

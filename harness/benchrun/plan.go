@@ -78,9 +78,15 @@ func plan(m Matrix, plugins []described, onGPU bool, spec shard.Spec) (*Plan, er
 		mine[u] = true
 	}
 	for _, g := range groups {
-		if g.own(m, onGPU, mine) {
-			p.groups = append(p.groups, g)
+		if !g.own(m, onGPU, mine) {
+			continue
 		}
+		// An arena past the bound is refused now, before a night starts,
+		// rather than at its group's turn in the first pass.
+		if _, _, _, err := planArena(g.layout, m); err != nil {
+			return nil, err
+		}
+		p.groups = append(p.groups, g)
 	}
 	return p, nil
 }

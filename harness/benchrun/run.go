@@ -3,7 +3,6 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"time"
@@ -35,14 +34,26 @@ type Runner struct {
 	Previous []results.Run      // runs of an earlier, resumed night
 	Env      results.Env
 	PeakGBps float64
-	Progress io.Writer // nil: quiet
+	Observer Observer // nil: quiet
 	Start    func(ctx context.Context, name string) (*plugin.Plugin, error)
 
 	done    map[results.RunKey]bool
 	batches map[results.Key]int // a batched cell's batch size, fixed by its first run
 	runs    []results.Run
-	total   int
-	count   int
+	byCell  map[results.Key][]results.Run
+}
+
+// An Observer is told how a night goes, as it goes: a progress display.
+// Its methods are called from the goroutine that runs the night.
+type Observer interface {
+	// Planned says how many runs the night takes, done of them already
+	// in the journal of a resumed night.
+	Planned(total, done int)
+	// Ran is called after each run is journalled.
+	Ran(run results.Run)
+	// CellDone is called when a cell's last run is in, with the cell of
+	// all of them.
+	CellDone(c results.Cell)
 }
 
 // A Night is what Run measured.
@@ -94,7 +105,7 @@ func (r *Runner) describeRequest() *kvpb.DescribeRequest {
 // journal (Previous) excepted. It returns the night's cells, even after
 // an error (those with at least one run).
 func (r *Runner) Run(ctx context.Context, p *Plan) (*Night, error) {
-	r.done, r.batches = map[results.RunKey]bool{}, map[results.Key]int{}
+	r.done, r.batches, r.byCell = map[results.RunKey]bool{}, map[results.Key]int{}, map[results.Key][]results.Run{}
 	wanted := map[results.Key]bool{}
 	for _, id := range p.Cells() {
 		wanted[id.Key()] = true
@@ -105,16 +116,15 @@ func (r *Runner) Run(ctx context.Context, p *Plan) (*Night, error) {
 			night.Dropped = append(night.Dropped, run)
 			continue
 		}
-		r.done[run.Key()] = true
-		r.runs = append(r.runs, run)
-		r.noteBatch(run)
+		r.keep(run)
 	}
-	r.total = len(p.Cells()) * r.Matrix.passes()
+	if r.Observer != nil {
+		r.Observer.Planned(len(p.Cells())*r.Matrix.passes(), len(r.runs))
+	}
 	var runErr error
 	for pass := 1; pass <= r.Matrix.passes() && runErr == nil; pass++ {
 		runErr = r.pass(ctx, p, pass)
 	}
-	r.progressDone()
 	cells, err := r.assemble(p)
 	night.Cells = cells
 	if runErr != nil {
@@ -122,6 +132,14 @@ func (r *Runner) Run(ctx context.Context, p *Plan) (*Night, error) {
 	}
 	night.Lacking = lacking(cells, r.Matrix)
 	return night, err
+}
+
+// keep adds a run to the night's.
+func (r *Runner) keep(run results.Run) {
+	r.done[run.Key()] = true
+	r.runs = append(r.runs, run)
+	r.byCell[run.Identity.Key()] = append(r.byCell[run.Identity.Key()], run)
+	r.noteBatch(run)
 }
 
 func (r *Runner) noteBatch(run results.Run) {
@@ -180,7 +198,6 @@ func (r *Runner) todo(groups []*groupPlan, pass int) bool {
 
 func (r *Runner) passGroup(ctx context.Context, pl *plugin.Plugin, g *groupPlan, pass, index int) error {
 	if !r.todo([]*groupPlan{g}, pass) {
-		r.count += len(g.cells)
 		return nil
 	}
 	a, err := OpenArena(ctx, pl, r.Dir, r.Backend, g.layout, r.Matrix)
@@ -205,7 +222,6 @@ func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, ce
 	var turns []turn
 	for _, id := range cells {
 		if r.done[results.RunKey{Cell: id.Key(), Pass: pass}] {
-			r.count++
 			continue
 		}
 		s, err := newSampler(ctx, pl, a.Request(id), id.Timing, r.Matrix.Criterion(id).PerPass(r.Matrix.passes()), r.batches[id.Key()])
@@ -225,7 +241,6 @@ func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, ce
 				next = append(next, t)
 				continue
 			}
-			r.progress(pass, t.id)
 			if err := r.record(t.id, pass, t.s.result()); err != nil {
 				return err
 			}
@@ -261,10 +276,25 @@ func (r *Runner) record(id results.Identity, pass int, s sampled) error {
 	if err := r.Journal.AppendRun(run); err != nil {
 		return err
 	}
-	r.done[run.Key()] = true
-	r.runs = append(r.runs, run)
-	r.noteBatch(run)
+	r.keep(run)
+	r.observe(run)
 	return nil
+}
+
+// observe tells the observer of a run, and of its cell when the run was
+// the cell's last.
+func (r *Runner) observe(run results.Run) {
+	if r.Observer == nil {
+		return
+	}
+	r.Observer.Ran(run)
+	runs := r.byCell[run.Identity.Key()]
+	if len(runs) != r.Matrix.passes() {
+		return
+	}
+	if c, err := results.NewCell(runs, r.Matrix.quantiles(), r.Matrix.Criterion(run.Identity)); err == nil {
+		r.Observer.CellDone(c)
+	}
 }
 
 // assemble makes the cells of the plan from the runs taken, in plan
@@ -407,20 +437,6 @@ func BytesMoved(l *layout.Layout, id results.Identity) int64 {
 		return 0
 	}
 	return int64(id.Tokens * (l.RowBytes() + 8 + l.BytesPerToken()))
-}
-
-func (r *Runner) progress(pass int, id results.Identity) {
-	r.count++
-	if r.Progress != nil {
-		fmt.Fprintf(r.Progress, "\r\033[K[pass %d/%d %d/%d] %s %s %s tokens=%d %s %s %s", pass, r.Matrix.passes(), r.count, r.total,
-			id.Kernel, id.Plugin, id.Layout, id.Tokens, id.Mode, id.Cache, id.Timing)
-	}
-}
-
-func (r *Runner) progressDone() {
-	if r.Progress != nil {
-		fmt.Fprintln(r.Progress)
-	}
 }
 
 func keys(m map[string]bool) []string {

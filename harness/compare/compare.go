@@ -1,30 +1,36 @@
 package compare
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
-// CompareFiles compares the Go benchmark files at basePath and newPath.
+// MaxFileBytes bounds a benchmark file compare reads: a GPU night's
+// bench.txt is under a megabyte, and /dev/zero or a multi-gigabyte log
+// given by mistake must be an error, not a read until memory runs out.
+const MaxFileBytes = 256 << 20
+
+// CompareFiles compares the Go benchmark files at basePath and newPath,
+// each read whole and bounded (MaxFileBytes).
 func CompareFiles(basePath, newPath string, o Options) (*Report, error) {
-	base, err := os.Open(basePath)
+	base, err := inputfile.Read(basePath, "base file", MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("open base file: %w", err)
+		return nil, err
 	}
-	defer base.Close()
-	next, err := os.Open(newPath)
+	next, err := inputfile.Read(newPath, "new file", MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("open new file: %w", err)
+		return nil, err
 	}
-	defer next.Close()
-	return Compare(basePath, base, newPath, next, o)
+	return Compare(basePath, bytes.NewReader(base), newPath, bytes.NewReader(next), o)
 }
 
 // Compare compares the Go benchmark text read from base and next; the

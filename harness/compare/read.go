@@ -34,9 +34,15 @@ type table struct {
 // that ends mid-line (truncated), is a *benchfmt.SyntaxError with the
 // file and line.
 func readTable(r io.Reader, name string, ignore []string, filter *benchproc.Filter) (*table, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes, more than a benchmark file holds; give the right file", name, MaxFileBytes)
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil, fmt.Errorf("%s holds NUL bytes: it is not a benchmark file (a text file of Benchmark lines); give the right file", name)
 	}
 	if err := checkComplete(data, name); err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func NewEnv[T property.Target, C workload.Case, R report.Result](ctx context.Con
 		return nil, err
 	}
 	for _, name := range t.Layouts {
-		l, err := layout.Builtin(name, layout.DefaultHeadDim, t.PageSize)
+		l, err := layout.Builtin(name, 0, t.PageSize) // the default head dim, or the layout's fixed one
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,8 @@
 // Package kernels is the table of kernel kinds this kvharness checks. Each
-// kind is a package below this one (store, read, transfer, load) that builds on
-// the shared kit (layout, pool, arena, target, plugin, oracle, property,
-// report) and exports its kind.Kind; a new kind is a new package, its
-// protocol messages, its SDK call types and one line here.
+// kind is a package below this one (store, read, transfer, load, pdasync)
+// that builds on the shared kit (layout, pool, arena, target, plugin,
+// oracle, property, report) and exports its kind.Kind; a new kind is a new
+// package, its protocol messages, its SDK call types and one line here.
 //
 // The commands find every kind here: check dispatches --kernel through
 // Lookup, repro decodes a file's case with Decode, mutants and fuzz find a
@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/kernels/load"
+	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kernels/read"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
@@ -23,7 +24,7 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind}
 
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {
@@ -40,6 +41,17 @@ func Names() string {
 	names := make([]string, len(All))
 	for i, x := range All {
 		names[i] = string(x.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// FuzzTargets lists the kinds' fuzz targets.
+func FuzzTargets() string {
+	var names []string
+	for _, x := range All {
+		if x.Fuzz != "" {
+			names = append(names, x.Fuzz)
+		}
 	}
 	return strings.Join(names, ", ")
 }

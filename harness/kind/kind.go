@@ -21,6 +21,7 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -72,9 +73,16 @@ type Params struct {
 	PageSize    int
 	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
-	Jobs        int // rows checked at once; 0 or 1: one after another
+	Value       layout.Mode // stores: fp8 values judged by the declared recipe (the default) or bit-exact
+	Jobs        int         // rows checked at once; 0 or 1: one after another
 	MaxFaults   int
 	StopAtFirst bool // end at the first failing row (mutant hunts)
+	// Shard is the part of the rows checked (check --shard); the zero
+	// Spec is all of them.
+	Shard shard.Spec
+	// Stress checks every case this many times, several at once on plugin
+	// processes of their own (check --stress); 0 or 1: once.
+	Stress int
 }
 
 // Place is where the run's arenas live.
@@ -88,5 +96,14 @@ func (p Params) Place() arena.Place {
 // Header is the report header of a check run with these settings.
 func (p Params) Header(s *Session) report.Header {
 	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
-		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph}
+		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
+		Shard: p.shardName()}
+}
+
+// shardName is the header's shard: "" for a whole run, else "i/n".
+func (p Params) shardName() string {
+	if p.Shard.IsWhole() {
+		return ""
+	}
+	return p.Shard.String()
 }

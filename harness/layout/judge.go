@@ -155,6 +155,7 @@ type GroupVerdict struct {
 	Scale *ScaleDiff // nil when the stored scale passes
 	Codes *CodeDiff  // nil when every code passes
 	Bad   []int      // the group's codes that do not pass, by index
+	Want  []byte     // the code the judgement wants at each of Bad: the recipe's (the reference's, in exact mode)
 	Eps   *EpsMatch  // when the scale fails: another floor under which the group passes
 }
 
@@ -188,6 +189,21 @@ func (q Quant) judge(x []uint16, stored float32, codes []byte, m Mode) GroupVerd
 	} else if d, ok := q.JudgeScale(amax, stored); !ok {
 		v.Scale = &d
 	}
+	v.Codes, v.Bad, v.Want = q.judgeCodes(x, against, codes, m)
+	if v.Scale != nil && v.Codes != nil && m != Exact {
+		// The stored scale is rejected already: codes that follow the
+		// recipe's scale instead are not a second bug to report.
+		if d, _, _ := q.judgeCodes(x, q.ScaleOf(amax), codes, m); d == nil {
+			v.Codes, v.Bad, v.Want = nil, nil, nil
+		}
+	}
+	return v
+}
+
+// judgeCodes judges a group's codes against scale s: nil when every one
+// passes, else the first failure, the failing indices and the code the
+// judgement wants at each.
+func (q Quant) judgeCodes(x []uint16, s float32, codes []byte, m Mode) (*CodeDiff, []int, []byte) {
 	var buf [256]byte
 	nominal := buf[:0]
 	if len(codes) <= len(buf) {
@@ -195,7 +211,10 @@ func (q Quant) judge(x []uint16, stored float32, codes []byte, m Mode) GroupVerd
 	} else {
 		nominal = make([]byte, len(codes))
 	}
-	q.encodeCodes(x, against, nominal) // the recipe's codes: most stored codes equal them
+	q.encodeCodes(x, s, nominal) // the recipe's codes: most stored codes equal them
+	var d *CodeDiff
+	var bad []int
+	var wants []byte
 	for i, c := range codes {
 		if c == nominal[i] {
 			continue
@@ -203,21 +222,21 @@ func (q Quant) judge(x []uint16, stored float32, codes []byte, m Mode) GroupVerd
 		xi := BF16ToFloat32(x[i])
 		want, ok := nominal[i], false
 		if m != Exact {
-			want, ok = q.AcceptCode(xi, against, c)
+			want, ok = q.AcceptCode(xi, s, c)
 		}
 		if ok {
 			continue
 		}
-		v.Bad = append(v.Bad, i)
-		if v.Codes == nil {
-			v.Codes = &CodeDiff{Of: len(codes), Elem: i, Got: c, Want: want, Off: codesOff(c, want),
-				Quotient: float64(xi) / float64(against), Scale: against, Exact: m == Exact}
+		bad, wants = append(bad, i), append(wants, want)
+		if d == nil {
+			d = &CodeDiff{Of: len(codes), Elem: i, Got: c, Want: want, Off: codesOff(c, want),
+				Quotient: float64(xi) / float64(s), Scale: s, Exact: m == Exact}
 		}
 	}
-	if v.Codes != nil {
-		v.Codes.Bad = len(v.Bad)
+	if d != nil {
+		d.Bad = len(bad)
 	}
-	return v
+	return d, bad, wants
 }
 
 // JudgeScale decides whether a stored scale passes for a group whose

@@ -18,6 +18,12 @@ type Finding struct {
 	// that do not pass, ascending: the scale's bytes, the failing codes,
 	// the differing bytes of bf16 elements, the non-zero pad bytes.
 	Bytes []int
+	// Want is the byte the rule wants at each of Bytes: the recipe's
+	// scale (the reference's, in exact mode), the recipe's code for x
+	// over the stored scale, the input's bf16 byte, zero. A scale's bytes
+	// that happen to hold their wanted value are listed too: the scale is
+	// judged whole.
+	Want  []byte
 	Scale *ScaleDiff // RuleScale
 	Codes *CodeDiff  // RuleCode
 	BF16  *BF16Diff  // RuleBF16
@@ -90,6 +96,7 @@ func appendFinding(out []Finding, f *Finding) []Finding {
 func (l *Layout) judgeBF16(f *fieldInfo, row []uint16, rec []byte) *Finding {
 	var d *BF16Diff
 	var bytes []int
+	var wants []byte
 	for i, want := range row[f.From:f.To] {
 		at := f.offset + 2*i
 		got := binary.LittleEndian.Uint16(rec[at:])
@@ -101,15 +108,15 @@ func (l *Layout) judgeBF16(f *fieldInfo, row []uint16, rec []byte) *Finding {
 		}
 		d.Bad++
 		for k := range 2 {
-			if rec[at+k] != byte(want>>(8*k)) {
-				bytes = append(bytes, at+k)
+			if w := byte(want >> (8 * k)); rec[at+k] != w {
+				bytes, wants = append(bytes, at+k), append(wants, w)
 			}
 		}
 	}
 	if d == nil {
 		return nil
 	}
-	return &Finding{Rule: RuleBF16, Field: f.Name, Group: -1, Plane: f.plane, Bytes: bytes, BF16: d}
+	return &Finding{Rule: RuleBF16, Field: f.Name, Group: -1, Plane: f.plane, Bytes: bytes, Want: wants, BF16: d}
 }
 
 func (l *Layout) judgePad(f *fieldInfo, rec []byte) *Finding {
@@ -125,7 +132,7 @@ func (l *Layout) judgePad(f *fieldInfo, rec []byte) *Finding {
 	if bytes == nil {
 		return nil
 	}
-	return &Finding{Rule: RulePad, Field: f.Name, Group: -1, Plane: f.plane, Bytes: bytes}
+	return &Finding{Rule: RulePad, Field: f.Name, Group: -1, Plane: f.plane, Bytes: bytes, Want: make([]byte, len(bytes))}
 }
 
 // judgeE4M3 judges every group of an e4m3 field with its scale.
@@ -138,8 +145,10 @@ func (l *Layout) judgeE4M3(f *fieldInfo, row []uint16, got [][]byte, m Mode) []F
 		lo := f.From + g*f.Group
 		v := f.quant.JudgeGroup(row[lo:lo+f.Group], storedScale(scales, g, sf.Kind), codes[g*f.Group:(g+1)*f.Group], m)
 		if v.Scale != nil {
+			want := make([]byte, width)
+			putScale(want, 0, sf.Kind, v.Scale.Want)
 			out = append(out, Finding{Rule: RuleScale, Field: sf.Name, Group: g, Plane: sf.plane,
-				Bytes: span(sf.offset+g*width, width), Scale: v.Scale, Eps: v.Eps})
+				Bytes: span(sf.offset+g*width, width), Want: want, Scale: v.Scale, Eps: v.Eps})
 		}
 		if v.Codes != nil {
 			bytes := make([]int, len(v.Bad))
@@ -148,7 +157,7 @@ func (l *Layout) judgeE4M3(f *fieldInfo, row []uint16, got [][]byte, m Mode) []F
 			}
 			c := *v.Codes
 			c.Elem += lo
-			out = append(out, Finding{Rule: RuleCode, Field: f.Name, Group: g, Plane: f.plane, Bytes: bytes, Codes: &c})
+			out = append(out, Finding{Rule: RuleCode, Field: f.Name, Group: g, Plane: f.plane, Bytes: bytes, Want: v.Want, Codes: &c})
 		}
 	}
 	return out

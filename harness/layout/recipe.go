@@ -244,3 +244,23 @@ func (l *Layout) WithRecipe(r *Recipe) (*Layout, error) {
 	}
 	return &c, nil
 }
+
+// Resolved returns the layout with every e4m3 field's recipe stated in
+// full (rule, eps, quantize, rounding, saturation, ulps): the same
+// arithmetic, written out for a reader — what a repro file records, so
+// that "the default" can be read without knowing what it was.
+func (l *Layout) Resolved() *Layout {
+	c := *l
+	c.Fields = append([]Field(nil), l.Fields...)
+	c.Planes = append([][]string(nil), l.Planes...)
+	for i := range c.Fields {
+		if f := l.fields[c.Fields[i].Name]; f.Kind == KindE4M3 {
+			r := f.quant.Recipe()
+			c.Fields[i].Recipe = &r
+		}
+	}
+	if err := c.compile(); err != nil {
+		panic(fmt.Sprintf("layout %s: its own recipes, stated, do not compile: %v", l.Name, err))
+	}
+	return &c
+}

@@ -295,3 +295,99 @@ func TestJudgeFloatScale(t *testing.T) {
 		t.Errorf("1 ulp off, exact: %s", Summary(fs))
 	}
 }
+
+// TestFindingWants: a finding's Want holds, byte for byte, what its rule
+// wants: in exact mode the reference encoding itself; by the recipe the
+// reference's scale and bf16 bytes, and each failing code as the recipe's
+// rounding of x over the stored scale.
+func TestFindingWants(t *testing.T) {
+	l := zeroPad(t, mustBuiltin(t, "dsv4-main", 512, 64))
+	rng := rand.New(rand.NewPCG(4, 4))
+	q, _ := l.Quant("nope")
+	for range 20 {
+		row := randomRow(rng, 512, 1)
+		ref := l.Encode(row)
+		recs := [][]byte{append([]byte(nil), ref[0]...), append([]byte(nil), ref[1]...)}
+		g := rng.IntN(7)
+		recs[1][g] += byte(1 + rng.IntN(3))               // a scale off by powers of two
+		recs[0][rng.IntN(448)] ^= byte(1 + rng.IntN(255)) // a code anywhere
+		recs[0][448+2*rng.IntN(64)] ^= 1                  // a rope byte
+		recs[1][7] = 0x5a                                 // the pad byte, which must be zero
+		for _, m := range []Mode{Exact, ByRecipe} {
+			fs := l.Judge(row, recs, m)
+			if len(fs) < 3 {
+				t.Fatalf("mode %v: %s", m, Summary(fs))
+			}
+			for _, f := range fs {
+				if len(f.Want) != len(f.Bytes) {
+					t.Fatalf("%s: %d bytes, %d wants", f, len(f.Bytes), len(f.Want))
+				}
+				for k, at := range f.Bytes {
+					want := ref[f.Plane][at]
+					if f.Rule == RuleCode && m == ByRecipe {
+						e := at // plane 0 starts with the codes
+						want = q.Code(BF16ToFloat32(row[e]), UE8M0Scale(recs[1][e/64]))
+					}
+					if f.Want[k] != want {
+						t.Errorf("mode %v %s: byte %d wants %#02x, the rule %#02x", m, f, at, f.Want[k], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRejectedScaleOneFinding: a rejected scale is reported once, whether
+// the codes follow it or the recipe's scale; codes that follow neither
+// are a second finding, judged against the stored scale.
+func TestRejectedScaleOneFinding(t *testing.T) {
+	l := mustBuiltin(t, "fp8-rows", 128, 64)
+	row := randomRow(rand.New(rand.NewPCG(7, 7)), 128, 1)
+	q, _ := l.Quant("value")
+	ref := l.Encode(row)
+	wrong := 3 * q.Scale(row)
+	stored := [][]byte{append([]byte(nil), ref[0]...)}
+	binary.LittleEndian.PutUint32(stored[0][128:], math.Float32bits(wrong))
+	if fs := l.Judge(row, stored, ByRecipe); len(fs) != 1 || fs[0].Rule != RuleScale {
+		t.Errorf("codes of the recipe's scale: %s", Summary(fs))
+	}
+	q.encodeCodes(row, wrong, stored[0])
+	if fs := l.Judge(row, stored, ByRecipe); len(fs) != 1 || fs[0].Rule != RuleScale {
+		t.Errorf("codes of the stored scale: %s", Summary(fs))
+	}
+	for i := range 128 {
+		stored[0][i] = 0x38 // 1.0 everywhere: neither scale's codes
+	}
+	fs := l.Judge(row, stored, ByRecipe)
+	if len(fs) != 2 || fs[1].Rule != RuleCode || fs[1].Codes.Scale != wrong {
+		t.Errorf("codes of neither: %s", Summary(fs))
+	}
+}
+
+// TestResolved: a layout with its recipes stated in full has the same
+// arithmetic and reads back from JSON as it was written.
+func TestResolved(t *testing.T) {
+	for _, name := range Names() {
+		base := mustBuiltin(t, name, 0, 4)
+		for _, r := range []*Recipe{nil, {Eps: new(1e-8), Quantize: Reciprocal}} {
+			l, err := base.WithRecipe(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := l.Resolved()
+			back, err := Parse(res.JSON(), 4)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, f := range l.Fields {
+				q, ok := l.Quant(f.Name)
+				if !ok {
+					continue
+				}
+				if q2, _ := back.Quant(f.Name); q2 != q || res.Fields[0].Recipe == nil {
+					t.Errorf("%s %v: field %s resolves to %+v, read back as %+v", name, r, f.Name, q, q2)
+				}
+			}
+		}
+	}
+}

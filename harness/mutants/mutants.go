@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -56,6 +57,19 @@ type Config struct {
 	PageSize    int
 	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
+	// Value is how mutants' fp8 values are judged. Controls are judged by
+	// their declared recipes whatever it says: a correct kernel whose
+	// arithmetic is not the reference's (PyTorch's scale) is no less
+	// correct under exact judgement, only not bit-exact.
+	Value layout.Mode
+}
+
+// ValueOf is how subject s's values are judged under cfg.
+func (cfg Config) ValueOf(s Subject) layout.Mode {
+	if !s.Mutant {
+		return layout.ByRecipe
+	}
+	return cfg.Value
 }
 
 // Subjects lists a plugin's control (unless it is a reference bug) and its
@@ -85,19 +99,29 @@ func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
 }
 
 // SuiteFunc runs one subject's properties with a budget of cases per
-// row and a seed, stopping at the first failure.
-type SuiteFunc func(ctx context.Context, cases int, seed int64) (*report.Run, error)
+// row and a seed, each case stress times at once (0: once), stopping at
+// the first failure.
+type SuiteFunc func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error)
+
+// survivorStress is how many times at once a mutant that survived every
+// budget has each case run in one last round: a race that a lone run
+// passes fails under the load of its siblings.
+const (
+	survivorStress = 8
+	survivorCases  = 100
+)
 
 // Run tests one subject with its kernel's suite.
 func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 	res := Result{Subject: s}
 	start := time.Now()
-	budgets := []int{cfg.Cases} // a control gets the whole budget once
+	rounds := []round{{cases: cfg.Cases}} // a control gets the whole budget once
 	if s.Mutant {
-		budgets = escalation(cfg.Cases)
+		rounds = escalation(cfg.Cases)
 	}
-	for round, n := range budgets {
-		run, err := suite(ctx, n, cfg.Seed+int64(1000*round))
+	for i, r := range rounds {
+		n, stress := r.cases, r.stress
+		run, err := suite(ctx, n, cfg.Seed+int64(1000*i), stress)
 		if err == nil {
 			err = run.Err
 		}
@@ -123,16 +147,21 @@ func Run(ctx context.Context, s Subject, cfg Config, suite SuiteFunc) Result {
 	return res
 }
 
-// escalation is a mutant's budgets: 20 and 200 cases per combination where
-// they are below the final budget, then the final budget.
-func escalation(cases int) []int {
-	var out []int
+// round is one run of a subject's suite: cases per combination, each
+// stress times at once.
+type round struct{ cases, stress int }
+
+// escalation is a mutant's rounds: 20 and 200 cases per combination where
+// they are below the final budget, the final budget, and, for a mutant
+// that survived them all, a last round under stress.
+func escalation(cases int) []round {
+	var out []round
 	for _, n := range []int{20, 200} {
 		if n < cases {
-			out = append(out, n)
+			out = append(out, round{cases: n})
 		}
 	}
-	return append(out, cases)
+	return append(out, round{cases: cases}, round{cases: min(cases, survivorCases), stress: survivorStress})
 }
 
 func casesOf(run *report.Run) int {

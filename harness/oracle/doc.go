@@ -7,14 +7,20 @@
 // oracle sorts wrong bytes into:
 //
 //	guard    it lies in a guard zone (a -1 slot lands here)
-//	padding  it lies in a padded row's target and holds that row's data,
-//	         or in a target no valid row owns (under sink, slot 0)
+//	padding  a padded row's data accounts for it (in the row's target or
+//	         stored elsewhere), or it lies in a target no valid row owns
+//	         (under sink, slot 0; tied with alias when the bytes are no
+//	         padded row's)
 //	stride   it holds a valid row's bytes at a place a wrong bytes/token,
-//	         page size or plane arrangement explains
+//	         page size, plane arrangement or field order explains
 //	value    it lies in a valid row's footprint and is wrong
 //	missing  a valid row's whole footprint was left untouched
 //	alias    anything else: a slot no row of this call targets
+//	staging  the kernel wrote into its read-only inputs
 //
-// Each kind's oracle (harness/kernels/...) orders its own kinds; First
-// picks the one a report leads with.
+// A violation whose bytes two explanations fit equally names the second
+// as its Tie. Every kind also has crash (the plugin died running the
+// case) and sanitizer (compute-sanitizer reported the kernel). Each
+// kind's oracle (harness/kernels/...) orders its own kinds; First picks
+// the one a report leads with.
 package oracle

@@ -3,6 +3,8 @@ package oracle
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
 )
 
 // Kind classifies a violation. The string is what reports and repro files
@@ -21,6 +23,14 @@ const (
 	Geometry     Kind = "geometry"     // declared bytes/token or page bytes differ from the layout
 	Determinism  Kind = "determinism"  // the same case twice gave different bytes
 	Differential Kind = "differential" // the padded run differs from the unpadded one
+)
+
+// Kinds of a call that went wrong other than in the pool's bytes: they
+// belong to every kernel kind.
+const (
+	Staging   Kind = "staging"   // the kernel wrote into its read-only inputs
+	Crash     Kind = "crash"     // the plugin's process died running the case
+	Sanitizer Kind = "sanitizer" // compute-sanitizer reported an error in the kernel
 )
 
 // MaxShown bounds the want/got bytes kept per violation.
@@ -42,6 +52,27 @@ type Violation struct {
 	Got     []byte `json:"got"`
 	Detail  string `json:"detail,omitempty"`
 	HasSlot bool   `json:"-"`
+
+	// Tie is a second kind that explains the same bytes as well as Kind
+	// does: the bytes are too few to tell, or two explanations write the
+	// same ones. Reports say "value or padding: both fit" rather than
+	// pick one silently.
+	Tie Kind `json:"tie,omitempty"`
+	// Values are the run's first elements read as the numbers they
+	// encode (bf16, e4m3 times its scale, a float32 scale), where the
+	// kind knows the field's format.
+	Values *Values `json:"values,omitempty"`
+}
+
+// Values are the first elements of a violation's bytes, decoded, want
+// beside got. They are strings (%.4g, "NaN", "+Inf") because a NaN has no
+// JSON number.
+type Values struct {
+	Field  string   `json:"field"`
+	Format string   `json:"format"`          // "bf16", "e4m3", "f32", "ue8m0"
+	Scale  []string `json:"scale,omitempty"` // e4m3: the scale each side is read with, want then got
+	Want   []string `json:"want"`
+	Got    []string `json:"got"`
 }
 
 func (v Violation) String() string {
@@ -56,17 +87,36 @@ func (v Violation) String() string {
 	if v.Field != "" {
 		fmt.Fprintf(&b, " field %s", v.Field)
 	}
-	fmt.Fprintf(&b, " bytes [%d,%d) from pool base", v.Off, v.Off+v.Len)
+	switch {
+	case v.Kind == Staging:
+		fmt.Fprintf(&b, " bytes [%d,%d) of the staged input", v.Off, v.Off+v.Len)
+	case v.Len > 0 || v.HasSlot: // a crash or a sanitizer's finding has no bytes of its own
+		fmt.Fprintf(&b, " bytes [%d,%d) from pool base", v.Off, v.Off+v.Len)
+	}
+	if v.Tie != "" {
+		fmt.Fprintf(&b, " (%s or %s: both fit)", v.Kind, v.Tie)
+	}
 	if v.Detail != "" {
-		fmt.Fprintf(&b, ": %s", v.Detail)
+		if b.Len() == len(v.Kind)+1 { // nothing but the kind so far
+			fmt.Fprintf(&b, " %s", v.Detail)
+		} else {
+			fmt.Fprintf(&b, ": %s", v.Detail)
+		}
 	}
 	return b.String()
 }
 
-// Declared is the geometry a plugin says its code uses for a layout.
+// Declared is what a plugin says its code believes about a layout: its
+// geometry, its fp8 arithmetic and the width of the slots it reads.
 type Declared struct {
 	BytesPerToken int
 	PageBytes     int
+	// Recipe is the fp8 recipe declared for the layout's e4m3 fields;
+	// nil: the layout's own recipes hold.
+	Recipe *layout.Recipe
+	// SlotBits is the width of the slot indices a store reads: 64 or 32
+	// (0 where nothing was declared, which means 64).
+	SlotBits int
 }
 
 // FloorDiv divides rounding toward minus infinity, so that an offset

@@ -32,9 +32,12 @@ type Bundled struct {
 var BundledPlugins = []Bundled{
 	{Name: "fusedstore", Role: UnderTest, Stores: true},
 	{Name: "fp8store", Role: UnderTest, Stores: true},
+	{Name: "recipestore", Role: UnderTest, Stores: true},
 	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
+	{Name: "gostore", Role: UnderTest, Stores: true},
 	{Name: "pdtransfer", Role: UnderTest},
 	{Name: "layerload", Role: UnderTest},
+	{Name: "pdasync", Role: UnderTest},
 	{Name: "faulty", Role: FaultInjection},
 }
 

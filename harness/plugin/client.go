@@ -47,7 +47,13 @@ type Options struct {
 	// NoMTLS turns off go-plugin's automatic mutual TLS on the channel,
 	// for plugins (in other languages) that cannot negotiate it.
 	NoMTLS bool
+	// Sanitizer runs every process of the plugin under compute-sanitizer
+	// (check --sanitize); nil runs it as it is.
+	Sanitizer *Sanitizer
 }
+
+// stopGrace is how long a plugin asked to exit gets before it is killed.
+const stopGrace = 2 * time.Second
 
 // Plugin is a running plugin process.
 type Plugin struct {
@@ -59,6 +65,10 @@ type Plugin struct {
 	runner *groupRunner
 	kernel kvpb.KernelClient
 	stderr *tail
+	san    *sanLog // the sanitizer's log of this process, when sanitized
+	// connected: the handshake completed, so the process can be asked to
+	// exit (go-plugin's controller) before it is killed.
+	connected bool
 
 	noBatch bool          // the plugin answered Unimplemented to StoreBatch
 	handler time.Duration // the last StoreBatch's handler time, when the plugin said
@@ -95,6 +105,9 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
+		if opts.Sanitizer != nil {
+			opts.StartTimeout = SanitizerStartTimeout
+		}
 	}
 	p := &Plugin{Name: s.Name, Path: strings.Join(s.Argv, " "), spec: s, opts: opts}
 	if err := p.launch(ctx); err != nil {
@@ -106,10 +119,16 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 // launch starts a fresh process for p and connects to it.
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
-	p.owner, p.noBatch, p.described = nil, false, nil
+	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
 	cmd, err := p.command()
 	if err != nil {
 		return err
+	}
+	if s := p.opts.Sanitizer; s != nil {
+		p.san = &sanLog{tool: s.Tool, path: s.logPath(p.Name)}
+		if cmd, err = p.underSanitizer(cmd, s); err != nil {
+			return err
+		}
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
@@ -118,6 +137,8 @@ func (p *Plugin) launch(ctx context.Context) error {
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 			cmd.Env = append(append(spec.Env, "KVHARNESS_VARIANT="+p.opts.Variant), p.opts.Env...)
 			p.runner = newGroupRunner(cmd, p.opts.Dir)
+			p.runner.stderrDone = p.stderr.closed
+			p.runner.dropSanitizer = p.opts.Sanitizer != nil
 			return p.runner, nil
 		},
 		AutoMTLS:         !p.opts.NoMTLS,
@@ -175,6 +196,20 @@ func (p *Plugin) Restart(ctx context.Context) error {
 	return p.launch(ctx)
 }
 
+// Sanitize restarts the plugin under a sanitizer: this process and every
+// later one (Restart) run under it.
+func (p *Plugin) Sanitize(ctx context.Context, s *Sanitizer) error {
+	if p.client == nil {
+		return fmt.Errorf("plugin %s runs in this process: it cannot run under compute-sanitizer", p.Name)
+	}
+	p.opts.Sanitizer = s
+	return p.Restart(ctx)
+}
+
+// Restartable reports whether Restart starts a fresh process: false for a
+// plugin linked into this process (InProcess), which keeps its state.
+func (p *Plugin) Restartable() bool { return p.client != nil }
+
 func (p *Plugin) connect(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() {
@@ -191,6 +226,7 @@ func (p *Plugin) connect(ctx context.Context) error {
 		if err != nil {
 			return p.startFault(err)
 		}
+		p.connected = true
 		return nil
 	case <-ctx.Done():
 		p.Close()
@@ -233,19 +269,73 @@ func (p *Plugin) waitExit(d time.Duration) string {
 	return p.runner.exitDetail()
 }
 
-// Close kills the plugin's process group and waits for go-plugin to finish.
+// Close stops the plugin's process: it asks it to exit (so that a
+// sanitizer around it writes its summary) and, after a grace period,
+// kills its process group (what the plugin started dies with it); then
+// it waits for go-plugin to finish and keeps what a sanitizer reported.
 func (p *Plugin) Close() {
 	p.described = nil // a closed plugin answers nothing, from memory neither
-	if p.runner != nil {
-		p.runner.Kill(context.Background())
-	}
+	p.stop()
 	if p.client != nil {
 		p.client.Kill()
+	}
+	if p.san != nil {
+		p.opts.Sanitizer.adopt(p, p.san.read(true))
+		p.san = nil
 	}
 	if p.image != nil {
 		p.image.Close()
 		p.image = nil
 	}
+}
+
+// stop asks a connected, running process to exit (go-plugin's controller
+// Shutdown) and waits for it up to the grace period, then kills the
+// process group.
+func (p *Plugin) stop() {
+	if p.runner == nil {
+		return
+	}
+	if p.connected && p.runner.exitDetail() == "" {
+		grace := stopGrace
+		if p.opts.Sanitizer != nil {
+			grace = SanitizerGrace
+		}
+		go func() { // the request blocks until the plugin answers or dies
+			if rpc, err := p.client.Client(); err == nil {
+				rpc.Close()
+			}
+		}()
+		select {
+		case <-p.runner.exited:
+		case <-time.After(grace):
+		}
+	}
+	p.connected = false
+	p.runner.Kill(context.Background())
+}
+
+// Sanitized reports whether the plugin's processes run under a sanitizer,
+// whose findings are read after each call.
+func (p *Plugin) Sanitized() bool { return p.opts.Sanitizer != nil }
+
+// SanitizerFindings returns what the sanitizer reported about the
+// process running now since the last call: the case that just ran.
+func (p *Plugin) SanitizerFindings() []Finding {
+	if p.san == nil {
+		return nil
+	}
+	return p.san.read(false)
+}
+
+// ExitedFindings returns, and removes from the sanitizer's orphans, what
+// it reported as this plugin's earlier processes exited: a crashed
+// process's last records, which belong to the case it crashed on.
+func (p *Plugin) ExitedFindings() []Finding {
+	if p.opts.Sanitizer == nil {
+		return nil
+	}
+	return p.opts.Sanitizer.claim(p)
 }
 
 // call runs one RPC under the per-call deadline and classifies its failure.
@@ -273,7 +363,7 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	}
 	switch exit := p.waitExit(wait); {
 	case exit != "":
-		f.Kind, f.Detail = Crash, exit
+		f.Kind, f.Detail, f.Panic = Crash, exit, p.lastWords()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && st.Code() == codes.DeadlineExceeded:
 		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", p.opts.CallTimeout)
 		p.Close()
@@ -289,6 +379,17 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	}
 	f.Stderr = p.stderr.Lines(12)
 	return f
+}
+
+// lastWords is the crash report of a plugin whose process has exited,
+// once its stderr is read to the end (go-plugin reads it on its own
+// goroutine, which may lag the exit by a little).
+func (p *Plugin) lastWords() *Panic {
+	select {
+	case <-p.stderr.eof:
+	case <-time.After(time.Second):
+	}
+	return p.stderr.Crash()
 }
 
 // refusal codes are answers a working plugin gives on purpose.

@@ -2,8 +2,8 @@ package plugin
 
 import (
 	"errors"
-
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -31,14 +31,19 @@ type Fault struct {
 	Call   string // RPC name, or "start"
 	Detail string // exit status, signal, deadline, or the plugin's message
 	Stderr string // last lines the plugin wrote to stderr
-	Code   codes.Code
-	Err    error
+	// Panic is the start of the crash report a crashed plugin wrote (a Go
+	// panic, a Python traceback): its message and its own frames.
+	Panic *Panic
+	Code  codes.Code
+	Err   error
 }
 
 func (f *Fault) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plugin %s: %s during %s: %s", textsafe.String(f.Plugin), f.Kind, f.Call, textsafe.String(f.Detail))
-	if s := strings.TrimSpace(f.Stderr); s != "" {
+	if f.Panic != nil {
+		fmt.Fprintf(&b, "\n%s", indent(safeLines(f.Panic.String())))
+	} else if s := strings.TrimSpace(f.Stderr); s != "" {
 		fmt.Fprintf(&b, "\nplugin stderr (last lines):\n%s", indent(safeLines(s)))
 	}
 	return b.String()
@@ -65,4 +70,15 @@ func AsFault(err error) (*Fault, bool) {
 	var f *Fault
 	ok := errors.As(err, &f)
 	return f, ok
+}
+
+// kernelCalls are the calls that run a kernel.
+var kernelCalls = []string{"Store", "StoreBatch", "Read", "Transfer"}
+
+// InKernel reports whether the fault is the plugin's process dying while
+// it ran a kernel (a panic, a signal of its own, an exit, a device fault):
+// the kernel's bug, to be reported with its case like a violation. A
+// process killed by SIGKILL is not: that is the OOM killer or the harness.
+func (f *Fault) InKernel() bool {
+	return f.Kind == Crash && slices.Contains(kernelCalls, f.Call) && !strings.HasSuffix(f.Detail, "signal killed")
 }

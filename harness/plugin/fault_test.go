@@ -37,7 +37,6 @@ var faultCases = []faultCase{
 	{"wrong-version", plugin.Handshake, "start", "rebuild the plugin"},
 	{"slow-start", plugin.Handshake, "start", "timeout while waiting for plugin to start"},
 	{"garbage-response", plugin.Protocol, "Attach", "0 geometries for 3 pools"},
-	{"scribble-staging", plugin.Protocol, "StoreBatch", "input staging"},
 	{"leak-child", plugin.Crash, "StoreBatch", "exited with status 2"},
 	{"device-fault", plugin.Crash, "StoreBatch", "CUDA_ERROR_ILLEGAL_ADDRESS"},
 }

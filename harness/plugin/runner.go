@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +25,13 @@ type groupRunner struct {
 	dir    *rundir.Dir
 	stdout *os.File
 	stderr *os.File
+
+	// stderrDone is called once the plugin's stderr has been read to
+	// its end.
+	stderrDone func()
+	// dropSanitizer keeps a sanitizer's lines out of the plugin's stdout,
+	// where go-plugin reads the handshake.
+	dropSanitizer bool
 
 	exited chan struct{}
 	mu     sync.Mutex
@@ -114,8 +123,13 @@ func (r *groupRunner) Kill(context.Context) error {
 	return err
 }
 
-func (r *groupRunner) Stdout() io.ReadCloser { return r.stdout }
-func (r *groupRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *groupRunner) Stdout() io.ReadCloser {
+	if r.dropSanitizer {
+		return &dropLines{r: bufio.NewReader(r.stdout), c: r.stdout, prefix: sanitizerPrefix}
+	}
+	return r.stdout
+}
+func (r *groupRunner) Stderr() io.ReadCloser { return eofReader{r.stderr, r.stderrDone} }
 func (r *groupRunner) Name() string          { return r.cmd.Path }
 
 func (r *groupRunner) ID() string {
@@ -134,3 +148,45 @@ func (r *groupRunner) Diagnose(context.Context) string {
 
 func (r *groupRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
 func (r *groupRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// eofReader calls done when its reader reaches its end.
+type eofReader struct {
+	io.ReadCloser
+	done func()
+}
+
+func (e eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil && e.done != nil {
+		e.done()
+	}
+	return n, err
+}
+
+// dropLines reads a stream without its lines that start with prefix.
+type dropLines struct {
+	r      *bufio.Reader
+	c      io.Closer
+	prefix string
+	buf    []byte
+}
+
+func (d *dropLines) Read(p []byte) (int, error) {
+	for len(d.buf) == 0 {
+		line, err := d.r.ReadBytes('\n')
+		if !bytes.HasPrefix(line, []byte(d.prefix)) {
+			d.buf = line
+		}
+		if err != nil && len(d.buf) == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	n := copy(p, d.buf)
+	d.buf = d.buf[n:]
+	return n, nil
+}
+
+func (d *dropLines) Close() error { return d.c.Close() }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -99,3 +100,35 @@ func TestSplitQuotesAndErrors(t *testing.T) {
 }
 
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+// A pinned binary under a sanitizer runs from a copy of the image its pin
+// was checked against (the sealed image cannot be handed on by
+// descriptor), and the sanitizer runs around it.
+func TestPinnedUnderSanitizer(t *testing.T) {
+	bin, err := plugin.Resolve("fusedstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := plugin.FileSHA256(bin)
+	dir := runDir(t)
+	p, err := plugin.Start(context.Background(), "fusedstore", bin, plugin.Options{Dir: dir, SHA256: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	san := plugintest.FakeSanitizer(t)
+	if err := p.Sanitize(context.Background(), san); err != nil {
+		t.Fatalf("pinned plugin under a sanitizer: %v", err)
+	}
+	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "fusedstore" {
+		t.Fatalf("describe under the sanitizer: %v %v", d, err)
+	}
+	copies, _ := filepath.Glob(filepath.Join(dir.Path, "plugin-image-*"))
+	logs, _ := filepath.Glob(filepath.Join(san.Logs, "*.log"))
+	if len(copies) != 1 || len(logs) != 1 {
+		t.Errorf("image copies %q, sanitizer logs %q: want one of each", copies, logs)
+	}
+	if c, _ := plugin.FileSHA256(copies[0]); hexOf(c) != hexOf(sum) {
+		t.Errorf("the copy's SHA-256 %s is not the pin's", hexOf(c))
+	}
+}

@@ -12,9 +12,21 @@
 // same property — so a padding bug shrinks to a padding counterexample,
 // not to whatever else a smaller case happens to break.
 //
-// A plugin fault (crash, hang, protocol error) is the plugin's failure,
-// not the kernel's: the plugin is restarted after a backoff and the run
-// goes on until the same fault has happened MaxFaults times.
+// The shrunk case is checked once more in a fresh plugin process
+// (Config.Fresh): one that fails only in the warm process that ran the
+// search needs the plugin's history (Failure.NeedsHistory), which the
+// report says, since its repro file will pass alone.
+//
+// A crash of the plugin while it ran a case is the kernel's failure when
+// the system is a Crasher: the plugin is restarted and the crash becomes
+// the case's result, confirmed and shrunk like a violation. Other plugin
+// faults (a hang, a protocol error, a crash outside a kernel call) are
+// the plugin's: it is restarted after a backoff and the run goes on until
+// the same fault has happened MaxFaults times.
+//
+// Under stress (Suite.Stress) every check runs the case several times at
+// once, on plugin processes of its own, and fails if any run fails, so a
+// race that a lone run passes is found, confirmed and shrunk.
 //
 // A Suite runs a kind's rows (for stores, layouts × paddings) one after
 // another, or side by side on several plugin processes (Jobs), and

@@ -19,6 +19,11 @@ type Config struct {
 	Seed       int64
 	MaxShrinks int // shrink steps at most; 0 means 500
 	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
+	// Fresh confirms a shrunk failure once more in a plugin process
+	// started for it (System.Restart): a case that fails only in the
+	// warm process that ran the search needs the plugin's history. Off
+	// for a plugin linked into this process, which cannot start afresh.
+	Fresh bool
 }
 
 // Result is a checked case's verdict, as a property run reads it. Each
@@ -40,6 +45,15 @@ type System[C any, R Result] interface {
 	Shrink(C) []C
 	Check(context.Context, C) (R, error)
 	Restart(context.Context) error
+}
+
+// A Crasher turns a crash of the plugin's process while it ran a case
+// (a panic, a signal, a device fault) into the kind's result, so that the
+// case fails the way one that wrote wrong bytes fails: confirmed, shrunk
+// and saved. The plugin is restarted after each crash. A system that is
+// not a Crasher reports crashes as plugin faults.
+type Crasher[R Result] interface {
+	Crashed(*plugin.Fault) R
 }
 
 // Outcome is how a property run ended.
@@ -74,6 +88,11 @@ type Failure[C any, R Result] struct {
 	Property oracle.Kind // the property shrinking preserved
 	Shrinks  int
 	Flaky    bool
+	// Fresh says the shrunk case was checked again in a plugin process
+	// started for it; NeedsHistory, that it passed there: it fails only
+	// after what the plugin's process did before (a cache, a buffer kept
+	// across calls).
+	Fresh, NeedsHistory bool
 }
 
 // runner is the state gopter's condition closure works on.
@@ -103,8 +122,51 @@ func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Ou
 	params.MaxShrinkCount = cfg.MaxShrinks
 	params.Workers = 1
 	prop.ForAll(r.condition, r.generator()).Check(params)
+	r.confirmFresh()
 	r.out.Elapsed = time.Since(r.start)
 	return r.out
+}
+
+// check checks a case as CheckOnce does.
+func (r *runner[C, R]) check(c C) (R, error) { return CheckOnce(r.ctx, r.sys, c) }
+
+// CheckOnce checks a case. A crash of the plugin while it ran the case
+// becomes the kind's result when the system is a Crasher, and the plugin
+// is restarted for the next case; any other error is returned.
+func CheckOnce[C any, R Result](ctx context.Context, sys System[C, R], c C) (R, error) {
+	res, err := sys.Check(ctx, c)
+	if err == nil {
+		return res, nil
+	}
+	cr, ok := sys.(Crasher[R])
+	f, isFault := plugin.AsFault(err)
+	if !ok || !isFault || !f.InKernel() || ctx.Err() != nil {
+		return res, err
+	}
+	if rerr := sys.Restart(ctx); rerr != nil {
+		return res, fmt.Errorf("restart after the plugin crashed running a case: %w", rerr)
+	}
+	return cr.Crashed(f), nil
+}
+
+// confirmFresh checks the shrunk failure once more in a plugin process
+// started for it, and marks a failure that passes there as needing the
+// plugin's history.
+func (r *runner[C, R]) confirmFresh() {
+	f := r.out.Failure
+	if f == nil || f.Flaky || !r.cfg.Fresh || r.out.Fault != nil || r.ctx.Err() != nil {
+		return
+	}
+	if err := r.sys.Restart(r.ctx); err != nil {
+		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart to confirm the failure in a fresh plugin process: %w", err), &f.Case
+		return
+	}
+	res, err := r.check(f.Case)
+	if err != nil {
+		r.fault(err, f.Case)
+		return
+	}
+	f.Fresh, f.NeedsHistory = true, !res.Has(f.Property)
 }
 
 // generator hands gopter the system's cases with the system's shrinker:
@@ -137,7 +199,7 @@ func (r *runner[C, R]) condition(c C) bool {
 	if r.out.Fault != nil {
 		return false // stopped: fail fast so gopter ends without calling the plugin
 	}
-	res, err := r.sys.Check(r.ctx, c)
+	res, err := r.check(c)
 	if err != nil {
 		return r.fault(err, c)
 	}
@@ -164,7 +226,10 @@ func (r *runner[C, R]) condition(c C) bool {
 func (r *runner[C, R]) confirm(c C, res R) bool {
 	f := &Failure[C, R]{Original: res, Minimal: res, Case: c, Property: res.Primary()}
 	r.out.Failure = f // kept even if the re-run faults: the violation was seen
-	again, err := r.sys.Check(r.ctx, c)
+	if p, ok := r.sys.(preferrer); ok {
+		p.prefer(f.Property)
+	}
+	again, err := r.check(c)
 	if err != nil {
 		f.Flaky = true // not confirmed; the fault is reported beside it
 		r.fault(err, c)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/target"
 )
 
@@ -47,6 +48,16 @@ type Suite[T Target, C any, R Result] struct {
 	// RPC, small copies, the scan), so jobs overlap.
 	Jobs  int
 	Spawn func(context.Context) (*plugin.Plugin, error)
+	// Shard is the part of the rows this run checks (check --shard): row
+	// i is part i mod n + 1's and draws from Seed+i as in the whole run,
+	// so the parts' verdicts together are the whole run's. The zero Spec
+	// is every row.
+	Shard shard.Spec
+	// Stress runs every case this many times, up to MaxInFlight at once
+	// on plugin processes of their own (Spawn starts the others), and
+	// fails it when any run fails: a race that a lone run passes fails
+	// under the load of its siblings. 0 or 1: each case once.
+	Stress int
 }
 
 // Verdict is the outcome of one row of a suite.
@@ -61,18 +72,30 @@ type Verdict[C any, R Result] struct {
 // rest meaningless. With Jobs > 1 (and Spawn), rows run side by side; the
 // verdicts keep the rows' order either way.
 func (s *Suite[T, C, R]) Run(ctx context.Context) ([]Verdict[C, R], error) {
-	observer(ctx).Started(len(s.Rows), s.Cases)
-	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(s.Rows) <= 1 {
-		return s.runSerial(ctx)
+	rows := s.owned()
+	observer(ctx).Started(len(rows), s.Cases)
+	if s.Jobs <= 1 || s.Spawn == nil || s.StopAtFirst || len(rows) <= 1 {
+		return s.runSerial(ctx, rows)
 	}
-	return s.runJobs(ctx)
+	return s.runJobs(ctx, rows)
 }
 
-func (s *Suite[T, C, R]) runSerial(ctx context.Context) ([]Verdict[C, R], error) {
+// owned is the indices of the rows the suite's shard checks, in order.
+func (s *Suite[T, C, R]) owned() []int {
+	var rows []int
+	for i := range s.Rows {
+		if s.Shard.Owns(i) {
+			rows = append(rows, i)
+		}
+	}
+	return rows
+}
+
+func (s *Suite[T, C, R]) runSerial(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
 	var out []Verdict[C, R]
 	j := job[T, C, R]{suite: s, p: s.Plugin}
-	defer j.close(ctx)
-	for i := range s.Rows {
+	defer j.end(ctx)
+	for _, i := range rows {
 		v, err := j.run(ctx, i)
 		if err != nil {
 			return out, err
@@ -85,29 +108,29 @@ func (s *Suite[T, C, R]) runSerial(ctx context.Context) ([]Verdict[C, R], error)
 	return out, nil
 }
 
-// job is where rows run one after another on one plugin process: a
-// target, reopened when the row's key changes.
+// job is where rows run one after another on one plugin process (and,
+// under stress, its siblings): a target per process, reopened when the
+// row's key changes.
 type job[T Target, C any, R Result] struct {
-	suite *Suite[T, C, R]
-	p     *plugin.Plugin
-	t     T
-	key   string
-	open  bool
+	suite    *Suite[T, C, R]
+	p        *plugin.Plugin
+	siblings []*plugin.Plugin // under stress: the other processes, spawned on first use
+	t        []T              // the row's target on p, then on each sibling
+	key      string
+	open     bool
 }
 
-// run checks row i on a target of its key.
+// run checks row i on targets of its key.
 func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	row := j.suite.Rows[i]
 	if !j.open || j.key != row.Key {
 		j.close(ctx)
-		t, err := row.Open(ctx, j.p)
-		if err != nil {
+		if err := j.openTargets(ctx, row); err != nil {
 			return Verdict[C, R]{}, err
 		}
-		j.t, j.key, j.open = t, row.Key, true
 	}
 	seed := j.suite.Seed + int64(i)
-	o := Run(ctx, row.System(j.t), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults})
+	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, Fresh: j.p.Restartable()})
 	name := ""
 	if row.Layout != nil {
 		name = row.Layout.Name
@@ -116,34 +139,94 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }
 
-// close releases the job's target. Its detach outlives a cancelled run,
-// briefly: a plugin hung in the call the cancel ended must not hold the
-// run's exit for a whole call deadline.
-func (j *job[T, C, R]) close(ctx context.Context) {
-	if !j.open {
-		return
+// inFlight is how many processes a stressed case runs on.
+func (s *Suite[T, C, R]) inFlight() int {
+	if s.Stress <= 1 || s.Spawn == nil {
+		return 1
 	}
+	return min(s.Stress, MaxInFlight)
+}
+
+// openTargets opens the row's target on the job's process and on each
+// sibling, spawning siblings the first time.
+func (j *job[T, C, R]) openTargets(ctx context.Context, row Row[T, C, R]) error {
+	for len(j.siblings) < j.suite.inFlight()-1 {
+		p, err := j.suite.Spawn(ctx)
+		if err != nil {
+			return err
+		}
+		j.siblings = append(j.siblings, p)
+	}
+	j.t = j.t[:0]
+	for _, p := range append([]*plugin.Plugin{j.p}, j.siblings...) {
+		t, err := row.Open(ctx, p)
+		if err != nil {
+			j.closeTargets(ctx)
+			return err
+		}
+		j.t = append(j.t, t)
+	}
+	j.key, j.open = row.Key, true
+	return nil
+}
+
+// system is the row's system on the job's target, or, under stress, on
+// all of them.
+func (j *job[T, C, R]) system(row Row[T, C, R]) System[C, R] {
+	if j.suite.Stress <= 1 {
+		return row.System(j.t[0])
+	}
+	s := &stressed[C, R]{n: j.suite.Stress}
+	for _, t := range j.t {
+		s.systems = append(s.systems, row.System(t))
+	}
+	return s
+}
+
+// closeTargets releases the targets. Their detach outlives a cancelled
+// run, briefly: a plugin hung in the call the cancel ended must not hold
+// the run's exit for a whole call deadline.
+func (j *job[T, C, R]) closeTargets(ctx context.Context) {
 	cctx := context.WithoutCancel(ctx)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithTimeout(cctx, closeGrace)
 		defer cancel()
 	}
-	j.t.Close(cctx)
-	j.open = false
+	for _, t := range j.t {
+		t.Close(cctx)
+	}
+	j.t, j.open = j.t[:0], false
+}
+
+// close releases the targets; end also stops the siblings.
+func (j *job[T, C, R]) close(ctx context.Context) {
+	if j.open {
+		j.closeTargets(ctx)
+	}
+}
+
+// end closes the job for good: its targets and its sibling processes.
+func (j *job[T, C, R]) end(ctx context.Context) {
+	j.close(ctx)
+	for _, p := range j.siblings {
+		p.Close()
+	}
+	j.siblings = nil
 }
 
 // closeGrace bounds the detach of a cancelled run's target.
 const closeGrace = 250 * time.Millisecond
 
-// runJobs runs rows on Jobs plugin processes at once: the suite's own and
-// Jobs-1 spawned ones. It reports what a serial run would: when row i
-// stops the run (a plugin fault, a target that will not open), the rows
-// before i still finish, those after it are cancelled and left out, and
-// i's error is returned.
-func (s *Suite[T, C, R]) runJobs(ctx context.Context) ([]Verdict[C, R], error) {
-	n := len(s.Rows)
-	r := &jobRun[T, C, R]{suite: s, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
+// runJobs runs rows (indices into s.Rows) on Jobs plugin processes at
+// once: the suite's own and Jobs-1 spawned ones. It reports what a serial
+// run would: when row i stops the run (a plugin fault, a target that will
+// not open), the rows before i still finish, those after it are cancelled
+// and left out, and i's error is returned. The job run's positions count
+// in rows.
+func (s *Suite[T, C, R]) runJobs(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
+	n := len(rows)
+	r := &jobRun[T, C, R]{suite: s, rows: rows, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
 		cancels: map[int]context.CancelFunc{}, stopAt: n}
 	var wg sync.WaitGroup
 	for k := range min(s.Jobs, n) {
@@ -165,6 +248,7 @@ func (s *Suite[T, C, R]) runJobs(ctx context.Context) ([]Verdict[C, R], error) {
 // jobRun is the shared state of a parallel run.
 type jobRun[T Target, C any, R Result] struct {
 	suite    *Suite[T, C, R]
+	rows     []int // the suite's rows run, by index; the fields below count in positions of it
 	verdicts []*Verdict[C, R]
 	errs     []error
 	next     atomic.Int64
@@ -186,13 +270,13 @@ func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 		defer p.Close() // after the target below is released
 	}
 	j := job[T, C, R]{suite: r.suite, p: p}
-	defer j.close(ctx)
-	for i := int(r.next.Add(1) - 1); i < len(r.suite.Rows); i = int(r.next.Add(1) - 1) {
+	defer j.end(ctx)
+	for i := int(r.next.Add(1) - 1); i < len(r.rows); i = int(r.next.Add(1) - 1) {
 		cctx, ok := r.start(ctx, i)
 		if !ok {
 			return
 		}
-		v, err := j.run(cctx, i)
+		v, err := j.run(cctx, r.rows[i])
 		if err == nil {
 			r.verdicts[i], err = &v, v.Outcome.Fault
 		}

@@ -64,11 +64,17 @@ func empty(v any) bool {
 	return r.IsZero()
 }
 
+// JSONSchema names the version of check's JSON report, its first member:
+// a dashboard that reads the report can refuse a version it does not
+// know. bench/SCHEMA.md documents it.
+const JSONSchema = "kvharness.check/v1"
+
 // JSON is the machine-readable form of a run.
 func JSON(r *Run) Object {
 	h := r.Header
-	out := Object{{Key: "plugin", Value: h.Plugin}, {Key: "version", Value: h.Version},
-		{Key: "variant", Value: h.Variant, OmitEmpty: true}, {Key: "seed", Value: h.Seed}}
+	out := Object{{Key: "schema", Value: JSONSchema}, {Key: "plugin", Value: h.Plugin}, {Key: "version", Value: h.Version},
+		{Key: "variant", Value: h.Variant, OmitEmpty: true}, {Key: "seed", Value: h.Seed},
+		{Key: "shard", Value: h.Shard, OmitEmpty: true}}
 	out = append(out, h.JSON...)
 	var verdicts []Object
 	for _, row := range r.Rows {
@@ -95,7 +101,7 @@ func (r *Run) verdictJSON(row Row) Object {
 		Field{Key: "cases", Value: row.Cases}, Field{Key: "properties", Value: props})
 	if f := row.Failure; f != nil {
 		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
-			{Key: "shrinks", Value: f.Shrinks}}
+			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
 		jf = append(jf, f.json...)
 		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
 		v = append(v, Field{Key: "failure", Value: jf})

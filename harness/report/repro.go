@@ -30,10 +30,17 @@ type Repro struct {
 	Slots          int             `json:"slots"`
 	BackgroundSeed int64           `json:"background_seed"`
 	Case           workload.Case   `json:"case"`
-	Found          *Found          `json:"found,omitempty"`
+	// Value is how the case's fp8 values were judged, for kinds that
+	// judge them (stores): "recipe", by the layout's recipes (Layout
+	// holds them, the plugin's declared one applied), or "exact".
+	Value string `json:"value,omitempty"`
+	Found *Found `json:"found,omitempty"`
 	// Tag names the file after its plugin, variant and layout: a store's
 	// padding convention, else the kernel.
 	Tag string `json:"-"`
+	// Count is how many times a replay checks the case (repro --count);
+	// 0 or 1: once, and once more to confirm a failure.
+	Count int `json:"-"`
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
@@ -51,6 +58,9 @@ type Found struct {
 	CaseIndex int         `json:"case_index"`
 	Shrinks   int         `json:"shrinks"`
 	Test      string      `json:"test,omitempty"` // go test -run line, when a test found it
+	// NeedsHistory: the case failed only in a plugin process that had run
+	// other cases first; a fresh process passes it.
+	NeedsHistory bool `json:"needs_history,omitempty"`
 	// Violations are the minimal case's first violations, in the kind's
 	// own form: a record for readers, not read back.
 	Violations any `json:"violations"`

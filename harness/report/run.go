@@ -49,6 +49,10 @@ type Schema[C workload.Case, R Result] struct {
 	Keys []Key
 	// Columns are the property columns, in order.
 	Columns []oracle.Kind
+	// Extra are property columns shown only in a run where some row
+	// violated them (a crash, a sanitizer's finding): a table of runs
+	// that never crash reads as before.
+	Extra []oracle.Kind
 	// Counts lets violation kinds count against another column (missing
 	// against value).
 	Counts map[oracle.Kind]oracle.Kind
@@ -79,6 +83,7 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
+	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
@@ -127,11 +132,17 @@ type Failure struct {
 	Headline        []string
 	Property        oracle.Kind
 	Flaky           bool
-	Replayed        bool // the case came from a repro file, not a search
-	CaseIndex       int
-	Seed            int64
-	Shrinks         int
-	Case            workload.Case
+	// NeedsHistory: the shrunk case failed in the plugin process that ran
+	// the search and passed in one started for it.
+	NeedsHistory bool
+	Replayed     bool // the case came from a repro file, not a search
+	// Replays and ReplayFails count a replay's runs of the case (repro
+	// --count) and those that failed; zero for a single replay.
+	Replays, ReplayFails int
+	CaseIndex            int
+	Seed                 int64
+	Shrinks              int
+	Case                 workload.Case
 	// Rerun is the confirming run's violation count, -1 when it faulted.
 	Rerun     int
 	write     func(w io.Writer)
@@ -143,10 +154,13 @@ type Failure struct {
 
 // Build makes the report of a suite's verdicts through the kind's schema.
 func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
-	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: s.Columns,
+	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: columns(s, vs),
 		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
+	if h.Shard != "" {
+		run.Title += " · shard " + h.Shard + " of the rows"
+	}
 	for _, v := range vs {
-		row, err := buildRow(s, h, v)
+		row, err := buildRow(s, h, v, run.cols)
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +169,26 @@ func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.V
 	return run, nil
 }
 
-func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.Verdict[C, R]) (Row, error) {
+// columns are the schema's columns and those of its extra ones that a
+// row's failure violated.
+func columns[C workload.Case, R Result](s *Schema[C, R], vs []property.Verdict[C, R]) []oracle.Kind {
+	cols := append([]oracle.Kind(nil), s.Columns...)
+	for _, k := range s.Extra {
+		for _, v := range vs {
+			if f := v.Outcome.Failure; f != nil && f.Original.Has(k) {
+				cols = append(cols, k)
+				break
+			}
+		}
+	}
+	return cols
+}
+
+func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.Verdict[C, R], cols []oracle.Kind) (Row, error) {
 	o := v.Outcome
 	row := Row{Layout: v.Layout, Label: v.Label, Seed: v.Seed, Cases: o.Cases, Passed: o.Passed(),
 		ToFailure: o.ToFailure, Elapsed: o.Elapsed}
-	for _, p := range s.Columns {
+	for _, p := range cols {
 		row.Cells = append(row.Cells, cell(s, o, p))
 	}
 	for _, f := range o.Faults {
@@ -173,8 +202,8 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 		return row, nil
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
-		Flaky: fl.Flaky, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Case: fl.Case, Rerun: -1,
-		json: s.FailureJSON(fl.Case, fl.Minimal)}
+		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Case: fl.Case,
+		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()
 	}

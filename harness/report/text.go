@@ -87,6 +87,8 @@ func WriteFailure(w io.Writer, f *Failure) {
 	}
 	fmt.Fprintf(w, "%s %s%s · %s · property %s\n", status, f.Plugin, variantSuffix(f.Variant), strings.Join(f.Headline, " · "), f.Property)
 	switch {
+	case f.Replays > 0:
+		fmt.Fprintf(w, "  replayed case failed %d of %d runs:\n", f.ReplayFails, f.Replays)
 	case f.Flaky && f.Replayed:
 		fmt.Fprintf(w, "  replayed case failed once, then passed when re-run:\n")
 	case f.Flaky:
@@ -97,6 +99,10 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}
 	f.write(w)
+	if f.NeedsHistory {
+		fmt.Fprintf(w, "  NEEDS THE PLUGIN'S HISTORY: this case failed in the plugin process that had run the search and passed\n"+
+			"  in a fresh one: the kernel keeps state across calls (a cache, a buffer) that the case alone does not set up\n")
+	}
 	if f.Flaky {
 		if f.Rerun >= 0 {
 			fmt.Fprintf(w, "  re-run: %d violations\n", f.Rerun)

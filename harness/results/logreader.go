@@ -48,13 +48,54 @@ func (e *TruncatedLineError) Error() string {
 // that matches fs.ErrNotExist, so a --resume of a fresh run can start
 // from an empty Log.
 func ReadLogFile(path string) (*Log, error) {
-	f, err := os.Open(path)
+	f, err := openLog(path, "results log")
 	if err != nil {
-		return nil, fmt.Errorf("read results log: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return ReadLog(f, path)
 }
+
+// MaxLogBytes bounds a results log or run journal: a GPU night with every
+// sample kept is tens of megabytes; a device or a runaway file given by
+// mistake must be an error, not a read that never ends.
+const MaxLogBytes = 1 << 30
+
+// openLog opens a log kvharness wrote for reading, bounded: a path that
+// is not a regular file (a device such as /dev/zero, a folder) is refused,
+// and reading past MaxLogBytes is an error.
+func openLog(path, what string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s %s is not a regular file; give the file kvharness bench wrote", what, path)
+	}
+	return &boundedFile{f: f, left: MaxLogBytes + 1, what: what}, nil
+}
+
+// boundedFile reads a file until more than MaxLogBytes were read, then
+// fails.
+type boundedFile struct {
+	f    *os.File
+	left int64
+	what string
+}
+
+func (b *boundedFile) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.f.Read(p)
+	if b.left -= int64(n); b.left <= 0 {
+		return n, fmt.Errorf("%s %s: more than %d bytes, more than kvharness writes; give the right file", b.what, b.f.Name(), MaxLogBytes)
+	}
+	return n, err
+}
+
+func (b *boundedFile) Close() error { return b.f.Close() }
 
 // ReadLog reads a results log from r; name is used in messages. It
 // returns a *LineError for a bad line other than a torn final one.

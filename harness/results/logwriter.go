@@ -2,8 +2,10 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // A LogWriter appends records (cells, or runs) to a JSON Lines log. Each Append is
@@ -19,9 +21,13 @@ type LogWriter struct {
 // ends in a torn line left by a killed run, OpenLog cuts it off (or, if
 // the line is a complete cell that lost only its newline, finishes it), so
 // that new lines do not glue onto it. Dropped reports how many bytes were
-// cut.
+// cut. A symbolic link at path is refused, not followed: the log must not
+// append to whatever file a link planted in a shared folder names.
 func OpenLog(path string) (*LogWriter, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("open results log: %s is a symbolic link, and kvharness appends to no file through a link: remove it", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open results log: %w", err)
 	}

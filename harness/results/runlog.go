@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 )
 
 // A RunLog is what ReadRuns found in a run journal (runs.jsonl).
@@ -18,9 +17,9 @@ type RunLog struct {
 // ReadRunsFile reads the run journal at path; a missing file matches
 // fs.ErrNotExist.
 func ReadRunsFile(path string) (*RunLog, error) {
-	f, err := os.Open(path)
+	f, err := openLog(path, "run journal")
 	if err != nil {
-		return nil, fmt.Errorf("read run journal: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return ReadRuns(f, path)

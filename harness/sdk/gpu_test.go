@@ -50,10 +50,16 @@ func plansOf(name string) []arenaPlan {
 	return out
 }
 
+// variantsOf lists a plugin's variants the CPU and GPU kernels are
+// compared on: all but fusedstore's oob-write, which writes a terabyte
+// past the arena (the CPU kernel panics, the GPU one faults; it is
+// scripts/gpu-sanitize's case).
 func variantsOf(name string) []string {
 	vs := []string{""}
 	for _, v := range bundled[name].Variants {
-		vs = append(vs, v.Name)
+		if v.Name != "oob-write" {
+			vs = append(vs, v.Name)
+		}
 	}
 	return vs
 }

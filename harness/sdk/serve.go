@@ -13,6 +13,7 @@ import (
 
 // Serve runs the plugin until the harness disconnects. Call it from main.
 func Serve(p Plugin) {
+	widenDeviceQueues()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
 		// go-plugin logs its own progress at debug level to stderr, which

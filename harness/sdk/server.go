@@ -29,6 +29,7 @@ type server struct {
 	bench   hostBuffers // CPU bench scratch, kept between Bench calls
 	turns   turns       // where each bench rotation goes on (bench_rotation.go)
 	load    *loadExec   // the load kind's streams, made on the first load call (load_server.go)
+	async   *asyncState // the pdasync role this process plays, when attached for one (pdasync_server.go)
 	rings   bool        // offers a doorbell: served by Serve, not wrapped
 	bell    *bell       // the attach's doorbell, when it asked for one (doorbell.go)
 	bellMu  sync.Mutex  // held while a doorbell is stopped: before mu, never inside it
@@ -187,11 +188,14 @@ func regionsOf(req *kvpb.AttachRequest) []*kvpb.Arena {
 // regionOf is the mapping of the region pool p lives in.
 func (s *server) regionOf(p Pool) []byte { return s.regions[p.Region] }
 
-func (s *server) geometry(pools []Pool) []*kvpb.Geometry {
+func (s *server) geometry(pools []Pool) []*kvpb.Geometry { return geometryOf(s.p, s.variant, pools) }
+
+// geometryOf is what plugin p declares for each pool under a variant.
+func geometryOf(pl Plugin, variant string, pools []Pool) []*kvpb.Geometry {
 	out := make([]*kvpb.Geometry, len(pools))
 	for i, p := range pools {
 		out[i] = &kvpb.Geometry{Layout: p.Layout.Name}
-		for _, g := range s.p.Geometry(s.variant, p.Layout.HeadDim, p.Layout.PageSize) {
+		for _, g := range pl.Geometry(variant, p.Layout.HeadDim, p.Layout.PageSize) {
 			if g.Layout == p.Layout.Name {
 				out[i] = geometryProto(g)
 			}
@@ -289,7 +293,7 @@ func (s *server) Detach(context.Context, *kvpb.DetachRequest) (*kvpb.DetachRespo
 	s.stopBell()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.release(); err != nil {
+	if err := errors.Join(s.release(), s.releaseAsync()); err != nil {
 		return nil, status.Errorf(codes.Internal, "detach: %v", err)
 	}
 	return &kvpb.DetachResponse{}, nil
@@ -325,5 +329,6 @@ func ServesHost(kernel any) bool {
 	_, store := kernel.(Storer)
 	_, read := kernel.(Reader)
 	_, transfer := kernel.(Transferer)
-	return store || read || transfer || ServesLoad(kernel)
+	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
+	return store || read || transfer || ServesLoad(kernel) || async
 }

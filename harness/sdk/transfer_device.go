@@ -78,5 +78,6 @@ func ServesDevice(kernel any) bool {
 	_, store := kernel.(DeviceStorer)
 	_, read := kernel.(DeviceReader)
 	_, transfer := kernel.(DeviceTransferer)
-	return store || read || transfer || ServesLoad(kernel)
+	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
+	return store || read || transfer || ServesLoad(kernel) || async
 }

@@ -121,9 +121,11 @@ func window(w pool.Window, region int) *kvpb.Window {
 }
 
 // Declared asks the plugin what its code believes about layout l for a
-// kernel and variant, and compares that with the layout: a mismatch is a
-// geometry violation every case carries; a missing kernel or layout is an
-// ErrUnsupported error.
+// kernel and variant — geometry, fp8 recipe, slot width — and compares
+// the geometry with the layout: a mismatch is a geometry violation every
+// case carries; a missing kernel or layout is an ErrUnsupported error; a
+// recipe this harness cannot read, or a slot width other than 32 or 64,
+// is an error naming it.
 func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, variant string, l *layout.Layout) (oracle.Declared, *oracle.Violation, error) {
 	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
 	if err != nil {
@@ -136,7 +138,17 @@ func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, var
 	if err != nil {
 		return oracle.Declared{}, nil, err
 	}
-	dec := oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}
+	dec := oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage), SlotBits: int(d.SlotBits)}
+	if dec.Recipe, err = protocol.RecipeFromProto(g.Recipe); err != nil {
+		return oracle.Declared{}, nil, fmt.Errorf("plugin %s, layout %s: %w", p.Name, l.Name, err)
+	}
+	switch dec.SlotBits {
+	case 0:
+		dec.SlotBits = 64
+	case 32, 64:
+	default:
+		return oracle.Declared{}, nil, fmt.Errorf("plugin %s declares %d-bit slots: want slot_bits 32 or 64 (0 is 64)", p.Name, dec.SlotBits)
+	}
 	return dec, GeometryViolation(l, dec), nil
 }
 

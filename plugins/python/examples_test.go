@@ -4,10 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -15,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -27,15 +25,14 @@ type example struct {
 	scale    kvpb.ScaleRule
 	ulps     uint32 // declared scale_ulps; 0: unset
 	slotBits uint32
-	// quantized are the fields the recipe decides: where, on a harness
-	// that judges bytes by the default recipe, its eps and arithmetic
-	// show (and dsv4store's untouched pad byte).
+	// quantized are the fields whose bytes the eps decides: where a
+	// store's undeclared eps shows.
 	quantized []string
 }
 
 var examples = []example{
-	{"indexerstore", "fp8-paged", 128, kvpb.ScaleRule_SCALE_RULE_F32, 2, 64, []string{"value", "scale"}},
-	{"dsv4store", "dsv4-main", 512, kvpb.ScaleRule_SCALE_RULE_UE8M0, 0, 32, []string{"nope", "scales", "pad"}},
+	{"indexerstore", "fp8-paged", 128, kvpb.ScaleRule_SCALE_RULE_F32, 2, 64, []string{"scale"}},
+	{"dsv4store", "dsv4-main", 512, kvpb.ScaleRule_SCALE_RULE_UE8M0, 0, 32, []string{"scales"}},
 }
 
 func (e example) manifest() string { return filepath.Join(e.dir, "kvharness-plugin.json") }
@@ -97,24 +94,27 @@ func d(t *testing.T, p *plugin.Plugin, e example) *kvpb.DescribeResponse {
 	return resp
 }
 
-// The default-recipe controls compute exactly the harness's reference
-// encoding, so they pass every property on any harness: the examples'
-// layout logic (pages, records, scale records, int32 slots for dsv4store)
-// and padding handling, checked on the CPU through their numpy twins.
-func TestExampleControlsPass(t *testing.T) {
+// The examples as shipped, judged by the recipe they declare (eps 1e-8,
+// x * (1/scale); dsv4store's pad byte left as it was, its slots int32),
+// and the default-recipe controls, which compute exactly the harness's
+// reference encoding: every property holds under every padding, checked
+// on the CPU through the numpy twins.
+func TestExamplesPass(t *testing.T) {
 	python(t)
 	for _, e := range examples {
-		dir := runDir(t)
-		p := start(t, dir, e.manifest(), "default-recipe")
-		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: "default-recipe", Layouts: []*layout.Layout{e.layoutOf(t)},
-			Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, store.Paddings)
-		vs, err := s.Run(context.Background())
-		if err != nil {
-			t.Fatalf("%s: %v", e.dir, err)
-		}
-		for _, v := range vs {
-			if !v.Outcome.Passed() || v.Outcome.Cases != 60 {
-				t.Errorf("%s %s: %d cases, failure %+v", e.dir, v.Label, v.Outcome.Cases, v.Outcome.Failure)
+		for _, variant := range []string{"", "default-recipe"} {
+			dir := runDir(t)
+			p := start(t, dir, e.manifest(), variant)
+			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
+				Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, store.Paddings)
+			vs, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatalf("%s %q: %v", e.dir, variant, err)
+			}
+			for _, v := range vs {
+				if !v.Outcome.Passed() || v.Outcome.Cases != 60 {
+					t.Errorf("%s %q %s: %d cases, failure %+v", e.dir, variant, v.Label, v.Outcome.Cases, v.Outcome.Failure)
+				}
 			}
 		}
 	}
@@ -128,16 +128,18 @@ func rowsCase(pad store.Padding, valid int, kinds []workload.RowKind, loc ...int
 	return c
 }
 
-// The examples' own recipe (eps 1e-8, x * (1/scale), dsv4store's pad byte
-// left as it was) on cases of normal, tiny and zero rows: every byte they
-// store lands in the slot's own quantized fields, so a harness that judges
-// bytes by the default recipe finds value differences there and nowhere
-// else (and one that judges by the declared recipe finds none). The
-// undeclared-eps mutant's zero rows differ from the default recipe's on
-// any harness: it must fail.
-func TestExampleRecipesOnlyChangeQuantizedFields(t *testing.T) {
+// The examples' arithmetic without its declaration (undeclared-eps) is
+// judged by the default recipe, eps 1e-4: on cases of normal, tiny and
+// zero rows every violation is a scale-rule finding of a valid row's
+// zero or tiny group, naming eps 1e-8 and how to declare it; the same
+// cases pass as shipped, eps declared.
+func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 	python(t)
 	kinds := []workload.RowKind{workload.RowNormal, workload.RowTiny, workload.RowZero, workload.RowOutlier}
+	cases := []*store.Case{
+		rowsCase(store.PadCount, 6, kinds, 1, 63, 64, 200, 513, 1023, 7, 8),
+		rowsCase(store.PadMinus1, 3, []workload.RowKind{workload.RowZero}, 5, 6, 700, -1),
+	}
 	for _, e := range examples {
 		for _, variant := range []string{"", "undeclared-eps"} {
 			dir := runDir(t)
@@ -147,23 +149,26 @@ func TestExampleRecipesOnlyChangeQuantizedFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range []*store.Case{
-				rowsCase(store.PadCount, 6, kinds, 1, 63, 64, 200, 513, 1023, 7, 8),
-				rowsCase(store.PadMinus1, 3, []workload.RowKind{workload.RowZero}, 5, 6, 700, -1),
-			} {
+			for _, c := range cases {
 				res, err := tg.Check(context.Background(), c)
 				if err != nil {
 					t.Fatal(err)
 				}
+				if variant == "" && res.Failed() {
+					t.Errorf("%s as shipped, %s: %v", e.dir, c, res.Violations)
+				}
+				if variant == "undeclared-eps" && !res.Has(oracle.Value) {
+					t.Errorf("%s undeclared-eps, %s: zero and tiny rows stored with eps 1e-8 pass as eps 1e-4", e.dir, c)
+				}
 				for _, v := range res.Violations {
-					if v.Kind != oracle.Value || !slices.Contains(e.quantized, v.Field) || v.Row < 0 || v.Row >= c.Valid {
-						t.Errorf("%s %q: %v; want value violations of valid rows' %v fields only", e.dir, variant, v, e.quantized)
+					k := c.Rows[max(v.Row, 0)].Kind
+					if v.Kind != oracle.Value || !slices.Contains(e.quantized, v.Field) || v.Row < 0 || v.Row >= c.Valid ||
+						(k != workload.RowZero && k != workload.RowTiny) ||
+						!strings.Contains(v.Detail, "scale rule") || !strings.Contains(v.Detail, "the bytes match eps 1e-8") {
+						t.Errorf("%s %q: %v; want scale-rule violations of zero and tiny rows naming eps 1e-8", e.dir, variant, v)
 					}
 				}
 				t.Logf("%s %q %s: %d violations", e.dir, variant, c.Padding, len(res.Violations))
-				if variant == "undeclared-eps" && c.Padding == store.PadMinus1 && !res.Has(oracle.Value) {
-					t.Errorf("%s undeclared-eps: zero rows stored with eps 1e-8 pass as the default recipe", e.dir)
-				}
 			}
 			tg.Close(context.Background())
 		}
@@ -179,18 +184,8 @@ func TestSlotWidthConversion(t *testing.T) {
 	dir := runDir(t)
 	p := start(t, dir, e.manifest(), "default-recipe")
 	l := e.layoutOf(t)
-	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 8*l.RowBytes()+64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, "default-recipe")); err != nil {
-		t.Fatal(err)
-	}
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 8*l.RowBytes()+64)
+	attachShared(t, p, mem, g, "default-recipe")
 	st := g.Staging.Off
 	if err := mem.Fill(pool.Window{Off: st, Len: 8 * l.RowBytes()}, 5); err != nil {
 		t.Fatal(err)

@@ -23,14 +23,16 @@
 #     indexerstore with arenas shared by IPC handle instead of file
 #     descriptor: exit 0;
 #  6. kvharness mutants on the Python plugins (eager, and --graph for the
-#     stores): every mutant killed, controls pass: exit 0;
+#     stores; the example stores also judged bit-exact, --value exact):
+#     every mutant killed, controls pass: exit 0, "mutants killed";
 #  7. a bench of the examples with tritonstore and fusedstore, eager and
 #     graph, rotated over 4 pools: exit 0.
 #
-# Steps 2, 3 and 6 judge fp8 bytes by the declared recipe, which needs the
-# recipe-aware harness (issue 17's recipe, pad policy and slot width).
-# Against a harness that still judges every store by the default recipe
-# (bit-exact, eps 1e-4, pad bytes zero), run with HARNESS_RECIPES=0: step
+# Steps 2, 3 and 6 judge fp8 bytes by the declared recipe, as kvharness
+# does by default (check --value recipe), staging int32 slots for
+# dsv4store. Against an older harness that judged every store by the
+# default recipe (bit-exact, eps 1e-4, pad bytes zero), run with
+# HARNESS_RECIPES=0: step
 # 2 then runs the examples' default-recipe controls (the same kernels
 # computing the default recipe; they must pass there too) at 10,000 cases,
 # the declared stores at 200 cases expecting exit 1 with value violations,
@@ -180,8 +182,10 @@ m=(--backend cuda --cases 200)
 expect 0 "" "mutants topkread, pagetransfer" "$kvh" mutants --plugin $py/topkread/kvharness-plugin.json \
 	--plugin $py/pagetransfer/kvharness-plugin.json "${m[@]}"
 if [ "$recipes" = 1 ]; then
-	expect 0 "" "mutants indexerstore" "$kvh" mutants --plugin "$idx" "${m[@]}"
-	expect 0 "" "mutants indexerstore --graph" "$kvh" mutants --plugin "$idx" --graph "${m[@]}"
+	# dsv4store declares dsv4-main alone, at head dim 512: mutants finds it.
+	expect 0 "2 of 2 mutants killed; 4 controls passed" "mutants indexerstore, dsv4store" "$kvh" mutants --plugin "$idx" --plugin "$dsv" "${m[@]}"
+	expect 0 "2 of 2 mutants killed; 4 controls passed" "mutants indexerstore, dsv4store --graph" "$kvh" mutants --plugin "$idx" --plugin "$dsv" --graph "${m[@]}"
+	expect 0 "2 of 2 mutants killed; 4 controls passed" "mutants indexerstore, dsv4store --value exact" "$kvh" mutants --plugin "$idx" --plugin "$dsv" --value exact "${m[@]}"
 fi
 
 echo

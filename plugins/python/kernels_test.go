@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels/read"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -65,15 +64,7 @@ func TestReadValidationMatchesGoSDK(t *testing.T) {
 	dir := runDir(t)
 	l := bf16(t)
 	const slots = 256
-	g, err := pool.Plan([]pool.Spec{{Name: "read", Layout: l, Slots: slots}}, 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "read", Layout: l, Slots: slots}}, 64<<10)
 	if err := mem.Fill(g.Regions[0].Span(), 7); err != nil {
 		t.Fatal(err)
 	}
@@ -164,20 +155,12 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	const slots = 8 * 64
-	g, err := pool.Plan([]pool.Spec{
+	g, mem := sharedPools(t, dir, []pool.Spec{
 		{Name: "src/L0.kv", Layout: l, Slots: slots}, {Name: "dst/L0.kv", Layout: l, Slots: slots},
 		{Name: "src/L0.indexk;shift=3", Layout: fp8, Slots: slots}, {Name: "dst/L0.indexk;shift=3", Layout: fp8, Slots: slots},
 		{Name: "dst/L0.odd", Layout: fp8, Slots: slots}, {Name: "case", Layout: l, Slots: slots},
 		{Name: "src/L0.mix", Layout: l, Slots: slots}, {Name: "dst/L0.mix", Layout: fp8, Slots: slots},
 	}, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
 	room := &kvpb.Room{Id: 7, SrcPages: []uint64{0, 1, 2, 6}, DstPages: []uint64{4, 5, 6, 0}}
 	transfer := func(edit func(*kvpb.TransferRequest)) func(*plugin.Plugin) error {
 		return func(p *plugin.Plugin) error {
@@ -311,18 +294,8 @@ func TestKernelErrorsAreRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := pool.Plan([]pool.Spec{{Name: "read", Layout: l, Slots: 64}}, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, "")); err != nil {
-		t.Fatal(err)
-	}
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "read", Layout: l, Slots: 64}}, 4096)
+	attachShared(t, p, mem, g, "")
 	st := uint64(g.Staging.Off)
 	putInt64s(t, mem, g.Staging.Off+1024, 0, 0)
 	err = p.Read(context.Background(), &kvpb.ReadRequest{Requests: 1, K: 1, QueriesOffset: st, IndptrOffset: st + 1024,

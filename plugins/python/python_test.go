@@ -34,6 +34,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
@@ -98,6 +99,30 @@ func abs(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sharedPools plans pools of specs with stagingBytes of staging after
+// them and maps them into a shared-memory arena, closed with the test.
+func sharedPools(t testing.TB, dir *rundir.Dir, specs []pool.Spec, stagingBytes int) (pool.Geometry, *shm.Memory) {
+	t.Helper()
+	g, err := pool.Plan(specs, stagingBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := shm.New(dir, g.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	return g, mem
+}
+
+// attachShared attaches p to mem's pools g, declaring recipe.
+func attachShared(t testing.TB, p *plugin.Plugin, mem *shm.Memory, g pool.Geometry, recipe string) {
+	t.Helper()
+	if _, err := p.Attach(context.Background(), p, target.Request(arena.One(arena.HostShared, mem), g, recipe)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func bf16(t testing.TB) *layout.Layout {
@@ -293,6 +318,30 @@ func TestMutantsCommand(t *testing.T) {
 	}
 }
 
+// kvharness mutants runs the example stores too, dsv4store at its fixed
+// head dim without being told it: the shipped stores and the controls
+// pass, the undeclared eps dies, by the recipe and bit-exact alike.
+func TestMutantsExamples(t *testing.T) {
+	python(t)
+	if testing.Short() {
+		t.Skip("builds the kvharness command; skipped in -short")
+	}
+	for _, value := range []string{"recipe", "exact"} {
+		cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("indexerstore", "kvharness-plugin.json"),
+			"--plugin", filepath.Join("dsv4store", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times",
+			"--value", value)
+		if noOpenSSL(t) {
+			cmd.Args = append(cmd.Args, "--no-mtls")
+		}
+		out, err := cmd.CombinedOutput()
+		if exitCode(err) != 0 || !strings.Contains(string(out), "2 of 2 mutants killed; 4 controls passed") ||
+			!strings.Contains(string(out), "dsv4-main/") {
+			t.Errorf("kvharness mutants --value %s: %v\n%s", value, err, out)
+		}
+		t.Logf("--value %s:\n%s", value, out)
+	}
+}
+
 func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 	c := &store.Case{Padding: p, Valid: valid, Loc: loc}
 	for i := range loc {
@@ -337,8 +386,10 @@ func TestPythonFaults(t *testing.T) {
 				t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
 			}
 		}
-		// A property run survives the fault, restarts the plugin and
-		// stops after MaxFaults of them: the CLI's exit status 2.
+		// A property run survives a refusal, restarts the plugin and
+		// stops after MaxFaults of them: the CLI's exit status 2. A crash
+		// while running a case is the kernel's failure: confirmed and
+		// shrunk like a violation, no fault.
 		tg.Close(context.Background())
 		if err := p.Restart(context.Background()); err != nil {
 			t.Fatal(err)
@@ -346,8 +397,16 @@ func TestPythonFaults(t *testing.T) {
 		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
 			Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
 		vs, runErr := s.Run(context.Background())
-		if !property.IsFault(runErr) || len(vs) != 1 || len(vs[0].Outcome.Faults) == 0 || vs[0].Outcome.Failure != nil {
-			t.Errorf("%s: suite: err %v, verdicts %+v; want survived faults, then a fault stop", tc.variant, runErr, vs)
+		if len(vs) != 1 {
+			t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
+			continue
+		}
+		o := vs[0].Outcome
+		switch {
+		case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
+			t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
+		case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
+			t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
 		}
 	}
 }
@@ -441,15 +500,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	python(t)
 	dir := runDir(t)
 	l := bf16(t)
-	g, err := pool.Plan([]pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
 	good := target.Request(arena.One(arena.HostShared, mem), g, "")
 	rows, loc := uint64(g.Staging.Off), uint64(g.Staging.Off+64*l.RowBytes())
 	store := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {

@@ -77,6 +77,10 @@ var badInputs = []badInput{
 	{[]string{"check", "--plugin", "fusedstore", "--head-dim", "9000"}, "--head-dim 9000"},
 	{[]string{"check", "--plugin", "fusedstore", "--head-dim", "-128"}, "--head-dim -128"},
 	{[]string{"check", "--plugin", "fusedstore", "--page-size", "0"}, "--page-size 0"},
+	{[]string{"check", "--plugin", "fusedstore", "--shard", "abc"}, `--shard "abc": want i/n`},
+	{[]string{"check", "--plugin", "fusedstore", "--shard", "0/3"}, "--shard 0/3: want 1 ≤ i ≤ n"},
+	{[]string{"check", "--plugin", "fusedstore", "--shard", "4/3"}, "--shard 4/3"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout", "bf16", "--padding", "sink", "--shard", "2/2"}, "--shard 2/2 owns no row"},
 	{[]string{"check", "--plugin", "fusedstore", "--page-size", "-1"}, "--page-size -1"},
 	{[]string{"check", "--plugin", "fusedstore", "--page-size", "70000"}, "--page-size 70000"},
 	{[]string{"check", "--plugin", "fusedstore", "--max-capacity", "0"}, "--max-capacity 0"},
@@ -89,6 +93,8 @@ var badInputs = []badInput{
 	{[]string{"check", "--plugin", "fusedstore", "--backend", ""}, `--backend ""`},
 	{[]string{"check", "--plugin", "fusedstore", "--padding", "zero"}, `--padding "zero"`},
 	{[]string{"check", "--plugin", "fusedstore", "--padding", ""}, `--padding ""`},
+	{[]string{"check", "--plugin", "fusedstore", "--value", "bitwise"}, `--value "bitwise": want recipe or exact`},
+	{[]string{"check", "--plugin", "fusedstore", "--value", ""}, `--value ""`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout", "bf16", "--layout-file", "x.json"}, "--layout and --layout-file conflict"},
 	{[]string{"check", "--plugin", "fusedstore", "--plugin-sha256", "xyz"}, `--plugin-sha256 "xyz": want 64 hex digits`},
 	{[]string{"check", "--plugin", "fusedstore", "--plugin-sha256", "abcd"}, `--plugin-sha256 "abcd"`},
@@ -125,6 +131,8 @@ var badInputs = []badInput{
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/no-planes.json"}, "no planes"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/bad-kind.json"}, `unknown kind "fp4"`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/huge-align.json"}, "page align"},
+	{[]string{"check", "--plugin", "fp8store", "--layout-file", "$FILE/bad-recipe.json"}, "recipe eps 2"},
+	{[]string{"check", "--plugin", "fp8store", "--layout-file", "$FILE/bad-policy.json"}, `pad policy "ones"`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/big-file.json"}, "more than"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/array.json"}, "array.json"},
 
@@ -167,6 +175,7 @@ var badInputs = []badInput{
 	{[]string{"repro", "$FILE/repro-ok.json", "--plugn", "x"}, "did you mean --plugin?"},
 	{[]string{"repro", "$FILE/repro-ok.json", "--plugin-from-file=yes"}, `--plugin-from-file "yes"`},
 	{[]string{"repro", "$FILE/repro-ok.json", "--kernel", "store"}, "unknown flag --kernel"},
+	{[]string{"repro", "$FILE/repro-ok.json", "--value", "close"}, `--value "close": want recipe or exact`},
 
 	// mutants.
 	{[]string{"mutants", "--cases", "0"}, "--cases 0"},
@@ -182,6 +191,9 @@ var badInputs = []badInput{
 	{[]string{"mutants", "--plugin", "nosuchplugin"}, "nosuchplugin"},
 	{[]string{"mutants", "--plugin", ""}, "--plugin: give at least one plugin"},
 	{[]string{"mutants", "--case", "10"}, "did you mean --cases?"},
+	{[]string{"mutants", "--value", "tolerant"}, `--value "tolerant": want recipe or exact`},
+	{[]string{"mutants", "--head-dim", "100"}, "--head-dim 100"},
+	{[]string{"mutants", "--head-dim", "x"}, `--head-dim "x"`},
 
 	// plugins, gpu, fuzz, serve-plugin.
 	{[]string{"plugins", "--head-dim", "abc"}, `--head-dim "abc"`},
@@ -210,6 +222,7 @@ var badInputs = []badInput{
 	{[]string{"bench", "--tokns", "5"}, "did you mean --tokens?"},
 	{[]string{"bench", "--call-timeout", "0"}, "--call-timeout 0s: want a positive duration"},
 	{[]string{"bench", "--timeout", "-1"}, "--timeout -1"},
+	{[]string{"bench", "--timeout", "0"}, "--timeout 0: want a positive number"},
 	{[]string{"bench", "--rotate", "x"}, `--rotate "x"`},
 	{[]string{"bench", "--plugin"}, "--plugin needs a value"},
 	{[]string{"compare", "--alpha", "x", "a", "b"}, `--alpha "x": want a number`},
@@ -234,6 +247,8 @@ var badFiles = map[string]string{
 	"no-planes.json":          `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}]}`,
 	"bad-kind.json":           `{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"fp4","to":16}],"planes":[["v"]]}`,
 	"huge-align.json":         `{"name":"x","head_dim":16,"page_align":4611686018427387904,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"bad-recipe.json":         `{"name":"x","head_dim":32,"fields":[{"name":"v","kind":"e4m3","to":32,"group":16,"recipe":{"eps":2}},{"name":"s","kind":"scale-f32","of":"v"}],"planes":[["v","s"]]}`,
+	"bad-policy.json":         `{"name":"x","head_dim":32,"fields":[{"name":"v","kind":"e4m3","to":32,"group":16},{"name":"s","kind":"scale-f32","of":"v"},{"name":"p","kind":"pad","bytes":8,"policy":"ones"}],"planes":[["v","s","p"]]}`,
 	"big-file.json":           bigFile + "2097152",
 	"array.json":              `[1, 2, 3]`,
 	"manifest-empty.json":     "",

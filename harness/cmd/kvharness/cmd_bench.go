@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/measure"
@@ -46,7 +44,10 @@ type benchFlags struct {
 	callTimeout                           time.Duration
 	quantiles                             []float64
 	shard, format                         string
+	slots                                 int
 	stop                                  stopFlags
+	pins                                  []string // --plugin-sha256: HEX, or NAME=HEX per plugin
+	noMTLS                                bool
 }
 
 // stopFlags are nvbench's stopping rules, in nvbench's units, applied to
@@ -82,11 +83,17 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&f.resume, "resume", false, "keep the runs already in --out and measure only the rest")
 	fs.BoolVar(&f.strict, "strict", false, "exit 2 when a cell lacks the runs or samples a comparison needs (a nightly gate)")
 	fs.BoolVar(&f.quick, "quick", false, "short stopping rules (smoke runs; numbers are rough)")
+	fs.IntVar(&f.slots, "slots", 0, "slots in each cell's pool (default: the matrix's; 1048576 without one)")
+	fs.StringSliceVar(&f.pins, "plugin-sha256", nil, "refuse to run a plugin unless its binary (a command plugin: its script) has this SHA-256 (hex): HEX for a matrix of one plugin, else NAME=HEX for each plugin pinned")
+	fs.BoolVar(&f.noMTLS, "no-mtls", false, "no mutual TLS on the plugin channel (for plugins that cannot negotiate go-plugin's AutoMTLS)")
 	fs.StringVar(&f.backend, "backend", "auto", "cpu, cuda or auto")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "deadline of one plugin call")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if err := noArgs(fs); err != nil {
+		return e.errorf("%v", err)
 	}
 	return benchRun(ctx, e, &f, fs.Changed)
 }
@@ -120,6 +127,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	if changed("quantiles") {
 		m.Quantiles = f.quantiles
 	}
+	if changed("slots") {
+		m.Slots = f.slots
+	}
 	if f.tokens != "" {
 		toks, err := parseInts(f.tokens)
 		if err != nil {
@@ -134,6 +144,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 		m.PerLaunch.MinSamples, m.PerLaunch.TimeLimit = 60, 300*time.Millisecond
 		m.Batched.MinSamples, m.Batched.TimeLimit = 12, 300*time.Millisecond
 		m.Cold.MinSamples, m.Cold.TimeLimit = 12, 600*time.Millisecond
+	}
+	if changed("timeout") && f.stop.cellTO == 0 {
+		return m, fmt.Errorf("--timeout 0: want a positive number of seconds a cell may take, as in --timeout 20 (leave it out for the matrix's)")
 	}
 	if err := f.stop.apply(&m); err != nil {
 		return m, err
@@ -227,12 +240,16 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return e.errorf("make --out folder: %v", err)
-	}
-	journalPath := filepath.Join(f.out, benchrun.JournalFile)
-	previous, err := previousRuns(f.out, f.resume, e)
+	pins, err := benchPins(f.pins, m.Plugins)
 	if err != nil {
+		return e.errorf("%v", err)
+	}
+	// Everything that can refuse the run without starting a plugin does
+	// so before the folder is touched.
+	if err := benchrun.CheckOut(f.out); err != nil {
+		return e.errorf("%v", err)
+	}
+	if err := refuseNight(f.out, f.resume); err != nil {
 		return e.errorf("%v", err)
 	}
 	backend, release, err := arena.Choose(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
@@ -242,41 +259,110 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	defer release()
 	if !backend.Place().OnDevice() && f.tokens == "" && f.matrix == "" {
 		m.Tokens = cpuTokens
+		if err := m.Validate(); err != nil {
+			return e.errorf("%v", err)
+		}
 	}
-	journal, err := results.OpenLog(journalPath)
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	defer journal.Close()
 	dir, err := openDir()
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer dir.Close()
-	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Journal: journal, Previous: previous,
-		Env: benchEnv(), Progress: progressWriter(e)}
+	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
 		spec, err := plugin.ResolveSpec(name)
 		if err != nil {
 			return nil, err
 		}
-		return plugin.StartSpec(ctx, spec, plugin.Options{Dir: dir, CallTimeout: f.callTimeout, Variant: f.variant})
+		opts, err := trust{sha256: pins[name], noMTLS: f.noMTLS}.options(dir, f.variant, f.callTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return plugin.StartSpec(ctx, spec, opts)
 	}
-	benchNotes(e, r.OnGPU, m)
 	p, err := r.Plan(ctx)
 	if err != nil {
+		if interrupted(ctx) { // the plugins' Describe calls it cancelled
+			fmt.Fprintln(e.stderr, nothingMeasured)
+			return exitInterrupted
+		}
 		return e.errorf("%v", err)
 	}
 	if len(p.Units()) == 0 {
 		return e.errorf("shard %s owns no unit of this matrix (it has fewer units than shards); run fewer shards", spec)
 	}
+	benchNotes(e, r.OnGPU, m)
+	return benchMeasure(ctx, e, f, r, p, format)
+}
+
+// benchMeasure takes the output folder, runs the plan into it and writes
+// the night.
+func benchMeasure(ctx context.Context, e *env, f *benchFlags, r *benchrun.Runner, p *benchrun.Plan, format benchrun.Format) int {
+	out, err := benchrun.OpenOut(f.out)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	kept := false
+	defer func() {
+		if kept {
+			out.Close()
+		} else {
+			out.Abandon()
+		}
+	}()
+	// Again under the lock: another bench may have finished a night here
+	// since the check above.
+	if err := refuseNight(f.out, f.resume); err != nil {
+		return e.errorf("%v", err)
+	}
+	journalPath := filepath.Join(f.out, benchrun.JournalFile)
+	if r.Previous, err = previousRuns(journalPath, f.resume, e); err != nil {
+		return e.errorf("%v", err)
+	}
+	journal, err := results.OpenLog(journalPath)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer journal.Close()
+	r.Journal = journal
+	g := progressOn(e, "bench", "runs")
+	r.Observer = &benchObserver{g: g}
 	night, runErr := r.Run(ctx, p)
+	g.done()
+	kept = len(night.Cells) > 0
 	if len(night.Dropped) > 0 {
 		fmt.Fprintf(e.stderr, "kvharness: warning: %d runs of the earlier night (such as %s pass %d) are not in this night's matrix (another plugin version, variant or geometry): left out of the outputs, kept in %s\n",
 			len(night.Dropped), night.Dropped[0].Identity.Key(), night.Dropped[0].Pass, journalPath)
 	}
-	return benchFinish(e, f, format, night, benchrun.NewManifest(p, m, spec, r.Env), runErr)
+	return benchFinish(ctx, e, f, format, night, benchrun.NewManifest(p, r.Matrix, r.Shard, r.Env), runErr)
+}
+
+// benchPins reads --plugin-sha256: a bare sum pins a matrix's only
+// plugin; NAME=SUM pins the plugin the matrix names NAME. Each sum is
+// checked as check checks its pin.
+func benchPins(flags, plugins []string) (map[string]string, error) {
+	pins := map[string]string{}
+	for _, v := range flags {
+		name, sum, named := strings.Cut(v, "=")
+		if !named {
+			if len(plugins) != 1 {
+				return nil, fmt.Errorf("--plugin-sha256 %s pins one plugin, and this matrix has %d (%s): write NAME=SHA256 for each plugin to pin", v, len(plugins), quoteList(plugins))
+			}
+			name, sum = plugins[0], v
+		}
+		if !slices.Contains(plugins, name) {
+			return nil, fmt.Errorf("--plugin-sha256 %s: %q is not a plugin of this matrix; want one of %s", v, name, quoteList(plugins))
+		}
+		if _, ok := pins[name]; ok {
+			return nil, fmt.Errorf("--plugin-sha256: %s is pinned twice; give one sum per plugin", name)
+		}
+		if _, err := (trust{sha256: sum}).options(nil, "", time.Second); err != nil {
+			return nil, err
+		}
+		pins[name] = sum
+	}
+	return pins, nil
 }
 
 func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
@@ -288,16 +374,55 @@ func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
 	}
 }
 
-func benchFinish(e *env, f *benchFlags, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, runErr error) int {
+// benchFinish writes the night and picks the exit status. An interrupted
+// night prints the table of what it finished and writes no outputs: its
+// runs are in the journal already, and the --resume that finishes the
+// night writes them whole (writing them now, plots and all, would hold
+// the exit for seconds of fsyncs on a busy machine).
+func benchFinish(ctx context.Context, e *env, f *benchFlags, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, runErr error) int {
+	journal := filepath.Join(f.out, benchrun.JournalFile)
+	if runErr != nil && interrupted(ctx) {
+		return benchInterrupted(e, format, night, man, journal)
+	}
 	if len(night.Cells) > 0 {
 		if code := writeNight(e, f.out, format, night.Cells, man); code != exitPass {
 			return code
 		}
 	}
 	if runErr != nil {
-		return e.errorf("%v (finished runs are kept in %s; rerun with --resume)", runErr, filepath.Join(f.out, benchrun.JournalFile))
+		if code, stop := resourceError(e, runErr, "--slots", man.Matrix.Slots); stop {
+			return code
+		}
+		if len(night.Cells) == 0 {
+			return e.errorf("%v", runErr)
+		}
+		return e.errorf("%v (finished runs are kept in %s; rerun with --resume)", runErr, journal)
 	}
 	return lackingCells(e, night.Lacking, f.strict)
+}
+
+// nothingMeasured is a night interrupted before its first run finished.
+const nothingMeasured = "kvharness: interrupted before any run finished: nothing was measured or kept"
+
+// benchInterrupted reports an interrupted night: the table of its cells
+// so far and what the journal kept.
+func benchInterrupted(e *env, format benchrun.Format, night *benchrun.Night, man benchrun.Manifest, journal string) int {
+	if len(night.Cells) == 0 {
+		fmt.Fprintln(e.stderr, nothingMeasured)
+		return exitInterrupted
+	}
+	if err := benchrun.WriteTable(e.stdout, night.Cells, format); err != nil {
+		return e.errorf("write table: %v", err)
+	}
+	whole := 0
+	for _, c := range night.Cells {
+		if len(c.Runs) == man.Matrix.RunsPerCell() {
+			whole++
+		}
+	}
+	fmt.Fprintf(e.stderr, "kvharness: interrupted: %d cells (copy and empty references included) have all %d runs, %d more some of them (the table above); the finished runs are kept in %s: rerun with --resume to finish the night and write its files\n",
+		whole, man.Matrix.RunsPerCell(), len(night.Cells)-whole, journal)
+	return exitInterrupted
 }
 
 // writeNight writes a night's (or a merge's) files and its table.
@@ -338,16 +463,25 @@ func lackingCells(e *env, lacking []error, strict bool) int {
 	return exitPass
 }
 
-// previousRuns reads the journal of a resumed night; without --resume, a
-// folder that holds a night is refused.
-func previousRuns(out string, resume bool, e *env) ([]results.Run, error) {
-	path := filepath.Join(out, benchrun.JournalFile)
-	if !resume {
-		for _, name := range []string{benchrun.JournalFile, benchrun.LogFile} {
-			if _, err := os.Stat(filepath.Join(out, name)); err == nil {
-				return nil, fmt.Errorf("%s exists: pass --resume to continue that night, or choose another --out", filepath.Join(out, name))
-			}
+// refuseNight refuses, without --resume, a folder that holds a night: its
+// runs would be measured again beside the old ones. A file of no bytes
+// holds none.
+func refuseNight(out string, resume bool) error {
+	if resume {
+		return nil
+	}
+	for _, name := range []string{benchrun.JournalFile, benchrun.LogFile} {
+		path := filepath.Join(out, name)
+		if st, err := os.Lstat(path); err == nil && st.Size() > 0 {
+			return fmt.Errorf("%s exists: pass --resume to continue that night, or choose another --out", path)
 		}
+	}
+	return nil
+}
+
+// previousRuns reads the journal of a resumed night.
+func previousRuns(path string, resume bool, e *env) ([]results.Run, error) {
+	if !resume {
 		return nil, nil
 	}
 	l, err := results.ReadRunsFile(path)
@@ -364,14 +498,6 @@ func previousRuns(out string, resume bool, e *env) ([]results.Run, error) {
 }
 
 func hasGraph(m benchrun.Matrix) bool { return slices.Contains(m.Modes, results.Graph) }
-
-// progressWriter shows progress on a terminal and stays quiet otherwise.
-func progressWriter(e *env) *os.File {
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return f
-	}
-	return nil
-}
 
 func benchEnv() results.Env {
 	env := results.LocalEnv(time.Now().UTC())

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func init() {
@@ -24,13 +28,18 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin fp8store --layout fp8-paged --cases 10000
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
+  kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
 // check's alone, and only for store kernels).
 type checkFlags struct {
 	plugin, variant, kernel, layout, layoutFile, padding, results, backend string
+	sanitize                                                               string
+	value                                                                  string
+	shard                                                                  string // check's alone
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
+	stress                                                                 int
 	seed                                                                   int64
 	timeout                                                                time.Duration
 	json, graph                                                            bool
@@ -46,7 +55,7 @@ func (f *checkFlags) register(fs interface {
 }) {
 	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.BundledNames())+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
-	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: store, read or transfer (default: the plugin's first)")
+	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: "+kernels.Names()+" (default: the plugin's first)")
 	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
@@ -63,6 +72,9 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
 	fs.BoolVar(&f.graph, "graph", false, "capture each store in a CUDA graph at capacity C and replay it, as serving engines do")
 	fs.IntVar(&f.jobs, "jobs", 0, "layout × padding combinations checked at once, each on a plugin process of its own (0: 4 on the cuda backend, where a case mostly waits, 1 on cpu)")
+	fs.IntVar(&f.stress, "stress", 0, "check every case this many times, up to 4 at once on plugin processes of their own, and fail it if any run fails: a race that passes alone fails under load (0: once)")
+	fs.StringVar(&f.sanitize, "sanitize", "", "run the plugin's processes under compute-sanitizer with this tool ("+strings.Join(plugin.SanitizerTools, ", ")+"); its findings join the report, with the case that ran (cuda backend)")
+	fs.StringVar(&f.value, "value", "recipe", valueUsage)
 	fs.IntVar(&f.maxFaults, "max-faults", 3, "stop once the same plugin fault (kind and call) happened this often; before that, restart the plugin and go on")
 	f.trust.register(fs)
 }
@@ -83,6 +95,8 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
+	case f.stress < 0 || f.stress > 1000:
+		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
 	case f.device < 0:
 		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
@@ -93,10 +107,28 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
 	case !oneOf(f.backend, arena.Backends...):
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
+	case f.sanitize != "" && !oneOf(f.sanitize, plugin.SanitizerTools...):
+		return fmt.Errorf("--sanitize %q: want one of %s", f.sanitize, strings.Join(plugin.SanitizerTools, ", "))
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
 		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
+	if _, err := parseValue(f.value); err != nil {
+		return err
+	}
 	return nil
+}
+
+// valueUsage is the --value flag's help, the same for check, repro and
+// mutants.
+const valueUsage = "how fp8 values are judged: recipe (by the plugin's declared recipe: a scale within its ulps, codes of x over the stored scale) or exact (bit-exact with the reference encoding)"
+
+// parseValue reads --value.
+func parseValue(s string) (layout.Mode, error) {
+	m, err := layout.ParseMode(s)
+	if err != nil || s == "" {
+		return m, fmt.Errorf("--value %q: want recipe or exact", s)
+	}
+	return m, nil
 }
 
 // jobsOn resolves --jobs 0 for a backend: on the GPU four jobs overlap a
@@ -117,6 +149,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var f checkFlags
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -126,14 +159,25 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
 	}
+	spec, err := shard.Parse(f.shard)
+	if err != nil {
+		return e.errorf("--%v", err)
+	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
+	}
+	if f.sanitize != "" && !fs.Changed("timeout") {
+		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
 	}
 	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
+	san, err := f.sanitizer(ctx, s)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
 	k, err := s.kernel(f.kernel)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -143,6 +187,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	defer release()
+	p.Shard = spec
 	g := progressOn(e, "check", "cases")
 	run, err := k.Check(observe(ctx, g), s.kind(f.plugin), p)
 	g.done()
@@ -157,7 +202,14 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		}
 		return e.errorf("%v", run.Err)
 	}
-	return finishCheck(e, run, f.json, f.results)
+	if len(run.Rows) == 0 && run.Err == nil {
+		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
+	}
+	code := finishCheck(e, run, f.json, f.results)
+	if san != nil && unclaimed(e, s, san) && code == exitPass {
+		code = exitViolation
+	}
+	return code
 }
 
 // finishCheck saves the repro files, prints the run and picks the exit status.
@@ -175,6 +227,47 @@ func finishCheck(e *env, run *report.Run, asJSON bool, results string) int {
 		return e.errorf("%v: the failure above has no repro file; give --results a folder you can write", saveErr)
 	}
 	return code
+}
+
+// sanitizer restarts the session's plugin under compute-sanitizer, when
+// --sanitize asks for it; its logs go into the results folder.
+func (f *checkFlags) sanitizer(ctx context.Context, s *session) (*plugin.Sanitizer, error) {
+	if f.sanitize == "" {
+		return nil, nil
+	}
+	if f.backend == "cpu" {
+		return nil, fmt.Errorf("--sanitize runs CUDA kernels under compute-sanitizer: it needs the cuda backend, not --backend cpu")
+	}
+	san, err := plugin.NewSanitizer(f.sanitize, filepath.Join(f.results, "sanitizer"))
+	if err != nil {
+		return nil, err
+	}
+	s.opts.Sanitizer = san
+	if err := s.plugin.Sanitize(ctx, san); err != nil {
+		return nil, err
+	}
+	return san, nil
+}
+
+// unclaimed prints what the sanitizer reported as its processes exited,
+// after every case: findings no case was running for. It reports whether
+// there were any.
+func unclaimed(e *env, s *session, san *plugin.Sanitizer) bool {
+	s.plugin.Close() // its last records are written as it exits
+	fs := san.Orphans()
+	if len(fs) == 0 {
+		return false
+	}
+	fmt.Fprintf(e.stdout, "\ncompute-sanitizer (%s) reported %d error%s as the plugin's processes exited, with no case running:\n",
+		san.Tool, len(fs), report.Plural(len(fs)))
+	for _, f := range fs {
+		fmt.Fprintf(e.stdout, "  %v\n", f)
+		for _, l := range f.Lines[1:min(len(f.Lines), 4)] {
+			fmt.Fprintf(e.stdout, "    %s\n", l)
+		}
+	}
+	fmt.Fprintf(e.stdout, "  logs: %s\n", san.Logs)
+	return true
 }
 
 // resourceError prints a run's error that is about the machine, not the
@@ -203,7 +296,8 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
-		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults}
+		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults, Stress: f.stress}
+	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {
@@ -222,6 +316,10 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	if f.graph && !backend.Place().OnDevice() {
 		release()
 		return p, none, fmt.Errorf("--graph needs the cuda backend (CUDA graphs); this run is on the cpu backend")
+	}
+	if f.sanitize != "" && !backend.Place().OnDevice() {
+		release()
+		return p, none, fmt.Errorf("--sanitize needs the cuda backend (compute-sanitizer checks CUDA kernels); this run is on the cpu backend")
 	}
 	p.Jobs = f.jobsOn(backend.Place())
 	return p, release, nil

@@ -24,14 +24,14 @@ const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
 `
 
 // runFuzz runs a fuzz target of the source tree against a plugin: a kernel
-// kind's (FuzzStore, FuzzRead, FuzzTransfer, in the kind's package) or a
+// kind's (kernels.FuzzTargets, each in its kind's package) or a
 // file parser's (in package fuzz). A failing input lands in the package's
 // testdata/fuzz/TARGET/ and go test prints the line that replays it.
 func runFuzz(ctx context.Context, e *env, args []string) int {
 	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
 	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz (bundled name, path or command)")
 	variant := fs.String("variant", "", "plugin variant")
-	target := fs.String("target", "FuzzStore", "fuzz target: FuzzStore, FuzzTransfer, FuzzRead, or a file-parser target")
+	target := fs.String("target", "FuzzStore", "fuzz target: "+kernels.FuzzTargets()+", or a file-parser target")
 	mode := fs.String("mode", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
 	fuzztime := fs.Duration("time", 30*time.Second, "how long to fuzz")
 	parallel := fs.Int("parallel", 0, "fuzz worker processes (0: one per CPU; use 1 on one GPU)")

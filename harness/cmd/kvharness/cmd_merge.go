@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/kvharness/kvharness/harness/benchrun"
 )
@@ -28,14 +27,19 @@ func runMerge(_ context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	if fs.NArg() == 0 {
-		return e.errorf("merge takes the shards' --out folders; got none")
+		return e.errorf("merge takes the shards' --out folders; got none: give them after the flags, as in kvharness merge --out night shard-1 shard-2")
+	}
+	if err := benchrun.CheckOut(*out); err != nil {
+		return e.errorf("%v", err)
 	}
 	cells, man, err := benchrun.Merge(fs.Args())
 	if err != nil {
 		return e.errorf("merge: %v", err)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return e.errorf("make --out folder: %v", err)
+	o, err := benchrun.OpenOut(*out)
+	if err != nil {
+		return e.errorf("%v", err)
 	}
+	defer o.Close()
 	return writeNight(e, *out, f, cells, man)
 }

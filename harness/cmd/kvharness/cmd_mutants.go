@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -29,7 +31,7 @@ const mutantsExamples = `  kvharness mutants
 func runMutants(ctx context.Context, e *env, args []string) int {
 	fs := flags("mutants", "[--plugin P]... [flags]", mutantsExamples, e)
 	names := fs.StringSlice("plugin", plugin.UnderTestNames(), "plugins whose controls and variants to run")
-	cfg := mutants.Config{HeadDim: layout.DefaultHeadDim, PageSize: layout.DefaultPageSize}
+	cfg := mutants.Config{PageSize: layout.DefaultPageSize}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
 	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
@@ -39,14 +41,20 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	noMTLS := fs.Bool("no-mtls", false, "no mutual TLS on the plugin channel (see check --help)")
 	device := fs.Int("device", 0, "CUDA device ordinal")
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
+	fs.IntVar(&cfg.HeadDim, "head-dim", layout.DefaultHeadDim, "head dimension D (default: 128, or the fixed head dim of the layouts a plugin declares none at 128 for)")
+	value := fs.String("value", "recipe", valueUsage+"; mutants only: controls are judged by their recipes")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if err := checkMutants(fs, cfg, *names, *backend, *device); err != nil {
 		return e.errorf("%v", err)
 	}
+	var err error
+	if cfg.Value, err = parseValue(*value); err != nil {
+		return e.errorf("%v", err)
+	}
 	g := progressOn(e, "mutants", "subjects")
-	results, err := runSubjects(ctx, g, *names, *backend, *device, trust{noMTLS: *noMTLS}, cfg)
+	results, err := runSubjects(ctx, g, *names, *backend, *device, trust{noMTLS: *noMTLS}, cfg, !fs.Changed("head-dim"))
 	g.done()
 	if code, stop := resourceError(e, err, "--slots", cfg.Slots); stop {
 		return code
@@ -56,6 +64,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	mutants.WriteTable(e.stdout, results, !*noTimes)
 	mutants.WriteSummary(e.stdout, results, !*noTimes)
+	if cfg.Value == layout.Exact {
+		fmt.Fprintln(e.stdout, "(mutants' fp8 values judged bit-exact; controls' by their declared recipes)")
+	}
 	if interrupted(ctx) {
 		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
 		return exitInterrupted
@@ -79,6 +90,8 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for each kernel's default", cfg.Slots)
 	case cfg.MaxCapacity < 1 || cfg.MaxCapacity > store.MaxCapacity:
 		return fmt.Errorf("--max-capacity %d: want 1..%d", cfg.MaxCapacity, store.MaxCapacity)
+	case layout.CheckHeadDim(cfg.HeadDim) != nil:
+		return fmt.Errorf("--head-dim %d: %v", cfg.HeadDim, layout.CheckHeadDim(cfg.HeadDim))
 	case !oneOf(backend, arena.Backends...):
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
 	case device < 0:
@@ -90,11 +103,13 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 }
 
 // runSubjects runs every plugin's controls and variants, reporting each
-// as it finishes; on an interrupt it returns the results so far.
-func runSubjects(ctx context.Context, g *progress, names []string, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
+// as it finishes; on an interrupt it returns the results so far. anyDim
+// (no --head-dim given) lets a plugin run at its layouts' fixed head dim.
+func runSubjects(ctx context.Context, g *progress, names []string, backend string, device int, tr trust, cfg mutants.Config,
+	anyDim bool) ([]mutants.Result, error) {
 	var results []mutants.Result
 	for _, name := range names {
-		rs, err := mutantsOf(ctx, g, name, backend, device, tr, cfg)
+		rs, err := mutantsOf(ctx, g, name, backend, device, tr, cfg, anyDim)
 		results = append(results, rs...)
 		if err != nil {
 			return results, err
@@ -105,15 +120,14 @@ func runSubjects(ctx context.Context, g *progress, names []string, backend strin
 
 // mutantsOf runs one plugin's controls and variants, a fresh process each,
 // so one variant's state cannot leak into the next.
-func mutantsOf(ctx context.Context, g *progress, name, backend string, device int, tr trust, cfg mutants.Config) ([]mutants.Result, error) {
-	probe, err := openTrusted(ctx, name, "", cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr)
+func mutantsOf(ctx context.Context, g *progress, name, backend string, device int, tr trust, cfg mutants.Config,
+	anyDim bool) ([]mutants.Result, error) {
+	probe, err := probeLayouts(ctx, name, tr, &cfg, anyDim)
 	if err != nil {
 		return nil, err
 	}
 	subjects := mutants.Subjects(name, probe.desc)
-	layouts, lerr := probe.layouts("all", "", cfg.HeadDim, cfg.PageSize)
-	served := probe.desc.Backends
-	probe.close()
+	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
 	b, release, err := arena.Choose(backend, device, served)
 	if err != nil {
 		return nil, err
@@ -137,6 +151,56 @@ func mutantsOf(ctx context.Context, g *progress, name, backend string, device in
 		}
 	}
 	return out, nil
+}
+
+// probed is what mutants learns of a plugin before running it: its
+// description and the layouts its subjects run on, or why there are none.
+type probed struct {
+	desc    *kvpb.DescribeResponse
+	layouts []*layout.Layout
+	lerr    error
+}
+
+// probeLayouts describes the plugin and finds the layouts its controls
+// and mutants run on: those it declares at cfg's head dim, or, when
+// anyDim and it declares none there, those at the first fixed head dim of
+// the built-in layouts (dsv4-main's 512) where it declares some, which
+// becomes cfg's.
+func probeLayouts(ctx context.Context, name string, tr trust, cfg *mutants.Config, anyDim bool) (probed, error) {
+	dims := []int{cfg.HeadDim}
+	if anyDim {
+		dims = append(dims, fixedHeadDims()...)
+	}
+	var first probed
+	for i, d := range dims {
+		s, err := openTrusted(ctx, name, "", d, cfg.PageSize, plugin.DefaultCallTimeout, tr)
+		if err != nil {
+			return probed{}, err
+		}
+		p := probed{desc: s.desc}
+		p.layouts, p.lerr = s.layouts("all", "", d, cfg.PageSize)
+		s.close()
+		if i == 0 {
+			first = p
+		}
+		if len(p.desc.Layouts) > 0 {
+			cfg.HeadDim = d
+			return p, nil
+		}
+	}
+	return first, nil // no layouts anywhere: a kind without them (transfers), or the error to report
+}
+
+// fixedHeadDims are the built-in layouts' fixed head dims, ascending.
+func fixedHeadDims() []int {
+	var out []int
+	for _, n := range layout.Names() {
+		if d := layout.FixedHeadDim(n); d != 0 && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // runSubject runs one subject on a fresh process; ok is false for one the
@@ -188,10 +252,10 @@ func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, 
 	if slots == 0 {
 		slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
 	}
-	return func(ctx context.Context, cases int, seed int64) (*report.Run, error) {
+	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {
 		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: slots,
 			MaxCapacity: c.MaxCapacity, HeadDim: c.HeadDim, PageSize: c.PageSize, Backend: c.Backend, Graph: c.Graph && k.Graphs,
-			StopAtFirst: true}
+			Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
 		return k.Check(ctx, sess.kind(s.Plugin), p)
 	}
 }

@@ -71,7 +71,11 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
 	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	for _, g := range d.Layouts {
-		l, lerr := layout.Builtin(g.Layout, headDim, pageSize)
+		dim := headDim
+		if fixed := layout.FixedHeadDim(g.Layout); fixed != 0 && dim == layout.DefaultHeadDim {
+			dim = fixed // as check and mutants run it (kind.Layouts)
+		}
+		l, lerr := layout.Builtin(g.Layout, dim, pageSize)
 		mark := ""
 		if lerr == nil && (l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())

@@ -20,13 +20,16 @@ func init() {
 const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink-padding-2139fc0f.json
   kvharness repro FILE --plugin fusedstore            # does the fix pass the case?
   kvharness repro FILE --plugin fusedstore --variant ignore-count
+  kvharness repro FILE --count 20                     # how often does a flaky case fail?
 `
 
 func runRepro(ctx context.Context, e *env, args []string) int {
-	fs := flags("repro", "FILE [--plugin P] [--variant V]", reproExamples, e)
+	fs := flags("repro", "FILE [--plugin P] [--variant V] [--value recipe|exact]", reproExamples, e)
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the file's, when it names a bundled plugin)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
+	count := fs.Int("count", 1, "check the case this many times and say how many failed (a flaky finding fails some of them)")
+	value := fs.String("value", "", valueUsage+" (default: as the file records)")
 	fromFile := fs.Bool("plugin-from-file", false, "run the plugin the file names even when it is a path or command, not a bundled plugin (a repro file may come from anyone: only trust your own)")
 	var tr trust
 	tr.register(fs)
@@ -35,6 +38,13 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	}
 	if fs.NArg() != 1 {
 		return e.errorf("repro: want exactly one repro file, got %d arguments (kvharness repro FILE)", fs.NArg())
+	}
+	if *count < 1 || *count > 100000 {
+		return e.errorf("--count %d: want 1..100000 replays", *count)
+	}
+	mode, err := parseValue(*value)
+	if fs.Changed("value") && err != nil {
+		return e.errorf("%v", err)
 	}
 	path := fs.Arg(0)
 	r, l, err := report.LoadRepro(path, kernels.Decode)
@@ -51,8 +61,11 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	if fs.Changed("variant") {
 		r.Variant = *variant
 	}
-	code := replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)
-	return code
+	if fs.Changed("value") {
+		r.Value = mode.String()
+	}
+	r.Count = *count
+	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)
 }
 
 func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, pluginArg string, timeout time.Duration, tr trust, path string) int {
@@ -76,12 +89,25 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		return e.errorf("%v", err)
 	}
 	if f == nil {
-		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated\n", s.desc.Name, variantSuffix(r.Variant), l.Name, r.Case)
+		fmt.Fprintf(e.stdout, "PASS %s%s · %s · %v: no invariant violated%s\n", s.desc.Name, variantSuffix(r.Variant), l.Name, r.Case, runsNote(r.Count))
+		if r.Found != nil && r.Found.NeedsHistory {
+			fmt.Fprintf(e.stdout, "  as expected in a fresh process: this failure needs the plugin's history (it failed only in a process\n"+
+				"  that had run other cases first); re-run the check that found it: what ran before case %d of seed %d set it up\n",
+				r.Found.CaseIndex, r.Found.Seed)
+		}
 		return exitPass
 	}
 	f.ReproPath = path
 	report.WriteFailure(e.stdout, f)
 	return exitViolation
+}
+
+// runsNote says how many replays passed, when there were several.
+func runsNote(count int) string {
+	if count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in %d of %d runs", count, count)
 }
 
 // shellQuote quotes s for a shell when it needs quoting.

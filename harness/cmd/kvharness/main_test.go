@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // goldenRun runs the CLI in process and compares stdout, stderr and the exit
@@ -96,8 +97,12 @@ func TestCheckReadAndTransfer(t *testing.T) {
 	}
 }
 
+// TestMutantsTable: the golden table leaves gostore out, whose race
+// dies when the machine's load lets it (its properties are tested in
+// harness/kernels/store, TestHeadlineProperties).
 func TestMutantsTable(t *testing.T) {
-	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu")
+	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu",
+		"--plugin", "fusedstore,fp8store,recipestore,bf16scatter,pdtransfer,layerload,pdasync")
 }
 
 func TestPlugins(t *testing.T) {
@@ -132,4 +137,66 @@ func TestBadReproFiles(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and a bad repro file message", name, code, stderr.String())
 		}
 	}
+}
+
+// TestCheckNamesEps: a store computing with eps 1e-8 and declaring
+// nothing fails, each violation naming the eps and how to declare it.
+func TestCheckNamesEps(t *testing.T) {
+	out := goldenRun(t, "check-eps-undeclared", exitViolation, "check", "--plugin", "recipestore", "--variant", "eps-undeclared",
+		"--layout", "fp8-rows", "--padding", "none", "--cases", "20", "--backend", "cpu", "--results", resultsDir(t))
+	if !strings.Contains(out, "the bytes match eps 1e-8") || !strings.Contains(out, "declare it in the plugin's recipe (Recipe.eps)") {
+		t.Errorf("the report does not name the eps:\n%s", out)
+	}
+}
+
+// TestValueModes: PyTorch's arithmetic passes the default judgement and
+// fails the exact one; the repro file of the exact failure replays
+// exactly, and by the recipe when asked.
+func TestValueModes(t *testing.T) {
+	dir := resultsDir(t)
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), &stdout, &stderr, args); code != want {
+			t.Fatalf("kvharness %v: exit %d, want %d\n%s%s", args, code, want, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	base := []string{"check", "--plugin", "recipestore", "--variant", "torch", "--layout", "fp8-rows", "--padding", "none",
+		"--cases", "50", "--backend", "cpu", "--results", dir}
+	cli(exitPass, base...)
+	out := cli(exitViolation, append(base, "--value", "exact")...)
+	if !strings.Contains(out, "fp8 values judged bit-exact") || !strings.Contains(out, "(exact judgement)") {
+		t.Errorf("exact run:\n%s", out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("repro files %v, want one", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(data), `"value": "exact"`) || !strings.Contains(string(data), `"eps": 0.0001`) {
+		t.Errorf("the repro file records neither the mode nor the recipe:\n%s", data)
+	}
+	cli(exitViolation, "repro", files[0])
+	cli(exitPass, "repro", files[0], "--value", "recipe")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), &stdout, &stderr, append(base, "--value", "bitwise")); code != exitError ||
+		!strings.Contains(stderr.String(), `--value "bitwise": want recipe or exact`) {
+		t.Errorf("bad --value: exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestMutantsExact: every store mutant dies under bit-exact judgement
+// too: the tolerance is not what kills them. --value judges stored values
+// only, so the plugins that store are the ones it can change; gostore is
+// left out as in the table above (its race dies when the load allows).
+func TestMutantsExact(t *testing.T) {
+	var stores []string
+	for _, name := range plugin.StoreNames() {
+		if name != "gostore" {
+			stores = append(stores, name)
+		}
+	}
+	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
+		"--plugin", strings.Join(stores, ","))
 }

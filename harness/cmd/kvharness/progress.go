@@ -13,8 +13,10 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/results"
 )
 
 // progress is what a long command shows on a terminal while it works: a
@@ -27,12 +29,17 @@ import (
 // above a live bar in place, which a bar redrawn by hand gets wrong as
 // soon as a line is longer than the terminal.
 type progress struct {
-	p     *mpb.Progress
-	mu    sync.Mutex
-	bar   *mpb.Bar
-	total int64
-	what  string // "cases", "mutants"
-	label string
+	p *mpb.Progress
+	// refresh asks mpb to draw: every refreshEvery, and once more when
+	// the display ends, so that the lines of the last rows (mpb prints
+	// lines at its next draw) are not dropped with the bar.
+	refresh chan any
+	stop    chan struct{}
+	mu      sync.Mutex
+	bar     *mpb.Bar
+	total   int64
+	what    string // "cases", "mutants"
+	label   string
 }
 
 // progressOn is a progress display on e's stderr when it is a terminal,
@@ -45,9 +52,29 @@ func progressOn(e *env, label, what string) *progress {
 	return newProgress(f, label, what)
 }
 
+// refreshEvery is how often the display is drawn.
+const refreshEvery = 200 * time.Millisecond
+
 func newProgress(w io.Writer, label, what string) *progress {
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
-	return &progress{p: p, what: what, label: label}
+	g := &progress{refresh: make(chan any), stop: make(chan struct{}), what: what, label: label}
+	g.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithManualRefresh(g.refresh))
+	go func() {
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				select {
+				case g.refresh <- nil:
+				case <-g.stop:
+					return
+				}
+			case <-g.stop:
+				return
+			}
+		}
+	}()
+	return g
 }
 
 // grow adds n units to the bar's total, making the bar on first use.
@@ -95,6 +122,15 @@ func (g *progress) line(format string, args ...any) {
 func (g *progress) done() {
 	if g == nil {
 		return
+	}
+	close(g.stop)
+	// mpb takes one draw request at a time: once it has taken the second,
+	// it has drawn the first, which printed every line written before.
+	for range 2 {
+		select {
+		case g.refresh <- nil:
+		case <-time.After(time.Second): // mpb stopped drawing (a terminal it could not size)
+		}
 	}
 	g.mu.Lock()
 	if g.bar != nil {
@@ -156,4 +192,27 @@ func rowLine(d property.RowDone) string {
 		verdict = fmt.Sprintf("ok after %d plugin faults", d.Faults)
 	}
 	return fmt.Sprintf("  %-24s %-16s %6d cases  %v", name, verdict, d.Cases, d.Elapsed.Round(time.Millisecond))
+}
+
+// benchObserver feeds a night's runs to a progress display, and prints a
+// line per cell as its last run finishes.
+type benchObserver struct{ g *progress }
+
+var _ benchrun.Observer = (*benchObserver)(nil)
+
+func (o *benchObserver) Planned(total, done int) {
+	o.g.grow(total)
+	o.g.step(done)
+}
+
+func (o *benchObserver) Ran(results.Run) { o.g.step(1) }
+
+func (o *benchObserver) CellDone(c results.Cell) { o.g.line("%s", cellLine(c)) }
+
+// cellLine is a finished cell in one line: what it measured, its runs and
+// its pooled median.
+func cellLine(c results.Cell) string {
+	name := fmt.Sprintf("%s %s %s", textsafe.String(c.Kernel), textsafe.String(c.Plugin), textsafe.String(c.Layout))
+	return fmt.Sprintf("  %-34s %7d tokens  %-5s %-4s %-10s %3d runs  p50 %s", name, c.Tokens, c.Mode, c.Cache, c.Timing,
+		len(c.Runs), benchrun.Duration(c.Summary.P50))
 }

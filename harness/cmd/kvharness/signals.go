@@ -40,7 +40,7 @@ func interruptible(stderr io.Writer, exit func(int)) (context.Context, func()) {
 		case <-done:
 			return
 		}
-		fmt.Fprintf(stderr, "\nkvharness: interrupted (%v): stopping, finished rows are reported; press Ctrl-C again to exit at once\n", sig)
+		fmt.Fprintf(stderr, "\nkvharness: interrupted (%v): stopping, what finished is reported; press Ctrl-C again to exit at once\n", sig)
 		cancel(fmt.Errorf("%w (%v)", errInterrupted, sig))
 		select {
 		case <-sigs:

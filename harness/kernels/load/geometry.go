@@ -89,6 +89,13 @@ func (g Geometry) Layout(i int) (*layout.Layout, error) {
 	return l, nil
 }
 
+// ReproLayout is what a repro file of a case over g names as its arena:
+// the first buffer's layout, and one pool's tokens as its slots.
+func (g Geometry) ReproLayout() (*layout.Layout, int, error) {
+	l, err := g.Layout(0)
+	return l, g.Pages * g.PageSize, err
+}
+
 // Index is the position of the buffer called name, or -1.
 func (g Geometry) Index(name string) int {
 	for i, b := range g.Buffers {

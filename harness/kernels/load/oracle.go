@@ -39,7 +39,7 @@ func (t *Target) judge(c *Case, s slots, resp *kvpb.LoadResponse, ch changes) (*
 		}
 	}
 	if resp.Deadlock != "" {
-		j.res.add(Violation{Kind: Deadlock, Detail: resp.Deadlock})
+		j.res.Add(Violation{Kind: Deadlock, Detail: resp.Deadlock})
 	}
 	j.races()
 	return j.res, nil
@@ -89,11 +89,11 @@ func (j *judgement) gates(resp *kvpb.LoadResponse) error {
 		switch {
 		case g.Error == "" && failed[key]:
 			it := Item{Layer: key[0], Buffer: c.Buffers[key[1]]}
-			j.res.add(Violation{Kind: FailedDone, Item: &it,
+			j.res.Add(Violation{Kind: FailedDone, Item: &it,
 				Detail: fmt.Sprintf("the gate of layer %d %s let the consumer read, but a copy of that layer's %s failed", key[0], it.Buffer, it.Buffer)})
 		case g.Error != "" && len(c.Fail) == 0:
 			if spurious++; spurious == 1 {
-				j.res.add(Violation{Kind: Spurious, Detail: fmt.Sprintf("the gate of layer %d %s failed (%s) though no copy failed", key[0], c.Buffers[key[1]], g.Error)})
+				j.res.Add(Violation{Kind: Spurious, Detail: fmt.Sprintf("the gate of layer %d %s failed (%s) though no copy failed", key[0], c.Buffers[key[1]], g.Error)})
 			}
 		}
 	}
@@ -224,7 +224,7 @@ func (j *judgement) readEarly(it Item, p page, got []byte) {
 	}
 	v.Detail = fmt.Sprintf("the consumer's read of device page %d saw %s, not the %s's bytes", j.c.Pages[it.Page].Dst, saw, what)
 	j.explain(&v, it, kvpb.LoadRole_LOAD_ROLE_PROBE, p.dst)
-	j.res.add(v)
+	j.res.Add(v)
 }
 
 // explain names the missing edge between the copy that writes a page and
@@ -312,7 +312,7 @@ func (j *judgement) readers(*kvpb.LoadResponse) error {
 				v.Detail = fmt.Sprintf("a reader on another stream still held device page %d, and read %s: the %s overwrote it first (write after read)",
 					c.Pages[i].Dst, saw, c.Op)
 				j.explain(&v, it, kvpb.LoadRole_LOAD_ROLE_READER, p.dst)
-				j.res.add(v)
+				j.res.Add(v)
 			}
 		}
 	}
@@ -346,7 +346,7 @@ func (j *judgement) pools(*kvpb.LoadResponse) error {
 					it := Item{Layer: l, Buffer: name, Page: i}
 					v := Violation{Kind: Content, Item: &it, Detail: fmt.Sprintf("when everything had run, device page %d holds %s", c.Pages[i].Dst, describe(have, p))}
 					v.Off, v.Len, v.Want, v.Got = firstDiff(want, have)
-					j.res.add(v)
+					j.res.Add(v)
 				}
 			}
 		}
@@ -357,7 +357,7 @@ func (j *judgement) pools(*kvpb.LoadResponse) error {
 			for inside(pool.Window{Off: off, Len: 1}, pages) {
 				off++
 			}
-			j.res.add(Violation{Kind: Content, Detail: fmt.Sprintf("a byte outside the case's pages changed: %s", t.where(off))})
+			j.res.Add(Violation{Kind: Content, Detail: fmt.Sprintf("a byte outside the case's pages changed: %s", t.where(off))})
 			break
 		}
 	}
@@ -433,7 +433,7 @@ func (t *Target) where(off int) string {
 func (j *judgement) outside(*kvpb.LoadResponse) error {
 	t := j.t
 	if ws := j.ch.host; len(ws) > 0 {
-		j.res.add(Violation{Kind: Content, Detail: fmt.Sprintf("%d byte range%s of the host pools changed (at %d): a load reads the host pool, never writes it",
+		j.res.Add(Violation{Kind: Content, Detail: fmt.Sprintf("%d byte range%s of the host pools changed (at %d): a load reads the host pool, never writes it",
 			len(ws), plural(len(ws)), ws[0].Off)})
 	}
 	var staged []pool.Window
@@ -444,7 +444,7 @@ func (j *judgement) outside(*kvpb.LoadResponse) error {
 		j.windows(j.s.inputs, j.c.Buffers, len(j.c.Pages))...)
 	for _, w := range staged {
 		if !inside(w, allowed) {
-			j.res.add(Violation{Kind: Content, Detail: fmt.Sprintf("staging bytes [%d,%d) changed outside the probes', readers' and inputs' slots", w.Off, w.End())})
+			j.res.Add(Violation{Kind: Content, Detail: fmt.Sprintf("staging bytes [%d,%d) changed outside the probes', readers' and inputs' slots", w.Off, w.End())})
 			break
 		}
 	}
@@ -489,7 +489,7 @@ func (j *judgement) races() {
 		if it := itemOf(j.c, r.first, r.second); it != nil {
 			v.Item = it
 		}
-		j.res.add(v)
+		j.res.Add(v)
 	}
 }
 

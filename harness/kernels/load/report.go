@@ -23,12 +23,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	Counts:    map[oracle.Kind]oracle.Kind{Deadlock: Content, Spurious: FailedDone},
 	LabelJSON: "profile",
 	Title: func(h report.Header) string {
-		variant := h.Variant
-		if variant == "" {
-			variant = "none"
-		}
 		return fmt.Sprintf("plugin %s %s, variant %s, on %s: layer loads, up to %d cases per row, seed %d, %s",
-			h.Plugin, h.Version, variant, h.Backend, h.Cases, h.Seed, h.About)
+			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
 	},
 	Headline:  func(_ *layout.Layout, label string) []string { return []string{"load", "profile " + label} },
 	WriteCase: WriteCase,
@@ -42,20 +38,13 @@ var Schema = &report.Schema[*Case, *Result]{
 // repro saves a failing row: the case carries its geometry; the file's
 // layout is the first buffer's, its slots one pool's tokens.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	fl := v.Outcome.Failure
-	c := fl.Case
-	l, err := c.Geometry.Layout(0)
+	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
 	if err != nil {
 		return nil, err
 	}
-	vs := fl.Minimal.Generic()
-	if len(vs) > report.MaxViolations {
-		vs = vs[:report.MaxViolations]
-	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Load, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: l.JSON(), Slots: c.Geometry.Pages * c.Geometry.PageSize, BackgroundSeed: h.Seed, Case: c, Tag: v.Label,
-		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-			Shrinks: fl.Shrinks, Violations: vs}}, nil
+	r := report.FailedRepro(protocol.Load, h, v, l, slots, v.Outcome.Failure.Minimal.Generic())
+	r.Tag = v.Label
+	return r, nil
 }
 
 // WriteCase prints a checked case: its schedule, its violations (want/got

@@ -67,6 +67,9 @@ func (v Violation) String() string {
 	return b.String()
 }
 
+// KindOf implements oracle.Typed.
+func (v Violation) KindOf() oracle.Kind { return v.Kind }
+
 // Generic is v in the form every kind's repro files hold.
 func (v Violation) Generic() oracle.Violation {
 	g := oracle.Violation{Kind: v.Kind, Row: oracle.NoRow, Off: v.Off, Len: v.Len, Want: v.Want, Got: v.Got, Detail: v.Detail}
@@ -83,10 +86,10 @@ func (v Violation) Generic() oracle.Violation {
 // Result is the verdict on one case: its violations, the gates' answers,
 // and how many stream operations the log held.
 type Result struct {
-	Violations []Violation  `json:"violations"`
-	Gates      []GateAnswer `json:"gates,omitempty"`
-	Ops        int          `json:"ops"`
-	Held       int          `json:"held"` // operations that ran only after the release
+	oracle.Found[Violation]
+	Gates []GateAnswer `json:"gates,omitempty"`
+	Ops   int          `json:"ops"`
+	Held  int          `json:"held"` // operations that ran only after the release
 }
 
 // GateAnswer is one gate's answer to the consumer.
@@ -96,32 +99,5 @@ type GateAnswer struct {
 	Error  string `json:"error,omitempty"`
 }
 
-func (r *Result) add(v Violation) { r.Violations = append(r.Violations, v) }
-
-// Failed reports whether any invariant was violated.
-func (r *Result) Failed() bool { return len(r.Violations) > 0 }
-
-// Has reports whether a violation of kind k was found.
-func (r *Result) Has(k oracle.Kind) bool {
-	for _, v := range r.Violations {
-		if v.Kind == k {
-			return true
-		}
-	}
-	return false
-}
-
 // Primary is the kind a report leads with: the first in Kinds order.
 func (r *Result) Primary() oracle.Kind { return oracle.First(Kinds, r.Has) }
-
-// NumViolations counts the violations.
-func (r *Result) NumViolations() int { return len(r.Violations) }
-
-// Generic is the violations in the form repro files hold.
-func (r *Result) Generic() []oracle.Violation {
-	out := make([]oracle.Violation, len(r.Violations))
-	for i, v := range r.Violations {
-		out[i] = v.Generic()
-	}
-	return out
-}

@@ -32,7 +32,7 @@ var Kind = kind.Kind{
 // layout, slots, seed, variant and backend come from p.
 func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, *Case, *Result] {
 	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
 	for _, l := range p.Layouts {
 		c := cfg
 		c.Variant, c.Layout, c.Slots, c.Seed, c.Backend = p.Variant, l, p.Slots, p.Seed, p.Backend

@@ -25,12 +25,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	LabelJSON:  "padding",
 	JSONLayout: true,
 	Title: func(h report.Header) string {
-		variant := h.Variant
-		if variant == "" {
-			variant = "none"
-		}
 		return fmt.Sprintf("plugin %s %s, variant %s, read kernel on %s: up to %d cases per layout, seed %d, %d slots",
-			h.Plugin, h.Version, variant, h.Backend, h.Cases, h.Seed, h.Slots)
+			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.Slots)
 	},
 	Headline:  func(l *layout.Layout, _ string) []string { return []string{l.Name, "read"} },
 	WriteCase: WriteCase,
@@ -38,15 +34,7 @@ var Schema = &report.Schema[*Case, *Result]{
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}}
 	},
 	Repro: func(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-		fl := v.Outcome.Failure
-		vs := fl.Minimal.Violations
-		if len(vs) > report.MaxViolations {
-			vs = vs[:report.MaxViolations]
-		}
-		return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Read, Plugin: h.PluginArg, Variant: h.Variant,
-			Layout: v.Layout.JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case,
-			Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-				Shrinks: fl.Shrinks, Violations: vs}}, nil
+		return report.FailedRepro(protocol.Read, h, v, v.Layout, h.Slots, v.Outcome.Failure.Minimal.Violations), nil
 	},
 }
 

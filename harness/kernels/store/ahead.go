@@ -54,6 +54,7 @@ type ahead struct {
 // window is consecutive drawn cases checked ahead.
 type window struct {
 	cases   []*Case
+	sets    []int // the set each case ran on
 	results []*Result
 	tainted bool          // the verdicts may not be used: check the cases exactly
 	started bool          //
@@ -61,7 +62,7 @@ type window struct {
 }
 
 func newWindow(cases []*Case) *window {
-	return &window{cases: cases, results: make([]*Result, len(cases)), ready: make(chan struct{})}
+	return &window{cases: cases, sets: make([]int, len(cases)), results: make([]*Result, len(cases)), ready: make(chan struct{})}
 }
 
 // Sizes of checking ahead.
@@ -113,8 +114,10 @@ func (t *Target) windows() (first, most int) {
 	return first, most
 }
 
-// canAhead reports whether the target keeps sets to check ahead on.
-func (t *Target) canAhead() bool { return t.Sets >= 2 }
+// canAhead reports whether the target keeps sets to check ahead on. A
+// plugin under a sanitizer is checked a case at a time: its findings
+// belong to the case that just ran, which only an exact check knows.
+func (t *Target) canAhead() bool { return t.Sets >= 2 && !t.Plugin.Sanitized() }
 
 // startAhead queues w behind the windows already started for owner;
 // another owner's windows are stopped first (a suite's next row reuses the
@@ -227,7 +230,7 @@ func (t *Target) prepareAll(w *window, quit <-chan struct{}) <-chan *Oracle {
 		defer close(out)
 		for _, c := range w.cases {
 			start := time.Now()
-			o := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+			o := t.newOracle(c)
 			t.clock("prepare", start)
 			select {
 			case out <- o:
@@ -241,8 +244,9 @@ func (t *Target) prepareAll(w *window, quit <-chan struct{}) <-chan *Oracle {
 
 // judged is a flight's cases ready for their verdicts.
 type judged struct {
-	f      *flight
-	deltas []oracle.Delta
+	f       *flight
+	deltas  []oracle.Delta
+	staging [][]oracle.Violation // per case: what its runs wrote into its inputs
 }
 
 // classifyAll classifies judged flights into w's results until the
@@ -255,7 +259,7 @@ func (t *Target) classifyAll(w *window) (chan<- judged, <-chan struct{}) {
 		for j := range in {
 			start := time.Now()
 			for k, o := range j.f.oracles {
-				w.results[j.f.idx[k]] = t.verdict(o, j.deltas[j.f.first[k]:j.f.first[k+1]])
+				w.results[j.f.idx[k]] = t.verdict(o, j.deltas[j.f.first[k]:j.f.first[k+1]], j.staging[k])
 			}
 			t.clock("classify", start)
 		}
@@ -277,7 +281,8 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 		f.idx = append(f.idx, i)
 		f.oracles = append(f.oracles, <-oracles)
 		f.first = append(f.first, len(f.runs))
-		f.runs = append(f.runs, runsOf(set+i-lo, c)...)
+		w.sets[i] = set + i - lo
+		f.runs = append(f.runs, runsOf(w.sets[i], c)...)
 	}
 	f.first = append(f.first, len(f.runs))
 	start = t.clock("wait-prepare", start)
@@ -355,9 +360,11 @@ func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
 func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 	start := time.Now()
 	deltas := make([]oracle.Delta, len(f.runs))
+	staging := make([][]oracle.Violation, len(f.oracles))
 	err := t.batch(func() error {
 		for k := range f.oracles {
-			if err := t.checkStaging(f.runs[f.first[k]].set); err != nil {
+			var err error
+			if staging[k], err = t.checkStaging(f.runs[f.first[k]].set); err != nil {
 				return err
 			}
 		}
@@ -386,7 +393,7 @@ func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 		w.tainted = true
 		return
 	}
-	verdicts <- judged{f, deltas}
+	verdicts <- judged{f, deltas, staging}
 }
 
 // proveClean scans every pool of sets 1..n in full and puts back what

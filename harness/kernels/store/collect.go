@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -19,8 +18,11 @@ type classifier struct {
 	sc        *Oracle
 	delta     oracle.Delta
 	wrong     []wrongByte
-	untouched map[int]bool // valid rows whose footprint kept the background
-	stride    *misread     // the misreading that explains the wrong bytes, if one does
+	untouched map[int]bool           // valid rows whose footprint kept the background
+	stride    *misread               // the misreading that explains the wrong bytes, if one does
+	records   map[int]map[string]int // per plane: valid rows by record (recordIndex)
+	padded    map[int]map[string]int // per plane: padded rows by record (paddedIndex)
+	judged    judgement              // value judgement's findings and verdicts (value.go)
 	out       []oracle.Violation
 	run       *oracle.Violation
 }
@@ -42,35 +44,26 @@ func (v *classifier) got(w pool.Window) []byte {
 	return out
 }
 
-// collectValid compares every valid row's footprint with its encoding and
-// returns the footprints, sorted.
+// collectValid judges every valid row's footprint (value.go) and returns
+// the footprints, sorted.
 func (v *classifier) collectValid() []pool.Window {
 	sc := v.sc
 	covered := make([]pool.Window, 0, sc.Case.Valid*len(sc.Layout.Planes))
 	for i := range sc.Case.Valid {
-		rec := sc.records[i]
-		untouched := true
-		var wrong []wrongByte
-		for p, sp := range sc.Layout.Footprint(sc.Case.Loc[i]) {
+		spans := sc.Layout.Footprint(sc.Case.Loc[i])
+		got := make([][]byte, len(spans))
+		for p, sp := range spans {
 			w := pool.Window{Off: sp.Off, Len: sp.Len}
 			covered = append(covered, w)
-			got := v.got(w)
-			if bytes.Equal(got, rec[p]) {
-				untouched = false
-				continue
-			}
-			untouched = untouched && bytes.Equal(got, sc.Region.Background(sc.Seed, w.Off, w.Len))
-			for k := range sp.Len {
-				if got[k] != rec[p][k] {
-					wrong = append(wrong, wrongByte{sp.Off + k, got[k], rec[p][k], i})
-				}
-			}
+			got[p] = v.got(w)
 		}
-		if len(wrong) > 0 {
+		// Value judgement: only the bytes the row's recipe rejects are wrong.
+		if wrong := v.judgeRow(i, spans, got); len(wrong) > 0 {
 			v.wrong = append(v.wrong, wrong...)
-			v.untouched[i] = untouched
+			v.untouched[i] = v.untouchedRow(spans, got)
 		}
 	}
+	v.judged.settleEps(sc.Layout)
 	sort.Slice(covered, func(a, b int) bool { return covered[a].Off < covered[b].Off })
 	return covered
 }

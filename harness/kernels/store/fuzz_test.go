@@ -26,7 +26,7 @@ const (
 )
 
 // fuzzLayouts is the order the input's first byte picks layouts in.
-var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
+var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows", "dsv4-main"}
 
 // fuzzTarget is FuzzStore's: a store case on pools of every layout the
 // plugin stores.
@@ -96,6 +96,8 @@ var fuzzSeeds = []fuzzSeed{
 		"both sides of a page boundary: scale-plane offsets"},
 	{"zero-row", "fp8-rows", &Case{Padding: PadNone, Valid: 1, Loc: []int64{1}, Rows: rows(zero)},
 		"an all-zero row: the 1e-4 scale floor"},
+	{"slot-reused", "fp8-paged", &Case{Padding: PadNone, Valid: 1, Loc: []int64{3}, Rows: rows(zero)},
+		"minus1-guard's slot stored again with another row: a kernel that keeps a slot's first scale reuses it"},
 	{"tail-row", "bf16", &Case{Padding: PadNone, Valid: 3, Loc: []int64{1, 2, 3}, Rows: rows(normal, normal, normal)},
 		"the last valid row: off-by-one loops"},
 	{"interleaved-scale", "fp8-paged", &Case{Padding: PadNone, Valid: 2, Loc: []int64{0, 1}, Rows: rows(normal, normal)},
@@ -104,6 +106,8 @@ var fuzzSeeds = []fuzzSeed{
 		"a slot index past 16 bits: a narrowed loc aliases slot 5"},
 	{"padding-only", "bf16", &Case{Padding: PadSink, Valid: 0, Loc: []int64{0}, Rows: rows(garbage)},
 		"a batch that is all padding"},
+	{"ue8m0-tiles", "dsv4-main", &Case{Padding: PadCount, Valid: 2, Loc: []int64{3, 64, 9}, Rows: rows(normal, normal, garbage)},
+		"power-of-two tile scales: exact ties, which nearest even decides, and the exponent's rounding direction"},
 }
 
 // Input encodes a fuzzSeed as a fuzz input: the layout pick, then the case.
@@ -122,10 +126,18 @@ func TestSeedCorpus(t *testing.T) {
 	}
 }
 
+// beyondCorpus are store mutants the seed corpus cannot kill in one
+// in-process replay, and why; their own tests are TestHeadlineProperties.
+var beyondCorpus = map[string]string{
+	"tile-offset": "needs 257 rows; fuzz cases have at most 64",
+	"race":        "drops a row only when its writers are starved: nondeterministic",
+}
+
 // TestSeedsKillEveryMutant: the corpus must hold a case for every bug
 // class, so replaying it against each store mutant (in process, for
 // speed) must fail at least once, and replaying it against the correct
-// plugins never.
+// plugins never. A mutant that panics in process (a crasher, to go test
+// -fuzz) is killed.
 func TestSeedsKillEveryMutant(t *testing.T) {
 	for _, code := range plugins.Bundled {
 		b, _ := plugin.BundledByName(code.Name)
@@ -141,6 +153,10 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 			}
 		}
 		for _, v := range variants {
+			if why, ok := beyondCorpus[v]; ok {
+				t.Logf("%s variant %q: not replayed: %s", code.Name, v, why)
+				continue
+			}
 			t.Setenv("KVHARNESS_PLUGIN", code.Name)
 			t.Setenv("KVHARNESS_VARIANT", v)
 			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
@@ -151,12 +167,18 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 	}
 }
 
-func replaySeeds(t *testing.T) bool {
+func replaySeeds(t *testing.T) (killed bool) {
 	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Logf("the kernel panicked in process: %v", r)
+			killed = true
+		}
+	}()
 	for _, s := range fuzzSeeds {
 		_, _, res, err := env.Check(context.Background(), s.Input())
 		if err != nil {

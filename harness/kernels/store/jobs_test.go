@@ -3,14 +3,18 @@ package store
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 // spawner starts more processes of a bundled plugin, closed with the test.
@@ -68,12 +72,29 @@ func TestJobsMatchSerial(t *testing.T) {
 	}
 }
 
-// TestJobsStopAtFault: a fault in one job stops the run and is the error
-// returned; runs that only stopped for it are not reported as verdicts.
+// TestJobsStopAtFault: a fault in one job (a hang: a crash is a finding,
+// not a fault) stops the run and is the error returned; runs that only
+// stopped for it are not reported as verdicts.
 func TestJobsStopAtFault(t *testing.T) {
-	s := suite(t, "faulty", "panic", "bf16", "fp8-paged")
-	s.Cases = 20
-	s.Jobs, s.session.Spawn = 4, spawner(t, "faulty")
+	dir := plugintest.Dir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(ctx context.Context) (*plugin.Plugin, error) {
+		p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
+		if err == nil {
+			t.Cleanup(p.Close)
+		}
+		return p, err
+	}
+	p, err := start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := layout.Builtin("bf16", 128, 64)
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: start}, Paddings: Paddings,
+		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: []*layout.Layout{l}, Jobs: 4}}
 	vs, err := s.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
 		t.Fatalf("err = %v; want the run stopped after 3 identical faults", err)
@@ -123,6 +144,44 @@ func TestJobsStopLikeSerial(t *testing.T) {
 	for _, p := range spawned {
 		if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err == nil {
 			t.Errorf("a spawned plugin still answers after the run")
+		}
+	}
+}
+
+// TestShardsJoinToWhole: the three shards of a suite, run on three jobs
+// each, check between them every row of the serial run once, each with
+// its seed, cases and verdict; no shard repeats another's row.
+func TestShardsJoinToWhole(t *testing.T) {
+	for _, name := range []string{"fusedstore", "bf16scatter"} {
+		serial := suite(t, name, "", "bf16", "fp8-paged")
+		serial.Cases = 40
+		if name == "bf16scatter" {
+			serial.Layouts = serial.Layouts[:1] // its one layout: 4 rows, failing and passing
+		}
+		whole, err := serial.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var union []summary
+		for i := 1; i <= 3; i++ {
+			part := *serial
+			part.Shard = shard.Spec{Index: i, Count: 3}
+			part.Jobs, part.session = 3, &kind.Session{Plugin: serial.session.Plugin, Dir: serial.session.Dir, Spawn: spawner(t, name)}
+			vs, err := part.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vs) == 0 || len(vs) == len(whole) {
+				t.Errorf("%s shard %d/3: %d of %d rows", name, i, len(vs), len(whole))
+			}
+			union = append(union, summarize(vs)...)
+		}
+		byRow := func(a, b summary) int { return strings.Compare(a.Layout+"/"+a.Label, b.Layout+"/"+b.Label) }
+		want := summarize(whole)
+		slices.SortFunc(union, byRow)
+		slices.SortFunc(want, byRow)
+		if !reflect.DeepEqual(union, want) {
+			t.Errorf("%s: the shards' rows\n%+v\nthe whole run's\n%+v", name, union, want)
 		}
 	}
 }

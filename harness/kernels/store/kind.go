@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -32,10 +33,14 @@ var Kind = kind.Kind{
 // layout, shared by its paddings' rows.
 func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
 	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
+	sets := AutoSets
+	if p.Stress > 1 {
+		sets = 0 // a stressed case runs on its processes at once, not ahead (property.Suite.Stress)
+	}
 	for _, l := range p.Layouts {
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
-			Backend: p.Backend, Graph: p.Graph, Sets: AutoSets}
+			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
 		for _, pad := range paddings {
 			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
 				Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
@@ -61,17 +66,29 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	vs, runErr := Suite(s, p, paddings).Run(ctx)
 	h := p.Header(s)
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
+		h.About = "fp8 values judged bit-exact"
+		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
+	}
 	return report.Build(Schema, h, vs, runErr)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(), Seed: r.BackgroundSeed})
+	mode, err := layout.ParseMode(r.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", report.ErrBadRepro, err)
+	}
+	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(),
+		Seed: r.BackgroundSeed, Value: mode})
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close(ctx)
 	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
 		Slots: r.Slots, Seed: r.BackgroundSeed}
+	if mode == layout.Exact {
+		h.About = "fp8 values judged bit-exact"
+	}
 	return kind.Replay(ctx, &System{Target: t}, Schema, h, r, l, c, c.Padding.String())
 }

@@ -34,6 +34,10 @@ func sparseDir(dir *rundir.Dir) bool {
 	return dir != nil && unix.Statfs(dir.Path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
 
+// lazyRuns reports whether batch runs on lazily filled pools: the exact
+// set's of a lazy target (the sets checked ahead on are dense).
+func (t *Target) lazyRuns(batch []run) bool { return t.lazy != nil && batch[0].set == 0 }
+
 // fillsLazily reports whether the target's exact set is large enough to
 // fill lazily.
 func (t *Target) fillsLazily() bool {
@@ -43,7 +47,7 @@ func (t *Target) fillsLazily() bool {
 // materialize writes the background into the pages the runs' footprints
 // touch, on a lazy target (the runs are on its exact set).
 func (t *Target) materialize(batch []run) error {
-	if t.lazy == nil {
+	if !t.lazyRuns(batch) {
 		return nil
 	}
 	var ws []pool.Window
@@ -56,7 +60,7 @@ func (t *Target) materialize(batch []run) error {
 // strayed lists the holes of the runs' pools that were written (arena
 // offsets), on a lazy target.
 func (t *Target) strayed(batch []run) ([]pool.Window, error) {
-	if t.lazy == nil {
+	if !t.lazyRuns(batch) {
 		return nil, nil
 	}
 	var out []pool.Window

@@ -18,6 +18,9 @@ type Oracle struct {
 	Seed     uint64
 	Case     *Case
 	Declared oracle.Declared
+	// Mode is how valid rows' values are judged: by the layout's recipes
+	// (the zero value) or bit-exact.
+	Mode layout.Mode
 
 	rows      [][]uint16      // input data, per row
 	records   [][][]byte      // reference encoding, per row (padded rows lazily)

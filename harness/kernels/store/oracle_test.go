@@ -13,7 +13,7 @@ import (
 // fixture is a pool in plain memory: the oracle only ever sees deltas, so
 // a test can play the kernel by writing bytes directly.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	l      *layout.Layout
 	region pool.Region
 	c      *Case
@@ -23,9 +23,9 @@ type fixture struct {
 
 const seed = 42
 
-func newFixture(t *testing.T, name string, c *Case) *fixture {
+func newFixture(t testing.TB, name string, c *Case) *fixture {
 	t.Helper()
-	l, err := layout.Builtin(name, 128, 64)
+	l, err := layout.Builtin(name, 0, 64) // 128, or the layout's fixed head dim
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,10 @@ func (f *fixture) storeValid() {
 	}
 }
 
-func (f *fixture) check() []oracle.Violation {
+func (f *fixture) check() []oracle.Violation { return f.sc.Check(f.delta()) }
+
+// delta is what the fixture's writes changed, as a capture reports it.
+func (f *fixture) delta() oracle.Delta {
 	bg := pool.Background(seed, 0, len(f.mem))
 	var d oracle.Delta
 	base := f.region.GuardBefore.Len
@@ -72,7 +75,7 @@ func (f *fixture) check() []oracle.Violation {
 		}
 		d.Bytes = append(d.Bytes, f.mem[i])
 	}
-	return f.sc.Check(d)
+	return d
 }
 
 func oracleCase(p Padding, valid int, loc ...int64) *Case {

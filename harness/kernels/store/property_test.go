@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -27,7 +28,14 @@ func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result]
 func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
-	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Paddings: Paddings,
+	spawn := func(ctx context.Context) (*plugin.Plugin, error) {
+		path, err := plugin.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, Variant: variant})
+	}
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
 		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Slots: 4096, MaxCapacity: 64}}
 	for _, n := range layouts {
 		l, err := layout.Builtin(n, 128, 64)
@@ -93,12 +101,24 @@ func TestBF16ScatterShrinks(t *testing.T) {
 	}
 }
 
-// TestFaultsRestartThenStop: a plugin that panics on every store is
-// restarted after each crash (the run goes on) until the same fault has
-// happened MaxFaults times; it is never reported as a violation.
-func TestFaultsRestartThenStop(t *testing.T) {
-	s := suite(t, "faulty", "panic", "bf16")
-	s.Paddings = []Padding{PadNone}
+// TestHangsRestartThenStop: a plugin that hangs in every store is
+// killed and restarted after each hang (the run goes on) until the same
+// fault has happened MaxFaults times; a hang is the plugin's fault, never
+// reported as the kernel's failure.
+func TestHangsRestartThenStop(t *testing.T) {
+	dir := plugintest.Dir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.Start(context.Background(), "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	l, _ := layout.Builtin("bf16", 128, 64)
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Paddings: []Padding{PadNone},
+		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: []*layout.Layout{l}}}
 	vs, err := s.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
 		t.Fatalf("err = %v, want the run stopped after 3 identical faults", err)
@@ -108,8 +128,83 @@ func TestFaultsRestartThenStop(t *testing.T) {
 		t.Errorf("faults %d, failure %v, fault case %v: want 3 faults, no failure, the case recorded", len(o.Faults), o.Failure, o.FaultCase)
 	}
 	for _, f := range o.Faults {
-		if pf, ok := plugin.AsFault(f.Fault); !ok || pf.Kind != plugin.Crash {
-			t.Errorf("fault %v is not a crash", f.Fault)
+		if pf, ok := plugin.AsFault(f.Fault); !ok || pf.Kind != plugin.Hang {
+			t.Errorf("fault %v is not a hang", f.Fault)
 		}
+	}
+}
+
+// TestCrashIsAFinding: a store that panics is the kernel's bug: confirmed
+// after a restart, shrunk to one row, and reported with the panic's
+// message and the plugin's own frame, like a violation.
+func TestCrashIsAFinding(t *testing.T) {
+	for _, pad := range []Padding{PadNone, PadCount} {
+		s := suite(t, "faulty", "panic", "bf16")
+		s.Paddings = []Padding{pad}
+		vs, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := vs[0].Outcome.Failure
+		if f == nil || f.Property != oracle.Crash || f.Flaky || f.NeedsHistory || len(vs[0].Outcome.Faults) != 0 {
+			t.Fatalf("%s: outcome %+v; want a confirmed crash and no plugin fault", pad, vs[0].Outcome)
+		}
+		if f.Case.Capacity() != 1 {
+			t.Errorf("%s: shrunk to %v, want one row", pad, f.Case)
+		}
+		cr := f.Minimal.Crash
+		if cr == nil || cr.Panic == nil || !strings.Contains(cr.Panic.Message, "deliberate panic storing 1 rows") ||
+			len(cr.Panic.Frames) == 0 || !strings.Contains(cr.Panic.Frames[0].Func, "faulty/kernel.misbehave") {
+			t.Errorf("%s: crash %+v: want the panic's message and the plugin's frame", pad, cr)
+		}
+	}
+}
+
+// TestStagingWriteIsAKernelBug: a store that overwrites its input rows
+// fails the staging property with the bytes it changed, shrunk like any
+// failure; it is not a plugin fault.
+func TestStagingWriteIsAKernelBug(t *testing.T) {
+	s := suite(t, "faulty", "scribble-staging", "bf16")
+	s.Paddings = []Padding{PadNone}
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := vs[0].Outcome.Failure
+	if f == nil || f.Property != oracle.Staging || f.Case.Capacity() != 1 {
+		t.Fatalf("outcome %+v: want a staging failure on one row", vs[0].Outcome)
+	}
+	v := f.Minimal.Violations[0]
+	if v.Kind != oracle.Staging || v.Field != "rows" || v.Row != 0 || v.Off != 0 || len(v.Got) != v.Len || v.Got[0] != 0xc1 {
+		t.Errorf("violation %v (got % x): want row 0's first element, 0x7fc1 written over it", v, v.Got)
+	}
+}
+
+// TestSanitizerFindingJoinsItsCase: under a sanitizer, what it reports as
+// a crashed process exits joins the crashing case's result, beside the
+// crash, and reads as a sanitizer violation naming the kernel.
+func TestSanitizerFindingJoinsItsCase(t *testing.T) {
+	s := suite(t, "faulty", "panic", "bf16")
+	s.Paddings = []Padding{PadNone}
+	san := plugintest.FakeSanitizer(t)
+	if err := s.session.Plugin.Sanitize(context.Background(), san); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := vs[0].Outcome.Failure
+	if f == nil || f.Property != oracle.Crash {
+		t.Fatalf("outcome %+v: want the crash", vs[0].Outcome)
+	}
+	m := f.Minimal
+	if len(m.Findings) != 1 || m.Findings[0].Kernel != "fake_store" || !m.Has(oracle.Sanitizer) {
+		t.Errorf("minimal result %+v: want the sanitizer's record of the crashed process", m)
+	}
+	var b strings.Builder
+	WriteCase(&b, vs[0].Layout, f.Case, m)
+	if !strings.Contains(b.String(), "sanitizer: memcheck: Invalid __global__ write of size 4 bytes in kernel fake_store") {
+		t.Errorf("report:\n%s\nwants the finding", b.String())
 	}
 }

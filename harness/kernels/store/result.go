@@ -3,22 +3,55 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // Result is the verdict on one store case.
 type Result struct {
 	Violations []oracle.Violation
+	// Crash is the plugin's death while it ran the case, when it died:
+	// the case's one violation is then a crash.
+	Crash *plugin.Fault
+	// Findings are what compute-sanitizer reported while the case ran
+	// (check --sanitize), one sanitizer violation each, in order.
+	Findings []plugin.Finding
+	// Judged is what the case's values were judged by: the layout with
+	// the declared recipe, and the mode (a repro file records both).
+	Judged *Judgement
 }
 
-// Kinds are the store's violation kinds in report order: where a wrong
-// byte landed (a padded row's target, a guard, a stride's misplacement,
-// someone else's slot) before what is wrong inside a row's footprint, and
-// the properties that compare runs last.
-var Kinds = []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Missing,
-	oracle.Geometry, oracle.Determinism, oracle.Differential}
+// addFindings adds the sanitizer's findings as violations.
+func (r *Result) addFindings(fs []plugin.Finding) {
+	for _, f := range fs {
+		r.Findings = append(r.Findings, f)
+		r.Violations = append(r.Violations, oracle.Violation{Kind: oracle.Sanitizer, Row: oracle.NoRow, Detail: f.String()})
+	}
+}
+
+// Kinds are the store's violation kinds in report order: a crash first
+// (nothing else was seen), then where a wrong byte landed (a padded row's
+// target, a guard, the inputs, a stride's misplacement, someone else's
+// slot) before what is wrong inside a row's footprint, then the
+// properties that compare runs, and last what a sanitizer saw that the
+// pool's bytes did not show.
+var Kinds = []oracle.Kind{oracle.Crash, oracle.Padding, oracle.Guard, oracle.Staging, oracle.Stride, oracle.Alias, oracle.Value,
+	oracle.Missing, oracle.Geometry, oracle.Determinism, oracle.Differential, oracle.Sanitizer}
+
+// crashed is the result of a case the plugin died running: its one
+// violation says how, with the panic's message when the plugin wrote one
+// (the report lists its frames below).
+func crashed(f *plugin.Fault) *Result {
+	how := f.Call + ": " + f.Detail
+	detail := "the plugin's process died running this case (" + how + ")"
+	if f.Panic != nil {
+		detail = "the plugin's process died running this case: " + strings.ReplaceAll(f.Panic.Message, "\n", " ") + " (" + how + ")"
+	}
+	return &Result{Crash: f, Violations: []oracle.Violation{{Kind: oracle.Crash, Row: oracle.NoRow, Detail: detail}}}
+}
 
 // Failed reports whether any invariant was violated.
 func (r *Result) Failed() bool { return len(r.Violations) > 0 }
@@ -39,14 +72,23 @@ func (r *Result) NumViolations() int { return len(r.Violations) }
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	t.stopAhead(ctx)
 	start := time.Now()
-	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	sc := t.newOracle(c)
 	t.clock("prepare", start)
-	deltas, err := t.runs(ctx, sc.Rows(), runsOf(0, c)...)
+	deltas, staging, err := t.runs(ctx, sc.Rows(), runsOf(t.exact, c)...)
 	if err != nil {
 		return nil, err
 	}
 	defer t.clock("classify", time.Now())
-	return t.verdict(sc, deltas), nil
+	res := t.verdict(sc, deltas, staging)
+	res.addFindings(t.Plugin.SanitizerFindings())
+	return res, nil
+}
+
+// newOracle is c's oracle on the target, judging values in its mode.
+func (t *Target) newOracle(c *Case) *Oracle {
+	sc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared)
+	sc.Mode = t.Value
+	return sc
 }
 
 // runsOf are the runs that check c on a set: as given, again, and, when
@@ -61,8 +103,10 @@ func runsOf(set int, c *Case) []run {
 
 // verdict classifies what the runs of runsOf left: the first run against
 // the reference, the second against the first (determinism), the
-// unpadded one against the first (differential).
-func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta) *Result {
+// unpadded one against the first (differential); staging is what the
+// runs wrote into their inputs. A sanitizer's findings are the caller's
+// to add: only an exact check knows which case they belong to.
+func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta, staging []oracle.Violation) *Result {
 	c := sc.Case
 	first, again := deltas[0], deltas[1]
 	unpadded := first // without padded rows a case is its own unpadded twin
@@ -72,10 +116,11 @@ func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta) *Result {
 	case c.Valid == 0:
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
-	res := &Result{}
+	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value}}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}
+	res.Violations = append(res.Violations, staging...)
 	res.Violations = append(res.Violations, sc.Check(first)...)
 	if !first.Equal(again) {
 		res.Violations = append(res.Violations, oracle.Compare(oracle.Determinism, first, again,

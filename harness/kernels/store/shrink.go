@@ -1,6 +1,15 @@
 package store
 
-import "github.com/kvharness/kvharness/harness/workload"
+import (
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// smallCase is the capacity up to which the shrinker tries every row,
+// slot and datum on its own; above it, it works on groups of them, so a
+// step costs tens of checks rather than one per row.
+const smallCase = 64
 
 // Shrink returns smaller variants of a failing case, most aggressive
 // first: fewer rows, then smaller slots, then simpler padding values and
@@ -8,6 +17,11 @@ import "github.com/kvharness/kvharness/harness/workload"
 // property runner keeps the first variant that still fails and shrinks
 // again from it, so the result is a local minimum: no single step here
 // makes it smaller.
+//
+// Rows go first by single rows, then halves; where halving stalls (a
+// bug that needs more than half the rows, a tile offset that needs
+// 257), by dropping ever smaller chunks and trimming either end, down to
+// a single row, so a case can lose any row that does not matter.
 func Shrink(s *Case) []*Case {
 	var out []*Case
 	out = append(out, shrinkRows(s)...)
@@ -60,26 +74,81 @@ func shrinkRows(s *Case) []*Case {
 	}
 	add(pick(s, v, nil))
 	add(pick(s, nil, p))
-	add(pick(s, v[:len(v)/2], p))
-	add(pick(s, v[len(v)/2:], p))
-	add(pick(s, v, p[:len(p)/2]))
-	add(pick(s, v, p[len(p)/2:]))
-	if s.Capacity() <= 64 {
-		for j := range v {
-			add(pick(s, workload.Without(v, j), p))
+	for _, keep := range fewer(v) {
+		add(pick(s, keep, p))
+	}
+	for _, keep := range fewer(p) {
+		add(pick(s, v, keep))
+	}
+	return out
+}
+
+// fewer lists subsets of xs, order kept, each missing some of them: the
+// halves; then, as halving may stall, xs without each quarter, eighth and
+// sixteenth, and xs trimmed at either end by ever fewer; and, for small
+// cases, xs without each single one. Every removal of the chunks and
+// trims is tried before a finer one, so a step that can drop many drops
+// many.
+func fewer(xs []int) [][]int {
+	n := len(xs)
+	if n < 2 {
+		return nil
+	}
+	out := [][]int{xs[:n/2], xs[n/2:]}
+	for k := 4; k <= 16 && k <= n; k *= 2 {
+		size := (n + k - 1) / k
+		for lo := 0; lo < n; lo += size {
+			out = append(out, slices.Concat(xs[:lo], xs[min(lo+size, n):]))
 		}
-		for j := range p {
-			add(pick(s, v, workload.Without(p, j)))
+	}
+	for cut := n / 4; cut >= 1; cut /= 2 {
+		out = append(out, xs[:n-cut], xs[cut:])
+	}
+	if n <= smallCase {
+		for j := range xs {
+			out = append(out, workload.Without(xs, j))
 		}
 	}
 	return out
 }
 
+// shrinkSlots moves slots toward the lowest free ones: all valid slots at
+// once to the lowest ones (in row order), then, in small cases, each on
+// its own; padded stale slots toward 0.
 func shrinkSlots(s *Case) []*Case {
 	lowest := int64(0)
 	if s.Padding == PadSink {
 		lowest = 1
 	}
+	var out []*Case
+	if c, ok := packedSlots(s, lowest); ok {
+		out = append(out, c)
+	}
+	if s.Capacity() <= smallCase {
+		out = append(out, eachSlot(s, lowest)...)
+	}
+	if s.Padding == PadCount {
+		out = append(out, paddedSlots(s)...)
+	}
+	return out
+}
+
+// packedSlots puts the valid rows into slots lowest, lowest+1, … in row
+// order; false when they are there already.
+func packedSlots(s *Case, lowest int64) (*Case, bool) {
+	c := s.Clone()
+	changed := false
+	for i := range s.Valid {
+		to := lowest + int64(i)
+		changed = changed || c.Loc[i] != to
+		c.Loc[i] = to
+	}
+	return c, changed
+}
+
+// eachSlot moves one valid slot at a time down: to the lowest slot, half
+// way, or by one, where no other valid row holds the target.
+func eachSlot(s *Case, lowest int64) []*Case {
 	taken := make(map[int64]bool, s.Valid)
 	for _, slot := range s.Loc[:s.Valid] {
 		taken[slot] = true
@@ -95,21 +164,55 @@ func shrinkSlots(s *Case) []*Case {
 			out = append(out, c)
 		}
 	}
-	if s.Padding == PadCount {
-		for i := s.Valid; i < s.Capacity(); i++ {
-			for _, to := range []int64{0, s.Loc[i] / 2} {
-				if to < s.Loc[i] {
-					c := s.Clone()
-					c.Loc[i] = to
-					out = append(out, c)
-				}
+	return out
+}
+
+// paddedSlots moves stale padded slots toward 0: all at once, then, in
+// small cases, each alone (to 0 or half way).
+func paddedSlots(s *Case) []*Case {
+	var out []*Case
+	all := s.Clone()
+	changed := false
+	for i := s.Valid; i < s.Capacity(); i++ {
+		changed = changed || all.Loc[i] != 0
+		all.Loc[i] = 0
+	}
+	if changed && s.Capacity() > smallCase {
+		out = append(out, all)
+	}
+	if s.Capacity() > smallCase {
+		return out
+	}
+	for i := s.Valid; i < s.Capacity(); i++ {
+		for _, to := range []int64{0, s.Loc[i] / 2} {
+			if to < s.Loc[i] {
+				c := s.Clone()
+				c.Loc[i] = to
+				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
 
+// shrinkData simplifies row data: in small cases each row to the simplest
+// row (normal, seed 0); in large ones every row at once to normal data
+// seeded by its index, which keeps the rows distinct (a bug that mixes
+// rows up needs them to differ).
 func shrinkData(s *Case) []*Case {
+	if s.Capacity() > smallCase {
+		c := s.Clone()
+		changed := false
+		for i := range c.Rows {
+			r := workload.Row{Kind: workload.RowNormal, Seed: uint64(i)}
+			changed = changed || c.Rows[i] != r
+			c.Rows[i] = r
+		}
+		if !changed {
+			return nil
+		}
+		return []*Case{c}
+	}
 	var out []*Case
 	simple := workload.Row{Kind: workload.RowNormal}
 	for i, r := range s.Rows {

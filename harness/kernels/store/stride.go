@@ -2,20 +2,27 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
 )
 
 // A misreading places a valid row's record where a kernel with a wrong
 // idea of the layout would: the spans it writes and the bytes in each.
-type misreading func(slot int64, row int) ([]layout.Span, [][]byte)
+type misreading struct {
+	name  string // the layout the kernel used instead, as in "laid out as NAME"
+	place func(slot int64, row int) ([]layout.Span, [][]byte)
+}
 
 // misreadings are the geometry mistakes seen in real kernels:
 //
 //   - bytes per token as an element count (128 for 132-byte fp8 rows or
 //     256-byte bf16 rows), or as whatever the plugin declared;
 //   - the page stride computed from such a size;
-//   - interleaved records written into a packed page, or the reverse.
+//   - interleaved records written into a packed page, or the reverse;
+//   - a record's fields in another order (the scale before the values).
 func (sc *Oracle) misreadings() []misreading {
 	l := sc.Layout
 	var ms []misreading
@@ -31,10 +38,39 @@ func (sc *Oracle) misreadings() []misreading {
 	}
 	if len(l.Planes) == 1 && len(l.PlaneFields(0)) > 1 {
 		if alt, err := l.Rearranged(onePlaneEach(l)); err == nil {
-			ms = append(ms, sc.arranged(alt))
+			ms = append(ms, sc.arranged(alt, "a packed page (a plane per field)"))
+		}
+	}
+	if planes, ok := reversedFields(l); ok {
+		if alt, err := l.Rearranged(planes); err == nil {
+			ms = append(ms, sc.arranged(alt, "records of "+fieldOrder(planes)+" (the fields in another order)"))
 		}
 	}
 	return ms
+}
+
+// reversedFields is the layout's planes with each plane's fields in the
+// reverse order; false when no plane has two fields.
+func reversedFields(l *layout.Layout) ([][]string, bool) {
+	var out [][]string
+	changed := false
+	for i := range l.Planes {
+		fs := append([]string(nil), l.PlaneFields(i)...)
+		for a, b := 0, len(fs)-1; a < b; a, b = a+1, b-1 {
+			fs[a], fs[b] = fs[b], fs[a]
+		}
+		changed = changed || len(fs) > 1
+		out = append(out, fs)
+	}
+	return out, changed
+}
+
+func fieldOrder(planes [][]string) string {
+	var parts []string
+	for _, p := range planes {
+		parts = append(parts, strings.Join(p, ", "))
+	}
+	return strings.Join(parts, " | ")
 }
 
 func distinct(xs ...int) []int {
@@ -57,22 +93,29 @@ func contains(xs []int, x int) bool {
 }
 
 func (sc *Oracle) rowsOf(stride int) misreading {
-	return func(slot int64, row int) ([]layout.Span, [][]byte) {
+	name := fmt.Sprintf("%d-byte rows (the plugin's declared bytes per token)", stride)
+	switch stride {
+	case sc.Layout.HeadDim, 2 * sc.Layout.HeadDim:
+		name = fmt.Sprintf("%d-byte rows (bytes per token as an element count)", stride)
+	case sc.Layout.BytesPerToken():
+		name = fmt.Sprintf("interleaved %d-byte records (rows, not packed pages)", stride)
+	}
+	return misreading{name: name, place: func(slot int64, row int) ([]layout.Span, [][]byte) {
 		rec := bytes.Join(sc.records[row], nil)
 		return []layout.Span{{Off: int(slot) * stride, Len: len(rec)}}, [][]byte{rec}
-	}
+	}}
 }
 
 func (sc *Oracle) pagedAs(pageBytes int) misreading {
-	return func(slot int64, row int) ([]layout.Span, [][]byte) {
+	return misreading{name: fmt.Sprintf("%d-byte pages", pageBytes), place: func(slot int64, row int) ([]layout.Span, [][]byte) {
 		return sc.Layout.FootprintPaged(slot, pageBytes), sc.records[row]
-	}
+	}}
 }
 
-func (sc *Oracle) arranged(alt *layout.Layout) misreading {
-	return func(slot int64, row int) ([]layout.Span, [][]byte) {
+func (sc *Oracle) arranged(alt *layout.Layout, name string) misreading {
+	return misreading{name: name, place: func(slot int64, row int) ([]layout.Span, [][]byte) {
 		return alt.Footprint(slot), alt.Encode(sc.rows[row])
-	}
+	}}
 }
 
 func onePlaneEach(l *layout.Layout) [][]string {
@@ -84,20 +127,37 @@ func onePlaneEach(l *layout.Layout) [][]string {
 }
 
 // misread is the pool a kernel following one misreading would leave: the
-// bytes its valid rows put at each offset (the last row wins).
-type misread struct{ placed map[int]byte }
+// bytes its valid rows put at each offset (the last row wins), and which
+// row put each.
+type misread struct {
+	name   string
+	placed map[int]byte
+	row    map[int]int
+}
 
 func (sc *Oracle) place(m misreading) *misread {
-	r := &misread{placed: map[int]byte{}}
+	r := &misread{name: m.name, placed: map[int]byte{}, row: map[int]int{}}
 	for i := range sc.Case.Valid {
-		spans, recs := m(sc.Case.Loc[i], i)
+		spans, recs := m.place(sc.Case.Loc[i], i)
 		for k, sp := range spans {
 			for j := range sp.Len {
 				r.placed[sp.Off+j] = recs[k][j]
+				r.row[sp.Off+j] = i
 			}
 		}
 	}
 	return r
+}
+
+// rowAt is the valid row the misreading puts at the first of bs that it
+// places, or NoRow.
+func (r *misread) rowAt(bs []wrongByte) int {
+	for _, b := range bs {
+		if i, ok := r.row[b.off]; ok {
+			return i
+		}
+	}
+	return oracle.NoRow
 }
 
 // explains reports whether the misread pool holds b's observed byte:
@@ -114,9 +174,12 @@ func (v *classifier) explains(r *misread, b wrongByte) bool {
 }
 
 // explain picks the misreading that accounts for the most wrong bytes. It
-// is kept only if it explains at least half of them and the wrong bytes
-// hold misplaced row data, not merely unwritten background: a value bug
-// must not pass for a stride bug because a few bytes coincide.
+// is kept only if it explains at least half of them and at least a
+// quarter of them are misplaced row data, not merely unwritten
+// background: a value bug must not pass for a stride bug because a few
+// bytes coincide, nor dropped rows (whose footprints hold the background
+// a misreading would leave there too) because a few dozen of their
+// thousands of bytes do.
 func (v *classifier) explain() {
 	best, bestN := (*misread)(nil), 0
 	for _, m := range v.sc.misreadings() {
@@ -130,7 +193,7 @@ func (v *classifier) explain() {
 				}
 			}
 		}
-		if placed >= 4 && 2*n >= len(v.wrong) && n > bestN {
+		if placed >= 4 && 4*placed >= len(v.wrong) && 2*n >= len(v.wrong) && n > bestN {
 			best, bestN = r, n
 		}
 	}

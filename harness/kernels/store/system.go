@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 )
 
@@ -32,7 +33,10 @@ type System struct {
 	outIdx int
 }
 
-var _ property.System[*Case, *Result] = (*System)(nil)
+var (
+	_ property.System[*Case, *Result] = (*System)(nil)
+	_ property.Crasher[*Result]       = (*System)(nil)
+)
 
 // NewSystem draws store cases for t under padding p.
 func NewSystem(t *Target, p Padding, maxCapacity int) *System {
@@ -51,6 +55,7 @@ func (s *System) Draw(rng *rand.Rand) *Case {
 	}
 	if rng != s.rng {
 		*s = System{Target: s.Target, Gen: s.Gen, Budget: s.Budget, rng: rng}
+		s.Target.exact = 0
 		s.size, s.most = s.Target.windows()
 	}
 	if len(s.queue) == 0 && !s.drawWindow() {
@@ -106,6 +111,13 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 		}
 		<-w.ready
 		if !w.tainted {
+			if w.results[i].Failed() {
+				// The runner confirms and shrinks a failure with exact
+				// checks: they run where the case ran, so that a kernel
+				// whose bug needs its history of a pool (a cache keyed
+				// by pool and slot) fails them as it failed the case.
+				s.Target.exact = w.sets[i]
+			}
 			return w.results[i], nil
 		}
 	}
@@ -117,4 +129,14 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 func (s *System) Restart(ctx context.Context) error {
 	s.Target.stopAhead(ctx)
 	return s.Target.Plugin.Restart(ctx)
+}
+
+// Crashed implements property.Crasher: a store that kills its process
+// is a kernel bug, reported with its case and with what a sanitizer saw
+// the process do before it died.
+func (s *System) Crashed(f *plugin.Fault) *Result {
+	r := crashed(f)
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
+	r.addFindings(s.Target.Plugin.ExitedFindings())
+	return r
 }

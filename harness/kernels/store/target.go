@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -32,6 +31,7 @@ type Config struct {
 	Graph       bool          // ask for CUDA-graph replay
 	Backend     arena.Backend // where the arena lives; nil means host shared memory
 	Phases      Phases        // when set, each case adds its time per stage here
+	Value       layout.Mode   // how fp8 values are judged: by the declared recipe (the default) or bit-exact
 	// Sets is how many pool sets (each a case, repeat and unpadded pool,
 	// with staging of its own) the target keeps for checking drawn cases
 	// ahead of the property runner (see ahead.go); 0 keeps only the set
@@ -62,6 +62,7 @@ type Target struct {
 	// case runs.
 	GeometryViolation *oracle.Violation
 
+	exact   int                // the set exact checks run on (System.Check moves it)
 	group   *group             // the targets sharing the arena
 	first   int                // the arena's index of this target's first pool
 	stageAt int                // where this target's staging starts in the arena
@@ -116,6 +117,12 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		var err error
 		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
 		if err != nil {
+			return nil, err
+		}
+		if t.Layout, err = declaredLayout(cfg.Layout, t.Declared, p.Name); err != nil { // value.go
+			return nil, err
+		}
+		if err := checkSlotWidth(t.Declared.SlotBits, t.Slots, p.Name); err != nil { // slots.go
 			return nil, err
 		}
 		specs = append(specs, t.specs(len(cfgs) > 1)...)
@@ -288,35 +295,37 @@ func (t *Target) regionOf(r run) pool.Region { return t.Pools.Regions[t.index(r)
 // runs stages the rows and slots once (every run of a batch reads a prefix
 // of them), executes the stores in one round trip, and returns what each
 // changed, leaving every pool as it found it (unless a capture fails,
-// which stops the run).
-func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, error) {
+// which stops the run), and the runs of staged input bytes the kernel
+// wrote.
+func (t *Target) runs(ctx context.Context, rows [][]uint16, batch ...run) ([]oracle.Delta, []oracle.Violation, error) {
 	c := batch[0].c
 	if c.Capacity() > t.MaxCapacity {
-		return nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
+		return nil, nil, fmt.Errorf("case capacity %d exceeds the staging size %d", c.Capacity(), t.MaxCapacity)
 	}
-	if t.lazy == nil {
-		deltas, _, err := t.runOnce(ctx, rows, batch)
-		return deltas, err
+	if !t.lazyRuns(batch) {
+		deltas, staging, _, err := t.runOnce(ctx, rows, batch)
+		return deltas, staging, err
 	}
 	defer t.release()
 	var first []oracle.Delta
+	var firstStaging []oracle.Violation
 	var seen []pool.Window // the stray pages of earlier attempts
 	for attempt := 0; ; attempt++ {
-		deltas, strays, err := t.runOnce(ctx, rows, batch)
+		deltas, staging, strays, err := t.runOnce(ctx, rows, batch)
 		if attempt == 0 {
-			first = deltas
+			first, firstStaging = deltas, staging
 		}
 		switch {
 		case err != nil:
-			return deltas, err
+			return deltas, staging, err
 		case len(strays) == 0 && attempt > 0 && !t.repeated(batch, deltas, seen):
 			// A stray page the replay left alone was written before
 			// the case or only once: the reset erased it, so the first
 			// attempt's deltas (exact but where holes read as zeros)
 			// are the evidence.
-			return first, nil
+			return first, firstStaging, nil
 		case len(strays) == 0 || attempt == maxReplays:
-			return deltas, nil
+			return deltas, staging, nil
 		}
 		seen = append(seen, strays...)
 	}
@@ -346,18 +355,18 @@ func (t *Target) repeated(batch []run, deltas []oracle.Delta, strays []pool.Wind
 // the runs wrote holes, which makes their deltas inexact (a hole reads as
 // zeros, not as the background); those pages are materialized by the
 // reset, so that a replay is exact.
-func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]oracle.Delta, []pool.Window, error) {
+func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]oracle.Delta, []oracle.Violation, []pool.Window, error) {
 	if err := t.group.ensure(ctx); err != nil { // another target of the same plugin may have attached since
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	start := time.Now()
 	if err := t.batch(func() error {
 		if err := t.materialize(batch); err != nil {
 			return err
 		}
-		return t.stage(0, batch[0].c, rows)
+		return t.stage(batch[0].set, batch[0].c, rows)
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	start = t.clock("stage", start)
 	err := t.group.storeBatch(ctx, t.requests(batch))
@@ -366,13 +375,17 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 	}
 	start = t.clock("store", start)
 	var deltas []oracle.Delta
+	var staging []oracle.Violation
 	var strays []pool.Window
 	berr := t.batch(func() error {
+		var cerr error
 		if err == nil {
-			err = t.checkStaging(0)
+			staging, cerr = t.checkStaging(batch[0].set)
 		}
 		start = t.clock("check-staging", start)
-		var cerr error
+		if cerr != nil {
+			return cerr
+		}
 		if strays, cerr = t.strayed(batch); cerr != nil {
 			return cerr
 		}
@@ -381,9 +394,9 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 		return cerr
 	})
 	if berr != nil {
-		return nil, nil, berr
+		return nil, nil, nil, berr
 	}
-	return deltas, strays, err
+	return deltas, staging, strays, err
 }
 
 // requests are the store calls of a batch, on inputs staged as stage
@@ -393,7 +406,8 @@ func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 	for i, r := range batch {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(t.index(r)),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
-			RowsOffset: uint64(t.rowsOffset(r.set)), LocOffset: uint64(t.locOffset(r.set)), Graph: t.Graph}
+			RowsOffset: uint64(t.rowsOffset(r.set)), LocOffset: uint64(t.locOffset(r.set)), Graph: t.Graph,
+			SlotBits: uint32(t.Declared.SlotBits)}
 	}
 	return reqs
 }
@@ -452,10 +466,12 @@ func (t *Target) addPhase(stage string, d time.Duration) {
 }
 
 // checkStaging reads set's inputs back: a store kernel must leave them as
-// staged. A plugin that writes there is broken in a way no pool invariant
-// describes, so it is a protocol fault, not a violation.
-func (t *Target) checkStaging(set int) error {
+// staged. One that writes there has a kernel bug (it scribbles on memory
+// its caller still holds), and each run of bytes it changed is a staging
+// violation, shown with its bytes like any other.
+func (t *Target) checkStaging(set int) ([]oracle.Violation, error) {
 	mapped, direct := t.Mem().(interface{ Bytes() []byte })
+	var out []oracle.Violation
 	for _, seg := range t.staging[set] {
 		var got []byte
 		if direct {
@@ -463,15 +479,43 @@ func (t *Target) checkStaging(set int) error {
 		} else {
 			got = make([]byte, len(seg.Data))
 			if err := t.Mem().ReadAt(got, seg.Off); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if !bytes.Equal(got, seg.Data) {
-			return &plugin.Fault{Kind: plugin.Protocol, Plugin: t.Plugin.Name, Call: "StoreBatch",
-				Detail: fmt.Sprintf("wrote into its read-only input staging (%s); a store may write only the pool", seg.Name)}
+			// The violation keeps its bytes: got may be the mapped
+			// arena, and seg.Data is staged over by the next case.
+			got, want := bytes.Clone(got), bytes.Clone(seg.Data)
+			per := t.Layout.RowBytes()
+			if seg.Name == "loc" {
+				per = slotWidth(t.Declared.SlotBits)
+			}
+			out = append(out, stagingRuns(seg.Name, per, want, got)...)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// stagingRuns are the runs of an input segment whose bytes changed, each
+// naming the row (rows of per bytes) it starts in.
+func stagingRuns(name string, per int, want, got []byte) []oracle.Violation {
+	var out []oracle.Violation
+	for i := 0; i < len(want); i++ {
+		if want[i] == got[i] {
+			continue
+		}
+		if n := len(out); n > 0 && i-(out[n-1].Off+out[n-1].Len) <= oracle.MergeGap {
+			out[n-1].Len = i + 1 - out[n-1].Off
+			continue
+		}
+		out = append(out, oracle.Violation{Kind: oracle.Staging, Row: i / per, Field: name, Off: i, Len: 1,
+			Detail: "the kernel wrote into its read-only input: a store may write only its pool"})
+	}
+	for k := range out {
+		v := &out[k]
+		v.Want, v.Got = oracle.Clip(want[v.Off:v.Off+v.Len]), oracle.Clip(got[v.Off:v.Off+v.Len])
+	}
+	return out
 }
 
 // stage writes rows and loc into set's staging, keeping what it wrote for
@@ -498,13 +542,11 @@ func (t *Target) staged(set int, c *Case, rows [][]uint16) []target.Segment {
 			{Name: "loc", Off: t.locOffset(set), Data: make([]byte, 8*t.MaxCapacity)}}
 	}
 	rb := t.Layout.RowBytes()
-	r, loc := segs[0].Data[:c.Capacity()*rb], segs[1].Data[:8*c.Capacity()]
+	r := segs[0].Data[:c.Capacity()*rb]
 	for i, row := range rows[:c.Capacity()] {
 		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
 	}
-	for i, s := range c.Loc {
-		binary.LittleEndian.PutUint64(loc[8*i:], uint64(s))
-	}
+	loc := putSlotsInto(segs[1].Data, c.Loc, t.Declared.SlotBits) // at the declared width (slots.go)
 	segs[0].Data, segs[1].Data = r, loc
 	t.staging[set] = segs
 	return segs

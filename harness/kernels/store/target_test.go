@@ -23,7 +23,7 @@ func openAheadTarget(t testing.TB, name, layoutName, variant string) *Target {
 func openTargetSets(t testing.TB, name, layoutName, variant string, slots int, ahead bool) *Target {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
-	l, err := layout.Builtin(layoutName, 128, 64)
+	l, err := layout.Builtin(layoutName, 0, 64) // 128, or the layout's fixed head dim
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,12 @@ package transfer
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
@@ -31,7 +33,7 @@ func (j *judge) checkSource(b int, d oracle.Delta) {
 		v.Off, v.Len = sp.w.Off, sp.w.Len
 		v.Want, v.Got = o.shown(buf.Src, buf.SrcSeed, sp.w)
 		v = j.withDescriptor(v, j.writer(buf.Src.Pool.Off+sp.w.Off))
-		v.Detail = "the prefill side changed (" + regionPart(buf, "src", buf.Src, buf.Src.Pool.Off+sp.w.Off) + "): a transfer only reads it"
+		v.Detail = "the prefill side changed (" + pd.RegionPart(buf, "src", buf.Src, buf.Src.Pool.Off+sp.w.Off) + "): a transfer only reads it"
 		j.add(v)
 	}
 }
@@ -42,7 +44,7 @@ func (j *judge) checkOutside(b int, d oracle.Delta) {
 	buf := j.tc.Buffers[b]
 	o := newOverlay(d)
 	for _, sp := range byPage(d, buf.PageBytes) {
-		if _, ok := j.tc.dsts[b][sp.page]; ok && sp.w.Off >= 0 && sp.w.Off < buf.pagesLen() {
+		if _, ok := j.tc.dsts[b][sp.page]; ok && sp.w.Off >= 0 && sp.w.Off < buf.PagesLen() {
 			continue // a destination page: checkPages judges it
 		}
 		v := NewViolation(Outside)
@@ -50,7 +52,7 @@ func (j *judge) checkOutside(b int, d oracle.Delta) {
 		v.Off, v.Len = sp.w.Off, sp.w.Len
 		v.Want, v.Got = o.shown(buf.Dst, buf.DstSeed, sp.w)
 		v = j.withDescriptor(v, j.writer(buf.Dst.Pool.Off+sp.w.Off))
-		v.Detail = "changed, but " + regionPart(buf, "dst", buf.Dst, buf.Dst.Pool.Off+sp.w.Off) + " is no room's destination" + j.untranslated(b, sp.page)
+		v.Detail = "changed, but " + pd.RegionPart(buf, "dst", buf.Dst, buf.Dst.Pool.Off+sp.w.Off) + " is no room's destination" + j.untranslated(b, sp.page)
 		j.add(v)
 	}
 }
@@ -147,19 +149,20 @@ func (j *judge) checkPages(dst []oracle.Delta) {
 	explained := 0
 	for ri, r := range j.tc.Case.Rooms {
 		for b, buf := range j.tc.Buffers {
-			dg := newDigest(ri, r.ID, buf.Name, len(r.Src))
+			dg := pd.NewDigester(ri, r.ID, buf.Name, len(r.Src))
 			pb := pageBytes{make([]byte, buf.PageBytes), make([]byte, buf.PageBytes), make([]byte, buf.PageBytes)}
 			for i := range r.Src {
 				j.readPage(buf, overlays[b], pb, buf.Phys(r.Src[i]), buf.Phys(r.Dst[i]))
-				dg.add(pb.want, pb.got)
+				dg.Add(pb.want, pb.got)
 				if !bytes.Equal(pb.want, pb.got) {
 					j.add(j.pageViolation(ri, b, i, pb, explained < maxExplained))
 					explained++
 				}
 			}
-			j.digests = append(j.digests, dg.done())
-			if v, ok := dg.violation(); ok {
-				j.add(v)
+			d := dg.Done()
+			j.digests = append(j.digests, d)
+			if !d.Match() {
+				j.add(checksumViolation(d))
 			}
 		}
 	}
@@ -181,7 +184,7 @@ func (j *judge) readPage(b BufferPools, o *overlay, pb pageBytes, src, dst int64
 
 func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) Violation {
 	v := j.roomViolation(PageMismatch, ri, b, i)
-	first, last := diffSpan(pb.want, pb.got)
+	first, last := pd.DiffSpan(pb.want, pb.got)
 	base := int(v.DstPage) * j.tc.Buffers[b].PageBytes
 	v.Off, v.Len = base+first, last-first+1
 	v.Want, v.Got = copyClip(pb.want[first:]), copyClip(pb.got[first:])
@@ -192,18 +195,6 @@ func (j *judge) pageViolation(ri, b, i int, pb pageBytes, explain bool) Violatio
 		v.Detail += "; no descriptor writes it"
 	}
 	return v
-}
-
-// diffSpan returns the first and last index where a and b differ.
-func diffSpan(a, b []byte) (int, int) {
-	first, last := 0, len(a)-1
-	for first < len(a) && a[first] == b[first] {
-		first++
-	}
-	for last > first && a[last] == b[last] {
-		last--
-	}
-	return first, last
 }
 
 // content says what a wrong destination page holds instead.
@@ -241,6 +232,17 @@ func (j *judge) sourcePageHolding(b int, got []byte) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// checksumViolation is the violation of a room whose digests differ.
+func checksumViolation(d RoomDigest) Violation {
+	v := NewViolation(Checksum)
+	v.Room, v.RoomID, v.Buffer = d.Room, d.RoomID, d.Buffer
+	v.Want, _ = hex.DecodeString(d.Src)
+	v.Got, _ = hex.DecodeString(d.Dst)
+	v.Detail = fmt.Sprintf("a decode server verifying the room would reject it: the digest of its %d pages is %s on prefill, %s on decode",
+		d.Pages, d.Src, d.Dst)
+	return v
 }
 
 // copyClip keeps at most oracle.MaxShown bytes of b in a slice of its own: b is

@@ -48,11 +48,8 @@ func (t *Case) PageCount() int {
 // rooms: two requests never own the same page.
 func (t *Case) Validate(slots int) error {
 	g := t.Geometry
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("geometry: %w", err)
-	}
-	if slots > 0 && g.Pages*g.PageSize > slots {
-		return fmt.Errorf("%d pages of %d tokens exceed the %d slots of a pool", g.Pages, g.PageSize, slots)
+	if err := g.Fits(slots); err != nil {
+		return err
 	}
 	if len(t.Rooms) < 1 || len(t.Rooms) > MaxTransferRooms {
 		return fmt.Errorf("%d rooms: want 1..%d", len(t.Rooms), MaxTransferRooms)
@@ -139,27 +136,4 @@ func bufferNotes(b Buffer) string {
 		s += fmt.Sprintf(" (page table: +%d)", b.Shift)
 	}
 	return s
-}
-
-// PageList prints pages with contiguous runs folded, e.g. "[3..5 9 1]",
-// at most max entries.
-func PageList(pages []int64, max int) string {
-	var parts []string
-	for i := 0; i < len(pages); {
-		j := i
-		for j+1 < len(pages) && pages[j+1] == pages[j]+1 {
-			j++
-		}
-		if len(parts) == max {
-			parts = append(parts, fmt.Sprintf("…(%d more)", len(pages)-i))
-			break
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d..%d", pages[i], pages[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(pages[i]))
-		}
-		i = j + 1
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -28,11 +28,11 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	}
 	out := NewOracle(t.Buffers, c).Check(first.descs, first.src, first.dst)
 	res := &Result{Descriptors: first.descs, Digests: out.Digests}
-	res.add(t.GeometryViolations...)
-	res.add(out.Violations...)
-	res.add(t.stagingViolations(first)...)
+	res.Add(t.GeometryViolations...)
+	res.Add(out.Violations...)
+	res.Add(t.stagingViolations(first)...)
 	if !first.equal(again) {
-		res.add(t.determinism(first, again))
+		res.Add(t.determinism(first, again))
 	}
 	return res, nil
 }

@@ -3,6 +3,8 @@ package transfer
 import (
 	"math/rand"
 	"slices"
+
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // Case profiles: the shapes of page lists a generator favours. Each
@@ -41,7 +43,7 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 		if slices.Equal(s, d) {
 			dst.move(d, len(d)-1) // a room keeps its page numbers only by chance, not by construction
 		}
-		c.Rooms = append(c.Rooms, Room{ID: newID(rng, ids), Src: s, Dst: d})
+		c.Rooms = append(c.Rooms, Room{ID: pd.NewID(rng, ids), Src: s, Dst: d})
 	}
 	return c
 }
@@ -136,16 +138,6 @@ func (g *Gen) wrapEdge() int64 {
 		}
 	}
 	return pages / 2
-}
-
-func newID(rng *rand.Rand, ids map[uint64]bool) uint64 {
-	for {
-		id := rng.Uint64() >> 1
-		if !ids[id] {
-			ids[id] = true
-			return id
-		}
-	}
 }
 
 // freePages tracks the pages of one side no room owns yet.

@@ -64,7 +64,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 		profiles = Profiles
 	}
 	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Jobs: p.Jobs, Spawn: s.Spawn}
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend}
 	for _, profile := range profiles {
 		gen := &Gen{Geometry: g, Profile: profile, MaxRooms: sc.MaxRooms}

@@ -1,38 +1,10 @@
 package transfer
 
 import (
-	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/pool"
 )
-
-// BufferPools is what the oracle knows about one buffer of a transfer:
-// its real page size (the item_len every descriptor of it must carry), its
-// page table, and where its prefill and decode pools live in the arena,
-// with the seed each was filled with. The two sides get different seeds,
-// so a page copied to the right page number of the wrong side, or never
-// copied, can never look right by accident.
-type BufferPools struct {
-	Name      string
-	Layout    string
-	Alloc     string // allocation key (Buffer.AllocKey)
-	PageBytes int
-	Pages     int
-	Shift     int
-	Src, Dst  pool.Region
-	SrcSeed   uint64
-	DstSeed   uint64
-}
-
-// Phys maps a room's page to this buffer's physical page.
-func (b BufferPools) Phys(p int64) int64 { return (p + int64(b.Shift)) % int64(b.Pages) }
-
-// pagesLen is the bytes of the pool that hold pages; the aligned window may
-// have a tail past them.
-func (b BufferPools) pagesLen() int { return b.Pages * b.PageBytes }
 
 // Oracle is everything the oracle knows about one transfer case.
 // Build it once per case; Check it after every run.
@@ -148,22 +120,7 @@ const maxPerKind = 64
 // finish orders violations by kind (Kinds order), room, buffer and
 // page, and keeps the first maxPerKind of each kind.
 func finish(vs []Violation) []Violation {
-	rank := func(k oracle.Kind) int { return slices.Index(Kinds, k) }
-	sort.SliceStable(vs, func(a, b int) bool { return rank(vs[a].Kind) < rank(vs[b].Kind) })
-	var out []Violation
-	for i := 0; i < len(vs); {
-		n := i
-		for n < len(vs) && vs[n].Kind == vs[i].Kind {
-			n++
-		}
-		keep := vs[i:min(n, i+maxPerKind)]
-		if n-i > maxPerKind {
-			keep[len(keep)-1].Detail += fmt.Sprintf(" (and %d more %s violations)", n-i-maxPerKind, vs[i].Kind)
-		}
-		out = append(out, keep...)
-		i = n
-	}
-	return out
+	return oracle.KeepPerKind(vs, Kinds, maxPerKind, func(v *Violation, more string) { v.Detail += more })
 }
 
 // roomViolation starts a violation about room ri's page i in buffer b.

@@ -24,12 +24,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor},
 	LabelJSON: "profile",
 	Title: func(h report.Header) string {
-		variant := h.Variant
-		if variant == "" {
-			variant = "none"
-		}
 		return fmt.Sprintf("plugin %s %s, variant %s, on %s: transfers, up to %d cases per row, seed %d, %s",
-			h.Plugin, h.Version, variant, h.Backend, h.Cases, h.Seed, h.About)
+			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
 	},
 	Headline:  func(_ *layout.Layout, label string) []string { return []string{"transfer", "profile " + label} },
 	WriteCase: WriteCase,
@@ -44,20 +40,11 @@ var Schema = &report.Schema[*Case, *Result]{
 // geometry; the file's layout is the first buffer's, its slots the tokens
 // of one pool, so the common header reads as it does for stores.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	fl := v.Outcome.Failure
-	c := fl.Case
-	l, err := c.Geometry.Layout(0)
+	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
 	if err != nil {
 		return nil, err
 	}
-	vs := fl.Minimal.Generic()
-	if len(vs) > report.MaxViolations {
-		vs = vs[:report.MaxViolations]
-	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Transfer, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: l.JSON(), Slots: c.Geometry.Pages * c.Geometry.PageSize, BackgroundSeed: h.Seed, Case: c,
-		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-			Shrinks: fl.Shrinks, Violations: vs}}, nil
+	return report.FailedRepro(protocol.Transfer, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
 }
 
 // maxDescriptors bounds the descriptors printed for one case.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -159,25 +160,22 @@ func shrinkPool(c *Case) []*Case {
 			used = max(used, r.Src[j]+1, r.Dst[j]+1)
 		}
 	}
-	pages := max(int(used), 2)
-	if pages >= c.Geometry.Pages {
+	g, ok := c.Geometry.CutPool(used)
+	if !ok {
 		return nil
 	}
 	x := c.Clone()
-	x.Geometry.Pages = pages
-	for i := range x.Geometry.Buffers {
-		x.Geometry.Buffers[i].Shift %= pages
-	}
+	x.Geometry = g
 	return []*Case{x}
 }
 
 // shrinkIDs renumbers rooms 0, 1, 2…
 func shrinkIDs(c *Case) []*Case {
-	same := true
+	ids := make([]uint64, len(c.Rooms))
 	for i, r := range c.Rooms {
-		same = same && r.ID == uint64(i)
+		ids[i] = r.ID
 	}
-	if same {
+	if pd.Sequential(ids) {
 		return nil
 	}
 	x := c.Clone()

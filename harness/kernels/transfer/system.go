@@ -3,11 +3,11 @@ package transfer
 import (
 	"context"
 	"math/rand"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
 // System is a plugin's transfer kernel as a property run drives it. It
@@ -21,8 +21,7 @@ type System struct {
 	Config Config // its Geometry is ignored: each case brings its own
 	Gen    *Gen
 
-	targets map[string]*Target
-	recent  []string // geometry keys, least recently used first
+	targets target.Cache[*Target] // by geometry key
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -33,7 +32,7 @@ const maxTargets = 4
 // NewSystem draws cases of one profile over cfg.Geometry. A replay
 // system (no generator) passes a nil gen: it can check, not draw.
 func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Plugin: p, Dir: dir, Config: cfg, Gen: gen, targets: map[string]*Target{}}
+	return &System{Plugin: p, Dir: dir, Config: cfg, Gen: gen, targets: target.Cache[*Target]{Max: maxTargets}}
 }
 
 // Draw implements property.System.
@@ -57,37 +56,14 @@ func (s *System) Restart(ctx context.Context) error { return s.Plugin.Restart(ct
 // Target returns the target for a geometry, opening it (and closing the
 // least recently used one beyond maxTargets) when needed.
 func (s *System) Target(ctx context.Context, g Geometry) (*Target, error) {
-	key := g.Key()
-	if t, ok := s.targets[key]; ok {
-		s.touch(key)
-		return t, nil
-	}
-	cfg := s.Config
-	cfg.Geometry = g
-	t, err := Open(ctx, s.Plugin, s.Dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.targets[key] = t
-	s.touch(key)
-	if len(s.recent) > maxTargets {
-		old := s.recent[0]
-		s.targets[old].Close(ctx)
-		delete(s.targets, old)
-		s.recent = s.recent[1:]
-	}
-	return t, nil
-}
-
-func (s *System) touch(key string) {
-	s.recent = append(slices.DeleteFunc(s.recent, func(k string) bool { return k == key }), key)
+	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
+		cfg := s.Config
+		cfg.Geometry = g
+		return Open(ctx, s.Plugin, s.Dir, cfg)
+	})
 }
 
 // Close frees every target's arena; Details keeps working.
 func (s *System) Close(ctx context.Context) {
-	for _, key := range s.recent {
-		s.targets[key].Close(ctx)
-	}
-	clear(s.targets)
-	s.recent = nil
+	s.targets.Close(ctx)
 }

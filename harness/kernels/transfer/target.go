@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -54,7 +55,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := t.describe(ctx, layouts); err != nil {
+	if err := t.describe(ctx); err != nil {
 		return nil, err
 	}
 	if err := t.plan(dir, layouts); err != nil {
@@ -82,36 +83,14 @@ func (t *Target) layouts() ([]*layout.Layout, error) {
 // describe requires the transfer kernel and every buffer's layout, and
 // records a geometry violation per buffer the plugin's page size is wrong
 // for.
-func (t *Target) describe(ctx context.Context, layouts []*layout.Layout) error {
-	byDim := map[int]*kvpb.DescribeResponse{}
-	for i, b := range t.Geometry.Buffers {
-		d, ok := byDim[b.HeadDim]
-		if !ok {
-			var err error
-			if d, err = t.describeDim(ctx, b.HeadDim); err != nil {
-				return err
-			}
-			byDim[b.HeadDim] = d
-		}
-		g, err := target.Geometry(t.Plugin.Name, d, protocol.Transfer, layouts[i])
-		if err != nil {
-			return fmt.Errorf("buffer %s: %w", b.Name, err)
-		}
-		if v := target.GeometryViolation(layouts[i], oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage)}); v != nil {
-			tv := NewViolation(oracle.Geometry)
-			tv.Buffer, tv.Detail = b.Name, v.Detail
-			t.GeometryViolations = append(t.GeometryViolations, tv)
-		}
+func (t *Target) describe(ctx context.Context) error {
+	problems, err := pd.CheckDeclared(ctx, t.Plugin, protocol.Transfer, t.Config.Variant, t.Geometry)
+	for _, p := range problems {
+		tv := NewViolation(oracle.Geometry)
+		tv.Buffer, tv.Detail = p.Buffer, p.Detail
+		t.GeometryViolations = append(t.GeometryViolations, tv)
 	}
-	return nil
-}
-
-func (t *Target) describeDim(ctx context.Context, headDim int) (*kvpb.DescribeResponse, error) {
-	d, err := t.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: t.Config.Variant, HeadDim: uint32(headDim), PageSize: uint32(t.Geometry.PageSize)})
-	if err != nil {
-		return nil, err
-	}
-	return d, target.Serves(t.Plugin.Name, d, protocol.Transfer)
+	return err
 }
 
 // regionSeed gives region i of a transfer arena (the staging window is the

@@ -7,24 +7,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 )
 
-// Descriptor is one contiguous copy a transfer plugin answered, as NIXL and
-// Mooncake take them: arena offsets, a length, and the page size and page
-// count the plugin believed in.
-type Descriptor struct {
-	Room    uint64 `json:"room"`
-	Buffer  int    `json:"buffer"` // index into the request's buffers
-	Src     int    `json:"src_offset"`
-	Dst     int    `json:"dst_offset"`
-	Length  int    `json:"length"`
-	ItemLen int    `json:"item_len"`
-	Run     int    `json:"run"`
-}
-
-func (d Descriptor) String() string {
-	return fmt.Sprintf("{room %d buffer %d src %d dst %d length %d item_len %d run %d}",
-		d.Room, d.Buffer, d.Src, d.Dst, d.Length, d.ItemLen, d.Run)
-}
-
 // Violation is one transfer violation with everything that locates
 // it: the room, the buffer, the room's page and its physical pages on both
 // sides, and the descriptor at fault. Fields that do not apply are -1 (or
@@ -94,6 +76,9 @@ func (v Violation) String() string {
 	}
 	return s + ": " + v.Detail
 }
+
+// KindOf implements oracle.Typed.
+func (v Violation) KindOf() oracle.Kind { return v.Kind }
 
 // Generic is the violation in the form every kind's repro files hold: the
 // buffer as the field, the destination (or source) page as the page, and

@@ -483,6 +483,169 @@ func (LoadRole) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{8}
 }
 
+// AsyncRole is the server of a disaggregated pair a plugin process plays.
+type AsyncRole int32
+
+const (
+	AsyncRole_ASYNC_ROLE_UNSPECIFIED AsyncRole = 0
+	// PREFILL posts the copies. Its attach's region 0 is its own arena: the
+	// source pools and, as staging, the gate window; region 1 is the decode
+	// arena, mapped as an engine registers a peer's memory (on a GPU: opened
+	// by IPC in region 0's device context, a peer mapping when the decode
+	// arena lives on another GPU).
+	AsyncRole_ASYNC_ROLE_PREFILL AsyncRole = 1
+	// DECODE receives the notifications. Region 0 is its own arena: the
+	// destination pools.
+	AsyncRole_ASYNC_ROLE_DECODE AsyncRole = 2
+)
+
+// Enum value maps for AsyncRole.
+var (
+	AsyncRole_name = map[int32]string{
+		0: "ASYNC_ROLE_UNSPECIFIED",
+		1: "ASYNC_ROLE_PREFILL",
+		2: "ASYNC_ROLE_DECODE",
+	}
+	AsyncRole_value = map[string]int32{
+		"ASYNC_ROLE_UNSPECIFIED": 0,
+		"ASYNC_ROLE_PREFILL":     1,
+		"ASYNC_ROLE_DECODE":      2,
+	}
+)
+
+func (x AsyncRole) Enum() *AsyncRole {
+	p := new(AsyncRole)
+	*p = x
+	return p
+}
+
+func (x AsyncRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AsyncRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[9].Descriptor()
+}
+
+func (AsyncRole) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[9]
+}
+
+func (x AsyncRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AsyncRole.Descriptor instead.
+func (AsyncRole) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{9}
+}
+
+// AsyncNote is what a notification says.
+type AsyncNote int32
+
+const (
+	AsyncNote_ASYNC_NOTE_UNSPECIFIED      AsyncNote = 0
+	AsyncNote_ASYNC_NOTE_HANDLE_DONE      AsyncNote = 1 // every copy of the handle landed
+	AsyncNote_ASYNC_NOTE_HANDLE_FAILED    AsyncNote = 2 // the handle failed; none of its copies can land any more
+	AsyncNote_ASYNC_NOTE_COMPONENT_DONE   AsyncNote = 3 // every handle of the component is done
+	AsyncNote_ASYNC_NOTE_COMPONENT_FAILED AsyncNote = 4 // every handle of the component ended, and one failed
+)
+
+// Enum value maps for AsyncNote.
+var (
+	AsyncNote_name = map[int32]string{
+		0: "ASYNC_NOTE_UNSPECIFIED",
+		1: "ASYNC_NOTE_HANDLE_DONE",
+		2: "ASYNC_NOTE_HANDLE_FAILED",
+		3: "ASYNC_NOTE_COMPONENT_DONE",
+		4: "ASYNC_NOTE_COMPONENT_FAILED",
+	}
+	AsyncNote_value = map[string]int32{
+		"ASYNC_NOTE_UNSPECIFIED":      0,
+		"ASYNC_NOTE_HANDLE_DONE":      1,
+		"ASYNC_NOTE_HANDLE_FAILED":    2,
+		"ASYNC_NOTE_COMPONENT_DONE":   3,
+		"ASYNC_NOTE_COMPONENT_FAILED": 4,
+	}
+)
+
+func (x AsyncNote) Enum() *AsyncNote {
+	p := new(AsyncNote)
+	*p = x
+	return p
+}
+
+func (x AsyncNote) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AsyncNote) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[10].Descriptor()
+}
+
+func (AsyncNote) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[10]
+}
+
+func (x AsyncNote) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AsyncNote.Descriptor instead.
+func (AsyncNote) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{10}
+}
+
+// AsyncEventKind is what the decode did with a room.
+type AsyncEventKind int32
+
+const (
+	AsyncEventKind_ASYNC_EVENT_UNSPECIFIED AsyncEventKind = 0
+	AsyncEventKind_ASYNC_EVENT_READY       AsyncEventKind = 1 // it read the room: digests holds what it read
+	AsyncEventKind_ASYNC_EVENT_FREED       AsyncEventKind = 2 // it gave the room's pages back to its allocator
+)
+
+// Enum value maps for AsyncEventKind.
+var (
+	AsyncEventKind_name = map[int32]string{
+		0: "ASYNC_EVENT_UNSPECIFIED",
+		1: "ASYNC_EVENT_READY",
+		2: "ASYNC_EVENT_FREED",
+	}
+	AsyncEventKind_value = map[string]int32{
+		"ASYNC_EVENT_UNSPECIFIED": 0,
+		"ASYNC_EVENT_READY":       1,
+		"ASYNC_EVENT_FREED":       2,
+	}
+)
+
+func (x AsyncEventKind) Enum() *AsyncEventKind {
+	p := new(AsyncEventKind)
+	*p = x
+	return p
+}
+
+func (x AsyncEventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AsyncEventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[11].Descriptor()
+}
+
+func (AsyncEventKind) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[11]
+}
+
+func (x AsyncEventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AsyncEventKind.Descriptor instead.
+func (AsyncEventKind) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{11}
+}
+
 type LayoutRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3177,6 +3340,1038 @@ func (x *LoadBenchResponse) GetDevice() string {
 	return ""
 }
 
+// AsyncAttachRequest maps a role's regions and pools. Pools are named as
+// transfer pools are (side/buffer[;alloc=A][;shift=N]); buffer i is the
+// i-th destination pool, paired with the source pool of the same buffer.
+// The prefill's staging window holds the gates: gate h is the
+// little-endian uint32 at staging.offset + 4h, 0 while the harness holds
+// handle h, 1 once it lets the handle's copies run, 2 when it fails the
+// handle (the copies may land in part or in whole; the handle then
+// reports failure).
+type AsyncAttachRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          AsyncRole              `protobuf:"varint,1,opt,name=role,proto3,enum=kvharness.v1.AsyncRole" json:"role,omitempty"`
+	Attach        *AttachRequest         `protobuf:"bytes,2,opt,name=attach,proto3" json:"attach,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAttachRequest) Reset() {
+	*x = AsyncAttachRequest{}
+	mi := &file_kvharness_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAttachRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAttachRequest) ProtoMessage() {}
+
+func (x *AsyncAttachRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAttachRequest.ProtoReflect.Descriptor instead.
+func (*AsyncAttachRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *AsyncAttachRequest) GetRole() AsyncRole {
+	if x != nil {
+		return x.Role
+	}
+	return AsyncRole_ASYNC_ROLE_UNSPECIFIED
+}
+
+func (x *AsyncAttachRequest) GetAttach() *AttachRequest {
+	if x != nil {
+		return x.Attach
+	}
+	return nil
+}
+
+type AsyncAttachResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Geometry      []*Geometry            `protobuf:"bytes,1,rep,name=geometry,proto3" json:"geometry,omitempty"` // one per pool, in order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAttachResponse) Reset() {
+	*x = AsyncAttachResponse{}
+	mi := &file_kvharness_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAttachResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAttachResponse) ProtoMessage() {}
+
+func (x *AsyncAttachResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAttachResponse.ProtoReflect.Descriptor instead.
+func (*AsyncAttachResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *AsyncAttachResponse) GetGeometry() []*Geometry {
+	if x != nil {
+		return x.Geometry
+	}
+	return nil
+}
+
+// AsyncResetRequest starts a new case: forget every room. The harness has
+// opened every gate and zeroed them before it sends it.
+type AsyncResetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncResetRequest) Reset() {
+	*x = AsyncResetRequest{}
+	mi := &file_kvharness_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncResetRequest) ProtoMessage() {}
+
+func (x *AsyncResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncResetRequest.ProtoReflect.Descriptor instead.
+func (*AsyncResetRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{38}
+}
+
+type AsyncResetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncResetResponse) Reset() {
+	*x = AsyncResetResponse{}
+	mi := &file_kvharness_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncResetResponse) ProtoMessage() {}
+
+func (x *AsyncResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncResetResponse.ProtoReflect.Descriptor instead.
+func (*AsyncResetResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{39}
+}
+
+// AsyncHandle is one transfer request of a room (a NIXL transfer handle):
+// the room's pages [first_page, first_page + pages) in every buffer of
+// its component, held behind gate id.
+type AsyncHandle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	FirstPage     uint32                 `protobuf:"varint,2,opt,name=first_page,json=firstPage,proto3" json:"first_page,omitempty"`
+	Pages         uint32                 `protobuf:"varint,3,opt,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncHandle) Reset() {
+	*x = AsyncHandle{}
+	mi := &file_kvharness_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncHandle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncHandle) ProtoMessage() {}
+
+func (x *AsyncHandle) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncHandle.ProtoReflect.Descriptor instead.
+func (*AsyncHandle) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *AsyncHandle) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AsyncHandle) GetFirstPage() uint32 {
+	if x != nil {
+		return x.FirstPage
+	}
+	return 0
+}
+
+func (x *AsyncHandle) GetPages() uint32 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+// AsyncComponent is one sender of a room (a prefill rank, a group of
+// buffers): its buffers and the handles that carry them. A room is
+// complete once every handle of every component is.
+type AsyncComponent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Buffers       []uint32               `protobuf:"varint,2,rep,packed,name=buffers,proto3" json:"buffers,omitempty"` // indices into the attach's buffers
+	Handles       []*AsyncHandle         `protobuf:"bytes,3,rep,name=handles,proto3" json:"handles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncComponent) Reset() {
+	*x = AsyncComponent{}
+	mi := &file_kvharness_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncComponent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncComponent) ProtoMessage() {}
+
+func (x *AsyncComponent) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncComponent.ProtoReflect.Descriptor instead.
+func (*AsyncComponent) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AsyncComponent) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AsyncComponent) GetBuffers() []uint32 {
+	if x != nil {
+		return x.Buffers
+	}
+	return nil
+}
+
+func (x *AsyncComponent) GetHandles() []*AsyncHandle {
+	if x != nil {
+		return x.Handles
+	}
+	return nil
+}
+
+// AsyncRoom is one request's transfer plan, the same on both sides.
+type AsyncRoom struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Components    []*AsyncComponent      `protobuf:"bytes,2,rep,name=components,proto3" json:"components,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncRoom) Reset() {
+	*x = AsyncRoom{}
+	mi := &file_kvharness_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncRoom) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncRoom) ProtoMessage() {}
+
+func (x *AsyncRoom) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncRoom.ProtoReflect.Descriptor instead.
+func (*AsyncRoom) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *AsyncRoom) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AsyncRoom) GetComponents() []*AsyncComponent {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
+// AsyncAdmitRequest gives the decode a room: its pages as the scheduler
+// numbers them (virtual) and the table mapping virtual pages to the
+// pool's physical pages, which differ once pages were compacted.
+type AsyncAdmitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Room          *AsyncRoom             `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	VirtualPages  []uint64               `protobuf:"varint,2,rep,packed,name=virtual_pages,json=virtualPages,proto3" json:"virtual_pages,omitempty"`
+	PageTable     []uint64               `protobuf:"varint,3,rep,packed,name=page_table,json=pageTable,proto3" json:"page_table,omitempty"` // page_table[v]: virtual page v's physical page
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAdmitRequest) Reset() {
+	*x = AsyncAdmitRequest{}
+	mi := &file_kvharness_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAdmitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAdmitRequest) ProtoMessage() {}
+
+func (x *AsyncAdmitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAdmitRequest.ProtoReflect.Descriptor instead.
+func (*AsyncAdmitRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *AsyncAdmitRequest) GetRoom() *AsyncRoom {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+func (x *AsyncAdmitRequest) GetVirtualPages() []uint64 {
+	if x != nil {
+		return x.VirtualPages
+	}
+	return nil
+}
+
+func (x *AsyncAdmitRequest) GetPageTable() []uint64 {
+	if x != nil {
+		return x.PageTable
+	}
+	return nil
+}
+
+// AsyncAdmitResponse is what the decode sends prefill: the physical
+// destination page of each of the room's pages.
+type AsyncAdmitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DstPages      []uint64               `protobuf:"varint,1,rep,packed,name=dst_pages,json=dstPages,proto3" json:"dst_pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAdmitResponse) Reset() {
+	*x = AsyncAdmitResponse{}
+	mi := &file_kvharness_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAdmitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAdmitResponse) ProtoMessage() {}
+
+func (x *AsyncAdmitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAdmitResponse.ProtoReflect.Descriptor instead.
+func (*AsyncAdmitResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *AsyncAdmitResponse) GetDstPages() []uint64 {
+	if x != nil {
+		return x.DstPages
+	}
+	return nil
+}
+
+// AsyncPostRequest asks the prefill to post a room's handles: the i-th
+// page of the room goes from src_pages[i] to dst_pages[i] (as the decode
+// answered), through each buffer's page table.
+type AsyncPostRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Room          *AsyncRoom             `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	SrcPages      []uint64               `protobuf:"varint,2,rep,packed,name=src_pages,json=srcPages,proto3" json:"src_pages,omitempty"`
+	DstPages      []uint64               `protobuf:"varint,3,rep,packed,name=dst_pages,json=dstPages,proto3" json:"dst_pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncPostRequest) Reset() {
+	*x = AsyncPostRequest{}
+	mi := &file_kvharness_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncPostRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncPostRequest) ProtoMessage() {}
+
+func (x *AsyncPostRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncPostRequest.ProtoReflect.Descriptor instead.
+func (*AsyncPostRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *AsyncPostRequest) GetRoom() *AsyncRoom {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+func (x *AsyncPostRequest) GetSrcPages() []uint64 {
+	if x != nil {
+		return x.SrcPages
+	}
+	return nil
+}
+
+func (x *AsyncPostRequest) GetDstPages() []uint64 {
+	if x != nil {
+		return x.DstPages
+	}
+	return nil
+}
+
+// AsyncHandleDescriptors are the copies a handle posted: source offsets in
+// region 0 (the prefill arena), destination offsets in region 1 (the
+// decode arena).
+type AsyncHandleDescriptors struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        uint32                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Descriptors   []*Descriptor          `protobuf:"bytes,2,rep,name=descriptors,proto3" json:"descriptors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncHandleDescriptors) Reset() {
+	*x = AsyncHandleDescriptors{}
+	mi := &file_kvharness_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncHandleDescriptors) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncHandleDescriptors) ProtoMessage() {}
+
+func (x *AsyncHandleDescriptors) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncHandleDescriptors.ProtoReflect.Descriptor instead.
+func (*AsyncHandleDescriptors) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *AsyncHandleDescriptors) GetHandle() uint32 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *AsyncHandleDescriptors) GetDescriptors() []*Descriptor {
+	if x != nil {
+		return x.Descriptors
+	}
+	return nil
+}
+
+type AsyncPostResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Handles       []*AsyncHandleDescriptors `protobuf:"bytes,1,rep,name=handles,proto3" json:"handles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncPostResponse) Reset() {
+	*x = AsyncPostResponse{}
+	mi := &file_kvharness_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncPostResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncPostResponse) ProtoMessage() {}
+
+func (x *AsyncPostResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncPostResponse.ProtoReflect.Descriptor instead.
+func (*AsyncPostResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AsyncPostResponse) GetHandles() []*AsyncHandleDescriptors {
+	if x != nil {
+		return x.Handles
+	}
+	return nil
+}
+
+// AsyncNotification is one notification of a room's component (and, for
+// handle notes, of one handle).
+type AsyncNotification struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Room          uint64                 `protobuf:"varint,1,opt,name=room,proto3" json:"room,omitempty"`
+	Component     uint32                 `protobuf:"varint,2,opt,name=component,proto3" json:"component,omitempty"`
+	Handle        uint32                 `protobuf:"varint,3,opt,name=handle,proto3" json:"handle,omitempty"`
+	Note          AsyncNote              `protobuf:"varint,4,opt,name=note,proto3,enum=kvharness.v1.AsyncNote" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncNotification) Reset() {
+	*x = AsyncNotification{}
+	mi := &file_kvharness_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncNotification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncNotification) ProtoMessage() {}
+
+func (x *AsyncNotification) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncNotification.ProtoReflect.Descriptor instead.
+func (*AsyncNotification) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *AsyncNotification) GetRoom() uint64 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
+func (x *AsyncNotification) GetComponent() uint32 {
+	if x != nil {
+		return x.Component
+	}
+	return 0
+}
+
+func (x *AsyncNotification) GetHandle() uint32 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *AsyncNotification) GetNote() AsyncNote {
+	if x != nil {
+		return x.Note
+	}
+	return AsyncNote_ASYNC_NOTE_UNSPECIFIED
+}
+
+// AsyncPollRequest: wait_us, when set, lets the poll wait up to that many
+// microseconds for a first notification, so that the harness awaiting a
+// handle it opened needs one round trip, not many.
+type AsyncPollRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WaitUs        uint32                 `protobuf:"varint,1,opt,name=wait_us,json=waitUs,proto3" json:"wait_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncPollRequest) Reset() {
+	*x = AsyncPollRequest{}
+	mi := &file_kvharness_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncPollRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncPollRequest) ProtoMessage() {}
+
+func (x *AsyncPollRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncPollRequest.ProtoReflect.Descriptor instead.
+func (*AsyncPollRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *AsyncPollRequest) GetWaitUs() uint32 {
+	if x != nil {
+		return x.WaitUs
+	}
+	return 0
+}
+
+// AsyncPollResponse is the notifications raised since the last poll.
+type AsyncPollResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notifications []*AsyncNotification   `protobuf:"bytes,1,rep,name=notifications,proto3" json:"notifications,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncPollResponse) Reset() {
+	*x = AsyncPollResponse{}
+	mi := &file_kvharness_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncPollResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncPollResponse) ProtoMessage() {}
+
+func (x *AsyncPollResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncPollResponse.ProtoReflect.Descriptor instead.
+func (*AsyncPollResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *AsyncPollResponse) GetNotifications() []*AsyncNotification {
+	if x != nil {
+		return x.Notifications
+	}
+	return nil
+}
+
+type AsyncEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Room  uint64                 `protobuf:"varint,1,opt,name=room,proto3" json:"room,omitempty"`
+	Kind  AsyncEventKind         `protobuf:"varint,2,opt,name=kind,proto3,enum=kvharness.v1.AsyncEventKind" json:"kind,omitempty"`
+	// digests: for READY, SHA-256 (first 8 bytes) of each buffer's pages of
+	// the room in room order, as decode read them, in buffer order.
+	Digests       [][]byte `protobuf:"bytes,3,rep,name=digests,proto3" json:"digests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncEvent) Reset() {
+	*x = AsyncEvent{}
+	mi := &file_kvharness_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncEvent) ProtoMessage() {}
+
+func (x *AsyncEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncEvent.ProtoReflect.Descriptor instead.
+func (*AsyncEvent) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *AsyncEvent) GetRoom() uint64 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
+func (x *AsyncEvent) GetKind() AsyncEventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return AsyncEventKind_ASYNC_EVENT_UNSPECIFIED
+}
+
+func (x *AsyncEvent) GetDigests() [][]byte {
+	if x != nil {
+		return x.Digests
+	}
+	return nil
+}
+
+// AsyncNotifyRequest delivers notifications to the decode.
+type AsyncNotifyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notifications []*AsyncNotification   `protobuf:"bytes,1,rep,name=notifications,proto3" json:"notifications,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncNotifyRequest) Reset() {
+	*x = AsyncNotifyRequest{}
+	mi := &file_kvharness_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncNotifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncNotifyRequest) ProtoMessage() {}
+
+func (x *AsyncNotifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncNotifyRequest.ProtoReflect.Descriptor instead.
+func (*AsyncNotifyRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *AsyncNotifyRequest) GetNotifications() []*AsyncNotification {
+	if x != nil {
+		return x.Notifications
+	}
+	return nil
+}
+
+type AsyncNotifyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*AsyncEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncNotifyResponse) Reset() {
+	*x = AsyncNotifyResponse{}
+	mi := &file_kvharness_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncNotifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncNotifyResponse) ProtoMessage() {}
+
+func (x *AsyncNotifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncNotifyResponse.ProtoReflect.Descriptor instead.
+func (*AsyncNotifyResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *AsyncNotifyResponse) GetEvents() []*AsyncEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// AsyncAbortRequest aborts a room at the decode (a cancelled request, a
+// timeout): it must not be read, and its pages come back once no copy can
+// land in them any more.
+type AsyncAbortRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Room          uint64                 `protobuf:"varint,1,opt,name=room,proto3" json:"room,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAbortRequest) Reset() {
+	*x = AsyncAbortRequest{}
+	mi := &file_kvharness_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAbortRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAbortRequest) ProtoMessage() {}
+
+func (x *AsyncAbortRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAbortRequest.ProtoReflect.Descriptor instead.
+func (*AsyncAbortRequest) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *AsyncAbortRequest) GetRoom() uint64 {
+	if x != nil {
+		return x.Room
+	}
+	return 0
+}
+
+type AsyncAbortResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*AsyncEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AsyncAbortResponse) Reset() {
+	*x = AsyncAbortResponse{}
+	mi := &file_kvharness_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AsyncAbortResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AsyncAbortResponse) ProtoMessage() {}
+
+func (x *AsyncAbortResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AsyncAbortResponse.ProtoReflect.Descriptor instead.
+func (*AsyncAbortResponse) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *AsyncAbortResponse) GetEvents() []*AsyncEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_kvharness_proto protoreflect.FileDescriptor
 
 const file_kvharness_proto_rawDesc = "" +
@@ -3408,7 +4603,66 @@ const file_kvharness_proto_rawDesc = "" +
 	"\acopy_ns\x18\x02 \x03(\x01R\x06copyNs\x12\x14\n" +
 	"\x05bytes\x18\x03 \x01(\x04R\x05bytes\x12\x14\n" +
 	"\x05clock\x18\x04 \x01(\tR\x05clock\x12\x16\n" +
-	"\x06device\x18\x05 \x01(\tR\x06device*T\n" +
+	"\x06device\x18\x05 \x01(\tR\x06device\"v\n" +
+	"\x12AsyncAttachRequest\x12+\n" +
+	"\x04role\x18\x01 \x01(\x0e2\x17.kvharness.v1.AsyncRoleR\x04role\x123\n" +
+	"\x06attach\x18\x02 \x01(\v2\x1b.kvharness.v1.AttachRequestR\x06attach\"I\n" +
+	"\x13AsyncAttachResponse\x122\n" +
+	"\bgeometry\x18\x01 \x03(\v2\x16.kvharness.v1.GeometryR\bgeometry\"\x13\n" +
+	"\x11AsyncResetRequest\"\x14\n" +
+	"\x12AsyncResetResponse\"R\n" +
+	"\vAsyncHandle\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1d\n" +
+	"\n" +
+	"first_page\x18\x02 \x01(\rR\tfirstPage\x12\x14\n" +
+	"\x05pages\x18\x03 \x01(\rR\x05pages\"o\n" +
+	"\x0eAsyncComponent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
+	"\abuffers\x18\x02 \x03(\rR\abuffers\x123\n" +
+	"\ahandles\x18\x03 \x03(\v2\x19.kvharness.v1.AsyncHandleR\ahandles\"Y\n" +
+	"\tAsyncRoom\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12<\n" +
+	"\n" +
+	"components\x18\x02 \x03(\v2\x1c.kvharness.v1.AsyncComponentR\n" +
+	"components\"\x84\x01\n" +
+	"\x11AsyncAdmitRequest\x12+\n" +
+	"\x04room\x18\x01 \x01(\v2\x17.kvharness.v1.AsyncRoomR\x04room\x12#\n" +
+	"\rvirtual_pages\x18\x02 \x03(\x04R\fvirtualPages\x12\x1d\n" +
+	"\n" +
+	"page_table\x18\x03 \x03(\x04R\tpageTable\"1\n" +
+	"\x12AsyncAdmitResponse\x12\x1b\n" +
+	"\tdst_pages\x18\x01 \x03(\x04R\bdstPages\"y\n" +
+	"\x10AsyncPostRequest\x12+\n" +
+	"\x04room\x18\x01 \x01(\v2\x17.kvharness.v1.AsyncRoomR\x04room\x12\x1b\n" +
+	"\tsrc_pages\x18\x02 \x03(\x04R\bsrcPages\x12\x1b\n" +
+	"\tdst_pages\x18\x03 \x03(\x04R\bdstPages\"l\n" +
+	"\x16AsyncHandleDescriptors\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\rR\x06handle\x12:\n" +
+	"\vdescriptors\x18\x02 \x03(\v2\x18.kvharness.v1.DescriptorR\vdescriptors\"S\n" +
+	"\x11AsyncPostResponse\x12>\n" +
+	"\ahandles\x18\x01 \x03(\v2$.kvharness.v1.AsyncHandleDescriptorsR\ahandles\"\x8a\x01\n" +
+	"\x11AsyncNotification\x12\x12\n" +
+	"\x04room\x18\x01 \x01(\x04R\x04room\x12\x1c\n" +
+	"\tcomponent\x18\x02 \x01(\rR\tcomponent\x12\x16\n" +
+	"\x06handle\x18\x03 \x01(\rR\x06handle\x12+\n" +
+	"\x04note\x18\x04 \x01(\x0e2\x17.kvharness.v1.AsyncNoteR\x04note\"+\n" +
+	"\x10AsyncPollRequest\x12\x17\n" +
+	"\await_us\x18\x01 \x01(\rR\x06waitUs\"Z\n" +
+	"\x11AsyncPollResponse\x12E\n" +
+	"\rnotifications\x18\x01 \x03(\v2\x1f.kvharness.v1.AsyncNotificationR\rnotifications\"l\n" +
+	"\n" +
+	"AsyncEvent\x12\x12\n" +
+	"\x04room\x18\x01 \x01(\x04R\x04room\x120\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1c.kvharness.v1.AsyncEventKindR\x04kind\x12\x18\n" +
+	"\adigests\x18\x03 \x03(\fR\adigests\"[\n" +
+	"\x12AsyncNotifyRequest\x12E\n" +
+	"\rnotifications\x18\x01 \x03(\v2\x1f.kvharness.v1.AsyncNotificationR\rnotifications\"G\n" +
+	"\x13AsyncNotifyResponse\x120\n" +
+	"\x06events\x18\x01 \x03(\v2\x18.kvharness.v1.AsyncEventR\x06events\"'\n" +
+	"\x11AsyncAbortRequest\x12\x12\n" +
+	"\x04room\x18\x01 \x01(\x04R\x04room\"F\n" +
+	"\x12AsyncAbortResponse\x120\n" +
+	"\x06events\x18\x01 \x03(\v2\x18.kvharness.v1.AsyncEventR\x06events*T\n" +
 	"\aPadding\x12\x10\n" +
 	"\fPADDING_NONE\x10\x00\x12\x11\n" +
 	"\rPADDING_COUNT\x10\x01\x12\x10\n" +
@@ -3447,7 +4701,22 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0fLOAD_ROLE_PROBE\x10\x01\x12\x14\n" +
 	"\x10LOAD_ROLE_READER\x10\x02\x12\x16\n" +
 	"\x12LOAD_ROLE_PRODUCER\x10\x03\x12\x13\n" +
-	"\x0fLOAD_ROLE_LATCH\x10\x042\xc9\x05\n" +
+	"\x0fLOAD_ROLE_LATCH\x10\x04*V\n" +
+	"\tAsyncRole\x12\x1a\n" +
+	"\x16ASYNC_ROLE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12ASYNC_ROLE_PREFILL\x10\x01\x12\x15\n" +
+	"\x11ASYNC_ROLE_DECODE\x10\x02*\xa1\x01\n" +
+	"\tAsyncNote\x12\x1a\n" +
+	"\x16ASYNC_NOTE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16ASYNC_NOTE_HANDLE_DONE\x10\x01\x12\x1c\n" +
+	"\x18ASYNC_NOTE_HANDLE_FAILED\x10\x02\x12\x1d\n" +
+	"\x19ASYNC_NOTE_COMPONENT_DONE\x10\x03\x12\x1f\n" +
+	"\x1bASYNC_NOTE_COMPONENT_FAILED\x10\x04*[\n" +
+	"\x0eAsyncEventKind\x12\x1b\n" +
+	"\x17ASYNC_EVENT_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11ASYNC_EVENT_READY\x10\x01\x12\x15\n" +
+	"\x11ASYNC_EVENT_FREED\x10\x022\x80\n" +
+	"\n" +
 	"\x06Kernel\x12I\n" +
 	"\bDescribe\x12\x1d.kvharness.v1.DescribeRequest\x1a\x1e.kvharness.v1.DescribeResponse\x12C\n" +
 	"\x06Attach\x12\x1b.kvharness.v1.AttachRequest\x1a\x1c.kvharness.v1.AttachResponse\x12C\n" +
@@ -3459,7 +4728,17 @@ const file_kvharness_proto_rawDesc = "" +
 	"\bTransfer\x12\x1d.kvharness.v1.TransferRequest\x1a\x1e.kvharness.v1.TransferResponse\x12@\n" +
 	"\x05Bench\x12\x1a.kvharness.v1.BenchRequest\x1a\x1b.kvharness.v1.BenchResponse\x12=\n" +
 	"\x04Load\x12\x19.kvharness.v1.LoadRequest\x1a\x1a.kvharness.v1.LoadResponse\x12L\n" +
-	"\tLoadBench\x12\x1e.kvharness.v1.LoadBenchRequest\x1a\x1f.kvharness.v1.LoadBenchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3"
+	"\tLoadBench\x12\x1e.kvharness.v1.LoadBenchRequest\x1a\x1f.kvharness.v1.LoadBenchResponse\x12R\n" +
+	"\vAsyncAttach\x12 .kvharness.v1.AsyncAttachRequest\x1a!.kvharness.v1.AsyncAttachResponse\x12O\n" +
+	"\n" +
+	"AsyncReset\x12\x1f.kvharness.v1.AsyncResetRequest\x1a .kvharness.v1.AsyncResetResponse\x12O\n" +
+	"\n" +
+	"AsyncAdmit\x12\x1f.kvharness.v1.AsyncAdmitRequest\x1a .kvharness.v1.AsyncAdmitResponse\x12L\n" +
+	"\tAsyncPost\x12\x1e.kvharness.v1.AsyncPostRequest\x1a\x1f.kvharness.v1.AsyncPostResponse\x12L\n" +
+	"\tAsyncPoll\x12\x1e.kvharness.v1.AsyncPollRequest\x1a\x1f.kvharness.v1.AsyncPollResponse\x12R\n" +
+	"\vAsyncNotify\x12 .kvharness.v1.AsyncNotifyRequest\x1a!.kvharness.v1.AsyncNotifyResponse\x12O\n" +
+	"\n" +
+	"AsyncAbort\x12\x1f.kvharness.v1.AsyncAbortRequest\x1a .kvharness.v1.AsyncAbortResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3"
 
 var (
 	file_kvharness_proto_rawDescOnce sync.Once
@@ -3473,121 +4752,173 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_kvharness_proto_goTypes = []any{
-	(Padding)(0),               // 0: kvharness.v1.Padding
-	(Backend)(0),               // 1: kvharness.v1.Backend
-	(ScaleRule)(0),             // 2: kvharness.v1.ScaleRule
-	(Quantize)(0),              // 3: kvharness.v1.Quantize
-	(Rounding)(0),              // 4: kvharness.v1.Rounding
-	(BenchMode)(0),             // 5: kvharness.v1.BenchMode
-	(LoadOp)(0),                // 6: kvharness.v1.LoadOp
-	(LoadOpKind)(0),            // 7: kvharness.v1.LoadOpKind
-	(LoadRole)(0),              // 8: kvharness.v1.LoadRole
-	(*LayoutRef)(nil),          // 9: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),    // 10: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),           // 11: kvharness.v1.Geometry
-	(*Recipe)(nil),             // 12: kvharness.v1.Recipe
-	(*Variant)(nil),            // 13: kvharness.v1.Variant
-	(*DescribeResponse)(nil),   // 14: kvharness.v1.DescribeResponse
-	(*Arena)(nil),              // 15: kvharness.v1.Arena
-	(*Window)(nil),             // 16: kvharness.v1.Window
-	(*PoolDesc)(nil),           // 17: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),      // 18: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),     // 19: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),      // 20: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),     // 21: kvharness.v1.DetachResponse
-	(*StoreRequest)(nil),       // 22: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),      // 23: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),  // 24: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil), // 25: kvharness.v1.StoreBatchResponse
-	(*ReadRequest)(nil),        // 26: kvharness.v1.ReadRequest
-	(*ReadResponse)(nil),       // 27: kvharness.v1.ReadResponse
-	(*Room)(nil),               // 28: kvharness.v1.Room
-	(*BufferPair)(nil),         // 29: kvharness.v1.BufferPair
-	(*TransferRequest)(nil),    // 30: kvharness.v1.TransferRequest
-	(*Descriptor)(nil),         // 31: kvharness.v1.Descriptor
-	(*TransferResponse)(nil),   // 32: kvharness.v1.TransferResponse
-	(*BenchRequest)(nil),       // 33: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),      // 34: kvharness.v1.BenchResponse
-	(*LoadBuffer)(nil),         // 35: kvharness.v1.LoadBuffer
-	(*LoadPage)(nil),           // 36: kvharness.v1.LoadPage
-	(*LoadItem)(nil),           // 37: kvharness.v1.LoadItem
-	(*LoadRequest)(nil),        // 38: kvharness.v1.LoadRequest
-	(*LoadGate)(nil),           // 39: kvharness.v1.LoadGate
-	(*LoadRange)(nil),          // 40: kvharness.v1.LoadRange
-	(*LoadAccess)(nil),         // 41: kvharness.v1.LoadAccess
-	(*LoadResponse)(nil),       // 42: kvharness.v1.LoadResponse
-	(*LoadBenchRequest)(nil),   // 43: kvharness.v1.LoadBenchRequest
-	(*LoadBenchResponse)(nil),  // 44: kvharness.v1.LoadBenchResponse
+	(Padding)(0),                   // 0: kvharness.v1.Padding
+	(Backend)(0),                   // 1: kvharness.v1.Backend
+	(ScaleRule)(0),                 // 2: kvharness.v1.ScaleRule
+	(Quantize)(0),                  // 3: kvharness.v1.Quantize
+	(Rounding)(0),                  // 4: kvharness.v1.Rounding
+	(BenchMode)(0),                 // 5: kvharness.v1.BenchMode
+	(LoadOp)(0),                    // 6: kvharness.v1.LoadOp
+	(LoadOpKind)(0),                // 7: kvharness.v1.LoadOpKind
+	(LoadRole)(0),                  // 8: kvharness.v1.LoadRole
+	(AsyncRole)(0),                 // 9: kvharness.v1.AsyncRole
+	(AsyncNote)(0),                 // 10: kvharness.v1.AsyncNote
+	(AsyncEventKind)(0),            // 11: kvharness.v1.AsyncEventKind
+	(*LayoutRef)(nil),              // 12: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),        // 13: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),               // 14: kvharness.v1.Geometry
+	(*Recipe)(nil),                 // 15: kvharness.v1.Recipe
+	(*Variant)(nil),                // 16: kvharness.v1.Variant
+	(*DescribeResponse)(nil),       // 17: kvharness.v1.DescribeResponse
+	(*Arena)(nil),                  // 18: kvharness.v1.Arena
+	(*Window)(nil),                 // 19: kvharness.v1.Window
+	(*PoolDesc)(nil),               // 20: kvharness.v1.PoolDesc
+	(*AttachRequest)(nil),          // 21: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),         // 22: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),          // 23: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),         // 24: kvharness.v1.DetachResponse
+	(*StoreRequest)(nil),           // 25: kvharness.v1.StoreRequest
+	(*StoreResponse)(nil),          // 26: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),      // 27: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil),     // 28: kvharness.v1.StoreBatchResponse
+	(*ReadRequest)(nil),            // 29: kvharness.v1.ReadRequest
+	(*ReadResponse)(nil),           // 30: kvharness.v1.ReadResponse
+	(*Room)(nil),                   // 31: kvharness.v1.Room
+	(*BufferPair)(nil),             // 32: kvharness.v1.BufferPair
+	(*TransferRequest)(nil),        // 33: kvharness.v1.TransferRequest
+	(*Descriptor)(nil),             // 34: kvharness.v1.Descriptor
+	(*TransferResponse)(nil),       // 35: kvharness.v1.TransferResponse
+	(*BenchRequest)(nil),           // 36: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),          // 37: kvharness.v1.BenchResponse
+	(*LoadBuffer)(nil),             // 38: kvharness.v1.LoadBuffer
+	(*LoadPage)(nil),               // 39: kvharness.v1.LoadPage
+	(*LoadItem)(nil),               // 40: kvharness.v1.LoadItem
+	(*LoadRequest)(nil),            // 41: kvharness.v1.LoadRequest
+	(*LoadGate)(nil),               // 42: kvharness.v1.LoadGate
+	(*LoadRange)(nil),              // 43: kvharness.v1.LoadRange
+	(*LoadAccess)(nil),             // 44: kvharness.v1.LoadAccess
+	(*LoadResponse)(nil),           // 45: kvharness.v1.LoadResponse
+	(*LoadBenchRequest)(nil),       // 46: kvharness.v1.LoadBenchRequest
+	(*LoadBenchResponse)(nil),      // 47: kvharness.v1.LoadBenchResponse
+	(*AsyncAttachRequest)(nil),     // 48: kvharness.v1.AsyncAttachRequest
+	(*AsyncAttachResponse)(nil),    // 49: kvharness.v1.AsyncAttachResponse
+	(*AsyncResetRequest)(nil),      // 50: kvharness.v1.AsyncResetRequest
+	(*AsyncResetResponse)(nil),     // 51: kvharness.v1.AsyncResetResponse
+	(*AsyncHandle)(nil),            // 52: kvharness.v1.AsyncHandle
+	(*AsyncComponent)(nil),         // 53: kvharness.v1.AsyncComponent
+	(*AsyncRoom)(nil),              // 54: kvharness.v1.AsyncRoom
+	(*AsyncAdmitRequest)(nil),      // 55: kvharness.v1.AsyncAdmitRequest
+	(*AsyncAdmitResponse)(nil),     // 56: kvharness.v1.AsyncAdmitResponse
+	(*AsyncPostRequest)(nil),       // 57: kvharness.v1.AsyncPostRequest
+	(*AsyncHandleDescriptors)(nil), // 58: kvharness.v1.AsyncHandleDescriptors
+	(*AsyncPostResponse)(nil),      // 59: kvharness.v1.AsyncPostResponse
+	(*AsyncNotification)(nil),      // 60: kvharness.v1.AsyncNotification
+	(*AsyncPollRequest)(nil),       // 61: kvharness.v1.AsyncPollRequest
+	(*AsyncPollResponse)(nil),      // 62: kvharness.v1.AsyncPollResponse
+	(*AsyncEvent)(nil),             // 63: kvharness.v1.AsyncEvent
+	(*AsyncNotifyRequest)(nil),     // 64: kvharness.v1.AsyncNotifyRequest
+	(*AsyncNotifyResponse)(nil),    // 65: kvharness.v1.AsyncNotifyResponse
+	(*AsyncAbortRequest)(nil),      // 66: kvharness.v1.AsyncAbortRequest
+	(*AsyncAbortResponse)(nil),     // 67: kvharness.v1.AsyncAbortResponse
 }
 var file_kvharness_proto_depIdxs = []int32{
-	12, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	15, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
 	2,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
 	3,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
 	4,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	11, // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	13, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	14, // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	16, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
 	1,  // 6: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
 	1,  // 7: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	9,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	16, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	16, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	16, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	15, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	17, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	16, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	15, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	16, // 16: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	11, // 17: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	12, // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	19, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	19, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	19, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	18, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	20, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	19, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	18, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	19, // 16: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	14, // 17: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
 	0,  // 18: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	22, // 19: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	29, // 20: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	28, // 21: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	31, // 22: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	22, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	25, // 19: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	32, // 20: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	31, // 21: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	34, // 22: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	25, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
 	5,  // 24: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	22, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	25, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
 	6,  // 26: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
-	35, // 27: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
-	36, // 28: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
-	37, // 29: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
-	37, // 30: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
-	37, // 31: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
+	38, // 27: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
+	39, // 28: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
+	40, // 29: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
+	40, // 30: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
+	40, // 31: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
 	7,  // 32: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
 	8,  // 33: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
-	40, // 34: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
-	40, // 35: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
-	37, // 36: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
-	39, // 37: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
-	41, // 38: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
-	38, // 39: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
-	10, // 40: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	18, // 41: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	20, // 42: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	22, // 43: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	24, // 44: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	26, // 45: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	30, // 46: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	33, // 47: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	38, // 48: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
-	43, // 49: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
-	14, // 50: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	19, // 51: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	21, // 52: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	23, // 53: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	25, // 54: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	27, // 55: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	32, // 56: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	34, // 57: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	42, // 58: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
-	44, // 59: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
-	50, // [50:60] is the sub-list for method output_type
-	40, // [40:50] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	43, // 34: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
+	43, // 35: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
+	40, // 36: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
+	42, // 37: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
+	44, // 38: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
+	41, // 39: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
+	9,  // 40: kvharness.v1.AsyncAttachRequest.role:type_name -> kvharness.v1.AsyncRole
+	21, // 41: kvharness.v1.AsyncAttachRequest.attach:type_name -> kvharness.v1.AttachRequest
+	14, // 42: kvharness.v1.AsyncAttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	52, // 43: kvharness.v1.AsyncComponent.handles:type_name -> kvharness.v1.AsyncHandle
+	53, // 44: kvharness.v1.AsyncRoom.components:type_name -> kvharness.v1.AsyncComponent
+	54, // 45: kvharness.v1.AsyncAdmitRequest.room:type_name -> kvharness.v1.AsyncRoom
+	54, // 46: kvharness.v1.AsyncPostRequest.room:type_name -> kvharness.v1.AsyncRoom
+	34, // 47: kvharness.v1.AsyncHandleDescriptors.descriptors:type_name -> kvharness.v1.Descriptor
+	58, // 48: kvharness.v1.AsyncPostResponse.handles:type_name -> kvharness.v1.AsyncHandleDescriptors
+	10, // 49: kvharness.v1.AsyncNotification.note:type_name -> kvharness.v1.AsyncNote
+	60, // 50: kvharness.v1.AsyncPollResponse.notifications:type_name -> kvharness.v1.AsyncNotification
+	11, // 51: kvharness.v1.AsyncEvent.kind:type_name -> kvharness.v1.AsyncEventKind
+	60, // 52: kvharness.v1.AsyncNotifyRequest.notifications:type_name -> kvharness.v1.AsyncNotification
+	63, // 53: kvharness.v1.AsyncNotifyResponse.events:type_name -> kvharness.v1.AsyncEvent
+	63, // 54: kvharness.v1.AsyncAbortResponse.events:type_name -> kvharness.v1.AsyncEvent
+	13, // 55: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	21, // 56: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	23, // 57: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	25, // 58: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	27, // 59: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	29, // 60: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	33, // 61: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	36, // 62: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	41, // 63: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
+	46, // 64: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
+	48, // 65: kvharness.v1.Kernel.AsyncAttach:input_type -> kvharness.v1.AsyncAttachRequest
+	50, // 66: kvharness.v1.Kernel.AsyncReset:input_type -> kvharness.v1.AsyncResetRequest
+	55, // 67: kvharness.v1.Kernel.AsyncAdmit:input_type -> kvharness.v1.AsyncAdmitRequest
+	57, // 68: kvharness.v1.Kernel.AsyncPost:input_type -> kvharness.v1.AsyncPostRequest
+	61, // 69: kvharness.v1.Kernel.AsyncPoll:input_type -> kvharness.v1.AsyncPollRequest
+	64, // 70: kvharness.v1.Kernel.AsyncNotify:input_type -> kvharness.v1.AsyncNotifyRequest
+	66, // 71: kvharness.v1.Kernel.AsyncAbort:input_type -> kvharness.v1.AsyncAbortRequest
+	17, // 72: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	22, // 73: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	24, // 74: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	26, // 75: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	28, // 76: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	30, // 77: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	35, // 78: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	37, // 79: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	45, // 80: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
+	47, // 81: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
+	49, // 82: kvharness.v1.Kernel.AsyncAttach:output_type -> kvharness.v1.AsyncAttachResponse
+	51, // 83: kvharness.v1.Kernel.AsyncReset:output_type -> kvharness.v1.AsyncResetResponse
+	56, // 84: kvharness.v1.Kernel.AsyncAdmit:output_type -> kvharness.v1.AsyncAdmitResponse
+	59, // 85: kvharness.v1.Kernel.AsyncPost:output_type -> kvharness.v1.AsyncPostResponse
+	62, // 86: kvharness.v1.Kernel.AsyncPoll:output_type -> kvharness.v1.AsyncPollResponse
+	65, // 87: kvharness.v1.Kernel.AsyncNotify:output_type -> kvharness.v1.AsyncNotifyResponse
+	67, // 88: kvharness.v1.Kernel.AsyncAbort:output_type -> kvharness.v1.AsyncAbortResponse
+	72, // [72:89] is the sub-list for method output_type
+	55, // [55:72] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -3601,8 +4932,8 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   36,
+			NumEnums:      12,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,16 +28,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Kernel_Describe_FullMethodName   = "/kvharness.v1.Kernel/Describe"
-	Kernel_Attach_FullMethodName     = "/kvharness.v1.Kernel/Attach"
-	Kernel_Detach_FullMethodName     = "/kvharness.v1.Kernel/Detach"
-	Kernel_Store_FullMethodName      = "/kvharness.v1.Kernel/Store"
-	Kernel_StoreBatch_FullMethodName = "/kvharness.v1.Kernel/StoreBatch"
-	Kernel_Read_FullMethodName       = "/kvharness.v1.Kernel/Read"
-	Kernel_Transfer_FullMethodName   = "/kvharness.v1.Kernel/Transfer"
-	Kernel_Bench_FullMethodName      = "/kvharness.v1.Kernel/Bench"
-	Kernel_Load_FullMethodName       = "/kvharness.v1.Kernel/Load"
-	Kernel_LoadBench_FullMethodName  = "/kvharness.v1.Kernel/LoadBench"
+	Kernel_Describe_FullMethodName    = "/kvharness.v1.Kernel/Describe"
+	Kernel_Attach_FullMethodName      = "/kvharness.v1.Kernel/Attach"
+	Kernel_Detach_FullMethodName      = "/kvharness.v1.Kernel/Detach"
+	Kernel_Store_FullMethodName       = "/kvharness.v1.Kernel/Store"
+	Kernel_StoreBatch_FullMethodName  = "/kvharness.v1.Kernel/StoreBatch"
+	Kernel_Read_FullMethodName        = "/kvharness.v1.Kernel/Read"
+	Kernel_Transfer_FullMethodName    = "/kvharness.v1.Kernel/Transfer"
+	Kernel_Bench_FullMethodName       = "/kvharness.v1.Kernel/Bench"
+	Kernel_Load_FullMethodName        = "/kvharness.v1.Kernel/Load"
+	Kernel_LoadBench_FullMethodName   = "/kvharness.v1.Kernel/LoadBench"
+	Kernel_AsyncAttach_FullMethodName = "/kvharness.v1.Kernel/AsyncAttach"
+	Kernel_AsyncReset_FullMethodName  = "/kvharness.v1.Kernel/AsyncReset"
+	Kernel_AsyncAdmit_FullMethodName  = "/kvharness.v1.Kernel/AsyncAdmit"
+	Kernel_AsyncPost_FullMethodName   = "/kvharness.v1.Kernel/AsyncPost"
+	Kernel_AsyncPoll_FullMethodName   = "/kvharness.v1.Kernel/AsyncPoll"
+	Kernel_AsyncNotify_FullMethodName = "/kvharness.v1.Kernel/AsyncNotify"
+	Kernel_AsyncAbort_FullMethodName  = "/kvharness.v1.Kernel/AsyncAbort"
 )
 
 // KernelClient is the client API for Kernel service.
@@ -73,6 +80,27 @@ type KernelClient interface {
 	// LoadBench times the plugin's whole load path (every layer's copies
 	// and gates, then a wait) against one plain copy of the same bytes.
 	LoadBench(ctx context.Context, in *LoadBenchRequest, opts ...grpc.CallOption) (*LoadBenchResponse, error)
+	// Asynchronous prefill → decode transfer (kernel "pdasync"; messages
+	// below, from AsyncRole on). Two processes of one plugin play the two
+	// servers of a disaggregated deployment: the prefill process posts
+	// asynchronous copies of a room's pages into the decode arena and
+	// notifies completion per handle and per component; the decode process
+	// answers the destination pages, tracks each room's completion from the
+	// notifications, and reports when it reads a room and when it frees its
+	// pages. The harness is the wire between them: it relays page lists and
+	// notifications, delays and reorders them, and holds every copy behind a
+	// gate it opens, or fails, when it chooses.
+	//
+	// AsyncAttach maps a role's regions; AsyncReset forgets every room (a new
+	// case begins); AsyncAdmit, AsyncNotify and AsyncAbort go to the decode
+	// process; AsyncPost and AsyncPoll to the prefill process.
+	AsyncAttach(ctx context.Context, in *AsyncAttachRequest, opts ...grpc.CallOption) (*AsyncAttachResponse, error)
+	AsyncReset(ctx context.Context, in *AsyncResetRequest, opts ...grpc.CallOption) (*AsyncResetResponse, error)
+	AsyncAdmit(ctx context.Context, in *AsyncAdmitRequest, opts ...grpc.CallOption) (*AsyncAdmitResponse, error)
+	AsyncPost(ctx context.Context, in *AsyncPostRequest, opts ...grpc.CallOption) (*AsyncPostResponse, error)
+	AsyncPoll(ctx context.Context, in *AsyncPollRequest, opts ...grpc.CallOption) (*AsyncPollResponse, error)
+	AsyncNotify(ctx context.Context, in *AsyncNotifyRequest, opts ...grpc.CallOption) (*AsyncNotifyResponse, error)
+	AsyncAbort(ctx context.Context, in *AsyncAbortRequest, opts ...grpc.CallOption) (*AsyncAbortResponse, error)
 }
 
 type kernelClient struct {
@@ -183,6 +211,76 @@ func (c *kernelClient) LoadBench(ctx context.Context, in *LoadBenchRequest, opts
 	return out, nil
 }
 
+func (c *kernelClient) AsyncAttach(ctx context.Context, in *AsyncAttachRequest, opts ...grpc.CallOption) (*AsyncAttachResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncAttachResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncAttach_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncReset(ctx context.Context, in *AsyncResetRequest, opts ...grpc.CallOption) (*AsyncResetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncResetResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncReset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncAdmit(ctx context.Context, in *AsyncAdmitRequest, opts ...grpc.CallOption) (*AsyncAdmitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncAdmitResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncAdmit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncPost(ctx context.Context, in *AsyncPostRequest, opts ...grpc.CallOption) (*AsyncPostResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncPostResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncPost_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncPoll(ctx context.Context, in *AsyncPollRequest, opts ...grpc.CallOption) (*AsyncPollResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncPollResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncPoll_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncNotify(ctx context.Context, in *AsyncNotifyRequest, opts ...grpc.CallOption) (*AsyncNotifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncNotifyResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncNotify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) AsyncAbort(ctx context.Context, in *AsyncAbortRequest, opts ...grpc.CallOption) (*AsyncAbortResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AsyncAbortResponse)
+	err := c.cc.Invoke(ctx, Kernel_AsyncAbort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KernelServer is the server API for Kernel service.
 // All implementations must embed UnimplementedKernelServer
 // for forward compatibility.
@@ -216,6 +314,27 @@ type KernelServer interface {
 	// LoadBench times the plugin's whole load path (every layer's copies
 	// and gates, then a wait) against one plain copy of the same bytes.
 	LoadBench(context.Context, *LoadBenchRequest) (*LoadBenchResponse, error)
+	// Asynchronous prefill → decode transfer (kernel "pdasync"; messages
+	// below, from AsyncRole on). Two processes of one plugin play the two
+	// servers of a disaggregated deployment: the prefill process posts
+	// asynchronous copies of a room's pages into the decode arena and
+	// notifies completion per handle and per component; the decode process
+	// answers the destination pages, tracks each room's completion from the
+	// notifications, and reports when it reads a room and when it frees its
+	// pages. The harness is the wire between them: it relays page lists and
+	// notifications, delays and reorders them, and holds every copy behind a
+	// gate it opens, or fails, when it chooses.
+	//
+	// AsyncAttach maps a role's regions; AsyncReset forgets every room (a new
+	// case begins); AsyncAdmit, AsyncNotify and AsyncAbort go to the decode
+	// process; AsyncPost and AsyncPoll to the prefill process.
+	AsyncAttach(context.Context, *AsyncAttachRequest) (*AsyncAttachResponse, error)
+	AsyncReset(context.Context, *AsyncResetRequest) (*AsyncResetResponse, error)
+	AsyncAdmit(context.Context, *AsyncAdmitRequest) (*AsyncAdmitResponse, error)
+	AsyncPost(context.Context, *AsyncPostRequest) (*AsyncPostResponse, error)
+	AsyncPoll(context.Context, *AsyncPollRequest) (*AsyncPollResponse, error)
+	AsyncNotify(context.Context, *AsyncNotifyRequest) (*AsyncNotifyResponse, error)
+	AsyncAbort(context.Context, *AsyncAbortRequest) (*AsyncAbortResponse, error)
 	mustEmbedUnimplementedKernelServer()
 }
 
@@ -255,6 +374,27 @@ func (UnimplementedKernelServer) Load(context.Context, *LoadRequest) (*LoadRespo
 }
 func (UnimplementedKernelServer) LoadBench(context.Context, *LoadBenchRequest) (*LoadBenchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadBench not implemented")
+}
+func (UnimplementedKernelServer) AsyncAttach(context.Context, *AsyncAttachRequest) (*AsyncAttachResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncAttach not implemented")
+}
+func (UnimplementedKernelServer) AsyncReset(context.Context, *AsyncResetRequest) (*AsyncResetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncReset not implemented")
+}
+func (UnimplementedKernelServer) AsyncAdmit(context.Context, *AsyncAdmitRequest) (*AsyncAdmitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncAdmit not implemented")
+}
+func (UnimplementedKernelServer) AsyncPost(context.Context, *AsyncPostRequest) (*AsyncPostResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncPost not implemented")
+}
+func (UnimplementedKernelServer) AsyncPoll(context.Context, *AsyncPollRequest) (*AsyncPollResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncPoll not implemented")
+}
+func (UnimplementedKernelServer) AsyncNotify(context.Context, *AsyncNotifyRequest) (*AsyncNotifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncNotify not implemented")
+}
+func (UnimplementedKernelServer) AsyncAbort(context.Context, *AsyncAbortRequest) (*AsyncAbortResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AsyncAbort not implemented")
 }
 func (UnimplementedKernelServer) mustEmbedUnimplementedKernelServer() {}
 func (UnimplementedKernelServer) testEmbeddedByValue()                {}
@@ -457,6 +597,132 @@ func _Kernel_LoadBench_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kernel_AsyncAttach_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncAttachRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncAttach(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncAttach_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncAttach(ctx, req.(*AsyncAttachRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncReset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncResetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncReset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncReset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncReset(ctx, req.(*AsyncResetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncAdmit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncAdmitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncAdmit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncAdmit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncAdmit(ctx, req.(*AsyncAdmitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncPost_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncPostRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncPost(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncPost_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncPost(ctx, req.(*AsyncPostRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncPoll_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncPollRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncPoll(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncPoll_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncPoll(ctx, req.(*AsyncPollRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncNotify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncNotifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncNotify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncNotify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncNotify(ctx, req.(*AsyncNotifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_AsyncAbort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AsyncAbortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).AsyncAbort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_AsyncAbort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).AsyncAbort(ctx, req.(*AsyncAbortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kernel_ServiceDesc is the grpc.ServiceDesc for Kernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -503,6 +769,34 @@ var Kernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LoadBench",
 			Handler:    _Kernel_LoadBench_Handler,
+		},
+		{
+			MethodName: "AsyncAttach",
+			Handler:    _Kernel_AsyncAttach_Handler,
+		},
+		{
+			MethodName: "AsyncReset",
+			Handler:    _Kernel_AsyncReset_Handler,
+		},
+		{
+			MethodName: "AsyncAdmit",
+			Handler:    _Kernel_AsyncAdmit_Handler,
+		},
+		{
+			MethodName: "AsyncPost",
+			Handler:    _Kernel_AsyncPost_Handler,
+		},
+		{
+			MethodName: "AsyncPoll",
+			Handler:    _Kernel_AsyncPoll_Handler,
+		},
+		{
+			MethodName: "AsyncNotify",
+			Handler:    _Kernel_AsyncNotify_Handler,
+		},
+		{
+			MethodName: "AsyncAbort",
+			Handler:    _Kernel_AsyncAbort_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

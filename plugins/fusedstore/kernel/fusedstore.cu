@@ -8,7 +8,8 @@
 //   4  off-by-one-tail  rows 0..n-2
 //   5  slowed           rows 0..n-1, the whole store done twice (correct, slower)
 //   6  slowed10         rows 0..n-1, then the first tenth of them (rounded down) again (correct, 10% slower)
-//   7  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
+//   7  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
+//   8  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -25,6 +26,9 @@ struct FusedRule {
 #elif FUSED_RULE == 4
     return i < n - 1;
 #elif FUSED_RULE == 7
+    if (i == n - 1) *slot = loc + ((kv_i64)1 << 32);
+    return i < n;
+#elif FUSED_RULE == 8
     *slot = (kv_i64)(unsigned short)loc;
     return i < n;
 #else

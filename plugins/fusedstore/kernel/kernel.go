@@ -22,8 +22,13 @@ var variants = []sdk.Variant{
 	{Name: "off-by-one-tail", Doc: "stores rows 0..n-2: the last valid row is dropped"},
 	{Name: "slowed", Doc: "correct, but stores every row twice: a regression for kvharness compare to flag", Correct: true},
 	{Name: "slowed10", Doc: "correct, but stores the first tenth of the rows (rounded down) again: 10% more work from 10 rows on, a small regression for kvharness compare to flag", Correct: true},
+	{Name: "oob-write", Doc: "stores the last valid row 2^32 slots past its own: far outside the arena, where compute-sanitizer's memcheck sees it"},
 	{Name: "slot-u16", Doc: "reads slot indices as 16 bits (a uint16 loc): in a pool past 65,536 slots, slot s lands on s mod 65,536"},
 }
+
+// oobSlots is how far past its slot oob-write stores the last valid row:
+// terabytes past any allocation of a real pool.
+const oobSlots = int64(1) << 32
 
 // store reports whether row i is stored, and into which slot.
 func store(variant string, i, n int, loc, slots int64) (int64, bool) {
@@ -39,6 +44,11 @@ func store(variant string, i, n int, loc, slots int64) (int64, bool) {
 		return loc, i < n
 	case "off-by-one-tail":
 		return loc, i < n-1
+	case "oob-write":
+		if i == n-1 {
+			return loc + oobSlots, true
+		}
+		return loc, i < n
 	case "slot-u16":
 		return int64(uint16(loc)), i < n
 	}

@@ -42,3 +42,13 @@ func geometry(_ string, d, p int) []sdk.Geometry {
 	}
 	return out
 }
+
+// PageBytes is this engine's page size of a layout, for other engines
+// built on its definitions (pdasync): the item_len of their descriptors.
+func PageBytes(l sdk.Layout) (int, error) { return pageBytes(l) }
+
+// Geometry lists the layouts the engine transfers, with its bytes per
+// token and per page, for other engines built on its definitions.
+func Geometry(variant string, headDim, pageSize int) []sdk.Geometry {
+	return geometry(variant, headDim, pageSize)
+}

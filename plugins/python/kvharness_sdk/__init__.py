@@ -48,6 +48,7 @@ from .kernel import (  # noqa: E402
     read_variant,
     transfer_variant,
 )
+from .pdasync import AsyncKernel  # noqa: E402
 from .read import ReadCall  # noqa: E402
 from .serve import serve  # noqa: E402
 from .transfer import Descriptor, PoolName, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
@@ -62,6 +63,7 @@ __all__ = [
     "PAD_SINK",
     "PAD_MINUS1",
     "PADDING_NAMES",
+    "AsyncKernel",
     "Attach",
     "Descriptor",
     "Geometry",

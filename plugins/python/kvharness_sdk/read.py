@@ -19,9 +19,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .attach import go_quote
-from .errors import RpcError, bad_request, precondition, unimplemented
+from .errors import RpcError, bad_request, unimplemented
 from .kernel import CUDA, SHM, Pool
-from .store import run_kernel, sync_or_fault
+from .store import attached_pool, run_kernel, sync_or_fault
 
 
 @dataclass
@@ -123,11 +123,7 @@ def read_call(att, req) -> ReadCall:
     bounds and the tokens (the tokens window's size and every slot's range
     depend on them: a kernel must never be handed a slot outside its pool),
     and builds the kernel's view."""
-    if att is None:
-        raise precondition("read before attach")
-    if req.pool >= len(att.pools):
-        raise bad_request(f"pool {req.pool}: only {len(att.pools)} attached")
-    p = att.pools[req.pool]
+    p = attached_pool(att, req.pool, "read")
     r, k, d = req.requests, req.k, p.layout.head_dim
     if r * max(k, 1) > att.staging.size:
         raise bad_request(f"{r} requests × k {k} do not fit the {att.staging.size}-byte staging")

@@ -42,6 +42,7 @@ from .read import run_read
 from .store import Stores, run_kernel, store_call
 from .transfer import run_transfer
 from .load import LoadService, has_load
+from .pdasync import AsyncService, serves_async
 
 kv = pb.kv
 
@@ -70,7 +71,7 @@ def geometry_pb(g, layout: str = ""):
     return m
 
 
-class KernelService(pb.kv_grpc.KernelServicer):
+class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     def __init__(self, kernel: Kernel):
         self.k = kernel
         self.lock = threading.Lock()
@@ -126,6 +127,8 @@ class KernelService(pb.kv_grpc.KernelServicer):
                                    bench_rotation=True, slot_bits=k.slot_bits)
         if has_load(k):
             resp.kernels.append("load")
+        if serves_async(k):
+            resp.kernels.append("pdasync")
         if SHM in k.backends or CUDA not in k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:

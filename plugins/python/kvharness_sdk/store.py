@@ -10,7 +10,7 @@ import traceback
 
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .graphs import GraphCache, GraphKey
-from .kernel import CUDA, SHM, StoreCall
+from .kernel import CUDA, SHM, Pool, StoreCall
 
 # The CUDA backend hands kernels 16-byte aligned rows (vector loads), as
 # the Go SDK's deviceRowsAlign.
@@ -53,14 +53,21 @@ class Widths:
         return out
 
 
+def attached_pool(att, index: int, call: str) -> Pool:
+    """The pool a call names by index, checked against the attachment: a
+    call before attach is out of order, an index past the pools a bad
+    request."""
+    if att is None:
+        raise precondition(f"{call} before attach")
+    if index >= len(att.pools):
+        raise bad_request(f"pool {index}: only {len(att.pools)} attached")
+    return att.pools[index]
+
+
 def store_call(att, widths: Widths, req) -> StoreCall:
     """Checks a store request against the attachment and builds the
     kernel's view of it."""
-    if att is None:
-        raise precondition("store before attach")
-    if req.pool >= len(att.pools):
-        raise bad_request(f"pool {req.pool}: only {len(att.pools)} attached")
-    p = att.pools[req.pool]
+    p = attached_pool(att, req.pool, "store")
     c, n, d = req.capacity, req.valid, p.layout.head_dim
     if c < 1 or n > c:
         raise bad_request(f"capacity {c}, valid {n}: want 1 <= capacity and valid <= capacity")

@@ -64,6 +64,41 @@ class KernelStub(object):
                 request_serializer=kvharness__pb2.LoadBenchRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.LoadBenchResponse.FromString,
                 )
+        self.AsyncAttach = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncAttach',
+                request_serializer=kvharness__pb2.AsyncAttachRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncAttachResponse.FromString,
+                )
+        self.AsyncReset = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncReset',
+                request_serializer=kvharness__pb2.AsyncResetRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncResetResponse.FromString,
+                )
+        self.AsyncAdmit = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncAdmit',
+                request_serializer=kvharness__pb2.AsyncAdmitRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncAdmitResponse.FromString,
+                )
+        self.AsyncPost = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncPost',
+                request_serializer=kvharness__pb2.AsyncPostRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncPostResponse.FromString,
+                )
+        self.AsyncPoll = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncPoll',
+                request_serializer=kvharness__pb2.AsyncPollRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncPollResponse.FromString,
+                )
+        self.AsyncNotify = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncNotify',
+                request_serializer=kvharness__pb2.AsyncNotifyRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncNotifyResponse.FromString,
+                )
+        self.AsyncAbort = channel.unary_unary(
+                '/kvharness.v1.Kernel/AsyncAbort',
+                request_serializer=kvharness__pb2.AsyncAbortRequest.SerializeToString,
+                response_deserializer=kvharness__pb2.AsyncAbortResponse.FromString,
+                )
 
 
 class KernelServicer(object):
@@ -148,6 +183,62 @@ class KernelServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AsyncAttach(self, request, context):
+        """Asynchronous prefill → decode transfer (kernel "pdasync"; messages
+        below, from AsyncRole on). Two processes of one plugin play the two
+        servers of a disaggregated deployment: the prefill process posts
+        asynchronous copies of a room's pages into the decode arena and
+        notifies completion per handle and per component; the decode process
+        answers the destination pages, tracks each room's completion from the
+        notifications, and reports when it reads a room and when it frees its
+        pages. The harness is the wire between them: it relays page lists and
+        notifications, delays and reorders them, and holds every copy behind a
+        gate it opens, or fails, when it chooses.
+
+        AsyncAttach maps a role's regions; AsyncReset forgets every room (a new
+        case begins); AsyncAdmit, AsyncNotify and AsyncAbort go to the decode
+        process; AsyncPost and AsyncPoll to the prefill process.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncReset(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncAdmit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncPost(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncPoll(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncNotify(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AsyncAbort(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KernelServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -200,6 +291,41 @@ def add_KernelServicer_to_server(servicer, server):
                     servicer.LoadBench,
                     request_deserializer=kvharness__pb2.LoadBenchRequest.FromString,
                     response_serializer=kvharness__pb2.LoadBenchResponse.SerializeToString,
+            ),
+            'AsyncAttach': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncAttach,
+                    request_deserializer=kvharness__pb2.AsyncAttachRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncAttachResponse.SerializeToString,
+            ),
+            'AsyncReset': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncReset,
+                    request_deserializer=kvharness__pb2.AsyncResetRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncResetResponse.SerializeToString,
+            ),
+            'AsyncAdmit': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncAdmit,
+                    request_deserializer=kvharness__pb2.AsyncAdmitRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncAdmitResponse.SerializeToString,
+            ),
+            'AsyncPost': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncPost,
+                    request_deserializer=kvharness__pb2.AsyncPostRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncPostResponse.SerializeToString,
+            ),
+            'AsyncPoll': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncPoll,
+                    request_deserializer=kvharness__pb2.AsyncPollRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncPollResponse.SerializeToString,
+            ),
+            'AsyncNotify': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncNotify,
+                    request_deserializer=kvharness__pb2.AsyncNotifyRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncNotifyResponse.SerializeToString,
+            ),
+            'AsyncAbort': grpc.unary_unary_rpc_method_handler(
+                    servicer.AsyncAbort,
+                    request_deserializer=kvharness__pb2.AsyncAbortRequest.FromString,
+                    response_serializer=kvharness__pb2.AsyncAbortResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -378,5 +504,124 @@ class Kernel(object):
         return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/LoadBench',
             kvharness__pb2.LoadBenchRequest.SerializeToString,
             kvharness__pb2.LoadBenchResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncAttach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAttach',
+            kvharness__pb2.AsyncAttachRequest.SerializeToString,
+            kvharness__pb2.AsyncAttachResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncReset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncReset',
+            kvharness__pb2.AsyncResetRequest.SerializeToString,
+            kvharness__pb2.AsyncResetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncAdmit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAdmit',
+            kvharness__pb2.AsyncAdmitRequest.SerializeToString,
+            kvharness__pb2.AsyncAdmitResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncPost(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncPost',
+            kvharness__pb2.AsyncPostRequest.SerializeToString,
+            kvharness__pb2.AsyncPostResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncPoll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncPoll',
+            kvharness__pb2.AsyncPollRequest.SerializeToString,
+            kvharness__pb2.AsyncPollResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncNotify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncNotify',
+            kvharness__pb2.AsyncNotifyRequest.SerializeToString,
+            kvharness__pb2.AsyncNotifyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AsyncAbort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAbort',
+            kvharness__pb2.AsyncAbortRequest.SerializeToString,
+            kvharness__pb2.AsyncAbortResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,4 +1,4 @@
-package transfer
+package pd
 
 import (
 	"encoding/json"
@@ -114,6 +114,13 @@ func (g Geometry) Layout(i int) (*layout.Layout, error) {
 		return nil, fmt.Errorf("buffer %s: %w", b.Name, err)
 	}
 	return l, nil
+}
+
+// ReproLayout is what a repro file of a case over g names as its arena:
+// the first buffer's layout, and one pool's tokens as its slots.
+func (g Geometry) ReproLayout() (*layout.Layout, int, error) {
+	l, err := g.Layout(0)
+	return l, g.Pages * g.PageSize, err
 }
 
 // Layers lists the distinct layers of the buffers, in order of appearance.

@@ -1,9 +1,8 @@
-package transfer
+package pd
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"hash"
 )
 
@@ -28,40 +27,39 @@ func (d RoomDigest) Match() bool { return d.Src == d.Dst }
 // DigestSize is the bytes of SHA-256 a RoomDigest keeps.
 const DigestSize = 8
 
-// digester accumulates one room's pages of one buffer on both sides.
-type digester struct {
+// Digest is SHA-256 of pages in order, truncated to DigestSize bytes: what
+// one side of a RoomDigest holds (hex-encoded there).
+func Digest(pages ...[]byte) []byte {
+	h := sha256.New()
+	for _, p := range pages {
+		h.Write(p)
+	}
+	return h.Sum(nil)[:DigestSize]
+}
+
+// Digester accumulates one room's pages of one buffer on both sides.
+type Digester struct {
 	d        RoomDigest
 	src, dst hash.Hash
 }
 
-func newDigest(room int, id uint64, buffer string, pages int) *digester {
-	return &digester{d: RoomDigest{Room: room, RoomID: id, Buffer: buffer, Pages: pages}, src: sha256.New(), dst: sha256.New()}
+// NewDigester starts the digests of room (index room, id id) in a buffer
+// of the given number of pages.
+func NewDigester(room int, id uint64, buffer string, pages int) *Digester {
+	return &Digester{d: RoomDigest{Room: room, RoomID: id, Buffer: buffer, Pages: pages}, src: sha256.New(), dst: sha256.New()}
 }
 
-func (g *digester) add(src, dst []byte) {
+// Add adds the next page of the room: its prefill and decode bytes.
+func (g *Digester) Add(src, dst []byte) {
 	g.src.Write(src)
 	g.dst.Write(dst)
 }
 
-func (g *digester) done() RoomDigest {
+// Done returns the digests of the pages added.
+func (g *Digester) Done() RoomDigest {
 	g.d.Src = hex.EncodeToString(g.src.Sum(nil)[:DigestSize])
 	g.d.Dst = hex.EncodeToString(g.dst.Sum(nil)[:DigestSize])
 	return g.d
-}
-
-// violation is the checksum violation of a room whose digests differ.
-func (g *digester) violation() (Violation, bool) {
-	d := g.d
-	if d.Match() {
-		return Violation{}, false
-	}
-	v := NewViolation(Checksum)
-	v.Room, v.RoomID, v.Buffer = d.Room, d.RoomID, d.Buffer
-	v.Want, _ = hex.DecodeString(d.Src)
-	v.Got, _ = hex.DecodeString(d.Dst)
-	v.Detail = fmt.Sprintf("a decode server verifying the room would reject it: the digest of its %d pages is %s on prefill, %s on decode",
-		d.Pages, d.Src, d.Dst)
-	return v, true
 }
 
 // DigestsMatch reports whether every digest matches.

@@ -1,0 +1,202 @@
+package pdasync
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins"
+	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
+)
+
+// fuzzBase is the fuzzed geometry: one DeepSeek-V4-like layer of 12
+// pages; inputs choose rooms, plans, a page table and steps over it
+// (Decode).
+var fuzzBase = pd.DefaultGeometry(1, 12)
+
+// fuzzTarget is FuzzPDAsync's: a system over the fuzzed geometry, its
+// decode process spawned beside the prefill one (in process: a second
+// server of the bundled plugin's code).
+var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Plugin: "pdasync",
+	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
+		var decode *plugin.Plugin
+		if code, ok := plugins.Lookup(p.Name); ok && code.Kernel != nil && p.Path == "(in process)" {
+			decode = plugin.InProcess(p.Name, sdk.NewServer(*code.Kernel))
+		} else {
+			var err error
+			if decode, err = p.Spawn(ctx); err != nil {
+				return nil, err
+			}
+		}
+		sys := NewSystem(p, decode, dir, Config{Variant: variant, Seed: 1}, nil)
+		sys.OwnsDecode = true
+		if _, err := sys.Target(ctx, fuzzBase); err != nil { // a plugin without pdasync: ErrUnsupported
+			sys.Close(ctx)
+			return nil, err
+		}
+		return sys, nil
+	},
+	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
+	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },
+	Write:  WriteCase,
+}
+
+// FuzzPDAsync plays decoded cases (rooms, plans, page tables, schedules)
+// on the two processes of the plugin named by KVHARNESS_PLUGIN (default
+// pdasync; see package fuzzing) and judges every answer. Run it with:
+//
+//	go test -run='^$' -fuzz='^FuzzPDAsync$' -fuzztime=30s ./harness/kernels/pdasync
+//
+// A plugin without a pdasync kernel skips it.
+func FuzzPDAsync(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+
+// seedRoom is a room in Decode's terms: picks into the free pages of each
+// side, the number of components and their rotation over the buffers, and
+// each component's handle sizes.
+type seedRoom struct {
+	src, virt []byte
+	comps     int
+	rot       byte
+	handles   [][]int
+}
+
+// seedSpec is a case in Decode's terms.
+type seedSpec struct {
+	rooms     []seedRoom
+	swaps     [][2]byte // page table swaps; none: the identity
+	successor *seedRoom // after room 0, reusing its first pages
+	steps     [][]byte  // an op byte and its operands each
+}
+
+// bytes encodes the spec as Decode reads it.
+func (s seedSpec) bytes() []byte {
+	out := []byte{byte(len(s.rooms) - 1)}
+	if len(s.swaps) == 0 {
+		out = append(out, 0)
+	} else {
+		out = append(out, byte(8*3+len(s.swaps))) // ≠ 0 mod 3, ≡ len mod 8
+		for _, w := range s.swaps {
+			out = append(out, w[0], w[1])
+		}
+	}
+	for _, r := range s.rooms {
+		out = append(out, byte(len(r.src)-1))
+		for i := range r.src {
+			out = append(out, r.src[i], r.virt[i])
+		}
+		out = append(out, r.plan()...)
+	}
+	if s.successor == nil {
+		out = append(out, 1)
+	} else {
+		r := s.successor
+		out = append(out, 0, 0, byte(len(r.src)-1))
+		out = append(out, r.src...)
+		out = append(out, r.plan()...)
+	}
+	out = append(out, byte(len(s.steps)))
+	for _, st := range s.steps {
+		out = append(out, st...)
+	}
+	return out
+}
+
+func (r seedRoom) plan() []byte {
+	out := []byte{byte(r.comps - 1), r.rot}
+	for _, hs := range r.handles {
+		out = append(out, byte(len(hs)-1))
+		for _, n := range hs[:len(hs)-1] {
+			out = append(out, byte(n-1))
+		}
+	}
+	return out
+}
+
+// Step bytes, as Decode reads them.
+func sRelease(h byte) []byte { return []byte{0, h} }
+func sFail(h byte) []byte    { return []byte{1, h} }
+func sPoll() []byte          { return []byte{2} }
+func sDeliver(r, c byte, what byte) []byte {
+	return []byte{3, r, c, what} // what: 0 all, 1 handles, 2 component
+}
+func sAbort(r byte) []byte { return []byte{5, r} }
+
+// fuzzSeed is a minimal case for one bug class, kept in the FuzzPDAsync
+// seed corpus. Kills names the variant it must kill ("" for an edge every
+// mutant may pass).
+type fuzzSeed struct {
+	Name, Kills string
+	Spec        seedSpec
+	Why         string
+}
+
+var oneRoom = seedRoom{src: []byte{3}, virt: []byte{4}, comps: 1, handles: [][]int{{1}}}
+
+var fuzzSeeds = []fuzzSeed{
+	{"abort-held", kernel.AbortFreesInFlight, seedSpec{rooms: []seedRoom{oneRoom}, steps: [][]byte{sAbort(0)}},
+		"a room aborted with its only handle behind its gate: its pages must wait for the handle"},
+	{"two-components", kernel.FirstComponentDone, seedSpec{rooms: []seedRoom{{src: []byte{1}, virt: []byte{2}, comps: 2, handles: [][]int{{1}, {1}}}},
+		steps: [][]byte{sRelease(0), sDeliver(0, 0, 0)}},
+		"one of two components opened and delivered: the room is not complete"},
+	{"fail-one-of-two", kernel.FirstFailureFrees, seedSpec{rooms: []seedRoom{{src: []byte{0, 0}, virt: []byte{5, 5}, comps: 1, handles: [][]int{{1, 1}}}},
+		steps: [][]byte{sFail(1), sDeliver(0, 0, 0)}},
+		"the second of two handles failed and delivered while the first is held: the pages must wait for it"},
+	{"compacted", kernel.VirtualAsPhysical, seedSpec{rooms: []seedRoom{{src: []byte{2}, virt: []byte{0}, comps: 1, handles: [][]int{{1}}}},
+		swaps: [][2]byte{{0, 7}}},
+		"virtual page 0 lives in physical page 7 after compaction"},
+	{"poll-held", kernel.PollAsCompletion, seedSpec{rooms: []seedRoom{oneRoom}, steps: [][]byte{sPoll()}},
+		"a poll while every gate is held: nothing can be done"},
+	{"successor", "", seedSpec{rooms: []seedRoom{{src: []byte{0, 0}, virt: []byte{3, 3}, comps: 3, handles: [][]int{{2}, {1, 1}, {2}}}},
+		successor: &seedRoom{src: []byte{6}, comps: 1, handles: [][]int{{1}}},
+		steps:     [][]byte{sRelease(1), sRelease(0), sDeliver(0, 1, 2), sDeliver(0, 1, 1), sRelease(2), sRelease(3), sDeliver(0, 0, 0), sDeliver(0, 2, 0)}},
+		"a room read component by component, delivered out of order, then its pages reused by the next room"},
+	{"abort-after-release", "", seedSpec{rooms: []seedRoom{oneRoom, {src: []byte{4}, virt: []byte{4}, comps: 1, handles: [][]int{{1}}}},
+		steps: [][]byte{sRelease(0), sAbort(0), sRelease(1), sDeliver(0, 0, 0), sDeliver(1, 0, 0)}},
+		"a room aborted after its copies ran, beside one that completes"},
+}
+
+// TestSeedCorpus keeps testdata/fuzz/FuzzPDAsync in step with fuzzSeeds;
+// run with -update after changing a seed.
+func TestSeedCorpus(t *testing.T) {
+	for _, s := range fuzzSeeds {
+		golden.Check(t, fuzzing.CorpusFile("FuzzPDAsync", s.Name), fuzzing.CorpusEntry(s.Spec.bytes()))
+	}
+}
+
+// TestSeedsKillEveryMutant: the correct plugin passes every seed, and each
+// variant is killed by the seed made for it (in process, for speed).
+func TestSeedsKillEveryMutant(t *testing.T) {
+	variants := []string{""}
+	for _, v := range kernel.Plugin.Variants {
+		variants = append(variants, v.Name)
+	}
+	for _, v := range variants {
+		t.Setenv("KVHARNESS_PLUGIN", "pdasync")
+		t.Setenv("KVHARNESS_VARIANT", v)
+		t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
+		env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range fuzzSeeds {
+			_, c, res, err := env.Check(context.Background(), s.Spec.bytes())
+			if err != nil {
+				t.Fatalf("%s %s: %v", v, s.Name, err)
+			}
+			switch {
+			case v == "" && res.Failed():
+				t.Errorf("the correct plugin fails seed %s (%v): %v", s.Name, c, res.Violations)
+			case v != "" && s.Kills == v && !res.Failed():
+				t.Errorf("%s survives its seed %s: %v", v, s.Name, c)
+			}
+		}
+		env.Close()
+	}
+}

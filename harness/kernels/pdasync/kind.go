@@ -1,0 +1,191 @@
+package pdasync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Name is the kernel kind on the wire.
+const Name protocol.Kernel = "pdasync"
+
+// Kind is the asynchronous prefill → decode transfer kind.
+var Kind = kind.Kind{
+	Name:   Name,
+	Check:  check,
+	Replay: replay,
+	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
+		return kind.DecodeCase(Name, data, slots, &Case{})
+	},
+	Fuzz:        "FuzzPDAsync",
+	FuzzPackage: "./harness/kernels/pdasync",
+}
+
+// The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a
+// state carved from its allocation, fp8-paged index-K on its own page
+// table: three buffers, so up to three components) of 20 pages a pool:
+// room for three rooms and their successors, small enough that the decode
+// pools are read after every step.
+const (
+	DefaultLayers = 1
+	DefaultPages  = 20
+)
+
+// SuiteConfig shapes a suite beyond the common settings.
+type SuiteConfig struct {
+	Geometry pd.Geometry   // zero: DefaultGeometry(DefaultLayers, DefaultPages)
+	Profiles []string      // nil: Profiles
+	Decode   arena.Backend // the decode arena's backend; nil: the prefill's (Params.Backend)
+	// Spawn starts a row's decode process beside its prefill process; nil:
+	// another process of the prefill's plugin (plugin.Plugin.Spawn).
+	Spawn func(ctx context.Context, prefill *plugin.Plugin) (*plugin.Plugin, error)
+}
+
+// Suite is the pdasync properties over profiles, one row and one pair of
+// processes each (the row's plugin as prefill, a process spawned from it
+// as decode); every row's layout is the first buffer's.
+func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*System, *Case, *Result], error) {
+	g := sc.Geometry
+	if len(g.Buffers) == 0 {
+		g = pd.DefaultGeometry(DefaultLayers, DefaultPages)
+	}
+	l, err := g.Layout(0)
+	if err != nil {
+		return nil, err
+	}
+	profiles := sc.Profiles
+	if len(profiles) == 0 {
+		profiles = Profiles
+	}
+	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+	cfg := Config{Variant: p.Variant, Seed: p.Seed, PrefillBackend: p.Backend, DecodeBackend: sc.Decode}
+	for _, profile := range profiles {
+		gen := &Gen{Geometry: g, Profile: profile}
+		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
+			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
+				spawn := sc.Spawn
+				if spawn == nil {
+					spawn = func(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) { return p.Spawn(ctx) }
+				}
+				decode, err := spawn(ctx, pl)
+				if err != nil {
+					return nil, fmt.Errorf("start the decode process: %w", err)
+				}
+				sys := NewSystem(pl, decode, s.Dir, cfg, gen)
+				sys.OwnsDecode = true
+				if _, err := sys.Target(ctx, g); err != nil {
+					sys.Close(ctx)
+					return nil, err
+				}
+				return sys, nil
+			},
+			System: func(sys *System) property.System[*Case, *Result] { return sys }})
+	}
+	return suite, nil
+}
+
+// FlagGeometry is the geometry a check run's flags ask for: the default
+// layers, with as many pages as the flags' slots fill (8 to DefaultPages),
+// their page size and head dimension.
+func FlagGeometry(p kind.Params) (pd.Geometry, error) {
+	g := pd.DefaultGeometry(DefaultLayers, min(max(p.Slots/p.PageSize, 8), DefaultPages))
+	g.PageSize = p.PageSize
+	for i := range g.Buffers {
+		g.Buffers[i].HeadDim = p.HeadDim
+	}
+	if err := g.Validate(); err != nil {
+		return g, fmt.Errorf("pdasync geometry: %w", err)
+	}
+	return g, nil
+}
+
+// OneGPUEnv, when set, keeps both arenas on one GPU on a machine with
+// several.
+const OneGPUEnv = "KVHARNESS_PDASYNC_ONE_GPU"
+
+// NextGPU is where the decode arena lives: on a machine with several
+// GPUs, the one after the prefill's (every copy is then a peer copy, over
+// NVLink on an H200 pair); else the prefill's backend. The function
+// returned releases the device.
+func NextGPU(b arena.Backend) (arena.Backend, func(), error) {
+	none := func() {}
+	c, ok := b.(arena.CUDA)
+	if !ok || os.Getenv(OneGPUEnv) != "" {
+		return b, none, nil
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil || n < 2 {
+		return b, none, nil
+	}
+	dev, err := cuda.Open((c.Dev.Ordinal() + 1) % n)
+	if err != nil {
+		return nil, none, fmt.Errorf("open the decode GPU: %w", err)
+	}
+	return arena.CUDA{Dev: dev}, func() { dev.Close() }, nil
+}
+
+// Where says where the two arenas live, for a report's title.
+func Where(prefill, decode arena.Backend) string {
+	p, d := placeOf(prefill), placeOf(decode)
+	if p == d {
+		return "both arenas on " + p
+	}
+	return fmt.Sprintf("prefill arena on %s, decode arena on %s (peer copies)", p, d)
+}
+
+func placeOf(b arena.Backend) string {
+	if c, ok := b.(arena.CUDA); ok {
+		return fmt.Sprintf("GPU %d", c.Dev.Ordinal())
+	}
+	return "host shared memory"
+}
+
+func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	g, err := FlagGeometry(p)
+	if err != nil {
+		return nil, err
+	}
+	prefill := p.Backend
+	if prefill == nil {
+		prefill = arena.SHM{}
+	}
+	decode, release, err := NextGPU(prefill)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	suite, err := Suite(s, p, SuiteConfig{Geometry: g, Decode: decode})
+	if err != nil {
+		return nil, err
+	}
+	vs, runErr := suite.Run(ctx)
+	h := p.Header(s)
+	h.JSON = report.Object{{Key: "geometry", Value: g}, {Key: "arenas", Value: Where(prefill, decode)}}
+	h.About = g.String() + ", " + Where(prefill, decode)
+	return report.Build(Schema, h, vs, runErr)
+}
+
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+	c := r.Case.(*Case)
+	sys, err := Spawned(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close(ctx)
+	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+		Seed: r.BackgroundSeed}
+	return kind.Replay(ctx, sys, Schema, h, r, l, c, string(Name))
+}

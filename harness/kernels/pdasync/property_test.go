@@ -1,0 +1,154 @@
+package pdasync
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
+)
+
+// CasesEnv sets the control tests' cases per row (default: a few dozen):
+//
+//	KVHARNESS_PDASYNC_CASES=2500 go test -run TestControl ./harness/kernels/pdasync
+//
+// checks 10,000 cases over the four profiles, two processes each.
+const CasesEnv = "KVHARNESS_PDASYNC_CASES"
+
+func casesFromEnv(t *testing.T, def int) int {
+	s := os.Getenv(CasesEnv)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number of cases per row", CasesEnv, s)
+	}
+	return n
+}
+
+// inProcessSpawn starts the decode as a second in-process server of the
+// bundled plugin.
+func inProcessSpawn(context.Context, *plugin.Plugin) (*plugin.Plugin, error) {
+	return plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), nil
+}
+
+// runSuite runs the pdasync suite on a prefill plugin: out of process its
+// decode is another process of the same binary.
+func runSuite(t *testing.T, p *plugin.Plugin, variant string, cases int, seed int64, stop bool) []property.Verdict[*Case, *Result] {
+	t.Helper()
+	sc := SuiteConfig{}
+	if p.Path == "(in process)" {
+		sc.Spawn = inProcessSpawn
+	}
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop}, sc)
+}
+
+// suiteRun runs the suite of params and sc on p.
+func suiteRun(t *testing.T, p *plugin.Plugin, params kind.Params, sc SuiteConfig) []property.Verdict[*Case, *Result] {
+	t.Helper()
+	s, err := Suite(&kind.Session{Plugin: p, Dir: plugintest.Dir(t)}, params, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func requirePassed(t *testing.T, vs []property.Verdict[*Case, *Result], cases int) int {
+	t.Helper()
+	total := 0
+	for _, v := range vs {
+		o := v.Outcome
+		total += o.Cases
+		if !o.Passed() || o.Cases != cases {
+			msg := fmt.Sprintf("%s: %d of %d cases, fault %v", v.Label, o.Cases, cases, o.Fault)
+			if f := o.Failure; f != nil {
+				var b strings.Builder
+				WriteCase(&b, nil, f.Case, f.Minimal)
+				msg += fmt.Sprintf(", failure %s:\n%s", f.Property, b.String())
+			}
+			t.Error(msg)
+		}
+	}
+	return total
+}
+
+// TestControlPassesInProcess: the correct engine passes every profile (the
+// SDK and engine linked in, no gRPC: the fast loop).
+func TestControlPassesInProcess(t *testing.T) {
+	vs := runSuite(t, plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), "", 60, 1, false)
+	if len(vs) != len(Profiles) {
+		t.Fatalf("%d verdicts for %d profiles", len(vs), len(Profiles))
+	}
+	requirePassed(t, vs, 60)
+}
+
+// TestControlPassesTwoProcesses: the correct engine passes every profile
+// as a prefill process and a decode process of the real plugin binary,
+// each mapping its arenas, the harness between them. With CasesEnv this is
+// the 10,000-case control run.
+func TestControlPassesTwoProcesses(t *testing.T) {
+	p, _ := plugintest.Start(t, "pdasync")
+	cases := casesFromEnv(t, 25)
+	total := requirePassed(t, runSuite(t, p, "", cases, 1, false), cases)
+	t.Logf("%d cases passed over %d profiles, two processes each", total, len(Profiles))
+}
+
+// TestMutantsKilledEverySeed: each mutant of the bug classes is killed in
+// each of ten runs with different seeds, by the two processes of the real
+// plugin binary, each run within a small budget; the table says how fast.
+func TestMutantsKilledEverySeed(t *testing.T) {
+	p, _ := plugintest.Start(t, "pdasync")
+	seeds := 10
+	if testing.Short() {
+		seeds = 3
+	}
+	var rows strings.Builder
+	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\tkilled\tproperty\tprofiles\tcases to kill (per seed)")
+	for _, v := range kernel.Plugin.Variants {
+		killed, props, profiles, cases := 0, map[string]bool{}, map[string]bool{}, []string{}
+		for seed := range int64(seeds) {
+			vs := runSuite(t, p, v.Name, 200, 100*seed+1, true)
+			last := vs[len(vs)-1]
+			if f := last.Outcome.Failure; f != nil && !f.Flaky {
+				killed++
+				props[string(f.Property)], profiles[last.Label] = true, true
+				n := 0
+				for _, x := range vs {
+					n += x.Outcome.Cases
+				}
+				cases = append(cases, strconv.Itoa(n))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", v.Name, killed, seeds, keys(props), keys(profiles), strings.Join(cases, " "))
+		if killed != seeds {
+			t.Errorf("%s killed in %d of %d seeds", v.Name, killed, seeds)
+		}
+	}
+	tw.Flush()
+	t.Log("\n" + rows.String())
+}
+
+func keys(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}

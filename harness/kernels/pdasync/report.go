@@ -1,0 +1,69 @@
+package pdasync
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/report"
+)
+
+// Schema is how pdasync check runs read: a row per profile, a column per
+// property (a wrong declared page size counts against descriptor, a wrong
+// digest against bytes), and a failure printed with its violations, each
+// saying when in the run it was seen, and the run's trace.
+var Schema = &report.Schema[*Case, *Result]{
+	Kernel:    Name,
+	Keys:      []report.Key{report.LabelKey},
+	Columns:   []oracle.Kind{PageMap, BadDescriptor, Completion, EarlyRead, Reuse, Outside, Stale, Bytes, Liveness, Protocol},
+	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor, Digest: Bytes},
+	LabelJSON: "profile",
+	Title: func(h report.Header) string {
+		return fmt.Sprintf("plugin %s %s, variant %s, on %s: asynchronous transfers across two processes, up to %d cases per row, seed %d, %s",
+			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
+	},
+	Headline:  func(_ *layout.Layout, label string) []string { return []string{"pdasync", "profile " + label} },
+	WriteCase: WriteCase,
+	FailureJSON: func(c *Case, r *Result) report.Object {
+		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}, {Key: "trace", Value: r.Trace, OmitEmpty: true}}
+	},
+	Repro: repro,
+}
+
+// repro saves a failing row: the case carries its whole geometry and
+// schedule; the file's layout is the first buffer's, its slots the tokens
+// of one pool.
+func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
+	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
+	if err != nil {
+		return nil, err
+	}
+	return report.FailedRepro(Name, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+}
+
+// maxTrace bounds the trace lines printed for one case.
+const maxTrace = 40
+
+// WriteCase prints a checked case: the case, its violations with want/got
+// bytes, and the run's trace.
+func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
+	c.Describe(w, "    ")
+	shown := make([]report.Shown, len(r.Violations))
+	for i, v := range r.Violations {
+		shown[i] = report.Shown{Line: v.String()}
+		if v.Len > 0 {
+			shown[i].Diff = report.HexDiff(v.Generic())
+		}
+	}
+	report.WriteViolations(w, shown)
+	fmt.Fprintf(w, "  the run (%d moves):\n", len(r.Trace))
+	for i, line := range r.Trace {
+		if i == maxTrace {
+			fmt.Fprintf(w, "    … %d more\n", len(r.Trace)-i)
+			break
+		}
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+}

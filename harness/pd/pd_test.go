@@ -1,0 +1,67 @@
+package pd
+
+import (
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/pool"
+)
+
+// pools is buffer 0 of DefaultGeometry(1, 8), planned on both sides.
+func pools(t *testing.T) BufferPools {
+	t.Helper()
+	g := DefaultGeometry(1, 8)
+	l, err := g.Layout(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pool.Plan([]pool.Spec{{Name: "src", Layout: l, Slots: 8 * g.PageSize}, {Name: "dst", Layout: l, Slots: 8 * g.PageSize}}, pool.Alignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return BufferPools{Name: "L0.kv", Layout: "bf16", PageBytes: l.PageBytes(), Pages: 8, Src: plan.Regions[0], Dst: plan.Regions[1]}
+}
+
+func TestVetCopy(t *testing.T) {
+	b := pools(t)
+	n := b.PageBytes
+	where := func(side string, off int) string { return side + "?" }
+	good := Descriptor{Src: b.PageOff(SideSrc, 2), Dst: b.PageOff(SideDst, 5), Length: 2 * n, ItemLen: n, Run: 2}
+	if p, s, d := VetCopy(good, b, where); len(p) > 0 || s != 2 || d != 5 {
+		t.Errorf("a good copy: %v, pages %d → %d", p, s, d)
+	}
+	for _, tc := range []struct {
+		edit func(*Descriptor)
+		says string
+	}{
+		{func(d *Descriptor) { d.Run = 0 }, "run 0"},
+		{func(d *Descriptor) { d.Length = n }, "length"},
+		{func(d *Descriptor) { d.ItemLen, d.Length = n/2, n }, "item_len"},
+		{func(d *Descriptor) { d.Dst += 8 }, "not on a page boundary"},
+		{func(d *Descriptor) { d.Dst = b.PageOff(SideDst, 7) }, "not inside L0.kv's dst pages"},
+		{func(d *Descriptor) { d.Src = 0 }, "(it starts in src?)"},
+	} {
+		d := good
+		tc.edit(&d)
+		if p, _, _ := VetCopy(d, b, where); !strings.Contains(strings.Join(p, "; "), tc.says) {
+			t.Errorf("%v: %v; want a problem saying %q", d, p, tc.says)
+		}
+	}
+	if !ProductIs(3, 4, 12) || ProductIs(3, 4, 13) || ProductIs(-1, 1, -1) || ProductIs(1, 0, 0) {
+		t.Error("ProductIs")
+	}
+}
+
+func TestPageListAndDigests(t *testing.T) {
+	if got := PageList([]int64{3, 4, 5, 9, 1, 2}, 2); got != "[3..5 9 …(2 more)]" {
+		t.Errorf("PageList: %s", got)
+	}
+	d := NewDigester(0, 7, "L0.kv", 2)
+	d.Add([]byte("ab"), []byte("ab"))
+	d.Add([]byte("cd"), []byte("cx"))
+	rd := d.Done()
+	if rd.Match() || rd.Src != hex.EncodeToString(Digest([]byte("ab"), []byte("cd"))) || DigestsMatch([]RoomDigest{rd}) {
+		t.Errorf("digests %+v", rd)
+	}
+}

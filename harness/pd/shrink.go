@@ -1,0 +1,69 @@
+package pd
+
+import (
+	"fmt"
+	"math/rand"
+)
+
+// Fits checks g, and that one pool's tokens fit in slots when slots is
+// positive: what every pd case's Validate asks of its geometry first.
+func (g Geometry) Fits(slots int) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("geometry: %w", err)
+	}
+	if slots > 0 && g.Pages*g.PageSize > slots {
+		return fmt.Errorf("%d pages of %d tokens exceed the %d slots of a pool", g.Pages, g.PageSize, slots)
+	}
+	return nil
+}
+
+// CutPool is g with its pools cut to the pages [0, used) (at least two),
+// each buffer's page-table shift folded into the smaller pool; false when
+// that is no smaller than g.
+func (g Geometry) CutPool(used int64) (Geometry, bool) {
+	pages := max(int(used), 2)
+	if pages >= g.Pages {
+		return g, false
+	}
+	x := g.Clone()
+	x.Pages = pages
+	for i := range x.Buffers {
+		x.Buffers[i].Shift %= pages
+	}
+	return x, true
+}
+
+// Sequential reports whether ids are 0, 1, 2…: the room ids a shrinker
+// renumbers to.
+func Sequential(ids []uint64) bool {
+	for i, id := range ids {
+		if id != uint64(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewID draws a room id (top bit clear) not yet in ids, and adds it.
+func NewID(rng *rand.Rand, ids map[uint64]bool) uint64 {
+	for {
+		id := rng.Uint64() >> 1
+		if !ids[id] {
+			ids[id] = true
+			return id
+		}
+	}
+}
+
+// DiffSpan returns the first and last index where a and b differ (first
+// is len(a) when they do not).
+func DiffSpan(a, b []byte) (int, int) {
+	first, last := 0, len(a)-1
+	for first < len(a) && a[first] == b[first] {
+		first++
+	}
+	for last > first && a[last] == b[last] {
+		last--
+	}
+	return first, last
+}

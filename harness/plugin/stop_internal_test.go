@@ -1,0 +1,87 @@
+package plugin
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// fakeSanitizer is plugintest's stand-in for compute-sanitizer (which
+// cannot be imported here: plugintest imports this package).
+const fakeSanitizer = `#!/bin/sh
+log=""
+while [ "$1" != "--" ]; do
+	if [ "$1" = "--log-file" ]; then log="$2"; shift; fi
+	shift
+done
+shift
+echo "========= COMPUTE-SANITIZER"
+echo "========= COMPUTE-SANITIZER" > "$log"
+"$@"
+rc=$?
+printf '========= Invalid __global__ write of size 4 bytes\n=========     at fake_store+0x10\n=========     by thread (0,0,0) in block (0,0,0)\n=========     Address 0x10 is out of bounds\n=========\n========= ERROR SUMMARY: 1 error\n' >> "$log"
+exit $rc
+`
+
+func startUnder(t *testing.T, san *Sanitizer) *Plugin {
+	t.Helper()
+	path, err := Resolve("fusedstore")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir, err := rundir.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Sanitizer: san})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCloseLetsTheSanitizerFinish: a plugin is asked to exit before it is
+// killed, so a sanitizer wrapped around it writes what it writes at exit;
+// the record is kept for the plugin and the handshake survived the
+// sanitizer's banner on stdout.
+func TestCloseLetsTheSanitizerFinish(t *testing.T) {
+	tmp := t.TempDir()
+	exe := filepath.Join(tmp, "compute-sanitizer")
+	if err := os.WriteFile(exe, []byte(fakeSanitizer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	san := &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}
+	p := startUnder(t, san)
+	if fs := p.SanitizerFindings(); len(fs) != 0 {
+		t.Errorf("findings before exit: %v", fs)
+	}
+	p.Close()
+	if d := p.runner.exitDetail(); d != "process exited with status 0" {
+		t.Errorf("the sanitized process ended with %q: want a clean exit, not a kill", d)
+	}
+	if fs := p.SanitizerFindings(); len(fs) != 0 {
+		t.Errorf("findings of the running process after it exited: %v", fs)
+	}
+	fs := p.ExitedFindings()
+	if len(fs) != 1 || fs[0].Kernel != "fake_store" || !strings.Contains(fs[0].String(), "out of bounds") {
+		t.Fatalf("findings after exit: %v; want the record written at exit", fs)
+	}
+	if left := san.Orphans(); len(left) != 0 {
+		t.Errorf("claimed findings are still orphans: %v", left)
+	}
+}
+
+// TestCloseIsGraceful: an unsanitized plugin exits on its own when
+// closed, rather than by SIGKILL.
+func TestCloseIsGraceful(t *testing.T) {
+	p := startUnder(t, nil)
+	p.Close()
+	if d := p.runner.exitDetail(); d != "process exited with status 0" {
+		t.Errorf("closed plugin ended with %q, want a clean exit", d)
+	}
+}

@@ -1,0 +1,34 @@
+package report
+
+import (
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// FailedRepro is the repro file of v's failure: the plugin as the run
+// named it, the failing case on layout l with slots tokens per pool, and
+// how it was found with vs, the minimal case's violations, cut to
+// MaxViolations. Each kind's Repro says which layout and slots its case
+// replays on; the rest is the same for all.
+func FailedRepro[C workload.Case, R property.Result](kernel protocol.Kernel, h Header, v property.Verdict[C, R], l *layout.Layout, slots int, vs []oracle.Violation) *Repro {
+	fl := v.Outcome.Failure
+	if len(vs) > MaxViolations {
+		vs = vs[:MaxViolations]
+	}
+	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant,
+		Layout: l.JSON(), Slots: slots, BackgroundSeed: h.Seed, Case: fl.Case,
+		Found: &Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
+			Shrinks: fl.Shrinks, Violations: vs}}
+}
+
+// VariantOrNone is the run's variant as titles print it: "none" for the
+// plugin's own kernel.
+func (h Header) VariantOrNone() string {
+	if h.Variant == "" {
+		return "none"
+	}
+	return h.Variant
+}

@@ -1,0 +1,19 @@
+package sdk
+
+import "os"
+
+// deviceConnections is the number of hardware work queues a plugin's CUDA
+// context gets unless the environment says otherwise. CUDA's default of 8
+// maps more streams than that onto shared queues, and a stream held by a
+// wait (cuStreamWaitValue32 on a gate, as the pdasync device transport
+// holds each handle) then blocks every stream behind it in its queue: a
+// handle the harness opened would never run. 32 is the most CUDA allows.
+const deviceConnections = "32"
+
+// widenDeviceQueues sets CUDA_DEVICE_MAX_CONNECTIONS before any CUDA
+// context exists, unless the user set it.
+func widenDeviceQueues() {
+	if _, ok := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS"); !ok {
+		os.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", deviceConnections)
+	}
+}

@@ -1,0 +1,138 @@
+package kernel
+
+import (
+	"context"
+
+	"github.com/kvharness/kvharness/harness/sdk"
+)
+
+// prefill is the prefill server's engine: the rooms it posted, and the
+// notifications it has not yet raised.
+type prefill struct {
+	a       *sdk.AsyncPrefillAttach
+	itemLen []int
+	rooms   []*sendRoom
+}
+
+type sendRoom struct {
+	id    uint64
+	comps []*sendComp
+}
+
+type sendComp struct {
+	id      uint32
+	handles []*sendHandle
+	told    bool
+}
+
+type sendHandle struct {
+	x     *sdk.Xfer
+	state sdk.XferState
+	told  bool
+}
+
+// Post implements sdk.AsyncPrefill: every handle at once, each with the
+// descriptors of its pages in every buffer of its component.
+func (p *prefill) Post(_ context.Context, room sdk.AsyncRoom, src, dst []int64) ([]sdk.AsyncPosted, error) {
+	r := &sendRoom{id: room.ID}
+	var out []sdk.AsyncPosted
+	for _, c := range room.Components {
+		sc := &sendComp{id: c.ID}
+		for _, h := range c.Handles {
+			ds := p.descriptors(room.ID, c.Buffers, h, src, dst)
+			x, err := p.a.Post(h.ID, ds)
+			if err != nil {
+				return nil, err
+			}
+			sc.handles = append(sc.handles, &sendHandle{x: x})
+			out = append(out, sdk.AsyncPosted{Handle: h.ID, Descriptors: ds})
+		}
+		r.comps = append(r.comps, sc)
+	}
+	p.rooms = append(p.rooms, r)
+	return out, nil
+}
+
+// descriptors builds a handle's copies: buffer by buffer, a descriptor per
+// run of its pages contiguous on both sides.
+func (p *prefill) descriptors(room uint64, bufs []int, h sdk.AsyncHandle, src, dst []int64) []sdk.Descriptor {
+	var out []sdk.Descriptor
+	for _, bi := range bufs {
+		b, n := p.a.Buffers[bi], p.itemLen[bi]
+		end := h.FirstPage + h.Pages
+		for i := h.FirstPage; i < end; {
+			s, d := b.Phys(src[i]), b.Phys(dst[i])
+			run := 1
+			for i+run < end && b.Phys(src[i+run]) == s+int64(run) && b.Phys(dst[i+run]) == d+int64(run) {
+				run++
+			}
+			out = append(out, sdk.Descriptor{Room: room, Buffer: bi, Src: b.Src.Base + int(s)*n, Dst: b.Dst.Base + int(d)*n,
+				Length: run * n, ItemLen: n, Run: run})
+			i += run
+		}
+	}
+	return out
+}
+
+// Poll implements sdk.AsyncPrefill: a notification for every handle that
+// ended since the last poll, then one for every component all of whose
+// handles have.
+func (p *prefill) Poll(context.Context) ([]sdk.AsyncNotification, error) {
+	var out []sdk.AsyncNotification
+	for _, r := range p.rooms {
+		for _, c := range r.comps {
+			ns, err := p.pollComponent(r.id, c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ns...)
+		}
+	}
+	return out, nil
+}
+
+func (p *prefill) pollComponent(room uint64, c *sendComp) ([]sdk.AsyncNotification, error) {
+	var out []sdk.AsyncNotification
+	ended, failed := true, false
+	for _, h := range c.handles {
+		if !h.told {
+			st, err := p.state(h.x)
+			if err != nil {
+				return nil, err
+			}
+			if st != sdk.XferPending {
+				h.state, h.told = st, true
+				out = append(out, sdk.AsyncNotification{Room: room, Component: c.id, Handle: h.x.Handle, Note: handleNote(st)})
+			}
+		}
+		ended = ended && h.told
+		failed = failed || h.state == sdk.XferFailed
+	}
+	if ended && !c.told {
+		c.told = true
+		note := sdk.NoteComponentDone
+		if failed {
+			note = sdk.NoteComponentFailed
+		}
+		out = append(out, sdk.AsyncNotification{Room: room, Component: c.id, Note: note})
+	}
+	return out, nil
+}
+
+// state is where a handle is. Under poll-as-completion a poll that
+// answers without error counts as done, though the transfer has only
+// started.
+func (p *prefill) state(x *sdk.Xfer) (sdk.XferState, error) {
+	st, err := x.State()
+	if err == nil && st == sdk.XferPending && p.a.Variant == PollAsCompletion {
+		st = sdk.XferDone
+	}
+	return st, err
+}
+
+func handleNote(st sdk.XferState) sdk.AsyncNote {
+	if st == sdk.XferFailed {
+		return sdk.NoteHandleFailed
+	}
+	return sdk.NoteHandleDone
+}
