@@ -29,6 +29,15 @@ func goldenRun(t *testing.T, name string, wantCode int, args ...string) string {
 	return stdout.String()
 }
 
+// long skips an end-to-end run of many plugin processes under -short: go
+// test -short ./... is the quick loop, the full run (CI's) runs them all.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end over real plugins for many seconds; run without -short")
+	}
+}
+
 func resultsDir(t *testing.T) string {
 	dir := filepath.Join("testdata", "results")
 	os.RemoveAll(dir)
@@ -81,6 +90,7 @@ func TestCheckJSON(t *testing.T) {
 // same writers as stores: a table, the first failure in full, the other
 // failures' replay lines, and JSON.
 func TestCheckReadAndTransfer(t *testing.T) {
+	long(t)
 	dir := resultsDir(t)
 	for _, tc := range []struct {
 		name string
@@ -101,6 +111,7 @@ func TestCheckReadAndTransfer(t *testing.T) {
 // dies when the machine's load lets it (its properties are tested in
 // harness/kernels/store, TestHeadlineProperties).
 func TestMutantsTable(t *testing.T) {
+	long(t)
 	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu",
 		"--plugin", "fusedstore,fp8store,recipestore,bf16scatter,pdtransfer,layerload,pdasync")
 }
@@ -191,6 +202,7 @@ func TestValueModes(t *testing.T) {
 // only, so the plugins that store are the ones it can change; gostore is
 // left out as in the table above (its race dies when the load allows).
 func TestMutantsExact(t *testing.T) {
+	long(t)
 	var stores []string
 	for _, name := range plugin.StoreNames() {
 		if name != "gostore" {
