@@ -50,6 +50,7 @@ func readRuns(t *testing.T, out string) []results.Run {
 // resumes it: the resumed night measures nothing again, and a run of
 // another plugin version left in the journal is kept out of the outputs.
 func TestBenchRunsAndResumes(t *testing.T) {
+	long(t)
 	out := filepath.Join(t.TempDir(), "night")
 	code, stdout, stderr := runCLI(t, append(tinyBench, "--out", out)...)
 	if code != exitPass {
@@ -106,6 +107,7 @@ func TestBenchRunsAndResumes(t *testing.T) {
 // the cells of the unsharded night, in its order, with the same table
 // rows; merge refuses a missing shard, a doubled one and one cut short.
 func TestBenchShardsMergeToWhole(t *testing.T) {
+	long(t)
 	defer func(c string) { buildCommit = c }(buildCommit)
 	buildCommit = "abc1234" // one build for every shard, whatever the worktree does meanwhile
 	dir := t.TempDir()
@@ -180,6 +182,7 @@ func tableRows(table string) []string {
 
 // TestBenchFormats: the table on stdout in markdown, CSV and JSON.
 func TestBenchFormats(t *testing.T) {
+	long(t)
 	for _, tc := range []struct{ format, want string }{
 		{"md", "| plugin | layout | tokens |"},
 		{"csv", "name,kernel,plugin,plugin_version"},
@@ -200,6 +203,7 @@ func TestBenchFormats(t *testing.T) {
 // error under --strict and a warning without, naming the cell and the
 // fix.
 func TestBenchStrict(t *testing.T) {
+	long(t)
 	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000", "--timeout", "0.05")
 	code, _, stderr := runCLI(t, append(starve, "--strict", "--out", filepath.Join(t.TempDir(), "s"))...)
 	if code != exitError || !strings.Contains(stderr, "samples < min 100000") || !strings.Contains(stderr, "raise --timeout") {
@@ -215,6 +219,7 @@ func TestBenchStrict(t *testing.T) {
 // in turn; every cell records the rotation, and bench.txt names it, so a
 // rotating night never compares with one that repeats a single set.
 func TestBenchRotates(t *testing.T) {
+	long(t)
 	out := filepath.Join(t.TempDir(), "rotated")
 	code, stdout, stderr := runCLI(t, append(tinyBench, "--rotate", "3", "--out", out)...)
 	if code != exitPass {
@@ -249,6 +254,7 @@ func TestBenchRotates(t *testing.T) {
 // TestBenchSlotRuns: --slot-run draws page-aligned runs of slots; the
 // cells record it and bench.txt names it.
 func TestBenchSlotRuns(t *testing.T) {
+	long(t)
 	out := filepath.Join(t.TempDir(), "pages")
 	code, stdout, stderr := runCLI(t, append(tinyBench, "--slot-run", "16", "--out", out)...)
 	if code != exitPass {

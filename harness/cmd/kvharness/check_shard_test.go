@@ -22,6 +22,7 @@ type checkReport struct {
 // failures and repro files included), and none twice; a shard that owns
 // no row is an error, not an empty pass.
 func TestCheckShardsUnionToWhole(t *testing.T) {
+	long(t)
 	for _, tc := range []struct {
 		plugin string
 		code   int

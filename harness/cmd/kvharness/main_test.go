@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,15 @@ func goldenRun(t *testing.T, name string, wantCode int, args ...string) string {
 	golden.Check(t, filepath.Join("testdata", name+".stdout"), stdout.Bytes())
 	golden.Check(t, filepath.Join("testdata", name+".stderr"), stderr.Bytes())
 	return stdout.String()
+}
+
+// long skips an end-to-end run of many plugin processes under -short: go
+// test -short ./... is the quick loop, the full run (CI's) runs them all.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end over real plugins for many seconds; run without -short")
+	}
 }
 
 func resultsDir(t *testing.T) string {
@@ -81,6 +91,7 @@ func TestCheckJSON(t *testing.T) {
 // same writers as stores: a table, the first failure in full, the other
 // failures' replay lines, and JSON.
 func TestCheckReadAndTransfer(t *testing.T) {
+	long(t)
 	dir := resultsDir(t)
 	for _, tc := range []struct {
 		name string
@@ -97,12 +108,30 @@ func TestCheckReadAndTransfer(t *testing.T) {
 	}
 }
 
-// TestMutantsTable: the golden table leaves gostore out, whose race
-// dies when the machine's load lets it (its properties are tested in
-// harness/kernels/store, TestHeadlineProperties).
+// loadDependent are the bundled plugins whose mutants die only when the
+// machine's load lets them (gostore's race): a golden table cannot hold
+// them. Their properties are tested in harness/kernels/store
+// (TestHeadlineProperties, under --stress).
+var loadDependent = []string{"gostore"}
+
+// goldenPlugins is names without the load-dependent plugins, comma-joined
+// for --plugin: a plugin added to the bundled table joins the goldens.
+func goldenPlugins(names []string) string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(loadDependent, n) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// TestMutantsTable: every bundled plugin's controls pass and its mutants
+// die, as the golden table records.
 func TestMutantsTable(t *testing.T) {
+	long(t)
 	goldenRun(t, "mutants", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu",
-		"--plugin", "fusedstore,fp8store,recipestore,bf16scatter,pdtransfer,layerload,pdasync")
+		"--plugin", goldenPlugins(plugin.UnderTestNames()))
 }
 
 func TestPlugins(t *testing.T) {
@@ -188,15 +217,9 @@ func TestValueModes(t *testing.T) {
 
 // TestMutantsExact: every store mutant dies under bit-exact judgement
 // too: the tolerance is not what kills them. --value judges stored values
-// only, so the plugins that store are the ones it can change; gostore is
-// left out as in the table above (its race dies when the load allows).
+// only, so the plugins that store are the ones it can change.
 func TestMutantsExact(t *testing.T) {
-	var stores []string
-	for _, name := range plugin.StoreNames() {
-		if name != "gostore" {
-			stores = append(stores, name)
-		}
-	}
+	long(t)
 	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
-		"--plugin", strings.Join(stores, ","))
+		"--plugin", goldenPlugins(plugin.StoreNames()))
 }

@@ -114,6 +114,7 @@ func (s stopAfterRow) Finished(property.RowDone) { s.cancel(errInterrupted) }
 // are reported as finished, the row in flight as stopped, and the exit is
 // 130, not a plugin fault.
 func TestInterruptReportsFinishedRows(t *testing.T) {
+	long(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	ctx = property.WithObserver(ctx, stopAfterRow{cancel})

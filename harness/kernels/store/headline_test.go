@@ -84,11 +84,21 @@ func (h headline) check(t *testing.T, row string, f *property.Failure[*Case, *Re
 		}
 		return
 	}
-	if c := f.Case; c.Capacity() != h.capacity || c.Valid != h.capacity {
-		t.Errorf("%s: shrunk to %v, want C=%d n=%d", row, c, h.capacity, h.capacity)
-	}
-	if f.NeedsHistory != h.history || !f.Fresh {
-		t.Errorf("%s: needs history %v (checked fresh: %v), want %v", row, f.NeedsHistory, f.Fresh, h.history)
+	if h.stress > 0 {
+		// A race fails or not by timing: a shrink step or the fresh
+		// check that its run happened to pass keeps a row more, or says
+		// it needs the history. What must hold is that it is caught, as
+		// what it is, on a case of a row or two with no padding finding.
+		if c := f.Case; c.Capacity() > 2*h.capacity {
+			t.Errorf("%s: shrunk to %v, want C ≤ %d", row, c, 2*h.capacity)
+		}
+	} else {
+		if c := f.Case; c.Capacity() != h.capacity || c.Valid != h.capacity {
+			t.Errorf("%s: shrunk to %v, want C=%d n=%d", row, c, h.capacity, h.capacity)
+		}
+		if f.NeedsHistory != h.history || !f.Fresh {
+			t.Errorf("%s: needs history %v (checked fresh: %v), want %v", row, f.NeedsHistory, f.Fresh, h.history)
+		}
 	}
 	if slices.ContainsFunc(f.Minimal.Violations, func(v oracle.Violation) bool { return v.Kind == oracle.Padding }) {
 		t.Errorf("%s: a padding violation in the minimal case: %v", row, f.Minimal.Violations)
