@@ -54,7 +54,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	g := progressOn(e, "mutants", "subjects")
-	results, err := runSubjects(ctx, g, *names, *backend, *device, trust{noMTLS: *noMTLS}, cfg, !fs.Changed("head-dim"))
+	run := subjectRun{backend: *backend, device: *device, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
+		skipUnserved: !fs.Changed("plugin")}
+	results, skipped, err := run.all(ctx, g, *names, cfg)
 	g.done()
 	if code, stop := resourceError(e, err, "--slots", cfg.Slots); stop {
 		return code
@@ -66,6 +68,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	mutants.WriteSummary(e.stdout, results, !*noTimes)
 	if cfg.Value == layout.Exact {
 		fmt.Fprintln(e.stdout, "(mutants' fp8 values judged bit-exact; controls' by their declared recipes)")
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
 	}
 	if interrupted(ctx) {
 		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
@@ -102,55 +107,77 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 	return nil
 }
 
-// runSubjects runs every plugin's controls and variants, reporting each
-// as it finishes; on an interrupt it returns the results so far. anyDim
-// (no --head-dim given) lets a plugin run at its layouts' fixed head dim.
-func runSubjects(ctx context.Context, g *progress, names []string, backend string, device int, tr trust, cfg mutants.Config,
-	anyDim bool) ([]mutants.Result, error) {
-	var results []mutants.Result
-	for _, name := range names {
-		rs, err := mutantsOf(ctx, g, name, backend, device, tr, cfg, anyDim)
-		results = append(results, rs...)
-		if err != nil {
-			return results, err
-		}
-	}
-	return results, nil
+// subjectRun is how one mutants run reaches its plugins. skipUnserved (no
+// --plugin given) passes over a bundled plugin that does not serve a
+// --backend cuda the user insisted on (a CPU-only example), where one the
+// user named is an error.
+type subjectRun struct {
+	backend      string
+	device       int
+	tr           trust
+	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
+	skipUnserved bool
 }
 
-// mutantsOf runs one plugin's controls and variants, a fresh process each,
-// so one variant's state cannot leak into the next.
-func mutantsOf(ctx context.Context, g *progress, name, backend string, device int, tr trust, cfg mutants.Config,
-	anyDim bool) ([]mutants.Result, error) {
-	probe, err := probeLayouts(ctx, name, tr, &cfg, anyDim)
+// unserved is a plugin passed over for the backend, and what it serves.
+type unserved struct {
+	name   string
+	served []kvpb.Backend
+}
+
+// all runs every plugin's controls and variants, reporting each as it
+// finishes; on an interrupt it returns the results so far.
+func (r subjectRun) all(ctx context.Context, g *progress, names []string, cfg mutants.Config) ([]mutants.Result, []unserved, error) {
+	var results []mutants.Result
+	var skipped []unserved
+	for _, name := range names {
+		rs, skip, err := r.of(ctx, g, name, cfg)
+		results = append(results, rs...)
+		if skip != nil {
+			skipped = append(skipped, *skip)
+		}
+		if err != nil {
+			return results, skipped, err
+		}
+	}
+	return results, skipped, nil
+}
+
+// of runs one plugin's controls and variants, a fresh process each, so
+// one variant's state cannot leak into the next.
+func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutants.Config) ([]mutants.Result, *unserved, error) {
+	probe, err := probeLayouts(ctx, name, r.tr, &cfg, r.anyDim)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
-	b, release, err := arena.Choose(backend, device, served)
+	if r.skipUnserved && r.backend == "cuda" && !slices.Contains(served, kvpb.Backend_BACKEND_CUDA) {
+		return nil, &unserved{name: name, served: served}, nil
+	}
+	b, release, err := arena.Choose(r.backend, r.device, served)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer release()
 	if cfg.Graph && !b.Place().OnDevice() {
-		return nil, fmt.Errorf("--graph needs the cuda backend; %s runs on the cpu backend here", name)
+		return nil, nil, fmt.Errorf("--graph needs the cuda backend; %s runs on the cpu backend here", name)
 	}
 	cfg.Backend = b
 	g.grow(len(subjects))
 	var out []mutants.Result
 	for _, s := range subjects {
-		r, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, tr)
+		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr)
 		if err != nil || ctx.Err() != nil {
-			return out, err
+			return out, nil, err
 		}
 		g.step(1)
 		if ok {
-			out = append(out, r)
-			g.line("%s", subjectLine(r))
+			out = append(out, res)
+			g.line("%s", subjectLine(res))
 		}
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // probed is what mutants learns of a plugin before running it: its

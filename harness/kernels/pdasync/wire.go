@@ -41,6 +41,15 @@ func (r *run) table() []uint64 {
 // posts the room at the prefill with them, as a deployment's bootstrap
 // does.
 func (r *run) admit(ri int) error {
+	if ok, err := r.admitOnly(ri); !ok || err != nil {
+		return err
+	}
+	return r.post(ri)
+}
+
+// admitOnly asks the decode for a room's pages and judges its answer;
+// false when the room cannot be posted.
+func (r *run) admitOnly(ri int) (bool, error) {
 	room, info := r.c.Rooms[ri], r.w.rooms[ri]
 	req := &kvpb.AsyncAdmitRequest{Room: r.planPB(ri), PageTable: r.table()}
 	for _, v := range room.Virt {
@@ -48,16 +57,16 @@ func (r *run) admit(ri int) error {
 	}
 	resp, err := r.t.Decode.AsyncAdmit(r.ctx, req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	info.admitted = true
 	r.w.take(ri, r.at)
 	if !r.judgeAdmit(ri, resp.DstPages) {
 		info.broken, info.over = true, "broken"
-		return nil
+		return false, nil
 	}
 	r.trace("admit r%d (id %d): the decode sends dst pages %s", ri, room.ID, pd.PageList(info.sent, 12))
-	return r.post(ri)
+	return true, nil
 }
 
 // judgeAdmit checks the decode's pages against the room's physical pages

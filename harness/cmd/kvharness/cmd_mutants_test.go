@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/mutants"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+)
+
+// A mutants run over the bundled plugins on --backend cuda passes over a
+// plugin with no CUDA kernel (gostore serves the CPU only) and says so;
+// the same plugin named with --plugin is an error about the backend.
+func TestMutantsPassOverUnservedBackend(t *testing.T) {
+	cfg := mutants.Config{PageSize: layout.DefaultPageSize, HeadDim: layout.DefaultHeadDim, Cases: 20, Seed: 1, MaxCapacity: 64}
+	run := subjectRun{backend: "cuda", anyDim: true, skipUnserved: true}
+	rs, skip, err := run.of(context.Background(), nil, "gostore", cfg)
+	if err != nil || len(rs) != 0 {
+		t.Fatalf("bundled run over gostore on cuda: results %d, err %v; want it passed over", len(rs), err)
+	}
+	if skip == nil || skip.name != "gostore" || !slices.Equal(skip.served, []kvpb.Backend{kvpb.Backend_BACKEND_SHM}) {
+		t.Fatalf("passed over = %+v, want gostore serving [BACKEND_SHM]", skip)
+	}
+	run.skipUnserved = false
+	_, skip, err = run.of(context.Background(), nil, "gostore", cfg)
+	if !errors.Is(err, arena.ErrBackend) || skip != nil {
+		t.Fatalf("gostore named on cuda: skip %+v, err %v; want an arena.ErrBackend error", skip, err)
+	}
+}
