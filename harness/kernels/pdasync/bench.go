@@ -14,7 +14,7 @@ import (
 // BenchCase is a throughput case: rooms of pages consecutive on both
 // sides (the prefill's first pages to the decode's), each one component
 // of every buffer split into handles, and no steps: the bench opens every
-// gate before it posts.
+// gate at once.
 func BenchCase(g pd.Geometry, rooms, handles int) *Case {
 	c := &Case{Geometry: g}
 	per := g.Pages / rooms
@@ -40,7 +40,7 @@ func BenchCase(g pd.Geometry, rooms, handles int) *Case {
 }
 
 // BenchResult is one timed transfer: the bytes a case moves, how long the
-// engine took from its first post (every gate open) to the last handle's
+// engine took from the moment every gate opened to the last handle's
 // notification, and how long one copy of as many bytes takes from the
 // prefill arena to the decode arena in the harness's own process (a
 // memmove between the two mappings; on a GPU one cuMemcpyDtoDAsync, a
@@ -53,8 +53,8 @@ type BenchResult struct {
 // GBps is bytes per nanosecond: GB/s.
 func GBps(bytes int, d time.Duration) float64 { return float64(bytes) / float64(d.Nanoseconds()) }
 
-// Bench admits every room of c, opens every gate, then times the engine
-// from posting the rooms until every handle is told, then (with judge) drains and
+// Bench admits and posts every room of c, opens every gate at once, times
+// the engine until every handle is told, then (with judge) drains and
 // judges the run: a transfer that is fast and wrong is an error, not a
 // figure. A bench judges its first run; later runs of the same case time
 // only, so that the host's checks (backgrounds and digests of every page)
@@ -76,12 +76,8 @@ func (t *Target) Bench(ctx context.Context, c *Case, judge bool) (BenchResult, e
 	}
 	r.at = "setup"
 	for i := range c.Rooms {
-		ok, err := r.admitOnly(i)
-		if err != nil {
+		if err := r.admit(i); err != nil {
 			return BenchResult{}, err
-		}
-		if !ok {
-			return BenchResult{}, fmt.Errorf("bench: room %d: the decode's admission is wrong (%d violations); check --plugin names them", i, len(r.res.Violations))
 		}
 	}
 	res := BenchResult{Bytes: c.bytes(t.Buffers)}
@@ -89,19 +85,10 @@ func (t *Target) Bench(ctx context.Context, c *Case, judge bool) (BenchResult, e
 	for i, h := range r.w.handles {
 		his[i], h.gate, h.setAt = i, gateGo, "bench"
 	}
-	// Every gate opens before the posts: a bench holds no handle, so that
-	// no copy waits behind a gate in a hardware queue it shares (a device
-	// has 32; a posted copy queued behind a held one can block the host's
-	// submission of the next).
-	if err := t.openAll(); err != nil {
-		return res, err
-	}
 	r.at = "bench"
 	start := time.Now()
-	for i := range c.Rooms {
-		if err := r.post(i); err != nil {
-			return res, err
-		}
+	if err := t.openAll(); err != nil {
+		return res, err
 	}
 	if err := r.await(his); err != nil {
 		return res, err

@@ -41,15 +41,6 @@ func (r *run) table() []uint64 {
 // posts the room at the prefill with them, as a deployment's bootstrap
 // does.
 func (r *run) admit(ri int) error {
-	if ok, err := r.admitOnly(ri); !ok || err != nil {
-		return err
-	}
-	return r.post(ri)
-}
-
-// admitOnly asks the decode for a room's pages and judges its answer;
-// false when the room cannot be posted.
-func (r *run) admitOnly(ri int) (bool, error) {
 	room, info := r.c.Rooms[ri], r.w.rooms[ri]
 	req := &kvpb.AsyncAdmitRequest{Room: r.planPB(ri), PageTable: r.table()}
 	for _, v := range room.Virt {
@@ -57,16 +48,16 @@ func (r *run) admitOnly(ri int) (bool, error) {
 	}
 	resp, err := r.t.Decode.AsyncAdmit(r.ctx, req)
 	if err != nil {
-		return false, err
+		return err
 	}
 	info.admitted = true
 	r.w.take(ri, r.at)
 	if !r.judgeAdmit(ri, resp.DstPages) {
 		info.broken, info.over = true, "broken"
-		return false, nil
+		return nil
 	}
 	r.trace("admit r%d (id %d): the decode sends dst pages %s", ri, room.ID, pd.PageList(info.sent, 12))
-	return true, nil
+	return r.post(ri)
 }
 
 // judgeAdmit checks the decode's pages against the room's physical pages
