@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // These tests run go test -fuzz on the store kind's FuzzStore in a child go
@@ -24,9 +25,7 @@ var storePackage = filepath.Join("harness", "kernels", "store")
 
 func fuzzCmd(t *testing.T, root, pluginName string, fuzztime time.Duration) (string, error) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("fuzz campaigns take minutes; run without -short")
-	}
+	testtier.FullOnly(t, "fuzz campaigns take half a minute and more")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
 	}
@@ -74,9 +73,7 @@ func TestFuzzCorrectPlugins(t *testing.T) {
 // crasher; Go's fuzz cache of earlier runs may still seed it) and requires
 // a crasher file showing a padding or guard violation.
 func TestFuzzFindsIncident(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fuzz campaigns take minutes; run without -short")
-	}
+	testtier.FullOnly(t, "fuzz campaigns take half a minute and more")
 	root, ok := plugin.SourceRoot()
 	if !ok {
 		t.Skip("not inside the kvharness source tree")

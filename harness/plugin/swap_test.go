@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // TestPinnedBinarySwaps: while a pinned plugin starts again and again, its
@@ -20,9 +21,7 @@ import (
 // binary or be refused with ErrChecksum: never the other one. What runs
 // is the image that was hashed, not whatever the path names at exec.
 func TestPinnedBinarySwaps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 100 plugin processes")
-	}
+	testtier.FullOnly(t, "starts 100 plugin processes")
 	pinned, err := plugin.Resolve("fusedstore")
 	if err != nil {
 		t.Fatal(err)

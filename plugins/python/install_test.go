@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // run runs a command and fails the test with its output if it fails.
@@ -58,9 +59,7 @@ func copyTree(t *testing.T, src, dst string) {
 // environment's python. The harness runs it as it runs the shipped ones.
 func TestInstalledOutsideTheTree(t *testing.T) {
 	py := python(t)
-	if testing.Short() {
-		t.Skip("makes a virtual environment and runs pip; skipped in -short")
-	}
+	testtier.FullOnly(t, "makes a virtual environment and runs pip")
 	tmp := t.TempDir()
 	venv := filepath.Join(tmp, "venv")
 	if out, err := exec.Command(py, "-m", "venv", "--system-site-packages", venv).CombinedOutput(); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // pyasyncSuite runs the pdasync suite on pyasync, the engine written
@@ -46,9 +47,7 @@ func TestPyasyncPasses(t *testing.T) { pyasyncSuite(t, "", 15) }
 // TestPyasyncMutantsDie: each of its mutants is killed, as the Go
 // plugin's are.
 func TestPyasyncMutantsDie(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the mutants of the Python engine take half a minute")
-	}
+	testtier.FullOnly(t, "the mutants of the Python engine take ten seconds")
 	for _, v := range []string{"abort-frees-in-flight", "first-component-done", "first-failure-frees", "virtual-as-physical", "poll-as-completion"} {
 		pyasyncSuite(t, v, 100)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // python returns the interpreter the harness would run Python plugins
@@ -241,9 +242,7 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 // The CLI's exit codes for a Python plugin: 1 when caught, 0 when clean.
 func TestCheckCommand(t *testing.T) {
 	python(t)
-	if testing.Short() {
-		t.Skip("builds the kvharness command; skipped in -short")
-	}
+	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	bin := kvharnessBinary(t)
 	manifest := abs(t, filepath.Join("torchscatter", "kvharness-plugin.json"))
 	for _, tc := range []struct {
@@ -304,9 +303,7 @@ func TestMain(m *testing.M) {
 // and mutants like the bundled ones: controls pass, mutants die.
 func TestMutantsCommand(t *testing.T) {
 	python(t)
-	if testing.Short() {
-		t.Skip("builds the kvharness command; skipped in -short")
-	}
+	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("topkread", "kvharness-plugin.json"),
 		"--plugin", filepath.Join("pagetransfer", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times")
 	if noOpenSSL(t) {
@@ -323,9 +320,7 @@ func TestMutantsCommand(t *testing.T) {
 // pass, the undeclared eps dies, by the recipe and bit-exact alike.
 func TestMutantsExamples(t *testing.T) {
 	python(t)
-	if testing.Short() {
-		t.Skip("builds the kvharness command; skipped in -short")
-	}
+	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	for _, value := range []string{"recipe", "exact"} {
 		cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("indexerstore", "kvharness-plugin.json"),
 			"--plugin", filepath.Join("dsv4store", "kvharness-plugin.json"), "--backend", "cpu", "--cases", "40", "--no-times",

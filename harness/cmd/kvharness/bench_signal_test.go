@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // TestBenchCtrlC: SIGINT in the middle of a night stops it within 2 s
@@ -25,9 +26,7 @@ import (
 // A night stops in 0.2–0.6 s on an idle machine; the bound leaves room for
 // a CI machine under load (check's 2 s bar is TestCtrlCWithHungPlugin's).
 func TestBenchCtrlC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds kvharness and plugins")
-	}
+	testtier.FullOnly(t, "builds kvharness and interrupts its bench")
 	bin := buildCLI(t)
 	for _, name := range []string{"fusedstore", "faulty"} { // built now, not inside the timed runs
 		if _, err := plugin.Resolve(name); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // goldenRun runs the CLI in process and compares stdout, stderr and the exit
@@ -30,13 +31,11 @@ func goldenRun(t *testing.T, name string, wantCode int, args ...string) string {
 	return stdout.String()
 }
 
-// long skips an end-to-end run of many plugin processes under -short: go
-// test -short ./... is the quick loop, the full run (CI's) runs them all.
+// long skips an end-to-end run of many plugin processes outside the full
+// suite (testtier): CI runs them all.
 func long(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end to end over real plugins for many seconds; run without -short")
-	}
+	testtier.FullOnly(t, "end to end over many plugin processes for many seconds")
 }
 
 func resultsDir(t *testing.T) string {

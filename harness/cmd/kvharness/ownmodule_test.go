@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // TestGoPluginInOwnModule builds the README's Go plugin the way a kernel
@@ -18,9 +19,7 @@ import (
 // README gives, a go.work file), then checks it. The plugin's code is the
 // README's own, so the documentation cannot drift from what builds.
 func TestGoPluginInOwnModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin module")
-	}
+	testtier.FullOnly(t, "builds a plugin module of its own with go build")
 	root, ok := plugin.SourceRoot()
 	if !ok {
 		t.Fatal("no source root")

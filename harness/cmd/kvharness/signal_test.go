@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // buildCLI builds the kvharness binary for tests that signal a real
@@ -32,9 +33,7 @@ func buildCLI(t *testing.T) string {
 // interrupted, exits 130 and leaves no run directory and no plugin behind.
 // A second SIGINT exits at once.
 func TestCtrlCWithHungPlugin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds kvharness and a plugin")
-	}
+	testtier.FullOnly(t, "builds kvharness and signals it with a hung plugin")
 	bin := buildCLI(t)
 	if _, err := plugin.Resolve("faulty"); err != nil { // built now, not inside the timed runs
 		t.Fatal(err)

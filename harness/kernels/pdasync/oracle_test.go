@@ -37,6 +37,8 @@ type plantedPrefill struct {
 	a      *sdk.AsyncPrefillAttach
 	fault  string
 	posted []sdk.AsyncRoom
+	stray  *sdk.Xfer               // stray-copy's extra copy
+	held   []sdk.AsyncNotification // notes held until it lands
 }
 
 func (p *plantedPrefill) Post(ctx context.Context, room sdk.AsyncRoom, src, dst []int64) ([]sdk.AsyncPosted, error) {
@@ -45,11 +47,14 @@ func (p *plantedPrefill) Post(ctx context.Context, room sdk.AsyncRoom, src, dst 
 	switch p.fault {
 	case "wrong-item-len":
 		out[0].Descriptors[0].ItemLen++
-	case "stray-copy": // one more page, behind the first handle's gate, onto the decode pool's last page
+	case "stray-copy": // one more page, behind the first room's first handle's gate, onto the decode pool's last page
+		if p.stray != nil {
+			break
+		}
 		b := p.a.Buffers[0]
 		n := out[0].Descriptors[0].ItemLen
 		stray := sdk.Descriptor{Room: room.ID, Src: b.Src.Base, Dst: b.Dst.Base + (b.Pages()-1)*n, Length: n, ItemLen: n, Run: 1}
-		_, err = p.a.Post(out[0].Handle, []sdk.Descriptor{stray})
+		p.stray, err = p.a.Post(out[0].Handle, []sdk.Descriptor{stray})
 	}
 	return out, err
 }
@@ -57,6 +62,15 @@ func (p *plantedPrefill) Post(ctx context.Context, room sdk.AsyncRoom, src, dst 
 func (p *plantedPrefill) Poll(ctx context.Context) ([]sdk.AsyncNotification, error) {
 	ns, err := p.AsyncPrefill.Poll(ctx)
 	switch p.fault {
+	case "stray-copy": // nothing is told before the stray copy landed: a busy machine must not let the check end first
+		ns, p.held = append(p.held, ns...), nil
+		if p.stray == nil {
+			break
+		}
+		if st, serr := p.stray.State(); serr == nil && st == sdk.XferPending {
+			p.held = ns
+			return nil, err
+		}
 	case "hang":
 		return nil, err
 	case "done-twice":

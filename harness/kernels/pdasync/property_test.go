@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/internal/testtier"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -109,13 +110,14 @@ func TestControlPassesTwoProcesses(t *testing.T) {
 }
 
 // TestMutantsKilledEverySeed: each mutant of the bug classes is killed in
-// each of ten runs with different seeds, by the two processes of the real
-// plugin binary, each run within a small budget; the table says how fast.
+// each of ten runs with different seeds (three outside the full suite), by
+// the two processes of the real plugin binary, each run within a small
+// budget; the table says how fast.
 func TestMutantsKilledEverySeed(t *testing.T) {
 	p, _ := plugintest.Start(t, "pdasync")
-	seeds := 10
-	if testing.Short() {
-		seeds = 3
+	seeds := 3
+	if testtier.Full() {
+		seeds = 10
 	}
 	var rows strings.Builder
 	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)

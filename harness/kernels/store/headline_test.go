@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // headline is a mutant and what its report must lead with.
@@ -39,9 +40,7 @@ var headlines = []headline{
 // offset), under every padding convention and layout; the stale cache
 // is said to need the plugin's history; the race, under --stress, fails.
 func TestHeadlineProperties(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs eight mutants under every padding: minutes")
-	}
+	testtier.FullOnly(t, "runs eight mutants under every padding: most of a minute")
 	for _, h := range headlines {
 		t.Run(h.variant, func(t *testing.T) {
 			s := suite(t, h.plugin, h.variant, h.layouts...)
