@@ -149,7 +149,7 @@ func loadedDriver() *driverAPI { return drv.Load() }
 // loadDriver opens the driver library at path, binds its entry points and
 // runs cuInit. Every failure wraps ErrNoDriver.
 func loadDriver(path string) (*driverAPI, error) {
-	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	lib, err := dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v; install the NVIDIA driver or run on a GPU machine", ErrNoDriver, err)
 	}

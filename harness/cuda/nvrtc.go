@@ -61,7 +61,7 @@ func nvrtc() (*nvrtcAPI, error) {
 func loadNVRTC(candidates []string) (*nvrtcAPI, error) {
 	var reasons []string
 	for _, name := range candidates {
-		lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		lib, err := dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err != nil {
 			reasons = append(reasons, err.Error())
 			continue

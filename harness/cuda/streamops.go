@@ -39,7 +39,7 @@ func streamOpsOf() (*streamOpsAPI, error) {
 			streamOps.err = err
 			return
 		}
-		lib, err := purego.Dlopen(driverLib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		lib, err := dlopen(driverLib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			streamOps.err = fmt.Errorf("%w: %v", ErrNoDriver, err)
 			return

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // naiveChanged is Changed by definition: the maximal runs of bytes of w
@@ -119,17 +118,7 @@ func openTmpfs(t *testing.T, size int) *Memory {
 		t.Skipf("no /dev/shm to hold a sparse arena: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	t.Setenv("KVHARNESS_RUNTIME_DIR", root)
-	d, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	m, err := New(d, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m, _ := openIn(t, root, size)
 	if !m.Sparse() {
 		t.Skip("/dev/shm is not a tmpfs here: FillLazy fills densely")
 	}

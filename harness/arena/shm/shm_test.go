@@ -12,7 +12,13 @@ import (
 
 func open(t *testing.T, size int) (*Memory, *rundir.Dir) {
 	t.Helper()
-	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
+	return openIn(t, t.TempDir(), size)
+}
+
+// openIn is an arena of size bytes in a run directory under root.
+func openIn(t *testing.T, root string, size int) (*Memory, *rundir.Dir) {
+	t.Helper()
+	t.Setenv("KVHARNESS_RUNTIME_DIR", root)
 	d, err := rundir.Open()
 	if err != nil {
 		t.Fatal(err)
