@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/kind"
@@ -11,17 +10,14 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Kind is the load kernel kind: layer loads and stream ordering.
 var Kind = kind.Kind{
-	Name:   protocol.Load,
-	Check:  check,
-	Replay: replay,
-	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
-		return kind.DecodeCase(protocol.Load, data, slots, &Case{})
-	},
+	Name:        protocol.Load,
+	Check:       check,
+	Replay:      replay,
+	Decode:      kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzLoad",
 	FuzzPackage: "./harness/kernels/load",
 }
@@ -53,26 +49,13 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	if err != nil {
 		return nil, err
 	}
-	profiles := sc.Profiles
-	if len(profiles) == 0 {
-		profiles = Profiles
-	}
-	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+	suite := kind.NewSuite[*System, *Case, *Result](s, p)
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend, Geometry: g}
-	for _, profile := range profiles {
-		gen := &Gen{Geometry: g, Profile: profile}
-		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
-			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
-				sys := NewSystem(pl, s.Dir, cfg, gen)
-				if _, err := sys.Target(ctx, g); err != nil {
-					sys.Close(ctx)
-					return nil, err
-				}
-				return sys, nil
-			},
-			System: func(sys *System) property.System[*Case, *Result] { return sys }})
-	}
+	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
+		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
+			sys := NewSystem(pl, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
+			return kind.Warmed(ctx, sys, func(ctx context.Context) error { _, err := sys.Target(ctx, g); return err })
+		})
 	return suite, nil
 }
 
@@ -105,8 +88,7 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	c := r.Case.(*Case)
 	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
 	defer sys.Close(ctx)
-	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Seed: r.BackgroundSeed}
+	h := s.ReplayHeader(r)
 	label := r.Tag
 	if label == "" {
 		label = string(protocol.Load)

@@ -2,7 +2,6 @@ package pdasync
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Name is the kernel kind on the wire.
@@ -23,12 +21,10 @@ const Name protocol.Kernel = "pdasync"
 
 // Kind is the asynchronous prefill → decode transfer kind.
 var Kind = kind.Kind{
-	Name:   Name,
-	Check:  check,
-	Replay: replay,
-	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
-		return kind.DecodeCase(Name, data, slots, &Case{})
-	},
+	Name:        Name,
+	Check:       check,
+	Replay:      replay,
+	Decode:      kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzPDAsync",
 	FuzzPackage: "./harness/kernels/pdasync",
 }
@@ -65,35 +61,22 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	if err != nil {
 		return nil, err
 	}
-	profiles := sc.Profiles
-	if len(profiles) == 0 {
-		profiles = Profiles
-	}
-	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+	suite := kind.NewSuite[*System, *Case, *Result](s, p)
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, PrefillBackend: p.Backend, DecodeBackend: sc.Decode}
-	for _, profile := range profiles {
-		gen := &Gen{Geometry: g, Profile: profile}
-		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
-			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
-				spawn := sc.Spawn
-				if spawn == nil {
-					spawn = func(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) { return p.Spawn(ctx) }
-				}
-				decode, err := spawn(ctx, pl)
-				if err != nil {
-					return nil, fmt.Errorf("start the decode process: %w", err)
-				}
-				sys := NewSystem(pl, decode, s.Dir, cfg, gen)
-				sys.OwnsDecode = true
-				if _, err := sys.Target(ctx, g); err != nil {
-					sys.Close(ctx)
-					return nil, err
-				}
-				return sys, nil
-			},
-			System: func(sys *System) property.System[*Case, *Result] { return sys }})
+	spawn := sc.Spawn
+	if spawn == nil {
+		spawn = func(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) { return p.Spawn(ctx) }
 	}
+	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
+		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
+			decode, err := spawn(ctx, pl)
+			if err != nil {
+				return nil, fmt.Errorf("start the decode process: %w", err)
+			}
+			sys := NewSystem(pl, decode, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
+			sys.OwnsDecode = true
+			return kind.Warmed(ctx, sys, func(ctx context.Context) error { _, err := sys.Target(ctx, g); return err })
+		})
 	return suite, nil
 }
 
@@ -185,7 +168,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 		return nil, err
 	}
 	defer sys.Close(ctx)
-	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Seed: r.BackgroundSeed}
-	return kind.Replay(ctx, sys, Schema, h, r, l, c, string(Name))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(Name))
 }

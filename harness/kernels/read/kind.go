@@ -2,7 +2,6 @@ package read
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -10,19 +9,16 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Kind is the read kernel kind: queries scored against the keys of token
 // lists, answered with each request's top k.
 var Kind = kind.Kind{
-	Name:    protocol.Read,
-	Layouts: true,
-	Check:   check,
-	Replay:  replay,
-	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
-		return kind.DecodeCase(protocol.Read, data, slots, &Case{})
-	},
+	Name:        protocol.Read,
+	Layouts:     true,
+	Check:       check,
+	Replay:      replay,
+	Decode:      kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzRead",
 	FuzzPackage: "./harness/kernels/read",
 }
@@ -31,8 +27,8 @@ var Kind = kind.Kind{
 // layout. cfg gives the staging maxima and the oracle's tolerances; its
 // layout, slots, seed, variant and backend come from p.
 func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, *Case, *Result] {
-	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
+	suite := kind.NewSuite[*Target, *Case, *Result](s, p)
+	suite.Stress = p.Stress
 	for _, l := range p.Layouts {
 		c := cfg
 		c.Variant, c.Layout, c.Slots, c.Seed, c.Backend = p.Variant, l, p.Slots, p.Seed, p.Backend
@@ -58,7 +54,7 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Slots: r.Slots, Seed: r.BackgroundSeed}
+	h := s.ReplayHeader(r)
+	h.Slots = r.Slots
 	return kind.Replay(ctx, &System{Target: t}, Schema, h, r, l, c, Label)
 }

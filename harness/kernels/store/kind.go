@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/kind"
@@ -11,20 +10,17 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Kind is the store kernel kind: a batch of rows written into a pool's
 // slots, padded as a CUDA-graph replay pads it.
 var Kind = kind.Kind{
-	Name:    protocol.Store,
-	Layouts: true,
-	Graphs:  true,
-	Check:   check,
-	Replay:  replay,
-	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
-		return kind.DecodeCase(protocol.Store, data, slots, &Case{})
-	},
+	Name:        protocol.Store,
+	Layouts:     true,
+	Graphs:      true,
+	Check:       check,
+	Replay:      replay,
+	Decode:      kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzStore",
 	FuzzPackage: "./harness/kernels/store",
 }
@@ -32,8 +28,8 @@ var Kind = kind.Kind{
 // Suite is the store properties over layouts × paddings: one target per
 // layout, shared by its paddings' rows.
 func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
-	suite := &property.Suite[*Target, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
+	suite := kind.NewSuite[*Target, *Case, *Result](s, p)
+	suite.Stress = p.Stress
 	sets := AutoSets
 	if p.Stress > 1 {
 		sets = 0 // a stressed case runs on its processes at once, not ahead (property.Suite.Stress)
@@ -85,8 +81,8 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Slots: r.Slots, Seed: r.BackgroundSeed}
+	h := s.ReplayHeader(r)
+	h.Slots = r.Slots
 	if mode == layout.Exact {
 		h.About = "fp8 values judged bit-exact"
 	}

@@ -59,26 +59,14 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	if err != nil {
 		return nil, err
 	}
-	profiles := sc.Profiles
-	if len(profiles) == 0 {
-		profiles = Profiles
-	}
-	suite := &property.Suite[*System, *Case, *Result]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn, Stress: p.Stress}
+	suite := kind.NewSuite[*System, *Case, *Result](s, p)
+	suite.Stress = p.Stress
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend}
-	for _, profile := range profiles {
-		gen := &Gen{Geometry: g, Profile: profile, MaxRooms: sc.MaxRooms}
-		suite.Rows = append(suite.Rows, property.Row[*System, *Case, *Result]{Layout: l, Label: profile, Key: profile,
-			Open: func(ctx context.Context, pl *plugin.Plugin) (*System, error) {
-				sys := NewSystem(pl, s.Dir, cfg, gen)
-				if _, err := sys.Target(ctx, g); err != nil {
-					sys.Close(ctx)
-					return nil, err
-				}
-				return sys, nil
-			},
-			System: func(sys *System) property.System[*Case, *Result] { return sys }})
-	}
+	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
+		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
+			sys := NewSystem(pl, s.Dir, cfg, &Gen{Geometry: g, Profile: profile, MaxRooms: sc.MaxRooms})
+			return kind.Warmed(ctx, sys, func(ctx context.Context) error { _, err := sys.Target(ctx, g); return err })
+		})
 	return suite, nil
 }
 
@@ -116,7 +104,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	c := r.Case.(*Case)
 	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
 	defer sys.Close(ctx)
-	h := report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Seed: r.BackgroundSeed}
-	return kind.Replay(ctx, sys, Schema, h, r, l, c, string(protocol.Transfer))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(protocol.Transfer))
 }

@@ -1,0 +1,76 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// NewSuite is a suite with no rows yet, set from a check run's common
+// settings and the session's plugin. Stress is left to the kinds whose
+// rows run under it: they set Suite.Stress from p.Stress.
+func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
+	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+}
+
+// ProfileSystem is a system that is its own target: the kinds whose rows
+// are case profiles open one per row and check it directly.
+type ProfileSystem[C any, R property.Result] interface {
+	property.Target
+	property.System[C, R]
+}
+
+// ProfileRows is a row per profile (defaults when profiles is empty),
+// labelled and keyed by it, every row's layout l: the rows of the kinds
+// that bring their own geometry. open opens a row's system on a plugin.
+func ProfileRows[C any, R property.Result, S ProfileSystem[C, R]](l *layout.Layout, profiles, defaults []string,
+	open func(ctx context.Context, pl *plugin.Plugin, profile string) (S, error)) []property.Row[S, C, R] {
+	if len(profiles) == 0 {
+		profiles = defaults
+	}
+	rows := make([]property.Row[S, C, R], 0, len(profiles))
+	for _, profile := range profiles {
+		rows = append(rows, property.Row[S, C, R]{Layout: l, Label: profile, Key: profile,
+			Open:   func(ctx context.Context, pl *plugin.Plugin) (S, error) { return open(ctx, pl, profile) },
+			System: func(sys S) property.System[C, R] { return sys }})
+	}
+	return rows
+}
+
+// Warmed returns sys once warm (which opens its first target) succeeds;
+// else it closes sys and returns warm's error, so that a row whose target
+// cannot open leaves nothing behind.
+func Warmed[S property.Target](ctx context.Context, sys S, warm func(context.Context) error) (S, error) {
+	if err := warm(ctx); err != nil {
+		sys.Close(ctx)
+		var zero S
+		return zero, err
+	}
+	return sys, nil
+}
+
+// ReplayHeader is the report header of a repro file's replay on the
+// session's plugin: the file's variant and background seed. Kinds whose
+// header names the pool's slots set them from r.Slots.
+func (s *Session) ReplayHeader(r *report.Repro) report.Header {
+	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+		Seed: r.BackgroundSeed}
+}
+
+// Decoder is a Kind's Decode for cases of type C: zero gives a zero case
+// to read into (DecodeCase).
+func Decoder[C interface {
+	workload.Case
+	Validate(slots int) error
+}](kernel protocol.Kernel, zero func() C) func(data json.RawMessage, slots int) (workload.Case, error) {
+	return func(data json.RawMessage, slots int) (workload.Case, error) {
+		return DecodeCase(kernel, data, slots, zero())
+	}
+}

@@ -1,0 +1,75 @@
+package kind
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+)
+
+type fakeResult struct{ failed bool }
+
+func (r fakeResult) Failed() bool         { return r.failed }
+func (r fakeResult) Has(oracle.Kind) bool { return false }
+func (r fakeResult) Primary() oracle.Kind { return "" }
+
+// fakeSystem is a row's system that records whether it was closed.
+type fakeSystem struct {
+	profile string
+	closed  bool
+}
+
+func (s *fakeSystem) Close(context.Context)                          { s.closed = true }
+func (s *fakeSystem) Draw(*rand.Rand) int                            { return 0 }
+func (s *fakeSystem) Shrink(int) []int                               { return nil }
+func (s *fakeSystem) Check(context.Context, int) (fakeResult, error) { return fakeResult{}, nil }
+func (s *fakeSystem) Restart(context.Context) error                  { return nil }
+
+func TestProfileRowsDefaultsAndOpens(t *testing.T) {
+	open := func(_ context.Context, _ *plugin.Plugin, profile string) (*fakeSystem, error) {
+		return &fakeSystem{profile: profile}, nil
+	}
+	for _, tc := range []struct {
+		given, want []string
+	}{
+		{nil, []string{"a", "b"}},
+		{[]string{"c"}, []string{"c"}},
+	} {
+		rows := ProfileRows[int, fakeResult](nil, tc.given, []string{"a", "b"}, open)
+		var got []string
+		for _, r := range rows {
+			if r.Label != r.Key {
+				t.Errorf("row %q: key %q, want its label", r.Label, r.Key)
+			}
+			sys, err := r.Open(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys.profile != r.Label || r.System(sys) != sys {
+				t.Errorf("row %q opened a system of profile %q", r.Label, sys.profile)
+			}
+			got = append(got, r.Label)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("profiles %v: rows %v, want %v", tc.given, got, tc.want)
+		}
+	}
+}
+
+func TestWarmedClosesOnError(t *testing.T) {
+	ctx := context.Background()
+	sys := &fakeSystem{}
+	got, err := Warmed(ctx, sys, func(context.Context) error { return nil })
+	if err != nil || got != sys || sys.closed {
+		t.Fatalf("warm passed: got %v, %v, closed %v; want the system, open", got, err, sys.closed)
+	}
+	boom := errors.New("boom")
+	got, err = Warmed(ctx, sys, func(context.Context) error { return boom })
+	if !errors.Is(err, boom) || got != nil || !sys.closed {
+		t.Fatalf("warm failed: got %v, %v, closed %v; want nil, boom, closed", got, err, sys.closed)
+	}
+}
