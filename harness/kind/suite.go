@@ -44,11 +44,15 @@ func ProfileRows[C any, R property.Result, S ProfileSystem[C, R]](l *layout.Layo
 	return rows
 }
 
-// Warmed returns sys once warm (which opens its first target) succeeds;
-// else it closes sys and returns warm's error, so that a row whose target
-// cannot open leaves nothing behind.
-func Warmed[S property.Target](ctx context.Context, sys S, warm func(context.Context) error) (S, error) {
-	if err := warm(ctx); err != nil {
+// Warmed returns sys once it has opened its target for geometry g; else
+// it closes sys and returns the error, so that a system whose target
+// cannot open (a plugin without the kernel: target.ErrUnsupported) leaves
+// nothing behind.
+func Warmed[S interface {
+	property.Target
+	Target(context.Context, G) (T, error)
+}, G, T any](ctx context.Context, sys S, g G) (S, error) {
+	if _, err := sys.Target(ctx, g); err != nil {
 		sys.Close(ctx)
 		var zero S
 		return zero, err

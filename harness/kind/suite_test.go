@@ -29,6 +29,16 @@ func (s *fakeSystem) Shrink(int) []int                               { return ni
 func (s *fakeSystem) Check(context.Context, int) (fakeResult, error) { return fakeResult{}, nil }
 func (s *fakeSystem) Restart(context.Context) error                  { return nil }
 
+var errNoGeometry = errors.New("no such geometry")
+
+// Target opens a target of geometry g; "bad" fails.
+func (s *fakeSystem) Target(_ context.Context, g string) (int, error) {
+	if g == "bad" {
+		return 0, errNoGeometry
+	}
+	return len(g), nil
+}
+
 func TestProfileRowsDefaultsAndOpens(t *testing.T) {
 	open := func(_ context.Context, _ *plugin.Plugin, profile string) (*fakeSystem, error) {
 		return &fakeSystem{profile: profile}, nil
@@ -63,13 +73,12 @@ func TestProfileRowsDefaultsAndOpens(t *testing.T) {
 func TestWarmedClosesOnError(t *testing.T) {
 	ctx := context.Background()
 	sys := &fakeSystem{}
-	got, err := Warmed(ctx, sys, func(context.Context) error { return nil })
+	got, err := Warmed(ctx, sys, "good")
 	if err != nil || got != sys || sys.closed {
-		t.Fatalf("warm passed: got %v, %v, closed %v; want the system, open", got, err, sys.closed)
+		t.Fatalf("target opened: got %v, %v, closed %v; want the system, open", got, err, sys.closed)
 	}
-	boom := errors.New("boom")
-	got, err = Warmed(ctx, sys, func(context.Context) error { return boom })
-	if !errors.Is(err, boom) || got != nil || !sys.closed {
-		t.Fatalf("warm failed: got %v, %v, closed %v; want nil, boom, closed", got, err, sys.closed)
+	got, err = Warmed(ctx, sys, "bad")
+	if !errors.Is(err, errNoGeometry) || got != nil || !sys.closed {
+		t.Fatalf("target failed: got %v, %v, closed %v; want nil, the error, closed", got, err, sys.closed)
 	}
 }

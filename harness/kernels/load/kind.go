@@ -54,7 +54,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
 		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
 			sys := NewSystem(pl, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
-			return kind.Warmed(ctx, sys, func(ctx context.Context) error { _, err := sys.Target(ctx, g); return err })
+			return kind.Warmed(ctx, sys, g)
 		})
 	return suite, nil
 }

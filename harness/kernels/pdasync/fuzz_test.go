@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -37,11 +38,7 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		}
 		sys := NewSystem(p, decode, dir, Config{Variant: variant, Seed: 1}, nil)
 		sys.OwnsDecode = true
-		if _, err := sys.Target(ctx, fuzzBase); err != nil { // a plugin without pdasync: ErrUnsupported
-			sys.Close(ctx)
-			return nil, err
-		}
-		return sys, nil
+		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
 	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },

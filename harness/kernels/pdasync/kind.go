@@ -75,7 +75,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 			}
 			sys := NewSystem(pl, decode, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
 			sys.OwnsDecode = true
-			return kind.Warmed(ctx, sys, func(ctx context.Context) error { _, err := sys.Target(ctx, g); return err })
+			return kind.Warmed(ctx, sys, g)
 		})
 	return suite, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -31,11 +32,7 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Plugin: "pdtransfer",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
 		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)
-		if _, err := sys.Target(ctx, fuzzBase); err != nil { // a plugin without transfers: ErrUnsupported
-			sys.Close(ctx)
-			return nil, err
-		}
-		return sys, nil
+		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
 	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },
