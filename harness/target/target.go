@@ -74,6 +74,17 @@ func (b *Base) Attach(ctx context.Context) error {
 	return err
 }
 
+// AttachOrFree is Attach as a target's Open ends with it: when the attach
+// fails the arena is freed, so that a target that never opened holds no
+// memory.
+func (b *Base) AttachOrFree(ctx context.Context) error {
+	if err := b.Attach(ctx); err != nil {
+		b.Arena.Close()
+		return err
+	}
+	return nil
+}
+
 // Ensure attaches again when another target of the same plugin attached
 // since this one did.
 func (b *Base) Ensure(ctx context.Context) error {

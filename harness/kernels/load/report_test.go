@@ -15,7 +15,6 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
-	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // header is a report header of a test run.
@@ -51,13 +50,6 @@ func TestLoadReportGolden(t *testing.T) {
 	}
 }
 
-func decode(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {
-	if k != protocol.Load {
-		return nil, fmt.Errorf("kernel %s", k)
-	}
-	return Kind.Decode(data, slots)
-}
-
 // TestLoadReproRoundTrips: a saved failure loads back as the same case,
 // and replaying it fails the same property against the mutant, nothing
 // against the correct plugin.
@@ -75,7 +67,7 @@ func TestLoadReproRoundTrips(t *testing.T) {
 	if !strings.Contains(path, "layerload-gate-previous-layer-bf16-load-stale-read-") {
 		t.Errorf("repro file name %s", path)
 	}
-	back, l, err := report.LoadRepro(path, decode)
+	back, l, err := report.LoadRepro(path, Kind.DecodeRepro)
 	if err != nil {
 		t.Fatal(err)
 	}

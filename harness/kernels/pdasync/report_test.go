@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,10 +14,8 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -39,13 +36,6 @@ func header(variant string) report.Header {
 		Backend: "cpu", About: "20×64-token pages, 3 buffers in 1 layers, both arenas on host shared memory"}
 }
 
-func decodeCase(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {
-	if k != Name {
-		return nil, fmt.Errorf("kernel %s", k)
-	}
-	return Kind.Decode(data, slots)
-}
-
 // TestReproRoundTrips: a saved failure loads back as the same case;
 // replaying it fails the same property against the mutant, and passes
 // against the correct plugin.
@@ -62,7 +52,7 @@ func TestReproRoundTrips(t *testing.T) {
 	if !strings.Contains(path, "pdasync-abort-frees-in-flight-") || !strings.Contains(path, "-pdasync-reuse-") {
 		t.Errorf("repro file name %s", path)
 	}
-	back, _, err := report.LoadRepro(path, decodeCase)
+	back, _, err := report.LoadRepro(path, Kind.DecodeRepro)
 	if err != nil {
 		t.Fatal(err)
 	}

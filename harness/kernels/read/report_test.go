@@ -3,7 +3,6 @@ package read
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -58,7 +57,7 @@ func TestReadReproRoundTrip(t *testing.T) {
 	if !strings.HasSuffix(filepath.Base(path), ".json") || !strings.Contains(path, "bf16-read-result") {
 		t.Errorf("repro name %s", path)
 	}
-	back, bl, err := report.LoadRepro(path, decode)
+	back, bl, err := report.LoadRepro(path, Kind.DecodeRepro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestReadReproRoundTrip(t *testing.T) {
 		t.Errorf("read repro round trip (-want +got):\n%s", diff)
 	}
 	bad := strings.Replace(string(mustJSON(t, r)), `"k": 2`, `"k": 0`, 1)
-	if _, _, err := report.ParseRepro([]byte(bad), decode); err == nil {
+	if _, _, err := report.ParseRepro([]byte(bad), Kind.DecodeRepro); err == nil {
 		t.Error("a read repro with k 0 was accepted")
 	}
 }
@@ -78,14 +77,6 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// decode reads read cases, as the registry's decoder does.
-func decode(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {
-	if k != protocol.Read {
-		return nil, fmt.Errorf("kernel %s", k)
-	}
-	return Kind.Decode(data, slots)
 }
 
 func TestReadTableAndJSON(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -12,11 +11,9 @@ import (
 
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/harness/workload"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -45,14 +42,6 @@ func header(variant string) report.Header {
 		Backend: "cpu", JSON: report.Object{{Key: "geometry", Value: g}}, About: g.String()}
 }
 
-// decode reads transfer cases, as the registry's decoder does.
-func decode(k protocol.Kernel, data []byte, slots int) (workload.Case, error) {
-	if k != protocol.Transfer {
-		return nil, fmt.Errorf("kernel %s", k)
-	}
-	return Kind.Decode(data, slots)
-}
-
 // TestTransferReproRoundTrips: a saved transfer failure loads back as the
 // same case, and replaying it against the same mutant fails the same
 // property, against the correct plugin not at all.
@@ -69,7 +58,7 @@ func TestTransferReproRoundTrips(t *testing.T) {
 	if !strings.Contains(path, "pdtransfer-legacy-page-map-") || !strings.Contains(path, "-transfer-coverage-") {
 		t.Errorf("repro file name %s", path)
 	}
-	back, l, err := report.LoadRepro(path, decode)
+	back, l, err := report.LoadRepro(path, Kind.DecodeRepro)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,8 +61,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err := t.plan(dir, layouts); err != nil {
 		return nil, err
 	}
-	if err := t.Attach(ctx); err != nil {
-		t.Arena.Close()
+	if err := t.AttachOrFree(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
