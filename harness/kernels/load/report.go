@@ -22,11 +22,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	Columns:   []oracle.Kind{ReadEarly, Overwrite, FailedDone, Content, Race},
 	Counts:    map[oracle.Kind]oracle.Kind{Deadlock: Content, Spurious: FailedDone},
 	LabelJSON: "profile",
-	Title: func(h report.Header) string {
-		return fmt.Sprintf("plugin %s %s, variant %s, on %s: layer loads, up to %d cases per row, seed %d, %s",
-			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
-	},
-	Headline:  func(_ *layout.Layout, label string) []string { return []string{"load", "profile " + label} },
+	Title:     report.ProfileTitle("layer loads"),
+	Headline:  report.ProfileHeadline("load"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
@@ -52,14 +49,7 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 // the log the latch held.
 func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
-	shown := make([]report.Shown, len(r.Violations))
-	for i, v := range r.Violations {
-		shown[i] = report.Shown{Line: v.String()}
-		if v.Len > 0 {
-			shown[i].Diff = report.HexDiff(oracle.Violation{Off: v.Off, Want: v.Want, Got: v.Got})
-		}
-	}
-	report.WriteViolations(w, shown)
+	report.WriteLocated(w, r.Violations)
 	for _, g := range r.Gates {
 		if g.Error != "" {
 			fmt.Fprintf(w, "  gate L%d/%s failed: %s\n", g.Layer, g.Buffer, g.Error)

@@ -20,11 +20,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	Columns:   []oracle.Kind{PageMap, BadDescriptor, Completion, EarlyRead, Reuse, Outside, Stale, Bytes, Liveness, Protocol},
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor, Digest: Bytes},
 	LabelJSON: "profile",
-	Title: func(h report.Header) string {
-		return fmt.Sprintf("plugin %s %s, variant %s, on %s: asynchronous transfers across two processes, up to %d cases per row, seed %d, %s",
-			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
-	},
-	Headline:  func(_ *layout.Layout, label string) []string { return []string{"pdasync", "profile " + label} },
+	Title:     report.ProfileTitle("asynchronous transfers across two processes"),
+	Headline:  report.ProfileHeadline("pdasync"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}, {Key: "trace", Value: r.Trace, OmitEmpty: true}}
@@ -50,14 +47,7 @@ const maxTrace = 40
 // bytes, and the run's trace.
 func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
-	shown := make([]report.Shown, len(r.Violations))
-	for i, v := range r.Violations {
-		shown[i] = report.Shown{Line: v.String()}
-		if v.Len > 0 {
-			shown[i].Diff = report.HexDiff(v.Generic())
-		}
-	}
-	report.WriteViolations(w, shown)
+	report.WriteLocated(w, r.Violations)
 	fmt.Fprintf(w, "  the run (%d moves):\n", len(r.Trace))
 	for i, line := range r.Trace {
 		if i == maxTrace {

@@ -23,11 +23,8 @@ var Schema = &report.Schema[*Case, *Result]{
 	Columns:   []oracle.Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum, oracle.Determinism},
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor},
 	LabelJSON: "profile",
-	Title: func(h report.Header) string {
-		return fmt.Sprintf("plugin %s %s, variant %s, on %s: transfers, up to %d cases per row, seed %d, %s",
-			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.About)
-	},
-	Headline:  func(_ *layout.Layout, label string) []string { return []string{"transfer", "profile " + label} },
+	Title:     report.ProfileTitle("transfers"),
+	Headline:  report.ProfileHeadline("transfer"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
@@ -55,14 +52,7 @@ const maxDescriptors = 8
 // digests as a decode server would compare them.
 func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
-	shown := make([]report.Shown, len(r.Violations))
-	for i, v := range r.Violations {
-		shown[i] = report.Shown{Line: v.String()}
-		if v.Len > 0 { // none for a descriptor, or digests the line already shows
-			shown[i].Diff = report.HexDiff(v.Generic())
-		}
-	}
-	report.WriteViolations(w, shown)
+	report.WriteLocated(w, r.Violations)
 	fmt.Fprintf(w, "  %d descriptor%s answered:\n", len(r.Descriptors), report.Plural(len(r.Descriptors)))
 	for i, d := range r.Descriptors {
 		if i == maxDescriptors {
