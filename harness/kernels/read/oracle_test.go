@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/oracle/oracletest"
@@ -41,10 +42,7 @@ func readCase(k int, keys map[int64]Vec, lists ...[]int64) *Case {
 
 func newReadCheck(t *testing.T, name string, c *Case) *Oracle {
 	t.Helper()
-	l, err := layout.Builtin(name, 128, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := kindtest.Layout(t, name, 128, 64)
 	if err := c.Validate(256); err != nil {
 		t.Fatal(err)
 	}

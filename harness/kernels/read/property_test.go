@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -31,13 +31,7 @@ func readSuite(t *testing.T, name, variant string, cases int, layouts ...string)
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
 	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Params: kind.Params{Variant: variant, Cases: cases, Seed: 1, Slots: 4096}}
-	for _, n := range layouts {
-		l, err := layout.Builtin(n, 128, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Layouts = append(s.Layouts, l)
-	}
+	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
 }
 

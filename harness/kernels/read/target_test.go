@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -13,10 +14,7 @@ import (
 func readTarget(t testing.TB, name, layoutName, variant string) *Target {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
-	l, err := layout.Builtin(layoutName, 128, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := kindtest.Layout(t, layoutName, 128, 64)
 	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 1024, Seed: 7})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
-	"github.com/kvharness/kvharness/harness/layout"
 )
 
 // BenchmarkCheckedCasesCUDA is the GPU's checked-case rate on the issue's
@@ -39,10 +39,7 @@ func BenchmarkCheckedCasesCUDA(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("layout=%s/slots=%d/mode=%s", sh.layout, sh.slots, mode), func(b *testing.B) {
 			p, dir := plugintest.Start(b, "fusedstore")
-			lay, err := layout.Builtin(sh.layout, 128, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
+			lay := kindtest.Layout(b, sh.layout, 128, 64)
 			phases := Phases{}
 			tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: sh.slots, MaxCapacity: 512,
 				Seed: 7, Graph: sh.graph, Backend: arena.CUDA{Dev: dev}, Phases: phases})
@@ -68,10 +65,7 @@ func BenchmarkCheckedCasesCUDA(b *testing.B) {
 func BenchmarkStoreRPCCUDA(b *testing.B) {
 	dev := cudatest.Device(b)
 	p, dir := plugintest.Start(b, "fusedstore")
-	lay, err := layout.Builtin("bf16", 128, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
+	lay := kindtest.Layout(b, "bf16", 128, 64)
 	ctx := context.Background()
 	tg, err := Open(ctx, p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512, Seed: 7, Backend: arena.CUDA{Dev: dev}})
 	if err != nil {
@@ -105,10 +99,7 @@ func BenchmarkStoreRPCCUDA(b *testing.B) {
 // GPU), so the jobs overlap; cases/s is the total over all of them.
 func BenchmarkCheckedCasesCUDAJobs(b *testing.B) {
 	dev := cudatest.Device(b)
-	lay, err := layout.Builtin("bf16", 128, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
+	lay := kindtest.Layout(b, "bf16", 128, 64)
 	for _, jobs := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("layout=bf16/slots=1048576/jobs=%d", jobs), func(b *testing.B) {
 			targets := make([]*Target, jobs)

@@ -3,6 +3,7 @@ package store
 import (
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/oracle/oracletest"
@@ -25,10 +26,7 @@ const seed = 42
 
 func newFixture(t testing.TB, name string, c *Case) *fixture {
 	t.Helper()
-	l, err := layout.Builtin(name, 0, 64) // 128, or the layout's fixed head dim
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := kindtest.Layout(t, name, 0, 64) // 128, or the layout's fixed head dim
 	g, err := pool.Plan([]pool.Spec{{Name: "p", Layout: l, Slots: 256}}, 0)
 	if err != nil {
 		t.Fatal(err)

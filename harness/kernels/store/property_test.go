@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -37,13 +38,7 @@ func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 	}
 	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
 		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Slots: 4096, MaxCapacity: 64}}
-	for _, n := range layouts {
-		l, err := layout.Builtin(n, 128, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Layouts = append(s.Layouts, l)
-	}
+	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
 }
 
