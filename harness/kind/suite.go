@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -18,6 +19,22 @@ import (
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
 		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+}
+
+// RunSuite runs a suite and reports its verdicts under schema, with
+// header h: a check's last step.
+func RunSuite[T property.Target, C workload.Case, R report.Result](ctx context.Context, suite *property.Suite[T, C, R],
+	schema *report.Schema[C, R], h report.Header) (*report.Run, error) {
+	vs, runErr := suite.Run(ctx)
+	return report.Build(schema, h, vs, runErr)
+}
+
+// GeometryHeader is the header of a check run over one geometry g that
+// the kind brings: the JSON report records it, the title says it.
+func (p Params) GeometryHeader(s *Session, g fmt.Stringer) report.Header {
+	h := p.Header(s)
+	h.JSON, h.About = report.Object{{Key: "geometry", Value: g}}, g.String()
+	return h
 }
 
 // ProfileSystem is a system that is its own target: the kinds whose rows

@@ -77,11 +77,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if err != nil {
 		return nil, err
 	}
-	g := FlagGeometry(p)
-	vs, runErr := suite.Run(ctx)
-	h := p.Header(s)
-	h.JSON, h.About = report.Object{{Key: "geometry", Value: g}}, g.String()
-	return report.Build(Schema, h, vs, runErr)
+	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, FlagGeometry(p)))
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {

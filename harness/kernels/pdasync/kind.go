@@ -154,11 +154,10 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if err != nil {
 		return nil, err
 	}
-	vs, runErr := suite.Run(ctx)
-	h := p.Header(s)
-	h.JSON = report.Object{{Key: "geometry", Value: g}, {Key: "arenas", Value: Where(prefill, decode)}}
-	h.About = g.String() + ", " + Where(prefill, decode)
-	return report.Build(Schema, h, vs, runErr)
+	h := p.GeometryHeader(s, g)
+	h.JSON = append(h.JSON, report.Field{Key: "arenas", Value: Where(prefill, decode)})
+	h.About += ", " + Where(prefill, decode)
+	return kind.RunSuite(ctx, suite, Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {

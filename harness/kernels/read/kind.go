@@ -40,10 +40,9 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
-	vs, runErr := Suite(s, p, Config{}).Run(ctx)
 	h := p.Header(s)
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
-	return report.Build(Schema, h, vs, runErr)
+	return kind.RunSuite(ctx, Suite(s, p, Config{}), Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {

@@ -59,14 +59,13 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		}
 		paddings = []Padding{pad}
 	}
-	vs, runErr := Suite(s, p, paddings).Run(ctx)
 	h := p.Header(s)
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
 	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
-	return report.Build(Schema, h, vs, runErr)
+	return kind.RunSuite(ctx, Suite(s, p, paddings), Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
