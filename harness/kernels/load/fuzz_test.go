@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -121,13 +122,7 @@ func TestDecodeAlwaysValid(t *testing.T) {
 // each mutant is killed by the seed made for it (in process, for speed).
 func TestLoadSeedsKillEveryMutant(t *testing.T) {
 	for _, v := range append([]string{""}, variantNames()...) {
-		t.Setenv("KVHARNESS_PLUGIN", "layerload")
-		t.Setenv("KVHARNESS_VARIANT", v)
-		t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-		env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
-		if err != nil {
-			t.Fatal(err)
-		}
+		env := kindtest.InProcess(t, fuzzTarget, "layerload", v)
 		for _, s := range fuzzSeeds {
 			_, _, res, err := env.Check(context.Background(), s.Input())
 			if err != nil {

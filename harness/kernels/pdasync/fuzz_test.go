@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -175,13 +176,7 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 		variants = append(variants, v.Name)
 	}
 	for _, v := range variants {
-		t.Setenv("KVHARNESS_PLUGIN", "pdasync")
-		t.Setenv("KVHARNESS_VARIANT", v)
-		t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-		env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
-		if err != nil {
-			t.Fatal(err)
-		}
+		env := kindtest.InProcess(t, fuzzTarget, "pdasync", v)
 		for _, s := range fuzzSeeds {
 			_, c, res, err := env.Check(context.Background(), s.Spec.bytes())
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -154,10 +155,7 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 			}
 		}
 		for _, v := range variants {
-			t.Setenv("KVHARNESS_PLUGIN", code.Name)
-			t.Setenv("KVHARNESS_VARIANT", v)
-			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-			killers := replayReadSeeds(t)
+			killers := replayReadSeeds(t, code.Name, v)
 			if mutant := v != ""; (len(killers) > 0) != mutant {
 				t.Errorf("%s variant %q: failed seeds %v; want some iff it is a mutant", code.Name, v, killers)
 			}
@@ -166,13 +164,10 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 	}
 }
 
-// replayReadSeeds returns the seeds that fail, with the property each
-// violates.
-func replayReadSeeds(t *testing.T) []string {
-	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
-	if err != nil {
-		t.Fatal(err)
-	}
+// replayReadSeeds returns the seeds that fail on a plugin's variant, with
+// the property each violates.
+func replayReadSeeds(t *testing.T, plugin, variant string) []string {
+	env := kindtest.InProcess(t, fuzzTarget, plugin, variant)
 	defer env.Close()
 	var killers []string
 	for _, s := range readSeeds {

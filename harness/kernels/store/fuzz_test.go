@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -157,21 +158,15 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 				t.Logf("%s variant %q: not replayed: %s", code.Name, v, why)
 				continue
 			}
-			t.Setenv("KVHARNESS_PLUGIN", code.Name)
-			t.Setenv("KVHARNESS_VARIANT", v)
-			t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-			if killed := replaySeeds(t); killed != mutant[v] {
+			if killed := replaySeeds(t, code.Name, v); killed != mutant[v] {
 				t.Errorf("%s variant %q: killed by the fuzzSeed corpus = %v, want %v", code.Name, v, killed, mutant[v])
 			}
 		}
 	}
 }
 
-func replaySeeds(t *testing.T) (killed bool) {
-	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
-	if err != nil {
-		t.Fatal(err)
-	}
+func replaySeeds(t *testing.T, plugin, variant string) (killed bool) {
+	env := kindtest.InProcess(t, fuzzTarget, plugin, variant)
 	defer env.Close()
 	defer func() {
 		if r := recover(); r != nil {

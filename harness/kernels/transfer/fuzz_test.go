@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -139,10 +140,7 @@ func TestTransferSeedsKillEveryMutant(t *testing.T) {
 		variants = append(variants, v.Name)
 	}
 	for _, v := range variants {
-		t.Setenv("KVHARNESS_PLUGIN", "pdtransfer")
-		t.Setenv("KVHARNESS_VARIANT", v)
-		t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-		killedBy := replayfuzzSeeds(t)
+		killedBy := replayfuzzSeeds(t, v)
 		switch {
 		case v == "" && len(killedBy) > 0:
 			t.Errorf("pdtransfer fails seeds %v", killedBy)
@@ -163,11 +161,8 @@ func killedByOwnSeed(variant string, seeds []string) bool {
 	return false
 }
 
-func replayfuzzSeeds(t *testing.T) []string {
-	env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
-	if err != nil {
-		t.Fatal(err)
-	}
+func replayfuzzSeeds(t *testing.T, variant string) []string {
+	env := kindtest.InProcess(t, fuzzTarget, "pdtransfer", variant)
 	defer env.Close()
 	var failed []string
 	for _, s := range fuzzSeeds {
