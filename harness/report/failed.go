@@ -32,3 +32,24 @@ func (h Header) VariantOrNone() string {
 	}
 	return h.Variant
 }
+
+// A ReproGeometry is the geometry a case carries when its kind brings its
+// own (transfers, loads): it says the layout and the slots the repro file
+// records, the first buffer's layout and the tokens of one pool, so that
+// the common header reads as it does for stores.
+type ReproGeometry interface {
+	ReproLayout() (*layout.Layout, int, error)
+}
+
+// GeometryRepro is FailedRepro of a case that carries geometry g, with
+// the violations of its minimal result.
+func GeometryRepro[C workload.Case, R interface {
+	property.Result
+	Generic() []oracle.Violation
+}](kernel protocol.Kernel, h Header, v property.Verdict[C, R], g ReproGeometry) (*Repro, error) {
+	l, slots, err := g.ReproLayout()
+	if err != nil {
+		return nil, err
+	}
+	return FailedRepro(kernel, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+}

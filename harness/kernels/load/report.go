@@ -35,11 +35,10 @@ var Schema = &report.Schema[*Case, *Result]{
 // repro saves a failing row: the case carries its geometry; the file's
 // layout is the first buffer's, its slots one pool's tokens.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
+	r, err := report.GeometryRepro(protocol.Load, h, v, v.Outcome.Failure.Case.Geometry)
 	if err != nil {
 		return nil, err
 	}
-	r := report.FailedRepro(protocol.Load, h, v, l, slots, v.Outcome.Failure.Minimal.Generic())
 	r.Tag = v.Label
 	return r, nil
 }

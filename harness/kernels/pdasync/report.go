@@ -33,11 +33,7 @@ var Schema = &report.Schema[*Case, *Result]{
 // schedule; the file's layout is the first buffer's, its slots the tokens
 // of one pool.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
-	if err != nil {
-		return nil, err
-	}
-	return report.FailedRepro(Name, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+	return report.GeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
 }
 
 // maxTrace bounds the trace lines printed for one case.

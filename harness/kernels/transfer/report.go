@@ -37,11 +37,7 @@ var Schema = &report.Schema[*Case, *Result]{
 // geometry; the file's layout is the first buffer's, its slots the tokens
 // of one pool, so the common header reads as it does for stores.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	l, slots, err := v.Outcome.Failure.Case.Geometry.ReproLayout()
-	if err != nil {
-		return nil, err
-	}
-	return report.FailedRepro(protocol.Transfer, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+	return report.GeometryRepro(protocol.Transfer, h, v, v.Outcome.Failure.Case.Geometry)
 }
 
 // maxDescriptors bounds the descriptors printed for one case.
