@@ -126,29 +126,24 @@ class TestSlotBits(unittest.TestCase):
     def pool(self):
         return self.a.read(4096, POOL).view(np.uint16).reshape(SLOTS, D)
 
-    def test_int32_slots_to_a_kernel_that_reads_int32(self):
-        k = Scatter(bits=32)
+    def stored_at(self, kernel_bits, staged_bits, slots, dtype):
+        """A store staged at staged_bits reaches a kernel of kernel_bits as
+        dtype slots and lands in them."""
+        k = Scatter(bits=kernel_bits)
         svc = service(k)
         attach(svc, [self.a])
-        rows = store(svc, self.a, [5, 63, 0], bits=32)
-        self.assertEqual(k.seen, [np.dtype(np.int32)])
-        self.assertTrue((self.pool()[[5, 63, 0]] == rows).all())
+        rows = store(svc, self.a, slots, bits=staged_bits)
+        self.assertEqual(k.seen, [np.dtype(dtype)])
+        self.assertTrue((self.pool()[slots] == rows).all())
+
+    def test_int32_slots_to_a_kernel_that_reads_int32(self):
+        self.stored_at(32, 32, [5, 63, 0], np.int32)
 
     def test_int64_staging_is_converted_for_an_int32_kernel(self):
-        k = Scatter(bits=32)
-        svc = service(k)
-        attach(svc, [self.a])
-        rows = store(svc, self.a, [7, 8], bits=0)  # a harness that does not know slot_bits
-        self.assertEqual(k.seen, [np.dtype(np.int32)])
-        self.assertTrue((self.pool()[[7, 8]] == rows).all())
+        self.stored_at(32, 0, [7, 8], np.int32)  # a harness that does not know slot_bits
 
     def test_int32_staging_is_converted_for_an_int64_kernel(self):
-        k = Scatter(bits=64)
-        svc = service(k)
-        attach(svc, [self.a])
-        rows = store(svc, self.a, [2, 4, 6], bits=32)
-        self.assertEqual(k.seen, [np.dtype(np.int64)])
-        self.assertTrue((self.pool()[[2, 4, 6]] == rows).all())
+        self.stored_at(64, 32, [2, 4, 6], np.int64)
 
     def test_width_and_alignment_are_checked(self):
         svc = service(Scatter(bits=32))
