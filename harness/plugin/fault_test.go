@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -45,7 +46,7 @@ var faultCases = []faultCase{
 // table: each must become a Fault of the right kind, at the right call,
 // never a panic of the harness and never an invariant violation.
 func TestFaultSuite(t *testing.T) {
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	path, err := plugin.Resolve("faulty")
 	if err != nil {
 		t.Fatal(err)
@@ -73,16 +74,6 @@ func firstLine(s string) string {
 		s = s[:90] + "…"
 	}
 	return strings.SplitN(s, "\n", 2)[0]
-}
-
-func runDir(t *testing.T) *rundir.Dir {
-	t.Helper()
-	dir, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	return dir
 }
 
 // provoke starts the faulty plugin with a variant, checks one case, and
@@ -124,7 +115,7 @@ func asFault(t *testing.T, err error) *plugin.Fault {
 // TestNoLeakedChild: the leak-child variant starts a child and crashes;
 // closing the plugin kills its whole process group, the child included.
 func TestNoLeakedChild(t *testing.T) {
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	path, err := plugin.Resolve("faulty")
 	if err != nil {
 		t.Fatal(err)

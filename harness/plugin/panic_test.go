@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
@@ -11,7 +12,7 @@ import (
 // is reported with the panic's message and the plugin's own frames, not
 // with the last lines of its stderr (gRPC's frames).
 func TestPanicKeepsStartAndOwnFrames(t *testing.T) {
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	path, err := plugin.Resolve("faulty")
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func TestCommandPlugin(t *testing.T) {
 	if want := []string{"KVHARNESS_EXAMPLE=a b", bin}; !cmp.Equal(spec.Argv[1:], want) {
 		t.Errorf("argv %q, want env %q", spec.Argv, want)
 	}
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestPinCoversScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: dir, SHA256: sum})
 	if err != nil {
 		t.Fatalf("pinned script refused: %v", err)
@@ -110,7 +110,7 @@ func TestPinnedUnderSanitizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _ := plugin.FileSHA256(bin)
-	dir := runDir(t)
+	dir := plugintest.Dir(t)
 	p, err := plugin.Start(context.Background(), "fusedstore", bin, plugin.Options{Dir: dir, SHA256: sum})
 	if err != nil {
 		t.Fatal(err)

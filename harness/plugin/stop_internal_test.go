@@ -2,30 +2,12 @@ package plugin
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
-
-// fakeSanitizer is plugintest's stand-in for compute-sanitizer (which
-// cannot be imported here: plugintest imports this package).
-const fakeSanitizer = `#!/bin/sh
-log=""
-while [ "$1" != "--" ]; do
-	if [ "$1" = "--log-file" ]; then log="$2"; shift; fi
-	shift
-done
-shift
-echo "========= COMPUTE-SANITIZER"
-echo "========= COMPUTE-SANITIZER" > "$log"
-"$@"
-rc=$?
-printf '========= Invalid __global__ write of size 4 bytes\n=========     at fake_store+0x10\n=========     by thread (0,0,0) in block (0,0,0)\n=========     Address 0x10 is out of bounds\n=========\n========= ERROR SUMMARY: 1 error\n' >> "$log"
-exit $rc
-`
 
 func startUnder(t *testing.T, san *Sanitizer) *Plugin {
 	t.Helper()
@@ -50,11 +32,7 @@ func startUnder(t *testing.T, san *Sanitizer) *Plugin {
 // the record is kept for the plugin and the handshake survived the
 // sanitizer's banner on stdout.
 func TestCloseLetsTheSanitizerFinish(t *testing.T) {
-	tmp := t.TempDir()
-	exe := filepath.Join(tmp, "compute-sanitizer")
-	if err := os.WriteFile(exe, []byte(fakeSanitizer), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exe, tmp := fakesanitizer.Write(t)
 	san := &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}
 	p := startUnder(t, san)
 	if fs := p.SanitizerFindings(); len(fs) != 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/internal/testtier"
@@ -44,7 +45,7 @@ func TestPinnedBinarySwaps(t *testing.T) {
 	var swaps atomic.Int64
 	var wg sync.WaitGroup
 	wg.Go(func() { swapLoop(t, path, good, bad, stop, &swaps) })
-	rd := runDir(t)
+	rd := plugintest.Dir(t)
 	ran, refused := 0, 0
 	const tries = 100
 	for range tries {
