@@ -16,10 +16,9 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
-// tinyOne is tinyBench at one batch size and one pass: the quickest
+// tinyOne is the tiny night at one batch size and one pass: the quickest
 // night that writes every output.
-var tinyOne = []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", "1",
-	"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "1"}
+var tinyOne = tinyNight("1", "1")
 
 // TestBenchRefusesLinkedOutputs: an output of --out that is a symbolic
 // link (the journal, the cells, the plots folder) is refused before

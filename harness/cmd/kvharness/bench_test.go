@@ -15,11 +15,16 @@ import (
 	"github.com/kvharness/kvharness/harness/results"
 )
 
-// tinyBench is a matrix small enough for CI: one plugin, one layout, two
-// batch sizes, hot per-launch cells on the CPU with short stopping rules,
-// two passes.
-var tinyBench = []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", "1,32",
-	"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "2"}
+// tinyNight is a matrix small enough for CI: one plugin, one layout, hot
+// per-launch cells on the CPU with short stopping rules, at the batch
+// sizes tokens, passes times.
+func tinyNight(tokens, passes string) []string {
+	return []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", tokens,
+		"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", passes}
+}
+
+// tinyBench is the tiny night at two batch sizes, two passes.
+var tinyBench = tinyNight("1,32", "2")
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

@@ -80,17 +80,13 @@ func (f *checkFlags) register(fs interface {
 }
 
 func (f *checkFlags) validate() error {
-	switch {
-	case f.plugin == "":
+	if f.plugin == "" {
 		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.BundledNames()))
-	case f.cases < 1:
-		return fmt.Errorf("--cases %d: want at least 1", f.cases)
-	case f.slots != 0 && f.slots < 2:
-		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for the kernel's default", f.slots)
-	case f.maxCapacity < 1 || f.maxCapacity > store.MaxCapacity:
-		return fmt.Errorf("--max-capacity %d: want 1..%d", f.maxCapacity, store.MaxCapacity)
-	case layout.CheckHeadDim(f.headDim) != nil:
-		return fmt.Errorf("--head-dim %d: %v", f.headDim, layout.CheckHeadDim(f.headDim))
+	}
+	if err := checkCaseFlags(f.cases, f.slots, f.maxCapacity, f.headDim, "the kernel's"); err != nil {
+		return err
+	}
+	switch {
 	case f.pageSize < 1 || f.pageSize > 1<<16:
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
 	case f.jobs < 0 || f.jobs > 64:
@@ -114,6 +110,23 @@ func (f *checkFlags) validate() error {
 	}
 	if _, err := parseValue(f.value); err != nil {
 		return err
+	}
+	return nil
+}
+
+// checkCaseFlags refuses the case flags check and mutants share: --cases,
+// --slots, --max-capacity and --head-dim. whose is the kernel (or
+// kernels) whose default --slots 0 stands for.
+func checkCaseFlags(cases, slots, maxCapacity, headDim int, whose string) error {
+	switch {
+	case cases < 1:
+		return fmt.Errorf("--cases %d: want at least 1", cases)
+	case slots != 0 && slots < 2:
+		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for %s default", slots, whose)
+	case maxCapacity < 1 || maxCapacity > store.MaxCapacity:
+		return fmt.Errorf("--max-capacity %d: want 1..%d", maxCapacity, store.MaxCapacity)
+	case layout.CheckHeadDim(headDim) != nil:
+		return fmt.Errorf("--head-dim %d: %v", headDim, layout.CheckHeadDim(headDim))
 	}
 	return nil
 }

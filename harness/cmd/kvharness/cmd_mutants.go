@@ -11,7 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
-	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
@@ -86,17 +85,13 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 
 // checkMutants refuses flags no mutants run means.
 func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) error {
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return noArgs(fs)
-	case cfg.Cases < 1:
-		return fmt.Errorf("--cases %d: want at least 1", cfg.Cases)
-	case cfg.Slots != 0 && cfg.Slots < 2:
-		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for each kernel's default", cfg.Slots)
-	case cfg.MaxCapacity < 1 || cfg.MaxCapacity > store.MaxCapacity:
-		return fmt.Errorf("--max-capacity %d: want 1..%d", cfg.MaxCapacity, store.MaxCapacity)
-	case layout.CheckHeadDim(cfg.HeadDim) != nil:
-		return fmt.Errorf("--head-dim %d: %v", cfg.HeadDim, layout.CheckHeadDim(cfg.HeadDim))
+	}
+	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.MaxCapacity, cfg.HeadDim, "each kernel's"); err != nil {
+		return err
+	}
+	switch {
 	case !oneOf(backend, arena.Backends...):
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
 	case device < 0:

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -47,20 +46,9 @@ func TestCtrlCWithHungPlugin(t *testing.T) {
 		{"SIGINT twice", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime, err := os.MkdirTemp("", "kvh") // short: socket paths must fit 108 bytes
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(runtime) })
-			cmd := exec.Command(bin, "check", "--plugin", "faulty", "--variant", "hang", "--timeout", "60s",
+			runtime := shortTempDir(t)
+			cmd, stdout, stderr := startCLI(t, bin, runtime, "check", "--plugin", "faulty", "--variant", "hang", "--timeout", "60s",
 				"--backend", "cpu", "--layout", "bf16", "--results", t.TempDir())
-			cmd.Env = append(os.Environ(), "KVHARNESS_RUNTIME_DIR="+runtime)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
 			waitForRunDir(t, runtime)
 			time.Sleep(time.Second) // the plugin is started and hung in its first store
 			sent := time.Now()
@@ -68,7 +56,7 @@ func TestCtrlCWithHungPlugin(t *testing.T) {
 				cmd.Process.Signal(s)
 				time.Sleep(300 * time.Millisecond)
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			took := time.Since(sent)
 			code := cmd.ProcessState.ExitCode()
 			t.Logf("%s: exit %d after %v\nstdout:\n%s\nstderr:\n%s", tc.name, code, took.Round(time.Millisecond), stdout.String(), stderr.String())
