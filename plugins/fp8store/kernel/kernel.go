@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -24,7 +23,7 @@ var variants = []sdk.Variant{
 // recipe is the arithmetic every variant's author believes the kernel
 // has: the CUDA stores' max(1e-4, amax)/448 and x/s. A mutant that drops
 // the floor or truncates still declares it, and dies by it.
-var recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
+var recipe = cpustore.Recipe
 
 // geometry is where this kernel's code puts a token, per layout and variant.
 func geometry(variant, layout string, d, p int) (cpustore.Geometry, int, error) {
@@ -81,12 +80,10 @@ var Plugin = sdk.Plugin{
 	Doc:      "fp8 e4m3 + per-token scale store for fp8-paged and fp8-rows, padding-aware",
 	Variants: variants,
 	Geometry: func(variant string, d, p int) []sdk.Geometry {
-		var out []sdk.Geometry
-		for _, name := range []string{"fp8-paged", "fp8-rows"} {
+		return cpustore.Declare([]string{"fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
 			_, perToken, _ := geometry(variant, name, d, p)
-			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p, Recipe: recipe})
-		}
-		return out
+			return perToken
+		})
 	},
 	Kernel: &store{},
 }

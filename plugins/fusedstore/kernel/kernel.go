@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -57,7 +56,7 @@ func store(variant string, i, n int, loc, slots int64) (int64, bool) {
 
 // recipe is the fp8 arithmetic of the fused store: max(1e-4, amax)/448
 // and x/s, as the CUDA stores compute it.
-var recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
+var recipe = cpustore.Recipe
 
 func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
 	switch layout {
@@ -116,16 +115,10 @@ var Plugin = sdk.Plugin{
 	Doc:      "padding-aware store for bf16, fp8-paged and fp8-rows (the fix)",
 	Variants: variants,
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
-		var out []sdk.Geometry
-		for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
+		return cpustore.Declare([]string{"bf16", "fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
 			_, perToken, _ := geometry(name, d, p)
-			g := sdk.Geometry{Layout: name, BytesPerToken: perToken, BytesPerPage: perToken * p}
-			if name != "bf16" {
-				g.Recipe = recipe
-			}
-			out = append(out, g)
-		}
-		return out
+			return perToken
+		})
 	},
 	Kernel: &kernel{},
 }
