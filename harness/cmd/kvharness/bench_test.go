@@ -26,6 +26,19 @@ func tinyNight(tokens, passes string) []string {
 // tinyBench is the tiny night at two batch sizes, two passes.
 var tinyBench = tinyNight("1,32", "2")
 
+// benchNight runs the tiny bench with the extra flags into a fresh --out
+// folder and returns it; the test fails unless the bench passes.
+func benchNight(t *testing.T, extra ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "night")
+	args := append(slices.Clone(tinyBench), extra...)
+	code, stdout, stderr := runCLI(t, append(args, "--out", out)...)
+	if code != exitPass {
+		t.Fatalf("bench %s: exit %d\n%s\n%s", strings.Join(args[1:], " "), code, stdout, stderr)
+	}
+	return out
+}
+
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
@@ -56,11 +69,7 @@ func readRuns(t *testing.T, out string) []results.Run {
 // another plugin version left in the journal is kept out of the outputs.
 func TestBenchRunsAndResumes(t *testing.T) {
 	long(t)
-	out := filepath.Join(t.TempDir(), "night")
-	code, stdout, stderr := runCLI(t, append(tinyBench, "--out", out)...)
-	if code != exitPass {
-		t.Fatalf("bench: exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	out := benchNight(t)
 	cells := readCells(t, out)
 	// Per batch size: the store and its copy roofline; one empty launch.
 	if len(cells) != 5 {
@@ -93,7 +102,7 @@ func TestBenchRunsAndResumes(t *testing.T) {
 	stale := runs[len(runs)-1]
 	stale.PluginVersion = "0.9.0"
 	appendRun(t, out, stale)
-	code, stdout, stderr = runCLI(t, append(tinyBench, "--out", out, "--resume")...)
+	code, stdout, stderr := runCLI(t, append(tinyBench, "--out", out, "--resume")...)
 	if code != exitPass {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -225,11 +234,7 @@ func TestBenchStrict(t *testing.T) {
 // rotating night never compares with one that repeats a single set.
 func TestBenchRotates(t *testing.T) {
 	long(t)
-	out := filepath.Join(t.TempDir(), "rotated")
-	code, stdout, stderr := runCLI(t, append(tinyBench, "--rotate", "3", "--out", out)...)
-	if code != exitPass {
-		t.Fatalf("bench --rotate 3: exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	out := benchNight(t, "--rotate", "3")
 	cells := readCells(t, out)
 	if len(cells) != 5 {
 		t.Fatalf("%d cells, want 5", len(cells))
@@ -246,7 +251,7 @@ func TestBenchRotates(t *testing.T) {
 	if table := readFile(t, filepath.Join(out, benchrun.TableFile)); !strings.Contains(table, "launches rotate over 3 pools") {
 		t.Errorf("table.txt does not say the launches rotate:\n%s", table)
 	}
-	code, _, stderr = runCLI(t, append(tinyBench, "--rotate", "0", "--tokens", "1,32", "--out", filepath.Join(t.TempDir(), "x"))...)
+	code, _, stderr := runCLI(t, append(tinyBench, "--rotate", "0", "--tokens", "1,32", "--out", filepath.Join(t.TempDir(), "x"))...)
 	if code != exitPass {
 		t.Errorf("--rotate 0 (one set): exit %d, %s", code, stderr)
 	}
@@ -260,11 +265,7 @@ func TestBenchRotates(t *testing.T) {
 // cells record it and bench.txt names it.
 func TestBenchSlotRuns(t *testing.T) {
 	long(t)
-	out := filepath.Join(t.TempDir(), "pages")
-	code, stdout, stderr := runCLI(t, append(tinyBench, "--slot-run", "16", "--out", out)...)
-	if code != exitPass {
-		t.Fatalf("bench --slot-run 16: exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	out := benchNight(t, "--slot-run", "16")
 	if table := readFile(t, filepath.Join(out, benchrun.TableFile)); !strings.Contains(table, "slots in runs of 16") {
 		t.Errorf("table.txt does not say how the slots were drawn:\n%s", table)
 	}
