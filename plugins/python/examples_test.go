@@ -50,6 +50,7 @@ func (e example) layoutOf(t testing.TB) *layout.Layout {
 // width where the harness reads them; undeclared-eps declares none, and
 // default-recipe is a control.
 func TestExampleDeclarations(t *testing.T) {
+	t.Parallel()
 	python(t)
 	for _, e := range examples {
 		p := start(t, runDir(t), e.manifest(), "")
@@ -100,6 +101,7 @@ func d(t *testing.T, p *plugin.Plugin, e example) *kvpb.DescribeResponse {
 // reference encoding: every property holds under every padding, checked
 // on the CPU through the numpy twins.
 func TestExamplesPass(t *testing.T) {
+	t.Parallel()
 	python(t)
 	for _, e := range examples {
 		for _, variant := range []string{"", "default-recipe"} {
@@ -134,6 +136,7 @@ func rowsCase(pad store.Padding, valid int, kinds []workload.RowKind, loc ...int
 // zero or tiny group, naming eps 1e-8 and how to declare it; the same
 // cases pass as shipped, eps declared.
 func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
+	t.Parallel()
 	python(t)
 	kinds := []workload.RowKind{workload.RowNormal, workload.RowTiny, workload.RowZero, workload.RowOutlier}
 	cases := []*store.Case{
@@ -179,6 +182,7 @@ func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 // slot_bits (int64) reaches dsv4store, which declares int32 slots, as
 // int32: the pool gets the same bytes as from the control run on int64.
 func TestSlotWidthConversion(t *testing.T) {
+	t.Parallel()
 	python(t)
 	e := examples[1]
 	dir := runDir(t)

@@ -58,6 +58,7 @@ func copyTree(t *testing.T, src, dst string) {
 // folder of its own imports it from there, and its manifest names that
 // environment's python. The harness runs it as it runs the shipped ones.
 func TestInstalledOutsideTheTree(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	testtier.FullOnly(t, "makes a virtual environment and runs pip")
 	tmp := t.TempDir()
@@ -120,6 +121,7 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 // socket (harness/protocol/fdpass): here a pipe, whose far end the test
 // then writes.
 func TestFDPassFromTheHarness(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -150,6 +152,7 @@ print(os.read(fd, 5).decode())`
 // The Python unit tests (plugins/python/tests) pass under the python the
 // harness would run plugins with.
 func TestPythonUnitTests(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	out := run(t, ".", py, "-B", "-m", "unittest", "discover", "-s", "tests", "-t", "tests")
 	t.Log(out)

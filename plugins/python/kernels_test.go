@@ -60,6 +60,7 @@ func putInt64s(t *testing.T, mem arena.Memory, off int, vs ...int64) {
 // (Python) and fusedstore's read kernel (Go) answer every request below
 // with the same code and message, and a valid read with the same top k.
 func TestReadValidationMatchesGoSDK(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	l := bf16(t)
@@ -147,6 +148,7 @@ func TestReadValidationMatchesGoSDK(t *testing.T) {
 // The Python SDK checks transfer requests as the Go SDK does, and
 // pagetransfer (Python) builds the descriptors pdtransfer (Go) builds.
 func TestTransferValidationMatchesGoSDK(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	l := bf16(t)
@@ -219,6 +221,7 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 // topkread passes the read properties on every layout it declares, and
 // its next-token mutant (an unmasked tail) is caught.
 func TestReadKernelSuite(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	var layouts []*layout.Layout
@@ -254,6 +257,7 @@ func TestReadKernelSuite(t *testing.T) {
 // pagetransfer passes the transfer properties in every profile, and its
 // token-item-len mutant is caught.
 func TestTransferKernelSuite(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	for _, tc := range []struct {
@@ -287,6 +291,7 @@ func TestTransferKernelSuite(t *testing.T) {
 // A Python read or transfer kernel that raises is the plugin's refusal
 // (ABORTED with its message); the plugin lives on.
 func TestKernelErrorsAreRefusals(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), "")

@@ -40,6 +40,7 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 // missing index-K gate in the load row, the unjoined store in the reuse
 // row.
 func TestPythonLoadControlAndMutants(t *testing.T) {
+	t.Parallel()
 	python(t)
 	cases := 60
 	switch {
@@ -73,6 +74,7 @@ func TestPythonLoadControlAndMutants(t *testing.T) {
 // and the driver's stream memory operations; it needs a GPU and torch in
 // the plugin's python (./scripts/gpu-load runs it).
 func TestTorchLoadOnGPU(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dev := cudatest.Device(t)
 	dir := runDir(t)
@@ -90,6 +92,7 @@ func TestTorchLoadOnGPU(t *testing.T) {
 // TestPythonStreamsSelftest: the Python SDK's host streams follow CUDA's
 // rules (torchload/streams_selftest.py, numpy only).
 func TestPythonStreamsSelftest(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	out, err := exec.Command(py, "torchload/streams_selftest.py").CombinedOutput()
 	if err != nil {

@@ -47,6 +47,7 @@ func TestPyasyncPasses(t *testing.T) { pyasyncSuite(t, "", 15) }
 // TestPyasyncMutantsDie: each of its mutants is killed, as the Go
 // plugin's are.
 func TestPyasyncMutantsDie(t *testing.T) {
+	t.Parallel()
 	testtier.FullOnly(t, "the mutants of the Python engine take ten seconds")
 	for _, v := range []string{"abort-frees-in-flight", "first-component-done", "first-failure-frees", "virtual-as-physical", "poll-as-completion"} {
 		pyasyncSuite(t, v, 100)

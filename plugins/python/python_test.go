@@ -154,6 +154,7 @@ var manifests = []struct {
 // AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
 // certificate; see README.md), and describe the plugin they name.
 func TestManifests(t *testing.T) {
+	t.Parallel()
 	python(t)
 	for _, m := range manifests {
 		manifest := filepath.Join(m.dir, "kvharness-plugin.json")
@@ -177,6 +178,7 @@ func TestManifests(t *testing.T) {
 // on the system OpenSSL (Debian's); on BoringSSL (pip's wheels) the
 // handshake fails as documented, and the test says so and skips.
 func TestAutoMTLS(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	if noOpenSSL(t) {
 		t.Skip("no openssl command: the SDK cannot make its AutoMTLS certificate")
@@ -215,6 +217,7 @@ func suite(t *testing.T, p *plugin.Plugin, dir *rundir.Dir, pad store.Padding) p
 // under every padding convention and passes without padding: the verdicts
 // of its Go twin, bf16scatter.
 func TestTorchscatterCaughtUnderPadding(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	py := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
@@ -241,6 +244,7 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 
 // The CLI's exit codes for a Python plugin: 1 when caught, 0 when clean.
 func TestCheckCommand(t *testing.T) {
+	t.Parallel()
 	python(t)
 	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	bin := kvharnessBinary(t)
@@ -302,6 +306,7 @@ func TestMain(m *testing.M) {
 // kvharness mutants runs the Python read and transfer plugins' controls
 // and mutants like the bundled ones: controls pass, mutants die.
 func TestMutantsCommand(t *testing.T) {
+	t.Parallel()
 	python(t)
 	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	cmd := exec.Command(kvharnessBinary(t), "mutants", "--plugin", filepath.Join("topkread", "kvharness-plugin.json"),
@@ -319,6 +324,7 @@ func TestMutantsCommand(t *testing.T) {
 // head dim without being told it: the shipped stores and the controls
 // pass, the undeclared eps dies, by the recipe and bit-exact alike.
 func TestMutantsExamples(t *testing.T) {
+	t.Parallel()
 	python(t)
 	testtier.FullOnly(t, "builds the kvharness command and runs it over Python plugins")
 	for _, value := range []string{"recipe", "exact"} {
@@ -350,6 +356,7 @@ func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 // that exits or dies of a signal is a crash. None is a harness crash or an
 // invariant violation.
 func TestPythonFaults(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	script := abs(t, filepath.Join("testdata", "faulty", "plugin.py"))
 	for _, tc := range []struct {
@@ -410,6 +417,7 @@ func TestPythonFaults(t *testing.T) {
 // without the cookie, `1|1|unix|<socket>|grpc` with it, health SERVING for
 // "plugin", and Shutdown makes the process exit 0 on its own.
 func TestHandshakeAndShutdown(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	script := abs(t, filepath.Join("torchscatter", "plugin.py"))
 	out, err := exec.Command(py, script).CombinedOutput()
@@ -492,6 +500,7 @@ func exitCode(err error) int {
 // below gets the same status code from torchscatter (Python) and
 // bf16scatter (Go), and the same message but for the plugin's name.
 func TestValidationMatchesGoSDK(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	l := bf16(t)
@@ -627,6 +636,7 @@ func outcome(err error, name string) (codes.Code, string) {
 // Bench on the CPU answers positive samples on the monotonic clock in
 // every mode.
 func TestHostBench(t *testing.T) {
+	t.Parallel()
 	python(t)
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
@@ -665,6 +675,7 @@ func TestHostBench(t *testing.T) {
 // value and of random float32 patterns, and whole fp8-rows records
 // (codes and scale) of rows with NaN, infinities, subnormals and zeros.
 func TestFP8ReferenceMatchesHarness(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	rng := rand.New(rand.NewSource(1))
 	var xs []float32
