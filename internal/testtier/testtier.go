@@ -1,8 +1,8 @@
 // Package testtier sorts the tests by what they cost, so that the loop a
 // developer runs stays short and CI still runs everything:
 //
-//	go test -short ./...             the quick loop: no long end-to-end runs
 //	go test ./...                    the fast loop: every kind's properties, mutants and goldens
+//	go test -short ./...             the same with fewer cases and seeds
 //	KVHARNESS_FULL=1 go test ./...   everything, as CI runs it (.ci/run): the mutants
 //	                                 tables over every bundled plugin, the fuzz campaigns,
 //	                                 the headline properties, runs of many plugin processes
