@@ -19,8 +19,12 @@ import (
 // FullEnv is the variable that turns the full suite on.
 const FullEnv = "KVHARNESS_FULL"
 
-// Full reports whether the full suite runs: FullEnv set, and not -short.
-func Full() bool { return os.Getenv(FullEnv) != "" && !testing.Short() }
+// Full reports whether the full suite runs: FullEnv set (to anything but
+// "0"), and not -short.
+func Full() bool {
+	v := os.Getenv(FullEnv)
+	return v != "" && v != "0" && !testing.Short()
+}
 
 // FullOnly skips t outside the full suite, saying what it costs and how to
 // run it.

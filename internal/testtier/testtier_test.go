@@ -1,0 +1,14 @@
+package testtier
+
+import "testing"
+
+// The full suite is on for any value but empty and "0", and never under
+// -short.
+func TestFull(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "1": true, "yes": true} {
+		t.Setenv(FullEnv, v)
+		if got := Full(); got != (want && !testing.Short()) {
+			t.Errorf("%s=%q: Full() = %v, want %v", FullEnv, v, got, want && !testing.Short())
+		}
+	}
+}
