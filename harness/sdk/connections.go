@@ -1,6 +1,9 @@
 package sdk
 
-import "os"
+import (
+	"os"
+	"strconv"
+)
 
 // deviceConnections is the number of hardware work queues a plugin's CUDA
 // context gets unless the environment says otherwise. CUDA's default of 8
@@ -16,4 +19,15 @@ func widenDeviceQueues() {
 	if _, ok := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS"); !ok {
 		os.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", deviceConnections)
 	}
+}
+
+// deviceQueues is the number of hardware queues this process's CUDA
+// contexts have: CUDA_DEVICE_MAX_CONNECTIONS, a number from 1 to 32; any
+// other value counts as CUDA's default of 8, the fewest it could mean.
+func deviceQueues() int {
+	n, err := strconv.Atoi(os.Getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
+	if err != nil || n < 1 || n > 32 {
+		return 8
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
@@ -22,11 +23,15 @@ import (
 // whole: a stream cannot branch on the gate, and the protocol allows a
 // failed handle to land any part of its copies before it reports.
 //
-// A held stream blocks the hardware queue it is mapped to, so each
-// handle needs a queue of its own: Serve raises the context's queues to
-// CUDA's maximum of 32 (connections.go). More than 32 handles held at
-// once can still share a queue, and an opened handle queued behind a
-// held one waits for it.
+// A held stream blocks the hardware queue it is mapped to, and a stream
+// beyond the context's queues shares one with an earlier stream: an
+// opened handle behind a held one would wait for it. So the transport
+// never makes more streams than the context has queues (Serve raises them
+// to CUDA's maximum of 32, connections.go), and holds at most a quarter
+// fewer handles behind their gates on the GPU, keeping streams for handles
+// the harness opens. A handle beyond that waits in this process: the
+// transport reads the gate window whenever it is asked for a state and
+// queues the handle's copies, without a gate wait, once its gate is set.
 type deviceTransport struct {
 	g        *gpu
 	src, dst cuda.Ptr // the two arenas' bases, in this process
@@ -34,18 +39,31 @@ type deviceTransport struct {
 	dstSize  int
 	gates    cuda.Ptr // gate 0
 	nGates   int
+	queues   int // the most streams: the context's hardware queues
+	streams  int // streams made so far
 	free     []*cuda.Stream
+	held     int           // handles queued behind their gate waits, not ended
+	waiting  []*deviceXfer // posted, not queued on a stream yet
 	live     []*deviceXfer
 }
 
-// deviceXfer is a posted handle's stream and event, until it ends.
+// deviceXfer is a posted handle: its descriptors until they are queued,
+// then its stream and event until it ends.
 type deviceXfer struct {
 	x      *Xfer
+	handle uint32
+	ds     []Descriptor // until queued
 	stream *cuda.Stream
 	event  *cuda.Event
 	gate   cuda.Ptr
+	gated  bool // queued behind the gate wait: it counts in held
+	queued bool
 	ended  bool
 }
+
+// maxHeld is how many handles may wait for their gates on the GPU: all the
+// queues but a quarter (at least one), which stay for opened handles.
+func (t *deviceTransport) maxHeld() int { return t.queues - max(1, t.queues/4) }
 
 func (t *deviceTransport) post(handle uint32, ds []Descriptor) (*Xfer, error) {
 	if int(handle) >= t.nGates {
@@ -54,52 +72,106 @@ func (t *deviceTransport) post(handle uint32, ds []Descriptor) (*Xfer, error) {
 	if err := inRegions(ds, t.srcSize, t.dstSize); err != nil {
 		return nil, err
 	}
-	dx := &deviceXfer{gate: t.gates.Add(4 * int(handle))}
-	err := t.g.dev.Do(func(*cuda.Ctx) error { return t.enqueue(dx, ds) })
-	if err != nil {
+	dx := &deviceXfer{handle: handle, ds: slices.Clone(ds), gate: t.gates.Add(4 * int(handle))}
+	dx.x = &Xfer{Handle: handle, check: func() (XferState, error) { return t.check(dx) }}
+	t.waiting = append(t.waiting, dx)
+	t.live = append(t.live, dx)
+	if err := t.g.dev.Do(func(*cuda.Ctx) error { return t.pump() }); err != nil {
 		return nil, err
 	}
-	dx.x = &Xfer{Handle: handle, check: func() (XferState, error) { return t.check(dx) }}
-	t.live = append(t.live, dx)
 	return dx.x, nil
 }
 
-// enqueue queues the gate wait, the copies and the event on a stream of
-// the handle's own.
-func (t *deviceTransport) enqueue(dx *deviceXfer, ds []Descriptor) error {
-	var err error
-	if dx.stream, err = t.stream(); err != nil {
-		return err
+// pump queues the waiting handles that can go on a stream now: behind
+// their gate waits while fewer than maxHeld are held, else once the gate
+// window says the harness set their gates. The rest wait on.
+func (t *deviceTransport) pump() error {
+	var gates []byte // the window, read once a pump when needed
+	keep := t.waiting[:0]
+	for _, dx := range t.waiting {
+		gated := t.held < t.maxHeld()
+		if !gated {
+			if gates == nil {
+				gates = make([]byte, 4*t.nGates)
+				if err := t.g.dev.DtoH(gates, t.gates); err != nil {
+					return fmt.Errorf("read the gate window: %w", err)
+				}
+			}
+			if binary.LittleEndian.Uint32(gates[4*dx.handle:]) == gateHeld {
+				keep = append(keep, dx)
+				continue
+			}
+		}
+		s, err := t.stream()
+		if err != nil {
+			return err
+		}
+		if s == nil { // every stream busy: opened handles free them
+			keep = append(keep, dx)
+			continue
+		}
+		if err := t.enqueue(dx, s, gated); err != nil {
+			return fmt.Errorf("handle %d: %w", dx.handle, err)
+		}
 	}
+	clear(t.waiting[len(keep):])
+	t.waiting = keep
+	return nil
+}
+
+// enqueue queues the gate wait (when gated), the copies and the event on
+// stream s.
+func (t *deviceTransport) enqueue(dx *deviceXfer, s *cuda.Stream, gated bool) error {
+	dx.stream, dx.queued, dx.gated = s, true, gated
+	if gated {
+		t.held++
+	}
+	var err error
 	if dx.event, err = t.g.dev.NewEvent(); err != nil {
 		return err
 	}
-	if err := dx.stream.WaitGE32(dx.gate, gateGo); err != nil {
-		return fmt.Errorf("hold the handle behind its gate: %w", err)
+	if gated {
+		if err := s.WaitGE32(dx.gate, gateGo); err != nil {
+			return fmt.Errorf("hold the handle behind its gate: %w", err)
+		}
 	}
-	for i, d := range ds {
-		if err := dx.stream.DtoDAsync(t.dst.Add(d.Dst), t.src.Add(d.Src), d.Length); err != nil {
+	for i, d := range dx.ds {
+		if err := s.DtoDAsync(t.dst.Add(d.Dst), t.src.Add(d.Src), d.Length); err != nil {
 			return fmt.Errorf("descriptor %d: %w", i, err)
 		}
 	}
-	return dx.event.Record(dx.stream)
+	dx.ds = nil
+	return dx.event.Record(s)
 }
 
+// stream is a free stream, a new one while fewer than queues exist, or
+// nil.
 func (t *deviceTransport) stream() (*cuda.Stream, error) {
 	if n := len(t.free); n > 0 {
 		s := t.free[n-1]
 		t.free = t.free[:n-1]
 		return s, nil
 	}
-	return t.g.dev.NewStream()
+	if t.streams >= t.queues {
+		return nil, nil
+	}
+	s, err := t.g.dev.NewStream()
+	if err == nil {
+		t.streams++
+	}
+	return s, err
 }
 
 // check asks whether the handle's event is reached and, once it is, what
-// its gate said; the stream goes back to the pool.
+// its gate said; the stream goes back to the pool. A handle still waiting
+// in this process is pending, after a pump.
 func (t *deviceTransport) check(dx *deviceXfer) (XferState, error) {
 	var reached bool
 	var gate [4]byte
 	err := t.g.dev.Do(func(c *cuda.Ctx) error {
+		if err := t.pump(); err != nil || !dx.queued {
+			return err
+		}
 		var err error
 		if reached, err = c.Reached(dx.event); err != nil || !reached {
 			return err
@@ -122,6 +194,9 @@ func (t *deviceTransport) end(dx *deviceXfer) {
 		return
 	}
 	dx.ended = true
+	if dx.gated {
+		t.held--
+	}
 	t.free = append(t.free, dx.stream)
 	dx.event.Destroy()
 }

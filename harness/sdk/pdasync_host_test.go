@@ -86,3 +86,22 @@ func TestHostTransportCancels(t *testing.T) {
 		t.Errorf("the cancelled handle is %v", s)
 	}
 }
+
+// TestDeviceQueues: the device transport makes no more streams than the
+// context has hardware queues, read as CUDA reads its variable, and keeps
+// at least one of them for handles the harness opened.
+func TestDeviceQueues(t *testing.T) {
+	for _, tc := range []struct {
+		env         string
+		queues, max int
+	}{
+		{"32", 32, 24}, {"8", 8, 6}, {"2", 2, 1}, {"1", 1, 0},
+		{"", 8, 6}, {"0", 8, 6}, {"33", 8, 6}, {"many", 8, 6},
+	} {
+		t.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", tc.env)
+		tr := &deviceTransport{queues: deviceQueues()}
+		if tr.queues != tc.queues || tr.maxHeld() != tc.max {
+			t.Errorf("CUDA_DEVICE_MAX_CONNECTIONS=%q: %d queues, %d held; want %d, %d", tc.env, tr.queues, tr.maxHeld(), tc.queues, tc.max)
+		}
+	}
+}

@@ -208,7 +208,7 @@ func (st *asyncState) transport() transport {
 		return &hostTransport{src: st.maps[0], dst: st.maps[1], gates: st.maps[0][gates.off:gates.end()]}
 	}
 	return &deviceTransport{g: st.g, src: st.ptrs[0], dst: st.ptrs[1], srcSize: st.sizes[0], dstSize: st.sizes[1],
-		gates: st.ptrs[0].Add(gates.off), nGates: gates.len / 4}
+		gates: st.ptrs[0].Add(gates.off), nGates: gates.len / 4, queues: deviceQueues()}
 }
 
 // read copies n bytes at off of region 0 (the decode arena).
