@@ -27,11 +27,18 @@ type RowDone struct {
 	Cases         int    // cases checked; fewer than wanted when it failed or stopped
 	Wanted        int
 	Elapsed       time.Duration
-	Failed        bool        // a violation was found
-	Property      oracle.Kind // the failure's property
-	Flaky         bool
-	Fault         error // what stopped the row, if anything
-	Faults        int   // plugin faults survived
+	// Open is the time the row's targets took to open (plugin processes
+	// started, arenas made and attached) before its first case: zero when
+	// the row ran on the targets of the row before it.
+	Open time.Duration
+	// ToFailure, Confirming and Fresh are the outcome's: the search up
+	// to the first failure, its re-runs, its check in a fresh process.
+	ToFailure, Confirming, Fresh time.Duration
+	Failed                       bool        // a violation was found
+	Property                     oracle.Kind // the failure's property
+	Flaky                        bool
+	Fault                        error // what stopped the row, if anything
+	Faults                       int   // plugin faults survived
 }
 
 type observerKey struct{}
@@ -41,6 +48,10 @@ type observerKey struct{}
 func WithObserver(ctx context.Context, o Observer) context.Context {
 	return context.WithValue(ctx, observerKey{}, o)
 }
+
+// ObserverOf is the context's observer, or one that ignores everything:
+// for an observer that passes what it is told on.
+func ObserverOf(ctx context.Context) Observer { return observer(ctx) }
 
 // observer is the context's observer, or one that ignores everything.
 func observer(ctx context.Context) Observer {
@@ -59,7 +70,7 @@ func (nobody) Finished(RowDone) {}
 // rowDone summarises a row's outcome for observers.
 func rowDone[C any, R Result](layout, label string, wanted int, o *Outcome[C, R]) RowDone {
 	d := RowDone{Layout: layout, Label: label, Cases: o.Cases, Wanted: wanted, Elapsed: o.Elapsed,
-		Fault: o.Fault, Faults: len(o.Faults)}
+		ToFailure: o.ToFailure, Confirming: o.Confirming, Fresh: o.Fresh, Fault: o.Fault, Faults: len(o.Faults)}
 	if f := o.Failure; f != nil {
 		d.Failed, d.Property, d.Flaky = true, f.Property, f.Flaky
 	}

@@ -82,3 +82,48 @@ func TestFaultOnRerunKeepsTheFailure(t *testing.T) {
 		t.Errorf("failure %+v, fault %v: want the value failure kept (unconfirmed) and the fault reported", o.Failure, o.Fault)
 	}
 }
+
+// sometimesSystem is a kernel whose bug shows only on some runs, as a padded
+// row racing a valid row for one slot does: a case of 10 or more fails on
+// every third call and passes on the others.
+type sometimesSystem struct{ calls, once int }
+
+func (s *sometimesSystem) Draw(rng *rand.Rand) int64 { return 50 + rng.Int63n(50) }
+
+func (s *sometimesSystem) Shrink(c int64) []int64 {
+	if c <= 0 {
+		return nil
+	}
+	return []int64{c / 2, c - 1}
+}
+
+func (s *sometimesSystem) Check(_ context.Context, c int64) (fakeResult, error) {
+	s.calls++
+	if c >= 10 && s.calls%3 == 0 && (s.once == 0 || s.calls == s.once) {
+		return fakeResult{kinds: []oracle.Kind{oracle.Padding}}, nil
+	}
+	return fakeResult{}, nil
+}
+
+func (s *sometimesSystem) Restart(context.Context) error { return nil }
+
+// A failure that shows on some runs only is confirmed by a later re-run
+// (two passed between), not called flaky, and shrinks to the smallest
+// failing case: each candidate gets as many tries as confirming took.
+func TestIntermittentFailureIsConfirmedAndShrunk(t *testing.T) {
+	o := Run[int64, fakeResult](context.Background(), &sometimesSystem{}, Config{Cases: 50, Seed: 1})
+	f := o.Failure
+	if f == nil || f.Flaky || f.Reruns != 3 || f.Property != oracle.Padding || f.Case != 10 {
+		t.Fatalf("failure %+v: want padding confirmed on re-run 3 and shrunk to 10", f)
+	}
+}
+
+// A failure that never shows again is flaky after ConfirmRuns re-runs,
+// and not shrunk.
+func TestFailureSeenOnceIsFlaky(t *testing.T) {
+	o := Run[int64, fakeResult](context.Background(), &sometimesSystem{once: 3}, Config{Cases: 50, Seed: 1})
+	f := o.Failure
+	if f == nil || !f.Flaky || f.Reruns != ConfirmRuns || f.Shrinks != 0 || !f.Reran || f.Rerun.Failed() {
+		t.Fatalf("failure %+v: want flaky after %d clean re-runs, unshrunk", f, ConfirmRuns)
+	}
+}

@@ -123,11 +123,14 @@ type job[T Target, C any, R Result] struct {
 // run checks row i on targets of its key.
 func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	row := j.suite.Rows[i]
+	var opening time.Duration
 	if !j.open || j.key != row.Key {
+		t0 := time.Now()
 		j.close(ctx)
 		if err := j.openTargets(ctx, row); err != nil {
 			return Verdict[C, R]{}, err
 		}
+		opening = time.Since(t0)
 	}
 	seed := j.suite.Seed + int64(i)
 	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, Fresh: j.p.Restartable()})
@@ -135,7 +138,9 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	if row.Layout != nil {
 		name = row.Layout.Name
 	}
-	observer(ctx).Finished(rowDone(name, row.Label, j.suite.Cases, o))
+	d := rowDone(name, row.Label, j.suite.Cases, o)
+	d.Open = opening
+	observer(ctx).Finished(d)
 	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }
 

@@ -21,7 +21,7 @@ func FailedRepro[C workload.Case, R property.Result](kernel protocol.Kernel, h H
 	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant,
 		Layout: l.JSON(), Slots: slots, BackgroundSeed: h.Seed, Case: fl.Case,
 		Found: &Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
-			Shrinks: fl.Shrinks, Violations: vs}}
+			Shrinks: fl.Shrinks, Reruns: Intermittent(fl.Reruns), Violations: vs}}
 }
 
 // VariantOrNone is the run's variant as titles print it: "none" for the
@@ -52,4 +52,13 @@ func GeometryRepro[C workload.Case, R interface {
 		return nil, err
 	}
 	return FailedRepro(kernel, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+}
+
+// intermittent is what a repro's Found records of the re-runs confirming
+// took: nothing for the usual one.
+func Intermittent(reruns int) int {
+	if reruns > 1 {
+		return reruns
+	}
+	return 0
 }

@@ -57,7 +57,11 @@ type Found struct {
 	Seed      int64       `json:"seed"`
 	CaseIndex int         `json:"case_index"`
 	Shrinks   int         `json:"shrinks"`
-	Test      string      `json:"test,omitempty"` // go test -run line, when a test found it
+	// Reruns counts the re-runs that confirming the failure took when
+	// more than one: the earlier ones passed, the case fails only some
+	// runs (replay it with repro --count).
+	Reruns int    `json:"reruns,omitempty"`
+	Test   string `json:"test,omitempty"` // go test -run line, when a test found it
 	// NeedsHistory: the case failed only in a plugin process that had run
 	// other cases first; a fresh process passes it.
 	NeedsHistory bool `json:"needs_history,omitempty"`

@@ -144,7 +144,10 @@ type Failure struct {
 	Shrinks              int
 	Case                 workload.Case
 	// Rerun is the confirming run's violation count, -1 when it faulted.
-	Rerun     int
+	Rerun int
+	// Reruns is how many re-runs confirming took (property.Failure.Reruns):
+	// above one, the case fails only some runs.
+	Reruns    int
 	write     func(w io.Writer)
 	json      Object
 	Repro     *Repro
@@ -202,7 +205,7 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 		return row, nil
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
-		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Case: fl.Case,
+		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
 		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()

@@ -91,10 +91,21 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  replayed case failed %d of %d runs:\n", f.ReplayFails, f.Replays)
 	case f.Flaky && f.Replayed:
 		fmt.Fprintf(w, "  replayed case failed once, then passed when re-run:\n")
+	case f.Flaky && f.Rerun < 0:
+		fmt.Fprintf(w, "  case %d of seed %d failed once; the plugin faulted when it was re-run; not shrunk\n", f.CaseIndex, f.Seed)
+	case f.Flaky && f.Reruns > 1:
+		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed %d re-runs; not shrunk\n", f.CaseIndex, f.Seed, f.Reruns)
 	case f.Flaky:
 		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed when re-run; not shrunk\n", f.CaseIndex, f.Seed)
 	case f.Replayed:
 		fmt.Fprintf(w, "  replayed case, confirmed by a re-run:\n")
+	case f.Reruns > 1:
+		passed := "re-run 1 passed"
+		if f.Reruns > 2 {
+			passed = fmt.Sprintf("re-runs 1-%d passed", f.Reruns-1)
+		}
+		fmt.Fprintf(w, "  found at case %d of seed %d, failed again on re-run %d (%s: it fails only some runs, as a race does), shrunk in %d steps to:\n",
+			f.CaseIndex, f.Seed, f.Reruns, passed, f.Shrinks)
 	default:
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}

@@ -298,3 +298,32 @@ func TestLazyAgreesWithDense(t *testing.T) {
 		}
 	}
 }
+
+// TestFarPagesDoNotGrowTheCopy: a page materialized far into a large lazy
+// window holds its background, computed for that page alone: the seed's
+// background copy does not grow to reach it.
+func TestFarPagesDoNotGrowTheCopy(t *testing.T) {
+	size := 4096 * pageBytes // 16 MiB
+	m := openTmpfs(t, size)
+	w := pool.Window{Off: 3 * pageBytes, Len: size - 3*pageBytes}
+	if err := m.FillLazy(w, 9); err != nil {
+		t.Fatal(err)
+	}
+	far := []pool.Window{{Off: size - 2*pageBytes + 5, Len: 300}, {Off: size / 2, Len: pageBytes}}
+	if err := m.Materialize(far); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range far {
+		want := make([]byte, x.Len)
+		pool.FillBackground(want, 9, x.Off-w.Off)
+		if !bytes.Equal(m.Bytes()[x.Off:x.End()], want) {
+			t.Errorf("materialized %v does not hold the background", x)
+		}
+	}
+	if n := len(m.bg[9]); n >= size/2 {
+		t.Errorf("the background copy grew to %d bytes to materialize two pages", n)
+	}
+	if got, err := m.Changed(w); err != nil || len(got) != 0 {
+		t.Fatalf("Changed after Materialize = %v, %v; want nothing", got, err)
+	}
+}

@@ -32,6 +32,7 @@ type Memory struct {
 	bl    baseline.Spans
 	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
 	zeros []byte            // the baseline of bytes never filled
+	piece []byte            // background of a piece beyond its seed's copy (eachBase)
 	lazy  lazyPages         // which pages hold their baseline (lazy.go)
 	// lazyRanges are the page-aligned stretches FillLazy left as holes.
 	lazyRanges []pool.Window
@@ -129,6 +130,10 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 // filled.
 const chunkBytes = 64 << 10
 
+// pieceBytes is the most background computed for one piece beyond a
+// seed's copy instead of growing the copy.
+const pieceBytes = 256 << 10
+
 // growBytes is the least a seed's background copy grows by: a lazily
 // filled window's copy grows as its cases reach further in, instead of
 // its background being recomputed for every page materialized or scanned.
@@ -166,6 +171,14 @@ func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
 				hi := min(lo+chunkBytes, p.End())
 				f(lo, hi, s.zeros[:hi-lo])
 			}
+		case p.End()-p.Origin > len(bg) && p.Len <= pieceBytes:
+			// A small piece beyond the copy (a lazy pool's page far in):
+			// its background alone, not the copy grown to reach it.
+			if len(s.piece) < p.Len {
+				s.piece = make([]byte, pieceBytes)
+			}
+			pool.FillBackground(s.piece[:p.Len], p.Seed, p.Off-p.Origin)
+			f(p.Off, p.End(), s.piece[:p.Len])
 		default:
 			bg = s.background(p.Seed, p.End()-p.Origin)
 			f(p.Off, p.End(), bg[p.Off-p.Origin:p.End()-p.Origin])

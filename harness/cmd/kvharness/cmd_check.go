@@ -159,10 +159,13 @@ func (f *checkFlags) jobsOn(p arena.Place) int {
 }
 
 func runCheck(ctx context.Context, e *env, args []string) int {
+	start := time.Now()
 	var f checkFlags
+	var showTimings bool
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
+	fs.BoolVar(&showTimings, "timings", false, "print where the time went after the report, on stderr: setup, each row's opening and search, a failure's re-runs, shrinking and fresh-process check")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -202,7 +205,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	defer release()
 	p.Shard = spec
 	g := progressOn(e, "check", "cases")
-	run, err := k.Check(observe(ctx, g), s.kind(f.plugin), p)
+	var tm *timings
+	if showTimings {
+		tm = newTimings(start)
+	}
+	run, err := k.Check(tm.observe(observe(ctx, g)), s.kind(f.plugin), p)
 	g.done()
 	if err != nil {
 		return e.errorf("%v", err)
@@ -219,6 +226,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	code := finishCheck(e, run, f.json, f.results)
+	tm.write(e.stderr, time.Since(start))
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
 		code = exitViolation
 	}

@@ -174,10 +174,7 @@ func (o *caseObserver) Finished(d property.RowDone) {
 // rowLine is a finished row in one line: its name, verdict, cases and
 // time.
 func rowLine(d property.RowDone) string {
-	name := textsafe.String(d.Label)
-	if d.Layout != "" {
-		name = textsafe.String(d.Layout) + "/" + name
-	}
+	name := doneName(d)
 	verdict := "ok"
 	switch {
 	case d.Failed && d.Flaky:
@@ -192,6 +189,15 @@ func rowLine(d property.RowDone) string {
 		verdict = fmt.Sprintf("ok after %d plugin faults", d.Faults)
 	}
 	return fmt.Sprintf("  %-24s %-16s %6d cases  %v", name, verdict, d.Cases, d.Elapsed.Round(time.Millisecond))
+}
+
+// doneName is a finished row as lines name it: layout/label, or the label.
+func doneName(d property.RowDone) string {
+	name := textsafe.String(d.Label)
+	if d.Layout != "" {
+		name = textsafe.String(d.Layout) + "/" + name
+	}
+	return name
 }
 
 // benchObserver feeds a night's runs to a progress display, and prints a

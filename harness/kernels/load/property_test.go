@@ -156,8 +156,9 @@ func hunt(t *testing.T, p *plugin.Plugin, backend arena.Backend, variant string,
 	k := kill{seed: seed, row: v.Label, cases: v.Outcome.Cases, property: string(f.Property), shrinks: f.Shrinks, minimal: f.Case,
 		took: time.Since(start)}
 	switch {
-	case f.Flaky || !f.Rerun.Has(f.Property):
-		t.Errorf("%s seed %d: the kill did not repeat (flaky): %v", variant, seed, f.Case)
+	case f.Flaky || f.Reruns != 1 || !f.Rerun.Has(f.Property):
+		t.Errorf("%s seed %d: the kill did not repeat on its first re-run (flaky %v, %d re-runs): the schedule is not deterministic: %v",
+			variant, seed, f.Flaky, f.Reruns, f.Case)
 	case v.Label != mutants[variant]:
 		t.Errorf("%s seed %d: killed in row %s, want %s: %s", variant, seed, v.Label, mutants[variant], failureLine(v))
 	case v.Outcome.Cases > cases:

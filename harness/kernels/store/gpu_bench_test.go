@@ -58,6 +58,38 @@ func BenchmarkCheckedCasesCUDA(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckedCasesCUDAAhead is BenchmarkCheckedCasesCUDA as a
+// property run checks cases (kvharness check): drawn, checked ahead on
+// pool sets of their own, several per round trip, proved by a scan per
+// window; a quarter of the cases under each padding.
+func BenchmarkCheckedCasesCUDAAhead(b *testing.B) {
+	dev := cudatest.Device(b)
+	for _, sh := range []struct {
+		layout string
+		graph  bool
+	}{{"bf16", false}, {"bf16", true}, {"fp8-paged", false}} {
+		mode := "eager"
+		if sh.graph {
+			mode = "graph"
+		}
+		b.Run(fmt.Sprintf("layout=%s/slots=1048576/mode=%s", sh.layout, mode), func(b *testing.B) {
+			p, dir := plugintest.Start(b, "fusedstore")
+			tg, err := Open(context.Background(), p, dir, Config{Layout: kindtest.Layout(b, sh.layout, 128, 64), Slots: 1 << 20,
+				MaxCapacity: 512, Seed: 7, Graph: sh.graph, Backend: arena.CUDA{Dev: dev}, Sets: AutoSets})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tg.Close(context.Background())
+			tg.Phases = Phases{}
+			before := dev.Trips()
+			runCases(b, tg, 512)
+			b.ReportMetric(float64(dev.Trips()-before)/float64(b.N), "trips/case")
+			b.ReportMetric(float64(tg.Sets), "sets")
+			reportPhases(b, tg.Phases)
+		})
+	}
+}
+
 // BenchmarkStoreRPCCUDA isolates the store round trip of a checked case on
 // the GPU: StoreBatch with no calls (the transport and the plugin's wait),
 // one call, and a case's three, each reporting the plugin's own handler

@@ -121,7 +121,7 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant,
 		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
-			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Violations: vs}}, nil
+			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Reruns: report.Intermittent(fl.Reruns), Violations: vs}}, nil
 }
 
 // crashLines are a crash's last words as a report prints them under its

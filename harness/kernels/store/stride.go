@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -135,18 +137,34 @@ type misread struct {
 	row    map[int]int
 }
 
-func (sc *Oracle) place(m misreading) *misread {
+// place is the misread pool at the offsets at (sorted, distinct): the
+// wrong bytes, all a classifier asks about. A case's valid rows hold far
+// more bytes than it got wrong, so only those are recorded.
+func (sc *Oracle) place(m misreading, at []int) *misread {
 	r := &misread{name: m.name, placed: map[int]byte{}, row: map[int]int{}}
+	if len(at) == 0 {
+		return r
+	}
 	for i := range sc.Case.Valid {
 		spans, recs := m.place(sc.Case.Loc[i], i)
 		for k, sp := range spans {
-			for j := range sp.Len {
-				r.placed[sp.Off+j] = recs[k][j]
-				r.row[sp.Off+j] = i
+			for j := sort.SearchInts(at, sp.Off); j < len(at) && at[j] < sp.Off+sp.Len; j++ {
+				r.placed[at[j]] = recs[k][at[j]-sp.Off]
+				r.row[at[j]] = i
 			}
 		}
 	}
 	return r
+}
+
+// offsets is the distinct offsets of bs, sorted.
+func offsets(bs []wrongByte) []int {
+	at := make([]int, len(bs))
+	for i, b := range bs {
+		at[i] = b.off
+	}
+	slices.Sort(at)
+	return slices.Compact(at)
 }
 
 // rowAt is the valid row the misreading puts at the first of bs that it
@@ -182,8 +200,9 @@ func (v *classifier) explains(r *misread, b wrongByte) bool {
 // thousands of bytes do.
 func (v *classifier) explain() {
 	best, bestN := (*misread)(nil), 0
+	at := offsets(v.wrong)
 	for _, m := range v.sc.misreadings() {
-		r := v.sc.place(m)
+		r := v.sc.place(m, at)
 		n, placed := 0, 0
 		for _, b := range v.wrong {
 			if v.explains(r, b) {

@@ -43,6 +43,12 @@ func NewSystem(t *Target, p Padding, maxCapacity int) *System {
 	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity}}
 }
 
+// firstExact is how many cases a target's first row checks exactly
+// before the target fills its sets to check ahead on (tens of
+// milliseconds on a default pool): a broken kernel fails in them, and its
+// report does not wait for the fill.
+const firstExact = 8
+
 // ahead reports whether the system checks drawn cases ahead.
 func (s *System) ahead() bool { return s.Budget > 0 && s.Target.canAhead() }
 
@@ -57,6 +63,11 @@ func (s *System) Draw(rng *rand.Rand) *Case {
 		*s = System{Target: s.Target, Gen: s.Gen, Budget: s.Budget, rng: rng}
 		s.Target.exact = 0
 		s.size, s.most = s.Target.windows()
+	}
+	if s.drawn < firstExact && s.Target.fillLater != nil {
+		s.drawn++ // the target's sets are not filled yet: check it exactly
+		s.out = nil
+		return s.Gen.Draw(rng)
 	}
 	if len(s.queue) == 0 && !s.drawWindow() {
 		s.out = nil
@@ -101,6 +112,9 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 	if w := s.out; w != nil && w.cases[s.outIdx] == c {
 		i := s.outIdx
 		s.out = nil
+		if err := s.Target.fillAhead(); err != nil {
+			return nil, err
+		}
 		if !w.started {
 			s.Target.startAhead(ctx, s, w)
 		}

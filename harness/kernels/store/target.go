@@ -62,16 +62,18 @@ type Target struct {
 	// case runs.
 	GeometryViolation *oracle.Violation
 
-	exact   int                // the set exact checks run on (System.Check moves it)
-	group   *group             // the targets sharing the arena
-	first   int                // the arena's index of this target's first pool
-	stageAt int                // where this target's staging starts in the arena
-	ahead   *ahead             // cases checked ahead, when Sets allows (ahead.go)
-	lazy    arena.Lazy         // the memory, when the pools are filled lazily (lazy.go)
-	blocks  int64              // its allocated size after the last materialization
-	staging [][]target.Segment // per set: what was staged last
-	phaseMu sync.Mutex         // Phases is written by the ahead pipeline too
-	closed  bool
+	exact   int        // the set exact checks run on (System.Check moves it)
+	group   *group     // the targets sharing the arena
+	first   int        // the arena's index of this target's first pool
+	stageAt int        // where this target's staging starts in the arena
+	ahead   *ahead     // cases checked ahead, when Sets allows (ahead.go)
+	lazy    arena.Lazy // the memory, when the pools are filled lazily (lazy.go)
+	// fillLater fills the sets checked ahead on; nil once they are.
+	fillLater func() error
+	blocks    int64              // its allocated size after the last materialization
+	staging   [][]target.Segment // per set: what was staged last
+	phaseMu   sync.Mutex         // Phases is written by the ahead pipeline too
+	closed    bool
 }
 
 // group is the targets of one arena and attach (OpenGroup).
@@ -202,9 +204,11 @@ func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error
 	return g.Plugin.StoreBatch(ctx, reqs)
 }
 
-// fillTargets fills every pool of each target planned in geo, guards
-// included, with the background of its seed: lazily for a target whose
-// exact set is large (lazy.go), when the memory can.
+// fillTargets fills the exact set of each target planned in geo, guards
+// included, with the background of its seed: lazily when the set is large
+// (lazy.go) and the memory can. The sets a target checks ahead on are
+// filled when its first window starts (fillAhead): a check whose kernel
+// fails in its first cases, as a broken one does, never pays for them.
 func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 	return func(mem arena.Memory) error {
 		for _, t := range ts {
@@ -212,13 +216,24 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 			if ok && lazy.Sparse() && t.fillsLazily() {
 				t.lazy = lazy
 			}
-			for i, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+			regions := geo.Regions[t.first : t.first+t.numSets()*numPools]
+			for _, r := range regions[:numPools] {
 				fill := mem.Fill
-				if i < numPools && t.lazy != nil {
-					fill = lazy.FillLazy // the exact set
+				if t.lazy != nil {
+					fill = lazy.FillLazy
 				}
 				if err := fill(r.Span(), uint64(t.Seed)); err != nil {
 					return err
+				}
+			}
+			if ahead := regions[numPools:]; len(ahead) > 0 {
+				t.fillLater = func() error {
+					for _, r := range ahead {
+						if err := mem.Fill(r.Span(), uint64(t.Seed)); err != nil {
+							return fmt.Errorf("fill the pools to check ahead on: %w", err)
+						}
+					}
+					return nil
 				}
 			}
 		}
@@ -257,6 +272,17 @@ func (t *Target) locOffset(set int) int { return t.rowsOffset(set) + t.rowsBytes
 
 // numSets counts every set, the exact one included.
 func (t *Target) numSets() int { return 1 + t.Sets }
+
+// fillAhead fills the sets checked ahead on, the first time a window
+// needs them.
+func (t *Target) fillAhead() error {
+	f := t.fillLater
+	if f == nil {
+		return nil
+	}
+	t.fillLater = nil
+	return f()
+}
 
 // specs are the target's pools, set by set; in a group their names carry
 // the layout's.

@@ -1,0 +1,40 @@
+package store
+
+import (
+	"context"
+	"math/rand"
+	"reflect"
+	"testing"
+)
+
+// TestAheadSetsFillOnFirstWindow: a target fills the sets it checks ahead
+// on only when its first window starts, after the first row's firstExact
+// cases were checked exactly; the cases handed out are those one at a
+// time would draw, in order, across that change; and every one passes.
+func TestAheadSetsFillOnFirstWindow(t *testing.T) {
+	tg := openAheadTarget(t, "fusedstore", "bf16", "")
+	if tg.Sets < 2 || tg.fillLater == nil {
+		t.Fatalf("%d sets to check ahead on, filled already %v; want at least two, not filled yet", tg.Sets, tg.fillLater == nil)
+	}
+	const n = 60
+	sys := NewSystem(tg, PadCount, 64)
+	sys.Budget = n
+	rng, alone := rand.New(rand.NewSource(5)), rand.New(rand.NewSource(5))
+	gen := *sys.Gen
+	for i := range n {
+		c := sys.Draw(rng)
+		if want := gen.Draw(alone); !reflect.DeepEqual(c, want) {
+			t.Fatalf("case %d differs from the one a draw at a time gives", i)
+		}
+		exact := sys.out == nil
+		if res, err := sys.Check(context.Background(), c); err != nil || res.Failed() {
+			t.Fatalf("case %d: %v %v", i, err, res)
+		}
+		switch filled := tg.fillLater == nil; {
+		case i < firstExact && (!exact || filled):
+			t.Fatalf("case %d: checked exactly %v, sets filled %v; want exact, unfilled", i, exact, filled)
+		case i >= firstExact && (exact || !filled):
+			t.Fatalf("case %d: checked exactly %v, sets filled %v; want checked ahead on filled sets", i, exact, filled)
+		}
+	}
+}
