@@ -10,6 +10,8 @@
 //   6  slowed10         rows 0..n-1, then the first tenth of them (rounded down) again (correct, 10% slower)
 //   7  oob-write        rows 0..n-1, row n-1 into slot loc + 2^32: out of bounds
 //   8  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
+//   9  slowed30         rows 0..n-1, then the first 30% of them (rounded down) again (correct, 30% slower)
+//  10  slowed50         rows 0..n-1, then the first half of them (rounded down) again (correct, 50% slower)
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -40,15 +42,20 @@ struct FusedRule {
 // FUSED_PASSES is how often the store runs. The compiler barrier between
 // passes keeps the first pass's stores and the second's loads: without it
 // the duplicate work could be optimised away.
-#if FUSED_RULE == 5 || FUSED_RULE == 6
+#if FUSED_RULE == 5 || FUSED_RULE == 6 || FUSED_RULE == 9 || FUSED_RULE == 10
 #define FUSED_PASSES 2
 #else
 #define FUSED_PASSES 1
 #endif
-// FUSED_ROWS is the rows pass p covers: all of them, but for slowed10's
-// second pass the first tenth, rounded down.
+// FUSED_ROWS is the rows pass p covers: all of them, but for the second
+// pass of slowed10, slowed30 and slowed50 the first tenth, 30% or half,
+// rounded down.
 #if FUSED_RULE == 6
 #define FUSED_ROWS(p, capacity) ((p) == 0 ? (capacity) : (capacity) / 10)
+#elif FUSED_RULE == 9
+#define FUSED_ROWS(p, capacity) ((p) == 0 ? (capacity) : (capacity) * 3 / 10)
+#elif FUSED_RULE == 10
+#define FUSED_ROWS(p, capacity) ((p) == 0 ? (capacity) : (capacity) / 2)
 #else
 #define FUSED_ROWS(p, capacity) (capacity)
 #endif

@@ -23,6 +23,8 @@ var variants = []sdk.Variant{
 	{Name: "slowed10", Doc: "correct, but stores the first tenth of the rows (rounded down) again: 10% more work from 10 rows on, a small regression for kvharness compare to flag", Correct: true},
 	{Name: "oob-write", Doc: "stores the last valid row 2^32 slots past its own: far outside the arena, where compute-sanitizer's memcheck sees it"},
 	{Name: "slot-u16", Doc: "reads slot indices as 16 bits (a uint16 loc): in a pool past 65,536 slots, slot s lands on s mod 65,536"},
+	{Name: "slowed30", Doc: "correct, but stores the first 30% of the rows (rounded down) again: 30% more work, a regression between slowed10 and slowed for measuring the smallest one kvharness compare flags", Correct: true},
+	{Name: "slowed50", Doc: "correct, but stores the first half of the rows (rounded down) again: 50% more work", Correct: true},
 }
 
 // oobSlots is how far past its slot oob-write stores the last valid row:
@@ -90,6 +92,10 @@ func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 		work *= 2 // the same bytes twice: correct, and twice the work
 	case "slowed10":
 		work += c.Capacity / 10 // the first tenth again: 10% more work
+	case "slowed30":
+		work += c.Capacity * 3 / 10
+	case "slowed50":
+		work += c.Capacity / 2
 	}
 	for i := range work {
 		i %= c.Capacity
