@@ -46,14 +46,17 @@ func Names() string {
 }
 
 // FuzzTargets lists the kinds' fuzz targets.
-func FuzzTargets() string {
+func FuzzTargets() string { return strings.Join(FuzzTargetNames(), ", ") }
+
+// FuzzTargetNames is the kinds' fuzz targets, in the kinds' order.
+func FuzzTargetNames() []string {
 	var names []string
 	for _, x := range All {
 		if x.Fuzz != "" {
 			names = append(names, x.Fuzz)
 		}
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // Decode reads a repro file's case of kernel k: report.CaseDecoder over

@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func init() {
@@ -21,6 +23,7 @@ func init() {
 const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
   kvharness fuzz --plugin ./my-plugin --target FuzzStore --time 10m
   kvharness fuzz --plugin fp8store --mode in-process
+  kvharness fuzz --plugin fusedstore --target all --shard 2/3 --time 5m   # this machine's third of the kinds' targets
 `
 
 // runFuzz runs a fuzz target of the source tree against a plugin: a kernel
@@ -31,7 +34,8 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
 	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz (bundled name, path or command)")
 	variant := fs.String("variant", "", "plugin variant")
-	target := fs.String("target", "FuzzStore", "fuzz target: "+kernels.FuzzTargets()+", or a file-parser target")
+	target := fs.String("target", "FuzzStore", "fuzz target: "+kernels.FuzzTargets()+", or a file-parser target; several as a comma list, or all: every kind's, one after another")
+	shardArg := fs.String("shard", "", "fuzz part i of n of the targets, as 2/3: the targets sorted by name, every n-th from the i-th, each for --time (go test -fuzz takes no seed, so a target is what splits deterministically)")
 	mode := fs.String("mode", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
 	fuzztime := fs.Duration("time", 30*time.Second, "how long to fuzz")
 	parallel := fs.Int("parallel", 0, "fuzz worker processes (0: one per CPU; use 1 on one GPU)")
@@ -47,6 +51,10 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if !oneOf(*mode, "out-of-process", "in-process") {
 		return e.errorf("fuzz: --mode %q: want out-of-process or in-process", *mode)
 	}
+	targets, err := fuzzTargets(*target, *shardArg)
+	if err != nil {
+		return e.errorf("fuzz: %v", err)
+	}
 	root, ok := plugin.SourceRoot()
 	if !ok {
 		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
@@ -54,13 +62,30 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
 		*pluginArg = spec.Argv[0] // absolute, since go test runs in the target's package
 	}
-	goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + *target + "$", "-fuzztime=" + fuzztime.String()}
-	if *parallel > 0 {
-		goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
+	env := append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
+	code := exitPass
+	for _, t := range targets {
+		if len(targets) > 1 {
+			fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v\n", t, *fuzztime)
+		}
+		goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + t + "$", "-fuzztime=" + fuzztime.String()}
+		if *parallel > 0 {
+			goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
+		}
+		switch c := fuzzOne(ctx, e, filepath.Join(root, fuzzPackage(t)), goArgs, env); {
+		case c == exitViolation:
+			code = c // a finding; the shard's other targets still run
+		case c != exitPass:
+			return c
+		}
 	}
+	return code
+}
+
+// fuzzOne runs one go test -fuzz in dir.
+func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int {
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
-	cmd.Dir = filepath.Join(root, fuzzPackage(*target))
-	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
+	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out), io.MultiWriter(e.stderr, &out)
 	if err := cmd.Run(); err != nil {
@@ -69,9 +94,37 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 		if bytes.Contains(out.Bytes(), []byte("Failing input written to")) {
 			return exitViolation
 		}
-		return e.errorf("go test -fuzz: %v", err)
+		return e.errorf("go test -fuzz (%s): %v", filepath.Base(dir), err)
 	}
 	return exitPass
+}
+
+// fuzzTargets is what --target and --shard ask for: the targets named (all:
+// every kind's), the shard's part of them.
+func fuzzTargets(target, shardArg string) ([]string, error) {
+	spec, err := shard.Parse(shardArg)
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	var names []string
+	if target == "all" {
+		names = kernels.FuzzTargetNames()
+	} else {
+		for _, t := range strings.Split(target, ",") {
+			if t = strings.TrimSpace(t); t == "" || !strings.HasPrefix(t, "Fuzz") {
+				return nil, fmt.Errorf("--target %q: want fuzz targets (%s, or a file parser's), a comma list of them, or all", target, kernels.FuzzTargets())
+			}
+			names = append(names, t)
+		}
+	}
+	owned, err := shard.Select(spec, names, func(s string) string { return s })
+	if err != nil {
+		return nil, fmt.Errorf("--target %s: %w", target, err)
+	}
+	if len(owned) == 0 {
+		return nil, fmt.Errorf("--shard %s owns none of the %d targets of --target %s; run fewer shards, or give --target all", spec, len(names), target)
+	}
+	return owned, nil
 }
 
 // fuzzPackage is the directory, from the source root, of the package that
