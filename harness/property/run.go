@@ -160,23 +160,30 @@ func CheckOnce[C any, R Result](ctx context.Context, sys System[C, R], c C) (R, 
 
 // confirmFresh checks the shrunk failure once more in a plugin process
 // started for it, and marks a failure that passes there as needing the
-// plugin's history.
+// plugin's history. A failure that showed only on some runs gets as many
+// tries as confirming it took, each in a process of its own: a second
+// check in one process would have the first's history.
 func (r *runner[C, R]) confirmFresh() {
 	f := r.out.Failure
 	if f == nil || f.Flaky || !r.cfg.Fresh || r.out.Fault != nil || r.ctx.Err() != nil {
 		return
 	}
 	defer func(t0 time.Time) { r.out.Fresh = time.Since(t0) }(time.Now())
-	if err := r.sys.Restart(r.ctx); err != nil {
-		r.out.Fault, r.out.FaultCase = fmt.Errorf("restart to confirm the failure in a fresh plugin process: %w", err), &f.Case
-		return
+	for try := 0; try < max(1, f.Reruns); try++ {
+		if err := r.sys.Restart(r.ctx); err != nil {
+			r.out.Fault, r.out.FaultCase = fmt.Errorf("restart to confirm the failure in a fresh plugin process: %w", err), &f.Case
+			return
+		}
+		res, err := r.check(f.Case)
+		if err != nil {
+			r.fault(err, f.Case)
+			return
+		}
+		f.Fresh, f.NeedsHistory = true, !res.Has(f.Property)
+		if !f.NeedsHistory {
+			return
+		}
 	}
-	res, err := r.check(f.Case)
-	if err != nil {
-		r.fault(err, f.Case)
-		return
-	}
-	f.Fresh, f.NeedsHistory = true, !res.Has(f.Property)
 }
 
 // generator hands gopter the system's cases with the system's shrinker:

@@ -109,12 +109,18 @@ func (s *sometimesSystem) Restart(context.Context) error { return nil }
 
 // A failure that shows on some runs only is confirmed by a later re-run
 // (two passed between), not called flaky, and shrinks to the smallest
-// failing case: each candidate gets as many tries as confirming took.
+// failing case: each candidate, and the check in a fresh process, gets as
+// many tries as confirming took.
 func TestIntermittentFailureIsConfirmedAndShrunk(t *testing.T) {
-	o := Run[int64, fakeResult](context.Background(), &sometimesSystem{}, Config{Cases: 50, Seed: 1})
+	o := Run[int64, fakeResult](context.Background(), &sometimesSystem{}, Config{Cases: 50, Seed: 1, Fresh: true})
 	f := o.Failure
 	if f == nil || f.Flaky || f.Reruns != 3 || f.Property != oracle.Padding || f.Case != 10 {
 		t.Fatalf("failure %+v: want padding confirmed on re-run 3 and shrunk to 10", f)
+	}
+	// The fresh process gets as many tries: one that passes is the race,
+	// not a kernel that needs its process's history.
+	if !f.Fresh || f.NeedsHistory {
+		t.Errorf("fresh check %v, needs history %v; want checked fresh, not needing history", f.Fresh, f.NeedsHistory)
 	}
 }
 
