@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -36,5 +37,28 @@ func TestAheadSetsFillOnFirstWindow(t *testing.T) {
 		case i >= firstExact && (exact || !filled):
 			t.Fatalf("case %d: checked exactly %v, sets filled %v; want checked ahead on filled sets", i, exact, filled)
 		}
+	}
+}
+
+// TestWriteBeforeTheFillIsReported: a write that lands in the sets to
+// check ahead on before the target fills them (a stray of one of the
+// exact cases) is an error when the first window starts, naming where it
+// landed, not erased by the fill.
+func TestWriteBeforeTheFillIsReported(t *testing.T) {
+	tg := openAheadTarget(t, "fusedstore", "bf16", "")
+	r := tg.Pools.Regions[tg.first+numPools] // the first set checked ahead on
+	if err := tg.Mem().WriteAt([]byte{0xAB}, r.Pool.Off+100); err != nil {
+		t.Fatal(err)
+	}
+	sys := NewSystem(tg, PadCount, 64)
+	sys.Budget = 40
+	rng := rand.New(rand.NewSource(5))
+	var err error
+	for i := 0; i < 40 && err == nil; i++ {
+		_, err = sys.Check(context.Background(), sys.Draw(rng))
+	}
+	var uw *UnfilledWriteError
+	if !errors.As(err, &uw) || uw.At.Off != r.Pool.Off+100 || uw.At.Len != 1 || uw.Region != r.Name {
+		t.Fatalf("error %v; want the write at %d in %s reported before the fill", err, r.Pool.Off+100, r.Name)
 	}
 }

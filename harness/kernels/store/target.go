@@ -227,14 +227,7 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 				}
 			}
 			if ahead := regions[numPools:]; len(ahead) > 0 {
-				t.fillLater = func() error {
-					for _, r := range ahead {
-						if err := mem.Fill(r.Span(), uint64(t.Seed)); err != nil {
-							return fmt.Errorf("fill the pools to check ahead on: %w", err)
-						}
-					}
-					return nil
-				}
+				t.fillLater = func() error { return fillAheadSets(mem, ahead, uint64(t.Seed)) }
 			}
 		}
 		// Staging (and the doorbell) hold their pages from the start: on
@@ -242,6 +235,40 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 		// stray write into a hole does (lazy.go).
 		return mem.WriteAt(make([]byte, geo.Staging.Len), geo.Staging.Off)
 	}
+}
+
+// fillAheadSets fills the regions of the sets checked ahead on, once the
+// exact checks before them proved that nothing wrote there: until now they
+// held their first baseline (zeros), and the fill would erase a stray
+// write that landed in them.
+func fillAheadSets(mem arena.Memory, regions []pool.Region, seed uint64) error {
+	for _, r := range regions {
+		changed, err := mem.Changed(r.Span())
+		if err != nil {
+			return fmt.Errorf("scan the pools to check ahead on before filling them: %w", err)
+		}
+		if len(changed) > 0 {
+			return &UnfilledWriteError{Region: r.Name, At: changed[0]}
+		}
+		if err := mem.Fill(r.Span(), seed); err != nil {
+			return fmt.Errorf("fill the pools to check ahead on: %w", err)
+		}
+	}
+	return nil
+}
+
+// UnfilledWriteError is a write found in pools no case had used yet,
+// before the target filled them to check ahead on: the kernel wrote
+// outside the pools of the exact checks that ran until then.
+type UnfilledWriteError struct {
+	Region string
+	At     pool.Window // the first changed range, arena offsets
+}
+
+func (e *UnfilledWriteError) Error() string {
+	return fmt.Sprintf("arena bytes [%d,%d) of pool %s changed before any case used that pool: the kernel wrote outside its case's pools "+
+		"during one of the first %d cases, checked exactly on the first pool set (a stray write, whichever case made it; on the GPU, --sanitize memcheck names the kernel)",
+		e.At.Off, e.At.End(), e.Region, firstExact)
 }
 
 func align(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment }
