@@ -419,3 +419,44 @@ func TestCompareConfirm(t *testing.T) {
 		t.Errorf("missing rerun file: exit %d, stderr %q; want %d naming --confirm", code, stderr, exitError)
 	}
 }
+
+// TestBenchResumeRefusesAnotherMachine: a night measured on another
+// device or at another commit is not resumed here, whether its manifest
+// says so (a finished night) or its journal's GPU runs do (an interrupted
+// one): its runs would be credited to this machine and build.
+func TestBenchResumeRefusesAnotherMachine(t *testing.T) {
+	out := benchNight(t)
+	if code, _, errOut := runCLI(t, append(slices.Clone(tinyBench), "--out", out, "--resume")...); code != exitPass {
+		t.Fatalf("resuming a night where it ran: exit %d: %s", code, errOut)
+	}
+	manPath := filepath.Join(out, benchrun.ManifestFile)
+	man, err := benchrun.ReadManifest(manPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.Device, man.Commit = "NVIDIA H200", "f534aaf"
+	if err := benchrun.WriteManifest(manPath, man); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, append(slices.Clone(tinyBench), "--out", out, "--resume")...)
+	if code != exitError || !strings.Contains(errOut, "measured on NVIDIA H200 at commit f534aaf") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("resuming an H200 night here: exit %d, stderr %q; want exit %d naming the night's device and commit", code, errOut, exitError)
+	}
+	// An interrupted night: no manifest, a journal of GPU runs.
+	if err := os.Remove(manPath); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(out, benchrun.JournalFile)
+	data, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.ReplaceAll(data, []byte(`"device":"cpu"`), []byte(`"device":"NVIDIA H200"`))
+	if err := os.WriteFile(journal, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, append(slices.Clone(tinyBench), "--out", out, "--resume")...)
+	if code != exitError || !strings.Contains(errOut, "its runs were measured on NVIDIA H200") {
+		t.Errorf("resuming an interrupted H200 night here: exit %d, stderr %q; want exit %d naming the runs' device", code, errOut, exitError)
+	}
+}

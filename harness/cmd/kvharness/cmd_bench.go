@@ -320,6 +320,9 @@ func benchMeasure(ctx context.Context, e *env, f *benchFlags, r *benchrun.Runner
 	if r.Previous, err = previousRuns(journalPath, f.resume, e); err != nil {
 		return e.errorf("%v", err)
 	}
+	if err := resumedHere(f.out, r.Env, r.OnGPU, r.Previous); err != nil {
+		return e.errorf("%v", err)
+	}
 	journal, err := results.OpenLog(journalPath)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -495,6 +498,41 @@ func previousRuns(path string, resume bool, e *env) ([]results.Run, error) {
 		fmt.Fprintf(e.stderr, "kvharness: warning: %v\n", w)
 	}
 	return l.Runs, nil
+}
+
+// resumedHere refuses to resume a night measured on another device or at
+// another commit: its runs would be credited to this machine and this
+// build, and compare would judge them as this one's. A finished night says
+// both in its manifest; an interrupted one's journal says the device of
+// each run (as its plugin reported it: "cpu" on the host backend).
+func resumedHere(out string, env results.Env, onGPU bool, prev []results.Run) error {
+	here := fmt.Sprintf("%s at commit %s", benchrun.Device(env), orUnknown(env.Commit))
+	man, err := benchrun.ReadManifest(filepath.Join(out, benchrun.ManifestFile))
+	switch {
+	case err == nil && (man.Device != benchrun.Device(env) || man.Commit != env.Commit):
+		return fmt.Errorf("--resume %s: that night was measured on %s at commit %s, and this run is on %s: its runs would be credited to this machine and build; resume it where it ran, or give another --out",
+			out, man.Device, orUnknown(man.Commit), here)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--resume %s: %w", out, err)
+	}
+	want := "cpu"
+	if onGPU {
+		want = env.Device // the GPU's name; unknown without NVML
+	}
+	for _, r := range prev {
+		if r.Device != "" && want != "" && r.Device != want {
+			return fmt.Errorf("--resume %s: its runs were measured on %s (such as %s pass %d), and this run is on %s; resume it where it ran, or give another --out",
+				out, r.Device, r.Identity.Key(), r.Pass, here)
+		}
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func hasGraph(m benchrun.Matrix) bool { return slices.Contains(m.Modes, results.Graph) }
