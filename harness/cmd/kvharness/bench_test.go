@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // tinyNight is a matrix small enough for CI: one plugin, one layout, hot
@@ -425,6 +426,7 @@ func TestCompareConfirm(t *testing.T) {
 // says so (a finished night) or its journal's GPU runs do (an interrupted
 // one): its runs would be credited to this machine and build.
 func TestBenchResumeRefusesAnotherMachine(t *testing.T) {
+	testtier.FullOnly(t, "three tiny nights, 5 s")
 	out := benchNight(t)
 	if code, _, errOut := runCLI(t, append(slices.Clone(tinyBench), "--out", out, "--resume")...); code != exitPass {
 		t.Fatalf("resuming a night where it ran: exit %d: %s", code, errOut)
