@@ -368,48 +368,51 @@ func TestPythonFaults(t *testing.T) {
 		{"exit", plugin.Crash, "exited with status 3"},
 		{"segfault", plugin.Crash, "signal"},
 	} {
-		dir := runDir(t)
-		p := start(t, dir, py+" "+script, tc.variant)
-		tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = tg.Check(context.Background(), storeCase(store.PadCount, 1, 3, 9))
-		f, ok := plugin.AsFault(err)
-		if !ok || f.Kind != tc.kind || !strings.Contains(f.Detail, tc.detail) {
-			t.Errorf("%s: err = %v; want a %s fault with %q", tc.variant, err, tc.kind, tc.detail)
-			continue
-		}
-		if tc.kind == plugin.Refused {
-			if f.Code != codes.Aborted || !strings.Contains(f.Stderr, "Traceback") {
-				t.Errorf("raise: code %v, stderr %q; want ABORTED and the traceback", f.Code, f.Stderr)
+		t.Run(tc.variant, func(t *testing.T) {
+			t.Parallel()
+			dir := runDir(t)
+			p := start(t, dir, py+" "+script, tc.variant)
+			tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
-				t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
+			_, err = tg.Check(context.Background(), storeCase(store.PadCount, 1, 3, 9))
+			f, ok := plugin.AsFault(err)
+			if !ok || f.Kind != tc.kind || !strings.Contains(f.Detail, tc.detail) {
+				t.Errorf("%s: err = %v; want a %s fault with %q", tc.variant, err, tc.kind, tc.detail)
+				return
 			}
-		}
-		// A property run survives a refusal, restarts the plugin and
-		// stops after MaxFaults of them: the CLI's exit status 2. A crash
-		// while running a case is the kernel's failure: confirmed and
-		// shrunk like a violation, no fault.
-		tg.Close(context.Background())
-		if err := p.Restart(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
-			Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
-		vs, runErr := s.Run(context.Background())
-		if len(vs) != 1 {
-			t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
-			continue
-		}
-		o := vs[0].Outcome
-		switch {
-		case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
-			t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
-		case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
-			t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
-		}
+			if tc.kind == plugin.Refused {
+				if f.Code != codes.Aborted || !strings.Contains(f.Stderr, "Traceback") {
+					t.Errorf("raise: code %v, stderr %q; want ABORTED and the traceback", f.Code, f.Stderr)
+				}
+				if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+					t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
+				}
+			}
+			// A property run survives a refusal, restarts the plugin and
+			// stops after MaxFaults of them: the CLI's exit status 2. A crash
+			// while running a case is the kernel's failure: confirmed and
+			// shrunk like a violation, no fault.
+			tg.Close(context.Background())
+			if err := p.Restart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
+				Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
+			vs, runErr := s.Run(context.Background())
+			if len(vs) != 1 {
+				t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
+				return
+			}
+			o := vs[0].Outcome
+			switch {
+			case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
+				t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
+			case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
+				t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
+			}
+		})
 	}
 }
 
