@@ -1,7 +1,10 @@
 package layout
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
+	"os"
 	"testing"
 )
 
@@ -129,5 +132,126 @@ func TestBF16RoundTrip(t *testing.T) {
 	}
 	if got := Float32ToBF16(1 + 1.0/256); got != 0x3f80 {
 		t.Errorf("1+2^-8 rounds to %#04x, want 0x3f80 (tie to even)", got)
+	}
+}
+
+// TestE4M3AgainstSearch holds the encoder, which works on bits, to the
+// definition on float32 quotients, not only bf16 inputs: the nearest code
+// found by search over the value table, ties to the even code. Every
+// sign, exponent and top 16 mantissa bits, with low bits that put each
+// value on, beside and between the rounding boundaries; every float32
+// with KVHARNESS_FULL=1.
+func TestE4M3AgainstSearch(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, u uint32) {
+		x := math.Float32frombits(u)
+		if got, want := EncodeE4M3(x), encodeBySearch(x); got != want {
+			t.Fatalf("encode(%v = %#08x) = %#02x, search says %#02x", x, u, got, want)
+		}
+		if got, want := encodeE4M3Unsaturated(x), unsaturatedBySearch(x); got != want {
+			t.Fatalf("unsaturated encode(%v = %#08x) = %#02x, search says %#02x", x, u, got, want)
+		}
+	}
+	if os.Getenv("KVHARNESS_FULL") != "" {
+		for _, sign := range []uint32{0, 1 << 31} {
+			t.Run(fmt.Sprintf("sign=%d", sign>>31), func(t *testing.T) {
+				t.Parallel()
+				for u := range uint32(1 << 31) {
+					check(t, sign|u)
+				}
+			})
+		}
+		return
+	}
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		for _, lo := range []uint32{0, 1, 0x5a5a, 0x7fff, 0x8000, 0xffff} {
+			check(t, hi<<16|lo)
+		}
+	}
+}
+
+// encodeBySearch is EncodeE4M3 by its definition: the positive codes are
+// increasing in value, so take the last one not above |x|, then pick
+// between it and its successor, ties to the even code.
+func encodeBySearch(x float32) byte {
+	if x != x {
+		return e4m3NaN
+	}
+	var sign byte
+	if math.Signbit(float64(x)) {
+		sign = 0x80
+	}
+	a := math.Abs(float64(x))
+	if a >= E4M3Max {
+		return sign | 0x7e
+	}
+	lo := int(floorCode[math.Float32bits(float32(a))>>20])
+	below, above := a-float64(e4m3Table[lo]), float64(e4m3Table[lo+1])-a
+	switch {
+	case below < above:
+		return sign | byte(lo)
+	case above < below:
+		return sign | byte(lo+1)
+	case lo%2 == 0:
+		return sign | byte(lo)
+	default:
+		return sign | byte(lo+1)
+	}
+}
+
+// unsaturatedBySearch is encodeE4M3Unsaturated by its definition: NaN
+// past the last rounding boundary, the saturating encoding below it.
+func unsaturatedBySearch(x float32) byte {
+	if a := math.Abs(float64(x)); a > e4m3Overflow {
+		if math.Signbit(float64(x)) {
+			return 0x80 | e4m3NaN
+		}
+		return e4m3NaN
+	}
+	return encodeBySearch(x)
+}
+
+// floorCode maps the top 12 bits of a positive float32 (sign, exponent and
+// three mantissa bits) to the largest code whose value does not exceed it.
+// Every e4m3 value has at most four significant bits, so truncating x to
+// three mantissa bits never moves it past a code: the floor found for the
+// truncated value is the floor of x. Built by search over the table.
+var floorCode = buildFloorCode()
+
+func buildFloorCode() []byte {
+	t := make([]byte, 1<<11)
+	for i := range t {
+		x := float64(math.Float32frombits(uint32(i) << 20))
+		c := 0
+		for c < 0x7e && float64(e4m3Table[c+1]) <= x {
+			c++
+		}
+		t[i] = byte(c)
+	}
+	return t
+}
+
+// TestAmaxAgainstFloats holds Amax, which compares bits, to a running
+// maximum of float magnitudes that skips NaNs, on groups drawn from every
+// bf16 pattern (NaNs, infinities and both zeros included).
+func TestAmaxAgainstFloats(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for range 20000 {
+		group := make([]uint16, 1+rng.Intn(16))
+		for i := range group {
+			group[i] = uint16(rng.Intn(1 << 16))
+			if rng.Intn(4) == 0 { // the special patterns, often
+				group[i] = []uint16{0x7f80, 0xff80, 0x7fc0, 0xffff, 0x8000, 0, 0x7f7f}[rng.Intn(7)]
+			}
+		}
+		var want float64
+		for _, e := range group {
+			if a := math.Abs(float64(BF16ToFloat32(e))); a > want {
+				want = a
+			}
+		}
+		if got := Amax(group); float64(got) != want || math.Signbit(float64(got)) {
+			t.Fatalf("Amax(%#04x) = %v, want %v", group, got, want)
+		}
 	}
 }

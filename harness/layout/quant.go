@@ -5,13 +5,15 @@ import "math"
 // Amax is a group's largest magnitude. NaN elements are ignored, as a
 // running max by comparison (a > amax) ignores them in every kernel.
 func Amax(group []uint16) float32 {
-	var amax float32
+	// A bf16 magnitude's bits order as its value does, and NaNs are the
+	// patterns above infinity's.
+	var amax uint16
 	for _, e := range group {
-		if a := float32(math.Abs(float64(BF16ToFloat32(e)))); a > amax {
+		if a := e &^ 0x8000; a > amax && a <= 0x7f80 {
 			amax = a
 		}
 	}
-	return amax
+	return BF16ToFloat32(amax)
 }
 
 // Floor is the recipe's eps as the float32 the arithmetic compares with.
@@ -63,11 +65,9 @@ func (q Quant) Code(x, s float32) byte { return q.Round(q.Quotient(x, s)) }
 const e4m3Overflow = 464
 
 func encodeE4M3Unsaturated(x float32) byte {
-	if a := math.Abs(float64(x)); a > e4m3Overflow {
-		if math.Signbit(float64(x)) {
-			return 0x80 | e4m3NaN
-		}
-		return e4m3NaN
+	u := math.Float32bits(x)
+	if a := u &^ (1 << 31); a > 0x43e80000 && a <= 0x7f800000 { // (464, ∞]
+		return byte(u>>24)&0x80 | e4m3NaN
 	}
 	return EncodeE4M3(x)
 }
