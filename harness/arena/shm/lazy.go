@@ -301,8 +301,22 @@ func (s *Memory) Release(w pool.Window) error {
 	if err := s.guard(); err != nil {
 		return err
 	}
+	// With no hole written, every resident page of the windows is held, and
+	// one punch from the first held page to the last frees them all: a
+	// punch a page costs a system call a page. A written hole is evidence
+	// a wide punch would erase, so then only held runs are punched.
+	written, err := s.holesWritten()
+	if err != nil {
+		return err
+	}
 	for _, sp := range s.lazyWindows(w) {
 		lo, hi := (sp.Off+pageBytes-1)/pageBytes, sp.End()/pageBytes
+		if !written {
+			if err := s.punchHeld(lo, hi); err != nil {
+				return err
+			}
+			continue
+		}
 		for p := lo; p < hi; {
 			if !s.lazy.has(p) {
 				p++
@@ -324,6 +338,30 @@ func (s *Memory) Release(w pool.Window) error {
 		return err
 	}
 	return s.note()
+}
+
+// punchHeld punches pages [lo, hi) from the first held one to the last in
+// one call and marks them holes.
+func (s *Memory) punchHeld(lo, hi int) error {
+	first, last := -1, -1
+	for p := lo; p < hi; p++ {
+		if s.lazy.has(p) {
+			if first < 0 {
+				first = p
+			}
+			last = p
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	if err := s.punch(first*pageBytes, (last+1)*pageBytes); err != nil {
+		return err
+	}
+	for p := first; p <= last; p++ {
+		s.lazy.clear(p)
+	}
+	return nil
 }
 
 // lazyWindows are the parts of w inside the whole pages FillLazy left as

@@ -223,6 +223,31 @@ func TestStrayWritesToHolesAreSeen(t *testing.T) {
 	}
 }
 
+// TestReleaseKeepsStrayEvidence: Release frees held pages with one wide
+// punch only while no hole is written; a stray page between two held ones
+// survives a Release and is still named by Strays and Changed.
+func TestReleaseKeepsStrayEvidence(t *testing.T) {
+	m, w, _ := lazyArena(t)
+	if err := m.Materialize([]pool.Window{{Off: 10 * pageBytes, Len: 1}, {Off: 50 * pageBytes, Len: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	off := 30*pageBytes + 5
+	strayWrite(t, m, "other-mapping", off, []byte{0x5A})
+	if err := m.Release(w); err != nil {
+		t.Fatal(err)
+	}
+	if m.Held() != 0 {
+		t.Fatalf("after Release %d bytes held; want 0", m.Held())
+	}
+	strays, err := m.Strays(w)
+	if err != nil || len(strays) != 1 || !strays[0].Contains(off) {
+		t.Fatalf("Strays after Release = %v, %v; want the page of %d", strays, err, off)
+	}
+	if got, err := m.Changed(w); err != nil || len(got) == 0 {
+		t.Fatalf("Changed after Release = %v, %v; want the stray", got, err)
+	}
+}
+
 // strayWrite writes b at arena offset off the way how says.
 func strayWrite(t *testing.T, m *Memory, how string, off int, b []byte) {
 	t.Helper()
@@ -300,10 +325,11 @@ func TestLazyAgreesWithDense(t *testing.T) {
 }
 
 // TestFarPagesDoNotGrowTheCopy: a page materialized far into a large lazy
-// window holds its background, computed for that page alone: the seed's
-// background copy does not grow to reach it.
+// window (past copyBytes) holds its background, computed for that page
+// alone: the seed's background copy does not grow to reach it. A page
+// nearer in grows the copy instead (TestNearPagesGrowTheCopy).
 func TestFarPagesDoNotGrowTheCopy(t *testing.T) {
-	size := 4096 * pageBytes // 16 MiB
+	size := 2 * copyBytes // a hole but for a few pages: tmpfs allocates only those
 	m := openTmpfs(t, size)
 	w := pool.Window{Off: 3 * pageBytes, Len: size - 3*pageBytes}
 	if err := m.FillLazy(w, 9); err != nil {
@@ -325,5 +351,33 @@ func TestFarPagesDoNotGrowTheCopy(t *testing.T) {
 	}
 	if got, err := m.Changed(w); err != nil || len(got) != 0 {
 		t.Fatalf("Changed after Materialize = %v, %v; want nothing", got, err)
+	}
+}
+
+// TestNearPagesGrowTheCopy: within copyBytes, a lazy window's pages are
+// compared with the seed's background copy, which grows to reach them,
+// so that every later scan and reset of them copies instead of computing.
+func TestNearPagesGrowTheCopy(t *testing.T) {
+	size := 4096 * pageBytes // 16 MiB
+	m := openTmpfs(t, size)
+	w := pool.Window{Off: 3 * pageBytes, Len: size - 3*pageBytes}
+	if err := m.FillLazy(w, 9); err != nil {
+		t.Fatal(err)
+	}
+	far := pool.Window{Off: size - 2*pageBytes, Len: pageBytes}
+	if err := m.Materialize([]pool.Window{far}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.bg[9]); n < far.End()-w.Off {
+		t.Errorf("the background copy is %d bytes; it should reach the page at %d", n, far.End()-w.Off)
+	}
+	want := make([]byte, far.Len)
+	pool.FillBackground(want, 9, far.Off-w.Off)
+	if !bytes.Equal(m.Bytes()[far.Off:far.End()], want) {
+		t.Errorf("materialized %v does not hold the background", far)
+	}
+	m.Bytes()[far.Off+17] ^= 1
+	if got, err := m.Changed(w); err != nil || len(got) != 1 || got[0].Off != far.Off+17 {
+		t.Fatalf("Changed after one flipped byte = %v, %v; want [%d]", got, err, far.Off+17)
 	}
 }

@@ -134,6 +134,13 @@ const chunkBytes = 64 << 10
 // seed's copy instead of growing the copy.
 const pieceBytes = 256 << 10
 
+// copyBytes is how far a seed's background copy grows to reach the pieces
+// asked of it, however small: within it, a lazy pool's pages are
+// materialized, scanned and reset by copying and comparing, not by
+// computing their background each time (a fuzzed pool of 131,072 bf16
+// slots is 32 MiB).
+const copyBytes = 64 << 20
+
 // growBytes is the least a seed's background copy grows by: a lazily
 // filled window's copy grows as its cases reach further in, instead of
 // its background being recomputed for every page materialized or scanned.
@@ -171,9 +178,10 @@ func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
 				hi := min(lo+chunkBytes, p.End())
 				f(lo, hi, s.zeros[:hi-lo])
 			}
-		case p.End()-p.Origin > len(bg) && p.Len <= pieceBytes:
-			// A small piece beyond the copy (a lazy pool's page far in):
-			// its background alone, not the copy grown to reach it.
+		case p.End()-p.Origin > max(len(bg), copyBytes) && p.Len <= pieceBytes:
+			// A small piece far beyond the copy (a page deep in a lazy
+			// pool of a million slots): its background alone, not the
+			// copy grown to reach it.
 			if len(s.piece) < p.Len {
 				s.piece = make([]byte, pieceBytes)
 			}
@@ -221,17 +229,20 @@ func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
 	var vec []byte
 	first := 0
 	var err error
+	asked, written := false, false // one fstat a scan, not one a stretch of holes
 	s.pages(w, func(lo, hi int, held bool) {
 		if held {
 			s.eachBase(pool.Window{Off: lo, Len: hi - lo}, f)
 			return
 		}
-		if vec == nil && err == nil {
-			var written bool
-			if written, err = s.holesWritten(); !written {
-				return // no hole was written anywhere
+		if !asked {
+			asked = true
+			if written, err = s.holesWritten(); written && err == nil {
+				vec, first, err = s.residency(w)
 			}
-			vec, first, err = s.residency(w)
+		}
+		if !written {
+			return // no hole was written anywhere
 		}
 		for p := lo / pageBytes; err == nil && p*pageBytes < hi; p++ {
 			if vec[p-first]&1 != 0 {

@@ -80,9 +80,7 @@ func (q Quantizer) PutFP8(arena []byte, value, scale int, row []uint16) {
 			dst[i] = fp8.FromFloat32TowardZero(fp8.BF16(e) / s)
 		}
 	} else {
-		for i, e := range row {
-			dst[i] = fp8.FromFloat32(fp8.BF16(e) / s)
-		}
+		fp8.Quantize(dst, row, s)
 	}
 	binary.LittleEndian.PutUint32(arena[scale:scale+4], math.Float32bits(s))
 }

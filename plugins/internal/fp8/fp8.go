@@ -6,7 +6,39 @@ package fp8
 import "math"
 
 // FromFloat32 converts with round-to-nearest-even and saturation to ±448.
-func FromFloat32(x float32) byte { return convert(x, true) }
+func FromFloat32(x float32) byte {
+	if c, ok := normal(math.Float32bits(x)); ok {
+		return c
+	}
+	return convert(x, true)
+}
+
+// normal converts the bits of a quotient in the normal e4m3 range
+// [2^-6, 448), where most quotients are, in three integer operations: add
+// half a unit of the third mantissa bit (less one when the kept bit is
+// even, so ties go to even), then drop the bits below it and rebias the
+// exponent from 127 to 7.
+func normal(u uint32) (byte, bool) {
+	a := u & 0x7fffffff
+	if a-0x3c800000 >= 0x43e00000-0x3c800000 {
+		return 0, false
+	}
+	return byte(u>>24)&0x80 | byte((a+0x7ffff+(a>>20)&1)>>20-0x3c0), true
+}
+
+// Quantize writes the codes of row's elements over scale s to dst,
+// FromFloat32(x / s) each: a store kernel's inner loop.
+func Quantize(dst []byte, row []uint16, s float32) {
+	dst = dst[:len(row)]
+	for i, e := range row {
+		q := BF16(e) / s
+		if c, ok := normal(math.Float32bits(q)); ok {
+			dst[i] = c
+			continue
+		}
+		dst[i] = convert(q, true)
+	}
+}
 
 // FromFloat32TowardZero truncates instead of rounding: the round-toward-zero
 // mutant.

@@ -38,3 +38,35 @@ func TestScaleFloor(t *testing.T) {
 		t.Errorf("unfloored scale of zeros = %v, want 0", s)
 	}
 }
+
+// TestFastPathAsConvert holds FromFloat32's normal-range path to the
+// general conversion on every sign, exponent and top 16 mantissa bits,
+// with low bits on, beside and between the rounding boundaries.
+func TestFastPathAsConvert(t *testing.T) {
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		for _, lo := range []uint32{0, 1, 0x5a5a, 0x7fff, 0x8000, 0xffff} {
+			x := math.Float32frombits(hi<<16 | lo)
+			if got, want := FromFloat32(x), convert(x, true); got != want {
+				t.Fatalf("FromFloat32(%v) = %#02x, convert says %#02x", x, got, want)
+			}
+		}
+	}
+}
+
+// TestQuantizeAsFromFloat32 holds the row loop to the element conversion
+// on rows of every bf16 pattern under scales from tiny to huge.
+func TestQuantizeAsFromFloat32(t *testing.T) {
+	row := make([]uint16, 1<<16)
+	for i := range row {
+		row[i] = uint16(i)
+	}
+	got := make([]byte, len(row))
+	for _, s := range []float32{1e-30, 1e-4 / 448, 0.01, 1, 3.5 / 448, 1e30} {
+		Quantize(got, row, s)
+		for i, e := range row {
+			if want := FromFloat32(BF16(e) / s); got[i] != want {
+				t.Fatalf("Quantize(bf16 %#04x over %v) = %#02x, FromFloat32 says %#02x", e, s, got[i], want)
+			}
+		}
+	}
+}
