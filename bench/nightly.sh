@@ -26,30 +26,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-night-$(date +%Y%m%d)}
 strict=${STRICT---strict}
+. bench/lib.sh
 if [ -z "${KVHARNESS:-}" ]; then
 	KVHARNESS=dist/gpu/kvharness
 	if command -v go >/dev/null; then
-		# A built binary, not go run: go run turns every failing exit into 1,
-		# and the job must tell a regression (1) from an error (2).
-		bin=$(mktemp -d)
-		trap 'rm -rf "$bin"' EXIT
-		c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$c-dirty
-	go build -ldflags "-X main.buildCommit=$c" -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
-		KVHARNESS=$bin/kvharness
+		build_kvharness
 	fi
 fi
-# The plugins are served by the kvharness binary itself, so a night
-# measures the plugins of the build it runs (and starts each pass's plugin
-# processes without building them).
-if [ -z "${KVHARNESS_PLUGIN_DIR:-}" ] && "$KVHARNESS" help >/dev/null 2>&1; then
-	plugins=$(mktemp -d)
-	for p in fusedstore bf16scatter fp8store; do
-		printf '#!/bin/sh\nexec "%s" serve-plugin %s "$@"\n' "$KVHARNESS" "$p" >"$plugins/$p"
-		chmod +x "$plugins/$p"
-	done
-	export KVHARNESS_PLUGIN_DIR=$plugins
-fi
+serve_bundled_plugins
 kind=cpu
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then kind=gpu; fi
 matrix=${MATRIX:-bench/matrix-$kind.json}

@@ -25,25 +25,9 @@ out=${1:?usage: bench/nights.sh OUT}
 nights=${NIGHTS:-10}
 matrix=${MATRIX:-bench/matrix-cpu.json}
 variants=${VARIANTS:-slowed slowed10}
-if [ -z "${KVHARNESS:-}" ]; then
-	bin=$(mktemp -d)
-	trap 'rm -rf "$bin"' EXIT
-	c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$c-dirty
-	go build -ldflags "-X main.buildCommit=$c" -o "$bin/kvharness" ./harness/cmd/kvharness || exit 2
-	KVHARNESS=$bin/kvharness
-fi
-# The plugins are served by the kvharness binary itself, so a night
-# measures the plugins of the build it runs (and starts each pass's plugin
-# processes without building them).
-if [ -z "${KVHARNESS_PLUGIN_DIR:-}" ] && "$KVHARNESS" help >/dev/null 2>&1; then
-	plugins=$(mktemp -d)
-	for p in fusedstore bf16scatter fp8store; do
-		printf '#!/bin/sh\nexec "%s" serve-plugin %s "$@"\n' "$KVHARNESS" "$p" >"$plugins/$p"
-		chmod +x "$plugins/$p"
-	done
-	export KVHARNESS_PLUGIN_DIR=$plugins
-fi
+. bench/lib.sh
+[ -n "${KVHARNESS:-}" ] || build_kvharness
+serve_bundled_plugins
 mkdir -p "$out"
 start=$SECONDS
 # night DIR ARGS...: one night of the matrix into DIR.
