@@ -11,6 +11,24 @@ import (
 	"time"
 )
 
+// serve starts a Server in a fresh directory with the given export
+// function and closes it when the test ends (a test may close it first,
+// to check what Close does).
+func serve(t *testing.T, export func() (int, error)) *Server {
+	t.Helper()
+	s, err := Serve(t.TempDir(), export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// exportFails is an export function that fails with message.
+func exportFails(message string) func() (int, error) {
+	return func() (int, error) { return -1, errors.New(message) }
+}
+
 // TestReceiveSameFile serves a temporary file's descriptor and checks that
 // what two clients receive is that file: a write through one shows through
 // the other, and each got a descriptor of its own.
@@ -21,13 +39,10 @@ func TestReceiveSameFile(t *testing.T) {
 	}
 	defer f.Close()
 	var exports atomic.Int32
-	s, err := Serve(t.TempDir(), func() (int, error) {
+	s := serve(t, func() (int, error) {
 		exports.Add(1)
 		return syscall.Dup(int(f.Fd()))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	a, err := Receive(ctx, s.Path)
@@ -66,12 +81,8 @@ func TestReceiveSameFile(t *testing.T) {
 
 // TestReceiveExportError passes the harness's export failure on, worded.
 func TestReceiveExportError(t *testing.T) {
-	s, err := Serve(t.TempDir(), func() (int, error) { return -1, errors.New("cuMemExportToShareableHandle: out of memory") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = Receive(context.Background(), s.Path)
+	s := serve(t, exportFails("cuMemExportToShareableHandle: out of memory"))
+	_, err := Receive(context.Background(), s.Path)
 	if err == nil || !strings.Contains(err.Error(), "could not export the arena: cuMemExportToShareableHandle: out of memory") ||
 		!strings.Contains(err.Error(), "KVHARNESS_CUDA_SHARING=ipc") {
 		t.Fatalf("Receive: %v; want the export error and the way around it", err)
@@ -80,11 +91,7 @@ func TestReceiveExportError(t *testing.T) {
 
 // TestSocketPrivate: the socket's directory admits its owner only.
 func TestSocketPrivate(t *testing.T) {
-	s, err := Serve(t.TempDir(), func() (int, error) { return -1, errors.New("unused") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := serve(t, exportFails("unused"))
 	st, err := os.Stat(s.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -98,19 +105,15 @@ func TestSocketPrivate(t *testing.T) {
 // for a harness that does not answer, and says why.
 func TestReceiveCancelled(t *testing.T) {
 	release := make(chan struct{})
-	s, err := Serve(t.TempDir(), func() (int, error) {
+	s := serve(t, func() (int, error) {
 		<-release
 		return -1, errors.New("too late")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	defer close(release) // before Close: the server's send is waiting on it
+	defer close(release) // before the cleanup's Close: the server's send is waiting on it
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = Receive(ctx, s.Path)
+	_, err := Receive(ctx, s.Path)
 	if err == nil || !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Receive after cancel: %v after %v; want context.Canceled promptly", err, time.Since(start))
 	}
