@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/internal/linktest"
 	"github.com/kvharness/kvharness/harness/plugin"
 )
 
@@ -25,17 +26,12 @@ var tinyOne = tinyNight("1", "1")
 // anything runs, naming it, and the file it names is left as it was.
 func TestBenchRefusesLinkedOutputs(t *testing.T) {
 	for _, name := range []string{benchrun.JournalFile, benchrun.LogFile, benchrun.BenchFile, benchrun.PlotDir} {
-		dir := t.TempDir()
-		out := filepath.Join(dir, "night")
-		os.Mkdir(out, 0o755)
-		victim := filepath.Join(dir, "victim")
-		os.WriteFile(victim, []byte("keep"), 0o644)
-		os.Symlink(victim, filepath.Join(out, name))
+		out, victim := linktest.Out(t, name)
 		code, stdout, stderr := runCLI(t, append(tinyOne, "--out", out)...)
 		if code != exitError || !strings.Contains(stderr, filepath.Join(out, name)+" is a symbolic link") || stdout != "" {
 			t.Errorf("%s a link: exit %d, stderr %q; want 2 naming the link", name, code, stderr)
 		}
-		if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		if b, _ := os.ReadFile(victim); string(b) != linktest.Kept {
 			t.Errorf("%s a link: the file it names now holds %q", name, b)
 		}
 		code, _, stderr = runCLI(t, append(tinyOne, "--out", out, "--resume")...)
