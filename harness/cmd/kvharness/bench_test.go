@@ -47,22 +47,25 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-func readCells(t *testing.T, out string) []results.Cell {
+// readOut reads the output name of the --out folder out with read; the
+// test fails on an error.
+func readOut[T any](t *testing.T, out, name string, read func(path string) (T, error)) T {
 	t.Helper()
-	l, err := results.ReadLogFile(filepath.Join(out, benchrun.LogFile))
+	v, err := read(filepath.Join(out, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.Cells
+	return v
+}
+
+func readCells(t *testing.T, out string) []results.Cell {
+	t.Helper()
+	return readOut(t, out, benchrun.LogFile, results.ReadLogFile).Cells
 }
 
 func readRuns(t *testing.T, out string) []results.Run {
 	t.Helper()
-	l, err := results.ReadRunsFile(filepath.Join(out, benchrun.JournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Runs
+	return readOut(t, out, benchrun.JournalFile, results.ReadRunsFile).Runs
 }
 
 // TestBenchRunsAndResumes measures a tiny matrix in two passes, then
