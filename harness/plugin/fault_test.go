@@ -47,10 +47,7 @@ var faultCases = []faultCase{
 // never a panic of the harness and never an invariant violation.
 func TestFaultSuite(t *testing.T) {
 	dir := plugintest.Dir(t)
-	path, err := plugin.Resolve("faulty")
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := plugintest.Resolve(t, "faulty")
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variant\twant\tgot\tcall\tdetail")
@@ -116,10 +113,7 @@ func asFault(t *testing.T, err error) *plugin.Fault {
 // closing the plugin kills its whole process group, the child included.
 func TestNoLeakedChild(t *testing.T) {
 	dir := plugintest.Dir(t)
-	path, err := plugin.Resolve("faulty")
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := plugintest.Resolve(t, "faulty")
 	if f := provoke(t, dir, path, "leak-child"); f == nil || f.Kind != plugin.Crash {
 		t.Fatalf("leak-child: %v", f)
 	}

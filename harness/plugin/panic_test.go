@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
-	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // TestPanicKeepsStartAndOwnFrames: a plugin that panics inside its store
@@ -13,10 +12,7 @@ import (
 // with the last lines of its stderr (gRPC's frames).
 func TestPanicKeepsStartAndOwnFrames(t *testing.T) {
 	dir := plugintest.Dir(t)
-	path, err := plugin.Resolve("faulty")
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := plugintest.Resolve(t, "faulty")
 	f := provoke(t, dir, path, "panic")
 	if f == nil || f.Panic == nil {
 		t.Fatalf("fault %v has no crash report", f)

@@ -19,10 +19,7 @@ import (
 // A command-line plugin: here `env` runs the fusedstore binary, standing in
 // for an interpreter running a script.
 func TestCommandPlugin(t *testing.T) {
-	bin, err := plugin.Resolve("fusedstore")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := plugintest.Resolve(t, "fusedstore")
 	spec, err := plugin.ResolveSpec("env KVHARNESS_EXAMPLE='a b' " + bin)
 	if err != nil {
 		t.Fatal(err)
@@ -44,10 +41,7 @@ func TestCommandPlugin(t *testing.T) {
 
 // Pinning a command covers its script, and a changed script is refused.
 func TestPinCoversScript(t *testing.T) {
-	bin, err := plugin.Resolve("fusedstore")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := plugintest.Resolve(t, "fusedstore")
 	script := filepath.Join(t.TempDir(), "plugin")
 	data, _ := os.ReadFile(bin)
 	os.WriteFile(script, data, 0o755)
@@ -105,10 +99,7 @@ func hexOf(b []byte) string { return hex.EncodeToString(b) }
 // was checked against (the sealed image cannot be handed on by
 // descriptor), and the sanitizer runs around it.
 func TestPinnedUnderSanitizer(t *testing.T) {
-	bin, err := plugin.Resolve("fusedstore")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := plugintest.Resolve(t, "fusedstore")
 	sum, _ := plugin.FileSHA256(bin)
 	dir := plugintest.Dir(t)
 	p, err := plugin.Start(context.Background(), "fusedstore", bin, plugin.Options{Dir: dir, SHA256: sum})

@@ -23,14 +23,8 @@ import (
 // is the image that was hashed, not whatever the path names at exec.
 func TestPinnedBinarySwaps(t *testing.T) {
 	testtier.FullOnly(t, "starts 100 plugin processes")
-	pinned, err := plugin.Resolve("fusedstore")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := plugin.Resolve("bf16scatter")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pinned := plugintest.Resolve(t, "fusedstore")
+	other := plugintest.Resolve(t, "bf16scatter")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "myplugin")
 	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")

@@ -22,16 +22,23 @@ func Dir(t testing.TB) *rundir.Dir {
 	return dir
 }
 
+// Resolve resolves (building if need be) a bundled plugin, or the plugin
+// at a path, and returns its path; the test fails if it cannot.
+func Resolve(t testing.TB, name string) string {
+	t.Helper()
+	path, err := plugin.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Start resolves (building if need be) and starts a bundled plugin, or
 // the plugin at a path, in a fresh run directory.
 func Start(t testing.TB, name string) (*plugin.Plugin, *rundir.Dir) {
 	t.Helper()
 	dir := Dir(t)
-	path, err := plugin.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plugin.Start(context.Background(), name, path, plugin.Options{Dir: dir})
+	p, err := plugin.Start(context.Background(), name, Resolve(t, name), plugin.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
