@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kernels/store"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -84,7 +84,7 @@ func provoke(t *testing.T, dir *rundir.Dir, path, variant string) *plugin.Fault 
 		return asFault(t, err)
 	}
 	defer p.Close()
-	l, _ := layout.Builtin("bf16", 128, 64)
+	l := kindtest.Layout(t, "bf16", 128, 64)
 	tg, err := store.Open(ctx, p, dir, store.Config{Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
 	if err != nil {
 		return asFault(t, err)

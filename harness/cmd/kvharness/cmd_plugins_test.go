@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -13,8 +14,8 @@ import (
 // by: the declared one, else the layout's default, and says where a
 // declaration does not fit the layout.
 func TestRecipeLine(t *testing.T) {
-	dsv4, _ := layout.Builtin("dsv4-main", 0, 64)
-	bf16, _ := layout.Builtin("bf16", 128, 64)
+	dsv4 := kindtest.Layout(t, "dsv4-main", 0, 64)
+	bf16 := kindtest.Layout(t, "bf16", 128, 64)
 	sglang := protocol.RecipeToProto(&layout.Recipe{Eps: new(1e-8), Quantize: layout.Reciprocal})
 	f32 := protocol.RecipeToProto(&layout.Recipe{Scale: layout.ScaleF32})
 	for _, tc := range []struct {

@@ -1,6 +1,7 @@
 // Package kindtest holds what the kernel kinds' tests share beyond
 // starting plugins (package plugintest): fixtures every kind builds the
-// same way. It imports the kit only, never a kind.
+// same way, which the tests of the plugin runner and the command line
+// build too. It imports the kit only, never a kind.
 package kindtest
 
 import (
