@@ -13,23 +13,13 @@ import (
 // the harness holds a stream with cuStreamWaitValue32 until it releases a
 // flag. They are optional: a driver without them runs everything else.
 type orderAPI struct {
-	cuStreamWaitEvent    func(s, e uintptr, flags uint32) Result
-	cuStreamWaitValue32  func(s uintptr, addr uint64, value uint32, flags uint32) Result
-	cuStreamWriteValue32 func(s uintptr, addr uint64, value uint32, flags uint32) Result
-	cuMemHostRegister    func(p unsafe.Pointer, n uint64, flags uint32) Result
-	cuMemHostUnregister  func(p unsafe.Pointer) Result
-}
-
-func (o *orderAPI) symbols() []symbol {
-	return []symbol{
-		{"cuStreamWaitEvent", &o.cuStreamWaitEvent},
-		// The _v2 memory operations need no device attribute (CUDA 11.7 and
-		// later enable them by default on Linux).
-		{"cuStreamWaitValue32_v2", &o.cuStreamWaitValue32},
-		{"cuStreamWriteValue32_v2", &o.cuStreamWriteValue32},
-		{"cuMemHostRegister_v2", &o.cuMemHostRegister},
-		{"cuMemHostUnregister", &o.cuMemHostUnregister},
-	}
+	cuStreamWaitEvent func(s, e uintptr, flags uint32) Result `sym:"cuStreamWaitEvent"`
+	// The _v2 memory operations need no device attribute (CUDA 11.7 and
+	// later enable them by default on Linux).
+	cuStreamWaitValue32  func(s uintptr, addr uint64, value uint32, flags uint32) Result `sym:"cuStreamWaitValue32_v2"`
+	cuStreamWriteValue32 func(s uintptr, addr uint64, value uint32, flags uint32) Result `sym:"cuStreamWriteValue32_v2"`
+	cuMemHostRegister    func(p unsafe.Pointer, n uint64, flags uint32) Result           `sym:"cuMemHostRegister_v2"`
+	cuMemHostUnregister  func(p unsafe.Pointer) Result                                   `sym:"cuMemHostUnregister"`
 }
 
 // Flags of the stream memory operations and of host registration.
