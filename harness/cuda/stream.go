@@ -15,13 +15,9 @@ type Stream struct {
 // NewStream creates a non-blocking stream.
 func (d *Device) NewStream() (*Stream, error) {
 	s := &Stream{d: d}
-	err := d.call(func(a *driverAPI) error {
-		return check("cuStreamCreate", a.cuStreamCreate(&s.h, streamNonBlocking))
+	return created(d, s, "cuStreamCreate", func(a *driverAPI) Result {
+		return a.cuStreamCreate(&s.h, streamNonBlocking)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 func (s *Stream) dev() *Device {
@@ -41,10 +37,10 @@ func (s *Stream) handle() uintptr {
 
 // Sync waits for all work queued on s.
 func (s *Stream) Sync() error {
-	return s.dev().call(func(a *driverAPI) error { return check("cuStreamSynchronize", a.cuStreamSynchronize(s.h)) })
+	return s.dev().checked("cuStreamSynchronize", func(a *driverAPI) Result { return a.cuStreamSynchronize(s.h) })
 }
 
 // Destroy releases the stream once its queued work is done.
 func (s *Stream) Destroy() error {
-	return s.dev().call(func(a *driverAPI) error { return check("cuStreamDestroy", a.cuStreamDestroy(s.h)) })
+	return s.dev().checked("cuStreamDestroy", func(a *driverAPI) Result { return a.cuStreamDestroy(s.h) })
 }
