@@ -46,9 +46,7 @@ func TestGraphReplay(t *testing.T) {
 	must(t, d.HtoD(in, putInts(first)))
 	must(t, d.Memset8(out, 0, 4*n))
 
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
+	s := newStream(t, d)
 	if err := (*Stream)(nil).BeginCapture(); err == nil {
 		t.Error("capturing the legacy stream succeeded")
 	}

@@ -47,6 +47,26 @@ func alloc(t testing.TB, d *Device, n int) Ptr {
 	return p
 }
 
+// newStream is d.NewStream for a test: fatal on failure, destroyed at
+// cleanup.
+func newStream(t testing.TB, d *Device) *Stream {
+	t.Helper()
+	s, err := d.NewStream()
+	must(t, err)
+	t.Cleanup(func() { s.Destroy() })
+	return s
+}
+
+// newEvent is d.NewEvent for a test: fatal on failure, destroyed at
+// cleanup.
+func newEvent(t testing.TB, d *Device) *Event {
+	t.Helper()
+	e, err := d.NewEvent()
+	must(t, err)
+	t.Cleanup(func() { e.Destroy() })
+	return e
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
