@@ -92,7 +92,7 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestAsyncCopies(t *testing.T) {
 	d := openDevice(t)
-	s := newStream(t, d)
+	s := newHandle(t, d.NewStream)
 	src := []byte("stream-ordered copies keep their order")
 	a, b := alloc(t, d, 64), alloc(t, d, 64)
 	must(t, s.Memset8Async(a, 0, 64))
@@ -170,8 +170,8 @@ func TestEventTiming(t *testing.T) {
 	d := openDevice(t)
 	const n = 256 << 20
 	p := alloc(t, d, n)
-	start, end := newEvent(t, d), newEvent(t, d)
-	s := newStream(t, d)
+	start, end := newHandle(t, d.NewEvent), newHandle(t, d.NewEvent)
+	s := newHandle(t, d.NewStream)
 	must(t, start.Record(s))
 	must(t, s.Memset8Async(p, 1, n))
 	must(t, end.Record(s))
@@ -195,7 +195,7 @@ func TestReached(t *testing.T) {
 	must(t, err)
 	f, err := m.Function("spin")
 	must(t, err)
-	e, s := newEvent(t, d), newStream(t, d)
+	e, s := newHandle(t, d.NewEvent), newHandle(t, d.NewStream)
 	var before, after bool
 	must(t, d.Do(func(c *Ctx) error {
 		if err := c.Launch(f, s, Dim3{X: 1}, Dim3{X: 1}, 0, uint64(50*time.Millisecond)); err != nil {

@@ -47,24 +47,14 @@ func alloc(t testing.TB, d *Device, n int) Ptr {
 	return p
 }
 
-// newStream is d.NewStream for a test: fatal on failure, destroyed at
-// cleanup.
-func newStream(t testing.TB, d *Device) *Stream {
+// newHandle is create (d.NewStream, d.NewEvent) for a test: fatal on
+// failure, destroyed at cleanup.
+func newHandle[H interface{ Destroy() error }](t testing.TB, create func() (H, error)) H {
 	t.Helper()
-	s, err := d.NewStream()
+	h, err := create()
 	must(t, err)
-	t.Cleanup(func() { s.Destroy() })
-	return s
-}
-
-// newEvent is d.NewEvent for a test: fatal on failure, destroyed at
-// cleanup.
-func newEvent(t testing.TB, d *Device) *Event {
-	t.Helper()
-	e, err := d.NewEvent()
-	must(t, err)
-	t.Cleanup(func() { e.Destroy() })
-	return e
+	t.Cleanup(func() { h.Destroy() })
+	return h
 }
 
 func must(t testing.TB, err error) {
