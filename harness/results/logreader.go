@@ -48,12 +48,18 @@ func (e *TruncatedLineError) Error() string {
 // that matches fs.ErrNotExist, so a --resume of a fresh run can start
 // from an empty Log.
 func ReadLogFile(path string) (*Log, error) {
-	f, err := openLog(path, "results log")
+	return readFile(path, "results log", ReadLog)
+}
+
+// readFile opens the log at path as openLog does (what names it in
+// errors) and reads it with read.
+func readFile[L any](path, what string, read func(r io.Reader, name string) (*L, error)) (*L, error) {
+	f, err := openLog(path, what)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadLog(f, path)
+	return read(f, path)
 }
 
 // MaxLogBytes bounds a results log or run journal: a GPU night with every

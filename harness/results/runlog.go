@@ -15,12 +15,7 @@ type RunLog struct {
 // ReadRunsFile reads the run journal at path; a missing file matches
 // fs.ErrNotExist.
 func ReadRunsFile(path string) (*RunLog, error) {
-	f, err := openLog(path, "run journal")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadRuns(f, path)
+	return readFile(path, "run journal", ReadRuns)
 }
 
 // ReadRuns reads a run journal from r, forgiving a torn final line as
