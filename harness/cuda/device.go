@@ -123,6 +123,23 @@ func (d *Device) call(f func(a *driverAPI) error) error {
 	return d.w.do(func() error { return f(d.api) })
 }
 
+// object is what a driver object of one device (an Event, Stream, Graph
+// or GraphExec, each defined as an object) holds: its device and the
+// driver's handle for it.
+type object struct {
+	d *Device
+	h uintptr
+}
+
+// dev is o's device; nil for a nil o, whose calls then fail as a nil
+// Device's do.
+func (o *object) dev() *Device {
+	if o == nil {
+		return nil
+	}
+	return o.d
+}
+
 // checked runs one driver call on d's thread and turns its status into an
 // error naming op: the whole of most methods of a device and its handles.
 func (d *Device) checked(op string, f func(a *driverAPI) Result) error {

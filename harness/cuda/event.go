@@ -7,10 +7,7 @@ import (
 
 // Event marks a point in a stream; two recorded events time the work between
 // them on the GPU's clock (about 0.5 µs resolution).
-type Event struct {
-	d *Device
-	h uintptr
-}
+type Event object
 
 // NewEvent creates an event with timing enabled (CU_EVENT_DEFAULT).
 func (d *Device) NewEvent() (*Event, error) {
@@ -18,12 +15,7 @@ func (d *Device) NewEvent() (*Event, error) {
 	return created(d, e, "cuEventCreate", func(a *driverAPI) Result { return a.cuEventCreate(&e.h, 0) })
 }
 
-func (e *Event) dev() *Device {
-	if e == nil {
-		return nil
-	}
-	return e.d
-}
+func (e *Event) dev() *Device { return (*object)(e).dev() }
 
 // Record marks the current end of stream s (nil: the legacy stream).
 func (e *Event) Record(s *Stream) error {

@@ -10,16 +10,10 @@ import "errors"
 const captureRelaxed = 2
 
 // Graph is a captured sequence of stream work.
-type Graph struct {
-	d *Device
-	h uintptr
-}
+type Graph object
 
 // GraphExec is an instantiated Graph, ready to replay.
-type GraphExec struct {
-	d *Device
-	h uintptr
-}
+type GraphExec object
 
 // BeginCapture starts recording the work queued on s into a graph instead of
 // running it. The legacy default stream cannot be captured.
@@ -43,12 +37,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	})
 }
 
-func (g *Graph) dev() *Device {
-	if g == nil {
-		return nil
-	}
-	return g.d
-}
+func (g *Graph) dev() *Device { return (*object)(g).dev() }
 
 // Instantiate prepares the graph for replay.
 func (g *Graph) Instantiate() (*GraphExec, error) {
@@ -63,12 +52,7 @@ func (g *Graph) Destroy() error {
 	return g.dev().checked("cuGraphDestroy", func(a *driverAPI) Result { return a.cuGraphDestroy(g.h) })
 }
 
-func (x *GraphExec) dev() *Device {
-	if x == nil {
-		return nil
-	}
-	return x.d
-}
+func (x *GraphExec) dev() *Device { return (*object)(x).dev() }
 
 // Launch replays the graph on s (nil: the legacy default stream). Kernel
 // arguments are the values captured; pointers in them are read afresh, so

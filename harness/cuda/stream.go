@@ -7,10 +7,7 @@ const streamNonBlocking = 1
 
 // Stream is a CUDA stream of one device. A nil *Stream passed to Launch or a
 // graph launch means the legacy default stream.
-type Stream struct {
-	d *Device
-	h uintptr
-}
+type Stream object
 
 // NewStream creates a non-blocking stream.
 func (d *Device) NewStream() (*Stream, error) {
@@ -20,12 +17,7 @@ func (d *Device) NewStream() (*Stream, error) {
 	})
 }
 
-func (s *Stream) dev() *Device {
-	if s == nil {
-		return nil
-	}
-	return s.d
-}
+func (s *Stream) dev() *Device { return (*object)(s).dev() }
 
 // handle is the CUstream; 0 (the legacy default stream) for a nil *Stream.
 func (s *Stream) handle() uintptr {
