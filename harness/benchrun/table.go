@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -214,21 +215,12 @@ func quantilesOf(cells []results.Cell) []float64 {
 	out := []float64{0.5}
 	for _, c := range cells {
 		for _, q := range c.Quantiles {
-			if !containsQ(out, q.Q) {
+			if !slices.Contains(out, q.Q) {
 				out = append(out, q.Q)
 			}
 		}
 	}
 	return out
-}
-
-func containsQ(qs []float64, q float64) bool {
-	for _, x := range qs {
-		if x == q {
-			return true
-		}
-	}
-	return false
 }
 
 // quantile is c's pooled q-quantile: chosen, or from its summary.

@@ -1,5 +1,7 @@
 package compare
 
+import "cmp"
+
 // Defaults for zero Options fields.
 const (
 	// DefaultAlpha is the U-test's level over runs: 0.01, which five runs
@@ -56,20 +58,10 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Alpha == 0 {
-		o.Alpha = DefaultAlpha
-	}
-	if o.Threshold == 0 {
-		o.Threshold = DefaultThreshold
-	}
-	if o.LatencyThreshold == 0 {
-		o.LatencyThreshold = DefaultLatencyThreshold
-	}
-	if o.Confidence == 0 {
-		o.Confidence = DefaultConfidence
-	}
-	if o.Metric == "" {
-		o.Metric = DefaultMetric
-	}
+	o.Alpha = cmp.Or(o.Alpha, DefaultAlpha)
+	o.Threshold = cmp.Or(o.Threshold, DefaultThreshold)
+	o.LatencyThreshold = cmp.Or(o.LatencyThreshold, DefaultLatencyThreshold)
+	o.Confidence = cmp.Or(o.Confidence, DefaultConfidence)
+	o.Metric = cmp.Or(o.Metric, DefaultMetric)
 	return o
 }

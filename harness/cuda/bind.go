@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"unsafe"
 
@@ -13,6 +14,27 @@ import (
 type symbol struct {
 	name string
 	fn   any // pointer to a func variable
+}
+
+// symbolsOf lists the func fields of the struct api points to that carry a
+// `sym:"name"` tag, each paired with the C symbol it names. The tag keeps a
+// field and its (often versioned, _v2) symbol on one line, so an entry point
+// is declared in one place. Fields without the tag are left alone.
+func symbolsOf(api any) []symbol {
+	v := reflect.ValueOf(api).Elem()
+	var syms []symbol
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		name, ok := f.Tag.Lookup("sym")
+		if !ok {
+			continue
+		}
+		// The fields are unexported: reach them through their address,
+		// as Interface on the field itself would refuse.
+		fn := reflect.NewAt(f.Type, unsafe.Pointer(v.Field(i).UnsafeAddr())).Interface()
+		syms = append(syms, symbol{name, fn})
+	}
+	return syms
 }
 
 // bind resolves every symbol in lib and registers it. purego.RegisterLibFunc

@@ -53,6 +53,15 @@ func (c *Ctx) live(owners ...*Device) error {
 	return nil
 }
 
+// checked makes one driver call at once, as [Device.checked] does on the
+// device thread, once c is live for owners.
+func (c *Ctx) checked(op string, f func(a *driverAPI) Result, owners ...*Device) error {
+	if err := c.live(owners...); err != nil {
+		return err
+	}
+	return check(op, f(c.a))
+}
+
 // Launch queues f on s (nil: the legacy default stream), as
 // [Function.Launch] does.
 func (c *Ctx) Launch(f *Function, s *Stream, grid, block Dim3, sharedBytes int, args ...any) error {
@@ -78,10 +87,7 @@ func (c *Ctx) GraphLaunch(x *GraphExec, s *Stream) error {
 	if x == nil {
 		return errNilHandle
 	}
-	if err := c.live(x.d, s.dev()); err != nil {
-		return err
-	}
-	return check("cuGraphLaunch", c.a.cuGraphLaunch(x.h, s.handle()))
+	return c.checked("cuGraphLaunch", func(a *driverAPI) Result { return a.cuGraphLaunch(x.h, s.handle()) }, x.d, s.dev())
 }
 
 // Record marks the current end of s (nil: the legacy stream) with e.
@@ -89,10 +95,7 @@ func (c *Ctx) Record(e *Event, s *Stream) error {
 	if e == nil {
 		return errNilHandle
 	}
-	if err := c.live(e.d, s.dev()); err != nil {
-		return err
-	}
-	return check("cuEventRecord", c.a.cuEventRecord(e.h, s.handle()))
+	return c.checked("cuEventRecord", func(a *driverAPI) Result { return a.cuEventRecord(e.h, s.handle()) }, e.d, s.dev())
 }
 
 // EventSync waits until the work before e's last Record is done.
@@ -100,10 +103,7 @@ func (c *Ctx) EventSync(e *Event) error {
 	if e == nil {
 		return errNilHandle
 	}
-	if err := c.live(e.d); err != nil {
-		return err
-	}
-	return check("cuEventSynchronize", c.a.cuEventSynchronize(e.h))
+	return c.checked("cuEventSynchronize", func(a *driverAPI) Result { return a.cuEventSynchronize(e.h) }, e.d)
 }
 
 // Reached says whether the GPU has passed e's last Record, without
@@ -144,18 +144,12 @@ func (c *Ctx) Elapsed(start, end *Event) (time.Duration, error) {
 
 // StreamSync waits for all work queued on s (nil: the legacy stream).
 func (c *Ctx) StreamSync(s *Stream) error {
-	if err := c.live(s.dev()); err != nil {
-		return err
-	}
-	return check("cuStreamSynchronize", c.a.cuStreamSynchronize(s.handle()))
+	return c.checked("cuStreamSynchronize", func(a *driverAPI) Result { return a.cuStreamSynchronize(s.handle()) }, s.dev())
 }
 
 // Sync waits for all work on the device (cuCtxSynchronize).
 func (c *Ctx) Sync() error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	return check("cuCtxSynchronize", c.a.cuCtxSynchronize())
+	return c.checked("cuCtxSynchronize", func(a *driverAPI) Result { return a.cuCtxSynchronize() })
 }
 
 // HtoDAsync copies src to dst in s's order; src may be reused on return
@@ -181,10 +175,9 @@ func (c *Ctx) DtoDAsync(s *Stream, dst, src Ptr, n int) error {
 	if n < 0 {
 		return fmt.Errorf("cuda: DtoDAsync of %d bytes: size must not be negative", n)
 	}
-	if err := c.live(s.dev()); err != nil {
-		return err
-	}
-	return check("cuMemcpyDtoDAsync", c.a.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), s.handle()))
+	return c.checked("cuMemcpyDtoDAsync", func(a *driverAPI) Result {
+		return a.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), s.handle())
+	}, s.dev())
 }
 
 // Memset8Async sets n bytes at p to v in s's order.
@@ -192,8 +185,7 @@ func (c *Ctx) Memset8Async(s *Stream, p Ptr, v byte, n int) error {
 	if n < 0 {
 		return fmt.Errorf("cuda: Memset8Async of %d bytes: size must not be negative", n)
 	}
-	if err := c.live(s.dev()); err != nil {
-		return err
-	}
-	return check("cuMemsetD8Async", c.a.cuMemsetD8Async(uint64(p), v, uint64(n), s.handle()))
+	return c.checked("cuMemsetD8Async", func(a *driverAPI) Result {
+		return a.cuMemsetD8Async(uint64(p), v, uint64(n), s.handle())
+	}, s.dev())
 }

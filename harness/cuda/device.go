@@ -123,6 +123,39 @@ func (d *Device) call(f func(a *driverAPI) error) error {
 	return d.w.do(func() error { return f(d.api) })
 }
 
+// object is what a driver object of one device (an Event, Stream, Graph
+// or GraphExec, each defined as an object) holds: its device and the
+// driver's handle for it.
+type object struct {
+	d *Device
+	h uintptr
+}
+
+// dev is o's device; nil for a nil o, whose calls then fail as a nil
+// Device's do.
+func (o *object) dev() *Device {
+	if o == nil {
+		return nil
+	}
+	return o.d
+}
+
+// checked runs one driver call on d's thread and turns its status into an
+// error naming op: the whole of most methods of a device and its handles.
+func (d *Device) checked(op string, f func(a *driverAPI) Result) error {
+	return d.call(func(a *driverAPI) error { return check(op, f(a)) })
+}
+
+// created returns obj once create, the driver call that fills in obj's
+// handle, has succeeded on d's thread; on failure the half-made obj is
+// dropped.
+func created[T any](d *Device, obj *T, op string, create func(a *driverAPI) Result) (*T, error) {
+	if err := d.checked(op, create); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
 // Close waits for calls in flight, releases the primary context and stops
 // the device thread. Memory, modules, streams and events of a context whose
 // last reference is released are freed with it.
@@ -149,7 +182,7 @@ func (d *Device) Close() error {
 // Sync waits for all work on the device to finish (cuCtxSynchronize); it
 // reports a kernel fault that asynchronous calls could not.
 func (d *Device) Sync() error {
-	return d.call(func(a *driverAPI) error { return check("cuCtxSynchronize", a.cuCtxSynchronize()) })
+	return d.checked("cuCtxSynchronize", func(a *driverAPI) Result { return a.cuCtxSynchronize() })
 }
 
 // InDo reports whether the caller runs inside a Do of d (on its thread).

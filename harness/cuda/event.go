@@ -7,40 +7,29 @@ import (
 
 // Event marks a point in a stream; two recorded events time the work between
 // them on the GPU's clock (about 0.5 µs resolution).
-type Event struct {
-	d *Device
-	h uintptr
-}
+type Event object
 
 // NewEvent creates an event with timing enabled (CU_EVENT_DEFAULT).
 func (d *Device) NewEvent() (*Event, error) {
 	e := &Event{d: d}
-	if err := d.call(func(a *driverAPI) error { return check("cuEventCreate", a.cuEventCreate(&e.h, 0)) }); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return created(d, e, "cuEventCreate", func(a *driverAPI) Result { return a.cuEventCreate(&e.h, 0) })
 }
 
-func (e *Event) dev() *Device {
-	if e == nil {
-		return nil
-	}
-	return e.d
-}
+func (e *Event) dev() *Device { return (*object)(e).dev() }
 
 // Record marks the current end of stream s (nil: the legacy stream).
 func (e *Event) Record(s *Stream) error {
-	return e.dev().call(func(a *driverAPI) error { return check("cuEventRecord", a.cuEventRecord(e.h, s.handle())) })
+	return e.dev().checked("cuEventRecord", func(a *driverAPI) Result { return a.cuEventRecord(e.h, s.handle()) })
 }
 
 // Sync waits until the work before the event's last Record is done.
 func (e *Event) Sync() error {
-	return e.dev().call(func(a *driverAPI) error { return check("cuEventSynchronize", a.cuEventSynchronize(e.h)) })
+	return e.dev().checked("cuEventSynchronize", func(a *driverAPI) Result { return a.cuEventSynchronize(e.h) })
 }
 
 // Destroy releases the event.
 func (e *Event) Destroy() error {
-	return e.dev().call(func(a *driverAPI) error { return check("cuEventDestroy", a.cuEventDestroy(e.h)) })
+	return e.dev().checked("cuEventDestroy", func(a *driverAPI) Result { return a.cuEventDestroy(e.h) })
 }
 
 // Elapsed is the GPU time between two recorded events of one device. It

@@ -92,9 +92,7 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestAsyncCopies(t *testing.T) {
 	d := openDevice(t)
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
+	s := newHandle(t, d.NewStream)
 	src := []byte("stream-ordered copies keep their order")
 	a, b := alloc(t, d, 64), alloc(t, d, 64)
 	must(t, s.Memset8Async(a, 0, 64))
@@ -172,15 +170,8 @@ func TestEventTiming(t *testing.T) {
 	d := openDevice(t)
 	const n = 256 << 20
 	p := alloc(t, d, n)
-	start, err := d.NewEvent()
-	must(t, err)
-	end, err := d.NewEvent()
-	must(t, err)
-	defer start.Destroy()
-	defer end.Destroy()
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
+	start, end := newHandle(t, d.NewEvent), newHandle(t, d.NewEvent)
+	s := newHandle(t, d.NewStream)
 	must(t, start.Record(s))
 	must(t, s.Memset8Async(p, 1, n))
 	must(t, end.Record(s))
@@ -204,12 +195,7 @@ func TestReached(t *testing.T) {
 	must(t, err)
 	f, err := m.Function("spin")
 	must(t, err)
-	e, err := d.NewEvent()
-	must(t, err)
-	defer e.Destroy()
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
+	e, s := newHandle(t, d.NewEvent), newHandle(t, d.NewStream)
 	var before, after bool
 	must(t, d.Do(func(c *Ctx) error {
 		if err := c.Launch(f, s, Dim3{X: 1}, Dim3{X: 1}, 0, uint64(50*time.Millisecond)); err != nil {

@@ -10,16 +10,10 @@ import "errors"
 const captureRelaxed = 2
 
 // Graph is a captured sequence of stream work.
-type Graph struct {
-	d *Device
-	h uintptr
-}
+type Graph object
 
 // GraphExec is an instantiated Graph, ready to replay.
-type GraphExec struct {
-	d *Device
-	h uintptr
-}
+type GraphExec object
 
 // BeginCapture starts recording the work queued on s into a graph instead of
 // running it. The legacy default stream cannot be captured.
@@ -30,60 +24,44 @@ func (s *Stream) BeginCapture() error {
 		}
 		return errors.New("cuda: cannot capture the legacy default stream; capture a stream from NewStream")
 	}
-	return s.d.call(func(a *driverAPI) error {
-		return check("cuStreamBeginCapture", a.cuStreamBeginCapture(s.h, captureRelaxed))
+	return s.d.checked("cuStreamBeginCapture", func(a *driverAPI) Result {
+		return a.cuStreamBeginCapture(s.h, captureRelaxed)
 	})
 }
 
 // EndCapture stops recording and returns the graph.
 func (s *Stream) EndCapture() (*Graph, error) {
 	g := &Graph{d: s.dev()}
-	err := s.dev().call(func(a *driverAPI) error { return check("cuStreamEndCapture", a.cuStreamEndCapture(s.h, &g.h)) })
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
+	return created(s.dev(), g, "cuStreamEndCapture", func(a *driverAPI) Result {
+		return a.cuStreamEndCapture(s.h, &g.h)
+	})
 }
 
-func (g *Graph) dev() *Device {
-	if g == nil {
-		return nil
-	}
-	return g.d
-}
+func (g *Graph) dev() *Device { return (*object)(g).dev() }
 
 // Instantiate prepares the graph for replay.
 func (g *Graph) Instantiate() (*GraphExec, error) {
 	x := &GraphExec{d: g.dev()}
-	err := g.dev().call(func(a *driverAPI) error {
-		return check("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags(&x.h, g.h, 0))
+	return created(g.dev(), x, "cuGraphInstantiateWithFlags", func(a *driverAPI) Result {
+		return a.cuGraphInstantiateWithFlags(&x.h, g.h, 0)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return x, nil
 }
 
 // Destroy releases the graph; executables instantiated from it live on.
 func (g *Graph) Destroy() error {
-	return g.dev().call(func(a *driverAPI) error { return check("cuGraphDestroy", a.cuGraphDestroy(g.h)) })
+	return g.dev().checked("cuGraphDestroy", func(a *driverAPI) Result { return a.cuGraphDestroy(g.h) })
 }
 
-func (x *GraphExec) dev() *Device {
-	if x == nil {
-		return nil
-	}
-	return x.d
-}
+func (x *GraphExec) dev() *Device { return (*object)(x).dev() }
 
 // Launch replays the graph on s (nil: the legacy default stream). Kernel
 // arguments are the values captured; pointers in them are read afresh, so
 // rewriting a buffer a captured kernel reads changes what a replay computes.
 func (x *GraphExec) Launch(s *Stream) error {
-	return x.dev().call(func(a *driverAPI) error { return check("cuGraphLaunch", a.cuGraphLaunch(x.h, s.handle())) })
+	return x.dev().checked("cuGraphLaunch", func(a *driverAPI) Result { return a.cuGraphLaunch(x.h, s.handle()) })
 }
 
 // Destroy releases the executable graph.
 func (x *GraphExec) Destroy() error {
-	return x.dev().call(func(a *driverAPI) error { return check("cuGraphExecDestroy", a.cuGraphExecDestroy(x.h)) })
+	return x.dev().checked("cuGraphExecDestroy", func(a *driverAPI) Result { return a.cuGraphExecDestroy(x.h) })
 }

@@ -46,20 +46,14 @@ func TestGraphReplay(t *testing.T) {
 	must(t, d.HtoD(in, putInts(first)))
 	must(t, d.Memset8(out, 0, 4*n))
 
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
+	s := newHandle(t, d.NewStream)
 	if err := (*Stream)(nil).BeginCapture(); err == nil {
 		t.Error("capturing the legacy stream succeeded")
 	}
 	must(t, s.BeginCapture())
 	must(t, f.Launch(s, Dim3{X: 1}, Dim3{X: n}, 0, in, out, int32(n)))
-	g, err := s.EndCapture()
-	must(t, err)
-	defer g.Destroy()
-	x, err := g.Instantiate()
-	must(t, err)
-	defer x.Destroy()
+	g := newHandle(t, s.EndCapture)
+	x := newHandle(t, g.Instantiate)
 
 	got := make([]byte, 4*n)
 	must(t, d.DtoH(got, out))

@@ -28,8 +28,8 @@ func (d *Device) IpcHandle(p Ptr) ([64]byte, error) {
 // device's context. A process cannot open its own handles.
 func (d *Device) IpcOpen(handle [64]byte) (Ptr, error) {
 	var p uint64
-	err := d.call(func(a *driverAPI) error {
-		return check("cuIpcOpenMemHandle", a.cuIpcOpenMemHandle(&p, ipcHandle{B: handle}, ipcLazyPeerAccess))
+	err := d.checked("cuIpcOpenMemHandle", func(a *driverAPI) Result {
+		return a.cuIpcOpenMemHandle(&p, ipcHandle{B: handle}, ipcLazyPeerAccess)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("open CUDA IPC handle (the exporter must be another live process): %w", err)
@@ -39,5 +39,5 @@ func (d *Device) IpcOpen(handle [64]byte) (Ptr, error) {
 
 // IpcClose unmaps memory opened with IpcOpen.
 func (d *Device) IpcClose(p Ptr) error {
-	return d.call(func(a *driverAPI) error { return check("cuIpcCloseMemHandle", a.cuIpcCloseMemHandle(uint64(p))) })
+	return d.checked("cuIpcCloseMemHandle", func(a *driverAPI) Result { return a.cuIpcCloseMemHandle(uint64(p)) })
 }

@@ -47,6 +47,16 @@ func alloc(t testing.TB, d *Device, n int) Ptr {
 	return p
 }
 
+// newHandle is create (d.NewStream, d.NewEvent) for a test: fatal on
+// failure, destroyed at cleanup.
+func newHandle[H interface{ Destroy() error }](t testing.TB, create func() (H, error)) H {
+	t.Helper()
+	h, err := create()
+	must(t, err)
+	t.Cleanup(func() { h.Destroy() })
+	return h
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -54,13 +54,7 @@ func scatterMicros(t *testing.T, d *Device, base Ptr, l scatterLayout) float64 {
 	}
 	must(t, d.HtoD(loc, b))
 	must(t, d.Memset8(rows, 0x5a, scatterRows*256))
-	s, err := d.NewStream()
-	must(t, err)
-	defer s.Destroy()
-	e0, err := d.NewEvent()
-	must(t, err)
-	e1, err := d.NewEvent()
-	must(t, err)
+	s, e0, e1 := newHandle(t, d.NewStream), newHandle(t, d.NewEvent), newHandle(t, d.NewEvent)
 	var us []float64
 	grid, block := Dim3{X: scatterRows * 16 / 256}, Dim3{X: 256}
 	must(t, d.Do(func(c *Ctx) error {

@@ -19,7 +19,7 @@ func (d *Device) Alloc(n int) (Ptr, error) {
 		return 0, fmt.Errorf("cuda: Alloc(%d): size must be positive", n)
 	}
 	var p uint64
-	err := d.call(func(a *driverAPI) error { return check("cuMemAlloc", a.cuMemAlloc(&p, uint64(n))) })
+	err := d.checked("cuMemAlloc", func(a *driverAPI) Result { return a.cuMemAlloc(&p, uint64(n)) })
 	if err != nil {
 		return 0, fmt.Errorf("allocate %d bytes of device memory: %w", n, err)
 	}
@@ -28,7 +28,7 @@ func (d *Device) Alloc(n int) (Ptr, error) {
 
 // Free releases an allocation made by Alloc.
 func (d *Device) Free(p Ptr) error {
-	return d.call(func(a *driverAPI) error { return check("cuMemFree", a.cuMemFree(uint64(p))) })
+	return d.checked("cuMemFree", func(a *driverAPI) Result { return a.cuMemFree(uint64(p)) })
 }
 
 // The synchronous copies and sets run on the legacy default stream. The
@@ -62,8 +62,8 @@ func (d *Device) DtoH(dst []byte, src Ptr) error {
 	if len(dst) == 0 {
 		return d.usable()
 	}
-	return d.call(func(a *driverAPI) error {
-		return check("cuMemcpyDtoH", a.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst))))
+	return d.checked("cuMemcpyDtoH", func(a *driverAPI) Result {
+		return a.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)))
 	})
 }
 

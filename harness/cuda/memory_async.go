@@ -16,8 +16,8 @@ func (s *Stream) HtoDAsync(dst Ptr, src []byte) error {
 	if len(src) == 0 {
 		return s.dev().usable()
 	}
-	return s.dev().call(func(a *driverAPI) error {
-		return check("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src)), s.handle()))
+	return s.dev().checked("cuMemcpyHtoDAsync", func(a *driverAPI) Result {
+		return a.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src)), s.handle())
 	})
 }
 
@@ -26,8 +26,8 @@ func (s *Stream) DtoHAsync(dst []byte, src Ptr) error {
 	if len(dst) == 0 {
 		return s.dev().usable()
 	}
-	return s.dev().call(func(a *driverAPI) error {
-		return check("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)), s.handle()))
+	return s.dev().checked("cuMemcpyDtoHAsync", func(a *driverAPI) Result {
+		return a.cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)), s.handle())
 	})
 }
 
@@ -36,8 +36,8 @@ func (s *Stream) DtoDAsync(dst, src Ptr, n int) error {
 	if n < 0 {
 		return fmt.Errorf("cuda: DtoDAsync of %d bytes: size must not be negative", n)
 	}
-	return s.dev().call(func(a *driverAPI) error {
-		return check("cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), s.handle()))
+	return s.dev().checked("cuMemcpyDtoDAsync", func(a *driverAPI) Result {
+		return a.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), s.handle())
 	})
 }
 
@@ -46,7 +46,7 @@ func (s *Stream) Memset8Async(p Ptr, v byte, n int) error {
 	if n < 0 {
 		return fmt.Errorf("cuda: Memset8Async of %d bytes: size must not be negative", n)
 	}
-	return s.dev().call(func(a *driverAPI) error {
-		return check("cuMemsetD8Async", a.cuMemsetD8Async(uint64(p), v, uint64(n), s.handle()))
+	return s.dev().checked("cuMemsetD8Async", func(a *driverAPI) Result {
+		return a.cuMemsetD8Async(uint64(p), v, uint64(n), s.handle())
 	})
 }

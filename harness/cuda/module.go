@@ -101,13 +101,9 @@ func toolkitInclude(candidates []string) string {
 // loadModule loads a cubin (or fatbin) image into the context.
 func (d *Device) loadModule(name string, image []byte) (*Module, error) {
 	m := &Module{d: d, name: name}
-	err := d.call(func(a *driverAPI) error {
-		return check("cuModuleLoadData", a.cuModuleLoadData(&m.h, unsafe.Pointer(&image[0])))
+	return created(d, m, "cuModuleLoadData", func(a *driverAPI) Result {
+		return a.cuModuleLoadData(&m.h, unsafe.Pointer(&image[0]))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 func (m *Module) dev() *Device {
@@ -128,8 +124,8 @@ func (m *Module) label() string {
 // name is not mangled.
 func (m *Module) Function(name string) (*Function, error) {
 	f := &Function{m: m, name: name}
-	err := m.dev().call(func(a *driverAPI) error {
-		return check("cuModuleGetFunction", a.cuModuleGetFunction(&f.h, m.h, name))
+	err := m.dev().checked("cuModuleGetFunction", func(a *driverAPI) Result {
+		return a.cuModuleGetFunction(&f.h, m.h, name)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kernel %q in module %s (is it extern \"C\"?): %w", name, m.label(), err)
@@ -139,5 +135,5 @@ func (m *Module) Function(name string) (*Function, error) {
 
 // Unload releases the module; its Functions become invalid.
 func (m *Module) Unload() error {
-	return m.dev().call(func(a *driverAPI) error { return check("cuModuleUnload", a.cuModuleUnload(m.h)) })
+	return m.dev().checked("cuModuleUnload", func(a *driverAPI) Result { return a.cuModuleUnload(m.h) })
 }

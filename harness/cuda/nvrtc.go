@@ -20,29 +20,15 @@ var nvrtcCandidates = []string{
 
 // nvrtcAPI holds the NVRTC entry points. Every call returns an nvrtcResult.
 type nvrtcAPI struct {
-	nvrtcVersion           func(major, minor *int32) int32
-	nvrtcGetErrorString    func(r int32) string
-	nvrtcCreateProgram     func(prog *uintptr, src, name string, numHeaders int32, headers, includeNames unsafe.Pointer) int32
-	nvrtcCompileProgram    func(prog uintptr, numOpts int32, opts unsafe.Pointer) int32
-	nvrtcGetProgramLogSize func(prog uintptr, n *uint64) int32
-	nvrtcGetProgramLog     func(prog uintptr, log *byte) int32
-	nvrtcGetCUBINSize      func(prog uintptr, n *uint64) int32
-	nvrtcGetCUBIN          func(prog uintptr, cubin *byte) int32
-	nvrtcDestroyProgram    func(prog *uintptr) int32
-}
-
-func (n *nvrtcAPI) symbols() []symbol {
-	return []symbol{
-		{"nvrtcVersion", &n.nvrtcVersion},
-		{"nvrtcGetErrorString", &n.nvrtcGetErrorString},
-		{"nvrtcCreateProgram", &n.nvrtcCreateProgram},
-		{"nvrtcCompileProgram", &n.nvrtcCompileProgram},
-		{"nvrtcGetProgramLogSize", &n.nvrtcGetProgramLogSize},
-		{"nvrtcGetProgramLog", &n.nvrtcGetProgramLog},
-		{"nvrtcGetCUBINSize", &n.nvrtcGetCUBINSize},
-		{"nvrtcGetCUBIN", &n.nvrtcGetCUBIN},
-		{"nvrtcDestroyProgram", &n.nvrtcDestroyProgram},
-	}
+	nvrtcVersion           func(major, minor *int32) int32                                                                     `sym:"nvrtcVersion"`
+	nvrtcGetErrorString    func(r int32) string                                                                                `sym:"nvrtcGetErrorString"`
+	nvrtcCreateProgram     func(prog *uintptr, src, name string, numHeaders int32, headers, includeNames unsafe.Pointer) int32 `sym:"nvrtcCreateProgram"`
+	nvrtcCompileProgram    func(prog uintptr, numOpts int32, opts unsafe.Pointer) int32                                        `sym:"nvrtcCompileProgram"`
+	nvrtcGetProgramLogSize func(prog uintptr, n *uint64) int32                                                                 `sym:"nvrtcGetProgramLogSize"`
+	nvrtcGetProgramLog     func(prog uintptr, log *byte) int32                                                                 `sym:"nvrtcGetProgramLog"`
+	nvrtcGetCUBINSize      func(prog uintptr, n *uint64) int32                                                                 `sym:"nvrtcGetCUBINSize"`
+	nvrtcGetCUBIN          func(prog uintptr, cubin *byte) int32                                                               `sym:"nvrtcGetCUBIN"`
+	nvrtcDestroyProgram    func(prog *uintptr) int32                                                                           `sym:"nvrtcDestroyProgram"`
 }
 
 var (
@@ -67,7 +53,7 @@ func loadNVRTC(candidates []string) (*nvrtcAPI, error) {
 			continue
 		}
 		n := new(nvrtcAPI)
-		if err := bind(lib, name, n.symbols()); err != nil {
+		if err := bind(lib, name, symbolsOf(n)); err != nil {
 			reasons = append(reasons, err.Error())
 			continue
 		}

@@ -13,23 +13,13 @@ import (
 // the harness holds a stream with cuStreamWaitValue32 until it releases a
 // flag. They are optional: a driver without them runs everything else.
 type orderAPI struct {
-	cuStreamWaitEvent    func(s, e uintptr, flags uint32) Result
-	cuStreamWaitValue32  func(s uintptr, addr uint64, value uint32, flags uint32) Result
-	cuStreamWriteValue32 func(s uintptr, addr uint64, value uint32, flags uint32) Result
-	cuMemHostRegister    func(p unsafe.Pointer, n uint64, flags uint32) Result
-	cuMemHostUnregister  func(p unsafe.Pointer) Result
-}
-
-func (o *orderAPI) symbols() []symbol {
-	return []symbol{
-		{"cuStreamWaitEvent", &o.cuStreamWaitEvent},
-		// The _v2 memory operations need no device attribute (CUDA 11.7 and
-		// later enable them by default on Linux).
-		{"cuStreamWaitValue32_v2", &o.cuStreamWaitValue32},
-		{"cuStreamWriteValue32_v2", &o.cuStreamWriteValue32},
-		{"cuMemHostRegister_v2", &o.cuMemHostRegister},
-		{"cuMemHostUnregister", &o.cuMemHostUnregister},
-	}
+	cuStreamWaitEvent func(s, e uintptr, flags uint32) Result `sym:"cuStreamWaitEvent"`
+	// The _v2 memory operations need no device attribute (CUDA 11.7 and
+	// later enable them by default on Linux).
+	cuStreamWaitValue32  func(s uintptr, addr uint64, value uint32, flags uint32) Result `sym:"cuStreamWaitValue32_v2"`
+	cuStreamWriteValue32 func(s uintptr, addr uint64, value uint32, flags uint32) Result `sym:"cuStreamWriteValue32_v2"`
+	cuMemHostRegister    func(p unsafe.Pointer, n uint64, flags uint32) Result           `sym:"cuMemHostRegister_v2"`
+	cuMemHostUnregister  func(p unsafe.Pointer) Result                                   `sym:"cuMemHostUnregister"`
 }
 
 // Flags of the stream memory operations and of host registration.
@@ -44,11 +34,14 @@ const (
 // errNoOrder says the driver lacks the stream-ordering entry points.
 var errNoOrder = errors.New("cuda: this driver lacks cuStreamWaitEvent, cuStreamWaitValue32_v2 or cuMemHostRegister_v2; update it to CUDA 11.7 or later")
 
-func (a *driverAPI) orderOK() (*orderAPI, error) {
-	if a.order == nil {
-		return nil, errNoOrder
-	}
-	return a.order, nil
+// orderCall is checked with the stream-ordering entry points, or errNoOrder.
+func (d *Device) orderCall(op string, f func(o *orderAPI) Result) error {
+	return d.call(func(a *driverAPI) error {
+		if a.order == nil {
+			return errNoOrder
+		}
+		return check(op, f(a.order))
+	})
 }
 
 // WaitEvent makes s wait, in stream order, for the work before e's last
@@ -59,12 +52,8 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if e == nil {
 		return errNilHandle
 	}
-	return s.dev().call(func(a *driverAPI) error {
-		o, err := a.orderOK()
-		if err != nil {
-			return err
-		}
-		return check("cuStreamWaitEvent", o.cuStreamWaitEvent(s.handle(), e.h, streamWaitEventFlags))
+	return s.dev().orderCall("cuStreamWaitEvent", func(o *orderAPI) Result {
+		return o.cuStreamWaitEvent(s.handle(), e.h, streamWaitEventFlags)
 	})
 }
 
@@ -72,23 +61,15 @@ func (s *Stream) WaitEvent(e *Event) error {
 // (compared as a wrapping difference, as CU_STREAM_WAIT_VALUE_GEQ does).
 // Nothing queued on s after it runs before then.
 func (s *Stream) WaitValue32(p Ptr, v uint32) error {
-	return s.dev().call(func(a *driverAPI) error {
-		o, err := a.orderOK()
-		if err != nil {
-			return err
-		}
-		return check("cuStreamWaitValue32", o.cuStreamWaitValue32(s.handle(), uint64(p), v, waitValueGEQ))
+	return s.dev().orderCall("cuStreamWaitValue32", func(o *orderAPI) Result {
+		return o.cuStreamWaitValue32(s.handle(), uint64(p), v, waitValueGEQ)
 	})
 }
 
 // WriteValue32 writes v to the 32-bit word at p in s's order.
 func (s *Stream) WriteValue32(p Ptr, v uint32) error {
-	return s.dev().call(func(a *driverAPI) error {
-		o, err := a.orderOK()
-		if err != nil {
-			return err
-		}
-		return check("cuStreamWriteValue32", o.cuStreamWriteValue32(s.handle(), uint64(p), v, writeValueDefault))
+	return s.dev().orderCall("cuStreamWriteValue32", func(o *orderAPI) Result {
+		return o.cuStreamWriteValue32(s.handle(), uint64(p), v, writeValueDefault)
 	})
 }
 
@@ -100,12 +81,8 @@ func (d *Device) HostRegister(b []byte) error {
 	if len(b) == 0 {
 		return d.usable()
 	}
-	return d.call(func(a *driverAPI) error {
-		o, err := a.orderOK()
-		if err != nil {
-			return err
-		}
-		return check("cuMemHostRegister", o.cuMemHostRegister(unsafe.Pointer(&b[0]), uint64(len(b)), memHostRegPortable))
+	return d.orderCall("cuMemHostRegister", func(o *orderAPI) Result {
+		return o.cuMemHostRegister(unsafe.Pointer(&b[0]), uint64(len(b)), memHostRegPortable)
 	})
 }
 
@@ -114,12 +91,8 @@ func (d *Device) HostUnregister(b []byte) error {
 	if len(b) == 0 {
 		return d.usable()
 	}
-	return d.call(func(a *driverAPI) error {
-		o, err := a.orderOK()
-		if err != nil {
-			return err
-		}
-		return check("cuMemHostUnregister", o.cuMemHostUnregister(unsafe.Pointer(&b[0])))
+	return d.orderCall("cuMemHostUnregister", func(o *orderAPI) Result {
+		return o.cuMemHostUnregister(unsafe.Pointer(&b[0]))
 	})
 }
 
@@ -127,10 +100,9 @@ func (d *Device) HostUnregister(b []byte) error {
 // cheaper to record and to wait on, for ordering rather than timing.
 func (d *Device) NewMarker() (*Event, error) {
 	e := &Event{d: d}
-	if err := d.call(func(a *driverAPI) error { return check("cuEventCreate", a.cuEventCreate(&e.h, eventDisableTiming)) }); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return created(d, e, "cuEventCreate", func(a *driverAPI) Result {
+		return a.cuEventCreate(&e.h, eventDisableTiming)
+	})
 }
 
 // Query reports whether the work before e's last record is done, without

@@ -7,29 +7,17 @@ const streamNonBlocking = 1
 
 // Stream is a CUDA stream of one device. A nil *Stream passed to Launch or a
 // graph launch means the legacy default stream.
-type Stream struct {
-	d *Device
-	h uintptr
-}
+type Stream object
 
 // NewStream creates a non-blocking stream.
 func (d *Device) NewStream() (*Stream, error) {
 	s := &Stream{d: d}
-	err := d.call(func(a *driverAPI) error {
-		return check("cuStreamCreate", a.cuStreamCreate(&s.h, streamNonBlocking))
+	return created(d, s, "cuStreamCreate", func(a *driverAPI) Result {
+		return a.cuStreamCreate(&s.h, streamNonBlocking)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
-func (s *Stream) dev() *Device {
-	if s == nil {
-		return nil
-	}
-	return s.d
-}
+func (s *Stream) dev() *Device { return (*object)(s).dev() }
 
 // handle is the CUstream; 0 (the legacy default stream) for a nil *Stream.
 func (s *Stream) handle() uintptr {
@@ -41,10 +29,10 @@ func (s *Stream) handle() uintptr {
 
 // Sync waits for all work queued on s.
 func (s *Stream) Sync() error {
-	return s.dev().call(func(a *driverAPI) error { return check("cuStreamSynchronize", a.cuStreamSynchronize(s.h)) })
+	return s.dev().checked("cuStreamSynchronize", func(a *driverAPI) Result { return a.cuStreamSynchronize(s.h) })
 }
 
 // Destroy releases the stream once its queued work is done.
 func (s *Stream) Destroy() error {
-	return s.dev().call(func(a *driverAPI) error { return check("cuStreamDestroy", a.cuStreamDestroy(s.h)) })
+	return s.dev().checked("cuStreamDestroy", func(a *driverAPI) Result { return a.cuStreamDestroy(s.h) })
 }

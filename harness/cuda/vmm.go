@@ -40,31 +40,16 @@ type memAccessDesc struct {
 // vmmAPI holds the VMM entry points. They are optional: a driver without
 // them still runs everything but Shared.
 type vmmAPI struct {
-	cuMemGetAllocationGranularity  func(g *uint64, prop *memAllocationProp, option int32) Result
-	cuMemCreate                    func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) Result
-	cuMemRelease                   func(h uint64) Result
-	cuMemAddressReserve            func(p *uint64, size, align, addr, flags uint64) Result
-	cuMemAddressFree               func(p, size uint64) Result
-	cuMemMap                       func(p, size, offset, h, flags uint64) Result
-	cuMemUnmap                     func(p, size uint64) Result
-	cuMemSetAccess                 func(p, size uint64, desc *memAccessDesc, count uint64) Result
-	cuMemExportToShareableHandle   func(out unsafe.Pointer, h uint64, typ int32, flags uint64) Result
-	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, typ int32) Result
-}
-
-func (v *vmmAPI) symbols() []symbol {
-	return []symbol{
-		{"cuMemGetAllocationGranularity", &v.cuMemGetAllocationGranularity},
-		{"cuMemCreate", &v.cuMemCreate},
-		{"cuMemRelease", &v.cuMemRelease},
-		{"cuMemAddressReserve", &v.cuMemAddressReserve},
-		{"cuMemAddressFree", &v.cuMemAddressFree},
-		{"cuMemMap", &v.cuMemMap},
-		{"cuMemUnmap", &v.cuMemUnmap},
-		{"cuMemSetAccess", &v.cuMemSetAccess},
-		{"cuMemExportToShareableHandle", &v.cuMemExportToShareableHandle},
-		{"cuMemImportFromShareableHandle", &v.cuMemImportFromShareableHandle},
-	}
+	cuMemGetAllocationGranularity  func(g *uint64, prop *memAllocationProp, option int32) Result              `sym:"cuMemGetAllocationGranularity"`
+	cuMemCreate                    func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) Result `sym:"cuMemCreate"`
+	cuMemRelease                   func(h uint64) Result                                                      `sym:"cuMemRelease"`
+	cuMemAddressReserve            func(p *uint64, size, align, addr, flags uint64) Result                    `sym:"cuMemAddressReserve"`
+	cuMemAddressFree               func(p, size uint64) Result                                                `sym:"cuMemAddressFree"`
+	cuMemMap                       func(p, size, offset, h, flags uint64) Result                              `sym:"cuMemMap"`
+	cuMemUnmap                     func(p, size uint64) Result                                                `sym:"cuMemUnmap"`
+	cuMemSetAccess                 func(p, size uint64, desc *memAccessDesc, count uint64) Result             `sym:"cuMemSetAccess"`
+	cuMemExportToShareableHandle   func(out unsafe.Pointer, h uint64, typ int32, flags uint64) Result         `sym:"cuMemExportToShareableHandle"`
+	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, typ int32) Result                        `sym:"cuMemImportFromShareableHandle"`
 }
 
 // errNoVMM says the driver lacks the VMM entry points.

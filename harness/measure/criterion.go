@@ -1,6 +1,9 @@
 package measure
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Defaults for a Criterion's zero fields. They follow nvbench
 // (--min-samples 10, --max-noise 0.5%, --timeout 15s). Per-launch timing
@@ -32,19 +35,11 @@ type Criterion struct {
 // WithDefaults returns c with every zero field set to its default and
 // MinSamples raised to 2.
 func (c Criterion) WithDefaults() Criterion {
-	if c.MinSamples == 0 {
-		c.MinSamples = DefaultMinSamples
-	}
+	c.MinSamples = cmp.Or(c.MinSamples, DefaultMinSamples)
 	c.MinSamples = max(c.MinSamples, 2)
-	if c.MaxNoise == 0 {
-		c.MaxNoise = DefaultMaxNoise
-	}
-	if c.TimeLimit == 0 {
-		c.TimeLimit = DefaultTimeLimit
-	}
-	if c.MaxSamples == 0 {
-		c.MaxSamples = DefaultMaxSamples
-	}
+	c.MaxNoise = cmp.Or(c.MaxNoise, DefaultMaxNoise)
+	c.TimeLimit = cmp.Or(c.TimeLimit, DefaultTimeLimit)
+	c.MaxSamples = cmp.Or(c.MaxSamples, DefaultMaxSamples)
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -44,6 +45,19 @@ func (o Options) title(def string) string {
 		return o.Title
 	}
 	return def
+}
+
+// newTokensPlot starts a plot of yLabel against tokens, both axes log
+// (tokens ticked at powers of two), over a grid.
+func newTokensPlot(title, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "tokens"
+	p.Y.Label.Text = yLabel
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, pow2Ticks{}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+	p.Add(plotter.NewGrid())
+	return p
 }
 
 // legendShare is the most of the chart's width a legend beside the data

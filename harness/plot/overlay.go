@@ -44,13 +44,7 @@ func Overlay(w io.Writer, pairs []Pair, baseName, newName string, o Options) err
 	if len(pairs) == 0 {
 		return ErrNoCells
 	}
-	p := plot.New()
-	p.Title.Text = o.title("Two nights")
-	p.X.Label.Text = "tokens"
-	p.Y.Label.Text = "time per launch (µs, median)"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, pow2Ticks{}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-	p.Add(plotter.NewGrid())
+	p := newTokensPlot(o.title("Two nights"), "time per launch (µs, median)")
 	legend := newLegend()
 	lo, hi, err := addPairs(p, &legend, pairs)
 	if err != nil {

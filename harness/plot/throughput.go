@@ -35,13 +35,7 @@ func Throughput(w io.Writer, cells []results.Cell, o Options) error {
 			return &MissingDataError{c.Key(), "no GB/s (count bytes_per_launch and call Cell.Derive)"}
 		}
 	}
-	p := plot.New()
-	p.Title.Text = o.title("Store throughput vs size")
-	p.X.Label.Text = "tokens"
-	p.Y.Label.Text = "GB/s (bytes read + written / median time)"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, pow2Ticks{}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-	p.Add(plotter.NewGrid())
+	p := newTokensPlot(o.title("Store throughput vs size"), "GB/s (bytes read + written / median time)")
 	ss, roof := groupSeries(cells), rooflinePoints(cells)
 	p.Y.Min, p.Y.Max = logRange(yRange(ss, roof))
 	legend := newLegend()

@@ -10,12 +10,19 @@ import (
 	"testing"
 )
 
-func writeLog(t *testing.T, path string, cells ...Cell) {
+// mustOpenLog is OpenLog for a test, fatal on failure.
+func mustOpenLog(t *testing.T, path string) *LogWriter {
 	t.Helper()
 	w, err := OpenLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+func writeLog(t *testing.T, path string, cells ...Cell) {
+	t.Helper()
+	w := mustOpenLog(t, path)
 	for _, c := range cells {
 		if err := w.Append(c); err != nil {
 			t.Fatal(err)
@@ -77,10 +84,7 @@ func TestLogTornFinalLineIsWarning(t *testing.T) {
 	}
 
 	// Resuming: OpenLog cuts the torn line so b's line starts clean.
-	w, err := OpenLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpenLog(t, path)
 	if w.Dropped() != 44 {
 		t.Errorf("Dropped() = %d, want the 44 torn bytes", w.Dropped())
 	}
@@ -104,10 +108,7 @@ func TestLogCompleteLineMissingNewline(t *testing.T) {
 	if err != nil || len(log.Cells) != 1 || len(log.Warnings) != 0 {
 		t.Fatalf("complete final cell without newline: err %v, %d cells, warnings %v", err, len(log.Cells), log.Warnings)
 	}
-	w, err := OpenLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpenLog(t, path)
 	w.Close()
 	if after, _ := os.ReadFile(path); string(after) != string(data) || w.Dropped() != 0 {
 		t.Errorf("OpenLog should restore the newline, not drop the cell (dropped %d)", w.Dropped())
@@ -159,10 +160,7 @@ func TestReadLogFileMissing(t *testing.T) {
 
 func TestAppendRejectsInvalidCell(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cells.jsonl")
-	w, err := OpenLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpenLog(t, path)
 	defer w.Close()
 	if err := w.Append(Cell{}); err == nil {
 		t.Error("Append(Cell{}) succeeded")

@@ -48,12 +48,18 @@ func (e *TruncatedLineError) Error() string {
 // that matches fs.ErrNotExist, so a --resume of a fresh run can start
 // from an empty Log.
 func ReadLogFile(path string) (*Log, error) {
-	f, err := openLog(path, "results log")
+	return readFile(path, "results log", ReadLog)
+}
+
+// readFile opens the log at path as openLog does (what names it in
+// errors) and reads it with read.
+func readFile[L any](path, what string, read func(r io.Reader, name string) (*L, error)) (*L, error) {
+	f, err := openLog(path, what)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadLog(f, path)
+	return read(f, path)
 }
 
 // MaxLogBytes bounds a results log or run journal: a GPU night with every
@@ -100,11 +106,13 @@ func (b *boundedFile) Close() error { return b.f.Close() }
 // ReadLog reads a results log from r; name is used in messages. It
 // returns a *LineError for a bad line other than a torn final one.
 func ReadLog(r io.Reader, name string) (*Log, error) {
-	lr := &logReader{name: name, log: &Log{Done: map[Key]bool{}}, at: map[Key]int{}}
-	if err := scanLines(r, name, lr.add); err != nil {
+	recs, err := readRecords[Cell](r, name, func(k Key, line, earlier int) error {
+		return fmt.Errorf("%s:%d: cell %s repeats line %d; keeping the later line", name, line, k, earlier)
+	})
+	if err != nil {
 		return nil, err
 	}
-	return lr.log, nil
+	return &Log{Cells: recs.list, Done: recs.done, Warnings: recs.warnings}, nil
 }
 
 // scanLines calls add for each line of r; whole is false for a final line
@@ -125,46 +133,70 @@ func scanLines(r io.Reader, name string, add func(line []byte, whole bool) error
 	}
 }
 
-type logReader struct {
-	name string
-	line int
-	log  *Log
-	at   map[Key]int // key -> index in log.Cells
-	idx  []int       // line number of each kept cell
+// record is what a line of a log kvharness writes holds (a *Cell, a *Run):
+// it checks itself and names the key a later line of the same key
+// replaces it by.
+type record[T any, K comparable] interface {
+	*T
+	Validate() error
+	Key() K
 }
 
-// add parses one line; whole is false for a final line with no newline.
-func (lr *logReader) add(line []byte, whole bool) error {
-	lr.line++
-	if len(bytes.TrimSpace(line)) == 0 {
+// records is what readRecords kept of a log.
+type records[T any, K comparable] struct {
+	list     []T        // in order of first appearance; a repeated key keeps its last line
+	done     map[K]bool // keys of the records kept
+	warnings []error    // *TruncatedLineError, repeated keys
+	at       map[K]int  // key -> index in list
+	lines    []int      // line number of each kept record
+}
+
+// readRecords reads a log of one JSON record a line from r (name is used
+// in messages), forgiving a torn final line with a *TruncatedLineError
+// warning and a repeated key with the warning repeated makes (the later
+// line is kept); any other bad line is a *LineError.
+func readRecords[T any, K comparable, P record[T, K]](
+	r io.Reader, name string, repeated func(k K, line, earlier int) error,
+) (*records[T, K], error) {
+	recs := &records[T, K]{done: map[K]bool{}, at: map[K]int{}}
+	n := 0
+	err := scanLines(r, name, func(line []byte, whole bool) error {
+		n++
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		var v T
+		err := json.Unmarshal(line, &v)
+		if err == nil {
+			err = P(&v).Validate()
+		}
+		switch {
+		case err == nil:
+			recs.keep(P(&v).Key(), v, n, repeated)
+		case !whole:
+			recs.warnings = append(recs.warnings, &TruncatedLineError{name, n, len(line)})
+		default:
+			return &LineError{name, n, err}
+		}
 		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	var c Cell
-	err := json.Unmarshal(line, &c)
-	if err == nil {
-		err = c.Validate()
-	}
-	switch {
-	case err == nil:
-		lr.keep(c)
-	case !whole:
-		lr.log.Warnings = append(lr.log.Warnings, &TruncatedLineError{lr.name, lr.line, len(line)})
-	default:
-		return &LineError{lr.name, lr.line, err}
-	}
-	return nil
+	return recs, nil
 }
 
-func (lr *logReader) keep(c Cell) {
-	k := c.Key()
-	if i, ok := lr.at[k]; ok {
-		lr.log.Warnings = append(lr.log.Warnings, fmt.Errorf("%s:%d: cell %s repeats line %d; keeping the later line", lr.name, lr.line, k, lr.idx[i]))
-		lr.log.Cells[i] = c
-		lr.idx[i] = lr.line
+// keep adds v, read at line, or replaces the record of the same key k
+// with a warning from repeated.
+func (recs *records[T, K]) keep(k K, v T, line int, repeated func(k K, line, earlier int) error) {
+	if i, ok := recs.at[k]; ok {
+		recs.warnings = append(recs.warnings, repeated(k, line, recs.lines[i]))
+		recs.list[i] = v
+		recs.lines[i] = line
 		return
 	}
-	lr.at[k] = len(lr.log.Cells)
-	lr.log.Cells = append(lr.log.Cells, c)
-	lr.idx = append(lr.idx, lr.line)
-	lr.log.Done[k] = true
+	recs.at[k] = len(recs.list)
+	recs.list = append(recs.list, v)
+	recs.lines = append(recs.lines, line)
+	recs.done[k] = true
 }

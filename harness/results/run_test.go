@@ -91,10 +91,7 @@ func TestSchemaVersions(t *testing.T) {
 // is forgiven, and a repeated run keeps the later line.
 func TestRunJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
-	w, err := OpenLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpenLog(t, path)
 	id := testCell(t, "p", 16, 8, 100).Identity
 	runs := testRuns(id, 3, 30, 1000)
 	for _, r := range runs {

@@ -16,21 +16,13 @@ import (
 // live one is left alone.
 func TestStaleDirsAreSwept(t *testing.T) {
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	live, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
+	live := mustOpen(t)
 	user := filepath.Dir(live.Path)
 	stale := filepath.Join(user, "run-999999-dead")
 	os.Mkdir(stale, 0o700)
 	os.WriteFile(filepath.Join(stale, "lock"), nil, 0o600)
 	os.WriteFile(filepath.Join(stale, "arena-1"), []byte("left behind"), 0o600)
-	next, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close()
+	mustOpen(t) // the next run, which sweeps
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale run directory kept: %v", err)
 	}
@@ -44,11 +36,7 @@ func TestStaleDirsAreSwept(t *testing.T) {
 // one from a run that died is swept once old, a fresh one is not.
 func TestConcurrentOpenDirs(t *testing.T) {
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	first, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
+	first := mustOpen(t)
 	user := filepath.Dir(first.Path)
 	old, fresh := filepath.Join(user, "new-1-old"), filepath.Join(user, "new-2-fresh")
 	for _, d := range []string{old, fresh} {
@@ -97,11 +85,7 @@ func TestUnsafeUserDirRefused(t *testing.T) {
 // carry its marker, and nothing else.
 func TestSweepKillsOrphans(t *testing.T) {
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	live, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
+	live := mustOpen(t)
 	stale := filepath.Join(filepath.Dir(live.Path), "run-999998-dead")
 	os.Mkdir(stale, 0o700)
 	os.WriteFile(filepath.Join(stale, "lock"), nil, 0o600)
@@ -110,17 +94,24 @@ func TestSweepKillsOrphans(t *testing.T) {
 	d := &Dir{Path: stale}
 	d.RecordGroup(orphan.Process.Pid)
 	d.RecordGroup(bystander.Process.Pid)
-	next, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close()
+	mustOpen(t) // the next run, which sweeps
 	if err := orphan.Wait(); err == nil {
 		t.Error("the orphan survived the sweep")
 	}
 	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the sweep killed a process without the run's marker: %v", err)
 	}
+}
+
+// mustOpen is Open for a test: fatal on failure, closed at cleanup.
+func mustOpen(t *testing.T) *Dir {
+	t.Helper()
+	d, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 func sleeper(t *testing.T, env string) *exec.Cmd {

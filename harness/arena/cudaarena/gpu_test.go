@@ -320,24 +320,33 @@ func TestDesc(t *testing.T) {
 	}
 }
 
-// BenchmarkChanged scans a 256 MiB window in which a few 256-byte rows
-// changed: the cost of checking one kernel call.
-func BenchmarkChanged(b *testing.B) {
-	const size = 256 << 20
-	dev := openDevice(b)
-	m, err := New(dev, size, IPC, b.TempDir())
+// benchSize is the memory and window the benchmarks scan.
+const benchSize = 256 << 20
+
+// filledIPC is a benchSize IPC memory, closed at cleanup, whose one window
+// w covering it all is filled from seed 42.
+func filledIPC(b *testing.B) (m *Memory, w pool.Window) {
+	b.Helper()
+	m, err := New(openDevice(b), benchSize, IPC, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
-	w := pool.Window{Off: 0, Len: size}
+	b.Cleanup(func() { m.Close() })
+	w = pool.Window{Off: 0, Len: benchSize}
 	if err := m.Fill(w, 42); err != nil {
 		b.Fatal(err)
 	}
+	return m, w
+}
+
+// BenchmarkChanged scans a 256 MiB window in which a few 256-byte rows
+// changed: the cost of checking one kernel call.
+func BenchmarkChanged(b *testing.B) {
+	m, w := filledIPC(b)
 	rng := rand.New(rand.NewPCG(1, 1))
 	row := make([]byte, 256)
 	for range 8 {
-		off := rng.IntN(size/256) * 256
+		off := rng.IntN(benchSize/256) * 256
 		if err := m.ReadAt(row, off); err != nil {
 			b.Fatal(err)
 		}
@@ -348,7 +357,7 @@ func BenchmarkChanged(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.SetBytes(size)
+	b.SetBytes(benchSize)
 	for b.Loop() {
 		c, err := m.Changed(w)
 		if err != nil || len(c) != 8 {
@@ -359,18 +368,8 @@ func BenchmarkChanged(b *testing.B) {
 
 // BenchmarkChangedClean is the common case: nothing changed.
 func BenchmarkChangedClean(b *testing.B) {
-	const size = 256 << 20
-	dev := openDevice(b)
-	m, err := New(dev, size, IPC, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	w := pool.Window{Off: 0, Len: size}
-	if err := m.Fill(w, 42); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(size)
+	m, w := filledIPC(b)
+	b.SetBytes(benchSize)
 	for b.Loop() {
 		if c, err := m.Changed(w); err != nil || c != nil {
 			b.Fatalf("Changed = %v, %v", c, err)
@@ -380,18 +379,8 @@ func BenchmarkChangedClean(b *testing.B) {
 
 // BenchmarkReset restores a 256 MiB window.
 func BenchmarkReset(b *testing.B) {
-	const size = 256 << 20
-	dev := openDevice(b)
-	m, err := New(dev, size, IPC, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	w := pool.Window{Off: 0, Len: size}
-	if err := m.Fill(w, 42); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(size)
+	m, w := filledIPC(b)
+	b.SetBytes(benchSize)
 	for b.Loop() {
 		if err := m.Reset([]pool.Window{w}); err != nil {
 			b.Fatal(err)

@@ -52,22 +52,7 @@ func (s *scanBuffers) init(dev *cuda.Device) error {
 
 // grow replaces the list with one that holds at least n indices.
 func (s *scanBuffers) grow(dev *cuda.Device, n int) error {
-	capacity := initialListCap
-	for capacity < n {
-		capacity *= 2
-	}
-	if s.list != 0 {
-		if err := dev.Free(s.list); err != nil {
-			return fmt.Errorf("free cuda arena scan list: %w", err)
-		}
-		s.list, s.capacity = 0, 0
-	}
-	p, err := dev.Alloc(4 * capacity)
-	if err != nil {
-		return fmt.Errorf("cuda arena scan list of %d blocks: %w", capacity, err)
-	}
-	s.list, s.capacity = p, capacity
-	return nil
+	return realloc(dev, &s.list, &s.capacity, n, initialListCap, 4, "cuda arena scan list", "blocks")
 }
 
 // growPieces makes room for n pieces, doubling from 256.
@@ -75,21 +60,29 @@ func (s *scanBuffers) growPieces(dev *cuda.Device, n int) error {
 	if n <= s.pieceCap {
 		return nil
 	}
-	capacity := max(256, s.pieceCap)
-	for capacity < n {
-		capacity *= 2
+	return realloc(dev, &s.pieces, &s.pieceCap, n, 256, 8*pieceWords, "cuda arena restore list", "ranges")
+}
+
+// realloc replaces the device array *p of *capacity elements with one of
+// elemBytes-wide elements that holds at least n: first doubled until it
+// does, so that capacities stay powers of two times first. what and unit
+// name the array and its elements in errors.
+func realloc(dev *cuda.Device, p *cuda.Ptr, capacity *int, n, first, elemBytes int, what, unit string) error {
+	c := first
+	for c < n {
+		c *= 2
 	}
-	if s.pieces != 0 {
-		if err := dev.Free(s.pieces); err != nil {
-			return fmt.Errorf("free cuda arena restore list: %w", err)
+	if *p != 0 {
+		if err := dev.Free(*p); err != nil {
+			return fmt.Errorf("free %s: %w", what, err)
 		}
-		s.pieces, s.pieceCap = 0, 0
+		*p, *capacity = 0, 0
 	}
-	p, err := dev.Alloc(8 * pieceWords * capacity)
+	q, err := dev.Alloc(elemBytes * c)
 	if err != nil {
-		return fmt.Errorf("cuda arena restore list of %d ranges: %w", capacity, err)
+		return fmt.Errorf("%s of %d %s: %w", what, c, unit, err)
 	}
-	s.pieces, s.pieceCap = p, capacity
+	*p, *capacity = q, c
 	return nil
 }
 

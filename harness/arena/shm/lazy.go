@@ -221,6 +221,13 @@ func (s *Memory) Materialize(ws []pool.Window) error {
 	if s.lazy.holes == 0 {
 		return nil
 	}
+	return s.materializeHoles(ws, func(lo, hi int) {})
+}
+
+// materializeHoles writes the baseline into every hole the windows of ws
+// touch and calls held for each stretch [lo, hi) of them the file holds,
+// noting the holes afresh when it wrote any.
+func (s *Memory) materializeHoles(ws []pool.Window, held func(lo, hi int)) error {
 	if err := s.guard(); err != nil {
 		return err
 	}
@@ -229,11 +236,13 @@ func (s *Memory) Materialize(ws []pool.Window) error {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
 		}
-		s.pages(w, func(lo, hi int, held bool) {
-			if !held {
-				s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
-				wrote = true
+		s.pages(w, func(lo, hi int, isHeld bool) {
+			if isHeld {
+				held(lo, hi)
+				return
 			}
+			s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
+			wrote = true
 		})
 	}
 	if wrote {

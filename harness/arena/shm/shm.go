@@ -306,27 +306,7 @@ func (s *Memory) appendLines(out []pool.Window, lo, hi int, base []byte) []pool.
 // Reset implements arena.Memory. A range in a hole the file allocated
 // (a stray write) materializes the hole's pages instead.
 func (s *Memory) Reset(ws []pool.Window) error {
-	if err := s.guard(); err != nil {
-		return err
-	}
-	materialized := false
-	for _, w := range ws {
-		if err := s.check(w.Off, w.Len); err != nil {
-			return err
-		}
-		s.pages(w, func(lo, hi int, held bool) {
-			if held {
-				s.writeBase(pool.Window{Off: lo, Len: hi - lo})
-			} else {
-				s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
-				materialized = true
-			}
-		})
-	}
-	if materialized {
-		return s.note()
-	}
-	return nil
+	return s.materializeHoles(ws, func(lo, hi int) { s.writeBase(pool.Window{Off: lo, Len: hi - lo}) })
 }
 
 // Close unmaps the arena and closes its file, which frees it.
