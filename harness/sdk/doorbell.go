@@ -42,11 +42,11 @@ func (s *server) openBell(req *kvpb.AttachRequest, region0 []byte) error {
 		return status.Error(codes.Internal, err.Error())
 	}
 	b := &bell{box: box, done: make(chan struct{})}
-	box.Begin()
+	last := box.Begin()
 	go func() {
 		runtime.LockOSThread() // it lives in futex waits
 		defer close(b.done)
-		box.Serve(s.ring)
+		box.Serve(last, s.ring)
 	}()
 	s.bell = b
 	return nil

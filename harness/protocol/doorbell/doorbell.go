@@ -120,16 +120,23 @@ func (b *Box) Answer() (code uint32, msg string, handler time.Duration) {
 }
 
 // Begin readies the window for a Serve: it clears a previous Serve's
-// stop. The plugin calls it once that Serve has returned.
-func (b *Box) Begin() { atomic.StoreUint32(b.word(offStop), 0) }
+// stop and returns the request word as it finds it, the sequence Serve
+// starts after. The plugin calls it once a previous Serve has returned,
+// and before its attach answers: the harness may post as soon as it has
+// the answer, and a Serve that read the word itself, later, on a busy
+// machine, would take that first request for an old one and never answer.
+func (b *Box) Begin() uint32 {
+	atomic.StoreUint32(b.word(offStop), 0)
+	return atomic.LoadUint32(b.word(offReq))
+}
 
 // Handler runs one request and returns its status code and message.
 type Handler func(req []byte) (code uint32, msg string)
 
-// Serve answers requests with h until Stop. It runs on a locked OS thread
-// of its own: it spends its life in futex waits.
-func (b *Box) Serve(h Handler) {
-	last := atomic.LoadUint32(b.word(offReq))
+// Serve answers the requests posted after sequence last (Begin's) with h
+// until Stop. It runs on a locked OS thread of its own: it spends its life
+// in futex waits.
+func (b *Box) Serve(last uint32, h Handler) {
 	for {
 		seq := atomic.LoadUint32(b.word(offReq))
 		if atomic.LoadUint32(b.word(offStop)) != 0 {
