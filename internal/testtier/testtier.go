@@ -1,8 +1,10 @@
 // Package testtier sorts the tests by what they cost, so that the loop a
 // developer runs stays short and CI still runs everything:
 //
+//	go test -short ./...             the quick loop: unit tests, every kind in process, the
+//	                                 report goldens, one run through a real plugin process
+//	                                 per kind; the other end-to-end runs skip (SkipShort)
 //	go test ./...                    the fast loop: every kind's properties, mutants and goldens
-//	go test -short ./...             the same with fewer cases and seeds
 //	KVHARNESS_FULL=1 go test ./...   everything, as CI runs it (.ci/run): the mutants
 //	                                 tables over every bundled plugin, the fuzz campaigns,
 //	                                 the headline properties, runs of many plugin processes
@@ -32,5 +34,15 @@ func FullOnly(t testing.TB, cost string) {
 	t.Helper()
 	if !Full() {
 		t.Skipf("%s: runs in the full suite (%s=1 go test ./..., as CI does)", cost, FullEnv)
+	}
+}
+
+// SkipShort skips t under -short, saying what it costs and which tier runs
+// it: an end-to-end run through plugin processes whose ground the quick
+// loop already covers with a smaller run, and the fast loop and CI run.
+func SkipShort(t testing.TB, cost string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: skipped under -short; go test ./... runs it", cost)
 	}
 }

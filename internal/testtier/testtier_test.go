@@ -12,3 +12,15 @@ func TestFull(t *testing.T) {
 		}
 	}
 }
+
+// SkipShort skips exactly under -short.
+func TestSkipShort(t *testing.T) {
+	ran := false
+	t.Run("sub", func(t *testing.T) {
+		SkipShort(t, "a test")
+		ran = true
+	})
+	if ran == testing.Short() {
+		t.Errorf("under -short=%v the test ran = %v", testing.Short(), ran)
+	}
+}

@@ -45,6 +45,7 @@ func TestBenchRefusesLinkedOutputs(t *testing.T) {
 // naming the folder and writes nothing there; once it lets go, bench
 // runs.
 func TestBenchLocksOut(t *testing.T) {
+	quick(t)
 	out := filepath.Join(t.TempDir(), "night")
 	held, err := benchrun.OpenOut(out)
 	if err != nil {
@@ -72,6 +73,7 @@ func TestBenchLocksOut(t *testing.T) {
 // the next plain run is not told to --resume; a folder that was there
 // stays, empty.
 func TestBenchErrorLeavesNoNight(t *testing.T) {
+	quick(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "night")
 	huge := append(slices.Clone(tinyOne), "--slots", "400000000", "--out", out)
@@ -126,6 +128,7 @@ func TestBenchResourceError(t *testing.T) {
 // --out, beside its outputs and in its plots, are gone after the next
 // run into it.
 func TestBenchRemovesLeftovers(t *testing.T) {
+	quick(t)
 	out := filepath.Join(t.TempDir(), "night")
 	os.MkdirAll(filepath.Join(out, benchrun.PlotDir), 0o755)
 	left := []string{".bench.txt.tmp123456", ".cells.jsonl.tmp9", filepath.Join(benchrun.PlotDir, ".throughput_x.png.tmp4")}
@@ -147,6 +150,7 @@ func TestBenchRemovesLeftovers(t *testing.T) {
 // measured; a bare sum needs a matrix of one plugin, a named one a plugin
 // of the matrix.
 func TestBenchPinsPlugins(t *testing.T) {
+	quick(t)
 	spec, err := plugin.ResolveSpec("fusedstore")
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,13 @@ func long(t *testing.T) {
 	testtier.FullOnly(t, "end to end over many plugin processes for many seconds")
 }
 
+// quick skips t under -short: a run of the CLI over plugin processes that
+// the quick loop's incident and JSON goldens already cover.
+func quick(t *testing.T) {
+	t.Helper()
+	testtier.SkipShort(t, "the CLI end to end over plugin processes")
+}
+
 func resultsDir(t *testing.T) string {
 	dir := filepath.Join("testdata", "results")
 	os.RemoveAll(dir)
@@ -53,6 +60,7 @@ func TestCheckPasses(t *testing.T) {
 // TestCheckJobs: combinations run side by side on three plugin processes
 // print the very report of a serial run.
 func TestCheckJobs(t *testing.T) {
+	quick(t)
 	goldenRun(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
 		"--jobs", "3", "--results", resultsDir(t))
 }
@@ -181,6 +189,7 @@ func TestCheckNamesEps(t *testing.T) {
 // fails the exact one; the repro file of the exact failure replays
 // exactly, and by the recipe when asked.
 func TestValueModes(t *testing.T) {
+	quick(t)
 	dir := resultsDir(t)
 	cli := func(want int, args ...string) string {
 		t.Helper()
