@@ -31,11 +31,6 @@ func (s *Stream) Uint(n int) uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// Without is xs without its element j: a shrinker's step.
-func Without(xs []int, j int) []int {
-	return append(append([]int(nil), xs[:j]...), xs[j+1:]...)
-}
-
 // Slot-choice rules: the first byte of a slot choice picks one, so a fuzz
 // mutator reaches the places kernels get wrong with single-byte changes.
 const (
