@@ -142,3 +142,13 @@ func PageList(pages []int64, max int) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// ViolationLine is how the pd kinds print a violation: head (its kind and
+// where it lies), the bytes [off, off+n) from the pool base when n is
+// positive, then detail.
+func ViolationLine(head string, off, n int, detail string) string {
+	if n > 0 {
+		head += fmt.Sprintf(" bytes [%d,%d) from the pool base", off, off+n)
+	}
+	return head + ": " + detail
+}

@@ -41,3 +41,11 @@ const (
 	ChoiceRaw              // a raw slot
 	NumChoices
 )
+
+// EdgeSlot is the ChoiceEdge rule: the first or the last slot (by the
+// page's parity) of a page the stream picks among slots slots, in pages
+// of pageSize.
+func (s *Stream) EdgeSlot(slots int, pageSize int64) int64 {
+	page := int64(s.Uint(2)) % (int64(slots-1)/pageSize + 1)
+	return page*pageSize + []int64{0, pageSize - 1}[page%2]
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // oracle.Violation kinds of an asynchronous transfer. Causes come before
@@ -117,10 +118,7 @@ func (v Violation) String() string {
 	if w := v.Where(); w != "" {
 		s += ": " + w
 	}
-	if v.Len > 0 {
-		s += fmt.Sprintf(" bytes [%d,%d) from the pool base", v.Off, v.Off+v.Len)
-	}
-	return s + ": " + v.Detail
+	return pd.ViolationLine(s, v.Off, v.Len, v.Detail)
 }
 
 // KindOf implements oracle.Typed.

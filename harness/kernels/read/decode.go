@@ -76,8 +76,7 @@ func readChoice(s *workload.Stream, lim Limits, list, named []int64) int64 {
 	case workload.ChoiceLast:
 		return int64(lim.Slots - 1)
 	case workload.ChoiceEdge:
-		page := int64(s.Uint(2)) % (int64(lim.Slots-1)/p + 1)
-		return page*p + []int64{0, p - 1}[page%2]
+		return s.EdgeSlot(lim.Slots, p)
 	case workload.ChoiceNeighbour:
 		if len(list) == 0 {
 			return 0

@@ -60,8 +60,7 @@ func (g *Gen) choose(s *workload.Stream, chosen []int64) int64 {
 	case workload.ChoiceLast:
 		return int64(g.Slots - 1)
 	case workload.ChoiceEdge:
-		page := int64(s.Uint(2)) % (int64(g.Slots-1)/p + 1)
-		return page*p + []int64{0, p - 1}[page%2]
+		return s.EdgeSlot(g.Slots, p)
 	case workload.ChoiceNeighbour:
 		if len(chosen) == 0 {
 			return g.lowest()

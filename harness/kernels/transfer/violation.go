@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // Violation is one transfer violation with everything that locates
@@ -70,11 +71,7 @@ func (v Violation) pages() string {
 }
 
 func (v Violation) String() string {
-	s := fmt.Sprintf("%s: %s", v.Kind, v.Where())
-	if v.Len > 0 {
-		s += fmt.Sprintf(" bytes [%d,%d) from the pool base", v.Off, v.Off+v.Len)
-	}
-	return s + ": " + v.Detail
+	return pd.ViolationLine(fmt.Sprintf("%s: %s", v.Kind, v.Where()), v.Off, v.Len, v.Detail)
 }
 
 // KindOf implements oracle.Typed.
