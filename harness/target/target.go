@@ -85,6 +85,15 @@ func (b *Base) AttachOrFree(ctx context.Context) error {
 	return nil
 }
 
+// PlanAndAttach is how a target's Open ends: plan plans and fills the
+// arena, then the plugin attaches to it (AttachOrFree).
+func (b *Base) PlanAndAttach(ctx context.Context, plan func() error) error {
+	if err := plan(); err != nil {
+		return err
+	}
+	return b.AttachOrFree(ctx)
+}
+
 // Ensure attaches again when another target of the same plugin attached
 // since this one did.
 func (b *Base) Ensure(ctx context.Context) error {
