@@ -1,0 +1,41 @@
+package kindtest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Shrinks fails the test unless every shrink of c is valid against a pool
+// of slots and a step down from c by the kind's measure (down(x, c)): a
+// shrinker must stay among valid cases and end.
+func Shrinks[C interface{ Validate(slots int) error }](t testing.TB, c C, slots int, shrink func(C) []C,
+	down func(x, c C) bool) {
+	t.Helper()
+	for _, x := range shrink(c) {
+		if err := x.Validate(slots); err != nil {
+			t.Fatalf("a shrink of %v gave invalid %v: %v", c, x, err)
+		}
+		if !down(x, c) {
+			t.Fatalf("a shrink of %v is no smaller: %v", c, x)
+		}
+	}
+}
+
+// JSONRoundTrip is c written as JSON, as a repro file holds it, and read
+// back through k's strict Decode against a pool of slots; the caller
+// compares it with c.
+func JSONRoundTrip(t testing.TB, k *kind.Kind, c workload.Case, slots int) workload.Case {
+	t.Helper()
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := k.Decode(data, slots)
+	if err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	return back
+}
