@@ -23,20 +23,3 @@ func TestShrinkSteps(t *testing.T) {
 		t.Errorf("FilterMap of nothing = %v, want nil", got)
 	}
 }
-
-// TestEdgeSlot: an even page gives its first slot, an odd one its last,
-// and the stream's pick wraps into the pages there are.
-func TestEdgeSlot(t *testing.T) {
-	for _, tc := range []struct {
-		data []byte
-		want int64
-	}{
-		{[]byte{2, 0}, 20},
-		{[]byte{3, 0}, 39},
-		{[]byte{15, 0}, 59}, // page 15 of 10: page 5
-	} {
-		if got := NewStream(tc.data).EdgeSlot(100, 10); got != tc.want {
-			t.Errorf("EdgeSlot of % x over 100 slots in pages of 10 = %d, want %d", tc.data, got, tc.want)
-		}
-	}
-}

@@ -42,10 +42,27 @@ const (
 	NumChoices
 )
 
-// EdgeSlot is the ChoiceEdge rule: the first or the last slot (by the
-// page's parity) of a page the stream picks among slots slots, in pages
-// of pageSize.
-func (s *Stream) EdgeSlot(slots int, pageSize int64) int64 {
-	page := int64(s.Uint(2)) % (int64(slots-1)/pageSize + 1)
-	return page*pageSize + []int64{0, pageSize - 1}[page%2]
+// Slot applies slot-choice rule (one of the Choice rules; a kind's own
+// rules come after them) over slots slots in pages of pageSize tokens:
+// lowest, the lowest usable slot; the last slot; the first or the last
+// slot (by the page's parity) of a page the stream picks; one past the
+// last slot of chosen, those chosen so far (lowest when none); else a
+// raw slot from the stream. The result may be out of range or taken,
+// which the caller fixes.
+func (s *Stream) Slot(rule byte, slots int, pageSize, lowest int64, chosen []int64) int64 {
+	switch rule {
+	case ChoiceLowest:
+		return lowest
+	case ChoiceLast:
+		return int64(slots - 1)
+	case ChoiceEdge:
+		page := int64(s.Uint(2)) % (int64(slots-1)/pageSize + 1)
+		return page*pageSize + []int64{0, pageSize - 1}[page%2]
+	case ChoiceNeighbour:
+		if len(chosen) == 0 {
+			return lowest
+		}
+		return chosen[len(chosen)-1] + 1
+	}
+	return int64(s.Uint(4))
 }
