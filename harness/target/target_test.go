@@ -60,3 +60,24 @@ func TestPlanAndAttachStopsAtThePlan(t *testing.T) {
 		t.Fatalf("PlanAndAttach = %v, want the plan's error", err)
 	}
 }
+
+// TestTwice: both runs' results come back in order, and a failing first
+// run is not repeated.
+func TestTwice(t *testing.T) {
+	runs := 0
+	run := func(_ context.Context, x int) (int, error) {
+		runs++
+		if x < 0 {
+			return 0, errors.New("no such case")
+		}
+		return x * runs, nil
+	}
+	first, again, err := Twice(context.Background(), run, 3)
+	if err != nil || first != 3 || again != 6 {
+		t.Fatalf("Twice = %d, %d, %v; want 3, 6", first, again, err)
+	}
+	runs = 0
+	if _, _, err := Twice(context.Background(), run, -1); err == nil || runs != 1 {
+		t.Fatalf("a failing run: %v after %d runs; want its error after one", err, runs)
+	}
+}
