@@ -67,6 +67,12 @@ func TestPageListAndDigests(t *testing.T) {
 }
 
 func TestViolationLine(t *testing.T) {
+	if got := WhereRoom(0, 7); len(got) != 1 || got[0] != "room 0 (id 7)" {
+		t.Errorf("WhereRoom(0, 7) = %q", got)
+	}
+	if got := WhereRoom(-1, 7); got != nil {
+		t.Errorf("WhereRoom(-1, 7) = %q, want nothing", got)
+	}
 	if got, want := ViolationLine("bytes: room 0", 64, 8, "differs"), "bytes: room 0 bytes [64,72) from the pool base: differs"; got != want {
 		t.Errorf("ViolationLine = %q, want %q", got, want)
 	}

@@ -17,6 +17,18 @@ func (g Geometry) Fits(slots int) error {
 	return nil
 }
 
+// FitsRooms is Fits, then a count of rooms within 1..maxRooms: the
+// start of every pd case's Validate.
+func (g Geometry) FitsRooms(slots, rooms, maxRooms int) error {
+	if err := g.Fits(slots); err != nil {
+		return err
+	}
+	if rooms < 1 || rooms > maxRooms {
+		return fmt.Errorf("%d rooms: want 1..%d", rooms, maxRooms)
+	}
+	return nil
+}
+
 // CutPool is g with its pools cut to the pages [0, used) (at least two),
 // each buffer's page-table shift folded into the smaller pool; false when
 // that is no smaller than g.

@@ -1,6 +1,9 @@
 package pd
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestCutPoolAndHelpers: a pool cut to the pages in use keeps every
 // buffer's shift inside it and leaves the original alone; a cut that is
@@ -20,6 +23,17 @@ func TestCutPoolAndHelpers(t *testing.T) {
 	}
 	if err := g.Fits(16*g.PageSize - 1); err == nil {
 		t.Error("a pool one token too large fits")
+	}
+	if err := g.FitsRooms(0, 2, 2); err != nil {
+		t.Errorf("two rooms of at most two: %v", err)
+	}
+	for _, rooms := range []int{0, 3} {
+		if err := g.FitsRooms(0, rooms, 2); err == nil || err.Error() != fmt.Sprintf("%d rooms: want 1..2", rooms) {
+			t.Errorf("%d rooms of at most two: %v", rooms, err)
+		}
+	}
+	if err := g.FitsRooms(16*g.PageSize-1, 1, 2); err == nil {
+		t.Error("rooms in a pool one token too large fit")
 	}
 	if !Sequential([]uint64{0, 1, 2}) || Sequential([]uint64{0, 2}) {
 		t.Error("Sequential is wrong")

@@ -90,10 +90,7 @@ func newViolation(k oracle.Kind, at string) Violation {
 // Where names what the violation is about, e.g. "room 0 (id 7) handle
 // h0.1.0 buffer L0.kv page 5 (dst page 11, epoch 3)".
 func (v Violation) Where() string {
-	var parts []string
-	if v.Room >= 0 {
-		parts = append(parts, fmt.Sprintf("room %d (id %d)", v.Room, v.RoomID))
-	}
+	parts := pd.WhereRoom(v.Room, v.RoomID)
 	if v.Handle != "" {
 		parts = append(parts, "handle "+v.Handle)
 	}

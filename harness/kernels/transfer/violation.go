@@ -38,10 +38,7 @@ func NewViolation(k oracle.Kind) Violation {
 // Where names what the violation is about, e.g. "room 0 (id 7) buffer
 // L0.kv page 2 (src page 5 → dst page 9) descriptor #3".
 func (v Violation) Where() string {
-	var parts []string
-	if v.Room >= 0 {
-		parts = append(parts, fmt.Sprintf("room %d (id %d)", v.Room, v.RoomID))
-	}
+	parts := pd.WhereRoom(v.Room, v.RoomID)
 	if v.Buffer != "" {
 		parts = append(parts, "buffer "+v.Buffer)
 	}
