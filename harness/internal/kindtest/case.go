@@ -2,9 +2,12 @@ package kindtest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -38,4 +41,26 @@ func JSONRoundTrip(t testing.TB, k *kind.Kind, c workload.Case, slots int) workl
 		t.Fatalf("%s: %v", data, err)
 	}
 	return back
+}
+
+// SavedAndLoaded saves r as a repro file in a temporary directory, fails
+// the test unless the file's name holds each of names, and loads the file
+// back through k's decoder: a repro file's round trip. It returns the
+// file's path, the repro read back and its layout.
+func SavedAndLoaded(t testing.TB, k *kind.Kind, r *report.Repro, names ...string) (string, *report.Repro, *layout.Layout) {
+	t.Helper()
+	path, err := r.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.Contains(path, n) {
+			t.Errorf("repro file name %s: want %q in it", path, n)
+		}
+	}
+	back, l, err := report.LoadRepro(path, k.DecodeRepro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, back, l
 }
