@@ -7,6 +7,8 @@ import (
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -63,4 +65,21 @@ func SavedAndLoaded(t testing.TB, k *kind.Kind, r *report.Repro, names ...string
 		t.Fatal(err)
 	}
 	return path, back, l
+}
+
+// Replays checks a repro file's case against each variant of fails, check
+// checking it on a fresh system of that variant: a variant that must fail
+// (fails[v]) fails property want first, the others pass. An error ends
+// the test.
+func Replays[R property.Result](t testing.TB, fails map[string]bool, want oracle.Kind, check func(variant string) (R, error)) {
+	t.Helper()
+	for variant, fail := range fails {
+		res, err := check(variant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failed() != fail || (fail && res.Primary() != want) {
+			t.Errorf("replay against %q: %+v", variant, res)
+		}
+	}
 }

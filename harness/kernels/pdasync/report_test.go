@@ -50,18 +50,12 @@ func TestReproRoundTrips(t *testing.T) {
 		t.Fatalf("loaded %+v; case diff:\n%s", back, diff)
 	}
 	dir := plugintest.Dir(t)
-	for variant, fails := range map[string]bool{kernel.AbortFreesInFlight: true, "": false} {
+	kindtest.Replays(t, map[string]bool{kernel.AbortFreesInFlight: true, "": false}, Reuse, func(variant string) (*Result, error) {
 		sys := NewSystem(plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)),
 			dir, Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
-		res, err := sys.Check(context.Background(), back.Case.(*Case))
-		sys.Close(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Failed() != fails || (fails && res.Primary() != Reuse) {
-			t.Errorf("replay against %q: %v", variant, res.Violations)
-		}
-	}
+		defer sys.Close(context.Background())
+		return sys.Check(context.Background(), back.Case.(*Case))
+	})
 }
 
 // TestFailureReports pins the report of each mutant's shrunk
