@@ -77,6 +77,19 @@ func Warmed[S interface {
 	return sys, nil
 }
 
+// CheckOn is the Check of a system whose cases bring their own geometry
+// (transfer, load, pdasync): c is checked by check on target(g), the
+// target of the case's geometry g, which the system opens or keeps.
+func CheckOn[G, T, C, R any](ctx context.Context, target func(context.Context, G) (T, error),
+	check func(T, context.Context, C) (R, error), g G, c C) (R, error) {
+	t, err := target(ctx, g)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return check(t, ctx, c)
+}
+
 // ReplayHeader is the report header of a repro file's replay on the
 // session's plugin: the file's variant and background seed. Kinds whose
 // header names the pool's slots set them from r.Slots.

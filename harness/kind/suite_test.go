@@ -82,3 +82,23 @@ func TestWarmedClosesOnError(t *testing.T) {
 		t.Fatalf("target failed: got %v, %v, closed %v; want nil, the error, closed", got, err, sys.closed)
 	}
 }
+
+// TestCheckOnOpensTheCaseGeometry: CheckOn checks on the target of the
+// geometry it is given, and passes a target's error on without checking.
+func TestCheckOnOpensTheCaseGeometry(t *testing.T) {
+	ctx := context.Background()
+	sys := &fakeSystem{}
+	checked := 0
+	check := func(target int, _ context.Context, c int) (fakeResult, error) {
+		checked = target
+		return fakeResult{failed: c != target}, nil
+	}
+	res, err := CheckOn(ctx, sys.Target, check, "four", 4)
+	if err != nil || checked != 4 || res.Failed() {
+		t.Fatalf("geometry %q: checked on %d, %v, %v; want on target 4, passing", "four", checked, res, err)
+	}
+	checked = 0
+	if _, err := CheckOn(ctx, sys.Target, check, "bad", 3); !errors.Is(err, errNoGeometry) || checked != 0 {
+		t.Fatalf("bad geometry: %v, checked on %d; want the target's error, no check", err, checked)
+	}
+}

@@ -35,3 +35,19 @@ func TestFoundAndKeepPerKind(t *testing.T) {
 		t.Errorf("kept %q, want %q", strings.Join(got, "|"), want)
 	}
 }
+
+func TestFirstDiff(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []byte
+		want int
+	}{
+		{[]byte{1, 2, 3}, []byte{1, 2, 3}, -1},
+		{[]byte{1, 2, 3}, []byte{1, 9, 3}, 1},
+		{[]byte{1, 2}, []byte{1, 2, 3}, 2},
+		{nil, nil, -1},
+	} {
+		if got := FirstDiff(tc.a, tc.b); got != tc.want {
+			t.Errorf("FirstDiff(% x, % x) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

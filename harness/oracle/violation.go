@@ -137,6 +137,21 @@ func Clip(b []byte) []byte {
 	return b
 }
 
+// FirstDiff is the first index where a and b differ (the shorter's length
+// when one is a prefix of the other), -1 when they are equal: where a
+// violation's bytes start.
+func FirstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
 // First is the first kind of order that has reports: the kind a report
 // leads with and shrinking keeps. Each kernel kind orders its own kinds.
 func First(order []Kind, has func(Kind) bool) Kind {

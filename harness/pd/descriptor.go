@@ -142,3 +142,23 @@ func PageList(pages []int64, max int) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// WhereRoom starts where a pd violation lies: its room by index and id,
+// as "room 0 (id 7)"; nothing when the violation is about no room (room
+// -1).
+func WhereRoom(room int, id uint64) []string {
+	if room < 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("room %d (id %d)", room, id)}
+}
+
+// ViolationLine is how the pd kinds print a violation: head (its kind and
+// where it lies), the bytes [off, off+n) from the pool base when n is
+// positive, then detail.
+func ViolationLine(head string, off, n int, detail string) string {
+	if n > 0 {
+		head += fmt.Sprintf(" bytes [%d,%d) from the pool base", off, off+n)
+	}
+	return head + ": " + detail
+}

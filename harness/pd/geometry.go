@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // The two sides of a transfer: the prefill server's pools, which are read,
@@ -104,6 +105,21 @@ func DefaultGeometry(layers, pages int) Geometry {
 			Buffer{Name: fmt.Sprintf("L%d.indexk", l), Layer: l, Layout: "fp8-paged", HeadDim: d, Shift: pages/4 + 1})
 	}
 	return g
+}
+
+// SizedGeometry is DefaultGeometry(layers, pages) in pages of pageSize
+// tokens, every buffer at head dimension headDim, validated: the geometry
+// a check run's flags ask of a pd kind. Errors name the kernel.
+func SizedGeometry(kernel protocol.Kernel, layers, pages, pageSize, headDim int) (Geometry, error) {
+	g := DefaultGeometry(layers, pages)
+	g.PageSize = pageSize
+	for i := range g.Buffers {
+		g.Buffers[i].HeadDim = headDim
+	}
+	if err := g.Validate(); err != nil {
+		return g, fmt.Errorf("%s geometry: %w", kernel, err)
+	}
+	return g, nil
 }
 
 // Layout builds buffer i's layout.

@@ -65,3 +65,35 @@ func TestPageListAndDigests(t *testing.T) {
 		t.Errorf("digests %+v", rd)
 	}
 }
+
+func TestViolationLine(t *testing.T) {
+	if got := WhereRoom(0, 7); len(got) != 1 || got[0] != "room 0 (id 7)" {
+		t.Errorf("WhereRoom(0, 7) = %q", got)
+	}
+	if got := WhereRoom(-1, 7); got != nil {
+		t.Errorf("WhereRoom(-1, 7) = %q, want nothing", got)
+	}
+	if got, want := ViolationLine("bytes: room 0", 64, 8, "differs"), "bytes: room 0 bytes [64,72) from the pool base: differs"; got != want {
+		t.Errorf("ViolationLine = %q, want %q", got, want)
+	}
+	if got, want := ViolationLine("liveness", 0, 0, "never ended"), "liveness: never ended"; got != want {
+		t.Errorf("ViolationLine without bytes = %q, want %q", got, want)
+	}
+}
+
+// TestSizedGeometry: the flags' page size and head dimension reach every
+// buffer, and a geometry they make invalid is an error naming the kernel.
+func TestSizedGeometry(t *testing.T) {
+	g, err := SizedGeometry("transfer", 2, 8, 32, 64)
+	if err != nil || g.Pages != 8 || g.PageSize != 32 || len(g.Buffers) != 6 {
+		t.Fatalf("SizedGeometry = %v, %v; want 2 layers of 8 pages of 32 tokens", g, err)
+	}
+	for _, b := range g.Buffers {
+		if b.HeadDim != 64 {
+			t.Errorf("buffer %s: head dimension %d, want 64", b.Name, b.HeadDim)
+		}
+	}
+	if _, err := SizedGeometry("pdasync", 1, 8, 0, 64); err == nil || !strings.HasPrefix(err.Error(), "pdasync geometry: ") {
+		t.Errorf("page size 0: %v; want a pdasync geometry error", err)
+	}
+}

@@ -17,6 +17,18 @@ func (g Geometry) Fits(slots int) error {
 	return nil
 }
 
+// FitsRooms is Fits, then a count of rooms within 1..maxRooms: the
+// start of every pd case's Validate.
+func (g Geometry) FitsRooms(slots, rooms, maxRooms int) error {
+	if err := g.Fits(slots); err != nil {
+		return err
+	}
+	if rooms < 1 || rooms > maxRooms {
+		return fmt.Errorf("%d rooms: want 1..%d", rooms, maxRooms)
+	}
+	return nil
+}
+
 // CutPool is g with its pools cut to the pages [0, used) (at least two),
 // each buffer's page-table shift folded into the smaller pool; false when
 // that is no smaller than g.
@@ -66,4 +78,47 @@ func DiffSpan(a, b []byte) (int, int) {
 		last--
 	}
 	return first, last
+}
+
+// The shrink steps the pd kinds (transfer, pdasync) share: their cases
+// differ, but both carry a geometry and rooms of pages with ids. Each step
+// makes at most one variant, a clone of c, and none when it would not be
+// smaller.
+
+// ShrinkPool cuts c's pools to the pages in use (at least two): the clone
+// of c whose geometry, reached through geometry, is cut to one more than
+// the highest page of pages (CutPool).
+func ShrinkPool[C interface{ Clone() C }](c C, geometry func(C) *Geometry, pages ...[]int64) []C {
+	used := int64(1)
+	for _, list := range pages {
+		for _, p := range list {
+			used = max(used, p+1)
+		}
+	}
+	g, ok := geometry(c).CutPool(used)
+	if !ok {
+		return nil
+	}
+	x := c.Clone()
+	*geometry(x) = g
+	return []C{x}
+}
+
+// ShrinkIDs renumbers the rooms of c, reached through rooms, 0, 1, 2…:
+// the clone of c with each room's id (reached through id) its index.
+func ShrinkIDs[C interface{ Clone() C }, R any](c C, rooms func(C) []R, id func(*R) *uint64) []C {
+	rs := rooms(c)
+	ids := make([]uint64, len(rs))
+	for i := range rs {
+		ids[i] = *id(&rs[i])
+	}
+	if Sequential(ids) {
+		return nil
+	}
+	x := c.Clone()
+	rs = rooms(x)
+	for i := range rs {
+		*id(&rs[i]) = uint64(i)
+	}
+	return []C{x}
 }

@@ -1,6 +1,9 @@
 package pd
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestCutPoolAndHelpers: a pool cut to the pages in use keeps every
 // buffer's shift inside it and leaves the original alone; a cut that is
@@ -21,10 +24,56 @@ func TestCutPoolAndHelpers(t *testing.T) {
 	if err := g.Fits(16*g.PageSize - 1); err == nil {
 		t.Error("a pool one token too large fits")
 	}
+	if err := g.FitsRooms(0, 2, 2); err != nil {
+		t.Errorf("two rooms of at most two: %v", err)
+	}
+	for _, rooms := range []int{0, 3} {
+		if err := g.FitsRooms(0, rooms, 2); err == nil || err.Error() != fmt.Sprintf("%d rooms: want 1..2", rooms) {
+			t.Errorf("%d rooms of at most two: %v", rooms, err)
+		}
+	}
+	if err := g.FitsRooms(16*g.PageSize-1, 1, 2); err == nil {
+		t.Error("rooms in a pool one token too large fit")
+	}
 	if !Sequential([]uint64{0, 1, 2}) || Sequential([]uint64{0, 2}) {
 		t.Error("Sequential is wrong")
 	}
 	if f, l := DiffSpan([]byte{1, 2, 3, 4}, []byte{1, 9, 9, 4}); f != 1 || l != 2 {
 		t.Errorf("DiffSpan = %d, %d; want 1, 2", f, l)
+	}
+}
+
+// shrinkCase is the least a pd shrink step works on: a geometry and rooms
+// of pages with ids.
+type shrinkCase struct {
+	g     Geometry
+	ids   []uint64
+	pages []int64
+}
+
+func (c *shrinkCase) Clone() *shrinkCase {
+	return &shrinkCase{g: c.g.Clone(), ids: append([]uint64(nil), c.ids...), pages: append([]int64(nil), c.pages...)}
+}
+
+// TestShrinkPoolAndIDs: each step makes one smaller clone, leaving the
+// case alone, and none when the case is as small already.
+func TestShrinkPoolAndIDs(t *testing.T) {
+	geometry := func(c *shrinkCase) *Geometry { return &c.g }
+	rooms := func(c *shrinkCase) []uint64 { return c.ids }
+	id := func(r *uint64) *uint64 { return r }
+	c := &shrinkCase{g: DefaultGeometry(1, 16), ids: []uint64{7, 3}, pages: []int64{0, 4}}
+	xs := ShrinkPool(c, geometry, c.pages[:1], c.pages[1:])
+	if len(xs) != 1 || xs[0].g.Pages != 5 || c.g.Pages != 16 {
+		t.Fatalf("ShrinkPool of pages 0 and 4 in 16: %d variants; want one of 5 pages, the case left at 16", len(xs))
+	}
+	if xs := ShrinkPool(xs[0], geometry, xs[0].pages); xs != nil {
+		t.Errorf("ShrinkPool of a pool cut already made %d variants", len(xs))
+	}
+	xs = ShrinkIDs(c, rooms, id)
+	if len(xs) != 1 || xs[0].ids[0] != 0 || xs[0].ids[1] != 1 || c.ids[0] != 7 {
+		t.Fatalf("ShrinkIDs of 7, 3: %d variants; want one of 0, 1, the case left alone", len(xs))
+	}
+	if xs := ShrinkIDs(xs[0], rooms, id); xs != nil {
+		t.Errorf("ShrinkIDs of 0, 1 made %d variants", len(xs))
 	}
 }

@@ -85,6 +85,26 @@ func (b *Base) AttachOrFree(ctx context.Context) error {
 	return nil
 }
 
+// PlanAndAttach is how a target's Open ends: plan plans and fills the
+// arena, then the plugin attaches to it (AttachOrFree).
+func (b *Base) PlanAndAttach(ctx context.Context, plan func() error) error {
+	if err := plan(); err != nil {
+		return err
+	}
+	return b.AttachOrFree(ctx)
+}
+
+// Twice runs a case twice with run, as the kinds' Checks do: the first
+// run is judged, the second must leave exactly what it did (determinism).
+// Either run's error ends it.
+func Twice[A, R any](ctx context.Context, run func(context.Context, A) (R, error), a A) (first, again R, err error) {
+	if first, err = run(ctx, a); err != nil {
+		return first, again, err
+	}
+	again, err = run(ctx, a)
+	return first, again, err
+}
+
 // Ensure attaches again when another target of the same plugin attached
 // since this one did.
 func (b *Base) Ensure(ctx context.Context) error {

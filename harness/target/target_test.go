@@ -1,6 +1,8 @@
 package target
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
@@ -46,5 +48,36 @@ func TestRequestNamesRegions(t *testing.T) {
 	case two.Pools[0].Pool.Region != 0 || two.Pools[1].Pool.Region != 1 || two.Pools[1].GuardBefore.Region != 1 || two.Staging.Region != 0:
 		t.Errorf("windows name regions %d %d %d, staging %d", two.Pools[0].Pool.Region, two.Pools[1].Pool.Region,
 			two.Pools[1].GuardBefore.Region, two.Staging.Region)
+	}
+}
+
+// TestPlanAndAttachStopsAtThePlan: a plan that fails is the error, and no
+// attach is tried (this Base has no plugin to attach).
+func TestPlanAndAttachStopsAtThePlan(t *testing.T) {
+	errPlan := errors.New("no room for the arena")
+	var b Base
+	if err := b.PlanAndAttach(context.Background(), func() error { return errPlan }); !errors.Is(err, errPlan) {
+		t.Fatalf("PlanAndAttach = %v, want the plan's error", err)
+	}
+}
+
+// TestTwice: both runs' results come back in order, and a failing first
+// run is not repeated.
+func TestTwice(t *testing.T) {
+	runs := 0
+	run := func(_ context.Context, x int) (int, error) {
+		runs++
+		if x < 0 {
+			return 0, errors.New("no such case")
+		}
+		return x * runs, nil
+	}
+	first, again, err := Twice(context.Background(), run, 3)
+	if err != nil || first != 3 || again != 6 {
+		t.Fatalf("Twice = %d, %d, %v; want 3, 6", first, again, err)
+	}
+	runs = 0
+	if _, _, err := Twice(context.Background(), run, -1); err == nil || runs != 1 {
+		t.Fatalf("a failing run: %v after %d runs; want its error after one", err, runs)
 	}
 }

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -21,28 +20,16 @@ const (
 	RowGarbage                // random bit patterns, NaN and Inf included
 )
 
-var rowKindNames = []string{"zero", "normal", "tiny", "outlier", "garbage"}
+var rowKinds = Names[RowKind]{Names: []string{"zero", "normal", "tiny", "outlier", "garbage"}, Unknown: "rowkind(%d)",
+	Noun: "row kind"}
 
-func (k RowKind) String() string {
-	if int(k) < len(rowKindNames) {
-		return rowKindNames[k]
-	}
-	return fmt.Sprintf("rowkind(%d)", k)
-}
+func (k RowKind) String() string { return rowKinds.String(k) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (k RowKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (k *RowKind) UnmarshalText(b []byte) error {
-	for i, n := range rowKindNames {
-		if string(b) == n {
-			*k = RowKind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown row kind %q", b)
-}
+func (k *RowKind) UnmarshalText(b []byte) error { return rowKinds.Parse(b, k) }
 
 // Row is one input row, as a recipe.
 type Row struct {

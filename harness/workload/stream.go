@@ -31,11 +31,6 @@ func (s *Stream) Uint(n int) uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// Without is xs without its element j: a shrinker's step.
-func Without(xs []int, j int) []int {
-	return append(append([]int(nil), xs[:j]...), xs[j+1:]...)
-}
-
 // Slot-choice rules: the first byte of a slot choice picks one, so a fuzz
 // mutator reaches the places kernels get wrong with single-byte changes.
 const (
@@ -46,3 +41,28 @@ const (
 	ChoiceRaw              // a raw slot
 	NumChoices
 )
+
+// Slot applies slot-choice rule (one of the Choice rules; a kind's own
+// rules come after them) over slots slots in pages of pageSize tokens:
+// lowest, the lowest usable slot; the last slot; the first or the last
+// slot (by the page's parity) of a page the stream picks; one past the
+// last slot of chosen, those chosen so far (lowest when none); else a
+// raw slot from the stream. The result may be out of range or taken,
+// which the caller fixes.
+func (s *Stream) Slot(rule byte, slots int, pageSize, lowest int64, chosen []int64) int64 {
+	switch rule {
+	case ChoiceLowest:
+		return lowest
+	case ChoiceLast:
+		return int64(slots - 1)
+	case ChoiceEdge:
+		page := int64(s.Uint(2)) % (int64(slots-1)/pageSize + 1)
+		return page*pageSize + []int64{0, pageSize - 1}[page%2]
+	case ChoiceNeighbour:
+		if len(chosen) == 0 {
+			return lowest
+		}
+		return chosen[len(chosen)-1] + 1
+	}
+	return int64(s.Uint(4))
+}

@@ -26,3 +26,16 @@ func InProcess[T property.Target, C workload.Case, R report.Result](t *testing.T
 	}
 	return env
 }
+
+// CheckSeed checks the seed called name, input, on env, as the seed
+// corpus tests replay their seeds; an error ends the test, naming the
+// plugin, variant and seed.
+func CheckSeed[T property.Target, C workload.Case, R report.Result](t testing.TB, env *fuzzing.Env[T, C, R], name string,
+	input []byte) (C, R) {
+	t.Helper()
+	_, c, res, err := env.Check(context.Background(), input)
+	if err != nil {
+		t.Fatalf("%s %q, seed %s: %v", env.Plugin, env.Variant, name, err)
+	}
+	return c, res
+}

@@ -1,11 +1,11 @@
 package load
 
 import (
-	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/protocol"
 )
 
@@ -50,15 +50,7 @@ func TestCaseValidate(t *testing.T) {
 func TestCaseJSONRoundTrips(t *testing.T) {
 	c := validCase()
 	c.FirstLayer, c.Readers = 7, []int{1}
-	data, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Kind.Decode(data, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.String() != c.String() {
+	if back := kindtest.JSONRoundTrip(t, &Kind, c, 0); back.String() != c.String() {
 		t.Errorf("read back %v, want %v", back, c)
 	}
 	if _, err := Kind.Decode([]byte(`{"op": "load", "layers": 1, "surprise": 1}`), 0); err == nil || !strings.Contains(err.Error(), string(protocol.Load)) {
@@ -101,14 +93,7 @@ func TestShrinkStaysValidAndSmaller(t *testing.T) {
 		g := &Gen{Geometry: testGeometry(), Profile: p}
 		for range 300 {
 			c := g.Draw(rng)
-			for _, x := range Shrink(c) {
-				if err := x.Validate(0); err != nil {
-					t.Fatalf("a shrink of %v: %v is invalid: %v", c, x, err)
-				}
-				if !smaller(x, c) {
-					t.Fatalf("%v is no smaller than %v", x, c)
-				}
-			}
+			kindtest.Shrinks(t, c, 0, Shrink, smaller)
 		}
 	}
 }

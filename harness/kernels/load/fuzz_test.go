@@ -124,10 +124,7 @@ func TestLoadSeedsKillEveryMutant(t *testing.T) {
 	for _, v := range append([]string{""}, variantNames()...) {
 		env := kindtest.InProcess(t, fuzzTarget, "layerload", v)
 		for _, s := range fuzzSeeds {
-			_, _, res, err := env.Check(context.Background(), s.Input())
-			if err != nil {
-				t.Fatalf("%s on %s: %v", v, s.Name, err)
-			}
+			_, res := kindtest.CheckSeed(t, env, s.Name, s.Input())
 			correct := v == "" || v == "counter" || v == "staged"
 			switch {
 			case correct && res.Failed():

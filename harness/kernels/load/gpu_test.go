@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
@@ -36,18 +35,7 @@ func TestLoadOnGPU(t *testing.T) {
 		p, _ := plugintest.Start(t, "layerload")
 		return p
 	}
-	for _, v := range controls {
-		began := time.Now()
-		vs := run(t, start(), v, backend, total/len(Profiles), 1, false)
-		n := 0
-		for _, vd := range vs {
-			n += vd.Outcome.Cases
-			if !vd.Outcome.Passed() {
-				t.Errorf("GPU control %q row %s: %s", v, vd.Label, failureLine(vd))
-			}
-		}
-		t.Logf("GPU control %-8q passed %d cases in %v", v, n, time.Since(began).Round(time.Millisecond))
-	}
+	passesControls(t, "GPU ", start, backend, total/len(Profiles))
 	killTable(t, start, backend, 10)
 	latchOff(t, start(), backend, 200)
 }

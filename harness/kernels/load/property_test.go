@@ -99,17 +99,26 @@ func TestControlsPass(t *testing.T) {
 			total = n
 		}
 	}
+	passesControls(t, "", inProcess, nil, total/len(Profiles))
+}
+
+// passesControls runs every control variant, perRow cases a row, each on
+// a plugin start starts, on backend (nil: host shared memory): every row
+// must pass. where starts the messages ("GPU " or "").
+func passesControls(t *testing.T, where string, start func() *plugin.Plugin, backend arena.Backend, perRow int) {
+	t.Helper()
 	for _, v := range controls {
-		start := time.Now()
-		vs := run(t, inProcess(), v, nil, total/len(Profiles), 1, false)
+		began := time.Now()
+		vs := run(t, start(), v, backend, perRow, 1, false)
 		n := 0
 		for _, vd := range vs {
 			n += vd.Outcome.Cases
 			if !vd.Outcome.Passed() {
-				t.Errorf("control %q row %s: %s", v, vd.Label, failureLine(vd))
+				t.Errorf("%scontrol %q row %s: %s", where, v, vd.Label, failureLine(vd))
 			}
 		}
-		t.Logf("control %-8q passed %d cases (%d per row × %d rows) in %v", v, n, total/len(Profiles), len(vs), time.Since(start).Round(time.Millisecond))
+		t.Logf("%scontrol %-8q passed %d cases (%d per row × %d rows) in %v", where, v, n, perRow, len(vs),
+			time.Since(began).Round(time.Millisecond))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -60,26 +61,13 @@ func TestLoadReproRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := r.Save(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(path, "layerload-gate-previous-layer-bf16-load-stale-read-") {
-		t.Errorf("repro file name %s", path)
-	}
-	back, l, err := report.LoadRepro(path, Kind.DecodeRepro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, back, l := kindtest.SavedAndLoaded(t, &Kind, r, "layerload-gate-previous-layer-bf16-load-stale-read-")
 	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != protocol.Load || l.Name != "bf16" || back.Found.Property != ReadEarly {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
-	for variant, fails := range map[string]bool{"gate-previous-layer": true, "": false} {
-		res := checkOne(t, inProcess(), variant, nil, back.Case.(*Case))
-		if res.Failed() != fails || (fails && res.Primary() != ReadEarly) {
-			t.Errorf("replay against %q: %v", variant, res.Violations)
-		}
-	}
+	kindtest.Replays(t, map[string]bool{"gate-previous-layer": true, "": false}, ReadEarly, func(variant string) (*Result, error) {
+		return checkOne(t, inProcess(), variant, nil, back.Case.(*Case)), nil
+	})
 }
 
 // TestLoadJSON: a JSON failure carries the case, the violations with

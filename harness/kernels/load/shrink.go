@@ -2,6 +2,8 @@ package load
 
 import (
 	"slices"
+
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Shrink returns smaller variants of a failing case, most aggressive
@@ -29,29 +31,31 @@ func shrinkLayers(c *Case) []*Case {
 		}
 		x := c.Clone()
 		x.Layers--
-		keep := func(it Item) (Item, bool) {
-			switch {
-			case it.Layer == drop:
-				return it, false
-			case it.Layer > drop:
-				it.Layer--
-			}
-			return it, true
-		}
-		x.Late, x.LateInputs, x.Fail = mapItems(x.Late, keep), mapItems(x.LateInputs, keep), mapItems(x.Fail, keep)
+		x.keepItems(renumbered(drop, func(it *Item) *int { return &it.Layer }))
 		out = append(out, x)
 	}
 	return out
 }
 
-func mapItems(its []Item, f func(Item) (Item, bool)) []Item {
-	var out []Item
-	for _, it := range its {
-		if y, ok := f(it); ok {
-			out = append(out, y)
+// keepItems rewrites the case's late, late-input and failing items with
+// keep, dropping those it refuses.
+func (c *Case) keepItems(keep func(Item) (Item, bool)) {
+	c.Late, c.LateInputs, c.Fail = workload.FilterMap(c.Late, keep), workload.FilterMap(c.LateInputs, keep),
+		workload.FilterMap(c.Fail, keep)
+}
+
+// renumbered is the keep of a dropped layer or page: an item whose index
+// (at) is drop goes, one past it moves down by one.
+func renumbered(drop int, at func(*Item) *int) func(Item) (Item, bool) {
+	return func(it Item) (Item, bool) {
+		switch i := at(&it); {
+		case *i == drop:
+			return it, false
+		case *i > drop:
+			*i--
 		}
+		return it, true
 	}
-	return out
 }
 
 // shrinkBuffers drops one buffer and whatever names it.
@@ -64,8 +68,7 @@ func shrinkBuffers(c *Case) []*Case {
 		x := c.Clone()
 		x.Buffers = slices.DeleteFunc(x.Buffers, func(s string) bool { return s == b })
 		x.Order = slices.DeleteFunc(x.Order, func(s string) bool { return s == b })
-		keep := func(it Item) (Item, bool) { return it, it.Buffer != b }
-		x.Late, x.LateInputs, x.Fail = mapItems(x.Late, keep), mapItems(x.LateInputs, keep), mapItems(x.Fail, keep)
+		x.keepItems(func(it Item) (Item, bool) { return it, it.Buffer != b })
 		out = append(out, x)
 	}
 	return out
@@ -80,16 +83,7 @@ func shrinkPages(c *Case) []*Case {
 		}
 		x := c.Clone()
 		x.Pages = slices.Delete(x.Pages, drop, drop+1)
-		keep := func(it Item) (Item, bool) {
-			switch {
-			case it.Page == drop:
-				return it, false
-			case it.Page > drop:
-				it.Page--
-			}
-			return it, true
-		}
-		x.Late, x.LateInputs, x.Fail = mapItems(x.Late, keep), mapItems(x.LateInputs, keep), mapItems(x.Fail, keep)
+		x.keepItems(renumbered(drop, func(it *Item) *int { return &it.Page }))
 		x.Readers = nil
 		for _, r := range c.Readers {
 			switch {

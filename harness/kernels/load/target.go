@@ -77,10 +77,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err := target.Serves(p.Name, d, protocol.Load); err != nil {
 		return nil, err
 	}
-	if err := t.plan(dir); err != nil {
-		return nil, err
-	}
-	if err := t.AttachOrFree(ctx); err != nil {
+	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir) }); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -1,13 +1,13 @@
 package pdasync
 
 import (
-	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/pd"
 )
 
@@ -87,15 +87,7 @@ func TestCaseJSONRoundTrips(t *testing.T) {
 		cases = append(cases, (&Gen{Geometry: pd.DefaultGeometry(1, DefaultPages), Profile: p}).Draw(rng))
 	}
 	for _, c := range cases {
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := Kind.Decode(data, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", data, err)
-		}
-		if diff := cmp.Diff(c, back); diff != "" {
+		if diff := cmp.Diff(c, kindtest.JSONRoundTrip(t, &Kind, c, 0)); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
 	}

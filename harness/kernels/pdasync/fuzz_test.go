@@ -178,10 +178,7 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 	for _, v := range variants {
 		env := kindtest.InProcess(t, fuzzTarget, "pdasync", v)
 		for _, s := range fuzzSeeds {
-			_, c, res, err := env.Check(context.Background(), s.Spec.bytes())
-			if err != nil {
-				t.Fatalf("%s %s: %v", v, s.Name, err)
-			}
+			c, res := kindtest.CheckSeed(t, env, s.Name, s.Spec.bytes())
 			switch {
 			case v == "" && res.Failed():
 				t.Errorf("the correct plugin fails seed %s (%v): %v", s.Name, c, res.Violations)

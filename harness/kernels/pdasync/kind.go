@@ -84,15 +84,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 // layers, with as many pages as the flags' slots fill (8 to DefaultPages),
 // their page size and head dimension.
 func FlagGeometry(p kind.Params) (pd.Geometry, error) {
-	g := pd.DefaultGeometry(DefaultLayers, min(max(p.Slots/p.PageSize, 8), DefaultPages))
-	g.PageSize = p.PageSize
-	for i := range g.Buffers {
-		g.Buffers[i].HeadDim = p.HeadDim
-	}
-	if err := g.Validate(); err != nil {
-		return g, fmt.Errorf("pdasync geometry: %w", err)
-	}
-	return g, nil
+	return pd.SizedGeometry(Name, DefaultLayers, min(max(p.Slots/p.PageSize, 8), DefaultPages), p.PageSize, p.HeadDim)
 }
 
 // OneGPUEnv, when set, keeps both arenas on one GPU on a machine with

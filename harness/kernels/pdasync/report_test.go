@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
@@ -45,33 +45,17 @@ func TestReproRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := r.Save(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(path, "pdasync-abort-frees-in-flight-") || !strings.Contains(path, "-pdasync-reuse-") {
-		t.Errorf("repro file name %s", path)
-	}
-	back, _, err := report.LoadRepro(path, Kind.DecodeRepro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, back, _ := kindtest.SavedAndLoaded(t, &Kind, r, "pdasync-abort-frees-in-flight-", "-pdasync-reuse-")
 	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != Name || back.Found.Property != Reuse {
 		t.Fatalf("loaded %+v; case diff:\n%s", back, diff)
 	}
 	dir := plugintest.Dir(t)
-	for variant, fails := range map[string]bool{kernel.AbortFreesInFlight: true, "": false} {
+	kindtest.Replays(t, map[string]bool{kernel.AbortFreesInFlight: true, "": false}, Reuse, func(variant string) (*Result, error) {
 		sys := NewSystem(plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)),
 			dir, Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
-		res, err := sys.Check(context.Background(), back.Case.(*Case))
-		sys.Close(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Failed() != fails || (fails && res.Primary() != Reuse) {
-			t.Errorf("replay against %q: %v", variant, res.Violations)
-		}
-	}
+		defer sys.Close(context.Background())
+		return sys.Check(context.Background(), back.Case.(*Case))
+	})
 }
 
 // TestFailureReports pins the report of each mutant's shrunk

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Shrink returns smaller variants of a failing case, most aggressive
@@ -20,17 +21,6 @@ func Shrink(c *Case) []*Case {
 			if x.Validate(0) == nil {
 				out = append(out, x)
 			}
-		}
-	}
-	return out
-}
-
-// mapSteps rewrites every step with f, dropping those it refuses.
-func mapSteps(steps []Step, f func(Step) (Step, bool)) []Step {
-	var out []Step
-	for _, s := range steps {
-		if x, ok := f(s); ok {
-			out = append(out, x)
 		}
 	}
 	return out
@@ -72,7 +62,7 @@ func withoutRoom(c *Case, i int) *Case {
 		}
 		return r, true
 	}
-	x.Steps = mapSteps(x.Steps, func(s Step) (Step, bool) {
+	x.Steps = workload.FilterMap(x.Steps, func(s Step) (Step, bool) {
 		var ok bool
 		switch s.Op {
 		case OpRelease, OpFail:
@@ -126,7 +116,7 @@ func shrinkComponents(c *Case) []*Case {
 			comps[ci-1].Buffers = append(comps[ci-1].Buffers, comps[ci].Buffers...)
 			slices.Sort(comps[ci-1].Buffers)
 			x.Rooms[ri].Components = slices.Delete(comps, ci, ci+1)
-			x.Steps = mapSteps(x.Steps, renumber(ri, ci))
+			x.Steps = workload.FilterMap(x.Steps, renumber(ri, ci))
 			out = append(out, x)
 		}
 	}
@@ -171,7 +161,7 @@ func shrinkHandles(c *Case) []*Case {
 				hs := x.Rooms[ri].Components[ci].Handles
 				hs[k-1].Pages += hs[k].Pages
 				x.Rooms[ri].Components[ci].Handles = slices.Delete(hs, k, k+1)
-				x.Steps = mapSteps(x.Steps, func(s Step) (Step, bool) {
+				x.Steps = workload.FilterMap(x.Steps, func(s Step) (Step, bool) {
 					h := &s.Handle
 					if (s.Op == OpRelease || s.Op == OpFail) && h.Room == ri && h.Comp == ci && h.K >= k {
 						if h.K == k {
@@ -204,7 +194,7 @@ func shrinkPages(c *Case) []*Case {
 			last := len(hs) - 1
 			if hs[last].Pages--; hs[last].Pages == 0 {
 				room.Components[ci].Handles = hs[:last]
-				x.Steps = mapSteps(x.Steps, func(s Step) (Step, bool) {
+				x.Steps = workload.FilterMap(x.Steps, func(s Step) (Step, bool) {
 					h := s.Handle
 					return s, !((s.Op == OpRelease || s.Op == OpFail) && h.Room == ri && h.Comp == ci && h.K == last)
 				})
@@ -243,7 +233,7 @@ func withoutBuffer(c *Case, b int) *Case {
 			comps[ci].Buffers = bufs
 			if len(bufs) == 0 {
 				comps = slices.Delete(comps, ci, ci+1)
-				x.Steps = mapSteps(x.Steps, renumber(ri, ci))
+				x.Steps = workload.FilterMap(x.Steps, renumber(ri, ci))
 			}
 		}
 		x.Rooms[ri].Components = comps
@@ -267,33 +257,14 @@ func shrinkPool(c *Case) []*Case {
 	if len(c.PageTable) > 0 {
 		return nil
 	}
-	used := int64(1)
+	var pages [][]int64
 	for _, r := range c.Rooms {
-		for i := range r.Src {
-			used = max(used, r.Src[i]+1, r.Virt[i]+1)
-		}
+		pages = append(pages, r.Src, r.Virt)
 	}
-	g, ok := c.Geometry.CutPool(used)
-	if !ok {
-		return nil
-	}
-	x := c.Clone()
-	x.Geometry = g
-	return []*Case{x}
+	return pd.ShrinkPool(c, func(x *Case) *pd.Geometry { return &x.Geometry }, pages...)
 }
 
 // shrinkIDs renumbers rooms 0, 1, 2…
 func shrinkIDs(c *Case) []*Case {
-	ids := make([]uint64, len(c.Rooms))
-	for i, r := range c.Rooms {
-		ids[i] = r.ID
-	}
-	if pd.Sequential(ids) {
-		return nil
-	}
-	x := c.Clone()
-	for i := range x.Rooms {
-		x.Rooms[i].ID = uint64(i)
-	}
-	return []*Case{x}
+	return pd.ShrinkIDs(c, func(x *Case) []Room { return x.Rooms }, func(r *Room) *uint64 { return &r.ID })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
@@ -61,11 +62,7 @@ func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
 // Check implements property.System.
 func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
-	t, err := s.Target(ctx, c.Geometry)
-	if err != nil {
-		return nil, err
-	}
-	return t.Check(ctx, c)
+	return kind.CheckOn(ctx, s.Target, (*Target).Check, c.Geometry, c)
 }
 
 // Restart implements property.System: both processes start again (a fault

@@ -11,12 +11,8 @@ import (
 // alive at once: two rooms may share a physical page only when one is
 // admitted after the other, directly or through its predecessors.
 func (c *Case) Validate(slots int) error {
-	g := c.Geometry
-	if err := g.Fits(slots); err != nil {
+	if err := c.Geometry.FitsRooms(slots, len(c.Rooms), MaxRooms); err != nil {
 		return err
-	}
-	if len(c.Rooms) < 1 || len(c.Rooms) > MaxRooms {
-		return fmt.Errorf("%d rooms: want 1..%d", len(c.Rooms), MaxRooms)
 	}
 	if err := c.validTable(); err != nil {
 		return err

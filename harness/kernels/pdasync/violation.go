@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // oracle.Violation kinds of an asynchronous transfer. Causes come before
@@ -89,10 +90,7 @@ func newViolation(k oracle.Kind, at string) Violation {
 // Where names what the violation is about, e.g. "room 0 (id 7) handle
 // h0.1.0 buffer L0.kv page 5 (dst page 11, epoch 3)".
 func (v Violation) Where() string {
-	var parts []string
-	if v.Room >= 0 {
-		parts = append(parts, fmt.Sprintf("room %d (id %d)", v.Room, v.RoomID))
-	}
+	parts := pd.WhereRoom(v.Room, v.RoomID)
 	if v.Handle != "" {
 		parts = append(parts, "handle "+v.Handle)
 	}
@@ -117,10 +115,7 @@ func (v Violation) String() string {
 	if w := v.Where(); w != "" {
 		s += ": " + w
 	}
-	if v.Len > 0 {
-		s += fmt.Sprintf(" bytes [%d,%d) from the pool base", v.Off, v.Off+v.Len)
-	}
-	return s + ": " + v.Detail
+	return pd.ViolationLine(s, v.Off, v.Len, v.Detail)
 }
 
 // KindOf implements oracle.Typed.

@@ -1,11 +1,11 @@
 package read
 
 import (
-	"encoding/json"
 	"math/rand"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -69,14 +69,9 @@ func TestShrinkReadKeepsValidityAndShrinks(t *testing.T) {
 	g := readGen(300)
 	for range 100 {
 		c := g.Draw(rng)
-		for _, s := range Shrink(c) {
-			if err := s.Validate(300); err != nil {
-				t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
-			}
-			if len(s.Requests) > len(c.Requests) || s.TotalTokens() > c.TotalTokens() || s.K > c.K {
-				t.Fatalf("shrink grew %v to %v", c, s)
-			}
-		}
+		kindtest.Shrinks(t, c, 300, Shrink, func(s, c *Case) bool {
+			return len(s.Requests) <= len(c.Requests) && s.TotalTokens() <= c.TotalTokens() && s.K <= c.K
+		})
 	}
 }
 
@@ -181,15 +176,7 @@ func TestEncodeReadInvertsDecode(t *testing.T) {
 
 func TestReadJSONRoundTrip(t *testing.T) {
 	c := readGen(500).Draw(rand.New(rand.NewSource(17)))
-	data, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Kind.Decode(data, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(workload.Case(c), back); diff != "" {
+	if diff := cmp.Diff(workload.Case(c), kindtest.JSONRoundTrip(t, &Kind, c, 1<<20)); diff != "" {
 		t.Errorf("read case JSON round trip (-want +got):\n%s", diff)
 	}
 	if _, err := Kind.Decode([]byte(`{"k": 1, "keys": [], "requests": [], "extra": 1}`), 1<<20); err == nil {

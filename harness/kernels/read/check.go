@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
 // CheckRead runs a read case twice and judges it: the pool and guards may
@@ -15,11 +16,7 @@ import (
 // leave exactly what the first did (determinism).
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	rc := NewOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Options)
-	first, err := t.run(ctx, rc)
-	if err != nil {
-		return nil, err
-	}
-	again, err := t.run(ctx, rc)
+	first, again, err := target.Twice(ctx, t.run, rc)
 	if err != nil {
 		return nil, err
 	}

@@ -69,27 +69,14 @@ func decodeList(s *workload.Stream, lim Limits, n int, named []int64) []int64 {
 
 // readChoice applies one slot-choice rule; the result may be out of range.
 func readChoice(s *workload.Stream, lim Limits, list, named []int64) int64 {
-	p := int64(max(lim.PageSize, 1))
-	switch s.Byte() % numReadChoices {
-	case workload.ChoiceLowest:
-		return 0
-	case workload.ChoiceLast:
-		return int64(lim.Slots - 1)
-	case workload.ChoiceEdge:
-		page := int64(s.Uint(2)) % (int64(lim.Slots-1)/p + 1)
-		return page*p + []int64{0, p - 1}[page%2]
-	case workload.ChoiceNeighbour:
-		if len(list) == 0 {
-			return 0
-		}
-		return list[len(list)-1] + 1
-	case readChoiceShared:
-		if len(named) == 0 {
-			return 0
-		}
-		return named[int(s.Byte())%len(named)]
+	rule := s.Byte() % numReadChoices
+	if rule != readChoiceShared {
+		return s.Slot(rule, lim.Slots, int64(max(lim.PageSize, 1)), 0, list)
 	}
-	return int64(s.Uint(4))
+	if len(named) == 0 {
+		return 0
+	}
+	return named[int(s.Byte())%len(named)]
 }
 
 // nextFree moves a slot into range and, if taken, to the next free one.

@@ -171,10 +171,7 @@ func replayReadSeeds(t *testing.T, plugin, variant string) []string {
 	defer env.Close()
 	var killers []string
 	for _, s := range readSeeds {
-		_, _, res, err := env.Check(context.Background(), s.Input())
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
+		_, res := kindtest.CheckSeed(t, env, s.Name, s.Input())
 		if res.Failed() {
 			killers = append(killers, fmt.Sprintf("%s (%s)", s.Name, res.Primary()))
 		}

@@ -112,15 +112,32 @@ func (g *Gen) slot(rng *rand.Rand, list, shared []int64) int64 {
 	return rng.Int63n(last + 1)
 }
 
-func (g *Gen) query(rng *rand.Rand) Vec {
+func (g *Gen) query(rng *rand.Rand) Vec { return drawVec(rng, 20, queryOdds) }
+
+// vecOdd is a vector kind and the bound below which a draw takes it.
+type vecOdd struct {
+	below int
+	kind  VecKind
+}
+
+// The odds of the kinds: of 20 queries 2 are zero, 1 tiny, 2 outliers,
+// none huge; of 25 keys 2 are zero, 2 tiny, 3 outliers, 3 huge. The rest
+// are normal.
+var (
+	queryOdds = []vecOdd{{2, VecZero}, {3, VecTiny}, {5, VecOutlier}}
+	keyOdds   = []vecOdd{{2, VecZero}, {4, VecTiny}, {7, VecOutlier}, {10, VecHuge}}
+)
+
+// drawVec draws a vector of the first kind of odds whose bound a draw
+// among n is below, else a normal one.
+func drawVec(rng *rand.Rand, n int, odds []vecOdd) Vec {
 	kind := VecNormal
-	switch r := rng.Intn(20); {
-	case r < 2:
-		kind = VecZero
-	case r < 3:
-		kind = VecTiny
-	case r < 5:
-		kind = VecOutlier
+	r := rng.Intn(n)
+	for _, o := range odds {
+		if r < o.below {
+			kind = o.kind
+			break
+		}
 	}
 	return Vec{Kind: kind, Seed: rng.Uint64()}
 }
@@ -146,17 +163,4 @@ func (g *Gen) keys(rng *rand.Rand, c *Case) []Key {
 	return keys
 }
 
-func readKeyVec(rng *rand.Rand) Vec {
-	kind := VecNormal
-	switch r := rng.Intn(25); {
-	case r < 2:
-		kind = VecZero
-	case r < 4:
-		kind = VecTiny
-	case r < 7:
-		kind = VecOutlier
-	case r < 10:
-		kind = VecHuge
-	}
-	return Vec{Kind: kind, Seed: rng.Uint64()}
-}
+func readKeyVec(rng *rand.Rand) Vec { return drawVec(rng, 25, keyOdds) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -50,16 +51,9 @@ func TestReadReproRoundTrip(t *testing.T) {
 	l, c, res := readFixture(t)
 	r := &report.Repro{Version: report.ReproVersion, Kernel: protocol.Read, Plugin: "fusedstore", Variant: "unmasked-tail", Layout: l.JSON(),
 		Slots: 64, BackgroundSeed: 1, Case: c, Found: &report.Found{Property: TopK, Violations: res.Violations}}
-	path, err := r.Save(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasSuffix(filepath.Base(path), ".json") || !strings.Contains(path, "bf16-read-result") {
+	path, back, bl := kindtest.SavedAndLoaded(t, &Kind, r, "bf16-read-result")
+	if !strings.HasSuffix(filepath.Base(path), ".json") {
 		t.Errorf("repro name %s", path)
-	}
-	back, bl, err := report.LoadRepro(path, Kind.DecodeRepro)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if diff := cmp.Diff(workload.Case(c), back.Case); diff != "" || bl.Name != "bf16" || back.Kernel != "read" {
 		t.Errorf("read repro round trip (-want +got):\n%s", diff)

@@ -90,7 +90,7 @@ func (t *Target) collect(in, outs []target.Segment) (Output, []oracle.Violation,
 		if err := t.Mem().ReadAt(b, s.Off); err != nil {
 			return Output{}, nil, err
 		}
-		if i := firstDiff(s.Data, b); i >= 0 {
+		if i := oracle.FirstDiff(s.Data, b); i >= 0 {
 			vs = append(vs, StagingViolation(ReadOnly, s.Name, i, clip(s.Data[i:]), clip(b[i:])))
 		}
 	}
@@ -160,18 +160,6 @@ func (t *Target) restore() (oracle.Delta, error) {
 		return d, err
 	}
 	return d, t.Mem().Reset(append(abs, staged...))
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
 }
 
 func clip(b []byte) []byte { return b[:min(len(b), oracle.MaxShown)] }

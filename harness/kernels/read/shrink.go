@@ -42,14 +42,6 @@ func (c *Case) dropUnusedKeys() *Case {
 	return c
 }
 
-func readIndices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
 // shrinkRequests tries each request alone, each half, and (for a few
 // requests) each one left out: a bug that needs two neighbouring requests
 // (an unmasked tail) survives the last.
@@ -62,7 +54,7 @@ func shrinkRequests(c *Case) []*Case {
 	for i := range n {
 		out = append(out, withRequests(c, []int{i}))
 	}
-	all := readIndices(n)
+	all := workload.Indices(n)
 	out = append(out, withRequests(c, all[:n/2]), withRequests(c, all[n/2:]))
 	if n <= 32 {
 		for i := range n {

@@ -1,7 +1,6 @@
 package read
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -24,28 +23,16 @@ const (
 	numVecKinds
 )
 
-var vecKindNames = []string{"zero", "normal", "tiny", "outlier", "huge"}
+var vecKinds = workload.Names[VecKind]{Names: []string{"zero", "normal", "tiny", "outlier", "huge"}, Unknown: "veckind(%d)",
+	Noun: "vector kind"}
 
-func (k VecKind) String() string {
-	if k < numVecKinds {
-		return vecKindNames[k]
-	}
-	return fmt.Sprintf("veckind(%d)", k)
-}
+func (k VecKind) String() string { return vecKinds.String(k) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (k VecKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (k *VecKind) UnmarshalText(b []byte) error {
-	for i, n := range vecKindNames {
-		if string(b) == n {
-			*k = VecKind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown vector kind %q", b)
-}
+func (k *VecKind) UnmarshalText(b []byte) error { return vecKinds.Parse(b, k) }
 
 // Vec is a key or query vector, as a recipe.
 type Vec struct {

@@ -5,20 +5,29 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
-func TestGeneratedCasesAreValid(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
+// eachDrawn calls f on n cases of each padding convention, drawn from
+// one stream of seed by generators of slots slots in pages of pageSize
+// and at most maxCapacity rows.
+func eachDrawn(seed int64, slots, pageSize, maxCapacity, n int, f func(c *Case)) {
+	rng := rand.New(rand.NewSource(seed))
 	for _, p := range Paddings {
-		g := &Gen{Slots: 300, PageSize: 64, Padding: p, MaxCapacity: 512}
-		for range 500 {
-			c := g.Draw(rng)
-			if err := c.Validate(300); err != nil {
-				t.Fatalf("%s: %v: %v", p, c, err)
-			}
+		g := &Gen{Slots: slots, PageSize: pageSize, Padding: p, MaxCapacity: maxCapacity}
+		for range n {
+			f(g.Draw(rng))
 		}
 	}
+}
+
+func TestGeneratedCasesAreValid(t *testing.T) {
+	eachDrawn(1, 300, 64, 512, 500, func(c *Case) {
+		if err := c.Validate(300); err != nil {
+			t.Fatalf("%s: %v: %v", c.Padding, c, err)
+		}
+	})
 }
 
 // TestGeneratorIsAdversarial checks that the places kernels get wrong are
@@ -53,21 +62,9 @@ func TestGeneratorIsAdversarial(t *testing.T) {
 }
 
 func TestShrinkKeepsValidityAndShrinks(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
-	for _, p := range Paddings {
-		g := &Gen{Slots: 500, PageSize: 16, Padding: p, MaxCapacity: 40}
-		for range 50 {
-			c := g.Draw(rng)
-			for _, s := range Shrink(c) {
-				if err := s.Validate(500); err != nil {
-					t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
-				}
-				if s.Capacity() > c.Capacity() {
-					t.Fatalf("shrink grew %v to %v", c, s)
-				}
-			}
-		}
-	}
+	eachDrawn(3, 500, 16, 40, 50, func(c *Case) {
+		kindtest.Shrinks(t, c, 500, Shrink, func(s, c *Case) bool { return s.Capacity() <= c.Capacity() })
+	})
 	big := &Case{Padding: PadSink, Valid: 1, Loc: []int64{9, 0, 0}, Rows: make([]workload.Row, 3)}
 	var single bool
 	for _, s := range Shrink(big) {
@@ -94,20 +91,15 @@ func TestDecodeAlwaysValid(t *testing.T) {
 }
 
 func TestEncodeInvertsDecode(t *testing.T) {
-	rng := rand.New(rand.NewSource(5))
-	for _, p := range Paddings {
-		g := &Gen{Slots: 4096, PageSize: 64, Padding: p, MaxCapacity: 64}
-		for range 200 {
-			c := g.Draw(rng)
-			for i := range c.Rows {
-				c.Rows[i].Seed %= 256 // fuzz rows carry one seed byte
-			}
-			back := Decode(Encode(c, 64), 4096, 64, 64)
-			if diff := cmp.Diff(c, back); diff != "" {
-				t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
-			}
+	eachDrawn(5, 4096, 64, 64, 200, func(c *Case) {
+		for i := range c.Rows {
+			c.Rows[i].Seed %= 256 // fuzz rows carry one seed byte
 		}
-	}
+		back := Decode(Encode(c, 64), 4096, 64, 64)
+		if diff := cmp.Diff(c, back); diff != "" {
+			t.Fatalf("Decode(Encode(%v)) differs (-want +got):\n%s", c, diff)
+		}
+	})
 }
 
 func TestValidateRejects(t *testing.T) {

@@ -265,39 +265,33 @@ func (v *classifier) holdsRecord(slot int64, j int) bool {
 // paddedIndex maps each padded row's record of plane p to the row, built
 // on first use.
 func (v *classifier) paddedIndex(p int) map[string]int {
-	if v.padded == nil {
-		v.padded = map[int]map[string]int{}
-	}
-	if m, ok := v.padded[p]; ok {
-		return m
-	}
 	c := v.sc.Case
-	m := make(map[string]int, c.Capacity()-c.Valid)
-	for j := c.Valid; j < c.Capacity(); j++ {
-		if _, dup := m[string(v.sc.record(j)[p])]; !dup {
-			m[string(v.sc.record(j)[p])] = j
-		}
-	}
-	v.padded[p] = m
-	return m
+	return recordsByPlane(&v.padded, p, c.Valid, c.Capacity(), func(j int) []byte { return v.sc.record(j)[p] })
 }
 
 // recordIndex maps each valid row's record of plane p to the row, built
 // on first use: only a failing case needs it.
 func (v *classifier) recordIndex(p int) map[string]int {
-	if v.records == nil {
-		v.records = map[int]map[string]int{}
-	}
-	if m, ok := v.records[p]; ok {
+	return recordsByPlane(&v.records, p, 0, v.sc.Case.Valid, func(i int) []byte { return v.sc.records[i][p] })
+}
+
+// recordsByPlane is (*index)[p], built on first use: the record of each
+// row of [from, to) in plane p mapped to the first of those rows that
+// holds it.
+func recordsByPlane(index *map[int]map[string]int, p, from, to int, record func(row int) []byte) map[string]int {
+	if m, ok := (*index)[p]; ok {
 		return m
 	}
-	m := make(map[string]int, v.sc.Case.Valid)
-	for i := range v.sc.Case.Valid {
-		if _, dup := m[string(v.sc.records[i][p])]; !dup {
-			m[string(v.sc.records[i][p])] = i
+	if *index == nil {
+		*index = map[int]map[string]int{}
+	}
+	m := make(map[string]int, to-from)
+	for j := from; j < to; j++ {
+		if _, dup := m[string(record(j))]; !dup {
+			m[string(record(j))] = j
 		}
 	}
-	v.records[p] = m
+	(*index)[p] = m
 	return m
 }
 

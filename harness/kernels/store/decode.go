@@ -50,26 +50,10 @@ func Decode(data []byte, slots, pageSize, maxCapacity int) *Case {
 	return out
 }
 
-// choose applies one slot-choice rule; the result may be out of range or
-// taken, which the caller fixes.
+// choose applies one slot-choice rule (workload.Stream.Slot); the result
+// may be out of range or taken, which the caller fixes.
 func (g *Gen) choose(s *workload.Stream, chosen []int64) int64 {
-	p := int64(max(g.PageSize, 1))
-	switch s.Byte() % workload.NumChoices {
-	case workload.ChoiceLowest:
-		return g.lowest()
-	case workload.ChoiceLast:
-		return int64(g.Slots - 1)
-	case workload.ChoiceEdge:
-		page := int64(s.Uint(2)) % (int64(g.Slots-1)/p + 1)
-		return page*p + []int64{0, p - 1}[page%2]
-	case workload.ChoiceNeighbour:
-		if len(chosen) == 0 {
-			return g.lowest()
-		}
-		return chosen[len(chosen)-1] + 1
-	default:
-		return int64(s.Uint(4))
-	}
+	return s.Slot(s.Byte()%workload.NumChoices, g.Slots, int64(max(g.PageSize, 1)), g.lowest(), chosen)
 }
 
 func (g *Gen) clamp(slot int64) int64 {

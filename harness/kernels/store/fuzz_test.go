@@ -175,10 +175,7 @@ func replaySeeds(t *testing.T, plugin, variant string) (killed bool) {
 		}
 	}()
 	for _, s := range fuzzSeeds {
-		_, _, res, err := env.Check(context.Background(), s.Input())
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
+		_, res := kindtest.CheckSeed(t, env, s.Name, s.Input())
 		if res.Failed() {
 			return true
 		}

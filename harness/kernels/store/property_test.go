@@ -26,6 +26,16 @@ func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result]
 	return Suite(s.session, s.Params, s.Paddings).Run(ctx)
 }
 
+// verdicts runs the suite; an error ends the test.
+func (s *testSuite) verdicts(t *testing.T) []property.Verdict[*Case, *Result] {
+	t.Helper()
+	vs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
 func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
@@ -50,10 +60,7 @@ func TestCorrectPluginsPass(t *testing.T) {
 		{"fusedstore", []string{"bf16", "fp8-paged", "fp8-rows"}},
 		{"fp8store", []string{"fp8-paged", "fp8-rows"}},
 	} {
-		vs, err := suite(t, tc.plugin, "", tc.layouts...).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		vs := suite(t, tc.plugin, "", tc.layouts...).verdicts(t)
 		if len(vs) != len(tc.layouts)*len(Paddings) {
 			t.Fatalf("%s: %d verdicts", tc.plugin, len(vs))
 		}
@@ -69,10 +76,7 @@ func TestCorrectPluginsPass(t *testing.T) {
 // under every padding convention and shrink to a one- or two-row batch.
 func TestBF16ScatterShrinks(t *testing.T) {
 	s := suite(t, "bf16scatter", "", "bf16")
-	vs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := s.verdicts(t)
 	want := map[string]oracle.Kind{"count": oracle.Padding, "sink": oracle.Padding, "minus1": oracle.Guard}
 	for _, v := range vs {
 		o := v.Outcome
@@ -136,10 +140,7 @@ func TestCrashIsAFinding(t *testing.T) {
 	for _, pad := range []Padding{PadNone, PadCount} {
 		s := suite(t, "faulty", "panic", "bf16")
 		s.Paddings = []Padding{pad}
-		vs, err := s.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		vs := s.verdicts(t)
 		f := vs[0].Outcome.Failure
 		if f == nil || f.Property != oracle.Crash || f.Flaky || f.NeedsHistory || len(vs[0].Outcome.Faults) != 0 {
 			t.Fatalf("%s: outcome %+v; want a confirmed crash and no plugin fault", pad, vs[0].Outcome)
@@ -161,10 +162,7 @@ func TestCrashIsAFinding(t *testing.T) {
 func TestStagingWriteIsAKernelBug(t *testing.T) {
 	s := suite(t, "faulty", "scribble-staging", "bf16")
 	s.Paddings = []Padding{PadNone}
-	vs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := s.verdicts(t)
 	f := vs[0].Outcome.Failure
 	if f == nil || f.Property != oracle.Staging || f.Case.Capacity() != 1 {
 		t.Fatalf("outcome %+v: want a staging failure on one row", vs[0].Outcome)
@@ -185,10 +183,7 @@ func TestSanitizerFindingJoinsItsCase(t *testing.T) {
 	if err := s.session.Plugin.Sanitize(context.Background(), san); err != nil {
 		t.Fatal(err)
 	}
-	vs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := s.verdicts(t)
 	f := vs[0].Outcome.Failure
 	if f == nil || f.Property != oracle.Crash {
 		t.Fatalf("outcome %+v: want the crash", vs[0].Outcome)

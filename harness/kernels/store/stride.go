@@ -78,20 +78,11 @@ func fieldOrder(planes [][]string) string {
 func distinct(xs ...int) []int {
 	var out []int
 	for _, x := range xs {
-		if x > 0 && !contains(out, x) {
+		if x > 0 && !slices.Contains(out, x) {
 			out = append(out, x)
 		}
 	}
 	return out
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (sc *Oracle) rowsOf(stride int) misreading {

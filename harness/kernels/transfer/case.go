@@ -47,12 +47,8 @@ func (t *Case) PageCount() int {
 // pool (Pages × PageSize). Pages must be distinct within a side over all
 // rooms: two requests never own the same page.
 func (t *Case) Validate(slots int) error {
-	g := t.Geometry
-	if err := g.Fits(slots); err != nil {
+	if err := t.Geometry.FitsRooms(slots, len(t.Rooms), MaxTransferRooms); err != nil {
 		return err
-	}
-	if len(t.Rooms) < 1 || len(t.Rooms) > MaxTransferRooms {
-		return fmt.Errorf("%d rooms: want 1..%d", len(t.Rooms), MaxTransferRooms)
 	}
 	ids := map[uint64]bool{}
 	src, dst := map[int64]int{}, map[int64]int{}

@@ -2,12 +2,12 @@ package transfer
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -76,14 +76,7 @@ func TestShrinkTransferKeepsValidityAndShrinks(t *testing.T) {
 		gen := &Gen{Geometry: g, Profile: p}
 		for range 40 {
 			c := gen.Draw(rng)
-			for _, s := range Shrink(c) {
-				if err := s.Validate(0); err != nil {
-					t.Fatalf("shrink of %v gave invalid %v: %v", c, s, err)
-				}
-				if !smaller(s, c) {
-					t.Fatalf("shrink of %v is not smaller: %v", c, s)
-				}
-			}
+			kindtest.Shrinks(t, c, 0, Shrink, smaller)
 		}
 	}
 }
@@ -194,15 +187,7 @@ func TestEncodeTransferInvertsDecode(t *testing.T) {
 
 func TestTransferJSONRoundTrip(t *testing.T) {
 	c := (&Gen{Geometry: DefaultGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
-	data, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Kind.Decode(data, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(workload.Case(c), back); diff != "" {
+	if diff := cmp.Diff(workload.Case(c), kindtest.JSONRoundTrip(t, &Kind, c, 1<<30)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if _, err := Kind.Decode([]byte(`{"geometry": {}, "rooms": [], "extra": 1}`), 1<<30); err == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/target"
 )
 
 // Check runs a transfer case twice, one Transfer call each (the second is
@@ -18,11 +19,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		return nil, fmt.Errorf("transfer case: %w", err)
 	}
 	req := t.Request(c)
-	first, err := t.run(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	again, err := t.run(ctx, req)
+	first, again, err := target.Twice(ctx, t.run, req)
 	if err != nil {
 		return nil, err
 	}

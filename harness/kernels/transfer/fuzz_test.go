@@ -166,10 +166,7 @@ func replayfuzzSeeds(t *testing.T, variant string) []string {
 	defer env.Close()
 	var failed []string
 	for _, s := range fuzzSeeds {
-		_, _, res, err := env.Check(context.Background(), s.Input())
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
+		_, res := kindtest.CheckSeed(t, env, s.Name, s.Input())
 		if res.Failed() {
 			failed = append(failed, s.Name)
 		}

@@ -3,10 +3,10 @@ package transfer
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -74,15 +74,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 // layers, with as many pages as the flags' slots fill (at least 8), their
 // page size and head dimension.
 func FlagGeometry(p kind.Params) (Geometry, error) {
-	g := DefaultGeometry(DefaultLayers, max(p.Slots/p.PageSize, 8))
-	g.PageSize = p.PageSize
-	for i := range g.Buffers {
-		g.Buffers[i].HeadDim = p.HeadDim
-	}
-	if err := g.Validate(); err != nil {
-		return g, fmt.Errorf("transfer geometry: %w", err)
-	}
-	return g, nil
+	return pd.SizedGeometry(protocol.Transfer, DefaultLayers, max(p.Slots/p.PageSize, 8), p.PageSize, p.HeadDim)
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {

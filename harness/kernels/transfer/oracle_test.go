@@ -22,6 +22,23 @@ type tfix struct {
 	regs []pool.Region
 }
 
+// oneRoomFix is a fixture of one layer of 40 pages and one room, id 7,
+// moving source page 3 to destination page 10.
+func oneRoomFix(t *testing.T) *tfix {
+	t.Helper()
+	return newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
+}
+
+// copiedFix is oneRoomFix after a correct transfer: its descriptors, their
+// copies made.
+func copiedFix(t *testing.T) (*tfix, []Descriptor) {
+	t.Helper()
+	f := oneRoomFix(t)
+	ds := f.runs()
+	f.copy(ds)
+	return f, ds
+}
+
 func newTFix(t *testing.T, layers, pages int, rooms ...Room) *tfix {
 	t.Helper()
 	g := DefaultGeometry(layers, pages)
@@ -258,7 +275,7 @@ func TestMalformedDescriptors(t *testing.T) {
 		{"unknown buffer", func(_ *tfix, d *Descriptor) { d.Buffer = 3 }, "names buffer 3; the request sent 3 buffers", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
+			f := oneRoomFix(t)
 			ds := f.runs()
 			tc.edit(f, &ds[0])
 			o := f.judge(ds) // judge only: some of these would copy out of bounds
@@ -296,7 +313,7 @@ func TestSkippedBuffer(t *testing.T) {
 }
 
 func TestSharedAllocationHint(t *testing.T) {
-	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
+	f := oneRoomFix(t)
 	ds := slices.DeleteFunc(f.runs(), func(d Descriptor) bool { return d.Buffer == 1 })
 	c := first(t, f.check(ds).Violations, Coverage)
 	says(t, c, "buffer L0.state", "carved from allocation L0.kv together with L0.kv", "descriptor #0 sends L0.kv's copy of this page")
@@ -360,7 +377,7 @@ func TestRunCutShort(t *testing.T) {
 }
 
 func TestStrayPageAndOutside(t *testing.T) {
-	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
+	f := oneRoomFix(t)
 	ds := append(f.runs(), f.desc(7, 1, 3, 25, 1))
 	o := f.check(ds)
 	wantKinds(t, o, Coverage, Outside)
@@ -373,9 +390,7 @@ func TestStrayPageAndOutside(t *testing.T) {
 }
 
 func TestGuardAndSourceWrites(t *testing.T) {
-	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
-	ds := f.runs()
-	f.copy(ds)
+	f, ds := copiedFix(t)
 	kv := f.bufs[0]
 	f.mem[kv.Dst.Pool.Off-1] ^= 0xff    // the byte before the decode pool
 	f.mem[kv.Src.Pool.Off+5*16384] ^= 1 // a prefill page
@@ -396,9 +411,7 @@ func TestGuardAndSourceWrites(t *testing.T) {
 // source page) is a page violation naming the descriptor and the page the
 // bytes came from.
 func TestWrongBytesUnderGoodDescriptor(t *testing.T) {
-	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
-	ds := f.runs()
-	f.copy(ds)
+	f, ds := copiedFix(t)
 	kv := f.bufs[0]
 	copy(f.mem[kv.Dst.Pool.Off+10*16384:], f.mem[kv.Src.Pool.Off+17*16384:kv.Src.Pool.Off+18*16384])
 	o := f.judge(ds)
@@ -415,7 +428,7 @@ func TestWrongBytesUnderGoodDescriptor(t *testing.T) {
 }
 
 func TestGenericViolationNamesRoomBufferDescriptor(t *testing.T) {
-	f := newTFix(t, 1, 40, room(7, []int64{3}, []int64{10}))
+	f := oneRoomFix(t)
 	ds := f.runs()
 	ds[1].ItemLen = 1
 	g := first(t, f.judge(ds).Violations, BadDescriptor).Generic()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
@@ -51,33 +52,17 @@ func TestTransferReproRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := r.Save(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(path, "pdtransfer-legacy-page-map-") || !strings.Contains(path, "-transfer-coverage-") {
-		t.Errorf("repro file name %s", path)
-	}
-	back, l, err := report.LoadRepro(path, Kind.DecodeRepro)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, back, l := kindtest.SavedAndLoaded(t, &Kind, r, "pdtransfer-legacy-page-map-", "-transfer-coverage-")
 	first := back.Case.(*Case).Geometry.Buffers[0].Layout
 	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != "transfer" || l.Name != first || back.Found.Property != Coverage {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
-	for variant, fails := range map[string]bool{"legacy-page-map": true, "": false} {
+	kindtest.Replays(t, map[string]bool{"legacy-page-map": true, "": false}, Coverage, func(variant string) (*Result, error) {
 		sys := NewSystem(plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
 			Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
-		res, err := sys.Check(context.Background(), back.Case.(*Case))
-		sys.Close(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Failed() != fails || (fails && res.Primary() != Coverage) {
-			t.Errorf("replay against %q: %v", variant, res.Violations)
-		}
-	}
+		defer sys.Close(context.Background())
+		return sys.Check(context.Background(), back.Case.(*Case))
+	})
 }
 
 // run is the report of one killing verdict.

@@ -34,16 +34,8 @@ func shrinkRooms(c *Case) []*Case {
 	}
 	if len(c.Rooms) > 2 {
 		for i := range c.Rooms {
-			out = append(out, withRooms(c, workload.Without(indices(len(c.Rooms)), i)))
+			out = append(out, withRooms(c, workload.Without(workload.Indices(len(c.Rooms)), i)))
 		}
-	}
-	return out
-}
-
-func indices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
 	}
 	return out
 }
@@ -93,10 +85,11 @@ func shrinkPageLists(c *Case) []*Case {
 		if m < 2 {
 			continue
 		}
-		keeps := [][]int{{0}, {m - 1}, indices(m)[:m/2], indices(m)[m/2:], indices(m)[:m-1]}
+		all := workload.Indices(m)
+		keeps := [][]int{{0}, {m - 1}, all[:m/2], all[m/2:], all[:m-1]}
 		if m <= 16 {
 			for j := 1; j < m-1; j++ {
-				keeps = append(keeps, workload.Without(indices(m), j))
+				keeps = append(keeps, workload.Without(all, j))
 			}
 		}
 		for _, k := range keeps {
@@ -154,33 +147,14 @@ func withPage(c *Case, room, side, j int, to int64) *Case {
 // shrinkPool cuts the pools to the pages in use (at least two), folding
 // each page table's shift into the smaller pool.
 func shrinkPool(c *Case) []*Case {
-	used := int64(1)
+	var pages [][]int64
 	for _, r := range c.Rooms {
-		for j := range r.Src {
-			used = max(used, r.Src[j]+1, r.Dst[j]+1)
-		}
+		pages = append(pages, r.Src, r.Dst)
 	}
-	g, ok := c.Geometry.CutPool(used)
-	if !ok {
-		return nil
-	}
-	x := c.Clone()
-	x.Geometry = g
-	return []*Case{x}
+	return pd.ShrinkPool(c, func(x *Case) *Geometry { return &x.Geometry }, pages...)
 }
 
 // shrinkIDs renumbers rooms 0, 1, 2…
 func shrinkIDs(c *Case) []*Case {
-	ids := make([]uint64, len(c.Rooms))
-	for i, r := range c.Rooms {
-		ids[i] = r.ID
-	}
-	if pd.Sequential(ids) {
-		return nil
-	}
-	x := c.Clone()
-	for i := range x.Rooms {
-		x.Rooms[i].ID = uint64(i)
-	}
-	return []*Case{x}
+	return pd.ShrinkIDs(c, func(x *Case) []Room { return x.Rooms }, func(r *Room) *uint64 { return &r.ID })
 }

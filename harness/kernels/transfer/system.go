@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -43,11 +44,7 @@ func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
 // Check implements property.System.
 func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
-	t, err := s.Target(ctx, c.Geometry)
-	if err != nil {
-		return nil, err
-	}
-	return t.Check(ctx, c)
+	return kind.CheckOn(ctx, s.Target, (*Target).Check, c.Geometry, c)
 }
 
 // Restart implements property.System. Targets attach again on their next call.

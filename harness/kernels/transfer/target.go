@@ -58,10 +58,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err := t.describe(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.plan(dir, layouts); err != nil {
-		return nil, err
-	}
-	if err := t.AttachOrFree(ctx); err != nil {
+	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir, layouts) }); err != nil {
 		return nil, err
 	}
 	return t, nil

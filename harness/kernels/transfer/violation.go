@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // Violation is one transfer violation with everything that locates
@@ -37,10 +38,7 @@ func NewViolation(k oracle.Kind) Violation {
 // Where names what the violation is about, e.g. "room 0 (id 7) buffer
 // L0.kv page 2 (src page 5 → dst page 9) descriptor #3".
 func (v Violation) Where() string {
-	var parts []string
-	if v.Room >= 0 {
-		parts = append(parts, fmt.Sprintf("room %d (id %d)", v.Room, v.RoomID))
-	}
+	parts := pd.WhereRoom(v.Room, v.RoomID)
 	if v.Buffer != "" {
 		parts = append(parts, "buffer "+v.Buffer)
 	}
@@ -70,11 +68,7 @@ func (v Violation) pages() string {
 }
 
 func (v Violation) String() string {
-	s := fmt.Sprintf("%s: %s", v.Kind, v.Where())
-	if v.Len > 0 {
-		s += fmt.Sprintf(" bytes [%d,%d) from the pool base", v.Off, v.Off+v.Len)
-	}
-	return s + ": " + v.Detail
+	return pd.ViolationLine(fmt.Sprintf("%s: %s", v.Kind, v.Where()), v.Off, v.Len, v.Detail)
 }
 
 // KindOf implements oracle.Typed.
