@@ -101,14 +101,16 @@ func (s Span) End() int { return s.Off + s.Len }
 // outside the pool, which is where a kernel writing that slot would land.
 func (l *Layout) Footprint(slot int64) []Span {
 	spans := make([]Span, len(l.planes))
-	page, off := floorDiv(slot, int64(l.PageSize))
+	page, off := FloorDiv(slot, int64(l.PageSize))
 	for i, p := range l.planes {
 		spans[i] = Span{int(page)*l.pageBytes + p.offset + int(off)*p.stride, p.stride}
 	}
 	return spans
 }
 
-func floorDiv(a, b int64) (q, r int64) {
+// FloorDiv divides rounding toward minus infinity, so that a slot or an
+// offset before the pool base (a -1 slot) lands in page -1.
+func FloorDiv[T ~int | ~int64](a, b T) (q, r T) {
 	q, r = a/b, a%b
 	if r < 0 {
 		q, r = q-1, r+b
@@ -170,7 +172,7 @@ func (l *Layout) FieldSpan(name string) (plane int, s Span, ok bool) {
 // kernel that computes the page stride differently puts slot's bytes.
 func (l *Layout) FootprintPaged(slot int64, pageBytes int) []Span {
 	spans := make([]Span, len(l.planes))
-	page, off := floorDiv(slot, int64(l.PageSize))
+	page, off := FloorDiv(slot, int64(l.PageSize))
 	for i, p := range l.planes {
 		spans[i] = Span{int(page)*pageBytes + p.offset + int(off)*p.stride, p.stride}
 	}

@@ -209,3 +209,18 @@ func TestLayoutFileRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FloorDiv rounds toward minus infinity, so slot -1 is the last slot of
+// page -1, for int and int64 alike.
+func TestFloorDiv(t *testing.T) {
+	for _, tc := range []struct{ a, b, q, r int }{
+		{0, 64, 0, 0}, {63, 64, 0, 63}, {64, 64, 1, 0}, {-1, 64, -1, 63}, {-64, 64, -1, 0}, {-65, 64, -2, 63},
+	} {
+		if q, r := FloorDiv(tc.a, tc.b); q != tc.q || r != tc.r {
+			t.Errorf("FloorDiv(%d, %d) = %d, %d; want %d, %d", tc.a, tc.b, q, r, tc.q, tc.r)
+		}
+		if q, r := FloorDiv(int64(tc.a), int64(tc.b)); q != int64(tc.q) || r != int64(tc.r) {
+			t.Errorf("FloorDiv(int64(%d), %d) = %d, %d", tc.a, tc.b, q, r)
+		}
+	}
+}

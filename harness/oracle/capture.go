@@ -57,7 +57,7 @@ func changedBytes(mem arena.Memory, w pool.Window) ([]pool.Window, []byte, error
 		if err != nil {
 			return nil, nil, err
 		}
-		if n := total(ws); n != len(b) {
+		if n := pool.Total(ws); n != len(b) {
 			return nil, nil, fmt.Errorf("arena returned %d changed bytes for ranges of %d", len(b), n)
 		}
 		if b == nil {
@@ -69,7 +69,7 @@ func changedBytes(mem arena.Memory, w pool.Window) ([]pool.Window, []byte, error
 	if err != nil {
 		return nil, nil, err
 	}
-	b := make([]byte, total(ws))
+	b := make([]byte, pool.Total(ws))
 	off := 0
 	for _, w := range ws {
 		if err := mem.ReadAt(b[off:off+w.Len], w.Off); err != nil {
@@ -78,12 +78,4 @@ func changedBytes(mem arena.Memory, w pool.Window) ([]pool.Window, []byte, error
 		off += w.Len
 	}
 	return ws, b, nil
-}
-
-func total(ws []pool.Window) int {
-	n := 0
-	for _, w := range ws {
-		n += w.Len
-	}
-	return n
 }

@@ -119,16 +119,6 @@ type Declared struct {
 	SlotBits int
 }
 
-// FloorDiv divides rounding toward minus infinity, so that an offset
-// before the pool base (a -1 slot) lands in page -1.
-func FloorDiv(a, b int) (q, r int) {
-	q, r = a/b, a%b
-	if r < 0 {
-		q, r = q-1, r+b
-	}
-	return q, r
-}
-
 // Clip keeps at most MaxShown bytes of b: what a violation shows.
 func Clip(b []byte) []byte {
 	if len(b) > MaxShown {

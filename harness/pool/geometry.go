@@ -12,6 +12,15 @@ type Window struct{ Off, Len int }
 // End is the first byte after the window.
 func (w Window) End() int { return w.Off + w.Len }
 
+// Total is how many bytes the windows ws cover, counted with overlaps.
+func Total(ws []Window) int {
+	n := 0
+	for _, w := range ws {
+		n += w.Len
+	}
+	return n
+}
+
 // Contains reports whether off lies in the window.
 func (w Window) Contains(off int) bool { return off >= w.Off && off < w.End() }
 

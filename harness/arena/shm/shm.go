@@ -274,21 +274,13 @@ func (s *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 			return nil, nil, err
 		}
 		if got == nil && len(out) > n {
-			got = make([]byte, 0, total(ws[i:])) // no more than the windows left hold
+			got = make([]byte, 0, pool.Total(ws[i:])) // no more than the windows left hold
 		}
 		for _, r := range out[n:] {
 			got = append(got, s.mem[r.Off:r.End()]...)
 		}
 	}
 	return out, got, nil
-}
-
-func total(ws []pool.Window) int {
-	n := 0
-	for _, w := range ws {
-		n += w.Len
-	}
-	return n
 }
 
 // appendLines adds the changed ranges of [lo, hi), whose baseline is

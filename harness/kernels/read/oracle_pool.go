@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 )
 
@@ -113,7 +114,7 @@ func (rc *Oracle) owned(off int) (int64, string, bool) {
 }
 
 func pageOf(rc *Oracle, slot int64) (int64, int64) {
-	p, r := oracle.FloorDiv(int(slot), rc.Layout.PageSize)
+	p, r := layout.FloorDiv(int(slot), rc.Layout.PageSize)
 	return int64(p), int64(r)
 }
 

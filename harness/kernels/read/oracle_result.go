@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 )
 
@@ -195,7 +196,7 @@ func (a *answer) tieClass(t RefToken) int {
 func (a *answer) violation(kind oracle.Kind, slot int64, msg string) oracle.Violation {
 	detail := fmt.Sprintf("request %d (%d tokens, k %d): %s; expected %s, returned %s%s",
 		a.r, len(a.ref), a.rc.Case.K, msg, a.expected(), a.returned(), a.firstDifference())
-	page, _ := oracle.FloorDiv(int(slot), a.rc.Layout.PageSize)
+	page, _ := layout.FloorDiv(int(slot), a.rc.Layout.PageSize)
 	return oracle.Violation{Kind: kind, Row: a.r, Slot: slot, Page: int64(page), HasSlot: slot >= 0, Field: "request", Detail: detail}
 }
 

@@ -414,7 +414,7 @@ func (v *classifier) missing(row int) {
 // the last inside the pool.
 func (v *classifier) ownerAt(off int) (layout.Owner, bool) {
 	l := v.sc.Layout
-	page, r := oracle.FloorDiv(off, l.PageBytes())
+	page, r := layout.FloorDiv(off, l.PageBytes())
 	o, ok := l.Locate(r, l.PageSize)
 	if !ok {
 		return layout.Owner{}, false
@@ -437,7 +437,7 @@ func (sc *Oracle) placed(rec [][]byte, slot int64, off int) (byte, bool) {
 }
 
 func (v *classifier) page(slot int64) int64 {
-	p, _ := oracle.FloorDiv(int(slot), v.sc.Layout.PageSize)
+	p, _ := layout.FloorDiv(int(slot), v.sc.Layout.PageSize)
 	return int64(p)
 }
 

@@ -56,7 +56,7 @@ func pagesOf(l *layout.Layout, marks map[int64]byte) []int64 {
 	seen := map[int64]bool{}
 	var pages []int64
 	for s := range marks {
-		q, _ := oracle.FloorDiv(int(s), l.PageSize)
+		q, _ := layout.FloorDiv(int(s), l.PageSize)
 		p := int64(q)
 		if !seen[p] {
 			seen[p] = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -86,7 +87,7 @@ func byPage(d oracle.Delta, pageBytes int) []pageSpan {
 	var out []pageSpan
 	for _, w := range d.Windows {
 		for off := w.Off; off < w.End(); {
-			page, _ := oracle.FloorDiv(off, pageBytes)
+			page, _ := layout.FloorDiv(off, pageBytes)
 			end := min(w.End(), (page+1)*pageBytes)
 			if n := len(out); n > 0 && out[n-1].page == int64(page) {
 				out[n-1].w.Len = end - out[n-1].w.Off
