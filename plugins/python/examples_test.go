@@ -40,10 +40,17 @@ func (e example) manifest() string { return filepath.Join(e.dir, "kvharness-plug
 func (e example) layoutOf(t testing.TB) *layout.Layout {
 	t.Helper()
 	l, err := layout.Builtin(e.layout, e.headDim, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	return l
+}
+
+// describe asks p for e's layout, head dimension and 64-token pages under
+// variant.
+func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *kvpb.DescribeResponse {
+	t.Helper()
+	d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(e.headDim), PageSize: 64})
+	noErr(t, err)
+	return d
 }
 
 // The examples declare their recipe (eps 1e-8, x * (1/scale)) and slot
@@ -55,10 +62,7 @@ func TestExampleDeclarations(t *testing.T) {
 	for _, e := range examples {
 		p := start(t, runDir(t), e.manifest(), "")
 		for _, v := range []string{"", "undeclared-eps", "default-recipe"} {
-			d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: v, HeadDim: uint32(e.headDim), PageSize: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := e.describe(t, p, v)
 			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != e.slotBits || !d.CudaFdArenas {
 				t.Fatalf("%s %q: %v", e.dir, v, d)
 			}
@@ -79,20 +83,11 @@ func TestExampleDeclarations(t *testing.T) {
 				t.Errorf("%s declares %v; want %v, eps 1e-8, reciprocal, scale_ulps %d (0: unset), saturate unset", e.dir, r, e.scale, e.ulps)
 			}
 		}
-		if i := slices.IndexFunc(d(t, p, e).Variants, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 ||
-			!d(t, p, e).Variants[i].Correct {
+		vs := e.describe(t, p, "").Variants
+		if i := slices.IndexFunc(vs, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 || !vs[i].Correct {
 			t.Errorf("%s: default-recipe is not a control", e.dir)
 		}
 	}
-}
-
-func d(t *testing.T, p *plugin.Plugin, e example) *kvpb.DescribeResponse {
-	t.Helper()
-	resp, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: uint32(e.headDim), PageSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
 }
 
 // The examples as shipped, judged by the recipe they declare (eps 1e-8,
@@ -149,14 +144,10 @@ func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 			p := start(t, dir, e.manifest(), variant)
 			tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: variant, Layout: e.layoutOf(t), Slots: 1024,
 				MaxCapacity: 64, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			noErr(t, err)
 			for _, c := range cases {
 				res, err := tg.Check(context.Background(), c)
-				if err != nil {
-					t.Fatal(err)
-				}
+				noErr(t, err)
 				if variant == "" && res.Failed() {
 					t.Errorf("%s as shipped, %s: %v", e.dir, c, res.Violations)
 				}

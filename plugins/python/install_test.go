@@ -48,9 +48,7 @@ func copyTree(t *testing.T, src, dst string) {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 }
 
 // The SDK installs outside the repository: pip installs plugins/python
@@ -70,9 +68,7 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 	src := filepath.Join(tmp, "src")
 	for _, f := range []string{"pyproject.toml", "README.md"} {
 		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		os.MkdirAll(src, 0o755)
 		os.WriteFile(filepath.Join(src, f), b, 0o644)
 	}
@@ -87,9 +83,7 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 	mine := filepath.Join(tmp, "mystore")
 	os.MkdirAll(mine, 0o755)
 	b, err := os.ReadFile(filepath.Join("torchscatter", "plugin.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	// The copy's sys.path line points at a folder without the SDK: the
 	// import can only resolve to the installed package.
 	os.WriteFile(filepath.Join(mine, "plugin.py"), b, 0o644)
@@ -97,17 +91,13 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 	os.WriteFile(filepath.Join(mine, "kvharness-plugin.json"), []byte(manifest), 0o644)
 
 	spec, err := plugin.ResolveSpec(filepath.Join(mine, "kvharness-plugin.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	if spec.Argv[0] != vpy {
 		t.Errorf("the manifest's python resolved to %s, want %s", spec.Argv[0], vpy)
 	}
 	dir := runDir(t)
 	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: dir, NoMTLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer p.Close()
 	for _, pad := range []store.Padding{store.PadNone, store.PadCount} {
 		v := suite(t, p, dir, pad)
@@ -124,17 +114,13 @@ func TestFDPassFromTheHarness(t *testing.T) {
 	t.Parallel()
 	py := python(t)
 	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer r.Close()
 	defer w.Close()
 	srv, err := fdpass.Serve("", func() (int, error) {
 		return syscall.Dup(int(r.Fd()))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer srv.Close()
 	if _, err := w.Write([]byte("arena")); err != nil {
 		t.Fatal(err)

@@ -153,9 +153,7 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 	dir := runDir(t)
 	l := bf16(t)
 	fp8, err := layout.Builtin("fp8-paged", 128, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	const slots = 8 * 64
 	g, mem := sharedPools(t, dir, []pool.Spec{
 		{Name: "src/L0.kv", Layout: l, Slots: slots}, {Name: "dst/L0.kv", Layout: l, Slots: slots},
@@ -201,13 +199,9 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 	req := &kvpb.TransferRequest{Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 1}, {SrcPool: 2, DstPool: 3}},
 		Rooms: []*kvpb.Room{room, {Id: 8, SrcPages: []uint64{3, 4}, DstPages: []uint64{1, 2}}}}
 	pr, err := py.Transfer(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	gr, err := gopl.Transfer(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	if len(pr.Descriptors) != len(gr.Descriptors) || len(pr.Descriptors) < 4 {
 		t.Fatalf("descriptors: Python %v, Go %v", pr.Descriptors, gr.Descriptors)
 	}
@@ -227,9 +221,7 @@ func TestReadKernelSuite(t *testing.T) {
 	var layouts []*layout.Layout
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 		l, err := layout.Builtin(name, 128, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		layouts = append(layouts, l)
 	}
 	for _, tc := range []struct {
@@ -267,9 +259,7 @@ func TestTransferKernelSuite(t *testing.T) {
 		p := start(t, dir, filepath.Join("pagetransfer", "kvharness-plugin.json"), tc.variant)
 		s, err := transfer.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Cases: 40, Seed: 1,
 			StopAtFirst: !tc.pass}, transfer.SuiteConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		vs, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatalf("%q: %v", tc.variant, err)
@@ -296,9 +286,7 @@ func TestKernelErrorsAreRefusals(t *testing.T) {
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), "")
 	l, err := layout.Builtin("dsv4-main", 512, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "read", Layout: l, Slots: 64}}, 4096)
 	attachShared(t, p, mem, g, "")
 	st := uint64(g.Staging.Off)

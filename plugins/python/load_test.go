@@ -24,13 +24,9 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 	t.Helper()
 	s := &kind.Session{Plugin: p, Dir: runDir(t)}
 	suite, err := load.Suite(s, kind.Params{Variant: variant, Cases: cases, Seed: 1, PageSize: 16, HeadDim: 128, StopAtFirst: stop, Backend: backend}, load.SuiteConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	vs, err := suite.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	return vs
 }
 

@@ -19,13 +19,9 @@ func pyasyncSuite(t *testing.T, variant string, cases int) {
 	p := start(t, dir, "pyasync/kvharness-plugin.json", variant)
 	s, err := pdasync.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Cases: cases, Seed: 1, StopAtFirst: variant != ""},
 		pdasync.SuiteConfig{Profiles: []string{pdasync.ProfileMixed, pdasync.ProfileAborts}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	vs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	for _, v := range vs {
 		o := v.Outcome
 		switch {

@@ -46,6 +46,15 @@ import (
 	"github.com/kvharness/kvharness/internal/testtier"
 )
 
+// noErr stops the test on err, at its caller's line: the error handling
+// of a step whose error says all there is to say.
+func noErr(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // python returns the interpreter the harness would run Python plugins
 // with, or skips the test.
 func python(t testing.TB) string {
@@ -60,9 +69,7 @@ func python(t testing.TB) string {
 func runDir(t testing.TB) *rundir.Dir {
 	t.Helper()
 	dir, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	t.Cleanup(func() { dir.Close() })
 	return dir
 }
@@ -72,13 +79,9 @@ func runDir(t testing.TB) *rundir.Dir {
 func start(t testing.TB, dir *rundir.Dir, arg, variant string) *plugin.Plugin {
 	t.Helper()
 	spec, err := plugin.ResolveSpec(arg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: dir, Variant: variant, NoMTLS: noOpenSSL(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -96,9 +99,7 @@ func noOpenSSL(t testing.TB) bool {
 func abs(t testing.TB, path string) string {
 	t.Helper()
 	p, err := filepath.Abs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	return p
 }
 
@@ -107,13 +108,9 @@ func abs(t testing.TB, path string) string {
 func sharedPools(t testing.TB, dir *rundir.Dir, specs []pool.Spec, stagingBytes int) (pool.Geometry, *shm.Memory) {
 	t.Helper()
 	g, err := pool.Plan(specs, stagingBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	mem, err := shm.New(dir, g.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	t.Cleanup(func() { mem.Close() })
 	return g, mem
 }
@@ -129,9 +126,7 @@ func attachShared(t testing.TB, p *plugin.Plugin, mem *shm.Memory, g pool.Geomet
 func bf16(t testing.TB) *layout.Layout {
 	t.Helper()
 	l, err := layout.Builtin("bf16", 128, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	return l
 }
 
@@ -159,9 +154,7 @@ func TestManifests(t *testing.T) {
 	for _, m := range manifests {
 		manifest := filepath.Join(m.dir, "kvharness-plugin.json")
 		spec, err := plugin.ResolveSpec(manifest)
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		if !spec.NoMTLS || filepath.Base(spec.Argv[1]) != "plugin.py" {
 			t.Errorf("%s: spec %+v", m.dir, spec)
 		}
@@ -184,16 +177,12 @@ func TestAutoMTLS(t *testing.T) {
 		t.Skip("no openssl command: the SDK cannot make its AutoMTLS certificate")
 	}
 	spec, err := plugin.ResolveSpec(py + " " + abs(t, filepath.Join("torchscatter", "plugin.py")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	p, err := plugin.StartSpec(context.Background(), spec, plugin.Options{Dir: runDir(t)})
 	if f, ok := plugin.AsFault(err); ok && strings.Contains(f.Stderr, "PEER_DID_NOT_RETURN_A_CERTIFICATE") {
 		t.Skipf("this grpcio (BoringSSL) refuses go-plugin's P-521 client certificate, as documented: %v", err)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer p.Close()
 	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
 		t.Errorf("describe over mutual TLS: %v, %v", d, err)
@@ -373,9 +362,7 @@ func TestPythonFaults(t *testing.T) {
 			dir := runDir(t)
 			p := start(t, dir, py+" "+script, tc.variant)
 			tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: tc.variant, Layout: bf16(t), Slots: 256, MaxCapacity: 8, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			noErr(t, err)
 			_, err = tg.Check(context.Background(), storeCase(store.PadCount, 1, 3, 9))
 			f, ok := plugin.AsFault(err)
 			if !ok || f.Kind != tc.kind || !strings.Contains(f.Detail, tc.detail) {
@@ -429,9 +416,7 @@ func TestHandshakeAndShutdown(t *testing.T) {
 	}
 
 	sockets, err := os.MkdirTemp("", "kvh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer os.RemoveAll(sockets)
 	cmd := exec.Command(py, script)
 	cmd.Env = append(os.Environ(), protocol.Handshake.MagicCookieKey+"="+protocol.Handshake.MagicCookieValue,
@@ -461,9 +446,7 @@ func TestHandshakeAndShutdown(t *testing.T) {
 		t.Fatalf("handshake %q; want 1|1|unix|%s/...|grpc", hs, sockets)
 	}
 	conn, err := grpc.NewClient("unix://"+parts[3], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -644,9 +627,7 @@ func TestHostBench(t *testing.T) {
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
 	tg, err := store.Open(context.Background(), p, dir, store.Config{Layout: bf16(t), Slots: 1024, MaxCapacity: 64, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	defer tg.Close(context.Background())
 	st := &kvpb.StoreRequest{Capacity: 64, Valid: 64, RowsOffset: uint64(tg.Pools.Staging.Off),
 		LocOffset: uint64(tg.Pools.Staging.Off + 64*256)}
@@ -730,9 +711,7 @@ codes.tofile(d + "/tilecodes.u8"); exps.tofile(d + "/exps.u8")`
 		}
 	}
 	l, err := layout.Builtin("fp8-rows", d, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	rowCodes, _ := os.ReadFile(filepath.Join(tmp, "rowcodes.u8"))
 	scales, _ := os.ReadFile(filepath.Join(tmp, "scales.f32"))
 	for r := range rows {
@@ -747,9 +726,7 @@ codes.tofile(d + "/tilecodes.u8"); exps.tofile(d + "/exps.u8")`
 	// dsv4-main: e4m3 codes in tiles of 64 with ue8m0 (power-of-two)
 	// scales, the same rows read as 512-element rows.
 	ds, err := layout.Builtin("dsv4-main", 512, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	tileCodes, _ := os.ReadFile(filepath.Join(tmp, "tilecodes.u8"))
 	exps, _ := os.ReadFile(filepath.Join(tmp, "exps.u8"))
 	for r := range rows * d / 512 {

@@ -50,22 +50,37 @@ class LoadPage:
 
 
 @dataclass
-class LoadCall:
-    """One load: pages of layers 0..layers-1 of every buffer. ``first_layer``
-    is the global id of local layer 0; ``prior`` the stream where readers
-    of the destination pages may still run (no copy may overwrite a page
-    before the work queued there has finished); ``state`` is the kernel's."""
+class _Copies:
+    """What a load and a page store are both handed: the variant, the
+    exec, ``first_layer`` (the global id of local layer 0), the buffers
+    and pages, and the SDK's Refs of every copy, indexed
+    [layer][buffer][page] (the calls' ``src`` and ``dst`` read them)."""
 
     variant: str
     exec: Exec
-    layers: int
     first_layer: int
     buffers: List[LoadBuffer]
     pages: List[LoadPage]
+    _srcs: Any
+    _dsts: Any
+
+
+def _copies(variant, x, inp) -> dict:
+    """The _Copies fields of a call on inp."""
+    return dict(variant=variant, exec=x, first_layer=inp.first, buffers=inp.buffers, pages=inp.pages,
+                _srcs=inp.srcs, _dsts=inp.dsts)
+
+
+@dataclass
+class LoadCall(_Copies):
+    """One load: pages of layers 0..layers-1 of every buffer. ``prior`` is
+    the stream where readers of the destination pages may still run (no
+    copy may overwrite a page before the work queued there has finished);
+    ``state`` is the kernel's."""
+
+    layers: int
     prior: Stream
     state: Any = None
-    _srcs: Any = None
-    _dsts: Any = None
 
     def src(self, layer: int, buffer: int, i: int) -> Ref:
         return self._srcs[layer][buffer][i]
@@ -75,20 +90,13 @@ class LoadCall:
 
 
 @dataclass
-class PageStoreCall:
+class PageStoreCall(_Copies):
     """One layer's store for ``caller``: its copies must not read their
     inputs before the work queued on ``caller`` before the call, and work
     queued on ``caller`` after it must see the pages."""
 
-    variant: str
-    exec: Exec
     layer: int
-    first_layer: int
-    buffers: List[LoadBuffer]
-    pages: List[LoadPage]
     caller: Stream
-    _srcs: Any = None
-    _dsts: Any = None
 
     def src(self, buffer: int, i: int) -> Ref:
         return self._srcs[self.layer][buffer][i]
@@ -390,7 +398,7 @@ class LoadService:
         return resp
 
     def _call(self, x, inp, variant):
-        return LoadCall(variant, x, inp.layers, inp.first, inp.buffers, inp.pages, x.prior, _srcs=inp.srcs, _dsts=inp.dsts)
+        return LoadCall(layers=inp.layers, prior=x.prior, **_copies(variant, x, inp))
 
     def _load(self, x, inp, variant, resp):
         self._readers(x, x.prior, inp)
@@ -417,7 +425,7 @@ class LoadService:
                     x.sdk_copy(caller, inp.srcs[l][b][i], inp.truths[(l * nb + b) * np_ + i], inp.buffers[b].page_bytes,
                                kv.LOAD_ROLE_PRODUCER, _item(l, b, i), "input")
             x.settle()
-            call = PageStoreCall(variant, x, l, inp.first, inp.buffers, inp.pages, caller, _srcs=inp.srcs, _dsts=inp.dsts)
+            call = PageStoreCall(layer=l, caller=caller, **_copies(variant, x, inp))
             err = _kernel(lambda: self.k.store_pages(call), "")
             x.settle()
             for k, b in enumerate(inp.order):

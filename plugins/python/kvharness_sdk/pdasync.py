@@ -341,12 +341,13 @@ class AsyncService:
         return out, (st.offset, st.size)
 
     def _async_geometry(self, att):
+        """Each pool's declared bytes per token and per page."""
         out = []
         for p in att.pools:
             g = kv.Geometry(layout=p.layout.name)
-            for d in self._geometries(att.variant, p.layout.head_dim, p.layout.page_size):
-                if d.layout == p.layout.name:
-                    g.bytes_per_token, g.bytes_per_page = d.bytes_per_token, d.bytes_per_page
+            d = self._declared(att.variant, p.layout)
+            if d is not None:
+                g.bytes_per_token, g.bytes_per_page = d.bytes_per_token, d.bytes_per_page
             out.append(g)
         return out
 

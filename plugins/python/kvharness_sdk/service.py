@@ -106,6 +106,16 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     def _geometries(self, variant: str, head_dim: int, page_size: int):
         return list(self.k.geometry(variant, head_dim, page_size) or ())
 
+    def _declared(self, variant: str, layout):
+        """The geometry the kernel declares for an attached pool's layout
+        (the last it names that layout in), or None: what Attach and
+        AsyncAttach answer for the pool."""
+        found = None
+        for g in self._geometries(variant, layout.head_dim, layout.page_size):
+            if g.layout == layout.name:
+                found = g
+        return found
+
     def close(self) -> None:
         """Releases the attachment at shutdown."""
         with self.lock:
@@ -185,13 +195,12 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
             self.k.prepare(at)
 
     def _pool_geometry(self, att):
+        """Each pool's declared geometry, recipe included; a layout the
+        kernel does not declare is answered by its name alone."""
         out = []
         for p in att.pools:
-            g = kv.Geometry(layout=p.layout.name)
-            for d in self._geometries(att.variant, p.layout.head_dim, p.layout.page_size):
-                if d.layout == p.layout.name:
-                    g = geometry_pb(d)
-            out.append(g)
+            d = self._declared(att.variant, p.layout)
+            out.append(kv.Geometry(layout=p.layout.name) if d is None else geometry_pb(d))
         return out
 
     def Detach(self, request, context):

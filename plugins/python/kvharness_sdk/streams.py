@@ -370,48 +370,28 @@ class Exec:
         self._eng.close(self)
 
 
+def _nothing(*_args) -> None:
+    """A hook of the host engine: there is nothing on the host to make,
+    issue, wait for or release."""
+
+
 class HostEngine:
-    """The CPU backend: the model runs each copy as a numpy copy."""
+    """The CPU backend: the model runs each copy as a numpy copy. It has no
+    device streams, events or counters, and no device work: the other
+    hooks do nothing."""
 
     device = None
 
-    def stream(self):
-        return None
-
-    def event(self):
-        return None
-
-    def counter(self):
-        return None
+    stream = event = counter = _nothing
+    issue = begin = settle = release = force = finish = close = _nothing
 
     def scratch(self, name, n):
         return _Memory(f"scratch {name}", n, host=np.zeros(n, dtype=np.uint8))
-
-    def issue(self, x, o):
-        pass
 
     def run(self, x, o):
         if o.kind == COPY:
             (d, n), (s, _) = o.writes[0], o.reads[0]
             x._mems[d.mem].host[d.off:d.off + n] = x._mems[s.mem].host[s.off:s.off + n]
-
-    def begin(self, x, latch):
-        pass
-
-    def settle(self, x):
-        pass
-
-    def release(self, x):
-        pass
-
-    def force(self, x, o):
-        pass
-
-    def finish(self, x):
-        pass
-
-    def close(self, x):
-        pass
 
 
 def host_exec(regions) -> Exec:

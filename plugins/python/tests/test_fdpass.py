@@ -42,11 +42,18 @@ class TestReceive(unittest.TestCase):
             os.unlink(os.path.join(self.dir, f))
         os.rmdir(self.dir)
 
+    def receive_from(self, payload: bytes, fds):
+        """fdpass.receive against a server that answers payload and fds
+        once; the server is done when it returns or raises."""
+        t = serve_once(self.path, payload, fds)
+        try:
+            return fdpass.receive(self.path)
+        finally:
+            t.join()
+
     def test_a_descriptor_arrives(self):
         r, w = os.pipe()
-        t = serve_once(self.path, b"\x00", [r])
-        fd = fdpass.receive(self.path)
-        t.join()
+        fd = self.receive_from(b"\x00", [r])
         os.close(r)
         os.write(w, b"kv")
         self.assertEqual(os.read(fd, 2), b"kv")
@@ -54,17 +61,13 @@ class TestReceive(unittest.TestCase):
         os.close(w)
 
     def test_the_harness_error_is_named(self):
-        t = serve_once(self.path, b"\x01cuMemExportToShareableHandle failed; set KVHARNESS_CUDA_SHARING=ipc", [])
         with self.assertRaisesRegex(fdpass.FDPassError, "could not export the arena: cuMemExport.*SHARING=ipc"):
-            fdpass.receive(self.path)
-        t.join()
+            self.receive_from(b"\x01cuMemExportToShareableHandle failed; set KVHARNESS_CUDA_SHARING=ipc", [])
 
     def test_two_descriptors_are_refused(self):
         r, w = os.pipe()
-        t = serve_once(self.path, b"\x00", [r, w])
         with self.assertRaises(fdpass.FDPassError) as e:
-            fdpass.receive(self.path)
-        t.join()
+            self.receive_from(b"\x00", [r, w])
         # CMSG_SPACE(4) is padded to 8 bytes on 64-bit Linux, so both
         # arrive (and are closed); a third would be cut (MSG_CTRUNC).
         self.assertIn("sent 1 bytes and 2 descriptors; want 1 and 1", str(e.exception))
@@ -72,10 +75,8 @@ class TestReceive(unittest.TestCase):
         os.close(w)
 
     def test_no_descriptor(self):
-        t = serve_once(self.path, b"\x00", [])
         with self.assertRaisesRegex(fdpass.FDPassError, "sent 1 bytes and 0 descriptors; want 1 and 1"):
-            fdpass.receive(self.path)
-        t.join()
+            self.receive_from(b"\x00", [])
 
     def test_no_server(self):
         with self.assertRaisesRegex(fdpass.FDPassError, "connect to the harness's fd socket.*must still hold the arena"):

@@ -14,14 +14,18 @@ import threading
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+_testdata = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path[:0] = [_testdata, os.path.join(_testdata, "..")]
 
-from kvharness_sdk import SHM, Geometry, Kernel, Variant, serve  # noqa: E402
+from kvharness_sdk import SHM, Variant, serve  # noqa: E402
+
+from hostcount import HostCount  # noqa: E402
 
 
-class Faulty(Kernel):
+class Faulty(HostCount):
+    """Without a variant, hostcount's store (correct: shm runs no graph)."""
+
     name = "pyfaulty"
-    version = "1.0.0"
     doc = "misbehaves on purpose, one way per variant"
     backends = (SHM,)
     variants = (
@@ -29,9 +33,6 @@ class Faulty(Kernel):
         Variant("exit", "store calls os._exit(3)"),
         Variant("segfault", "store dies of SIGSEGV"),
     )
-
-    def geometry(self, variant, head_dim, page_size):
-        return [Geometry("bf16", 2 * head_dim, 2 * head_dim * page_size)]
 
     def store(self, call):
         if call.variant == "raise":
@@ -41,8 +42,7 @@ class Faulty(Kernel):
         if call.variant == "segfault":
             signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)  # this thread: no answer first
             time.sleep(5)
-        n = call.valid
-        call.pool_rows()[call.loc[:n]] = call.rows[:n]
+        super().store(call)
 
 
 if __name__ == "__main__":
