@@ -57,6 +57,7 @@ func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *kvpb.
 // width where the harness reads them; undeclared-eps declares none, and
 // default-recipe is a control.
 func TestExampleDeclarations(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	for _, e := range examples {
@@ -96,6 +97,7 @@ func TestExampleDeclarations(t *testing.T) {
 // reference encoding: every property holds under every padding, checked
 // on the CPU through the numpy twins.
 func TestExamplesPass(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	for _, e := range examples {
@@ -131,6 +133,7 @@ func rowsCase(pad store.Padding, valid int, kinds []workload.RowKind, loc ...int
 // zero or tiny group, naming eps 1e-8 and how to declare it; the same
 // cases pass as shipped, eps declared.
 func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	kinds := []workload.RowKind{workload.RowNormal, workload.RowTiny, workload.RowZero, workload.RowOutlier}
@@ -173,6 +176,7 @@ func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 // slot_bits (int64) reaches dsv4store, which declares int32 slots, as
 // int32: the pool gets the same bytes as from the control run on int64.
 func TestSlotWidthConversion(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	e := examples[1]

@@ -111,6 +111,7 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 // socket (harness/protocol/fdpass): here a pipe, whose far end the test
 // then writes.
 func TestFDPassFromTheHarness(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	py := python(t)
 	r, w, err := os.Pipe()

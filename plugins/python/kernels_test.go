@@ -60,6 +60,7 @@ func putInt64s(t *testing.T, mem arena.Memory, off int, vs ...int64) {
 // (Python) and fusedstore's read kernel (Go) answer every request below
 // with the same code and message, and a valid read with the same top k.
 func TestReadValidationMatchesGoSDK(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)
@@ -148,6 +149,7 @@ func TestReadValidationMatchesGoSDK(t *testing.T) {
 // The Python SDK checks transfer requests as the Go SDK does, and
 // pagetransfer (Python) builds the descriptors pdtransfer (Go) builds.
 func TestTransferValidationMatchesGoSDK(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)

@@ -149,6 +149,7 @@ var manifests = []struct {
 // AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
 // certificate; see README.md), and describe the plugin they name.
 func TestManifests(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	for _, m := range manifests {
@@ -283,6 +284,14 @@ func kvharnessBinary(t *testing.T) string {
 	return filepath.Join(built.dir, "kvharness")
 }
 
+// quick skips t under -short: the quick loop keeps one run of a Python
+// plugin per kind (a store caught under padding, the read and transfer
+// suites, the load and pdasync controls) and the SDK's own unit tests.
+func quick(t *testing.T) {
+	t.Helper()
+	testtier.SkipShort(t, "more Python plugin processes")
+}
+
 // TestMain removes the kvharness binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -345,6 +354,7 @@ func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 // that exits or dies of a signal is a crash. None is a harness crash or an
 // invariant violation.
 func TestPythonFaults(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	py := python(t)
 	script := abs(t, filepath.Join("testdata", "faulty", "plugin.py"))
@@ -486,6 +496,7 @@ func exitCode(err error) int {
 // below gets the same status code from torchscatter (Python) and
 // bf16scatter (Go), and the same message but for the plugin's name.
 func TestValidationMatchesGoSDK(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)
@@ -622,6 +633,7 @@ func outcome(err error, name string) (codes.Code, string) {
 // Bench on the CPU answers positive samples on the monotonic clock in
 // every mode.
 func TestHostBench(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)
@@ -659,6 +671,7 @@ func TestHostBench(t *testing.T) {
 // value and of random float32 patterns, and whole fp8-rows records
 // (codes and scale) of rows with NaN, infinities, subnormals and zeros.
 func TestFP8ReferenceMatchesHarness(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	py := python(t)
 	rng := rand.New(rand.NewSource(1))

@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // reverseOpened is rooms × handles handles, all posted at once and held,
@@ -50,7 +51,10 @@ func checkReverseOpened(t *testing.T, prefill, decode arena.Backend) {
 }
 
 // TestManyHeldHandlesOpenedInReverse: on the host backend.
-func TestManyHeldHandlesOpenedInReverse(t *testing.T) { checkReverseOpened(t, nil, nil) }
+func TestManyHeldHandlesOpenedInReverse(t *testing.T) {
+	testtier.SkipShort(t, "80 handles held and opened one at a time")
+	checkReverseOpened(t, nil, nil)
+}
 
 // TestGPUManyHeldHandlesOpenedInReverse: on CUDA arenas, where each held
 // handle would hold a hardware queue.

@@ -116,8 +116,11 @@ func TestControlPassesTwoProcesses(t *testing.T) {
 func TestMutantsKilledEverySeed(t *testing.T) {
 	p, _ := plugintest.Start(t, "pdasync")
 	seeds := 3
-	if testtier.Full() {
+	switch {
+	case testtier.Full():
 		seeds = 10
+	case testing.Short():
+		seeds = 1
 	}
 	var rows strings.Builder
 	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)

@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/shard"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // spawner starts more processes of a bundled plugin, closed with the test.
@@ -50,6 +51,7 @@ func summarize(vs []property.Verdict[*Case, *Result]) []summary {
 // processes give the verdicts of a serial run, in the same order, for a
 // correct plugin and for one that fails some combinations.
 func TestJobsMatchSerial(t *testing.T) {
+	testtier.SkipShort(t, "three plugin processes side by side")
 	for _, name := range []string{"fusedstore", "bf16scatter"} {
 		serial := suite(t, name, "", "bf16", "fp8-paged")
 		serial.Cases = 60
@@ -76,6 +78,7 @@ func TestJobsMatchSerial(t *testing.T) {
 // not a fault) stops the run and is the error returned; runs that only
 // stopped for it are not reported as verdicts.
 func TestJobsStopAtFault(t *testing.T) {
+	testtier.SkipShort(t, "three plugin processes side by side")
 	dir := plugintest.Dir(t)
 	path, err := plugin.Resolve("faulty")
 	if err != nil {
@@ -152,6 +155,7 @@ func TestJobsStopLikeSerial(t *testing.T) {
 // each, check between them every row of the serial run once, each with
 // its seed, cases and verdict; no shard repeats another's row.
 func TestShardsJoinToWhole(t *testing.T) {
+	testtier.SkipShort(t, "the whole suite and three shards of it")
 	for _, name := range []string{"fusedstore", "bf16scatter"} {
 		serial := suite(t, name, "", "bf16", "fp8-paged")
 		serial.Cases = 40

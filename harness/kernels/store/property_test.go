@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // testSuite is a store suite's settings, as the tests vary them.
@@ -105,6 +106,7 @@ func TestBF16ScatterShrinks(t *testing.T) {
 // fault has happened MaxFaults times; a hang is the plugin's fault, never
 // reported as the kernel's failure.
 func TestHangsRestartThenStop(t *testing.T) {
+	testtier.SkipShort(t, "hung plugin processes waited out")
 	dir := plugintest.Dir(t)
 	path, err := plugin.Resolve("faulty")
 	if err != nil {
