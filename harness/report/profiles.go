@@ -6,7 +6,20 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/workload"
 )
+
+// Profiled is s as every kind whose rows are case profiles reads (loads,
+// transfers, pdasync): keyed by the profile alone ("profile" in JSON),
+// titled by what names the checks and headlined by kind. s brings the
+// kind's columns, cases and repro.
+func Profiled[C workload.Case, R Result](s *Schema[C, R], what, kind string) *Schema[C, R] {
+	s.Keys = []Key{LabelKey}
+	s.LabelJSON = "profile"
+	s.Title = ProfileTitle(what)
+	s.Headline = ProfileHeadline(kind)
+	return s
+}
 
 // ProfileTitle is the Title of a kind whose rows are case profiles over a
 // geometry it brings (transfers, loads): what names the checks, and the

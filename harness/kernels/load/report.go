@@ -16,21 +16,17 @@ import (
 // leave, a spurious failure against the failure handling), and a failure
 // printed with its schedule, its violations located by layer, buffer and
 // page with the missing edge, the gates' answers and the log's size.
-var Schema = &report.Schema[*Case, *Result]{
+var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 	Kernel:    protocol.Load,
-	Keys:      []report.Key{report.LabelKey},
 	Columns:   []oracle.Kind{ReadEarly, Overwrite, FailedDone, Content, Race},
 	Counts:    map[oracle.Kind]oracle.Kind{Deadlock: Content, Spurious: FailedDone},
-	LabelJSON: "profile",
-	Title:     report.ProfileTitle("layer loads"),
-	Headline:  report.ProfileHeadline("load"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
 			{Key: "gates", Value: r.Gates, OmitEmpty: true}, {Key: "ops", Value: r.Ops}, {Key: "held", Value: r.Held}}
 	},
 	Repro: repro,
-}
+}, "layer loads", "load")
 
 // repro saves a failing row: the case carries its geometry; the file's
 // layout is the first buffer's, its slots one pool's tokens.

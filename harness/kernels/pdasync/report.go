@@ -14,20 +14,16 @@ import (
 // property (a wrong declared page size counts against descriptor, a wrong
 // digest against bytes), and a failure printed with its violations, each
 // saying when in the run it was seen, and the run's trace.
-var Schema = &report.Schema[*Case, *Result]{
+var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 	Kernel:    Name,
-	Keys:      []report.Key{report.LabelKey},
 	Columns:   []oracle.Kind{PageMap, BadDescriptor, Completion, EarlyRead, Reuse, Outside, Stale, Bytes, Liveness, Protocol},
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor, Digest: Bytes},
-	LabelJSON: "profile",
-	Title:     report.ProfileTitle("asynchronous transfers across two processes"),
-	Headline:  report.ProfileHeadline("pdasync"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}, {Key: "trace", Value: r.Trace, OmitEmpty: true}}
 	},
 	Repro: repro,
-}
+}, "asynchronous transfers across two processes", "pdasync")
 
 // repro saves a failing row: the case carries its whole geometry and
 // schedule; the file's layout is the first buffer's, its slots the tokens

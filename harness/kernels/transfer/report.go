@@ -17,21 +17,17 @@ import (
 // descriptor: it is the item_len every descriptor of that buffer will
 // carry), and a failure printed with its violations located by room,
 // buffer, page and descriptor, the descriptors and the room digests.
-var Schema = &report.Schema[*Case, *Result]{
+var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 	Kernel:    protocol.Transfer,
-	Keys:      []report.Key{report.LabelKey},
 	Columns:   []oracle.Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum, oracle.Determinism},
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor},
-	LabelJSON: "profile",
-	Title:     report.ProfileTitle("transfers"),
-	Headline:  report.ProfileHeadline("transfer"),
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations},
 			{Key: "descriptors", Value: r.Descriptors, OmitEmpty: true}, {Key: "digests", Value: r.Digests, OmitEmpty: true}}
 	},
 	Repro: repro,
-}
+}, "transfers", "transfer")
 
 // repro saves a failing transfer row: the case carries its whole
 // geometry; the file's layout is the first buffer's, its slots the tokens
