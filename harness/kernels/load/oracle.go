@@ -157,8 +157,7 @@ func (j *judgement) probes(*kvpb.LoadResponse) error {
 	if len(j.s.probes) == 0 {
 		return nil
 	}
-	lo := j.s.probes[0]
-	all := j.staged(lo, j.sectionEnd(j.s.probes, c.Order)-lo)
+	probes := j.section(j.s.probes, c.Order)
 	np := len(c.Pages)
 	for l := range c.Layers {
 		for k, name := range c.Order {
@@ -167,9 +166,8 @@ func (j *judgement) probes(*kvpb.LoadResponse) error {
 				continue
 			}
 			for i := range np {
-				off := j.s.probes[(l*len(c.Order)+k)*np+i] - lo
 				p := j.page(l, cb, i)
-				got := all[off : off+len(p.want)]
+				got := probes.slot((l*len(c.Order)+k)*np+i, len(p.want))
 				it := Item{Layer: l, Buffer: name, Page: i}
 				if !bytes.Equal(got, p.want) && (!j.luck || j.latchedPoison(it, p, got)) {
 					j.readEarly(it, p, got)
@@ -205,11 +203,25 @@ func (j *judgement) loadItem(it Item) *kvpb.LoadItem {
 	return &kvpb.LoadItem{Layer: uint32(it.Layer), Buffer: uint32(j.c.buffer(it.Buffer)), Page: uint32(it.Page)}
 }
 
-// sectionEnd is the end of the last slot of a packed section whose last
-// slots are of the last buffer named.
-func (j *judgement) sectionEnd(offs []int, names []string) int {
+// section is a packed section of staging the probes or the readers
+// copied their pages into, read back once: slot k starts at offs[k].
+type section struct {
+	offs []int
+	all  []byte // staged bytes from offs[0] to the end of the last slot
+}
+
+// section reads back the packed section at offs whose last slots are of
+// the last buffer named; offs is not empty.
+func (j *judgement) section(offs []int, names []string) section {
 	last := names[len(names)-1]
-	return offs[len(offs)-1] + j.t.pageBytes(j.c.Geometry.Index(last))
+	end := offs[len(offs)-1] + j.t.pageBytes(j.c.Geometry.Index(last))
+	return section{offs: offs, all: j.staged(offs[0], end-offs[0])}
+}
+
+// slot is the first n bytes of slot k.
+func (s section) slot(k, n int) []byte {
+	off := s.offs[k] - s.offs[0]
+	return s.all[off : off+n]
 }
 
 // readEarly reports a probe that saw other bytes than the load's, saying
@@ -290,15 +302,13 @@ func (j *judgement) readers(*kvpb.LoadResponse) error {
 	if len(j.s.readers) == 0 {
 		return nil
 	}
-	lo := j.s.readers[0]
-	all := j.staged(lo, j.sectionEnd(j.s.readers, c.Buffers)-lo)
+	readers := j.section(j.s.readers, c.Buffers)
 	nr := len(c.Readers)
 	for l := range c.Layers {
 		for cb, name := range c.Buffers {
 			for r, i := range c.Readers {
 				p := j.page(l, cb, i)
-				off := j.s.readers[(l*len(c.Buffers)+cb)*nr+r] - lo
-				got := all[off : off+len(p.poison)]
+				got := readers.slot((l*len(c.Buffers)+cb)*nr+r, len(p.poison))
 				it := Item{Layer: l, Buffer: name, Page: i}
 				if bytes.Equal(got, p.poison) || (j.luck && !j.latchedOverwrite(it, p, got)) {
 					continue
