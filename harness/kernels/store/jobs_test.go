@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -24,6 +24,53 @@ func spawner(t *testing.T, name string) func(context.Context) (*plugin.Plugin, e
 		p, _ := plugintest.Start(t, name)
 		return p, nil
 	}
+}
+
+// serialRun is the suite of bundled plugin name on bf16 and fp8-paged
+// (bf16scatter's on its one layout: rows failing and passing), cases a
+// row, and its verdicts run one row after another: what the runs on
+// several jobs are held to.
+func serialRun(t *testing.T, name string, cases int) (*testSuite, []property.Verdict[*Case, *Result]) {
+	t.Helper()
+	serial := suite(t, name, "", "bf16", "fp8-paged")
+	serial.Cases = cases
+	if name == "bf16scatter" {
+		serial.Layouts = serial.Layouts[:1]
+	}
+	return serial, serial.verdicts(t)
+}
+
+// onJobs is a copy of s that runs its rows on n jobs, the processes
+// beyond s's own spawned from bundled plugin name.
+func onJobs(t *testing.T, s *testSuite, name string, n int) *testSuite {
+	jobs := *s
+	jobs.Jobs, jobs.session = n, &kind.Session{Plugin: s.session.Plugin, Dir: s.session.Dir, Spawn: spawner(t, name)}
+	return &jobs
+}
+
+// hangSuite is a suite of faulty's hang variant on bf16 under paddings,
+// on n jobs: every store hangs past a 300 ms call timeout, and the run
+// must stop after 3 identical faults.
+func hangSuite(t *testing.T, paddings []Padding, n int) *testSuite {
+	t.Helper()
+	dir := plugintest.Dir(t)
+	path, err := plugin.Resolve("faulty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(ctx context.Context) (*plugin.Plugin, error) {
+		p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
+		if err == nil {
+			t.Cleanup(p.Close)
+		}
+		return p, err
+	}
+	p, err := start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: start}, Paddings: paddings,
+		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: kindtest.Layouts(t, 128, 64, "bf16"), Jobs: n}}
 }
 
 // summary is what a verdict says, without timings.
@@ -53,21 +100,8 @@ func summarize(vs []property.Verdict[*Case, *Result]) []summary {
 func TestJobsMatchSerial(t *testing.T) {
 	testtier.SkipShort(t, "three plugin processes side by side")
 	for _, name := range []string{"fusedstore", "bf16scatter"} {
-		serial := suite(t, name, "", "bf16", "fp8-paged")
-		serial.Cases = 60
-		if name == "bf16scatter" {
-			serial.Layouts = serial.Layouts[:1]
-		}
-		want, err := serial.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs := *serial
-		jobs.Jobs, jobs.session = 3, &kind.Session{Plugin: serial.session.Plugin, Dir: serial.session.Dir, Spawn: spawner(t, name)}
-		got, err := jobs.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		serial, want := serialRun(t, name, 60)
+		got := onJobs(t, serial, name, 3).verdicts(t)
 		if !reflect.DeepEqual(summarize(got), summarize(want)) {
 			t.Errorf("%s with 3 jobs:\n%+v\nserial:\n%+v", name, summarize(got), summarize(want))
 		}
@@ -79,26 +113,7 @@ func TestJobsMatchSerial(t *testing.T) {
 // stopped for it are not reported as verdicts.
 func TestJobsStopAtFault(t *testing.T) {
 	testtier.SkipShort(t, "three plugin processes side by side")
-	dir := plugintest.Dir(t)
-	path, err := plugin.Resolve("faulty")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := func(ctx context.Context) (*plugin.Plugin, error) {
-		p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
-		if err == nil {
-			t.Cleanup(p.Close)
-		}
-		return p, err
-	}
-	p, err := start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := layout.Builtin("bf16", 128, 64)
-	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: start}, Paddings: Paddings,
-		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: []*layout.Layout{l}, Jobs: 4}}
-	vs, err := s.Run(context.Background())
+	vs, err := hangSuite(t, Paddings, 4).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
 		t.Fatalf("err = %v; want the run stopped after 3 identical faults", err)
 	}
@@ -157,24 +172,12 @@ func TestJobsStopLikeSerial(t *testing.T) {
 func TestShardsJoinToWhole(t *testing.T) {
 	testtier.SkipShort(t, "the whole suite and three shards of it")
 	for _, name := range []string{"fusedstore", "bf16scatter"} {
-		serial := suite(t, name, "", "bf16", "fp8-paged")
-		serial.Cases = 40
-		if name == "bf16scatter" {
-			serial.Layouts = serial.Layouts[:1] // its one layout: 4 rows, failing and passing
-		}
-		whole, err := serial.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		serial, whole := serialRun(t, name, 40)
 		var union []summary
 		for i := 1; i <= 3; i++ {
-			part := *serial
+			part := onJobs(t, serial, name, 3)
 			part.Shard = shard.Spec{Index: i, Count: 3}
-			part.Jobs, part.session = 3, &kind.Session{Plugin: serial.session.Plugin, Dir: serial.session.Dir, Spawn: spawner(t, name)}
-			vs, err := part.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			vs := part.verdicts(t)
 			if len(vs) == 0 || len(vs) == len(whole) {
 				t.Errorf("%s shard %d/3: %d of %d rows", name, i, len(vs), len(whole))
 			}

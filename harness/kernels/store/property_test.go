@@ -4,12 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
@@ -107,20 +105,7 @@ func TestBF16ScatterShrinks(t *testing.T) {
 // reported as the kernel's failure.
 func TestHangsRestartThenStop(t *testing.T) {
 	testtier.SkipShort(t, "hung plugin processes waited out")
-	dir := plugintest.Dir(t)
-	path, err := plugin.Resolve("faulty")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plugin.Start(context.Background(), "faulty", path, plugin.Options{Dir: dir, Variant: "hang", CallTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	l, _ := layout.Builtin("bf16", 128, 64)
-	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Paddings: []Padding{PadNone},
-		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Slots: 4096, MaxCapacity: 8, Layouts: []*layout.Layout{l}}}
-	vs, err := s.Run(context.Background())
+	vs, err := hangSuite(t, []Padding{PadNone}, 0).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "happened 3 times") {
 		t.Fatalf("err = %v, want the run stopped after 3 identical faults", err)
 	}
