@@ -7,7 +7,9 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // InProcess is a fuzz env of target on a variant of a bundled plugin,
@@ -38,4 +40,47 @@ func CheckSeed[T property.Target, C workload.Case, R report.Result](t testing.TB
 		t.Fatalf("%s %q, seed %s: %v", env.Plugin, env.Variant, name, err)
 	}
 	return c, res
+}
+
+// A Seed is an entry of a kind's seed corpus, as SeedsKillMutants
+// replays it.
+type Seed interface {
+	// Entry is the seed's name, the variant it is made to kill ("" for
+	// an edge every variant may pass) and its fuzz input.
+	Entry() (name, kills string, input []byte)
+}
+
+// SeedsKillMutants replays every seed, in process, on the bundled plugin
+// called plugin and on each of its variants: the plugin and its correct
+// variants must pass every seed, and every other variant must have a seed
+// made to kill it and fail each one.
+func SeedsKillMutants[T property.Target, C workload.Case, R report.Result, S Seed](t *testing.T, target *fuzzing.Target[T, C, R],
+	plugin string, seeds []S) {
+	t.Helper()
+	code, ok := plugins.Lookup(plugin)
+	if !ok || code.Kernel == nil {
+		t.Fatalf("no bundled Go plugin %q", plugin)
+	}
+	variants := append([]sdk.Variant{{}}, code.Kernel.Variants...)
+	for _, v := range variants {
+		env := InProcess(t, target, plugin, v.Name)
+		killers := 0
+		for _, s := range seeds {
+			name, kills, input := s.Entry()
+			c, res := CheckSeed(t, env, name, input)
+			switch {
+			case (v.Name == "" || v.Correct) && res.Failed():
+				t.Errorf("%s %q fails seed %s (%v): %v", plugin, v.Name, name, c, res)
+			case v.Name != "" && !v.Correct && kills == v.Name:
+				killers++
+				if !res.Failed() {
+					t.Errorf("%s %q survives its seed %s: %v", plugin, v.Name, name, c)
+				}
+			}
+		}
+		if v.Name != "" && !v.Correct && killers == 0 {
+			t.Errorf("%s %q: no seed is made to kill it", plugin, v.Name)
+		}
+		env.Close()
+	}
 }

@@ -135,6 +135,9 @@ type fuzzSeed struct {
 	Why         string
 }
 
+// Entry implements kindtest.Seed.
+func (s fuzzSeed) Entry() (name, kills string, input []byte) { return s.Name, s.Kills, s.Spec.bytes() }
+
 var oneRoom = seedRoom{src: []byte{3}, virt: []byte{4}, comps: 1, handles: [][]int{{1}}}
 
 var fuzzSeeds = []fuzzSeed{
@@ -171,21 +174,5 @@ func TestSeedCorpus(t *testing.T) {
 // TestSeedsKillEveryMutant: the correct plugin passes every seed, and each
 // variant is killed by the seed made for it (in process, for speed).
 func TestSeedsKillEveryMutant(t *testing.T) {
-	variants := []string{""}
-	for _, v := range kernel.Plugin.Variants {
-		variants = append(variants, v.Name)
-	}
-	for _, v := range variants {
-		env := kindtest.InProcess(t, fuzzTarget, "pdasync", v)
-		for _, s := range fuzzSeeds {
-			c, res := kindtest.CheckSeed(t, env, s.Name, s.Spec.bytes())
-			switch {
-			case v == "" && res.Failed():
-				t.Errorf("the correct plugin fails seed %s (%v): %v", s.Name, c, res.Violations)
-			case v != "" && s.Kills == v && !res.Failed():
-				t.Errorf("%s survives its seed %s: %v", v, s.Name, c)
-			}
-		}
-		env.Close()
-	}
+	kindtest.SeedsKillMutants(t, fuzzTarget, "pdasync", fuzzSeeds)
 }

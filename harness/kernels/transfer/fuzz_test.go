@@ -12,7 +12,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
-	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
 // The fuzzed transfer geometry: two DeepSeek-V4-like layers of 128 pages
@@ -112,6 +111,9 @@ var fuzzSeeds = []fuzzSeed{
 		"runs contiguous on one side only, two rooms: descriptors must split where either side breaks"},
 }
 
+// Entry implements kindtest.Seed.
+func (s fuzzSeed) Entry() (name, kills string, input []byte) { return s.Name, s.Kills, s.Input() }
+
 // Input encodes a seed as a fuzz input.
 func (s fuzzSeed) Input() []byte {
 	data, err := Encode(s.Case, fuzzBase, fuzzMaxRooms, fuzzMaxPages)
@@ -135,41 +137,5 @@ func TestTransferSeedCorpus(t *testing.T) {
 // TestTransferSeedsKillEveryMutant: pdtransfer passes every seed, and each
 // variant is killed by the seed made for it (in process, for speed).
 func TestTransferSeedsKillEveryMutant(t *testing.T) {
-	variants := []string{""}
-	for _, v := range pdtransfer.Plugin.Variants {
-		variants = append(variants, v.Name)
-	}
-	for _, v := range variants {
-		killedBy := replayfuzzSeeds(t, v)
-		switch {
-		case v == "" && len(killedBy) > 0:
-			t.Errorf("pdtransfer fails seeds %v", killedBy)
-		case v != "" && !killedByOwnSeed(v, killedBy):
-			t.Errorf("variant %s is killed by %v, not by its own seed", v, killedBy)
-		}
-	}
-}
-
-func killedByOwnSeed(variant string, seeds []string) bool {
-	for _, s := range fuzzSeeds {
-		for _, k := range seeds {
-			if s.Name == k && s.Kills == variant {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func replayfuzzSeeds(t *testing.T, variant string) []string {
-	env := kindtest.InProcess(t, fuzzTarget, "pdtransfer", variant)
-	defer env.Close()
-	var failed []string
-	for _, s := range fuzzSeeds {
-		_, res := kindtest.CheckSeed(t, env, s.Name, s.Input())
-		if res.Failed() {
-			failed = append(failed, s.Name)
-		}
-	}
-	return failed
+	kindtest.SeedsKillMutants(t, fuzzTarget, "pdtransfer", fuzzSeeds)
 }
