@@ -154,27 +154,19 @@ func (j *judgement) staged(off, n int) []byte {
 // page's source bytes.
 func (j *judgement) probes(*kvpb.LoadResponse) error {
 	c := j.c
-	if len(j.s.probes) == 0 {
-		return nil
-	}
-	probes := j.section(j.s.probes, c.Order)
-	np := len(c.Pages)
-	for l := range c.Layers {
-		for k, name := range c.Order {
-			cb := c.buffer(name)
-			if j.gate[[2]int{l, cb}] != "" {
-				continue
-			}
-			for i := range np {
-				p := j.page(l, cb, i)
-				got := probes.slot((l*len(c.Order)+k)*np+i, len(p.want))
-				it := Item{Layer: l, Buffer: name, Page: i}
-				if !bytes.Equal(got, p.want) && (!j.luck || j.latchedPoison(it, p, got)) {
-					j.readEarly(it, p, got)
-				}
-			}
+	j.eachSlot(j.s.probes, c.Order, len(c.Pages), func(l, k, i int, slot []byte) {
+		name := c.Order[k]
+		cb := c.buffer(name)
+		if j.gate[[2]int{l, cb}] != "" {
+			return
 		}
-	}
+		p := j.page(l, cb, i)
+		got := slot[:len(p.want)]
+		it := Item{Layer: l, Buffer: name, Page: i}
+		if !bytes.Equal(got, p.want) && (!j.luck || j.latchedPoison(it, p, got)) {
+			j.readEarly(it, p, got)
+		}
+	})
 	return nil
 }
 
@@ -203,25 +195,26 @@ func (j *judgement) loadItem(it Item) *kvpb.LoadItem {
 	return &kvpb.LoadItem{Layer: uint32(it.Layer), Buffer: uint32(j.c.buffer(it.Buffer)), Page: uint32(it.Page)}
 }
 
-// section is a packed section of staging the probes or the readers
-// copied their pages into, read back once: slot k starts at offs[k].
-type section struct {
-	offs []int
-	all  []byte // staged bytes from offs[0] to the end of the last slot
-}
-
-// section reads back the packed section at offs whose last slots are of
-// the last buffer named; offs is not empty.
-func (j *judgement) section(offs []int, names []string) section {
+// eachSlot reads back the packed section of staging at offs the probes
+// or the readers copied their pages into, once: a slot per layer, per
+// buffer of names and per one of n items, in that order, the last slots
+// of the last buffer named. It calls f with each slot's layer, buffer
+// (its index in names), item and bytes from the slot's start on; nothing
+// when offs is empty.
+func (j *judgement) eachSlot(offs []int, names []string, n int, f func(l, k, i int, slot []byte)) {
+	if len(offs) == 0 {
+		return
+	}
 	last := names[len(names)-1]
 	end := offs[len(offs)-1] + j.t.pageBytes(j.c.Geometry.Index(last))
-	return section{offs: offs, all: j.staged(offs[0], end-offs[0])}
-}
-
-// slot is the first n bytes of slot k.
-func (s section) slot(k, n int) []byte {
-	off := s.offs[k] - s.offs[0]
-	return s.all[off : off+n]
+	all := j.staged(offs[0], end-offs[0])
+	for l := range j.c.Layers {
+		for k := range names {
+			for i := range n {
+				f(l, k, i, all[offs[(l*len(names)+k)*n+i]-offs[0]:])
+			}
+		}
+	}
 }
 
 // readEarly reports a probe that saw other bytes than the load's, saying
@@ -299,33 +292,25 @@ func firstDiff(want, got []byte) (off, n int, w, g []byte) {
 // before the operation overwrote it.
 func (j *judgement) readers(*kvpb.LoadResponse) error {
 	c := j.c
-	if len(j.s.readers) == 0 {
-		return nil
-	}
-	readers := j.section(j.s.readers, c.Buffers)
-	nr := len(c.Readers)
-	for l := range c.Layers {
-		for cb, name := range c.Buffers {
-			for r, i := range c.Readers {
-				p := j.page(l, cb, i)
-				got := readers.slot((l*len(c.Buffers)+cb)*nr+r, len(p.poison))
-				it := Item{Layer: l, Buffer: name, Page: i}
-				if bytes.Equal(got, p.poison) || (j.luck && !j.latchedOverwrite(it, p, got)) {
-					continue
-				}
-				v := Violation{Kind: Overwrite, Item: &it}
-				v.Off, v.Len, v.Want, v.Got = firstDiff(p.poison, got)
-				saw := "other bytes"
-				if bytes.Equal(got, p.want) {
-					saw = "the new bytes"
-				}
-				v.Detail = fmt.Sprintf("a reader on another stream still held device page %d, and read %s: the %s overwrote it first (write after read)",
-					c.Pages[i].Dst, saw, c.Op)
-				j.explain(&v, it, kvpb.LoadRole_LOAD_ROLE_READER, p.dst)
-				j.res.Add(v)
-			}
+	j.eachSlot(j.s.readers, c.Buffers, len(c.Readers), func(l, cb, r int, slot []byte) {
+		i := c.Readers[r]
+		p := j.page(l, cb, i)
+		got := slot[:len(p.poison)]
+		it := Item{Layer: l, Buffer: c.Buffers[cb], Page: i}
+		if bytes.Equal(got, p.poison) || (j.luck && !j.latchedOverwrite(it, p, got)) {
+			return
 		}
-	}
+		v := Violation{Kind: Overwrite, Item: &it}
+		v.Off, v.Len, v.Want, v.Got = firstDiff(p.poison, got)
+		saw := "other bytes"
+		if bytes.Equal(got, p.want) {
+			saw = "the new bytes"
+		}
+		v.Detail = fmt.Sprintf("a reader on another stream still held device page %d, and read %s: the %s overwrote it first (write after read)",
+			c.Pages[i].Dst, saw, c.Op)
+		j.explain(&v, it, kvpb.LoadRole_LOAD_ROLE_READER, p.dst)
+		j.res.Add(v)
+	})
 	return nil
 }
 
