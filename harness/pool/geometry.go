@@ -21,6 +21,16 @@ func Total(ws []Window) int {
 	return n
 }
 
+// Extend adds the n bytes at off to ws, extending its last window when
+// that ends at off: windows added in order of offset stay maximal runs.
+func Extend(ws []Window, off, n int) []Window {
+	if k := len(ws); k > 0 && ws[k-1].End() == off {
+		ws[k-1].Len += n
+		return ws
+	}
+	return append(ws, Window{Off: off, Len: n})
+}
+
 // Contains reports whether off lies in the window.
 func (w Window) Contains(off int) bool { return off >= w.Off && off < w.End() }
 

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -28,5 +29,17 @@ func TestPlanGuards(t *testing.T) {
 	}
 	if _, err := Plan([]Spec{{Name: "x", Layout: l, Slots: 1 << 40}}, 0); err == nil {
 		t.Error("a pool past MaxArenaBytes accepted")
+	}
+}
+
+// TestExtend: bytes added where the last window ends extend it; a gap
+// starts a new window.
+func TestExtend(t *testing.T) {
+	var ws []Window
+	for _, add := range []Window{{2, 1}, {3, 2}, {5, 1}, {8, 1}, {9, 3}} {
+		ws = Extend(ws, add.Off, add.Len)
+	}
+	if want := []Window{{2, 4}, {8, 4}}; !slices.Equal(ws, want) {
+		t.Errorf("Extend: %v, want %v", ws, want)
 	}
 }

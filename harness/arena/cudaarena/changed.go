@@ -255,11 +255,7 @@ func (d *diff) addMasked(got []byte, mask [4]uint64, off int) {
 // run adds changed bytes b at off, extending the last range when it ends
 // there, so that ranges stay maximal across blocks.
 func (d *diff) run(off int, b []byte) {
-	if n := len(d.ranges); n > 0 && d.ranges[n-1].End() == off {
-		d.ranges[n-1].Len += len(b)
-	} else {
-		d.ranges = append(d.ranges, pool.Window{Off: off, Len: len(b)})
-	}
+	d.ranges = pool.Extend(d.ranges, off, len(b))
 	if d.keep {
 		d.bytes = append(d.bytes, b...)
 	}

@@ -123,13 +123,8 @@ func (t *Target) strayStaging(segs []target.Segment) ([]oracle.Violation, error)
 func outside(w pool.Window, segs []target.Segment) []pool.Window {
 	var out []pool.Window
 	for a := w.Off; a < w.End(); a++ {
-		if covered(a, segs) {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].End() == a {
-			out[n-1].Len++
-		} else {
-			out = append(out, pool.Window{Off: a, Len: 1})
+		if !covered(a, segs) {
+			out = pool.Extend(out, a, 1)
 		}
 	}
 	return out
