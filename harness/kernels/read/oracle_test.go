@@ -307,19 +307,7 @@ func poolAfter(rc *Oracle, stray map[int][]byte) oracle.Delta {
 	for off, b := range stray {
 		copy(mem[base+off:], b)
 	}
-	var d oracle.Delta
-	for i := range mem {
-		if mem[i] == bg[i] {
-			continue
-		}
-		if n := len(d.Windows); n > 0 && d.Windows[n-1].End() == i-base {
-			d.Windows[n-1].Len++
-		} else {
-			d.Windows = append(d.Windows, pool.Window{Off: i - base, Len: 1})
-		}
-		d.Bytes = append(d.Bytes, mem[i])
-	}
-	return d
+	return kindtest.Delta(mem, bg, pool.Window{Len: len(mem)}, base)
 }
 
 func TestReadOnlyPool(t *testing.T) {

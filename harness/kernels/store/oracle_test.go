@@ -60,20 +60,7 @@ func (f *fixture) check() []oracle.Violation { return f.sc.Check(f.delta()) }
 // delta is what the fixture's writes changed, as a capture reports it.
 func (f *fixture) delta() oracle.Delta {
 	bg := pool.Background(seed, 0, len(f.mem))
-	var d oracle.Delta
-	base := f.region.GuardBefore.Len
-	for i := range f.mem {
-		if f.mem[i] == bg[i] {
-			continue
-		}
-		if n := len(d.Windows); n > 0 && d.Windows[n-1].End() == i-base {
-			d.Windows[n-1].Len++
-		} else {
-			d.Windows = append(d.Windows, pool.Window{Off: i - base, Len: 1})
-		}
-		d.Bytes = append(d.Bytes, f.mem[i])
-	}
-	return d
+	return kindtest.Delta(f.mem, bg, pool.Window{Len: len(f.mem)}, f.region.GuardBefore.Len)
 }
 
 func oracleCase(p Padding, valid int, loc ...int64) *Case {

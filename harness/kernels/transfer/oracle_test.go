@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
 )
@@ -126,19 +127,7 @@ func (f *tfix) judge(ds []Descriptor) *Findings {
 }
 
 func (f *tfix) delta(r pool.Region) oracle.Delta {
-	var d oracle.Delta
-	for i := r.Span().Off; i < r.Span().End(); i++ {
-		if f.mem[i] == f.bg[i] {
-			continue
-		}
-		if n := len(d.Windows); n > 0 && d.Windows[n-1].End() == i-r.Pool.Off {
-			d.Windows[n-1].Len++
-		} else {
-			d.Windows = append(d.Windows, pool.Window{Off: i - r.Pool.Off, Len: 1})
-		}
-		d.Bytes = append(d.Bytes, f.mem[i])
-	}
-	return d
+	return kindtest.Delta(f.mem, f.bg, r.Span(), r.Pool.Off)
 }
 
 // kinds lists the distinct kinds of vs in order.
