@@ -44,8 +44,16 @@ import (
 	"github.com/kvharness/kvharness/plugins"
 )
 
+// A Checker is what a fuzz target opens: a kind's target (stores, reads)
+// or its property system (the kinds that bring their own geometry),
+// which checks a case itself.
+type Checker[C workload.Case, R report.Result] interface {
+	property.Target
+	Check(ctx context.Context, c C) (R, error)
+}
+
 // Target is one kind's fuzz target.
-type Target[T property.Target, C workload.Case, R report.Result] struct {
+type Target[T Checker[C, R], C workload.Case, R report.Result] struct {
 	// Plugin is the plugin fuzzed when KVHARNESS_PLUGIN is unset.
 	Plugin string
 	// Layouts are the layouts an input's first byte picks among (the
@@ -64,15 +72,13 @@ type Target[T property.Target, C workload.Case, R report.Result] struct {
 	OpenAll func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []*layout.Layout, variant string) ([]*T, error)
 	// Decode turns input bytes (after the layout byte) into a case.
 	Decode func(data []byte) C
-	// Check checks a case on a target.
-	Check func(ctx context.Context, t T, c C) (R, error)
 	// Write prints a failing case for the crasher's message.
 	Write func(w io.Writer, l *layout.Layout, c C, r R)
 }
 
 // Env is what a fuzz worker keeps between inputs: the plugin, restarted
 // after a fault, and a target per layout it supports.
-type Env[T property.Target, C workload.Case, R report.Result] struct {
+type Env[T Checker[C, R], C workload.Case, R report.Result] struct {
 	Plugin, Variant, Mode string
 
 	t       *Target[T, C, R]
@@ -86,7 +92,7 @@ type Env[T property.Target, C workload.Case, R report.Result] struct {
 
 // NewEnv reads the plugin choice from the environment, resolves the
 // plugin and starts it.
-func NewEnv[T property.Target, C workload.Case, R report.Result](ctx context.Context, t *Target[T, C, R]) (*Env[T, C, R], error) {
+func NewEnv[T Checker[C, R], C workload.Case, R report.Result](ctx context.Context, t *Target[T, C, R]) (*Env[T, C, R], error) {
 	e := &Env[T, C, R]{t: t, Plugin: os.Getenv("KVHARNESS_PLUGIN"), Variant: os.Getenv("KVHARNESS_VARIANT"), Mode: os.Getenv("KVHARNESS_FUZZ_MODE")}
 	if e.Plugin == "" {
 		e.Plugin = t.Plugin
@@ -282,7 +288,7 @@ func (e *Env[T, C, R]) Check(ctx context.Context, data []byte) (*layout.Layout, 
 		l = e.layouts[indexOf(e.targets, t)]
 	}
 	c = e.t.Decode(data)
-	r, err = e.t.Check(ctx, *t, c)
+	r, err = (*t).Check(ctx, c)
 	if err != nil {
 		e.reset()
 	}
@@ -301,7 +307,7 @@ func indexOf[T any](ts []*T, t *T) int {
 // Fuzz is the body of a kind's FuzzX: a plugin without the kind's kernel
 // skips the target; every input is checked, and a violation or a plugin
 // fault fails it with the case printed.
-func Fuzz[T property.Target, C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R]) {
+func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R]) {
 	env, err := NewEnv(context.Background(), t)
 	if errors.Is(err, target.ErrUnsupported) {
 		f.Skip(err)

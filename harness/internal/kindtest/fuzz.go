@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
-	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -16,7 +15,7 @@ import (
 // linked into the test's process: the seed corpus tests replay every
 // variant, and starting a process for each would cost them most of their
 // time. The caller closes it.
-func InProcess[T property.Target, C workload.Case, R report.Result](t *testing.T, target *fuzzing.Target[T, C, R],
+func InProcess[T fuzzing.Checker[C, R], C workload.Case, R report.Result](t *testing.T, target *fuzzing.Target[T, C, R],
 	plugin, variant string) *fuzzing.Env[T, C, R] {
 	t.Helper()
 	t.Setenv("KVHARNESS_PLUGIN", plugin)
@@ -32,7 +31,7 @@ func InProcess[T property.Target, C workload.Case, R report.Result](t *testing.T
 // CheckSeed checks the seed called name, input, on env, as the seed
 // corpus tests replay their seeds; an error ends the test, naming the
 // plugin, variant and seed.
-func CheckSeed[T property.Target, C workload.Case, R report.Result](t testing.TB, env *fuzzing.Env[T, C, R], name string,
+func CheckSeed[T fuzzing.Checker[C, R], C workload.Case, R report.Result](t testing.TB, env *fuzzing.Env[T, C, R], name string,
 	input []byte) (C, R) {
 	t.Helper()
 	_, c, res, err := env.Check(context.Background(), input)
@@ -54,7 +53,7 @@ type Seed interface {
 // called plugin and on each of its variants: the plugin and its correct
 // variants must pass every seed, and every other variant must have a seed
 // made to kill it and fail each one.
-func SeedsKillMutants[T property.Target, C workload.Case, R report.Result, S Seed](t *testing.T, target *fuzzing.Target[T, C, R],
+func SeedsKillMutants[T fuzzing.Checker[C, R], C workload.Case, R report.Result, S Seed](t *testing.T, target *fuzzing.Target[T, C, R],
 	plugin string, seeds []S) {
 	t.Helper()
 	code, ok := plugins.Lookup(plugin)

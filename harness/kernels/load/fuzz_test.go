@@ -26,7 +26,6 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without loads: ErrUnsupported
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
-	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },
 	Write:  WriteCase,
 }
 

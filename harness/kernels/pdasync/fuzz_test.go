@@ -42,7 +42,6 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
-	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },
 	Write:  WriteCase,
 }
 

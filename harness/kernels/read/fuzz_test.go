@@ -40,7 +40,6 @@ var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 			MaxTokens: fuzzLimits.MaxTokens, MaxK: fuzzLimits.MaxK, Seed: 1})
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzLimits) },
-	Check:  func(ctx context.Context, t *Target, c *Case) (*Result, error) { return t.Check(ctx, c) },
 	Write:  WriteCase,
 }
 

@@ -40,7 +40,6 @@ var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 		return OpenSupported(ctx, p, dir, ls, func(l *layout.Layout) Config { return fuzzConfig(l, variant) })
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzSlots, fuzzPageSize, fuzzMaxCapacity) },
-	Check:  func(ctx context.Context, t *Target, c *Case) (*Result, error) { return t.Check(ctx, c) },
 	Write:  WriteCase,
 }
 

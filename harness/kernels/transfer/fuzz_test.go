@@ -35,7 +35,6 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
-	Check:  func(ctx context.Context, sys *System, c *Case) (*Result, error) { return sys.Check(ctx, c) },
 	Write:  WriteCase,
 }
 
