@@ -155,16 +155,9 @@ func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error
 	if err := checkBell(req, sizes[0]); err != nil {
 		return nil, err
 	}
-	var maps [][]byte
-	for _, a := range regions {
-		mem, err := mapSHM(a.Path, int(a.Size))
-		if err != nil {
-			for _, m := range maps {
-				unix.Munmap(m)
-			}
-			return nil, status.Error(codes.FailedPrecondition, err.Error())
-		}
-		maps = append(maps, mem)
+	maps, err := mapHostRegions(regions)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
