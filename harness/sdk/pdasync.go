@@ -25,10 +25,7 @@ import (
 // once its copies have landed.
 
 func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"pdasync", func(k any) bool {
-		_, ok := k.(AsyncKernel)
-		return ok
-	}})
+	kernelKinds = append(kernelKinds, kernelKind{"pdasync", implements[AsyncKernel]})
 }
 
 // AsyncKernel is an asynchronous transfer engine. The SDK starts a fresh

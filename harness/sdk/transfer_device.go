@@ -75,9 +75,6 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 // device plugin too, so attaching a CUDA arena and listing the CUDA backend
 // should ask this rather than test for DeviceStorer alone.
 func ServesDevice(kernel any) bool {
-	_, store := kernel.(DeviceStorer)
-	_, read := kernel.(DeviceReader)
-	_, transfer := kernel.(DeviceTransferer)
-	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
-	return store || read || transfer || ServesLoad(kernel) || async
+	return implements[DeviceStorer](kernel) || implements[DeviceReader](kernel) || implements[DeviceTransferer](kernel) ||
+		servesEither(kernel)
 }

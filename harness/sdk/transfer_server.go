@@ -12,11 +12,7 @@ import (
 )
 
 func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"transfer", func(k any) bool {
-		_, cpu := k.(Transferer)
-		_, gpu := k.(DeviceTransferer)
-		return cpu || gpu
-	}})
+	kernelKinds = append(kernelKinds, kernelKind{"transfer", hostOrDevice[Transferer, DeviceTransferer]})
 }
 
 // transferInput is a checked transfer request.
