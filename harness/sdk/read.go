@@ -84,7 +84,7 @@ func (s *server) readHost(ctx context.Context, req *kvpb.ReadRequest) error {
 		return err
 	}
 	if err := k.Read(ctx, call); err != nil {
-		return status.Errorf(codes.Aborted, "read kernel failed: %v", err)
+		return kernelFailed("read", err)
 	}
 	return nil
 }

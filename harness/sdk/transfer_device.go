@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -61,11 +60,8 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 	d := s.dev
 	ds, qerr := k.TransferDevice(ctx, &DeviceTransferCall{Variant: s.variant, Device: d.gpu.dev, Stream: d.stream,
 		Arena: d.base, ArenaBytes: d.size, Pools: s.pools, Buffers: in.buffers, Rooms: in.rooms})
-	if err := d.stream.Sync(); err != nil {
-		return nil, deviceFault("transfer", errors.Join(qerr, err))
-	}
-	if qerr != nil {
-		return nil, status.Errorf(codes.Aborted, "transfer kernel failed: %v", qerr)
+	if err := d.settle("transfer", qerr); err != nil {
+		return nil, err
 	}
 	return ds, nil
 }
