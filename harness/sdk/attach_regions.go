@@ -28,8 +28,9 @@ func deviceRegionSizes(name string, req *kvpb.AttachRequest) ([]int, error) {
 	return sizes, nil
 }
 
-// mapHostRegions maps a CUDA attach's host regions; on error nothing
-// stays mapped.
+// mapHostRegions maps host shared-memory regions: every region of a host
+// attach, or a CUDA attach's regions after its device one. On error
+// nothing stays mapped.
 func mapHostRegions(regions []*kvpb.Arena) ([][]byte, error) {
 	var maps [][]byte
 	for _, a := range regions {

@@ -23,19 +23,6 @@ import (
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
-// eventLoopHold is the event loop's own hold kernel (not the SDK's): it
-// keeps the stream busy while a batch is queued behind it, so that the
-// batch runs back to back at the GPU's pace.
-const eventLoopHold = `extern "C" __global__ void eventloop_hold(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  for (unsigned i = 0; i < (1u << 24); i++) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (t - t0 >= ns) return;
-    __nanosleep(200);
-  }
-}`
-
 // eventLoop times a compiled store kernel with nothing of the SDK: its own
 // stream, events and hold kernel, launches straight through the driver in
 // one cuda.Device.Do.
@@ -63,9 +50,12 @@ func newEventLoop(t testing.TB, d *cuda.Device) *eventLoop {
 	l.valid, err = d.Alloc(4)
 	must(t, err)
 	t.Cleanup(func() { d.Free(l.valid) })
-	m, err := d.Compile("eventloop_hold", eventLoopHold)
+	// The hold kernel's source is the SDK's, compiled into a module of the
+	// loop's own: it keeps the stream busy while a batch is queued behind
+	// it, so that the batch runs back to back at the GPU's pace.
+	m, err := d.Compile("eventloop_hold", sdk.HoldSource)
 	must(t, err)
-	l.hold, err = m.Function("eventloop_hold")
+	l.hold, err = m.Function(sdk.HoldEntry)
 	must(t, err)
 	return l
 }

@@ -63,12 +63,15 @@ func (g *gpu) emptyKernel() (*cuda.Function, error) {
 	return g.empty, g.emptyErr
 }
 
-// holdSource keeps a stream busy for ns nanoseconds of the GPU's global
-// timer, so that the host can queue a whole batch behind it and the batch
-// then runs back to back, at the GPU's pace rather than the host's (what
-// nvbench's blocking kernel does). The loop is bounded, so a timer that
-// never advanced could not hang the stream.
-const holdSource = `extern "C" __global__ void kvharness_hold(unsigned long long ns) {
+// HoldSource is the CUDA C of the hold kernel, HoldEntry(ns): it keeps a
+// stream busy for ns nanoseconds of the GPU's global timer, so that the
+// host can queue a whole batch behind it and the batch then runs back to
+// back, at the GPU's pace rather than the host's (what nvbench's blocking
+// kernel does). The loop is bounded, so a timer that never advanced could
+// not hang the stream. The SDK's batched timings queue behind it; it is
+// exported for timing loops of their own (the tests' event loops) that
+// hold a stream the same way.
+const HoldSource = `extern "C" __global__ void kvharness_hold(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   for (unsigned i = 0; i < (1u << 24); i++) {
@@ -78,12 +81,15 @@ const holdSource = `extern "C" __global__ void kvharness_hold(unsigned long long
   }
 }`
 
+// HoldEntry is the hold kernel's name in HoldSource.
+const HoldEntry = "kvharness_hold"
+
 // holdKernel compiles the hold kernel once per device; nil if it cannot be
 // had, in which case batched timings include the host's launch gaps.
 func (g *gpu) holdKernel() *cuda.Function {
 	g.holdOnce.Do(func() {
-		if m, err := g.dev.Compile("kvharness_hold", holdSource); err == nil {
-			g.hold, _ = m.Function("kvharness_hold")
+		if m, err := g.dev.Compile(HoldEntry, HoldSource); err == nil {
+			g.hold, _ = m.Function(HoldEntry)
 		}
 	})
 	return g.hold

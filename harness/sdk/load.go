@@ -121,7 +121,5 @@ func init() {
 // ServesLoad reports whether a kernel is a load kernel: a layer loader, a
 // page storer or both. Load kernels run on either backend, through Exec.
 func ServesLoad(kernel any) bool {
-	_, load := kernel.(LayerLoader)
-	_, store := kernel.(PageStorer)
-	return load || store
+	return implements[LayerLoader](kernel) || implements[PageStorer](kernel)
 }

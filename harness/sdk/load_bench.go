@@ -30,16 +30,9 @@ func (s *server) LoadBench(ctx context.Context, req *kvpb.LoadBenchRequest) (*kv
 	case len(s.regions) < 2:
 		return nil, badRequest("load bench: the attach has no host region to load from")
 	}
-	if err := s.servesOp(kvpb.LoadOp_LOAD_OP_LOAD); err != nil {
-		return nil, err
-	}
-	bare := proto.Clone(req.Load).(*kvpb.LoadRequest)
+	bare := proto.Clone(req.Load).(*kvpb.LoadRequest) // a load case (op LOAD), checked above
 	bare.Latch, bare.Trace, bare.Late, bare.Fail, bare.Readers, bare.ReaderOffsets = false, false, nil, nil, nil, nil
-	in, err := s.checkLoad(bare)
-	if err != nil {
-		return nil, err
-	}
-	le, err := s.exec(ctx)
+	in, le, err := s.prepareLoad(ctx, bare)
 	if err != nil {
 		return nil, err
 	}

@@ -79,14 +79,7 @@ func (s *server) Load(ctx context.Context, req *kvpb.LoadRequest) (*kvpb.LoadRes
 	if !s.attached() {
 		return nil, status.Error(codes.FailedPrecondition, "load before attach")
 	}
-	if err := s.servesOp(req.Op); err != nil {
-		return nil, err
-	}
-	in, err := s.checkLoad(req)
-	if err != nil {
-		return nil, err
-	}
-	le, err := s.exec(ctx)
+	in, le, err := s.prepareLoad(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +107,23 @@ func loadFault(x *Exec, err error) error {
 	return status.Errorf(codes.Aborted, "load: %v", err)
 }
 
+// prepareLoad readies a case for Load and LoadBench: it refuses an op the
+// kernel lacks, checks the case and finds the Exec it runs on.
+func (s *server) prepareLoad(ctx context.Context, req *kvpb.LoadRequest) (*loadInput, *loadExec, error) {
+	if err := s.servesOp(req.Op); err != nil {
+		return nil, nil, err
+	}
+	in, err := s.checkLoad(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	le, err := s.exec(ctx)
+	return in, le, err
+}
+
 // servesOp refuses an op the kernel lacks.
 func (s *server) servesOp(op kvpb.LoadOp) error {
-	_, load := s.p.Kernel.(LayerLoader)
-	_, store := s.p.Kernel.(PageStorer)
+	load, store := implements[LayerLoader](s.p.Kernel), implements[PageStorer](s.p.Kernel)
 	switch {
 	case op == kvpb.LoadOp_LOAD_OP_STORE && !store:
 		return status.Errorf(codes.Unimplemented, "%s has no page store (its Kernel does not implement sdk.PageStorer)", s.p.Name)

@@ -25,10 +25,7 @@ import (
 // once its copies have landed.
 
 func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"pdasync", func(k any) bool {
-		_, ok := k.(AsyncKernel)
-		return ok
-	}})
+	kernelKinds = append(kernelKinds, kernelKind{"pdasync", implements[AsyncKernel]})
 }
 
 // AsyncKernel is an asynchronous transfer engine. The SDK starts a fresh
@@ -65,26 +62,19 @@ type AsyncDecode interface {
 	Abort(ctx context.Context, room uint64) ([]AsyncEvent, error)
 }
 
-// AsyncBuffer is one buffer of an asynchronous transfer: its pool on the
-// prefill side (Src, in the prefill arena; zero on the decode) and on the
-// decode side (Dst, in the decode arena), and what their names say.
-type AsyncBuffer struct {
-	Index int    // what AsyncComponent.Buffers and Descriptor.Buffer name
-	Name  string // e.g. "L0.kv"
-	Src   Pool
-	Dst   Pool
-	Alloc string // allocation key: buffers of one key share a base address
-	Shift int    // page table: a room's page p is physical page (p+Shift) mod Pages()
-}
+// AsyncBuffer is one buffer of an asynchronous transfer, with a
+// TransferBuffer's fields: its pool on the prefill side (Src, in the
+// prefill arena; zero on the decode) and on the decode side (Dst, in the
+// decode arena), and what their names say. Index is what
+// AsyncComponent.Buffers and Descriptor.Buffer name.
+type AsyncBuffer TransferBuffer
 
-// Pages is the number of pages of the buffer's pools.
-func (b AsyncBuffer) Pages() int {
-	l := b.Dst.Layout
-	return (b.Dst.Slots + l.PageSize - 1) / l.PageSize
-}
+// Pages is the number of pages of the buffer's pools, from Dst: the one
+// pool both sides have.
+func (b AsyncBuffer) Pages() int { return poolPages(b.Dst) }
 
 // Phys maps a room's page to the buffer's physical page.
-func (b AsyncBuffer) Phys(page int64) int64 { return (page + int64(b.Shift)) % int64(b.Pages()) }
+func (b AsyncBuffer) Phys(page int64) int64 { return physPage(page, b.Shift, b.Pages()) }
 
 // AsyncHandle is one transfer request of a room: its pages [FirstPage,
 // FirstPage+Pages) in every buffer of its component, posted behind gate ID.

@@ -12,91 +12,79 @@ import (
 // AsyncAdmit gives the decode engine a room and answers the destination
 // pages it chose.
 func (s *server) AsyncAdmit(ctx context.Context, req *kvpb.AsyncAdmitRequest) (*kvpb.AsyncAdmitResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.role("AsyncAdmit", kvpb.AsyncRole_ASYNC_ROLE_DECODE)
-	if err != nil {
-		return nil, err
-	}
-	pages := st.pages()
-	virt, err := pageList("virtual page", req.VirtualPages, len(req.PageTable))
-	if err != nil {
-		return nil, err
-	}
-	table, err := pageList("page table entry", req.PageTable, pages)
-	if err != nil {
-		return nil, err
-	}
-	room, err := st.room(req.GetRoom(), len(virt), math.MaxInt)
-	if err != nil {
-		return nil, err
-	}
-	dst, err := st.dec.Admit(ctx, room, virt, table)
-	if err != nil {
-		return nil, engineFailed("Admit", err)
-	}
-	out := &kvpb.AsyncAdmitResponse{}
-	for _, p := range dst {
-		if p < 0 {
-			return nil, engineFailed("Admit", fmt.Errorf("destination page %d is negative", p))
+	return onRole(s, "AsyncAdmit", kvpb.AsyncRole_ASYNC_ROLE_DECODE, func(st *asyncState) (*kvpb.AsyncAdmitResponse, error) {
+		pages := st.pages()
+		virt, err := pageList("virtual page", req.VirtualPages, len(req.PageTable))
+		if err != nil {
+			return nil, err
 		}
-		out.DstPages = append(out.DstPages, uint64(p))
-	}
-	return out, nil
+		table, err := pageList("page table entry", req.PageTable, pages)
+		if err != nil {
+			return nil, err
+		}
+		room, err := st.room(req.GetRoom(), len(virt), math.MaxInt)
+		if err != nil {
+			return nil, err
+		}
+		dst, err := st.dec.Admit(ctx, room, virt, table)
+		if err != nil {
+			return nil, engineFailed("Admit", err)
+		}
+		out := &kvpb.AsyncAdmitResponse{}
+		for _, p := range dst {
+			if p < 0 {
+				return nil, engineFailed("Admit", fmt.Errorf("destination page %d is negative", p))
+			}
+			out.DstPages = append(out.DstPages, uint64(p))
+		}
+		return out, nil
+	})
 }
 
 // AsyncPost has the prefill engine post a room's handles and answers their
 // descriptors.
 func (s *server) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kvpb.AsyncPostResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.role("AsyncPost", kvpb.AsyncRole_ASYNC_ROLE_PREFILL)
-	if err != nil {
-		return nil, err
-	}
-	if len(req.SrcPages) != len(req.DstPages) {
-		return nil, badRequest("post: %d source and %d destination pages", len(req.SrcPages), len(req.DstPages))
-	}
-	src, err := pageList("source page", req.SrcPages, st.pages())
-	if err != nil {
-		return nil, err
-	}
-	dst, err := pageList("destination page", req.DstPages, st.pages())
-	if err != nil {
-		return nil, err
-	}
-	room, err := st.room(req.GetRoom(), len(src), st.staging.len/4)
-	if err != nil {
-		return nil, err
-	}
-	posted, err := st.pre.Post(ctx, room, src, dst)
-	if err != nil {
-		return nil, engineFailed("Post", err)
-	}
-	out := &kvpb.AsyncPostResponse{}
-	for _, p := range posted {
-		ds, err := descriptorsPB(p.Descriptors)
+	return onRole(s, "AsyncPost", kvpb.AsyncRole_ASYNC_ROLE_PREFILL, func(st *asyncState) (*kvpb.AsyncPostResponse, error) {
+		if len(req.SrcPages) != len(req.DstPages) {
+			return nil, badRequest("post: %d source and %d destination pages", len(req.SrcPages), len(req.DstPages))
+		}
+		src, err := pageList("source page", req.SrcPages, st.pages())
 		if err != nil {
 			return nil, err
 		}
-		out.Handles = append(out.Handles, &kvpb.AsyncHandleDescriptors{Handle: p.Handle, Descriptors: ds.Descriptors})
-	}
-	return out, nil
+		dst, err := pageList("destination page", req.DstPages, st.pages())
+		if err != nil {
+			return nil, err
+		}
+		room, err := st.room(req.GetRoom(), len(src), st.staging.len/4)
+		if err != nil {
+			return nil, err
+		}
+		posted, err := st.pre.Post(ctx, room, src, dst)
+		if err != nil {
+			return nil, engineFailed("Post", err)
+		}
+		out := &kvpb.AsyncPostResponse{}
+		for _, p := range posted {
+			ds, err := descriptorsPB(p.Descriptors)
+			if err != nil {
+				return nil, err
+			}
+			out.Handles = append(out.Handles, &kvpb.AsyncHandleDescriptors{Handle: p.Handle, Descriptors: ds.Descriptors})
+		}
+		return out, nil
+	})
 }
 
 // AsyncPoll answers the prefill engine's notifications since the last poll.
 func (s *server) AsyncPoll(ctx context.Context, req *kvpb.AsyncPollRequest) (*kvpb.AsyncPollResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.role("AsyncPoll", kvpb.AsyncRole_ASYNC_ROLE_PREFILL)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := st.poll(ctx, time.Duration(req.WaitUs)*time.Microsecond)
-	if err != nil {
-		return nil, engineFailed("Poll", err)
-	}
-	return &kvpb.AsyncPollResponse{Notifications: notificationsPB(ns)}, nil
+	return onRole(s, "AsyncPoll", kvpb.AsyncRole_ASYNC_ROLE_PREFILL, func(st *asyncState) (*kvpb.AsyncPollResponse, error) {
+		ns, err := st.poll(ctx, time.Duration(req.WaitUs)*time.Microsecond)
+		if err != nil {
+			return nil, engineFailed("Poll", err)
+		}
+		return &kvpb.AsyncPollResponse{Notifications: notificationsPB(ns)}, nil
+	})
 }
 
 // poll polls the engine until it has notifications or wait has passed.
@@ -116,39 +104,31 @@ func (st *asyncState) poll(ctx context.Context, wait time.Duration) ([]AsyncNoti
 // AsyncNotify delivers notifications to the decode engine and answers its
 // events.
 func (s *server) AsyncNotify(ctx context.Context, req *kvpb.AsyncNotifyRequest) (*kvpb.AsyncNotifyResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.role("AsyncNotify", kvpb.AsyncRole_ASYNC_ROLE_DECODE)
-	if err != nil {
-		return nil, err
-	}
-	ns := make([]AsyncNotification, len(req.Notifications))
-	for i, n := range req.Notifications {
-		if n.Note < NoteHandleDone || n.Note > NoteComponentFailed {
-			return nil, badRequest("notification %d: note %v", i, n.Note)
+	return onRole(s, "AsyncNotify", kvpb.AsyncRole_ASYNC_ROLE_DECODE, func(st *asyncState) (*kvpb.AsyncNotifyResponse, error) {
+		ns := make([]AsyncNotification, len(req.Notifications))
+		for i, n := range req.Notifications {
+			if n.Note < NoteHandleDone || n.Note > NoteComponentFailed {
+				return nil, badRequest("notification %d: note %v", i, n.Note)
+			}
+			ns[i] = AsyncNotification{Room: n.Room, Component: n.Component, Handle: n.Handle, Note: n.Note}
 		}
-		ns[i] = AsyncNotification{Room: n.Room, Component: n.Component, Handle: n.Handle, Note: n.Note}
-	}
-	evs, err := st.dec.Notify(ctx, ns)
-	if err != nil {
-		return nil, engineFailed("Notify", err)
-	}
-	return &kvpb.AsyncNotifyResponse{Events: eventsPB(evs)}, nil
+		evs, err := st.dec.Notify(ctx, ns)
+		if err != nil {
+			return nil, engineFailed("Notify", err)
+		}
+		return &kvpb.AsyncNotifyResponse{Events: eventsPB(evs)}, nil
+	})
 }
 
 // AsyncAbort aborts a room at the decode engine and answers its events.
 func (s *server) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*kvpb.AsyncAbortResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.role("AsyncAbort", kvpb.AsyncRole_ASYNC_ROLE_DECODE)
-	if err != nil {
-		return nil, err
-	}
-	evs, err := st.dec.Abort(ctx, req.Room)
-	if err != nil {
-		return nil, engineFailed("Abort", err)
-	}
-	return &kvpb.AsyncAbortResponse{Events: eventsPB(evs)}, nil
+	return onRole(s, "AsyncAbort", kvpb.AsyncRole_ASYNC_ROLE_DECODE, func(st *asyncState) (*kvpb.AsyncAbortResponse, error) {
+		evs, err := st.dec.Abort(ctx, req.Room)
+		if err != nil {
+			return nil, engineFailed("Abort", err)
+		}
+		return &kvpb.AsyncAbortResponse{Events: eventsPB(evs)}, nil
+	})
 }
 
 // pages is the page count every buffer has.

@@ -260,6 +260,19 @@ func (s *server) role(call string, role kvpb.AsyncRole) (*asyncState, error) {
 	return s.async, nil
 }
 
+// onRole runs an Async call's body under the server's lock, on the engine
+// of a process attached as role; any other process refuses the call.
+func onRole[R any](s *server, call string, role kvpb.AsyncRole, body func(*asyncState) (R, error)) (R, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.role(call, role)
+	if err != nil {
+		var none R
+		return none, err
+	}
+	return body(st)
+}
+
 // engineFailed is an engine's error: the call's answer, not a crash.
 func engineFailed(call string, err error) error {
 	return status.Errorf(codes.Aborted, "pdasync engine failed in %s: %v", call, err)

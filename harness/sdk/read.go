@@ -53,11 +53,7 @@ type Reader interface {
 }
 
 func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"read", func(k any) bool {
-		_, cpu := k.(Reader)
-		_, gpu := k.(DeviceReader)
-		return cpu || gpu
-	}})
+	kernelKinds = append(kernelKinds, kernelKind{"read", hostOrDevice[Reader, DeviceReader]})
 }
 
 // Read checks the request and runs the kernel on the attached backend. On
@@ -88,7 +84,7 @@ func (s *server) readHost(ctx context.Context, req *kvpb.ReadRequest) error {
 		return err
 	}
 	if err := k.Read(ctx, call); err != nil {
-		return status.Errorf(codes.Aborted, "read kernel failed: %v", err)
+		return kernelFailed("read", err)
 	}
 	return nil
 }

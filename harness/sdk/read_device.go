@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -57,13 +56,7 @@ func (s *server) readDevice(ctx context.Context, req *kvpb.ReadRequest) error {
 		return err
 	}
 	qerr := k.ReadDevice(ctx, call)
-	if err := s.dev.stream.Sync(); err != nil {
-		return deviceFault("read", errors.Join(qerr, err))
-	}
-	if qerr != nil {
-		return status.Errorf(codes.Aborted, "read kernel failed: %v", qerr)
-	}
-	return nil
+	return s.dev.settle("read", qerr)
 }
 
 func (s *server) deviceReadCall(req *kvpb.ReadRequest) (*DeviceReadCall, error) {

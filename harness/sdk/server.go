@@ -101,11 +101,19 @@ type kernelKind struct {
 
 // kernelKinds lists the kinds in Describe order. A file that adds a kernel
 // kind (read, transfer) appends to it in an init function.
-var kernelKinds = []kernelKind{{"store", func(k any) bool {
-	_, cpu := k.(Storer)
-	_, gpu := k.(DeviceStorer)
-	return cpu || gpu
-}}}
+var kernelKinds = []kernelKind{{"store", hostOrDevice[Storer, DeviceStorer]}}
+
+// implements reports whether a kernel value implements K.
+func implements[K any](kernel any) bool {
+	_, ok := kernel.(K)
+	return ok
+}
+
+// hostOrDevice reports whether a kernel value implements a kind's host
+// interface H or its device interface D: a kind is served if either is.
+func hostOrDevice[H, D any](kernel any) bool {
+	return implements[H](kernel) || implements[D](kernel)
+}
 
 // backends lists SHM for a host kernel and CUDA for a device kernel. A
 // kernel with neither (a plugin that only describes itself) keeps the
@@ -155,16 +163,9 @@ func (s *server) attachSHM(req *kvpb.AttachRequest) (*kvpb.AttachResponse, error
 	if err := checkBell(req, sizes[0]); err != nil {
 		return nil, err
 	}
-	var maps [][]byte
-	for _, a := range regions {
-		mem, err := mapSHM(a.Path, int(a.Size))
-		if err != nil {
-			for _, m := range maps {
-				unix.Munmap(m)
-			}
-			return nil, status.Error(codes.FailedPrecondition, err.Error())
-		}
-		maps = append(maps, mem)
+	maps, err := mapHostRegions(regions)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,9 +327,13 @@ func hasHostStore(kernel any) bool {
 
 // ServesHost reports whether a kernel has any host (shared-memory) kernel.
 func ServesHost(kernel any) bool {
-	_, store := kernel.(Storer)
-	_, read := kernel.(Reader)
-	_, transfer := kernel.(Transferer)
-	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
-	return store || read || transfer || ServesLoad(kernel) || async
+	return implements[Storer](kernel) || implements[Reader](kernel) || implements[Transferer](kernel) ||
+		servesEither(kernel)
+}
+
+// servesEither reports whether a kernel runs on both backends through the
+// SDK: a load kernel (through Exec) or a pdasync engine (its SDK transport
+// copies on either backend).
+func servesEither(kernel any) bool {
+	return ServesLoad(kernel) || implements[AsyncKernel](kernel)
 }

@@ -57,6 +57,26 @@ func deviceFault(kind string, err error) error {
 	return status.Errorf(codes.DataLoss, "%s kernel faulted on the device (the CUDA context is unusable until the plugin restarts): %v", kind, err)
 }
 
+// kernelFailed is a kernel's own error, on either backend: the call's
+// answer, not a fault.
+func kernelFailed(kind string, err error) error {
+	return status.Errorf(codes.Aborted, "%s kernel failed: %v", kind, err)
+}
+
+// settle waits for the arena's stream after a kernel queued its work and
+// returned qerr: a failed wait is a device fault, else qerr is the
+// kernel's failure. It waits even after a failed call, so no write is
+// still in flight when the harness reads the arena.
+func (a *deviceArena) settle(kind string, qerr error) error {
+	if err := a.stream.Sync(); err != nil {
+		return deviceFault(kind, errors.Join(qerr, err))
+	}
+	if qerr != nil {
+		return kernelFailed(kind, qerr)
+	}
+	return nil
+}
+
 // enqueueStore writes the valid count and queues the store: eagerly, or as
 // a replay of the graph captured for the request's shape.
 func (s *server) enqueueStore(ctx context.Context, c *cuda.Ctx, k DeviceStorer, req *kvpb.StoreRequest) error {
@@ -69,10 +89,10 @@ func (s *server) enqueueStore(ctx context.Context, c *cuda.Ctx, k DeviceStorer, 
 	}
 	launch, err := s.deviceLaunch(ctx, c, k, req, call)
 	if err != nil {
-		return status.Errorf(codes.Aborted, "store kernel failed: %v", err)
+		return kernelFailed("store", err)
 	}
 	if err := launch(); err != nil {
-		return status.Errorf(codes.Aborted, "store kernel failed: %v", err)
+		return kernelFailed("store", err)
 	}
 	return nil
 }

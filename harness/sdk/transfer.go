@@ -17,14 +17,21 @@ type TransferBuffer struct {
 }
 
 // Pages is the number of pages of the buffer's pools.
-func (b TransferBuffer) Pages() int {
-	l := b.Src.Layout
-	return (b.Src.Slots + l.PageSize - 1) / l.PageSize
-}
+func (b TransferBuffer) Pages() int { return poolPages(b.Src) }
 
 // Phys maps a room's page to the buffer's physical page, through its page
 // table.
-func (b TransferBuffer) Phys(page int64) int64 { return (page + int64(b.Shift)) % int64(b.Pages()) }
+func (b TransferBuffer) Phys(page int64) int64 { return physPage(page, b.Shift, b.Pages()) }
+
+// poolPages is the number of pages of a pool: its slots, a partial last
+// page included.
+func poolPages(p Pool) int {
+	return (p.Slots + p.Layout.PageSize - 1) / p.Layout.PageSize
+}
+
+// physPage maps a room's page through a buffer's page table: a rotation by
+// shift of its pages.
+func physPage(page int64, shift, pages int) int64 { return (page + int64(shift)) % int64(pages) }
 
 // TransferRoom is one request: its i-th page on the prefill side, Src[i],
 // goes to Dst[i] on the decode side, in every buffer. Pages are logical:

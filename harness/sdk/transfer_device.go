@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -61,11 +60,8 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 	d := s.dev
 	ds, qerr := k.TransferDevice(ctx, &DeviceTransferCall{Variant: s.variant, Device: d.gpu.dev, Stream: d.stream,
 		Arena: d.base, ArenaBytes: d.size, Pools: s.pools, Buffers: in.buffers, Rooms: in.rooms})
-	if err := d.stream.Sync(); err != nil {
-		return nil, deviceFault("transfer", errors.Join(qerr, err))
-	}
-	if qerr != nil {
-		return nil, status.Errorf(codes.Aborted, "transfer kernel failed: %v", qerr)
+	if err := d.settle("transfer", qerr); err != nil {
+		return nil, err
 	}
 	return ds, nil
 }
@@ -75,9 +71,6 @@ func (s *server) transferDevice(ctx context.Context, in transferInput) ([]Descri
 // device plugin too, so attaching a CUDA arena and listing the CUDA backend
 // should ask this rather than test for DeviceStorer alone.
 func ServesDevice(kernel any) bool {
-	_, store := kernel.(DeviceStorer)
-	_, read := kernel.(DeviceReader)
-	_, transfer := kernel.(DeviceTransferer)
-	_, async := kernel.(AsyncKernel) // its SDK transport copies on either backend
-	return store || read || transfer || ServesLoad(kernel) || async
+	return implements[DeviceStorer](kernel) || implements[DeviceReader](kernel) || implements[DeviceTransferer](kernel) ||
+		servesEither(kernel)
 }

@@ -12,11 +12,7 @@ import (
 )
 
 func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"transfer", func(k any) bool {
-		_, cpu := k.(Transferer)
-		_, gpu := k.(DeviceTransferer)
-		return cpu || gpu
-	}})
+	kernelKinds = append(kernelKinds, kernelKind{"transfer", hostOrDevice[Transferer, DeviceTransferer]})
 }
 
 // transferInput is a checked transfer request.
@@ -57,7 +53,7 @@ func (s *server) transferHost(ctx context.Context, in transferInput) ([]Descript
 	}
 	ds, err := k.Transfer(ctx, &TransferCall{Variant: s.variant, Arena: s.arena, Pools: s.pools, Buffers: in.buffers, Rooms: in.rooms})
 	if err != nil {
-		return nil, status.Errorf(codes.Aborted, "transfer kernel failed: %v", err)
+		return nil, kernelFailed("transfer", err)
 	}
 	return ds, nil
 }

@@ -2,23 +2,16 @@ package gpuread
 
 import (
 	"fmt"
-	"strings"
-	"sync"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
 // Kernels caches a plugin's compiled read kernels per device and spec for
 // the life of the process.
 type Kernels struct {
-	mu sync.Mutex
-	fn map[kernelKey]*cuda.Function
-}
-
-type kernelKey struct {
-	dev  *cuda.Device
-	name string // Spec.Name and options: all that makes a cubin differ
+	fns fncache.Cache
 }
 
 // Function returns the compiled kernel of s on dev, compiling it on first
@@ -28,26 +21,7 @@ func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	kk := kernelKey{dev, s.Name + "\x00" + strings.Join(opts, "\x00")}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if f := k.fn[kk]; f != nil {
-		return f, nil
-	}
-	m, err := dev.Compile(s.Name, s.Program(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	f, err := m.Function(Entry)
-	if err != nil {
-		m.Unload()
-		return nil, err
-	}
-	if k.fn == nil {
-		k.fn = make(map[kernelKey]*cuda.Function)
-	}
-	k.fn[kk] = f
-	return f, nil
+	return k.fns.Function(dev, s.Name, s.Program(), Entry, opts)
 }
 
 // Read queues the read of c with the kernel of s on c.Stream: one block of

@@ -3,22 +3,13 @@ package gpuread
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
-
-func hasAll(t *testing.T, opts []string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !slices.Contains(opts, w) {
-			t.Errorf("options %v lack %s", opts, w)
-		}
-	}
-}
 
 // TestOptionsCarryBothGeometries: values and scales get their own
 // addressing macros, so the scale-stride mutant is a geometry, not code.
@@ -29,18 +20,18 @@ func TestOptionsCarryBothGeometries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasAll(t, opts, "-DKV_TOKENS_PER_PAGE=64", "-DKV_PAGE_BYTES=8448", "-DKV_SCALE_TOKENS_PER_PAGE=64", "-DKV_SCALE_PAGE_BYTES=8448",
+	kerneltest.HasOptions(t, opts, "-DKV_TOKENS_PER_PAGE=64", "-DKV_PAGE_BYTES=8448", "-DKV_SCALE_TOKENS_PER_PAGE=64", "-DKV_SCALE_PAGE_BYTES=8448",
 		"-DKV_FP8=1", "-DKV_READ_RULE=0", "-DKV_HEAD_DIM=128")
 	opts, err = Spec{Name: "t", Kind: FP8, HeadDim: 128, Values: paged, Scales: rows, Rule: Scratch}.Options()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasAll(t, opts, "-DKV_TOKENS_PER_PAGE=64", "-DKV_SCALE_TOKENS_PER_PAGE=1", "-DKV_SCALE_PAGE_BYTES=132", "-DKV_READ_RULE=2")
+	kerneltest.HasOptions(t, opts, "-DKV_TOKENS_PER_PAGE=64", "-DKV_SCALE_TOKENS_PER_PAGE=1", "-DKV_SCALE_PAGE_BYTES=132", "-DKV_READ_RULE=2")
 	opts, err = Spec{Name: "t", Kind: BF16, HeadDim: 64, Values: cpustore.Rows{Stride: 128, ValueBytes: 128}}.Options()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasAll(t, opts, "-DKV_FP8=0", "-DKV_PAGE_BYTES=128", "-DKV_HEAD_DIM=64")
+	kerneltest.HasOptions(t, opts, "-DKV_FP8=0", "-DKV_PAGE_BYTES=128", "-DKV_HEAD_DIM=64")
 }
 
 func TestOptionsRefuse(t *testing.T) {

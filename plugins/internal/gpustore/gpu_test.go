@@ -150,8 +150,9 @@ extern "C" __global__ void __launch_bounds__(KV_BLOCK_THREADS)
 `
 
 // auxSource is what the variant bench needs besides the stores: a
-// comparison of two buffers and a hold kernel that keeps the stream busy
-// while a batch is queued behind it.
+// comparison of two buffers and the probes. The SDK's hold kernel
+// (sdk.HoldSource), which keeps the stream busy while a batch is queued
+// behind it, is compiled with it.
 const auxSource = `
 extern "C" __global__ void aux_cmp(const uint4* a, const uint4* b, unsigned long long n16, unsigned long long* bad) {
   unsigned long long local = 0;
@@ -206,15 +207,6 @@ extern "C" __global__ void __launch_bounds__(256) aux_bulk(char* pool, const uin
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
   }
 #endif
-}
-extern "C" __global__ void aux_hold(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  for (unsigned i = 0; i < (1u << 24); i++) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (t - t0 >= ns) return;
-    __nanosleep(200);
-  }
 }
 `
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
 
@@ -250,7 +251,7 @@ func (r *benchRig) stage(t *testing.T) {
 	must(t, d.HtoD(r.refBF16, data.bf16))
 	must(t, d.HtoD(r.refFP8, data.fp8))
 	r.scratch, r.counter = alloc(t, d, benchTokens*2*benchDim), alloc(t, d, 256)
-	m, err := d.Compile("gpustore-aux", auxSource+"extern \"C\" __global__ void aux_empty() {}\n")
+	m, err := d.Compile("gpustore-aux", auxSource+sdk.HoldSource+"\nextern \"C\" __global__ void aux_empty() {}\n")
 	must(t, err)
 	r.probe = map[string]*cuda.Function{}
 	for _, name := range []string{"aux_scatter", "aux_scatter_ef", "aux_gather", "aux_bulk"} {
@@ -260,7 +261,7 @@ func (r *benchRig) stage(t *testing.T) {
 	for _, fn := range []struct {
 		f    **cuda.Function
 		name string
-	}{{&r.cmp, "aux_cmp"}, {&r.hold, "aux_hold"}, {&r.empty, "aux_empty"}} {
+	}{{&r.cmp, "aux_cmp"}, {&r.hold, sdk.HoldEntry}, {&r.empty, "aux_empty"}} {
 		*fn.f, err = m.Function(fn.name)
 		must(t, err)
 	}

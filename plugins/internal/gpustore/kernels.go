@@ -2,29 +2,20 @@ package gpustore
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
 // Kernels caches a plugin's compiled store kernels per device and spec, for
 // the life of the process: an attach compiles (or loads from the cubin
 // cache) once, every store after it only looks the function up.
 type Kernels struct {
-	mu       sync.Mutex
-	fn       map[kernelKey]*cuda.Function
+	fns      fncache.Cache
+	mu       sync.Mutex          // guards prepared
 	prepared map[readyKey]*ready // Store's per-launch lookups
-}
-
-type kernelKey struct {
-	dev  *cuda.Device
-	name string // Spec.Name, Entry and options: all that makes a cubin differ
-}
-
-func key(dev *cuda.Device, s Spec, opts []string) kernelKey {
-	return kernelKey{dev, s.Name + "\x00" + s.Entry + "\x00" + strings.Join(opts, "\x00")}
 }
 
 // readyKey is what a plugin's SpecFunc is given: its result never changes.
@@ -67,35 +58,9 @@ func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	kk := key(dev, s, opts)
-	k.mu.Lock()
-	f := k.fn[kk]
-	k.mu.Unlock()
-	if f != nil {
-		return f, nil
-	}
-	// Compile without the lock, so that kernels compile concurrently
-	// (Prepare compiles an attach's pools at once); two compiles of one
-	// key both succeed and the first to finish is kept.
-	m, err := dev.Compile(s.Name, s.Program(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	if f, err = m.Function(s.Entry); err != nil {
-		m.Unload()
-		return nil, err
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if kept := k.fn[kk]; kept != nil {
-		m.Unload()
-		return kept, nil
-	}
-	if k.fn == nil {
-		k.fn = make(map[kernelKey]*cuda.Function)
-	}
-	k.fn[kk] = f
-	return f, nil
+	// Prepare compiles an attach's pools at once: the cache compiles them
+	// concurrently.
+	return k.fns.Function(dev, s.Name, s.Program(), s.Entry, opts)
 }
 
 // Launch queues the store of c with the kernel of s on c.Stream. Its

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
 
 func bf16Spec(d int) Spec {
@@ -18,36 +19,27 @@ func fp8Spec(d, p int) Spec {
 		Geometry: cpustore.Paged{P: p, ValueBytes: d, ScaleBytes: 4, PageBytes: (d + 4) * p}}
 }
 
-func hasAll(t *testing.T, opts []string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !slices.Contains(opts, w) {
-			t.Errorf("options %v lack %s", opts, w)
-		}
-	}
-}
-
 // TestOptionsCarryTheCPUGeometry: a row layout is one token per page of
 // its stride; a paged layout keeps its page; the launch shape and the
 // quantizer choices become macros too.
 func TestOptionsCarryTheCPUGeometry(t *testing.T) {
 	opts, err := bf16Spec(128).Options()
 	must(t, err)
-	hasAll(t, opts, "-DKV_HEAD_DIM=128", "-DKV_TOKENS_PER_PAGE=1", "-DKV_PAGE_BYTES=256", "-DKV_VALUE_BYTES=256",
+	kerneltest.HasOptions(t, opts, "-DKV_HEAD_DIM=128", "-DKV_TOKENS_PER_PAGE=1", "-DKV_PAGE_BYTES=256", "-DKV_VALUE_BYTES=256",
 		"-DKV_FP8=0", "-DKV_BF16_TPR=16", "-DKV_BLOCK_THREADS=1024")
 
 	s := fp8Spec(128, 64)
 	s.Defines = []string{"-DFUSED_RULE=3"}
 	opts, err = s.Options()
 	must(t, err)
-	hasAll(t, opts, "-DFUSED_RULE=3", "-DKV_TOKENS_PER_PAGE=64", "-DKV_PAGE_BYTES=8448", "-DKV_VALUE_BYTES=128", "-DKV_FP8_FMAX=1",
+	kerneltest.HasOptions(t, opts, "-DFUSED_RULE=3", "-DKV_TOKENS_PER_PAGE=64", "-DKV_PAGE_BYTES=8448", "-DKV_VALUE_BYTES=128", "-DKV_FP8_FMAX=1",
 		"-DKV_FP8=1", "-DKV_SCALE_FLOOR=1", "-DKV_ROUND_TOWARD_ZERO=0", "-DKV_FP8_LPR=8", "-DKV_FP8_EPL=8")
 
 	s.Quant = Quantizer{NoFloor: true, TowardZeroE4M3: true}
 	s.Geometry = cpustore.Rows{Stride: 132, ValueBytes: 128} // fp8-rows
 	opts, err = s.Options()
 	must(t, err)
-	hasAll(t, opts, "-DKV_SCALE_FLOOR=0", "-DKV_ROUND_TOWARD_ZERO=1", "-DKV_TOKENS_PER_PAGE=1", "-DKV_PAGE_BYTES=132")
+	kerneltest.HasOptions(t, opts, "-DKV_SCALE_FLOOR=0", "-DKV_ROUND_TOWARD_ZERO=1", "-DKV_TOKENS_PER_PAGE=1", "-DKV_PAGE_BYTES=132")
 }
 
 // TestTuningMacros: a tuning reaches the kernel as macros, and a bf16
@@ -57,7 +49,7 @@ func TestTuningMacros(t *testing.T) {
 	s.Tune = &Tuning{BlockThreads: 512, RowsPerThread: 4, FP8Lanes: 16, FP8Elems: 4, LoadHint: 3, StoreHint: 1, FP8Div: 2, FP8FMax: true}
 	opts, err := s.Options()
 	must(t, err)
-	hasAll(t, opts, "-DKV_BLOCK_THREADS=512", "-DKV_ROWS_PER_THREAD=4", "-DKV_FP8_LPR=16", "-DKV_FP8_EPL=4",
+	kerneltest.HasOptions(t, opts, "-DKV_BLOCK_THREADS=512", "-DKV_ROWS_PER_THREAD=4", "-DKV_FP8_LPR=16", "-DKV_FP8_EPL=4",
 		"-DKV_LOAD_HINT=3", "-DKV_STORE_HINT=1", "-DKV_FP8_DIV=2", "-DKV_FP8_PAIR=0", "-DKV_FP8_FMAX=1", "-DKV_IDX32=0")
 	if got := s.RowsPerBlock(); got != 512/16*4 {
 		t.Errorf("fp8 rows per block = %d; want 128", got)
@@ -66,7 +58,7 @@ func TestTuningMacros(t *testing.T) {
 	b.Tune = &Tuning{BlockThreads: 256, RowsPerThread: 3}
 	opts, err = b.Options()
 	must(t, err)
-	hasAll(t, opts, "-DKV_BF16_TPR=6", "-DKV_BLOCK_THREADS=252")
+	kerneltest.HasOptions(t, opts, "-DKV_BF16_TPR=6", "-DKV_BLOCK_THREADS=252")
 	if _, block := b.Shape(1); block.X != 252 || b.RowsPerBlock() != 42*3 {
 		t.Errorf("bf16 D=48: block %d, %d rows per block; want 252 threads, 126 rows", block.X, b.RowsPerBlock())
 	}

@@ -47,34 +47,34 @@ const (
 	mutOverwrite     = "load-overwrites-reader"
 )
 
-var variants = []sdk.Variant{
-	{Name: varCounter, Correct: true, Kernel: "load",
+var variants = sdk.KernelVariants("load", []sdk.Variant{
+	{Name: varCounter, Correct: true,
 		Doc: "completion as a monotonic device counter written after each layer, gated by a counter wait (a LayerDoneCounter as a flag)"},
-	{Name: varStaged, Correct: true, Kernel: "load",
+	{Name: varStaged, Correct: true,
 		Doc: "every page bounced through a ring of two device staging slots, host → slot on the load stream, slot → page on a scatter stream"},
-	{Name: mutIndexKGate, Kernel: "load",
+	{Name: mutIndexKGate,
 		Doc: "the index-K buffer has no gate while KV is gated: the indexer reads index-K before its load (the seed incident's HiCache path)"},
-	{Name: mutWaitFirst, Kernel: "load",
+	{Name: mutWaitFirst,
 		Doc: "a layer's event is recorded when the consumer first asks for the layer, after its wait: a wait before the record waits for nothing"},
-	{Name: mutRecordEarly, Kernel: "load",
+	{Name: mutRecordEarly,
 		Doc: "each layer's event is recorded before its copies are queued"},
-	{Name: mutRecordStream, Kernel: "load",
+	{Name: mutRecordStream,
 		Doc: "each layer's event is recorded on the compute (prior) stream, torch's current stream, instead of the load stream"},
-	{Name: mutPrevLayer, Kernel: "load",
+	{Name: mutPrevLayer,
 		Doc: "the gate for layer L waits on layer L-1's event"},
-	{Name: mutRingReuse, Kernel: "load",
+	{Name: mutRingReuse,
 		Doc: "staged, but a staging slot of the ring is reused before the scatter out of it has run (its event is not waited)"},
-	{Name: mutGlobalLayerID, Kernel: "load",
+	{Name: mutGlobalLayerID,
 		Doc: "counter, but the load writes the global layer id while gates wait on the local one (sglang PR #39876)"},
-	{Name: mutFailedDone, Kernel: "load",
+	{Name: mutFailedDone,
 		Doc: "a layer whose copy failed is reported done: the forward runs on garbage (LMCache PR #4816)"},
-	{Name: mutStoreNoJoin, Kernel: "load",
+	{Name: mutStoreNoJoin,
 		Doc: "the side-stream store is never joined back: the caller's stream reads the pages without an event (multi-stream overlap)"},
-	{Name: mutStoreNoFork, Kernel: "load",
+	{Name: mutStoreNoFork,
 		Doc: "the side-stream store does not wait for the caller's stream: it copies its inputs before the caller wrote them (vllm #45704, Mooncake #699)"},
-	{Name: mutOverwrite, Kernel: "load",
+	{Name: mutOverwrite,
 		Doc: "the load does not wait for the prior stream: it overwrites pages attention still reads (vllm #47282)"},
-}
+})
 
 // ringSlots is the staged variant's double buffering, of slotBytes each:
 // made once per attach, since an allocation in the middle of a load could

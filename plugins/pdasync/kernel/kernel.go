@@ -32,18 +32,18 @@ const (
 	PollAsCompletion   = "poll-as-completion"
 )
 
-var variants = []sdk.Variant{
-	{Name: AbortFreesInFlight, Kernel: Name,
+var variants = sdk.KernelVariants(Name, []sdk.Variant{
+	{Name: AbortFreesInFlight,
 		Doc: "an aborted room's pages are freed at once, while the prefill's copies into them are still in flight (sglang #24527)"},
-	{Name: FirstComponentDone, Kernel: Name,
+	{Name: FirstComponentDone,
 		Doc: "the decode declares a room done on the first component's notification, not the last (sglang #39846)"},
-	{Name: FirstFailureFrees, Kernel: Name,
+	{Name: FirstFailureFrees,
 		Doc: "the first failed handle frees the room's pages while its sibling handles still write (vllm PR #56104)"},
-	{Name: VirtualAsPhysical, Kernel: Name,
+	{Name: VirtualAsPhysical,
 		Doc: "the decode sends its virtual page indices as physical ones, which differ once pages were compacted (sglang PR #31471)"},
-	{Name: PollAsCompletion, Kernel: Name,
+	{Name: PollAsCompletion,
 		Doc: "the prefill takes a successful poll for completion, though it only means the transfer started (ai-dynamo/nixl #182)"},
-}
+})
 
 // kernel starts an engine per role.
 type kernel struct{}

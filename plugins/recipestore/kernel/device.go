@@ -5,11 +5,10 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
 //go:embed recipestore.cu
@@ -66,8 +65,7 @@ func b2i(b bool) int {
 // kernels caches compiled functions per device and options for the life
 // of the process.
 type kernels struct {
-	mu sync.Mutex
-	fn map[string]*cuda.Function
+	fns fncache.Cache
 }
 
 func (k *kernels) function(dev *cuda.Device, variant string, l sdk.Layout) (*cuda.Function, error) {
@@ -75,32 +73,7 @@ func (k *kernels) function(dev *cuda.Device, variant string, l sdk.Layout) (*cud
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%p\x00%s", dev, strings.Join(opts, "\x00"))
-	k.mu.Lock()
-	f := k.fn[key]
-	k.mu.Unlock()
-	if f != nil {
-		return f, nil
-	}
-	m, err := dev.Compile("recipestore/"+l.Name, source, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if f, err = m.Function("recipestore_store"); err != nil {
-		m.Unload()
-		return nil, err
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if kept := k.fn[key]; kept != nil {
-		m.Unload()
-		return kept, nil
-	}
-	if k.fn == nil {
-		k.fn = map[string]*cuda.Function{}
-	}
-	k.fn[key] = f
-	return f, nil
+	return k.fns.Function(dev, "recipestore/"+l.Name, source, "recipestore_store", opts)
 }
 
 // PrepareDevice implements sdk.DevicePreparer: it compiles every pool's
