@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"math/bits"
 	"os"
 	"unsafe"
 
@@ -79,12 +80,16 @@ func (l *lazyPages) dense(w pool.Window) {
 // or all not, no further than page end.
 func (l *lazyPages) run(p, end int) (int, bool) {
 	held := l.has(p)
-	for p++; p < end; p++ {
-		if w := l.held[p/64]; p%64 == 0 && end-p >= 64 && (w == ^uint64(0) && held || w == 0 && !held) {
-			p += 63
-			continue
+	// A word at a time: the first page from p whose bit differs from
+	// held's is the lowest set bit of the word (inverted when held)
+	// shifted down to p.
+	for p++; p < end; p += 64 - p%64 {
+		w := l.held[p/64]
+		if held {
+			w = ^w
 		}
-		if l.has(p) != held {
+		if w >>= p % 64; w != 0 {
+			p += bits.TrailingZeros64(w)
 			break
 		}
 	}

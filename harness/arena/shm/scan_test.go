@@ -381,3 +381,27 @@ func TestNearPagesGrowTheCopy(t *testing.T) {
 		t.Fatalf("Changed after one flipped byte = %v, %v; want [%d]", got, err, far.Off+17)
 	}
 }
+
+// TestPageRunsAgreeWithBits: the word-wise run finder ends a run of held
+// pages or of holes exactly where a page-by-page walk of the bits does,
+// for sparse and dense bit patterns and any start and end.
+func TestPageRunsAgreeWithBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for round := range 200 {
+		l := newLazyPages(300 * pageBytes)
+		for p := range 300 {
+			if rng.IntN(1+round%7) != 0 {
+				l.clear(p)
+			}
+		}
+		p := rng.IntN(300)
+		end := p + 1 + rng.IntN(300-p)
+		want := p + 1
+		for want < end && l.has(want) == l.has(p) {
+			want++
+		}
+		if got, held := l.run(p, end); got != want || held != l.has(p) {
+			t.Fatalf("round %d: run(%d, %d) = %d, %v; want %d, %v", round, p, end, got, held, want, l.has(p))
+		}
+	}
+}
