@@ -55,8 +55,14 @@ type Lazy interface {
 	// Release makes the materialized pages of lazy windows in w, which
 	// must hold their baseline, holes again.
 	Release(w pool.Window) error
+	// ReleaseIdle is Release for the pages none of the last age
+	// Materialize calls named (every page, for age 0).
+	ReleaseIdle(w pool.Window, age int) error
 	// Held is how many bytes of lazy windows are materialized.
 	Held() int
+	// HeldIn is Held within w, of the pages ReleaseIdle(w, age) would
+	// give back.
+	HeldIn(w pool.Window, age int) int
 	// Blocks is the allocated size: it grows when a hole is written.
 	Blocks() (int64, error)
 }

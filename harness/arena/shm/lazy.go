@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"math/bits"
 	"os"
 	"unsafe"
 
@@ -38,6 +39,10 @@ type lazyPages struct {
 	held  []uint64
 	holes int // pages whose bit is clear
 	lazy  int // pages inside lazy windows, held or not
+	// used is, per page, the last Materialize call (counted in calls)
+	// that named it: ReleaseIdle keeps the pages named lately.
+	used  []uint32
+	calls uint32
 }
 
 func newLazyPages(size int) lazyPages {
@@ -47,6 +52,12 @@ func newLazyPages(size int) lazyPages {
 		held[i] = ^uint64(0)
 	}
 	return lazyPages{held: held}
+}
+
+// idle reports whether none of the last age Materialize calls named page
+// p (always, for age 0).
+func (l *lazyPages) idle(p, age int) bool {
+	return age == 0 || l.used == nil || l.calls-l.used[p] >= uint32(age)
 }
 
 func (l *lazyPages) has(p int) bool { return l.held[p/64]&(1<<(p%64)) != 0 }
@@ -79,12 +90,16 @@ func (l *lazyPages) dense(w pool.Window) {
 // or all not, no further than page end.
 func (l *lazyPages) run(p, end int) (int, bool) {
 	held := l.has(p)
-	for p++; p < end; p++ {
-		if w := l.held[p/64]; p%64 == 0 && end-p >= 64 && (w == ^uint64(0) && held || w == 0 && !held) {
-			p += 63
-			continue
+	// A word at a time: the first page from p whose bit differs from
+	// held's is the lowest set bit of the word (inverted when held)
+	// shifted down to p.
+	for p++; p < end; p += 64 - p%64 {
+		w := l.held[p/64]
+		if held {
+			w = ^w
 		}
-		if l.has(p) != held {
+		if w >>= p % 64; w != 0 {
+			p += bits.TrailingZeros64(w)
 			break
 		}
 	}
@@ -216,7 +231,8 @@ func (s *Memory) writeBase(w pool.Window) {
 }
 
 // Materialize writes the baseline into every hole the windows of ws
-// touch, so that a kernel writing there is seen byte for byte.
+// touch, so that a kernel writing there is seen byte for byte, and notes
+// every page they touch as used now (ReleaseIdle).
 func (s *Memory) Materialize(ws []pool.Window) error {
 	if s.lazy.holes == 0 {
 		return nil
@@ -231,10 +247,17 @@ func (s *Memory) materializeHoles(ws []pool.Window, held func(lo, hi int)) error
 	if err := s.guard(); err != nil {
 		return err
 	}
+	if s.lazy.used == nil {
+		s.lazy.used = make([]uint32, len(s.lazy.held)*64)
+	}
+	s.lazy.calls++
 	wrote := false
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
+		}
+		for p := w.Off / pageBytes; p < (w.End()+pageBytes-1)/pageBytes; p++ {
+			s.lazy.used[p] = s.lazy.calls
 		}
 		s.pages(w, func(lo, hi int, isHeld bool) {
 			if isHeld {
@@ -303,7 +326,14 @@ func (s *Memory) residency(w pool.Window) (vec []byte, first int, err error) {
 
 // Release makes the whole pages of lazy windows in w holes again. The
 // caller has proved them at their baseline (a release is a reset).
-func (s *Memory) Release(w pool.Window) error {
+func (s *Memory) Release(w pool.Window) error { return s.ReleaseIdle(w, 0) }
+
+// ReleaseIdle is Release for the pages of w that none of the last age
+// Materialize calls named (every page, for age 0): pages that case after
+// case names (slot 0, the last slot) stay held, compared whole with their
+// baseline by every scan as before, instead of being given back and
+// written again, a page fault, an allocation and a punch each time.
+func (s *Memory) ReleaseIdle(w pool.Window, age int) error {
 	if err := s.check(w.Off, w.Len); err != nil {
 		return err
 	}
@@ -318,21 +348,22 @@ func (s *Memory) Release(w pool.Window) error {
 	if err != nil {
 		return err
 	}
+	idle := func(p int) bool { return s.lazy.has(p) && s.lazy.idle(p, age) }
 	for _, sp := range s.lazyWindows(w) {
 		lo, hi := (sp.Off+pageBytes-1)/pageBytes, sp.End()/pageBytes
 		if !written {
-			if err := s.punchHeld(lo, hi); err != nil {
+			if err := s.punchIdle(lo, hi, idle); err != nil {
 				return err
 			}
 			continue
 		}
 		for p := lo; p < hi; {
-			if !s.lazy.has(p) {
+			if !idle(p) {
 				p++
 				continue
 			}
 			q := p + 1
-			for q < hi && s.lazy.has(q) {
+			for q < hi && idle(q) {
 				q++
 			}
 			if err := s.punch(p*pageBytes, q*pageBytes); err != nil {
@@ -349,28 +380,42 @@ func (s *Memory) Release(w pool.Window) error {
 	return s.note()
 }
 
-// punchHeld punches pages [lo, hi) from the first held one to the last in
-// one call and marks them holes.
-func (s *Memory) punchHeld(lo, hi int) error {
+// punchIdle punches the idle pages of [lo, hi), while no hole is
+// written: one call from the first idle page to the last, the holes
+// between included, unless a page that is held but not idle lies between.
+// It marks them holes.
+func (s *Memory) punchIdle(lo, hi int, idle func(p int) bool) error {
 	first, last := -1, -1
-	for p := lo; p < hi; p++ {
-		if s.lazy.has(p) {
-			if first < 0 {
-				first = p
-			}
-			last = p
+	flush := func() error {
+		if first < 0 {
+			return nil
 		}
-	}
-	if first < 0 {
+		if err := s.punch(first*pageBytes, (last+1)*pageBytes); err != nil {
+			return err
+		}
+		for p := first; p <= last; p++ {
+			s.lazy.clear(p)
+		}
+		first, last = -1, -1
 		return nil
 	}
-	if err := s.punch(first*pageBytes, (last+1)*pageBytes); err != nil {
-		return err
+	for p := lo; p < hi; p++ {
+		if end, held := s.lazy.run(p, hi); !held {
+			p = end - 1 // holes
+			continue
+		}
+		if !idle(p) {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		if first < 0 {
+			first = p
+		}
+		last = p
 	}
-	for p := first; p <= last; p++ {
-		s.lazy.clear(p)
-	}
-	return nil
+	return flush()
 }
 
 // lazyWindows are the parts of w inside the whole pages FillLazy left as
@@ -408,6 +453,26 @@ func (s *Memory) punch(lo, hi int) error {
 // Held is how many bytes of lazily filled windows are materialized: what
 // a scan of them reads, and what Release gives back.
 func (s *Memory) Held() int { return (s.lazy.lazy - s.lazy.holes) * pageBytes }
+
+// HeldIn is Held within w, of the pages none of the last age Materialize
+// calls named (every page, for age 0): what ReleaseIdle(w, age) gives
+// back.
+func (s *Memory) HeldIn(w pool.Window, age int) int {
+	n := 0
+	for _, sp := range s.lazyWindows(w) {
+		hi := sp.End() / pageBytes
+		for p := (sp.Off + pageBytes - 1) / pageBytes; p < hi; {
+			end, held := s.lazy.run(p, hi)
+			for ; held && p < end; p++ {
+				if s.lazy.idle(p, age) {
+					n++
+				}
+			}
+			p = end
+		}
+	}
+	return n * pageBytes
+}
 
 // Blocks is the file's allocated size in 512-byte blocks: it grows when
 // anyone writes a hole, so comparing it before and after a run proves, in

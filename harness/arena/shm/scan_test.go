@@ -381,3 +381,82 @@ func TestNearPagesGrowTheCopy(t *testing.T) {
 		t.Fatalf("Changed after one flipped byte = %v, %v; want [%d]", got, err, far.Off+17)
 	}
 }
+
+// TestPageRunsAgreeWithBits: the word-wise run finder ends a run of held
+// pages or of holes exactly where a page-by-page walk of the bits does,
+// for sparse and dense bit patterns and any start and end.
+func TestPageRunsAgreeWithBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for round := range 200 {
+		l := newLazyPages(300 * pageBytes)
+		for p := range 300 {
+			if rng.IntN(1+round%7) != 0 {
+				l.clear(p)
+			}
+		}
+		p := rng.IntN(300)
+		end := p + 1 + rng.IntN(300-p)
+		want := p + 1
+		for want < end && l.has(want) == l.has(p) {
+			want++
+		}
+		if got, held := l.run(p, end); got != want || held != l.has(p) {
+			t.Fatalf("round %d: run(%d, %d) = %d, %v; want %d, %v", round, p, end, got, held, want, l.has(p))
+		}
+	}
+}
+
+// TestReleaseIdleKeepsRecentPages: ReleaseIdle gives back only the pages
+// no recent Materialize named; a kept page is still compared whole, so a write to it anywhere is
+// seen, and a written hole survives a ReleaseIdle as evidence.
+func TestReleaseIdleKeepsRecentPages(t *testing.T) {
+	m, w, want := lazyArena(t)
+	page := func(p int) pool.Window { return pool.Window{Off: p * pageBytes, Len: 1} }
+	for _, p := range []int{10, 11, 20, 40} {
+		if err := m.Materialize([]pool.Window{page(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Materialize([]pool.Window{page(30), page(31)}); err != nil { // the latest call
+		t.Fatal(err)
+	}
+	if got := m.HeldIn(w, 2); got != 3*pageBytes {
+		t.Fatalf("HeldIn(age 2) = %d; want the 3 pages calls before the last two named", got)
+	}
+	if err := m.ReleaseIdle(w, 2); err != nil {
+		t.Fatal(err)
+	}
+	for p := 10; p <= 40; p++ {
+		if held, keep := m.lazy.has(p), p == 30 || p == 31 || p == 40; held != keep {
+			t.Errorf("page %d held = %v after ReleaseIdle(age 2); want %v", p, held, keep)
+		}
+	}
+	if m.Held() != 3*pageBytes || m.HeldIn(w, 0) != 3*pageBytes {
+		t.Fatalf("Held = %d, HeldIn = %d; want 3 pages", m.Held(), m.HeldIn(w, 0))
+	}
+	// A kept page written far from what any case named: Changed sees it.
+	off := 40*pageBytes + 3000
+	strayWrite(t, m, "other-mapping", off, []byte{want[off] ^ 0x5A})
+	if got, err := m.Changed(w); err != nil || len(got) != 1 || got[0] != (pool.Window{Off: off, Len: 1}) {
+		t.Fatalf("Changed after a write to a kept page = %v, %v; want [%d,%d)", got, err, off, off+1)
+	}
+	if err := m.Reset([]pool.Window{{Off: off, Len: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// A written hole between kept pages: ReleaseIdle keeps it as evidence.
+	if err := m.Materialize([]pool.Window{page(40)}); err != nil {
+		t.Fatal(err)
+	}
+	hole := 35*pageBytes + 9
+	strayWrite(t, m, "pwrite", hole, []byte{0x77})
+	if err := m.ReleaseIdle(w, 1); err != nil {
+		t.Fatal(err)
+	}
+	if m.lazy.has(30) || !m.lazy.has(40) {
+		t.Fatalf("ReleaseIdle(age 1) with a written hole: page 30 held %v, page 40 held %v; want false, true", m.lazy.has(30), m.lazy.has(40))
+	}
+	strays, err := m.Strays(w)
+	if err != nil || len(strays) != 1 || !strays[0].Contains(hole) {
+		t.Fatalf("Strays after ReleaseIdle = %v, %v; want the page of %d", strays, err, hole)
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,6 +88,40 @@ func TestDecodeAlwaysValid(t *testing.T) {
 	}
 	if err := Decode(nil, 100, 8, 64).Validate(100); err != nil {
 		t.Fatalf("empty input: %v", err)
+	}
+}
+
+// TestFreeProbesAsDefined: free, which walks its sorted taken slots
+// alongside the probe, picks the slot a probe that looks each next slot
+// up picks (the definition), wrap-around included, so decoded inputs keep
+// their cases.
+func TestFreeProbesAsDefined(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	for _, p := range Paddings {
+		for _, slots := range []int{8, 100, 1 << 17} {
+			g := &Gen{Slots: slots, Padding: p}
+			u := int64(g.usable())
+			for range 300 {
+				taken, set := []int64(nil), map[int64]bool{}
+				for range rng.Intn(int(min(u, 64))) {
+					x := int64(rng.Uint32()) // a raw choice, or one that collides
+					if rng.Intn(2) == 0 {
+						x = int64(slots - 1 - rng.Intn(3))
+					}
+					slot := g.free(x, taken)
+					want := g.lowest() + (x-g.lowest()%u+u)%u
+					for set[want] {
+						want = g.lowest() + (want-g.lowest()+1)%u
+					}
+					if slot != want || set[slot] {
+						t.Fatalf("%s, %d slots: free = %d; want %d (taken %v)", p, slots, slot, want, taken)
+					}
+					set[slot] = true
+					at, _ := slices.BinarySearch(taken, slot)
+					taken = slices.Insert(taken, at, slot)
+				}
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -34,10 +35,11 @@ func Decode(data []byte, slots, pageSize, maxCapacity int) *Case {
 		c = n
 	}
 	out := &Case{Padding: g.Padding, Valid: n, Loc: make([]int64, c), Rows: make([]workload.Row, c)}
-	taken := make(map[int64]bool, n)
+	taken := make([]int64, 0, n) // sorted
 	for i := range n {
 		out.Loc[i] = g.free(g.choose(s, out.Loc[:i]), taken)
-		taken[out.Loc[i]] = true
+		at, _ := slices.BinarySearch(taken, out.Loc[i])
+		taken = slices.Insert(taken, at, out.Loc[i])
 		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % int(workload.RowGarbage)), Seed: uint64(s.Byte())}
 	}
 	for i := n; i < c; i++ {
@@ -63,12 +65,18 @@ func (g *Gen) clamp(slot int64) int64 {
 	return slot
 }
 
-// free moves a slot into range and, if taken, to the next free one.
-func (g *Gen) free(slot int64, taken map[int64]bool) int64 {
+// free moves a slot into range and, if taken (taken is sorted), to the
+// next free one. The probe walks taken alongside: rows that all choose
+// one slot (an input of zeros) probe past every earlier row's.
+func (g *Gen) free(slot int64, taken []int64) int64 {
 	u := int64(g.usable())
 	slot = g.lowest() + (slot-g.lowest()%u+u)%u
-	for taken[slot] {
+	i, _ := slices.BinarySearch(taken, slot)
+	for i < len(taken) && taken[i] == slot {
 		slot = g.lowest() + (slot-g.lowest()+1)%u
+		if i++; slot == g.lowest() { // wrapped
+			i, _ = slices.BinarySearch(taken, slot)
+		}
 	}
 	return slot
 }

@@ -21,8 +21,18 @@ const (
 	// lazyMin is the set size from which the exact set fills lazily.
 	lazyMin = 16 << 20
 	// exactKeep is how many materialized bytes the exact set keeps from
-	// check to check (each scans them all); more are given back.
+	// check to check (each scans them all); more are given back, those
+	// idle for exactAge materializations first.
 	exactKeep = 1 << 20
+	// exactAge is how many materializations a page stays held after the
+	// last that named it. Held, it costs a compare of 4 KiB at every
+	// check; given back, a page fault, an allocation and a punch when a
+	// case names it again, some twenty compares' worth. So pages that
+	// cases keep naming (slot 0, the last slot, their neighbours) stay,
+	// and the rest are given back once exactIdle bytes of them have
+	// gathered, which spreads a punch over many pages.
+	exactAge  = 32
+	exactIdle = 64 << 10
 	// maxReplays is how often an exact check runs a case again after it
 	// wrote holes (a replay finds them materialized and is exact).
 	maxReplays = 3
@@ -98,19 +108,36 @@ func (t *Target) sameBlocks() error {
 	return err
 }
 
-// release gives back the exact set's materialized pages, on a lazy target
-// holding more than exactKeep; they hold the background (every run was
-// reset after a capture of the whole set).
+// release gives back materialized pages of the exact set, on a lazy
+// target: those idle for exactAge materializations, once they are
+// exactIdle bytes or the set holds more than exactKeep, then every page
+// if the set still holds more than half of exactKeep. They hold the
+// background (every run was reset after a capture of the whole set).
 func (t *Target) release() error {
-	if t.lazy == nil || t.lazy.Held() <= exactKeep {
+	if t.lazy == nil || t.held(exactAge) < exactIdle && t.held(0) <= exactKeep {
 		return nil
 	}
 	return t.batch(func() error {
-		for p := range numPools {
-			if err := t.lazy.Release(t.regionOf(run{pool: p}).Span()); err != nil {
-				return err
+		for _, age := range []int{exactAge, 0} {
+			for p := range numPools {
+				if err := t.lazy.ReleaseIdle(t.regionOf(run{pool: p}).Span(), age); err != nil {
+					return err
+				}
+			}
+			if t.held(0) <= exactKeep/2 {
+				return nil
 			}
 		}
 		return nil
 	})
+}
+
+// held is how many bytes the exact set's pools hold materialized, of the
+// pages idle for age materializations (every page, for age 0).
+func (t *Target) held(age int) int {
+	n := 0
+	for p := range numPools {
+		n += t.lazy.HeldIn(t.regionOf(run{pool: p}).Span(), age)
+	}
+	return n
 }

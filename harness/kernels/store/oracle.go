@@ -8,6 +8,7 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Oracle is everything the oracle knows about one store case on one
@@ -26,13 +27,20 @@ type Oracle struct {
 	records   [][][]byte      // reference encoding, per row (padded rows lazily)
 	validSlot map[int64]int   // slot → valid row
 	padTarget map[int64][]int // slot → padded rows pointing at it
+	cache     *rowCache       // the target's rows of small seeds, or nil
 }
 
 // NewOracle encodes the case's rows with the reference encoder.
 func NewOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared) *Oracle {
+	return buildOracle(l, r, seed, c, d, nil)
+}
+
+// buildOracle is NewOracle taking the rows of small seeds from cache, and
+// adding them there, when cache is set.
+func buildOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared, cache *rowCache) *Oracle {
 	sc := &Oracle{Layout: l, Region: r, Seed: seed, Case: c, Declared: d,
 		rows: make([][]uint16, c.Capacity()), records: make([][][]byte, c.Capacity()),
-		validSlot: make(map[int64]int, c.Valid), padTarget: map[int64][]int{}}
+		validSlot: make(map[int64]int, c.Valid), padTarget: map[int64][]int{}, cache: cache}
 	sc.prepare()
 	for i := range c.Capacity() {
 		if i < c.Valid {
@@ -53,6 +61,13 @@ func (sc *Oracle) prepare() {
 	c, l := sc.Case, sc.Layout
 	do := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			if e := sc.cache.get(c.Rows[i], l, i < c.Valid); e != nil {
+				sc.rows[i] = e.data
+				if i < c.Valid {
+					sc.records[i] = e.record
+				}
+				continue
+			}
 			sc.rows[i] = c.Rows[i].Data(l.HeadDim)
 			if i < c.Valid {
 				sc.records[i] = l.Encode(sc.rows[i])
@@ -60,7 +75,7 @@ func (sc *Oracle) prepare() {
 		}
 	}
 	n := c.Capacity()
-	if n <= prepareChunk || runtime.GOMAXPROCS(0) == 1 {
+	if n <= prepareChunk || runtime.GOMAXPROCS(0) == 1 || sc.cache.holds(c.Rows[:n]) {
 		do(0, n)
 		return
 	}
@@ -76,9 +91,69 @@ func (sc *Oracle) Rows() [][]uint16 { return sc.rows }
 
 func (sc *Oracle) record(i int) [][]byte {
 	if sc.records[i] == nil {
-		sc.records[i] = sc.Layout.Encode(sc.rows[i])
+		if e := sc.cache.get(sc.Case.Rows[i], sc.Layout, true); e != nil {
+			sc.records[i] = e.record
+		} else {
+			sc.records[i] = sc.Layout.Encode(sc.rows[i])
+		}
 	}
 	return sc.records[i]
+}
+
+// rowCache keeps the data and reference encoding of the rows whose seeds
+// are below cachedSeeds, for one target (one layout). A decoded fuzz
+// input draws its rows' seeds from one byte (Decode) and a shrink
+// simplifies rows to small seeds, so out of process the same few
+// thousand rows come back case after case, and drawing and encoding them
+// was a fifth of a FuzzStore exec; drawn cases' seeds are any uint64 and
+// are computed each time. What it hands out is shared: never written.
+type rowCache struct {
+	mu   sync.Mutex // prepare's goroutines share it
+	rows map[workload.Row]*cachedRow
+}
+
+// cachedSeeds bounds the cache: six kinds of 256 seeds.
+const cachedSeeds = 256
+
+type cachedRow struct {
+	data   []uint16
+	record [][]byte // nil until a valid row or a classification needs it
+}
+
+// get is row's entry, with its record when encode is set, or nil when
+// the row is not cached (no cache, or a large seed).
+func (rc *rowCache) get(row workload.Row, l *layout.Layout, encode bool) *cachedRow {
+	if rc == nil || row.Seed >= cachedSeeds {
+		return nil
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.rows == nil {
+		rc.rows = map[workload.Row]*cachedRow{}
+	}
+	e := rc.rows[row]
+	if e == nil {
+		e = &cachedRow{data: row.Data(l.HeadDim)}
+		rc.rows[row] = e
+	}
+	if encode && e.record == nil {
+		e.record = l.Encode(e.data)
+	}
+	return e
+}
+
+// holds reports whether every row is one the cache keeps: preparing them
+// is not worth goroutines.
+func (rc *rowCache) holds(rows []workload.Row) bool {
+	if rc == nil {
+		return false
+	}
+	for _, r := range rows {
+		if r.Seed >= cachedSeeds {
+			return false
+		}
+	}
+	return true
 }
 
 // Check classifies every wrong byte a run left, given its delta.

@@ -3,6 +3,8 @@ package store
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -204,5 +206,44 @@ func TestPagePaddingIsAlias(t *testing.T) {
 	v := oracletest.Only(t, sc.Check(d), oracle.Alias)
 	if v.HasSlot || v.Off != pad {
 		t.Errorf("violation %v: want an unowned byte at %d", v, pad)
+	}
+}
+
+// TestCachedRowsAgree: an oracle whose rows come from a target's row
+// cache (small seeds, shared from case to case) holds the same rows and
+// encodings as one that computes them, and classifies a wrong store the
+// same, whether the cache was empty or filled by earlier cases; rows of
+// large seeds are not cached.
+func TestCachedRowsAgree(t *testing.T) {
+	for _, name := range []string{"bf16", "fp8-paged", "dsv4-main"} {
+		f := newFixture(t, name, &Case{Padding: PadCount, Valid: 40, Loc: make([]int64, 48), Rows: make([]workload.Row, 48)})
+		for i := range f.c.Loc {
+			f.c.Loc[i] = int64(5 * i % 250)
+			f.c.Rows[i] = workload.Row{Kind: workload.RowKind(i % int(workload.RowGarbage+1)), Seed: uint64(i * 7 % cachedSeeds)}
+		}
+		f.c.Rows[3].Seed = 1 << 40
+		f.sc = NewOracle(f.l, f.region, seed, f.c, f.sc.Declared)
+		f.storeValid()
+		f.store(41, 7) // a padded row over a live slot
+		want := f.check()
+		var cache rowCache
+		for round := range 2 {
+			sc := buildOracle(f.l, f.region, seed, f.c, f.sc.Declared, &cache)
+			if diff := cmp.Diff(f.sc.rows, sc.rows); diff != "" {
+				t.Fatalf("%s round %d: rows differ (-computed +cached):\n%s", name, round, diff)
+			}
+			if got := sc.Check(f.delta()); !cmp.Equal(want, got) {
+				t.Fatalf("%s round %d: cached oracle finds %v; want %v", name, round, got, want)
+			}
+			if diff := cmp.Diff(f.sc.records, sc.records); diff != "" {
+				t.Fatalf("%s round %d: records differ (-computed +cached):\n%s", name, round, diff)
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("%s: the padded row over a live slot was not found", name)
+		}
+		if _, ok := cache.rows[f.c.Rows[3]]; ok || len(cache.rows) == 0 {
+			t.Fatalf("%s: %d rows cached, the large seed's among them: %v", name, len(cache.rows), ok)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -52,5 +53,36 @@ func strayByte(t *testing.T, path string, off int) {
 	m[off-page] ^= 0x5A
 	if err := unix.Munmap(m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStrayWriteToKeptPageIsCaught: a lazy target keeps the pages recent
+// cases named materialized (release); a write into one of them, through
+// a mapping of its own, by the kernel of a later case that names other
+// slots, fails that case, as a write into a hole does. Without the write
+// the same cases pass.
+func TestStrayWriteToKeptPageIsCaught(t *testing.T) {
+	for _, stray := range []bool{false, true} {
+		tg := openTargetSets(t, "fusedstore", "bf16", "", 1<<17, false)
+		far := &Case{Padding: PadNone, Valid: 1, Loc: []int64{100_000}, Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}}}
+		near := &Case{Padding: PadNone, Valid: 1, Loc: []int64{3}, Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 2}}}
+		if res, err := tg.Check(context.Background(), far); err != nil || res.Failed() {
+			t.Fatalf("case at slot 100000: %v %v", res, err)
+		}
+		at := tg.Region().Pool.Off + tg.Layout.Footprint(100_000)[0].Off + 17 // inside the far case's row
+		page := pool.Window{Off: at &^ (os.Getpagesize() - 1), Len: os.Getpagesize()}
+		if tg.lazy == nil || tg.lazy.HeldIn(page, 0) == 0 {
+			t.Fatalf("the page of slot 100000 is not held after its case: the test needs it kept")
+		}
+		if stray {
+			strayByte(t, tg.Mem().Desc().Path, at)
+		}
+		res, err := tg.Check(context.Background(), near)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failed() != stray {
+			t.Errorf("stray write into a kept page %v: failed = %v (%v)", stray, res.Failed(), res)
+		}
 	}
 }

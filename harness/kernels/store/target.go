@@ -72,6 +72,7 @@ type Target struct {
 	fillLater func() error
 	blocks    int64              // its allocated size after the last materialization
 	staging   [][]target.Segment // per set: what was staged last
+	rows      rowCache           // rows of small seeds, as oracles build them (oracle.go)
 	phaseMu   sync.Mutex         // Phases is written by the ahead pipeline too
 	closed    bool
 }
