@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -33,7 +34,7 @@ func TestChildPlugin(t *testing.T) {
 		want := slices.Clone(h.mem)
 		direct(t, want, pl, c, "minus1-wraps")
 		must(t, p.Store(ctx, c.request(pl, false)))
-		if i := firstDiff(h.mem, want); i >= 0 {
+		if i := oracle.FirstDiff(h.mem, want); i >= 0 {
 			t.Fatalf("case %+v: the plugin process and the kernel differ at byte %d (%s)", c, i, pl.where(i))
 		}
 	}

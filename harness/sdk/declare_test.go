@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -171,7 +172,7 @@ func TestInt32SlotsStoreTheSame(t *testing.T) {
 			must(t, err)
 			arenas[i] = slices.Clone(h.mem[:pl.rowsOff]) // pools and guards; staging differs by width
 		}
-		if i := firstDiff(arenas[0], arenas[1]); i >= 0 {
+		if i := oracle.FirstDiff(arenas[0], arenas[1]); i >= 0 {
 			t.Fatalf("case %+v: 64- and 32-bit slots differ at byte %d (%s)", c, i, pl.where(i))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -118,7 +119,7 @@ func (pr pair) compare(t *testing.T, c storeCase, label string) {
 		pr.ga.write(t, 0, before)
 		must(t, pr.p.Store(ctx, c.request(pr.pl, graph)))
 		got := pr.ga.read(t)
-		if i := firstDiff(got, pr.host.mem); i >= 0 {
+		if i := oracle.FirstDiff(got, pr.host.mem); i >= 0 {
 			pd := pr.pl.pools[c.pool]
 			t.Fatalf("%s %s D=%d P=%d capacity %d valid %d %v graph=%v: byte %d (%s) is %#02x on the GPU, %#02x on the CPU (was %#02x)",
 				label, pd.Name, pd.Layout.HeadDim, pd.Layout.PageSize, c.capacity, c.n, c.padding, graph,

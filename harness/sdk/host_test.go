@@ -40,19 +40,6 @@ func (h *hostArena) desc() *kvpb.Arena {
 	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_SHM, Path: h.path, Size: uint64(len(h.mem))}
 }
 
-// firstDiff is the first index where a and b differ, -1 if none.
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
-}
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
@@ -92,7 +93,7 @@ func TestReadHost(t *testing.T) {
 		before := slices.Clone(h.mem)
 		_, err := srv.Read(ctx, w.request(pool, len(lists), k))
 		must(t, err)
-		if i := firstDiff(h.mem, want); i >= 0 {
+		if i := oracle.FirstDiff(h.mem, want); i >= 0 {
 			t.Fatalf("pool %d: server and kernel differ at byte %d", pool, i)
 		}
 		for i := range h.mem {

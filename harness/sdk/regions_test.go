@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
@@ -42,7 +43,7 @@ func TestAttachSeveralRegions(t *testing.T) {
 		t.Errorf("region 1 slot 3 holds % x, want the row", second.mem[slot:slot+4])
 	}
 	if !bytes.Equal(before, first.mem) {
-		t.Errorf("a store into region 1 changed region 0 at %d", firstDiff(before, first.mem))
+		t.Errorf("a store into region 1 changed region 0 at %d", oracle.FirstDiff(before, first.mem))
 	}
 
 	for name, edit := range map[string]func(*kvpb.AttachRequest){

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
@@ -144,7 +145,7 @@ func TestStoreHost(t *testing.T) {
 		direct(t, want, pl, c, "sink-writes")
 		_, err := srv.Store(ctx, c.request(pl, false))
 		must(t, err)
-		if i := firstDiff(h.mem, want); i >= 0 {
+		if i := oracle.FirstDiff(h.mem, want); i >= 0 {
 			t.Fatalf("case %+v: server and kernel differ at byte %d", c, i)
 		}
 	}

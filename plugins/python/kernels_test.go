@@ -217,6 +217,7 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 // topkread passes the read properties on every layout it declares, and
 // its next-token mutant (an unmasked tail) is caught.
 func TestReadKernelSuite(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)
@@ -251,6 +252,7 @@ func TestReadKernelSuite(t *testing.T) {
 // pagetransfer passes the transfer properties in every profile, and its
 // token-item-len mutant is caught.
 func TestTransferKernelSuite(t *testing.T) {
+	quick(t)
 	t.Parallel()
 	python(t)
 	dir := runDir(t)

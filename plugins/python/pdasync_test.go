@@ -38,7 +38,10 @@ func pyasyncSuite(t *testing.T, variant string, cases int) {
 }
 
 // TestPyasyncPasses: the Python engine passes the pdasync properties.
-func TestPyasyncPasses(t *testing.T) { pyasyncSuite(t, "", 15) }
+func TestPyasyncPasses(t *testing.T) {
+	quick(t)
+	pyasyncSuite(t, "", 15)
+}
 
 // TestPyasyncMutantsDie: each of its mutants is killed, as the Go
 // plugin's are.

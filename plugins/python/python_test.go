@@ -284,9 +284,10 @@ func kvharnessBinary(t *testing.T) string {
 	return filepath.Join(built.dir, "kvharness")
 }
 
-// quick skips t under -short: the quick loop keeps one run of a Python
-// plugin per kind (a store caught under padding, the read and transfer
-// suites, the load and pdasync controls) and the SDK's own unit tests.
+// quick skips t under -short: the quick loop keeps the SDK's own unit
+// tests, a Python store caught under padding, the handshake and shutdown,
+// and a kernel's errors as refusals; the kinds' suites over Python plugins
+// run in go test ./....
 func quick(t *testing.T) {
 	t.Helper()
 	testtier.SkipShort(t, "more Python plugin processes")

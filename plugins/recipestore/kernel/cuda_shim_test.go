@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvharness/kvharness/harness/oracle"
 )
 
 // TestCUDAKernelOnTheCPU compiles recipestore.cu with g++ against a small
@@ -35,6 +37,9 @@ func TestCUDAKernelOnTheCPU(t *testing.T) {
 	cases := map[string][]string{"": layouts, "torch": layouts, "int32-slots": {"fp8-rows"}, "eps-undeclared": {"fp8-paged"},
 		"ties-away": {"dsv4-main", "fp8-rows"}, "scale-partial-row": {"fp8-rows", "dsv4-main"}, "bf16-quotient": {"fp8-paged"},
 		"ue8m0-round-down": {"dsv4-main"}}
+	if testing.Short() { // the quick loop: the default recipe on every layout
+		cases = map[string][]string{"": layouts}
+	}
 	for variant, names := range cases {
 		for _, name := range names {
 			t.Run(fmt.Sprintf("%s/%s", variant, name), func(t *testing.T) {
@@ -93,22 +98,10 @@ func compareOnCPU(t *testing.T, cxx, src, dir, variant, name string) {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	arena, _ := os.ReadFile(filepath.Join(dir, "arena"))
-	if i := firstDiff(arena, want.arena); i >= 0 {
+	if i := oracle.FirstDiff(arena, want.arena); i >= 0 {
 		t.Fatalf("byte %d (pool offset %d): CUDA kernel %#02x, Go kernel %#02x", i, i-got.pool.Base, arena[i], want.arena[i])
 	}
 	if bytes.Equal(arena, got.arena) {
 		t.Fatal("the CUDA kernel wrote nothing")
 	}
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
 }
