@@ -45,8 +45,12 @@ var readPlugins = []struct {
 }
 
 func TestReadCorrectPluginsPass(t *testing.T) {
+	cases := 200
+	if testing.Short() {
+		cases = 50
+	}
 	for _, tc := range readPlugins {
-		vs, err := readSuite(t, tc.plugin, "", 200, tc.layouts...).Run(context.Background())
+		vs, err := readSuite(t, tc.plugin, "", cases, tc.layouts...).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +58,7 @@ func TestReadCorrectPluginsPass(t *testing.T) {
 			t.Fatalf("%s: %d verdicts", tc.plugin, len(vs))
 		}
 		for _, v := range vs {
-			if !v.Outcome.Passed() || v.Outcome.Cases != 200 {
+			if !v.Outcome.Passed() || v.Outcome.Cases != cases {
 				t.Errorf("%s %s: %d cases, failure %+v", tc.plugin, v.Layout.Name, v.Outcome.Cases, failureOf(v.Outcome))
 			}
 		}
