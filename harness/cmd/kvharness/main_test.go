@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -45,10 +47,26 @@ func quick(t *testing.T) {
 	testtier.SkipShort(t, "the CLI end to end over plugin processes")
 }
 
+// resultsDir is the results directory the goldens name, testdata/results,
+// emptied for t and removed after it. A second go test of this checkout
+// running beside this one uses the same directory, so t holds a lock on
+// testdata until it is done with it: the two take turns, neither empties
+// the other's repro files.
 func resultsDir(t *testing.T) string {
+	t.Helper()
+	lock, err := os.Open("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatalf("lock testdata for its results directory: %v", err)
+	}
 	dir := filepath.Join("testdata", "results")
 	os.RemoveAll(dir)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		lock.Close() // and with it the lock
+	})
 	return dir
 }
 
