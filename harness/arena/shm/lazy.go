@@ -237,7 +237,26 @@ func (s *Memory) Materialize(ws []pool.Window) error {
 	if s.lazy.holes == 0 {
 		return nil
 	}
-	return s.materializeHoles(ws, func(lo, hi int) {})
+	if err := s.materializeHoles(ws, func(lo, hi int) {}); err != nil {
+		return err
+	}
+	s.markUsed(ws)
+	return nil
+}
+
+// markUsed notes every page the windows of ws touch as used by this
+// Materialize call, the age ReleaseIdle reads. Reset's restores are not
+// uses: only the pages a case names are.
+func (s *Memory) markUsed(ws []pool.Window) {
+	if s.lazy.used == nil {
+		s.lazy.used = make([]uint32, len(s.lazy.held)*64)
+	}
+	s.lazy.calls++
+	for _, w := range ws {
+		for p := w.Off / pageBytes; p < (w.End()+pageBytes-1)/pageBytes; p++ {
+			s.lazy.used[p] = s.lazy.calls
+		}
+	}
 }
 
 // materializeHoles writes the baseline into every hole the windows of ws
@@ -247,17 +266,10 @@ func (s *Memory) materializeHoles(ws []pool.Window, held func(lo, hi int)) error
 	if err := s.guard(); err != nil {
 		return err
 	}
-	if s.lazy.used == nil {
-		s.lazy.used = make([]uint32, len(s.lazy.held)*64)
-	}
-	s.lazy.calls++
 	wrote := false
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
-		}
-		for p := w.Off / pageBytes; p < (w.End()+pageBytes-1)/pageBytes; p++ {
-			s.lazy.used[p] = s.lazy.calls
 		}
 		s.pages(w, func(lo, hi int, isHeld bool) {
 			if isHeld {
