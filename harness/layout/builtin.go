@@ -88,6 +88,17 @@ func Describe(name string) string { return builtins[name].doc }
 // when it takes any.
 func FixedHeadDim(name string) int { return builtins[name].fixedDim }
 
+// BufferBuiltin is Builtin for one buffer of a multi-buffer geometry (the
+// load and pd kinds'), its error naming the buffer so that a bad case
+// says which of its buffers is wrong.
+func BufferBuiltin(buffer, name string, headDim, pageSize int) (*Layout, error) {
+	l, err := Builtin(name, headDim, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("buffer %s: %w", buffer, err)
+	}
+	return l, nil
+}
+
 // Builtin returns the named built-in layout for a head dimension and page
 // size. A zero headDim takes the layout's fixed dimension or the default.
 func Builtin(name string, headDim, pageSize int) (*Layout, error) {

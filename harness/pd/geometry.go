@@ -125,19 +125,12 @@ func SizedGeometry(kernel protocol.Kernel, layers, pages, pageSize, headDim int)
 // Layout builds buffer i's layout.
 func (g Geometry) Layout(i int) (*layout.Layout, error) {
 	b := g.Buffers[i]
-	l, err := layout.Builtin(b.Layout, b.HeadDim, g.PageSize)
-	if err != nil {
-		return nil, fmt.Errorf("buffer %s: %w", b.Name, err)
-	}
-	return l, nil
+	return layout.BufferBuiltin(b.Name, b.Layout, b.HeadDim, g.PageSize)
 }
 
-// ReproLayout is what a repro file of a case over g names as its arena:
-// the first buffer's layout, and one pool's tokens as its slots.
-func (g Geometry) ReproLayout() (*layout.Layout, int, error) {
-	l, err := g.Layout(0)
-	return l, g.Pages * g.PageSize, err
-}
+// PoolTokens is the tokens of one pool: the slots a repro file of a case
+// over g names.
+func (g Geometry) PoolTokens() int { return g.Pages * g.PageSize }
 
 // Layers lists the distinct layers of the buffers, in order of appearance.
 func (g Geometry) Layers() []int {

@@ -38,7 +38,8 @@ func (h Header) VariantOrNone() string {
 // records, the first buffer's layout and the tokens of one pool, so that
 // the common header reads as it does for stores.
 type ReproGeometry interface {
-	ReproLayout() (*layout.Layout, int, error)
+	Layout(buffer int) (*layout.Layout, error)
+	PoolTokens() int
 }
 
 // GeometryRepro is FailedRepro of a case that carries geometry g, with
@@ -47,11 +48,11 @@ func GeometryRepro[C workload.Case, R interface {
 	property.Result
 	Generic() []oracle.Violation
 }](kernel protocol.Kernel, h Header, v property.Verdict[C, R], g ReproGeometry) (*Repro, error) {
-	l, slots, err := g.ReproLayout()
+	l, err := g.Layout(0)
 	if err != nil {
 		return nil, err
 	}
-	return FailedRepro(kernel, h, v, l, slots, v.Outcome.Failure.Minimal.Generic()), nil
+	return FailedRepro(kernel, h, v, l, g.PoolTokens(), v.Outcome.Failure.Minimal.Generic()), nil
 }
 
 // intermittent is what a repro's Found records of the re-runs confirming

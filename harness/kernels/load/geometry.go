@@ -82,19 +82,12 @@ func (g Geometry) Validate() error {
 // Layout builds buffer i's layout.
 func (g Geometry) Layout(i int) (*layout.Layout, error) {
 	b := g.Buffers[i]
-	l, err := layout.Builtin(b.Layout, b.HeadDim, g.PageSize)
-	if err != nil {
-		return nil, fmt.Errorf("buffer %s: %w", b.Name, err)
-	}
-	return l, nil
+	return layout.BufferBuiltin(b.Name, b.Layout, b.HeadDim, g.PageSize)
 }
 
-// ReproLayout is what a repro file of a case over g names as its arena:
-// the first buffer's layout, and one pool's tokens as its slots.
-func (g Geometry) ReproLayout() (*layout.Layout, int, error) {
-	l, err := g.Layout(0)
-	return l, g.Pages * g.PageSize, err
-}
+// PoolTokens is the tokens of one pool: the slots a repro file of a case
+// over g names.
+func (g Geometry) PoolTokens() int { return g.Pages * g.PageSize }
 
 // Index is the position of the buffer called name, or -1.
 func (g Geometry) Index(name string) int {
