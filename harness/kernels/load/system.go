@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"math/rand"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -15,10 +14,11 @@ import (
 // file replays it on the arena it failed on), so the target is opened for
 // the case's, and kept while it stays the same.
 type System struct {
+	kind.Cases[*Case, *Gen] // Gen: nil on a replay system, which only checks
+
 	Plugin *plugin.Plugin
 	Dir    *rundir.Dir
 	Config Config // its Geometry is the first target's; each case brings its own
-	Gen    *Gen
 
 	target *Target
 }
@@ -28,14 +28,8 @@ var _ property.System[*Case, *Result] = (*System)(nil)
 // NewSystem draws cases of gen's profile (nil: a replay system that only
 // checks).
 func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Plugin: p, Dir: dir, Config: cfg, Gen: gen}
+	return &System{Plugin: p, Dir: dir, Config: cfg, Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}}
 }
-
-// Draw implements property.System.
-func (s *System) Draw(rng *rand.Rand) *Case { return s.Gen.Draw(rng) }
-
-// Shrink implements property.System.
-func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
 // Check implements property.System.
 func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {

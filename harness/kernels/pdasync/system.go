@@ -3,7 +3,6 @@ package pdasync
 import (
 	"context"
 	"errors"
-	"math/rand"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -19,10 +18,11 @@ import (
 // the pools; a repro file carries the arena it failed on), so targets are
 // opened per geometry and the last few kept.
 type System struct {
+	kind.Cases[*Case, *Gen] // Gen: nil on a replay system, which only checks
+
 	Prefill, Decode *plugin.Plugin
 	Dir             *rundir.Dir
 	Config          Config // its Geometry is ignored: each case brings its own
-	Gen             *Gen
 	// OwnsDecode says Close closes the decode process: it was spawned for
 	// the system.
 	OwnsDecode bool
@@ -39,7 +39,8 @@ const maxTargets = 4
 // NewSystem draws cases of gen (nil for a replay: it checks, not draws)
 // on a prefill and a decode process.
 func NewSystem(prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg, Gen: gen, targets: target.Cache[*Target]{Max: maxTargets}}
+	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg,
+		Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}, targets: target.Cache[*Target]{Max: maxTargets}}
 }
 
 // Spawned is NewSystem with a decode process spawned from prefill's, closed
@@ -53,12 +54,6 @@ func Spawned(ctx context.Context, prefill *plugin.Plugin, dir *rundir.Dir, cfg C
 	s.OwnsDecode = true
 	return s, nil
 }
-
-// Draw implements property.System.
-func (s *System) Draw(rng *rand.Rand) *Case { return s.Gen.Draw(rng) }
-
-// Shrink implements property.System.
-func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
 // Check implements property.System.
 func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {

@@ -55,5 +55,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	defer t.Close(ctx)
 	h := s.ReplayHeader(r)
 	h.Slots = r.Slots
-	return kind.Replay(ctx, &System{Target: t}, Schema, h, r, l, c, Label)
+	return kind.Replay(ctx, &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Shrinker: Shrink}}, Schema, h, r, l, c, Label)
 }

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"math/rand"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -17,10 +16,11 @@ import (
 // repro file carries the arena it failed on. Targets are therefore opened
 // per geometry, and the last few kept.
 type System struct {
+	kind.Cases[*Case, *Gen] // Gen: nil on a replay system, which only checks
+
 	Plugin *plugin.Plugin
 	Dir    *rundir.Dir
 	Config Config // its Geometry is ignored: each case brings its own
-	Gen    *Gen
 
 	targets target.Cache[*Target] // by geometry key
 }
@@ -33,14 +33,9 @@ const maxTargets = 4
 // NewSystem draws cases of one profile over cfg.Geometry. A replay
 // system (no generator) passes a nil gen: it can check, not draw.
 func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Plugin: p, Dir: dir, Config: cfg, Gen: gen, targets: target.Cache[*Target]{Max: maxTargets}}
+	return &System{Plugin: p, Dir: dir, Config: cfg,
+		Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}, targets: target.Cache[*Target]{Max: maxTargets}}
 }
-
-// Draw implements property.System.
-func (s *System) Draw(rng *rand.Rand) *Case { return s.Gen.Draw(rng) }
-
-// Shrink implements property.System.
-func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
 
 // Check implements property.System.
 func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
