@@ -62,17 +62,12 @@ type Session struct {
 
 // Params are a check run's settings.
 type Params struct {
-	Variant     string
-	Layouts     []*layout.Layout // for kinds with Layouts
-	Padding     string           // stores: a convention name, or "all"
-	Cases       int              // passing cases wanted per row
-	Seed        int64
-	Slots       int
-	MaxCapacity int
-	HeadDim     int
-	PageSize    int
-	Backend     arena.Backend // nil: host shared memory
-	Graph       bool
+	Variant string
+	Layouts []*layout.Layout // for kinds with Layouts
+	Padding string           // stores: a convention name, or "all"
+	Cases   int              // passing cases wanted per row
+	Seed    int64
+	Setup
 	Value       layout.Mode // stores: fp8 values judged by the declared recipe (the default) or bit-exact
 	Jobs        int         // rows checked at once; 0 or 1: one after another
 	MaxFaults   int
@@ -85,12 +80,24 @@ type Params struct {
 	Stress int
 }
 
+// Setup is the sizes and the place of a run's arenas: the settings a
+// mutants run gives every subject's check alike, so that both runs take
+// them as one struct.
+type Setup struct {
+	Slots       int
+	MaxCapacity int
+	HeadDim     int
+	PageSize    int
+	Backend     arena.Backend // nil: host shared memory
+	Graph       bool
+}
+
 // Place is where the run's arenas live.
-func (p Params) Place() arena.Place {
-	if p.Backend == nil {
+func (s Setup) Place() arena.Place {
+	if s.Backend == nil {
 		return arena.SHM{}.Place()
 	}
-	return p.Backend.Place()
+	return s.Backend.Place()
 }
 
 // Header is the report header of a check run with these settings.

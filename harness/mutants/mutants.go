@@ -12,7 +12,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -49,14 +49,9 @@ func (r Result) OK() bool { return r.Err == nil && r.Killed == r.Mutant }
 
 // Config shapes a mutants run.
 type Config struct {
-	Cases       int // final per-combination budget for mutants and controls
-	Seed        int64
-	Slots       int
-	MaxCapacity int
-	HeadDim     int
-	PageSize    int
-	Backend     arena.Backend // nil: host shared memory
-	Graph       bool
+	Cases      int // final per-combination budget for mutants and controls
+	Seed       int64
+	kind.Setup // Slots 0: each kernel's default; Graph only for kinds that replay graphs
 	// Value is how mutants' fp8 values are judged. Controls are judged by
 	// their declared recipes whatever it says: a correct kernel whose
 	// arithmetic is not the reference's (PyTorch's scale) is no less

@@ -105,7 +105,7 @@ func TestExamplesPass(t *testing.T) {
 			dir := runDir(t)
 			p := start(t, dir, e.manifest(), variant)
 			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
-				Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, store.Paddings)
+				Cases: 60, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64}}, store.Paddings)
 			vs, err := s.Run(context.Background())
 			if err != nil {
 				t.Fatalf("%s %q: %v", e.dir, variant, err)

@@ -233,7 +233,7 @@ func TestReadKernelSuite(t *testing.T) {
 	}{{"", true}, {"next-token", false}} {
 		p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), tc.variant)
 		s := read.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: 60, Seed: 1,
-			Slots: 1024, StopAtFirst: !tc.pass}, read.Config{})
+			Setup: kind.Setup{Slots: 1024}, StopAtFirst: !tc.pass}, read.Config{})
 		vs, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatalf("%q: %v", tc.variant, err)

@@ -23,7 +23,7 @@ const torchload = "torchload/kvharness-plugin.json"
 func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backend, cases int, stop bool) []property.Verdict[*load.Case, *load.Result] {
 	t.Helper()
 	s := &kind.Session{Plugin: p, Dir: runDir(t)}
-	suite, err := load.Suite(s, kind.Params{Variant: variant, Cases: cases, Seed: 1, PageSize: 16, HeadDim: 128, StopAtFirst: stop, Backend: backend}, load.SuiteConfig{})
+	suite, err := load.Suite(s, kind.Params{Variant: variant, Cases: cases, Seed: 1, Setup: kind.Setup{PageSize: 16, HeadDim: 128, Backend: backend}, StopAtFirst: stop}, load.SuiteConfig{})
 	noErr(t, err)
 	vs, err := suite.Run(context.Background())
 	noErr(t, err)

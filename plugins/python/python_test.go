@@ -195,7 +195,7 @@ func TestAutoMTLS(t *testing.T) {
 func suite(t *testing.T, p *plugin.Plugin, dir *rundir.Dir, pad store.Padding) property.Verdict[*store.Case, *store.Result] {
 	t.Helper()
 	s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Layouts: []*layout.Layout{bf16(t)},
-		Cases: 60, Seed: 1, Slots: 1024, MaxCapacity: 64}, []store.Padding{pad})
+		Cases: 60, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64}}, []store.Padding{pad})
 	vs, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatalf("%s: %v", pad, err)
@@ -397,7 +397,7 @@ func TestPythonFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
-				Cases: 5, Seed: 1, Slots: 256, MaxCapacity: 8, MaxFaults: 2}, []store.Padding{store.PadNone})
+				Cases: 5, Seed: 1, Setup: kind.Setup{Slots: 256, MaxCapacity: 8}, MaxFaults: 2}, []store.Padding{store.PadNone})
 			vs, runErr := s.Run(context.Background())
 			if len(vs) != 1 {
 				t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)

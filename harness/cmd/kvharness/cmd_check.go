@@ -316,8 +316,8 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	if f.graph && !k.Graphs {
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
-	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, Slots: f.slots,
-		MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph, MaxFaults: f.maxFaults, Stress: f.stress}
+	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
+		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph}}
 	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)

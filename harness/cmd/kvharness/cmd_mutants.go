@@ -30,7 +30,7 @@ const mutantsExamples = `  kvharness mutants
 func runMutants(ctx context.Context, e *env, args []string) int {
 	fs := flags("mutants", "[--plugin P]... [flags]", mutantsExamples, e)
 	names := fs.StringSlice("plugin", plugin.UnderTestNames(), "plugins whose controls and variants to run")
-	cfg := mutants.Config{PageSize: layout.DefaultPageSize}
+	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize}}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
 	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
@@ -270,13 +270,13 @@ func subjectLine(r mutants.Result) string {
 // suiteFor is the subject's kernel's properties on its session, stopping
 // at the first failure.
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
-	slots := c.Slots
-	if slots == 0 {
-		slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
+	setup := c.Setup
+	if setup.Slots == 0 {
+		setup.Slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
 	}
+	setup.Graph = c.Graph && k.Graphs
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {
-		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Slots: slots,
-			MaxCapacity: c.MaxCapacity, HeadDim: c.HeadDim, PageSize: c.PageSize, Backend: c.Backend, Graph: c.Graph && k.Graphs,
+		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Setup: setup,
 			Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
 		return k.Check(ctx, sess.kind(s.Plugin), p)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -16,7 +17,7 @@ import (
 // plugin with no CUDA kernel (gostore serves the CPU only) and says so;
 // the same plugin named with --plugin is an error about the backend.
 func TestMutantsPassOverUnservedBackend(t *testing.T) {
-	cfg := mutants.Config{PageSize: layout.DefaultPageSize, HeadDim: layout.DefaultHeadDim, Cases: 20, Seed: 1, MaxCapacity: 64}
+	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize, HeadDim: layout.DefaultHeadDim, MaxCapacity: 64}, Cases: 20, Seed: 1}
 	run := subjectRun{backend: "cuda", anyDim: true, skipUnserved: true}
 	rs, skip, err := run.of(context.Background(), nil, "gostore", cfg)
 	if err != nil || len(rs) != 0 {

@@ -39,7 +39,7 @@ const testPageSize = 16
 func run(t testing.TB, p *plugin.Plugin, variant string, backend arena.Backend, cases int, seed int64, stop bool, profiles ...string) []property.Verdict[*Case, *Result] {
 	t.Helper()
 	s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
-	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, PageSize: testPageSize, HeadDim: 128, StopAtFirst: stop, Backend: backend}
+	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, Setup: kind.Setup{PageSize: testPageSize, HeadDim: 128, Backend: backend}, StopAtFirst: stop}
 	suite, err := Suite(s, params, SuiteConfig{Profiles: profiles})
 	if err != nil {
 		t.Fatal(err)

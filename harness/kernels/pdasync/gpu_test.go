@@ -42,7 +42,7 @@ func gpuBackends(t testing.TB) (arena.Backend, arena.Backend) {
 // gpuSuite runs the suite on CUDA arenas.
 func gpuSuite(t *testing.T, p *plugin.Plugin, prefill, decode arena.Backend, variant string, cases int, seed int64, stop bool) []property.Verdict[*Case, *Result] {
 	t.Helper()
-	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Backend: prefill}, SuiteConfig{Decode: decode})
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Setup: kind.Setup{Backend: prefill}}, SuiteConfig{Decode: decode})
 }
 
 // TwoGPUSkip is the message the two-GPU test skips with where the decode
