@@ -21,13 +21,21 @@ type Log struct {
 // torn final line is forgiven (as a *TruncatedLineError); a bad line
 // anywhere else means the file was edited or corrupted.
 type LineError struct {
-	File string
-	Line int
-	Err  error
+	LogLine
+	Err error
 }
 
+// LogLine is the line of a results log an error is about: both errors
+// print it as "file:line" first, the way editors jump to it.
+type LogLine struct {
+	File string
+	Line int
+}
+
+func (l LogLine) at() string { return fmt.Sprintf("%s:%d", l.File, l.Line) }
+
 func (e *LineError) Error() string {
-	return fmt.Sprintf("%s:%d: %v (fix or delete the line; the log has one JSON record per line)", e.File, e.Line, e.Err)
+	return fmt.Sprintf("%s: %v (fix or delete the line; the log has one JSON record per line)", e.at(), e.Err)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
@@ -35,13 +43,12 @@ func (e *LineError) Unwrap() error { return e.Err }
 // A TruncatedLineError is a warning: the log ends in a partial line, left
 // by a run killed while writing it. The cell on it was not finished.
 type TruncatedLineError struct {
-	File  string
-	Line  int
+	LogLine
 	Bytes int
 }
 
 func (e *TruncatedLineError) Error() string {
-	return fmt.Sprintf("%s:%d: ignoring a torn final line (%d bytes) left by an interrupted run; that cell will be measured again", e.File, e.Line, e.Bytes)
+	return fmt.Sprintf("%s: ignoring a torn final line (%d bytes) left by an interrupted run; that cell will be measured again", e.at(), e.Bytes)
 }
 
 // ReadLogFile reads the results log at path. A missing file is an error
@@ -174,9 +181,9 @@ func readRecords[T any, K comparable, P record[T, K]](
 		case err == nil:
 			recs.keep(P(&v).Key(), v, n, repeated)
 		case !whole:
-			recs.warnings = append(recs.warnings, &TruncatedLineError{name, n, len(line)})
+			recs.warnings = append(recs.warnings, &TruncatedLineError{LogLine{name, n}, len(line)})
 		default:
-			return &LineError{name, n, err}
+			return &LineError{LogLine{name, n}, err}
 		}
 		return nil
 	})
