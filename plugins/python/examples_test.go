@@ -57,9 +57,7 @@ func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *kvpb.
 // width where the harness reads them; undeclared-eps declares none, and
 // default-recipe is a control.
 func TestExampleDeclarations(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	for _, e := range examples {
 		p := start(t, runDir(t), e.manifest(), "")
 		for _, v := range []string{"", "undeclared-eps", "default-recipe"} {
@@ -97,9 +95,7 @@ func TestExampleDeclarations(t *testing.T) {
 // reference encoding: every property holds under every padding, checked
 // on the CPU through the numpy twins.
 func TestExamplesPass(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	for _, e := range examples {
 		for _, variant := range []string{"", "default-recipe"} {
 			dir := runDir(t)
@@ -133,9 +129,7 @@ func rowsCase(pad store.Padding, valid int, kinds []workload.RowKind, loc ...int
 // zero or tiny group, naming eps 1e-8 and how to declare it; the same
 // cases pass as shipped, eps declared.
 func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	kinds := []workload.RowKind{workload.RowNormal, workload.RowTiny, workload.RowZero, workload.RowOutlier}
 	cases := []*store.Case{
 		rowsCase(store.PadCount, 6, kinds, 1, 63, 64, 200, 513, 1023, 7, 8),
@@ -176,9 +170,7 @@ func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 // slot_bits (int64) reaches dsv4store, which declares int32 slots, as
 // int32: the pool gets the same bytes as from the control run on int64.
 func TestSlotWidthConversion(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	e := examples[1]
 	dir := runDir(t)
 	p := start(t, dir, e.manifest(), "default-recipe")

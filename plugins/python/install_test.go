@@ -111,9 +111,7 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 // socket (harness/protocol/fdpass): here a pipe, whose far end the test
 // then writes.
 func TestFDPassFromTheHarness(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	py := python(t)
+	py := slowPython(t)
 	r, w, err := os.Pipe()
 	noErr(t, err)
 	defer r.Close()

@@ -60,9 +60,7 @@ func putInt64s(t *testing.T, mem arena.Memory, off int, vs ...int64) {
 // (Python) and fusedstore's read kernel (Go) answer every request below
 // with the same code and message, and a valid read with the same top k.
 func TestReadValidationMatchesGoSDK(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	l := bf16(t)
 	const slots = 256
@@ -149,9 +147,7 @@ func TestReadValidationMatchesGoSDK(t *testing.T) {
 // The Python SDK checks transfer requests as the Go SDK does, and
 // pagetransfer (Python) builds the descriptors pdtransfer (Go) builds.
 func TestTransferValidationMatchesGoSDK(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	l := bf16(t)
 	fp8, err := layout.Builtin("fp8-paged", 128, 64)
@@ -217,9 +213,7 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 // topkread passes the read properties on every layout it declares, and
 // its next-token mutant (an unmasked tail) is caught.
 func TestReadKernelSuite(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	var layouts []*layout.Layout
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
@@ -252,9 +246,7 @@ func TestReadKernelSuite(t *testing.T) {
 // pagetransfer passes the transfer properties in every profile, and its
 // token-item-len mutant is caught.
 func TestTransferKernelSuite(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	for _, tc := range []struct {
 		variant string

@@ -36,9 +36,7 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 // missing index-K gate in the load row, the unjoined store in the reuse
 // row.
 func TestPythonLoadControlAndMutants(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	cases := 60
 	switch {
 	case testing.Short():

@@ -149,9 +149,7 @@ var manifests = []struct {
 // AutoMTLS off (pip's grpcio cannot take go-plugin's P-521 client
 // certificate; see README.md), and describe the plugin they name.
 func TestManifests(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	for _, m := range manifests {
 		manifest := filepath.Join(m.dir, "kvharness-plugin.json")
 		spec, err := plugin.ResolveSpec(manifest)
@@ -293,6 +291,16 @@ func quick(t *testing.T) {
 	testtier.SkipShort(t, "more Python plugin processes")
 }
 
+// slowPython starts most tests here: skipped under -short (each starts
+// Python plugin processes), run in parallel, and skipped where no usable
+// python is. It returns the python.
+func slowPython(t *testing.T) string {
+	t.Helper()
+	quick(t)
+	t.Parallel()
+	return python(t)
+}
+
 // TestMain removes the kvharness binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -355,9 +363,7 @@ func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 // that exits or dies of a signal is a crash. None is a harness crash or an
 // invariant violation.
 func TestPythonFaults(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	py := python(t)
+	py := slowPython(t)
 	script := abs(t, filepath.Join("testdata", "faulty", "plugin.py"))
 	for _, tc := range []struct {
 		variant string
@@ -497,9 +503,7 @@ func exitCode(err error) int {
 // below gets the same status code from torchscatter (Python) and
 // bf16scatter (Go), and the same message but for the plugin's name.
 func TestValidationMatchesGoSDK(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	l := bf16(t)
 	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
@@ -634,9 +638,7 @@ func outcome(err error, name string) (codes.Code, string) {
 // Bench on the CPU answers positive samples on the monotonic clock in
 // every mode.
 func TestHostBench(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	python(t)
+	slowPython(t)
 	dir := runDir(t)
 	p := start(t, dir, filepath.Join("torchscatter", "kvharness-plugin.json"), "")
 	tg, err := store.Open(context.Background(), p, dir, store.Config{Layout: bf16(t), Slots: 1024, MaxCapacity: 64, Seed: 1})
@@ -672,9 +674,7 @@ func TestHostBench(t *testing.T) {
 // value and of random float32 patterns, and whole fp8-rows records
 // (codes and scale) of rows with NaN, infinities, subnormals and zeros.
 func TestFP8ReferenceMatchesHarness(t *testing.T) {
-	quick(t)
-	t.Parallel()
-	py := python(t)
+	py := slowPython(t)
 	rng := rand.New(rand.NewSource(1))
 	var xs []float32
 	for b := range 1 << 16 {
