@@ -25,7 +25,7 @@ sys.path.insert(0, _here)
 if os.path.isdir(os.path.join(_here, "..", "kvharness_sdk")):  # in the source tree; else the installed SDK
     sys.path.insert(0, os.path.join(_here, ".."))
 
-from kvharness_sdk import CUDA, SHM, Geometry, Kernel, Recipe, Variant, serve  # noqa: E402
+from kvharness_sdk import CUDA, SHM, Geometry, LaunchedStore, Recipe, Variant, serve  # noqa: E402
 
 import dsv4store_host as host  # noqa: E402
 
@@ -40,7 +40,7 @@ def arithmetic(variant: str):
     return (1e-4, True) if variant == "default-recipe" else (EPS, False)
 
 
-class DSV4Store(Kernel):
+class DSV4Store(LaunchedStore):
     name = "dsv4store"
     version = "1.0.0"
     doc = "DeepSeek-V4 main KV store in Triton: e4m3 nope with ue8m0 tile scales (eps 1e-8), bf16 rope, pad byte untouched"
@@ -57,26 +57,11 @@ class DSV4Store(Kernel):
         recipe = RECIPE if variant == "" else None
         return [Geometry(LAYOUT, 584, host.page_bytes(page_size), recipe)]
 
-    def prepare(self, attach):
-        """Compiles the Triton kernel for each pool by launching it with
-        n = 0 (it stores nothing)."""
-        for pool in attach.pools:
-            if pool.layout.name != LAYOUT or pool.layout.head_dim != HEAD_DIM:
-                raise ValueError(f"dsv4store stores {LAYOUT} with head dim {HEAD_DIM}, not {pool.layout}")
-        if attach.backend != CUDA:
-            return
-        import torch
+    def check_pool(self, pool):
+        if pool.layout.name != LAYOUT or pool.layout.head_dim != HEAD_DIM:
+            raise ValueError(f"dsv4store stores {LAYOUT} with head dim {HEAD_DIM}, not {pool.layout}")
 
-        dev = f"cuda:{attach.device}"
-        zero = torch.zeros(1, dtype=torch.int32, device=dev)
-        for pool in attach.pools:
-            rows = torch.zeros((1, HEAD_DIM), dtype=torch.bfloat16, device=dev)
-            loc = torch.zeros(1, dtype=torch.int32, device=dev)
-            self._launch(attach.variant, pool, attach.arena, rows, loc, zero, 1)()
-
-    def _launch(self, variant, pool, arena, rows, loc, valid_t, capacity):
-        """A zero-argument launch over the whole captured capacity (the
-        kernel skips rows past n itself)."""
+    def launch(self, variant, pool, arena, rows, loc, valid_t, capacity):
         import dsv4store_kernels as k
         import torch
 
@@ -88,18 +73,9 @@ class DSV4Store(Kernel):
         kw = dict(P=p, PAGE_BYTES=host.page_bytes(p), EPS=eps, ZERO_PAD=zero_pad)
         return lambda: fn(*args, **kw)
 
-    def launcher(self, call):
-        if call.backend != CUDA:
-            return lambda: self.store(call)
-        return self._launch(call.variant, call.pool, call.arena, call.rows, call.loc, call.valid_t, call.capacity)
-
-    def store(self, call):
-        if call.backend == CUDA:
-            self.launcher(call)()
-            return
+    def host_store(self, call):
         eps, zero_pad = arithmetic(call.variant)
         host.store_dsv4(call, eps, zero_pad)
-
 
 if __name__ == "__main__":
     serve(DSV4Store())

@@ -28,7 +28,7 @@ sys.path.insert(0, _here)
 if os.path.isdir(os.path.join(_here, "..", "kvharness_sdk")):  # in the source tree; else the installed SDK
     sys.path.insert(0, os.path.join(_here, ".."))
 
-from kvharness_sdk import CUDA, SHM, Geometry, Kernel, Recipe, Variant, serve  # noqa: E402
+from kvharness_sdk import CUDA, SHM, Geometry, LaunchedStore, Recipe, Variant, serve  # noqa: E402
 
 import indexerstore_host as host  # noqa: E402
 
@@ -44,7 +44,7 @@ def arithmetic(variant: str):
     return (1e-4, True) if variant == "default-recipe" else (EPS, False)
 
 
-class IndexerStore(Kernel):
+class IndexerStore(LaunchedStore):
     name = "indexerstore"
     version = "1.0.0"
     doc = "fp8-paged index-K store in Triton: scale max(amax, 1e-8)/448, x*(1/scale), declared as its recipe"
@@ -59,27 +59,11 @@ class IndexerStore(Kernel):
         recipe = RECIPE if variant == "" else None
         return [Geometry(LAYOUT, d + 4, (d + 4) * p, recipe)]
 
-    def prepare(self, attach):
-        """Compiles the Triton kernel for each pool by launching it with
-        n = 0 (it stores nothing), so that compilation is neither in the
-        first timed launch nor inside a CUDA-graph capture."""
-        for pool in attach.pools:
-            if pool.layout.name != LAYOUT:
-                raise ValueError(f"indexerstore stores {LAYOUT}, not {pool.layout.name}")
-        if attach.backend != CUDA:
-            return
-        import torch
+    def check_pool(self, pool):
+        if pool.layout.name != LAYOUT:
+            raise ValueError(f"indexerstore stores {LAYOUT}, not {pool.layout.name}")
 
-        dev = f"cuda:{attach.device}"
-        zero = torch.zeros(1, dtype=torch.int32, device=dev)
-        for pool in attach.pools:
-            rows = torch.zeros((1, pool.layout.head_dim), dtype=torch.bfloat16, device=dev)
-            loc = torch.zeros(1, dtype=torch.int64, device=dev)
-            self._launch(attach.variant, pool, attach.arena, rows, loc, zero, 1)()
-
-    def _launch(self, variant, pool, arena, rows, loc, valid_t, capacity):
-        """A zero-argument launch of the kernel over the whole captured
-        capacity (the kernel skips rows past n itself)."""
+    def launch(self, variant, pool, arena, rows, loc, valid_t, capacity):
         import indexerstore_kernels as k
         import torch
 
@@ -93,18 +77,9 @@ class IndexerStore(Kernel):
                   IEEE_DIVIDE=ieee)
         return lambda: fn(pool_bytes, scales, rows, loc, valid_t, capacity, **kw)
 
-    def launcher(self, call):
-        if call.backend != CUDA:
-            return lambda: self.store(call)
-        return self._launch(call.variant, call.pool, call.arena, call.rows, call.loc, call.valid_t, call.capacity)
-
-    def store(self, call):
-        if call.backend == CUDA:
-            self.launcher(call)()
-            return
+    def host_store(self, call):
         eps, ieee = arithmetic(call.variant)
         host.store_fp8_paged(call, eps, reciprocal=not ieee)
-
 
 if __name__ == "__main__":
     serve(IndexerStore())

@@ -318,6 +318,54 @@ class Kernel:
         return [v.name for v in self.variants]
 
 
+class LaunchedStore(Kernel):
+    """A store that runs one compiled launch on CUDA and a host copy of its
+    arithmetic elsewhere (the Triton examples). A subclass defines
+    :meth:`check_pool`, :meth:`launch` and :meth:`host_store`; prepare,
+    launcher and store are one copy here, so that every such kernel
+    compiles before it is timed or captured, the same way."""
+
+    def check_pool(self, pool: Pool) -> None:
+        """Raises ValueError for a pool the kernel does not store."""
+
+    def launch(self, variant, pool, arena, rows, loc, valid_t, capacity) -> Callable[[], None]:
+        """A zero-argument launch over the whole captured capacity (the
+        kernel skips rows past n itself)."""
+        raise NotImplementedError
+
+    def host_store(self, call: StoreCall) -> None:
+        """Runs one store on the host, with the launch's arithmetic."""
+        raise NotImplementedError
+
+    def prepare(self, attach: Attach) -> None:
+        """Checks every pool; on CUDA, compiles each pool's kernel by
+        launching it with n = 0 (it stores nothing)."""
+        for pool in attach.pools:
+            self.check_pool(pool)
+        if attach.backend != CUDA:
+            return
+        import torch
+
+        dev = f"cuda:{attach.device}"
+        zero = torch.zeros(1, dtype=torch.int32, device=dev)
+        loc_dtype = torch.int32 if self.slot_bits == 32 else torch.int64
+        for pool in attach.pools:
+            rows = torch.zeros((1, pool.layout.head_dim), dtype=torch.bfloat16, device=dev)
+            loc = torch.zeros(1, dtype=loc_dtype, device=dev)
+            self.launch(attach.variant, pool, attach.arena, rows, loc, zero, 1)()
+
+    def launcher(self, call: StoreCall) -> Callable[[], None]:
+        if call.backend != CUDA:
+            return lambda: self.host_store(call)
+        return self.launch(call.variant, call.pool, call.arena, call.rows, call.loc, call.valid_t, call.capacity)
+
+    def store(self, call: StoreCall) -> None:
+        if call.backend == CUDA:
+            self.launcher(call)()
+            return
+        self.host_store(call)
+
+
 def check_declaration(kernel: Kernel) -> None:
     """Rejects a kernel whose class attributes the SDK cannot serve, before
     the handshake: a typo here is the author's to fix, not a fault."""
