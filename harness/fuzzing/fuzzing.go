@@ -74,6 +74,11 @@ type Target[T Checker[C, R], C workload.Case, R report.Result] struct {
 	Decode func(data []byte) C
 	// Write prints a failing case for the crasher's message.
 	Write func(w io.Writer, l *layout.Layout, c C, r R)
+	// Features, when set, names what the decoding of a case chose (its
+	// padding, how many rows, which edge a slot sits on): the signal
+	// the out-of-process lane (package remote) gives go test -fuzz in
+	// place of the harness's coverage, which stays in another process.
+	Features func(c C) []string
 }
 
 // Env is what a fuzz worker keeps between inputs: the plugin, restarted
@@ -304,9 +309,35 @@ func indexOf[T any](ts []*T, t *T) int {
 	return 0
 }
 
-// Fuzz is the body of a kind's FuzzX: a plugin without the kind's kernel
-// skips the target; every input is checked, and a violation or a plugin
-// fault fails it with the case printed.
+// Verdict checks one input and says what go test -fuzz is to make of it:
+// failure is the crasher's message (empty when the case passed), features
+// the names of what the case's decoding chose, its layout first.
+func (e *Env[T, C, R]) Verdict(ctx context.Context, data []byte) (features []string, failure string) {
+	l, c, r, err := e.Check(ctx, data)
+	if err != nil {
+		return nil, fmt.Sprintf("case %v: %v", c, err)
+	}
+	if r.Failed() {
+		var b bytes.Buffer
+		e.t.Write(&b, l, c, r)
+		name := "transfer"
+		if l != nil {
+			name = l.Name
+		}
+		return nil, fmt.Sprintf("%s %s: property %s violated\n%s", e.Plugin, name, r.Primary(), b.String())
+	}
+	if l != nil {
+		features = append(features, "layout="+l.Name)
+	}
+	if e.t.Features != nil {
+		features = append(features, e.t.Features(c)...)
+	}
+	return features, ""
+}
+
+// Fuzz is the body of a kind's FuzzX run in the test binary: a plugin
+// without the kind's kernel skips the target; every input is checked,
+// and a violation or a plugin fault fails it with the case printed.
 func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R]) {
 	env, err := NewEnv(context.Background(), t)
 	if errors.Is(err, target.ErrUnsupported) {
@@ -318,18 +349,8 @@ func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Ta
 	f.Cleanup(env.Close)
 	f.Add([]byte{})
 	f.Fuzz(func(tt *testing.T, data []byte) {
-		l, c, r, err := env.Check(context.Background(), data)
-		if err != nil {
-			tt.Fatalf("case %v: %v", c, err)
-		}
-		if r.Failed() {
-			var b bytes.Buffer
-			t.Write(&b, l, c, r)
-			name := "transfer"
-			if l != nil {
-				name = l.Name
-			}
-			tt.Fatalf("%s %s: property %s violated\n%s", env.Plugin, name, r.Primary(), b.String())
+		if _, failure := env.Verdict(context.Background(), data); failure != "" {
+			tt.Fatal(failure)
 		}
 	})
 }

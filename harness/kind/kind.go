@@ -42,6 +42,18 @@ type Kind struct {
 	Decode func(data json.RawMessage, slots int) (workload.Case, error)
 	// Fuzz is the kind's go test fuzz target and the package that holds it.
 	Fuzz, FuzzPackage string
+	// FuzzChecker, when set, opens the checker of the kind's fuzz inputs
+	// against the plugin the environment names (package fuzzing): what
+	// kvharness fuzz-check serves to the kind's out-of-process lane, the
+	// FuzzX of FuzzPackage's fuzz folder (package remote).
+	FuzzChecker func(ctx context.Context) (FuzzChecker, error)
+}
+
+// A FuzzChecker checks fuzz inputs: a failure is the crasher's message
+// (empty for a passing input), features what the input's case chose.
+type FuzzChecker interface {
+	Verdict(ctx context.Context, data []byte) (features []string, failure string)
+	Close()
 }
 
 // Session is a running plugin and its run directory: what a kind's check

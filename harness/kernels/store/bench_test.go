@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/fuzzing/remote"
 )
 
 // BenchmarkCheckedCases measures whole checked store cases against a real
@@ -132,35 +133,57 @@ func drawCases(tg *Target, maxCapacity int) []*Case {
 }
 
 // BenchmarkFuzzExec is one FuzzStore input as a fuzz worker runs it
-// (decode, check exactly, judge), out of process and in process, on
-// random inputs of the fuzz target's shape; go test -fuzz adds its
-// mutation and coverage bookkeeping on top.
+// (decode, check exactly, judge) on random inputs of the fuzz target's
+// shape: in the worker's process with the plugin out of process or in
+// process, and handed to a checker process (mode=remote, the lane of
+// ./fuzz: the worker's part is the doorbell round trip); go test -fuzz
+// adds its mutation and coverage bookkeeping on top.
 func BenchmarkFuzzExec(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	inputs := make([][]byte, 256)
+	for i := range inputs {
+		inputs[i] = make([]byte, 16+rng.Intn(240))
+		rng.Read(inputs[i])
+	}
 	for _, mode := range []string{"out-of-process", "in-process"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			b.Setenv("KVHARNESS_FUZZ_MODE", mode)
-			env, err := fuzzing.NewEnv(context.Background(), fuzzTarget)
+			env, err := fuzzing.NewEnv(context.Background(), FuzzTarget)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer env.Close()
-			rng := rand.New(rand.NewSource(1))
-			inputs := make([][]byte, 256)
-			for i := range inputs {
-				inputs[i] = make([]byte, 16+rng.Intn(240))
-				rng.Read(inputs[i])
-			}
-			b.ResetTimer()
-			cpu := readCPU()
-			for i := 0; b.Loop(); i++ {
-				if _, c, _, err := env.Check(context.Background(), inputs[i%len(inputs)]); err != nil {
-					b.Fatalf("case %v: %v", c, err)
-				}
-			}
-			reportCPU(b, cpu)
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
+			benchExecs(b, func(in []byte) string { _, failure := env.Verdict(context.Background(), in); return failure }, inputs)
 		})
 	}
+	b.Run("mode=remote", func(b *testing.B) {
+		c, err := remote.Start("FuzzStore")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		benchExecs(b, func(in []byte) string {
+			_, failure, err := c.Check(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return failure
+		}, inputs)
+	})
+}
+
+// benchExecs runs check over inputs in turn and reports execs/s; any
+// failure fails the benchmark (the plugin is a correct one).
+func benchExecs(b *testing.B, check func([]byte) string, inputs [][]byte) {
+	b.ResetTimer()
+	cpu := readCPU()
+	for i := 0; b.Loop(); i++ {
+		if failure := check(inputs[i%len(inputs)]); failure != "" {
+			b.Fatal(failure)
+		}
+	}
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
 }
 
 // BenchmarkStoreRPC is the round trip of a StoreBatch with no calls on the

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -10,42 +9,10 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/workload"
 	"github.com/kvharness/kvharness/plugins"
 )
-
-// Geometry of the fuzzed pool: slots past 16 bits (a kernel that narrows
-// loc to uint16 aliases them), pages by the thousand. The pools are filled
-// lazily (lazy.go), so a case costs what its rows touch, not the pool.
-const (
-	fuzzSlots       = 1 << 17
-	fuzzPageSize    = 64
-	fuzzMaxCapacity = 64
-)
-
-// fuzzLayouts is the order the input's first byte picks layouts in.
-var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows", "dsv4-main"}
-
-// fuzzTarget is FuzzStore's: a store case on pools of every layout the
-// plugin stores.
-var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
-	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
-	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
-		return Open(ctx, p, dir, fuzzConfig(l, variant))
-	},
-	OpenAll: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []*layout.Layout, variant string) ([]**Target, error) {
-		return OpenSupported(ctx, p, dir, ls, func(l *layout.Layout) Config { return fuzzConfig(l, variant) })
-	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzSlots, fuzzPageSize, fuzzMaxCapacity) },
-	Write:  WriteCase,
-}
-
-func fuzzConfig(l *layout.Layout, variant string) Config {
-	return Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1}
-}
 
 // FuzzStore checks decoded store cases (Decode: every input is a valid
 // case) against the plugin named by KVHARNESS_PLUGIN (see package
@@ -54,7 +21,7 @@ func fuzzConfig(l *layout.Layout, variant string) Config {
 //	go test -run='^$' -fuzz='^FuzzStore$' -fuzztime=30s ./harness/kernels/store
 //
 // The input's first byte picks the layout; the rest is the case.
-func FuzzStore(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+func FuzzStore(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
 
 // fuzzSeed is a minimal case for one bug class, kept in the fuzzSeed corpus.
 type fuzzSeed struct {
@@ -165,7 +132,7 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 }
 
 func replaySeeds(t *testing.T, plugin, variant string) (killed bool) {
-	env := kindtest.InProcess(t, fuzzTarget, plugin, variant)
+	env := kindtest.InProcess(t, FuzzTarget, plugin, variant)
 	defer env.Close()
 	defer func() {
 		if r := recover(); r != nil {

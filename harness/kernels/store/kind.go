@@ -23,6 +23,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzStore",
 	FuzzPackage: "./harness/kernels/store",
+	FuzzChecker: fuzzChecker,
 }
 
 // Suite is the store properties over layouts × paddings: one target per

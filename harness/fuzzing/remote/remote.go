@@ -1,0 +1,327 @@
+package remote
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/internal/gobuild"
+	"github.com/kvharness/kvharness/harness/protocol/doorbell"
+)
+
+// hits is what cover's blocks count; only the coverage counters of their
+// code matter.
+var hits [buckets]uint32
+
+// Fuzz is the body of a kind's out-of-process FuzzX: the checker is
+// started (a plugin without the kind skips the target), the kind's
+// committed corpus (corpus: a folder of go test corpus files) is added to
+// the seeds, and every input is checked there.
+func Fuzz(f *testing.F, target, corpus string) {
+	c, err := Start(target)
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		f.Skip(skip.Reason)
+	}
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(c.Close)
+	seeds, err := ReadCorpus(corpus)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte{})
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		features, failure, err := c.Check(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(features); i += 2 {
+			cover(binary.LittleEndian.Uint16(features[i:]))
+		}
+		if failure != "" {
+			t.Fatal(failure)
+		}
+	})
+}
+
+// SkipError is a checker's refusal of the target: the plugin lacks its
+// kind.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// Checker is a running kvharness fuzz-check: a process and the doorbell
+// in the memfd both map. It is started again after it dies.
+type Checker struct {
+	target, bin, spill string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	stderr *tail
+	mem    []byte
+	box    *doorbell.Box
+}
+
+// Start builds (or finds) the checker and starts it on target, ready for
+// inputs.
+func Start(target string) (*Checker, error) {
+	bin, err := checkerBinary()
+	if err != nil {
+		return nil, err
+	}
+	spill, err := os.MkdirTemp("", "kvharness-fuzz-")
+	if err != nil {
+		return nil, fmt.Errorf("fuzz %s: a folder for long inputs: %w", target, err)
+	}
+	c := &Checker{target: target, bin: bin, spill: spill}
+	if err := c.start(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkerBinary is KVHARNESS_FUZZ_CHECKER, or kvharness built from the
+// source tree the test runs in.
+func checkerBinary() (string, error) {
+	if p := os.Getenv(CheckerEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w; name a kvharness binary, or unset it to build one from the source tree", CheckerEnv, p, err)
+		}
+		return p, nil
+	}
+	root, ok := gobuild.SourceRoot()
+	if !ok {
+		return "", fmt.Errorf("the out-of-process fuzz lane runs in the kvharness source tree, which is not above %s; or set %s to a kvharness binary", mustGetwd(), CheckerEnv)
+	}
+	return gobuild.Build(root, "./harness/cmd/kvharness", "kvharness")
+}
+
+func mustGetwd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// start launches the checker on a fresh doorbell and waits until it has
+// opened the target.
+func (c *Checker) start() error {
+	fd, err := unix.MemfdCreate("kvharness-fuzz", unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fuzz %s: memfd for the doorbell: %w", c.target, err)
+	}
+	file := os.NewFile(uintptr(fd), "kvharness-fuzz")
+	defer file.Close() // the mapping and the child keep it
+	if err := file.Truncate(doorbell.Size); err != nil {
+		return fmt.Errorf("fuzz %s: size the doorbell: %w", c.target, err)
+	}
+	mem, err := unix.Mmap(fd, 0, doorbell.Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("fuzz %s: map the doorbell: %w", c.target, err)
+	}
+	box, err := doorbell.Open(mem)
+	if err != nil {
+		unix.Munmap(mem)
+		return err
+	}
+	cmd := exec.Command(c.bin, "fuzz-check", "--spill", c.spill, c.target)
+	cmd.ExtraFiles = []*os.File{file} // fd 3
+	c.stderr = &tail{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = c.stderr, c.stderr
+	if err := cmd.Start(); err != nil {
+		unix.Munmap(mem)
+		return fmt.Errorf("fuzz %s: start %s: %w", c.target, c.bin, err)
+	}
+	c.cmd, c.mem, c.box, c.exited = cmd, mem, box, make(chan struct{})
+	go func() { cmd.Wait(); close(c.exited) }()
+	code, msg, err := c.roundTrip([]byte{tagHello}, 10*time.Minute) // a first build of the plugin may take minutes
+	switch {
+	case err != nil:
+		return err
+	case code == codeSkip:
+		return &SkipError{msg}
+	case code != codePass:
+		return fmt.Errorf("fuzz %s: %s", c.target, msg)
+	}
+	return nil
+}
+
+// Check has the checker check one input: its case's features (two bytes
+// each), or the crasher's message. An error is the checker's own fault
+// (it died); the next Check starts another.
+func (c *Checker) Check(data []byte) (features []byte, failure string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		if err := c.start(); err != nil {
+			return nil, "", err
+		}
+	}
+	req := append([]byte{tagInput}, data...)
+	if len(req) > doorbell.MaxRequest {
+		path := filepath.Join(c.spill, "input")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, "", fmt.Errorf("fuzz %s: spill a %d-byte input: %w", c.target, len(data), err)
+		}
+		req = append([]byte{tagFile}, path...)
+	}
+	code, msg, err := c.roundTrip(req, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	switch code {
+	case codePass:
+		return []byte(msg), "", nil
+	case codeFail:
+		return nil, msg, nil
+	case codeFailFile:
+		long, err := os.ReadFile(msg)
+		if err != nil {
+			return nil, "", fmt.Errorf("fuzz %s: read the checker's message: %w", c.target, err)
+		}
+		return nil, string(long), nil
+	}
+	return nil, "", fmt.Errorf("fuzz %s: the checker answered code %d (%s) to an input", c.target, code, msg)
+}
+
+// roundTrip posts req and waits for the answer, for at most limit (0: as
+// long as the checker lives). A checker that exits, or does not answer in
+// time, is stopped, and its output makes the error.
+func (c *Checker) roundTrip(req []byte, limit time.Duration) (uint32, string, error) {
+	seq, err := c.box.Post(req)
+	if err != nil {
+		return 0, "", err
+	}
+	start := time.Now()
+	for !c.box.Wait(seq, 50*time.Millisecond) {
+		select {
+		case <-c.exited:
+			err := fmt.Errorf("fuzz %s: the checker (%s fuzz-check) exited: %v%s", c.target, c.bin, c.cmd.ProcessState, c.stderr.said())
+			c.stop()
+			return 0, "", err
+		default:
+		}
+		if limit > 0 && time.Since(start) > limit {
+			err := fmt.Errorf("fuzz %s: the checker (%s fuzz-check) did not answer in %v%s", c.target, c.bin, limit, c.stderr.said())
+			c.stop()
+			return 0, "", err
+		}
+	}
+	code, msg, _ := c.box.Answer()
+	return code, msg, nil
+}
+
+// stop ends the checker: asked to, then killed if it lingers.
+func (c *Checker) stop() {
+	if c.cmd == nil {
+		return
+	}
+	c.box.Stop()
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+	unix.Munmap(c.mem)
+	c.cmd, c.box, c.mem = nil, nil, nil
+}
+
+// Close stops the checker and removes the spill folder.
+func (c *Checker) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stop()
+	os.RemoveAll(c.spill)
+}
+
+// ReadCorpus reads the inputs of a go test corpus folder (files of one
+// []byte value each, as go test -fuzz writes them); a missing folder is
+// an empty corpus.
+func ReadCorpus(dir string) ([][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		in, err := parseEntry(data)
+		if err != nil {
+			return nil, fmt.Errorf("corpus file %s: %w; it must hold one []byte value as go test -fuzz writes it", path, err)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// parseEntry reads a corpus file of one []byte value.
+func parseEntry(data []byte) ([]byte, error) {
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || lines[0] != "go test fuzz v1" {
+		return nil, errors.New(`want "go test fuzz v1" and one value`)
+	}
+	lit, ok := strings.CutPrefix(lines[1], "[]byte(")
+	if lit, ok = strings.CutSuffix(lit, ")"); !ok {
+		return nil, fmt.Errorf("value %q is not a []byte(...)", lines[1])
+	}
+	s, err := strconv.Unquote(lit)
+	if err != nil {
+		return nil, fmt.Errorf("value %q: %w", lines[1], err)
+	}
+	return []byte(s), nil
+}
+
+// tail keeps the last max bytes written to it: the checker's output, for
+// the error when it dies.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+// said is the output so far, as the end of an error message.
+func (t *tail) said() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := bytes.TrimSpace(t.buf); len(s) > 0 {
+		return "; it said:\n" + string(s)
+	}
+	return ""
+}

@@ -1,0 +1,200 @@
+// Package gobuild builds binaries of the kvharness source tree into the
+// user cache, keyed by the sources they are built from: the bundled
+// plugins, and the kvharness binary a fuzz worker hands its inputs to. A
+// binary is reused only by a tree with the same sources (and toolchain),
+// so two checkouts never run each other's binaries, and an unchanged tree
+// builds each once, not once per process. It imports the standard library
+// alone: a fuzz target's test binary links it, and every package linked
+// there costs that binary's fuzz engine time on every input.
+package gobuild
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Module is the module path that marks the kvharness source tree.
+const Module = "github.com/kvharness/kvharness"
+
+// SourceRoot finds the kvharness source tree above the working directory.
+func SourceRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if isRoot(dir) {
+			return dir, true
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", false
+		}
+		dir = up
+	}
+}
+
+func isRoot(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	return s.Scan() && strings.TrimSpace(s.Text()) == "module "+Module
+}
+
+var mu sync.Mutex
+
+// Build compiles the package pkg (as ./plugins/NAME, relative to root)
+// into the cache as name, unless the cache holds it for these sources
+// already, and returns its path. Processes building the same binary take
+// turns (a file lock), so the second finds the first's.
+func Build(root, pkg, name string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	key, err := sourceKey(root)
+	if err != nil {
+		return "", fmt.Errorf("build %s: hash the source tree: %w", name, err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	out := filepath.Join(cache, "kvharness", "plugins", key, name)
+	if executable(out) {
+		return out, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", fmt.Errorf("build %s: %w", name, err)
+	}
+	unlock, err := lock(out + ".lock")
+	if err != nil {
+		return "", fmt.Errorf("build %s: %w", name, err)
+	}
+	defer unlock()
+	if executable(out) { // built while this one waited
+		return out, nil
+	}
+	// Build beside the target and rename: a rename never disturbs a
+	// reader.
+	tmp := fmt.Sprintf("%s.build-%d", out, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, stderr.String())
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", fmt.Errorf("install %s: %w", name, err)
+	}
+	prune(filepath.Dir(filepath.Dir(out)), keptTrees)
+	return out, nil
+}
+
+// lock takes an exclusive lock on path, created if need be, until the
+// returned function runs.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func executable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// keptTrees is how many source trees' builds the cache keeps: a few
+// checkouts, or a few recent edits of one.
+const keptTrees = 6
+
+// prune removes all but the keep most recently built trees' binaries. A
+// binary that is running keeps running (its file is only unlinked); one
+// that is looked up again is built again.
+func prune(dir string, keep int) {
+	entries, _ := os.ReadDir(dir)
+	type tree struct {
+		path string
+		mod  time.Time
+	}
+	var trees []tree
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() {
+			trees = append(trees, tree{filepath.Join(dir, e.Name()), info.ModTime()})
+		}
+	}
+	sort.Slice(trees, func(i, j int) bool { return trees[i].mod.After(trees[j].mod) })
+	for _, t := range trees[min(keep, len(trees)):] {
+		os.RemoveAll(t.path)
+	}
+}
+
+// sourceKey hashes what a binary of the tree follows from: every source
+// file of the module (go.mod, go.sum, Go, CUDA and C files, test files
+// and test data aside), the toolchain and the build environment. Hashing
+// the whole module is more than one binary needs, and cheap: a change
+// anywhere rebuilds, which go build's own cache makes quick.
+func sourceKey(root string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintln(h, runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("CGO_ENABLED"), os.Getenv("GOFLAGS"))
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "dist") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !sourceFile(name) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		fmt.Fprintf(h, "%s %d\n", rel, len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+func sourceFile(name string) bool {
+	if strings.HasSuffix(name, "_test.go") {
+		return false
+	}
+	switch filepath.Ext(name) {
+	case ".go", ".cu", ".cuh", ".c", ".h", ".s":
+		return true
+	}
+	return name == "go.mod" || name == "go.sum"
+}
