@@ -15,15 +15,21 @@ import (
 )
 
 // These tests run go test -fuzz on the store kind's FuzzStore in a child go
-// command, the way CI's fuzz step does, on one fuzzing worker. The correct
+// command, the way CI's fuzz step does, on one fuzzing worker: in its
+// out-of-process lane (storeLane, what kvharness fuzz runs) and, for one
+// plugin, in the kind's own package, where coverage guides it. The correct
 // plugins are fuzzed 10 s each, 30 s with KVHARNESS_LONG=1 (the workflow's
 // campaigns run for minutes); the incident's scatter until its first
 // crasher. -short skips them.
 
-// storePackage is where FuzzStore and its corpus live, from the root.
-var storePackage = filepath.Join("harness", "kernels", "store")
+// storePackage is where the store kind and its committed corpus live, and
+// storeLane its out-of-process fuzz lane, from the root.
+var (
+	storePackage = filepath.Join("harness", "kernels", "store")
+	storeLane    = filepath.Join(storePackage, "fuzz")
+)
 
-func fuzzCmd(t *testing.T, root, pluginName string, fuzztime time.Duration) (string, error) {
+func fuzzCmd(t *testing.T, root, pkg, pluginName string, fuzztime time.Duration) (string, error) {
 	t.Helper()
 	testtier.FullOnly(t, "fuzz campaigns take half a minute and more")
 	if _, err := exec.LookPath("go"); err != nil {
@@ -33,7 +39,7 @@ func fuzzCmd(t *testing.T, root, pluginName string, fuzztime time.Duration) (str
 	// campaigns, the copy included, share one instrumented build.
 	cmd := exec.Command("go", "test", "-trimpath", "-run=^$", "-fuzz=^FuzzStore$", "-fuzztime="+fuzztime.String(),
 		"-fuzzminimizetime=5s", "-parallel=1", ".")
-	cmd.Dir = filepath.Join(root, storePackage)
+	cmd.Dir = filepath.Join(root, pkg)
 	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s fuzz output (last lines):\n%s", pluginName, lastLines(string(out), 8))
@@ -60,14 +66,15 @@ func TestFuzzCorrectPlugins(t *testing.T) {
 	if !ok {
 		t.Skip("not inside the kvharness source tree")
 	}
-	for _, name := range []string{"fusedstore", "fp8store"} {
-		if out, err := fuzzCmd(t, root, name, correctFuzzTime()); err != nil {
-			t.Errorf("fuzzing %s failed (%v); a crasher, if any, is in %s/testdata/fuzz/FuzzStore:\n%s", name, err, storePackage, lastLines(out, 40))
+	for _, run := range []struct{ pkg, plugin string }{{storeLane, "fusedstore"}, {storeLane, "fp8store"}, {storePackage, "fusedstore"}} {
+		if out, err := fuzzCmd(t, root, run.pkg, run.plugin, correctFuzzTime()); err != nil {
+			t.Errorf("fuzzing %s in %s failed (%v); a crasher, if any, is in its testdata/fuzz/FuzzStore:\n%s", run.plugin, run.pkg, err, lastLines(out, 40))
 		}
 	}
 }
 
-// TestFuzzFindsIncident fuzzes the incident's scatter without the
+// TestFuzzFindsIncident fuzzes the incident's scatter in the
+// out-of-process lane, guided by the cases' features alone, without the
 // committed corpus (in a copy of the source tree, so that corpus, which
 // already holds the bug, neither short-cuts the search nor receives the
 // crasher; Go's fuzz cache of earlier runs may still seed it) and requires
@@ -82,18 +89,18 @@ func TestFuzzFindsIncident(t *testing.T) {
 	if err := copyTree(root, tmp); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fuzzCmd(t, tmp, "bf16scatter", 60*time.Second)
+	out, err := fuzzCmd(t, tmp, storeLane, "bf16scatter", 60*time.Second)
 	if err == nil {
 		t.Fatalf("fuzzing bf16scatter found nothing:\n%s", lastLines(out, 20))
 	}
 	if !strings.Contains(out, "property padding violated") && !strings.Contains(out, "property guard violated") {
 		t.Errorf("the failure is not a padding or guard violation:\n%s", lastLines(out, 40))
 	}
-	crashers, _ := os.ReadDir(filepath.Join(tmp, storePackage, "testdata", "fuzz", "FuzzStore"))
+	crashers, _ := os.ReadDir(filepath.Join(tmp, storeLane, "testdata", "fuzz", "FuzzStore"))
 	if len(crashers) == 0 || !strings.Contains(out, "Failing input written to testdata/fuzz/FuzzStore/") {
 		t.Fatalf("no crasher written:\n%s", lastLines(out, 20))
 	}
-	data, _ := os.ReadFile(filepath.Join(tmp, storePackage, "testdata", "fuzz", "FuzzStore", crashers[0].Name()))
+	data, _ := os.ReadFile(filepath.Join(tmp, storeLane, "testdata", "fuzz", "FuzzStore", crashers[0].Name()))
 	if !bytes.HasPrefix(data, []byte("go test fuzz v1\n")) {
 		t.Errorf("crasher %s is not a corpus file: %q", crashers[0].Name(), data)
 	}
@@ -111,7 +118,7 @@ func copyTree(src, dst string) error {
 		if !d.IsDir() && skip[d.Name()] {
 			return nil // a file (a worktree's .git): SkipDir would skip the rest of its directory
 		}
-		if skip[d.Name()] || rel == filepath.Join(storePackage, "testdata", "fuzz") {
+		if skip[d.Name()] || rel == filepath.Join(storePackage, "testdata", "fuzz") || rel == filepath.Join(storeLane, "testdata", "fuzz") {
 			if !d.IsDir() {
 				return nil // a worktree's .git is a file: skip it, not the folder it is in
 			}

@@ -178,7 +178,9 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// start launches the plugin; a kind without layouts opens its one target.
+// start launches the plugin and opens a target: a kind without layouts
+// its one, a kind with layouts the first the plugin supports (every
+// layout's, with OpenAll).
 func (e *Env[T, C, R]) start(ctx context.Context) error {
 	if e.Mode == "in-process" {
 		code, _ := plugins.Lookup(e.Plugin)
@@ -191,11 +193,8 @@ func (e *Env[T, C, R]) start(ctx context.Context) error {
 		e.p = p
 	}
 	e.targets = make([]*T, max(len(e.layouts), 1))
-	if e.t.Layouts == nil {
-		_, err := e.target(ctx, 0)
-		return err
-	}
-	return nil
+	_, err := e.target(ctx, 0) // a plugin without the kind is refused now, not at every input
+	return err
 }
 
 // Close stops the plugin and removes the run directory.
@@ -320,11 +319,11 @@ func (e *Env[T, C, R]) Verdict(ctx context.Context, data []byte) (features []str
 	if r.Failed() {
 		var b bytes.Buffer
 		e.t.Write(&b, l, c, r)
-		name := "transfer"
+		who := e.Plugin // a kind that brings its own geometry has no layout to name
 		if l != nil {
-			name = l.Name
+			who += " " + l.Name
 		}
-		return nil, fmt.Sprintf("%s %s: property %s violated\n%s", e.Plugin, name, r.Primary(), b.String())
+		return nil, fmt.Sprintf("%s: property %s violated\n%s", who, r.Primary(), b.String())
 	}
 	if l != nil {
 		features = append(features, "layout="+l.Name)
@@ -362,3 +361,13 @@ func CorpusEntry(input []byte) []byte {
 
 // CorpusFile is where target's seed name lives in a package's corpus.
 func CorpusFile(target, name string) string { return filepath.Join("testdata", "fuzz", target, name) }
+
+// Sibling starts a second process of p's plugin, for kinds that play two
+// (pdasync's prefill and decode): Spawn out of process; in process, a
+// second server of the bundled plugin's code.
+func Sibling(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) {
+	if code, ok := plugins.Lookup(p.Name); ok && code.Kernel != nil && p.Path == "(in process)" {
+		return plugin.InProcess(p.Name, sdk.NewServer(*code.Kernel)), nil
+	}
+	return p.Spawn(ctx)
+}

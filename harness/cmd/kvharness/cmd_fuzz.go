@@ -27,8 +27,8 @@ const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
 `
 
 // runFuzz runs a fuzz target of the source tree against a plugin: a kernel
-// kind's (kernels.FuzzTargets, each in its kind's package) or a
-// file parser's (in package fuzz). A failing input lands in the package's
+// kind's (kernels.FuzzTargets: out of process in the kind's fuzz folder,
+// in process in the kind's package) or a file parser's (in package fuzz). A failing input lands in the package's
 // testdata/fuzz/TARGET/ and go test prints the line that replays it.
 func runFuzz(ctx context.Context, e *env, args []string) int {
 	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
@@ -72,7 +72,7 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 		if *parallel > 0 {
 			goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 		}
-		switch c := fuzzOne(ctx, e, filepath.Join(root, fuzzPackage(t)), goArgs, env); {
+		switch c := fuzzOne(ctx, e, filepath.Join(root, fuzzPackage(t, *mode)), goArgs, env); {
 		case c == exitViolation:
 			code = c // a finding; the shard's other targets still run
 		case c != exitPass:
@@ -128,12 +128,19 @@ func fuzzTargets(target, shardArg string) ([]string, error) {
 }
 
 // fuzzPackage is the directory, from the source root, of the package that
-// holds a fuzz target: the kind whose target it is, else package fuzz.
-func fuzzPackage(target string) string {
+// holds a fuzz target in a mode: a kind's out-of-process lane (its fuzz
+// folder, package remote) when it has one and the plugin runs out of
+// process, else the kind's package; a file parser's target is package
+// fuzz's.
+func fuzzPackage(target, mode string) string {
 	for _, k := range kernels.All {
-		if k.Fuzz == target {
-			return filepath.FromSlash(k.FuzzPackage)
+		if k.Fuzz != target {
+			continue
 		}
+		if k.FuzzChecker != nil && mode == "out-of-process" {
+			return filepath.FromSlash(k.FuzzPackage + "/fuzz")
+		}
+		return filepath.FromSlash(k.FuzzPackage)
 	}
 	return "fuzz"
 }

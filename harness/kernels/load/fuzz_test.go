@@ -1,33 +1,13 @@
 package load
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/rundir"
 )
-
-// fuzzBase is the fuzzed geometry: four layers of kv, indexk and scales,
-// eight pages of sixteen tokens a pool.
-var fuzzBase = testGeometry()
-
-// fuzzTarget is FuzzLoad's: one system over the fuzzed geometry.
-var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
-	Plugin: "layerload",
-	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1, Geometry: fuzzBase}, nil)
-		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without loads: ErrUnsupported
-	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
-	Write:  WriteCase,
-}
 
 // FuzzLoad checks decoded load cases against the plugin named by
 // KVHARNESS_PLUGIN (default layerload; see package fuzzing): every probe's
@@ -37,7 +17,7 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 //	go test -run='^$' -fuzz='^FuzzLoad$' -fuzztime=30s ./harness/kernels/load
 //
 // A plugin without a load kernel skips it.
-func FuzzLoad(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+func FuzzLoad(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
 
 // fuzzSeed is a minimal case for one bug class, kept in the FuzzLoad
 // seed corpus; Kills names the layerload variant it must kill ("" for an
@@ -122,5 +102,5 @@ func TestDecodeAlwaysValid(t *testing.T) {
 // TestLoadSeedsKillEveryMutant: the correct variants pass every seed, and
 // each mutant is killed by the seed made for it (in process, for speed).
 func TestLoadSeedsKillEveryMutant(t *testing.T) {
-	kindtest.SeedsKillMutants(t, fuzzTarget, "layerload", fuzzSeeds)
+	kindtest.SeedsKillMutants(t, FuzzTarget, "layerload", fuzzSeeds)
 }

@@ -20,6 +20,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzLoad",
 	FuzzPackage: "./harness/kernels/load",
+	FuzzChecker: fuzzChecker,
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,

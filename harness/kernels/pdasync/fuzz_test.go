@@ -1,49 +1,13 @@
 package pdasync
 
 import (
-	"context"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/pd"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/rundir"
-	"github.com/kvharness/kvharness/harness/sdk"
-	"github.com/kvharness/kvharness/plugins"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
-
-// fuzzBase is the fuzzed geometry: one DeepSeek-V4-like layer of 12
-// pages; inputs choose rooms, plans, a page table and steps over it
-// (Decode).
-var fuzzBase = pd.DefaultGeometry(1, 12)
-
-// fuzzTarget is FuzzPDAsync's: a system over the fuzzed geometry, its
-// decode process spawned beside the prefill one (in process: a second
-// server of the bundled plugin's code).
-var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
-	Plugin: "pdasync",
-	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		var decode *plugin.Plugin
-		if code, ok := plugins.Lookup(p.Name); ok && code.Kernel != nil && p.Path == "(in process)" {
-			decode = plugin.InProcess(p.Name, sdk.NewServer(*code.Kernel))
-		} else {
-			var err error
-			if decode, err = p.Spawn(ctx); err != nil {
-				return nil, err
-			}
-		}
-		sys := NewSystem(p, decode, dir, Config{Variant: variant, Seed: 1}, nil)
-		sys.OwnsDecode = true
-		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
-	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
-	Write:  WriteCase,
-}
 
 // FuzzPDAsync plays decoded cases (rooms, plans, page tables, schedules)
 // on the two processes of the plugin named by KVHARNESS_PLUGIN (default
@@ -52,7 +16,7 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 //	go test -run='^$' -fuzz='^FuzzPDAsync$' -fuzztime=30s ./harness/kernels/pdasync
 //
 // A plugin without a pdasync kernel skips it.
-func FuzzPDAsync(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+func FuzzPDAsync(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
 
 // seedRoom is a room in Decode's terms: picks into the free pages of each
 // side, the number of components and their rotation over the buffers, and
@@ -173,5 +137,5 @@ func TestSeedCorpus(t *testing.T) {
 // TestSeedsKillEveryMutant: the correct plugin passes every seed, and each
 // variant is killed by the seed made for it (in process, for speed).
 func TestSeedsKillEveryMutant(t *testing.T) {
-	kindtest.SeedsKillMutants(t, fuzzTarget, "pdasync", fuzzSeeds)
+	kindtest.SeedsKillMutants(t, FuzzTarget, "pdasync", fuzzSeeds)
 }

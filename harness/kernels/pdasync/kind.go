@@ -27,6 +27,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzPDAsync",
 	FuzzPackage: "./harness/kernels/pdasync",
+	FuzzChecker: fuzzChecker,
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a

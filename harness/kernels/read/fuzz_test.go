@@ -1,7 +1,6 @@
 package read
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,36 +11,9 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins"
 )
-
-// The fuzzed pool and staging: a few requests of short lists, so a case
-// costs a fraction of a millisecond.
-const (
-	fuzzSlots    = 1024
-	fuzzPageSize = 64
-)
-
-var fuzzLimits = Limits{Slots: fuzzSlots, PageSize: fuzzPageSize, MaxRequests: 4, MaxK: 16, MaxList: 32, MaxTokens: 64}
-
-// fuzzLayouts is the order the input's first byte picks layouts in.
-var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
-
-// fuzzTarget is FuzzRead's: a read case on a pool of every layout the
-// plugin reads.
-var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
-	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
-	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
-		return Open(ctx, p, dir, Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxRequests: fuzzLimits.MaxRequests,
-			MaxTokens: fuzzLimits.MaxTokens, MaxK: fuzzLimits.MaxK, Seed: 1})
-	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzLimits) },
-	Write:  WriteCase,
-}
 
 // FuzzRead checks decoded read cases (Decode: every input is a valid
 // case) against the plugin named by KVHARNESS_PLUGIN (default fusedstore;
@@ -51,7 +23,7 @@ var fuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 //
 // The input's first byte picks the layout (the next one the plugin reads
 // when it does not read that one); the rest is the case.
-func FuzzRead(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+func FuzzRead(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
 
 // readSeed is a minimal read case for one bug class, kept in the corpus.
 type readSeed struct {
@@ -166,7 +138,7 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 // replayReadSeeds returns the seeds that fail on a plugin's variant, with
 // the property each violates.
 func replayReadSeeds(t *testing.T, plugin, variant string) []string {
-	env := kindtest.InProcess(t, fuzzTarget, plugin, variant)
+	env := kindtest.InProcess(t, FuzzTarget, plugin, variant)
 	defer env.Close()
 	var killers []string
 	for _, s := range readSeeds {

@@ -21,6 +21,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzRead",
 	FuzzPackage: "./harness/kernels/read",
+	FuzzChecker: fuzzChecker,
 }
 
 // Suite is the read properties over layouts: a row and a target per

@@ -1,42 +1,13 @@
 package transfer
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/rundir"
 )
-
-// The fuzzed transfer geometry: two DeepSeek-V4-like layers of 128 pages
-// (runs can cross a multiple of 64 pages, a registration chunk).
-// Inputs choose a subset of its buffers, up to fuzzMaxRooms rooms of up to
-// fuzzMaxPages pages each (Decode).
-const (
-	fuzzPages    = 128
-	fuzzMaxRooms = 4
-	fuzzMaxPages = 8
-)
-
-var fuzzBase = DefaultGeometry(2, fuzzPages)
-
-// fuzzTarget is FuzzTransfer's: one system over the fuzzed geometry, each
-// case over the buffers it picks.
-var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
-	Plugin: "pdtransfer",
-	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)
-		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
-	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
-	Write:  WriteCase,
-}
 
 // FuzzTransfer checks decoded transfer cases against the plugin named by
 // KVHARNESS_PLUGIN (default pdtransfer; see package fuzzing): descriptors,
@@ -45,7 +16,7 @@ var fuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 //	go test -run='^$' -fuzz='^FuzzTransfer$' -fuzztime=30s ./harness/kernels/transfer
 //
 // A plugin without a transfer kernel skips it.
-func FuzzTransfer(f *testing.F) { fuzzing.Fuzz(f, fuzzTarget) }
+func FuzzTransfer(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
 
 // fuzzSeed is a minimal transfer case for one bug class, kept in the
 // FuzzTransfer seed corpus. Kills names the pdtransfer variant it must
@@ -136,5 +107,5 @@ func TestTransferSeedCorpus(t *testing.T) {
 // TestTransferSeedsKillEveryMutant: pdtransfer passes every seed, and each
 // variant is killed by the seed made for it (in process, for speed).
 func TestTransferSeedsKillEveryMutant(t *testing.T) {
-	kindtest.SeedsKillMutants(t, fuzzTarget, "pdtransfer", fuzzSeeds)
+	kindtest.SeedsKillMutants(t, FuzzTarget, "pdtransfer", fuzzSeeds)
 }

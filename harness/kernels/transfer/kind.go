@@ -29,6 +29,7 @@ var Kind = kind.Kind{
 	},
 	Fuzz:        "FuzzTransfer",
 	FuzzPackage: "./harness/kernels/transfer",
+	FuzzChecker: fuzzChecker,
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers

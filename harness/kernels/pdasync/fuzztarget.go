@@ -1,0 +1,44 @@
+package pdasync
+
+import (
+	"context"
+
+	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// fuzzBase is the fuzzed geometry: one DeepSeek-V4-like layer of 12
+// pages; inputs choose rooms, plans, a page table and steps over it
+// (Decode).
+var fuzzBase = pd.DefaultGeometry(1, 12)
+
+// FuzzTarget is FuzzPDAsync's: a system over the fuzzed geometry, its
+// decode process spawned beside the prefill one (in process: a second
+// server of the bundled plugin's code).
+var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Plugin: "pdasync",
+	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
+		decode, err := fuzzing.Sibling(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		sys := NewSystem(p, decode, dir, Config{Variant: variant, Seed: 1}, nil)
+		sys.OwnsDecode = true
+		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
+	},
+	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
+	Write:  WriteCase,
+}
+
+// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
+func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
+	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
+	if err != nil {
+		return nil, err
+	}
+	return env, nil
+}

@@ -1,0 +1,44 @@
+package transfer
+
+import (
+	"context"
+
+	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// The fuzzed transfer geometry: two DeepSeek-V4-like layers of 128 pages
+// (runs can cross a multiple of 64 pages, a registration chunk).
+// Inputs choose a subset of its buffers, up to fuzzMaxRooms rooms of up to
+// fuzzMaxPages pages each (Decode).
+const (
+	fuzzPages    = 128
+	fuzzMaxRooms = 4
+	fuzzMaxPages = 8
+)
+
+var fuzzBase = DefaultGeometry(2, fuzzPages)
+
+// FuzzTarget is FuzzTransfer's: one system over the fuzzed geometry, each
+// case over the buffers it picks.
+var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Plugin: "pdtransfer",
+	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
+		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)
+		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
+	},
+	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
+	Write:  WriteCase,
+}
+
+// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
+func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
+	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
+	if err != nil {
+		return nil, err
+	}
+	return env, nil
+}
