@@ -33,15 +33,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
-	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/target"
 	"github.com/kvharness/kvharness/harness/workload"
-	"github.com/kvharness/kvharness/plugins"
 )
 
 // A Checker is what a fuzz target opens: a kind's target (stores, reads)
@@ -87,7 +86,8 @@ type Env[T Checker[C, R], C workload.Case, R report.Result] struct {
 	Plugin, Variant, Mode string
 
 	t       *Target[T, C, R]
-	path    string // the resolved plugin binary, out of process
+	path    string         // the resolved plugin binary, out of process
+	servers plugin.Servers // the bundled kernels, in process
 	dir     *rundir.Dir
 	p       *plugin.Plugin
 	layouts []*layout.Layout
@@ -96,9 +96,10 @@ type Env[T Checker[C, R], C workload.Case, R report.Result] struct {
 }
 
 // NewEnv reads the plugin choice from the environment, resolves the
-// plugin and starts it.
-func NewEnv[T Checker[C, R], C workload.Case, R report.Result](ctx context.Context, t *Target[T, C, R]) (*Env[T, C, R], error) {
-	e := &Env[T, C, R]{t: t, Plugin: os.Getenv("KVHARNESS_PLUGIN"), Variant: os.Getenv("KVHARNESS_VARIANT"), Mode: os.Getenv("KVHARNESS_FUZZ_MODE")}
+// plugin and starts it; servers are the bundled kernels in-process mode
+// runs (plugins.Servers).
+func NewEnv[T Checker[C, R], C workload.Case, R report.Result](ctx context.Context, t *Target[T, C, R], servers plugin.Servers) (*Env[T, C, R], error) {
+	e := &Env[T, C, R]{t: t, servers: servers, Plugin: os.Getenv("KVHARNESS_PLUGIN"), Variant: os.Getenv("KVHARNESS_VARIANT"), Mode: os.Getenv("KVHARNESS_FUZZ_MODE")}
 	if e.Plugin == "" {
 		e.Plugin = t.Plugin
 	}
@@ -131,7 +132,7 @@ func NewEnv[T Checker[C, R], C workload.Case, R report.Result](ctx context.Conte
 func (e *Env[T, C, R]) resolve() error {
 	switch e.Mode {
 	case "in-process":
-		if code, ok := plugins.Lookup(e.Plugin); !ok || code.Kernel == nil {
+		if _, ok := e.servers(e.Plugin); !ok {
 			return fmt.Errorf("KVHARNESS_FUZZ_MODE=in-process needs a bundled Go plugin, not %q", e.Plugin)
 		}
 		return nil
@@ -183,8 +184,8 @@ func fileExists(p string) bool {
 // layout's, with OpenAll).
 func (e *Env[T, C, R]) start(ctx context.Context) error {
 	if e.Mode == "in-process" {
-		code, _ := plugins.Lookup(e.Plugin)
-		e.p = plugin.InProcess(e.Plugin, sdk.NewServer(*code.Kernel))
+		newServer, _ := e.servers(e.Plugin)
+		e.p = plugin.InProcessOf(e.Plugin, newServer)
 	} else {
 		p, err := plugin.Start(ctx, e.Plugin, e.path, plugin.Options{Dir: e.dir})
 		if err != nil {
@@ -337,8 +338,8 @@ func (e *Env[T, C, R]) Verdict(ctx context.Context, data []byte) (features []str
 // Fuzz is the body of a kind's FuzzX run in the test binary: a plugin
 // without the kind's kernel skips the target; every input is checked,
 // and a violation or a plugin fault fails it with the case printed.
-func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R]) {
-	env, err := NewEnv(context.Background(), t)
+func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Target[T, C, R], servers plugin.Servers) {
+	env, err := NewEnv(context.Background(), t, servers)
 	if errors.Is(err, target.ErrUnsupported) {
 		f.Skip(err)
 	}
@@ -362,12 +363,14 @@ func CorpusEntry(input []byte) []byte {
 // CorpusFile is where target's seed name lives in a package's corpus.
 func CorpusFile(target, name string) string { return filepath.Join("testdata", "fuzz", target, name) }
 
-// Sibling starts a second process of p's plugin, for kinds that play two
-// (pdasync's prefill and decode): Spawn out of process; in process, a
-// second server of the bundled plugin's code.
-func Sibling(ctx context.Context, p *plugin.Plugin) (*plugin.Plugin, error) {
-	if code, ok := plugins.Lookup(p.Name); ok && code.Kernel != nil && p.Path == "(in process)" {
-		return plugin.InProcess(p.Name, sdk.NewServer(*code.Kernel)), nil
+// Opener is what a kind's table entry opens t's checker with
+// (kind.Kind.FuzzChecker): the out-of-process lane's checker.
+func Opener[T Checker[C, R], C workload.Case, R report.Result](t *Target[T, C, R]) func(context.Context, plugin.Servers) (kind.FuzzChecker, error) {
+	return func(ctx context.Context, servers plugin.Servers) (kind.FuzzChecker, error) {
+		env, err := NewEnv(ctx, t, servers)
+		if err != nil {
+			return nil, err // not a typed nil
+		}
+		return env, nil
 	}
-	return p.Spawn(ctx)
 }

@@ -46,7 +46,8 @@ type Kind struct {
 	// against the plugin the environment names (package fuzzing): what
 	// kvharness fuzz-check serves to the kind's out-of-process lane, the
 	// FuzzX of FuzzPackage's fuzz folder (package remote).
-	FuzzChecker func(ctx context.Context) (FuzzChecker, error)
+	// servers are the bundled kernels, for KVHARNESS_FUZZ_MODE=in-process.
+	FuzzChecker func(ctx context.Context, servers plugin.Servers) (FuzzChecker, error)
 }
 
 // A FuzzChecker checks fuzz inputs: a failure is the crasher's message

@@ -66,6 +66,8 @@ type Plugin struct {
 	kernel kvpb.KernelClient
 	stderr *tail
 	san    *sanLog // the sanitizer's log of this process, when sanitized
+	// newServer makes another server of an in-process plugin's (Spawn).
+	newServer func() kvpb.KernelServer
 	// connected: the handshake completed, so the process can be asked to
 	// exit (go-plugin's controller) before it is killed.
 	connected bool

@@ -16,6 +16,20 @@ func InProcess(name string, srv kvpb.KernelServer) *Plugin {
 		opts: Options{CallTimeout: DefaultCallTimeout}}
 }
 
+// Servers finds a bundled Go plugin's kernel by name, as a constructor of
+// servers, for running it in process: package plugins' table of bundled
+// code, which lives above the harness and is handed down.
+type Servers func(name string) (newServer func() kvpb.KernelServer, ok bool)
+
+// InProcessOf is InProcess on a server of newServer's, whose Spawn starts
+// a second one: a kind that plays two processes (pdasync) runs in process
+// too.
+func InProcessOf(name string, newServer func() kvpb.KernelServer) *Plugin {
+	p := InProcess(name, newServer())
+	p.newServer = newServer
+	return p
+}
+
 // direct calls a KernelServer as if it were a KernelClient.
 type direct struct{ s kvpb.KernelServer }
 

@@ -65,6 +65,9 @@ func (p *Plugin) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*
 // runs the second in it. The caller closes it. An in-process plugin has no
 // process to start again.
 func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
+	if p.newServer != nil {
+		return InProcessOf(p.Name, p.newServer), nil
+	}
 	if p.client == nil {
 		return nil, fmt.Errorf("plugin %s runs in process: it cannot be started again; start a second in-process server instead", p.Name)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 func init() {
@@ -39,7 +40,7 @@ func runFuzzCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("fuzz-check: no out-of-process lane for %q (targets with one: %s)", fs.Arg(0), laneTargets())
 	}
 	open := func(ctx context.Context) (remote.Verdicter, error) {
-		v, err := k.FuzzChecker(ctx)
+		v, err := k.FuzzChecker(ctx, plugins.Servers)
 		if errors.Is(err, target.ErrUnsupported) {
 			return nil, &remote.SkipError{Reason: err.Error()}
 		}

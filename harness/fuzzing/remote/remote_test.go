@@ -11,6 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/protocol/doorbell"
 	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 const storeCorpus = "../../kernels/store/testdata/fuzz/FuzzStore"
@@ -33,7 +34,7 @@ func start(t *testing.T, plugin, variant string) *Checker {
 // plugin and variant: what the lane's answers must equal.
 func inBinary(t *testing.T) *fuzzing.Env[*store.Target, *store.Case, *store.Result] {
 	t.Helper()
-	env, err := fuzzing.NewEnv(context.Background(), store.FuzzTarget)
+	env, err := fuzzing.NewEnv(context.Background(), store.FuzzTarget, plugins.Servers)
 	if err != nil {
 		t.Fatal(err)
 	}

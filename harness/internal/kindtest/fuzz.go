@@ -21,7 +21,7 @@ func InProcess[T fuzzing.Checker[C, R], C workload.Case, R report.Result](t *tes
 	t.Setenv("KVHARNESS_PLUGIN", plugin)
 	t.Setenv("KVHARNESS_VARIANT", variant)
 	t.Setenv("KVHARNESS_FUZZ_MODE", "in-process")
-	env, err := fuzzing.NewEnv(context.Background(), target)
+	env, err := fuzzing.NewEnv(context.Background(), target, plugins.Servers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // FuzzLoad checks decoded load cases against the plugin named by
@@ -17,7 +18,7 @@ import (
 //	go test -run='^$' -fuzz='^FuzzLoad$' -fuzztime=30s ./harness/kernels/load
 //
 // A plugin without a load kernel skips it.
-func FuzzLoad(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
+func FuzzLoad(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget, plugins.Servers) }
 
 // fuzzSeed is a minimal case for one bug class, kept in the FuzzLoad
 // seed corpus; Kills names the layerload variant it must kill ("" for an

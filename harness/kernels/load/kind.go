@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -20,7 +21,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzLoad",
 	FuzzPackage: "./harness/kernels/load",
-	FuzzChecker: fuzzChecker,
+	FuzzChecker: fuzzing.Opener(FuzzTarget),
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,

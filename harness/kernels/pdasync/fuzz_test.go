@@ -6,6 +6,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/plugins"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -16,7 +17,7 @@ import (
 //	go test -run='^$' -fuzz='^FuzzPDAsync$' -fuzztime=30s ./harness/kernels/pdasync
 //
 // A plugin without a pdasync kernel skips it.
-func FuzzPDAsync(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
+func FuzzPDAsync(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget, plugins.Servers) }
 
 // seedRoom is a room in Decode's terms: picks into the free pages of each
 // side, the number of components and their rotation over the buffers, and

@@ -22,7 +22,7 @@ var fuzzBase = pd.DefaultGeometry(1, 12)
 var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Plugin: "pdasync",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		decode, err := fuzzing.Sibling(ctx, p)
+		decode, err := p.Spawn(ctx) // in process: a second server of the bundled code
 		if err != nil {
 			return nil, err
 		}
@@ -32,13 +32,4 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
 	Write:  WriteCase,
-}
-
-// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
-func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
-	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
-	if err != nil {
-		return nil, err
-	}
-	return env, nil
 }

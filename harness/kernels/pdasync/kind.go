@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -27,7 +28,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzPDAsync",
 	FuzzPackage: "./harness/kernels/pdasync",
-	FuzzChecker: fuzzChecker,
+	FuzzChecker: fuzzing.Opener(FuzzTarget),
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a

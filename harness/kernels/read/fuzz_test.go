@@ -23,7 +23,7 @@ import (
 //
 // The input's first byte picks the layout (the next one the plugin reads
 // when it does not read that one); the rest is the case.
-func FuzzRead(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
+func FuzzRead(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget, plugins.Servers) }
 
 // readSeed is a minimal read case for one bug class, kept in the corpus.
 type readSeed struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
-	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -32,13 +31,4 @@ var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 	},
 	Decode: func(data []byte) *Case { return Decode(data, fuzzLimits) },
 	Write:  WriteCase,
-}
-
-// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
-func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
-	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
-	if err != nil {
-		return nil, err
-	}
-	return env, nil
 }

@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -21,7 +22,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzRead",
 	FuzzPackage: "./harness/kernels/read",
-	FuzzChecker: fuzzChecker,
+	FuzzChecker: fuzzing.Opener(FuzzTarget),
 }
 
 // Suite is the read properties over layouts: a row and a target per

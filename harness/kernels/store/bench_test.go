@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/fuzzing/remote"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // BenchmarkCheckedCases measures whole checked store cases against a real
@@ -148,7 +149,7 @@ func BenchmarkFuzzExec(b *testing.B) {
 	for _, mode := range []string{"out-of-process", "in-process"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			b.Setenv("KVHARNESS_FUZZ_MODE", mode)
-			env, err := fuzzing.NewEnv(context.Background(), FuzzTarget)
+			env, err := fuzzing.NewEnv(context.Background(), FuzzTarget, plugins.Servers)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -21,7 +21,7 @@ import (
 //	go test -run='^$' -fuzz='^FuzzStore$' -fuzztime=30s ./harness/kernels/store
 //
 // The input's first byte picks the layout; the rest is the case.
-func FuzzStore(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
+func FuzzStore(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget, plugins.Servers) }
 
 // fuzzSeed is a minimal case for one bug class, kept in the fuzzSeed corpus.
 type fuzzSeed struct {

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
-	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -42,15 +41,6 @@ var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 
 func fuzzConfig(l *layout.Layout, variant string) Config {
 	return Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1}
-}
-
-// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
-func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
-	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
-	if err != nil {
-		return nil, err
-	}
-	return env, nil
 }
 
 // Features names what a store case over a pool of slots in pages of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -23,7 +24,7 @@ var Kind = kind.Kind{
 	Decode:      kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
 	Fuzz:        "FuzzStore",
 	FuzzPackage: "./harness/kernels/store",
-	FuzzChecker: fuzzChecker,
+	FuzzChecker: fuzzing.Opener(FuzzTarget),
 }
 
 // Suite is the store properties over layouts × paddings: one target per

@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // FuzzTransfer checks decoded transfer cases against the plugin named by
@@ -16,7 +17,7 @@ import (
 //	go test -run='^$' -fuzz='^FuzzTransfer$' -fuzztime=30s ./harness/kernels/transfer
 //
 // A plugin without a transfer kernel skips it.
-func FuzzTransfer(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget) }
+func FuzzTransfer(f *testing.F) { fuzzing.Fuzz(f, FuzzTarget, plugins.Servers) }
 
 // fuzzSeed is a minimal transfer case for one bug class, kept in the
 // FuzzTransfer seed corpus. Kills names the pdtransfer variant it must

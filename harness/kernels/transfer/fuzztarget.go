@@ -33,12 +33,3 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
 	Write:  WriteCase,
 }
-
-// fuzzChecker opens FuzzTarget's checker for the out-of-process lane.
-func fuzzChecker(ctx context.Context) (kind.FuzzChecker, error) {
-	env, err := fuzzing.NewEnv(ctx, FuzzTarget)
-	if err != nil {
-		return nil, err
-	}
-	return env, nil
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -29,7 +30,7 @@ var Kind = kind.Kind{
 	},
 	Fuzz:        "FuzzTransfer",
 	FuzzPackage: "./harness/kernels/transfer",
-	FuzzChecker: fuzzChecker,
+	FuzzChecker: fuzzing.Opener(FuzzTarget),
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
