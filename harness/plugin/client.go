@@ -194,8 +194,34 @@ func (p *Plugin) Restart(ctx context.Context) error {
 	if p.client == nil {
 		return nil // in process: nothing to restart
 	}
-	p.Close()
+	if p.opts.Sanitizer != nil {
+		p.Close() // the sanitizer writes its record at exit: let it
+	} else {
+		p.retire()
+	}
 	return p.launch(ctx)
+}
+
+// retire kills the process at once and leaves its reaping to the
+// background. A restart wants a fresh process, not the old one's graceful
+// exit: on a GPU that exit is a context's teardown, about half a second
+// on an H200, which a failure's check in a fresh process used to wait
+// out. A killed process runs none of its code again, so it cannot answer
+// a call (or a doorbell) meant for the fresh one.
+func (p *Plugin) retire() {
+	p.described = nil
+	if p.runner != nil {
+		p.runner.Kill(context.Background())
+	}
+	p.connected = false
+	client, image := p.client, p.image
+	p.image = nil // launch pins the binary again; client stays until launch replaces it
+	go func() {
+		client.Kill() // waits for the exit go-plugin watches
+		if image != nil {
+			image.Close()
+		}
+	}()
 }
 
 // Sanitize restarts the plugin under a sanitizer: this process and every

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -61,5 +62,42 @@ func TestCloseIsGraceful(t *testing.T) {
 	p.Close()
 	if d := p.runner.exitDetail(); d != "process exited with status 0" {
 		t.Errorf("closed plugin ended with %q, want a clean exit", d)
+	}
+}
+
+// TestRestartKillsAtOnce: a restart does not wait for the old process's
+// graceful exit (on a GPU, a context's teardown): the old process is
+// killed, the new one is another process, and it answers.
+func TestRestartKillsAtOnce(t *testing.T) {
+	p := startUnder(t, nil)
+	defer p.Close()
+	old := p.runner
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-old.exited
+	if d := old.exitDetail(); d != "process killed by signal killed" {
+		t.Errorf("the old process ended with %q, want a kill", d)
+	}
+	if p.runner == old || p.runner.ID() == old.ID() {
+		t.Fatalf("the restarted plugin runs process %s, the old one", old.ID())
+	}
+	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+		t.Fatalf("the fresh process does not answer: %v", err)
+	}
+}
+
+// TestSanitizedRestartIsGraceful: under a sanitizer the old process is
+// still asked to exit, so that the sanitizer writes its record.
+func TestSanitizedRestartIsGraceful(t *testing.T) {
+	exe, tmp := fakesanitizer.Write(t)
+	p := startUnder(t, &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp})
+	defer p.Close()
+	old := p.runner
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := old.exitDetail(); d != "process exited with status 0" {
+		t.Errorf("the old sanitized process ended with %q, want a clean exit", d)
 	}
 }
