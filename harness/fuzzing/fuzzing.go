@@ -53,6 +53,9 @@ type Checker[C workload.Case, R report.Result] interface {
 
 // Target is one kind's fuzz target.
 type Target[T Checker[C, R], C workload.Case, R report.Result] struct {
+	// Name is the go test target's (FuzzStore), Package the one that holds
+	// it, from the source root.
+	Name, Package string
 	// Plugin is the plugin fuzzed when KVHARNESS_PLUGIN is unset.
 	Plugin string
 	// Layouts are the layouts an input's first byte picks among (the
@@ -363,14 +366,14 @@ func CorpusEntry(input []byte) []byte {
 // CorpusFile is where target's seed name lives in a package's corpus.
 func CorpusFile(target, name string) string { return filepath.Join("testdata", "fuzz", target, name) }
 
-// Opener is what a kind's table entry opens t's checker with
-// (kind.Kind.FuzzChecker): the out-of-process lane's checker.
-func Opener[T Checker[C, R], C workload.Case, R report.Result](t *Target[T, C, R]) func(context.Context, plugin.Servers) (kind.FuzzChecker, error) {
-	return func(ctx context.Context, servers plugin.Servers) (kind.FuzzChecker, error) {
+// Lane is t as a kind's table entry names it (kind.Kind.Fuzz): its name,
+// its package, and the opener of the out-of-process lane's checker.
+func Lane[T Checker[C, R], C workload.Case, R report.Result](t *Target[T, C, R]) kind.Fuzz {
+	return kind.Fuzz{Name: t.Name, Package: t.Package, Checker: func(ctx context.Context, servers plugin.Servers) (kind.FuzzChecker, error) {
 		env, err := NewEnv(ctx, t, servers)
 		if err != nil {
 			return nil, err // not a typed nil
 		}
 		return env, nil
-	}
+	}}
 }

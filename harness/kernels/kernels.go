@@ -52,8 +52,8 @@ func FuzzTargets() string { return strings.Join(FuzzTargetNames(), ", ") }
 func FuzzTargetNames() []string {
 	var names []string
 	for _, x := range All {
-		if x.Fuzz != "" {
-			names = append(names, x.Fuzz)
+		if x.Fuzz.Name != "" {
+			names = append(names, x.Fuzz.Name)
 		}
 	}
 	return names

@@ -40,14 +40,20 @@ type Kind struct {
 	// Decode reads a repro file's case, strictly, and validates it
 	// against a pool of slots.
 	Decode func(data json.RawMessage, slots int) (workload.Case, error)
-	// Fuzz is the kind's go test fuzz target and the package that holds it.
-	Fuzz, FuzzPackage string
-	// FuzzChecker, when set, opens the checker of the kind's fuzz inputs
-	// against the plugin the environment names (package fuzzing): what
-	// kvharness fuzz-check serves to the kind's out-of-process lane, the
-	// FuzzX of FuzzPackage's fuzz folder (package remote).
-	// servers are the bundled kernels, for KVHARNESS_FUZZ_MODE=in-process.
-	FuzzChecker func(ctx context.Context, servers plugin.Servers) (FuzzChecker, error)
+	// Fuzz is the kind's go test fuzz target.
+	Fuzz Fuzz
+}
+
+// Fuzz is a kind's go test fuzz target (package fuzzing's Lane makes it).
+type Fuzz struct {
+	// Name is the target's, and Package the one that holds it, from the
+	// source root; the out-of-process lane is Package's fuzz folder.
+	Name, Package string
+	// Checker opens the checker of the target's inputs against the plugin
+	// the environment names: what kvharness fuzz-check serves to the
+	// out-of-process lane (package remote). servers are the bundled
+	// kernels, for KVHARNESS_FUZZ_MODE=in-process.
+	Checker func(ctx context.Context, servers plugin.Servers) (FuzzChecker, error)
 }
 
 // A FuzzChecker checks fuzz inputs: a failure is the crasher's message

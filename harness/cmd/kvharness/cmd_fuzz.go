@@ -134,13 +134,13 @@ func fuzzTargets(target, shardArg string) ([]string, error) {
 // fuzz's.
 func fuzzPackage(target, mode string) string {
 	for _, k := range kernels.All {
-		if k.Fuzz != target {
+		if k.Fuzz.Name != target {
 			continue
 		}
-		if k.FuzzChecker != nil && mode == "out-of-process" {
-			return filepath.FromSlash(k.FuzzPackage + "/fuzz")
+		if k.Fuzz.Checker != nil && mode == "out-of-process" {
+			return filepath.FromSlash(k.Fuzz.Package + "/fuzz")
 		}
-		return filepath.FromSlash(k.FuzzPackage)
+		return filepath.FromSlash(k.Fuzz.Package)
 	}
 	return "fuzz"
 }

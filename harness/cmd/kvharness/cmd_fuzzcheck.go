@@ -32,7 +32,7 @@ func runFuzzCheck(ctx context.Context, e *env, args []string) int {
 	}
 	var k *kind.Kind
 	for _, x := range kernels.All {
-		if x.Fuzz == fs.Arg(0) && x.FuzzChecker != nil {
+		if x.Fuzz.Name == fs.Arg(0) && x.Fuzz.Checker != nil {
 			k = x
 		}
 	}
@@ -40,7 +40,7 @@ func runFuzzCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("fuzz-check: no out-of-process lane for %q (targets with one: %s)", fs.Arg(0), laneTargets())
 	}
 	open := func(ctx context.Context) (remote.Verdicter, error) {
-		v, err := k.FuzzChecker(ctx, plugins.Servers)
+		v, err := k.Fuzz.Checker(ctx, plugins.Servers)
 		if errors.Is(err, target.ErrUnsupported) {
 			return nil, &remote.SkipError{Reason: err.Error()}
 		}
@@ -56,8 +56,8 @@ func runFuzzCheck(ctx context.Context, e *env, args []string) int {
 func laneTargets() string {
 	var names []string
 	for _, x := range kernels.All {
-		if x.FuzzChecker != nil {
-			names = append(names, x.Fuzz)
+		if x.Fuzz.Checker != nil {
+			names = append(names, x.Fuzz.Name)
 		}
 	}
 	return quoteList(names)

@@ -16,6 +16,7 @@ var fuzzBase = DefaultGeometry(DefaultLayers, DefaultPages, 16)
 
 // FuzzTarget is FuzzLoad's: one system over the fuzzed geometry.
 var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Name: "FuzzLoad", Package: "./harness/kernels/load",
 	Plugin: "layerload",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
 		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1, Geometry: fuzzBase}, nil)

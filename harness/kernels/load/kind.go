@@ -15,13 +15,11 @@ import (
 
 // Kind is the load kernel kind: layer loads and stream ordering.
 var Kind = kind.Kind{
-	Name:        protocol.Load,
-	Check:       check,
-	Replay:      replay,
-	Decode:      kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
-	Fuzz:        "FuzzLoad",
-	FuzzPackage: "./harness/kernels/load",
-	FuzzChecker: fuzzing.Opener(FuzzTarget),
+	Name:   protocol.Load,
+	Check:  check,
+	Replay: replay,
+	Decode: kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
+	Fuzz:   fuzzing.Lane(FuzzTarget),
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,

@@ -20,6 +20,7 @@ var fuzzBase = pd.DefaultGeometry(1, 12)
 // decode process spawned beside the prefill one (in process: a second
 // server of the bundled plugin's code).
 var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Name: "FuzzPDAsync", Package: "./harness/kernels/pdasync",
 	Plugin: "pdasync",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
 		decode, err := p.Spawn(ctx) // in process: a second server of the bundled code

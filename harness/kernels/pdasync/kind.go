@@ -22,13 +22,11 @@ const Name protocol.Kernel = "pdasync"
 
 // Kind is the asynchronous prefill → decode transfer kind.
 var Kind = kind.Kind{
-	Name:        Name,
-	Check:       check,
-	Replay:      replay,
-	Decode:      kind.Decoder(Name, func() *Case { return &Case{} }),
-	Fuzz:        "FuzzPDAsync",
-	FuzzPackage: "./harness/kernels/pdasync",
-	FuzzChecker: fuzzing.Opener(FuzzTarget),
+	Name:   Name,
+	Check:  check,
+	Replay: replay,
+	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
+	Fuzz:   fuzzing.Lane(FuzzTarget),
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a

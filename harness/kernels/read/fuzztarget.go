@@ -24,6 +24,7 @@ var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows"}
 // FuzzTarget is FuzzRead's: a read case on a pool of every layout the
 // plugin reads.
 var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
+	Name: "FuzzRead", Package: "./harness/kernels/read",
 	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
 		return Open(ctx, p, dir, Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxRequests: fuzzLimits.MaxRequests,

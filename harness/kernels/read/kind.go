@@ -15,14 +15,12 @@ import (
 // Kind is the read kernel kind: queries scored against the keys of token
 // lists, answered with each request's top k.
 var Kind = kind.Kind{
-	Name:        protocol.Read,
-	Layouts:     true,
-	Check:       check,
-	Replay:      replay,
-	Decode:      kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
-	Fuzz:        "FuzzRead",
-	FuzzPackage: "./harness/kernels/read",
-	FuzzChecker: fuzzing.Opener(FuzzTarget),
+	Name:    protocol.Read,
+	Layouts: true,
+	Check:   check,
+	Replay:  replay,
+	Decode:  kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
+	Fuzz:    fuzzing.Lane(FuzzTarget),
 }
 
 // Suite is the read properties over layouts: a row and a target per

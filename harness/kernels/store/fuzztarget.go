@@ -27,6 +27,7 @@ var fuzzLayouts = []string{"bf16", "fp8-paged", "fp8-rows", "dsv4-main"}
 // FuzzTarget is FuzzStore's: a store case on pools of every layout the
 // plugin stores.
 var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
+	Name: "FuzzStore", Package: "./harness/kernels/store",
 	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
 		return Open(ctx, p, dir, fuzzConfig(l, variant))

@@ -16,15 +16,13 @@ import (
 // Kind is the store kernel kind: a batch of rows written into a pool's
 // slots, padded as a CUDA-graph replay pads it.
 var Kind = kind.Kind{
-	Name:        protocol.Store,
-	Layouts:     true,
-	Graphs:      true,
-	Check:       check,
-	Replay:      replay,
-	Decode:      kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
-	Fuzz:        "FuzzStore",
-	FuzzPackage: "./harness/kernels/store",
-	FuzzChecker: fuzzing.Opener(FuzzTarget),
+	Name:    protocol.Store,
+	Layouts: true,
+	Graphs:  true,
+	Check:   check,
+	Replay:  replay,
+	Decode:  kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
+	Fuzz:    fuzzing.Lane(FuzzTarget),
 }
 
 // Suite is the store properties over layouts × paddings: one target per

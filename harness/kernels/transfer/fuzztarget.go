@@ -25,6 +25,7 @@ var fuzzBase = DefaultGeometry(2, fuzzPages)
 // FuzzTarget is FuzzTransfer's: one system over the fuzzed geometry, each
 // case over the buffers it picks.
 var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
+	Name: "FuzzTransfer", Package: "./harness/kernels/transfer",
 	Plugin: "pdtransfer",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
 		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)

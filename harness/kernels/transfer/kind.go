@@ -28,9 +28,7 @@ var Kind = kind.Kind{
 		}
 		return c, err
 	},
-	Fuzz:        "FuzzTransfer",
-	FuzzPackage: "./harness/kernels/transfer",
-	FuzzChecker: fuzzing.Opener(FuzzTarget),
+	Fuzz: fuzzing.Lane(FuzzTarget),
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
