@@ -151,15 +151,14 @@ func (c *Checker) start() error {
 	c.cmd, c.mem, c.box, c.exited = cmd, mem, box, make(chan struct{})
 	go func() { cmd.Wait(); close(c.exited) }()
 	code, msg, err := c.roundTrip([]byte{tagHello}, 10*time.Minute) // a first build of the plugin may take minutes
-	switch {
-	case err != nil:
-		return err
-	case code == codeSkip:
-		return &SkipError{msg}
-	case code != codePass:
-		return fmt.Errorf("fuzz %s: %s", c.target, msg)
+	if err == nil && code != codePass {
+		c.stop() // a checker without its target answers no input
+		err = fmt.Errorf("fuzz %s: %s", c.target, msg)
+		if code == codeSkip {
+			err = &SkipError{msg}
+		}
 	}
-	return nil
+	return err
 }
 
 // Check has the checker check one input: its case's features (two bytes
