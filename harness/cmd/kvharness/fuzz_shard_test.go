@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // TestFuzzShardsSplitTheTargets: n shards of --target all fuzz every
@@ -42,5 +45,32 @@ func TestFuzzShardsSplitTheTargets(t *testing.T) {
 		if code != exitError || !strings.Contains(errOut, tc.says) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("fuzz --target %s --shard %s: exit %d, stderr %q; want exit %d and one line saying %q", tc.target, tc.shard, code, errOut, exitError, tc.says)
 		}
+	}
+}
+
+// TestFuzzRunsTheLane: out of process, a kind's target runs in its fuzz
+// folder (the out-of-process lane), and that folder holds the target; in
+// process it runs in the kind's package, where the kernel can be linked;
+// a file parser's target runs in package fuzz.
+func TestFuzzRunsTheLane(t *testing.T) {
+	root, ok := plugin.SourceRoot()
+	if !ok {
+		t.Skip("not inside the kvharness source tree")
+	}
+	for _, k := range kernels.All {
+		lane := fuzzPackage(k.Fuzz.Name, "out-of-process")
+		if want := filepath.FromSlash(k.Fuzz.Package + "/fuzz"); lane != want {
+			t.Errorf("%s out of process runs in %s, want %s", k.Fuzz.Name, lane, want)
+		}
+		src, err := os.ReadFile(filepath.Join(root, lane, "fuzz_test.go"))
+		if err != nil || !strings.Contains(string(src), "func "+k.Fuzz.Name+"(f *testing.F)") {
+			t.Errorf("%s: its lane %s holds no such target (%v)", k.Fuzz.Name, lane, err)
+		}
+		if got, want := fuzzPackage(k.Fuzz.Name, "in-process"), filepath.FromSlash(k.Fuzz.Package); got != want {
+			t.Errorf("%s in process runs in %s, want %s", k.Fuzz.Name, got, want)
+		}
+	}
+	if got := fuzzPackage("FuzzReproFile", "out-of-process"); got != "fuzz" {
+		t.Errorf("FuzzReproFile runs in %s, want fuzz", got)
 	}
 }
