@@ -2,9 +2,12 @@ package kindtest
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
+	"github.com/kvharness/kvharness/harness/fuzzing/remote"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -81,5 +84,35 @@ func SeedsKillMutants[T fuzzing.Checker[C, R], C workload.Case, R report.Result,
 			t.Errorf("%s %q: no seed is made to kill it", plugin, v.Name)
 		}
 		env.Close()
+	}
+}
+
+// FeaturesTellSeedsApart: the out-of-process lane's only guidance is the
+// names target.Features gives a case, so each seed of the committed
+// corpus (a minimal case per bug class) must get some, and no two seeds
+// the same ones.
+func FeaturesTellSeedsApart[T fuzzing.Checker[C, R], C workload.Case, R report.Result](t *testing.T, target *fuzzing.Target[T, C, R]) {
+	t.Helper()
+	seeds, err := remote.ReadCorpus(fuzzing.CorpusFile(target.Name, ""))
+	if err != nil || len(seeds) < 2 {
+		t.Fatalf("%s's corpus: %d seeds, %v", target.Name, len(seeds), err)
+	}
+	seen := map[string]string{}
+	for _, in := range seeds {
+		var pick string
+		if target.Layouts != nil && len(in) > 0 {
+			pick, in = target.Layouts[int(in[0])%len(target.Layouts)], in[1:]
+		}
+		c := target.Decode(in)
+		names := target.Features(c)
+		if len(names) == 0 {
+			t.Errorf("%s: no features for %v", target.Name, c)
+		}
+		slices.Sort(names)
+		key := pick + " " + strings.Join(names, " ")
+		if other, ok := seen[key]; ok {
+			t.Errorf("%s: seeds %v and %v have the same features %q", target.Name, other, c, names)
+		}
+		seen[key] = c.String()
 	}
 }

@@ -105,3 +105,7 @@ func TestDecodeAlwaysValid(t *testing.T) {
 func TestLoadSeedsKillEveryMutant(t *testing.T) {
 	kindtest.SeedsKillMutants(t, FuzzTarget, "layerload", fuzzSeeds)
 }
+
+// TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the
+// features of a case alone; every seed has its own.
+func TestFeaturesTellSeedsApart(t *testing.T) { kindtest.FeaturesTellSeedsApart(t, FuzzTarget) }

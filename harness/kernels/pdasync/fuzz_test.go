@@ -140,3 +140,7 @@ func TestSeedCorpus(t *testing.T) {
 func TestSeedsKillEveryMutant(t *testing.T) {
 	kindtest.SeedsKillMutants(t, FuzzTarget, "pdasync", fuzzSeeds)
 }
+
+// TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the
+// features of a case alone; every seed has its own.
+func TestFeaturesTellSeedsApart(t *testing.T) { kindtest.FeaturesTellSeedsApart(t, FuzzTarget) }

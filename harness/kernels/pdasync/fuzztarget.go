@@ -31,6 +31,30 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		sys.OwnsDecode = true
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
 	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzBase) },
-	Write:  WriteCase,
+	Decode:   func(data []byte) *Case { return Decode(data, fuzzBase) },
+	Write:    WriteCase,
+	Features: Features,
+}
+
+// Features names what an asynchronous transfer case chose: how many
+// rooms, components and handles, rooms that reuse another's pages, a
+// compacted page table, and its steps by kind.
+func Features(c *Case) []string {
+	out := []string{fuzzing.Count("rooms", len(c.Rooms)), fuzzing.Count("steps", len(c.Steps))}
+	if len(c.PageTable) > 0 {
+		out = append(out, "page-table=compacted")
+	}
+	for _, r := range c.Rooms {
+		out = append(out, fuzzing.Count("components", len(r.Components)), fuzzing.Count("pages", len(r.Src)))
+		if r.After != nil {
+			out = append(out, "room=reuses")
+		}
+		for _, comp := range r.Components {
+			out = append(out, fuzzing.Count("handles", len(comp.Handles)))
+		}
+	}
+	for _, s := range c.Steps {
+		out = append(out, "step="+string(s.Op))
+	}
+	return out
 }

@@ -149,3 +149,7 @@ func replayReadSeeds(t *testing.T, plugin, variant string) []string {
 	}
 	return killers
 }
+
+// TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the
+// features of a case alone; every seed has its own.
+func TestFeaturesTellSeedsApart(t *testing.T) { kindtest.FeaturesTellSeedsApart(t, FuzzTarget) }

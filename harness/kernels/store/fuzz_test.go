@@ -148,3 +148,7 @@ func replaySeeds(t *testing.T, plugin, variant string) (killed bool) {
 	}
 	return false
 }
+
+// TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the
+// features of a case alone; every seed has its own.
+func TestFeaturesTellSeedsApart(t *testing.T) { kindtest.FeaturesTellSeedsApart(t, FuzzTarget) }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"math/bits"
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
@@ -46,44 +44,21 @@ func fuzzConfig(l *layout.Layout, variant string) Config {
 
 // Features names what a store case over a pool of slots in pages of
 // pageSize chose, in the terms the bugs it hunts are told in: the padding,
-// how many rows (to a power of two), the kinds of rows, and for each slot
-// where it sits: the pool's first or last slot, a page's first or last,
-// next to the previous row's, how many bits it needs (a kernel that
-// narrows loc to 16 bits fails past 16), and whether a padded row's
-// stale slot is a live row's (the incident). A feature named twice counts
-// twice: go test -fuzz keeps an input that names one more often than any
-// before it, to a power of two.
+// how many rows, the kinds of rows, where valid and padded rows' slots
+// sit (fuzzing.Positions), and whether a padded row's stale slot is a live
+// row's (the incident). A name given twice counts twice: go test -fuzz
+// keeps an input that gives one more often than any before it, to a power
+// of two.
 func Features(c *Case, slots, pageSize int) []string {
-	out := []string{"pad=" + c.Padding.String(),
-		fmt.Sprintf("valid<%d", 1<<bits.Len(uint(c.Valid))),
-		fmt.Sprintf("padded<%d", 1<<bits.Len(uint(c.Capacity()-c.Valid)))}
+	out := []string{"pad=" + c.Padding.String(), fuzzing.Count("valid", c.Valid), fuzzing.Count("padded", c.Capacity()-c.Valid)}
 	for _, r := range c.Rows {
 		out = append(out, "row="+r.Kind.String())
 	}
-	for i, loc := range c.Loc {
-		who := "valid"
-		if i >= c.Valid {
-			who = "padded"
-			if slices.Contains(c.Loc[:c.Valid], loc) {
-				out = append(out, "padded=live-slot")
-			}
-		}
-		out = append(out, fmt.Sprintf("%s-slot-bits=%d", who, bits.Len64(uint64(max(loc, 0)))))
-		switch {
-		case loc < 0:
-			out = append(out, who+"-slot=negative")
-		case loc == 0:
-			out = append(out, who+"-slot=zero")
-		case loc == int64(slots-1):
-			out = append(out, who+"-slot=last")
-		case loc%int64(pageSize) == 0:
-			out = append(out, who+"-slot=page-first")
-		case loc%int64(pageSize) == int64(pageSize-1):
-			out = append(out, who+"-slot=page-last")
-		}
-		if i > 0 && loc == c.Loc[i-1]+1 {
-			out = append(out, who+"-slot=next")
+	for _, loc := range c.Loc[c.Valid:] {
+		if slices.Contains(c.Loc[:c.Valid], loc) {
+			out = append(out, "padded=live-slot")
 		}
 	}
-	return out
+	out = append(out, fuzzing.Positions("valid-slot", c.Loc[:c.Valid], int64(slots), int64(pageSize))...)
+	return append(out, fuzzing.Positions("padded-slot", c.Loc[c.Valid:], int64(slots), int64(pageSize))...)
 }

@@ -110,3 +110,7 @@ func TestTransferSeedCorpus(t *testing.T) {
 func TestTransferSeedsKillEveryMutant(t *testing.T) {
 	kindtest.SeedsKillMutants(t, FuzzTarget, "pdtransfer", fuzzSeeds)
 }
+
+// TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the
+// features of a case alone; every seed has its own.
+func TestFeaturesTellSeedsApart(t *testing.T) { kindtest.FeaturesTellSeedsApart(t, FuzzTarget) }

@@ -31,6 +31,22 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
 	},
-	Decode: func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
-	Write:  WriteCase,
+	Decode:   func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },
+	Write:    WriteCase,
+	Features: Features,
+}
+
+// Features names what a transfer case chose: how many rooms and pages,
+// and where each room's source and destination pages sit among the
+// geometry's pages in registration chunks of 64 (a run that crosses a
+// chunk is where a descriptor splits).
+func Features(c *Case) []string {
+	out := []string{fuzzing.Count("rooms", len(c.Rooms)), fuzzing.Count("buffers", len(c.Geometry.Buffers))}
+	pages := int64(c.Geometry.Pages)
+	for _, r := range c.Rooms {
+		out = append(out, fuzzing.Count("pages", len(r.Src)))
+		out = append(out, fuzzing.Positions("src", r.Src, pages, 64)...)
+		out = append(out, fuzzing.Positions("dst", r.Dst, pages, 64)...)
+	}
+	return out
 }
