@@ -20,6 +20,12 @@
 // The plugin is resolved (built, for a bundled one) and started before the
 // first input: go test gives each input ten seconds, and a build on a busy
 // machine can take longer.
+//
+// A kind's FuzzX runs in two lanes: in its own package's test binary
+// (Fuzz), and in its fuzz folder, whose test binary hands each input to a
+// kvharness fuzz-check process that runs an Env there (package remote,
+// Lane): several times as many inputs a second, guided by the case's
+// Features instead of the harness's coverage.
 package fuzzing
 
 import (
