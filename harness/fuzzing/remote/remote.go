@@ -111,7 +111,11 @@ func checkerBinary() (string, error) {
 	if !ok {
 		return "", fmt.Errorf("the out-of-process fuzz lane runs in the kvharness source tree, which is not above %s; or set %s to a kvharness binary", mustGetwd(), CheckerEnv)
 	}
-	return gobuild.Build(root, "./harness/cmd/kvharness", "kvharness")
+	bin, err := gobuild.Build(root, "./harness/cmd/kvharness", "kvharness")
+	if err != nil {
+		return "", fmt.Errorf("the out-of-process fuzz lane's checker: %w (or set %s to a kvharness binary)", err, CheckerEnv)
+	}
+	return bin, nil
 }
 
 func mustGetwd() string {

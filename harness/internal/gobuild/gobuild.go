@@ -98,7 +98,10 @@ func Build(root, pkg, name string) (string, error) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("build %s: %v\n%s", name, err, stderr.String())
+		if out := bytes.TrimSpace(stderr.Bytes()); len(out) > 0 {
+			return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
+		}
+		return "", fmt.Errorf("build %s: %v", name, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return "", fmt.Errorf("install %s: %w", name, err)
