@@ -1,8 +1,8 @@
 package fuzzing
 
 import (
-	"fmt"
 	"math/bits"
+	"strconv"
 )
 
 // The names a kind's Features gives its cases come from these, so that
@@ -12,7 +12,7 @@ import (
 // that keeps an input for each new name reaches every size class, not
 // every size.
 func Count(name string, n int) string {
-	return fmt.Sprintf("%s<%d", name, 1<<bits.Len(uint(max(n, 0))))
+	return name + "<" + strconv.Itoa(1<<bits.Len(uint(max(n, 0))))
 }
 
 // Positions names where each index of idx sits among size indices in
@@ -23,7 +23,7 @@ func Count(name string, n int) string {
 func Positions(who string, idx []int64, size, unit int64) []string {
 	var out []string
 	for i, x := range idx {
-		out = append(out, fmt.Sprintf("%s-bits=%d", who, bits.Len64(uint64(max(x, 0)))))
+		out = append(out, who+"-bits="+strconv.Itoa(bits.Len64(uint64(max(x, 0)))))
 		switch {
 		case x < 0:
 			out = append(out, who+"=negative")

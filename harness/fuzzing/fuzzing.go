@@ -320,20 +320,12 @@ func indexOf[T any](ts []*T, t *T) int {
 
 // Verdict checks one input and says what go test -fuzz is to make of it:
 // failure is the crasher's message (empty when the case passed), features
-// the names of what the case's decoding chose, its layout first.
+// the names of what the case's decoding chose, its layout first: the
+// out-of-process lane's guidance.
 func (e *Env[T, C, R]) Verdict(ctx context.Context, data []byte) (features []string, failure string) {
-	l, c, r, err := e.Check(ctx, data)
-	if err != nil {
-		return nil, fmt.Sprintf("case %v: %v", c, err)
-	}
-	if r.Failed() {
-		var b bytes.Buffer
-		e.t.Write(&b, l, c, r)
-		who := e.Plugin // a kind that brings its own geometry has no layout to name
-		if l != nil {
-			who += " " + l.Name
-		}
-		return nil, fmt.Sprintf("%s: property %s violated\n%s", who, r.Primary(), b.String())
+	l, c, failure := e.judge(ctx, data)
+	if failure != "" {
+		return nil, failure
 	}
 	if l != nil {
 		features = append(features, "layout="+l.Name)
@@ -342,6 +334,25 @@ func (e *Env[T, C, R]) Verdict(ctx context.Context, data []byte) (features []str
 		features = append(features, e.t.Features(c)...)
 	}
 	return features, ""
+}
+
+// judge checks one input: the crasher's message, or empty when the case
+// passed.
+func (e *Env[T, C, R]) judge(ctx context.Context, data []byte) (*layout.Layout, C, string) {
+	l, c, r, err := e.Check(ctx, data)
+	if err != nil {
+		return l, c, fmt.Sprintf("case %v: %v", c, err)
+	}
+	if !r.Failed() {
+		return l, c, ""
+	}
+	var b bytes.Buffer
+	e.t.Write(&b, l, c, r)
+	who := e.Plugin // a kind that brings its own geometry has no layout to name
+	if l != nil {
+		who += " " + l.Name
+	}
+	return l, c, fmt.Sprintf("%s: property %s violated\n%s", who, r.Primary(), b.String())
 }
 
 // Fuzz is the body of a kind's FuzzX run in the test binary: a plugin
@@ -358,7 +369,7 @@ func Fuzz[T Checker[C, R], C workload.Case, R report.Result](f *testing.F, t *Ta
 	f.Cleanup(env.Close)
 	f.Add([]byte{})
 	f.Fuzz(func(tt *testing.T, data []byte) {
-		if _, failure := env.Verdict(context.Background(), data); failure != "" {
+		if _, _, failure := env.judge(context.Background(), data); failure != "" { // the features guide only the out-of-process lane
 			tt.Fatal(failure)
 		}
 	})

@@ -60,7 +60,6 @@ type server struct {
 	spill string
 	open  func(context.Context) (Verdicter, error)
 	v     Verdicter
-	seq   int
 }
 
 func (s *server) close() {
@@ -110,13 +109,13 @@ func (s *server) handle(ctx context.Context, req []byte) (uint32, string) {
 }
 
 // fail answers a failure, through a file when it is too long for the
-// doorbell.
+// doorbell: one file, overwritten by the next, as the worker reads it
+// before it posts again.
 func (s *server) fail(msg string) (uint32, string) {
 	if len(msg) <= doorbell.MaxMessage {
 		return codeFail, msg
 	}
-	s.seq++
-	path := filepath.Join(s.spill, fmt.Sprintf("failure-%d", s.seq))
+	path := filepath.Join(s.spill, "failure")
 	if err := os.WriteFile(path, []byte(msg), 0o600); err != nil {
 		return codeFail, msg[:doorbell.MaxMessage]
 	}
