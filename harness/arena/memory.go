@@ -72,4 +72,5 @@ var (
 	_ Memory        = (*shm.Memory)(nil)
 	_ Memory        = (*cudaarena.Memory)(nil)
 	_ WindowScanner = (*shm.Memory)(nil)
+	_ WindowScanner = (*cudaarena.Memory)(nil)
 )

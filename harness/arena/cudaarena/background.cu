@@ -128,6 +128,29 @@ __device__ __forceinline__ u64 lane_word(uint4 v, int k) {
 	return k == 0 ? ((u64)v.x | ((u64)v.y << 32)) : ((u64)v.z | ((u64)v.w << 32));
 }
 
+// diff_pair is one warp's step of a scan of piece p: blocks b2 and b2+1
+// (the latter when below last), a half-warp each. Every lane must call it.
+__device__ __forceinline__ void diff_pair(const uint4* arena, piece p, u64 b2, u64 last,
+		u32* count, u32* list, u32 cap, unsigned char* packed, u32 packed_cap) {
+	u32 lane = threadIdx.x & 31;
+	u64 b = b2 + (lane >> 4);
+	u64 x[2] = {0, 0};
+	uint4 v = make_uint4(0, 0, 0, 0);
+	if (b < last) {
+		v = arena[b * 16 + (lane & 15)];
+		u64 w = b * 32 + (lane & 15) * 2;
+		for (int k = 0; k < 2; k++) {
+			u64 m = byte_mask(w + k, p.lo, p.hi);
+			u64 want = (m && p.filled) ? window_word(p.seed, p.origin, w + k) : 0;
+			x[k] = (lane_word(v, k) ^ want) & m;
+		}
+	}
+	bool d = (x[0] | x[1]) != 0;
+	u32 bal = __ballot_sync(0xffffffffu, d);
+	report_block(((lane < 16) ? (bal & 0xffffu) : (bal >> 16)) != 0, b, v, d ? byte_bits(x[0], x[1]) : 0,
+		count, list, cap, packed, packed_cap);
+}
+
 // diff_background finds the 256-byte arena blocks that differ, inside
 // [lo, hi), from the baseline: the background of the window filled from
 // origin with seed when filled, else zero. It takes any range; diff_blocks
@@ -137,27 +160,28 @@ __device__ __forceinline__ u64 lane_word(uint4 v, int k) {
 // grow the list and rescan.
 extern "C" __global__ void diff_background(const uint4* arena, u64 lo, u64 hi, u64 seed, u64 origin, u32 filled,
 		u32* count, u32* list, u32 cap, unsigned char* packed, u32 packed_cap) {
-	u32 lane = threadIdx.x & 31;
 	u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+	piece p = {lo, hi, seed, origin, filled};
 	u64 last = (hi + 255) / 256;
 	for (u64 b2 = lo / 256 + 2 * warp; b2 < last; b2 += 2 * warps) {
-		u64 b = b2 + (lane >> 4);
-		u64 x[2] = {0, 0};
-		uint4 v = make_uint4(0, 0, 0, 0);
-		if (b < last) {
-			v = arena[b * 16 + (lane & 15)];
-			u64 w = b * 32 + (lane & 15) * 2;
-			for (int k = 0; k < 2; k++) {
-				u64 m = byte_mask(w + k, lo, hi);
-				u64 want = (m && filled) ? window_word(seed, origin, w + k) : 0;
-				x[k] = (lane_word(v, k) ^ want) & m;
-			}
+		diff_pair(arena, p, b2, last, count, list, cap, packed, packed_cap);
+	}
+}
+
+// diff_pieces is diff_background over a list of n pieces, a CUDA block per
+// piece in turn and the block's warps across the piece: a scan of the many
+// small windows a case's rows point at, in one launch. Blocks that two
+// pieces share are reported by each, with the bits of its own bytes.
+extern "C" __global__ void diff_pieces(const uint4* arena, const piece* ps, u32 n,
+		u32* count, u32* list, u32 cap, unsigned char* packed, u32 packed_cap) {
+	u64 warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+	for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
+		piece p = ps[i];
+		u64 last = (p.hi + 255) / 256;
+		for (u64 b2 = p.lo / 256 + 2 * warp; b2 < last; b2 += 2 * warps) {
+			diff_pair(arena, p, b2, last, count, list, cap, packed, packed_cap);
 		}
-		bool d = (x[0] | x[1]) != 0;
-		u32 bal = __ballot_sync(0xffffffffu, d);
-		report_block(((lane < 16) ? (bal & 0xffffu) : (bal >> 16)) != 0, b, v, d ? byte_bits(x[0], x[1]) : 0,
-			count, list, cap, packed, packed_cap);
 	}
 }
 

@@ -396,4 +396,93 @@ type memory interface {
 	Fill(w pool.Window, seed uint64) error
 	Changed(w pool.Window) ([]pool.Window, error)
 	Reset(ws []pool.Window) error
+	ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error)
+}
+
+// changedIn compares ChangedIn on both backends, ranges and bytes.
+func (p *pair) changedIn(ws []pool.Window) []pool.Window {
+	p.t.Helper()
+	want, wantBytes, err := p.host.ChangedIn(ws)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got, gotBytes, err := p.gpu.ChangedIn(ws)
+	if err != nil {
+		p.t.Fatalf("cuda ChangedIn(%d windows): %v", len(ws), err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		p.t.Fatalf("ChangedIn(%d windows):\ncuda %v\nshm  %v", len(ws), got, want)
+	}
+	if !bytes.Equal(gotBytes, wantBytes) {
+		p.t.Fatalf("ChangedIn(%d windows): cuda's %d bytes differ from shm's %d", len(ws), len(gotBytes), len(wantBytes))
+	}
+	return got
+}
+
+// randomWindows draws sorted windows of [0, size) that neither overlap
+// nor touch: mostly rows of a few hundred bytes at any alignment, as a
+// case's footprints are, and now and then one larger than bigPiece.
+func randomWindows(rng *rand.Rand, size, n int) []pool.Window {
+	var ws []pool.Window
+	at := rng.IntN(300)
+	for range n {
+		l := 1 + rng.IntN(700)
+		if rng.IntN(20) == 0 {
+			l = bigPiece + 1 + rng.IntN(3*bigPiece)
+		}
+		if at+l >= size {
+			break
+		}
+		ws = append(ws, pool.Window{Off: at, Len: l})
+		at += l + 1 + rng.IntN(4000)
+	}
+	return ws
+}
+
+// TestChangedInMatchesSHM: window scans of many small windows and a few
+// large ones, across filled and unfilled baselines, give shm's ranges and
+// bytes, in one trip to the device thread; a scan that finds more blocks
+// than its entry buffer holds grows it and scans again.
+func TestChangedInMatchesSHM(t *testing.T) {
+	const size = 8<<20 + 77
+	p := newPair(t, size)
+	p.fill(pool.Window{Off: 100, Len: 3 << 20}, 21)
+	p.fill(pool.Window{Off: 4<<20 + 3, Len: 3 << 20}, 22) // not on a word
+	rng := rand.New(rand.NewPCG(21, 22))
+	whole := pool.Window{Off: 0, Len: size}
+	for round := range 12 {
+		writes := 1 + rng.IntN(60)
+		if round == 5 {
+			writes = 3 * gatherChunk // more changed blocks than the first entry buffer
+		}
+		for range writes {
+			off := rng.IntN(size - 800)
+			b := make([]byte, 1+rng.IntN(800))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			p.write(off, b)
+		}
+		ws := randomWindows(rng, size, 50+rng.IntN(2000))
+		if round == 5 {
+			ws = []pool.Window{{Off: 0, Len: size / 2}, {Off: size/2 + 1, Len: size/2 - 1}}
+		}
+		before := p.gpu.dev.Trips()
+		if _, _, err := p.gpu.ChangedIn(ws); err != nil {
+			t.Fatal(err)
+		}
+		if trips := p.gpu.dev.Trips() - before; trips != 1 {
+			t.Errorf("round %d: ChangedIn of %d windows took %d trips to the device thread; want 1", round, len(ws), trips)
+		}
+		p.changedIn(ws)
+		p.changedIn(nil)
+		p.both("Reset", func(m memory) error { return m.Reset([]pool.Window{whole}) })
+		if c := p.changedIn(ws); c != nil {
+			t.Fatalf("after Reset: %v", c)
+		}
+	}
+	p.both("ChangedIn past the end", func(m memory) error {
+		_, _, err := m.ChangedIn([]pool.Window{{Off: size - 1, Len: 2}})
+		return err
+	})
 }

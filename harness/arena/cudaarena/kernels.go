@@ -22,9 +22,9 @@ const threads = 256
 
 // kernels are the compiled entry points of background.cu.
 type kernels struct {
-	mod                                   *cuda.Module
-	fill, diff, diffFast, gather, restore *cuda.Function
-	sms                                   int
+	mod                                             *cuda.Module
+	fill, diff, diffFast, diffList, gather, restore *cuda.Function
+	sms                                             int
 }
 
 func loadKernels(dev *cuda.Device) (*kernels, error) {
@@ -37,6 +37,7 @@ func loadKernels(dev *cuda.Device) (*kernels, error) {
 		"fill_background": &k.fill,
 		"diff_background": &k.diff,
 		"diff_blocks":     &k.diffFast,
+		"diff_pieces":     &k.diffList,
 		"gather_blocks":   &k.gather,
 		"restore_pieces":  &k.restore,
 	} {
@@ -97,6 +98,18 @@ func (k *kernels) diffWhole(arena cuda.Ptr, p baseline.Piece, b0, b1 int, to sca
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
 		return fmt.Errorf("scan arena blocks [%d,%d): %w", b0, b1, err)
+	}
+	return nil
+}
+
+// diffPieces queues the scan of the n pieces encoded at list, a block per
+// piece.
+func (k *kernels) diffPieces(arena, list cuda.Ptr, n int, to scanTo) error {
+	grid := cuda.Dim3{X: uint32(max(1, min(n, 16*max(k.sms, 1))))}
+	err := k.diffList.Launch(nil, grid, cuda.Dim3{X: threads}, 0, arena, list, uint32(n),
+		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
+	if err != nil {
+		return fmt.Errorf("scan %d arena windows: %w", n, err)
 	}
 	return nil
 }

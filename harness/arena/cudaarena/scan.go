@@ -33,6 +33,8 @@ type scanBuffers struct {
 
 	pieces   cuda.Ptr // pieceCap pieces for restore_pieces
 	pieceCap int
+
+	windows windowBuffers // ChangedIn's
 }
 
 func (s *scanBuffers) init(dev *cuda.Device) error {
@@ -94,7 +96,7 @@ func (s *scanBuffers) free(dev *cuda.Device) error {
 			*p = 0
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.windows.free(dev))...)
 }
 
 // readCount fetches the scan counter.

@@ -49,6 +49,18 @@ type ahead struct {
 	owner   any         // the System whose windows run now
 	last    *window     // the last window started; the next one waits for it
 	stopped atomic.Bool // set while Stop waits: running windows taint themselves
+
+	answered, tainted atomic.Int64 // verdicts handed out; windows tainted
+}
+
+// AheadCounts reports how many verdicts checking ahead has handed out and
+// how many windows were tainted (their cases then checked exactly): on a
+// correct kernel that nothing stops, none should be.
+func (t *Target) AheadCounts() (answered, tainted int) {
+	if t.ahead == nil {
+		return 0, 0
+	}
+	return int(t.ahead.answered.Load()), int(t.ahead.tainted.Load())
 }
 
 // window is consecutive drawn cases checked ahead.
@@ -138,6 +150,9 @@ func (t *Target) startAhead(ctx context.Context, owner any, w *window) {
 			<-prev.ready
 		}
 		t.runWindow(ctx, w)
+		if w.tainted {
+			a.tainted.Add(1)
+		}
 		close(w.ready)
 	}()
 }
@@ -308,20 +323,23 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 // errDirty marks footprints that did not hold the baseline before a run.
 var errDirty = fmt.Errorf("footprints changed before their run")
 
-// clean checks that every run's footprints hold the baseline.
+// clean checks that every run's footprints hold the baseline, by one
+// scan of them all.
 func (t *Target) clean(runs []run, ws [][]pool.Window) error {
 	s, err := t.scanner()
 	if err != nil {
 		return err
 	}
+	var all []pool.Window
 	for k := range runs {
-		changed, _, err := s.ChangedIn(ws[k])
-		if err != nil {
-			return err
-		}
-		if len(changed) > 0 {
-			return errDirty
-		}
+		all = append(all, ws[k]...)
+	}
+	changed, _, err := s.ChangedIn(mergeWindows(all))
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		return errDirty
 	}
 	return nil
 }
@@ -359,7 +377,7 @@ func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
 // deltas to the classifier; anything amiss taints w.
 func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 	start := time.Now()
-	deltas := make([]oracle.Delta, len(f.runs))
+	var deltas []oracle.Delta
 	staging := make([][]oracle.Violation, len(f.oracles))
 	err := t.batch(func() error {
 		for k := range f.oracles {
@@ -372,14 +390,17 @@ func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
 		if err != nil {
 			return err
 		}
-		var changed []pool.Window
+		regions := make([]pool.Region, len(f.runs))
 		for k, r := range f.runs {
-			region := t.regionOf(r)
-			if deltas[k], err = captureIn(s, region, f.ws[k]); err != nil {
-				return err
-			}
-			for _, d := range deltas[k].Windows {
-				changed = append(changed, pool.Window{Off: d.Off + region.Pool.Off, Len: d.Len})
+			regions[k] = t.regionOf(r)
+		}
+		if deltas, err = captureAll(s, regions, f.ws); err != nil {
+			return err
+		}
+		var changed []pool.Window
+		for k, d := range deltas {
+			for _, w := range d.Windows {
+				changed = append(changed, pool.Window{Off: w.Off + regions[k].Pool.Off, Len: w.Len})
 			}
 		}
 		start = t.clock("capture", start)

@@ -38,6 +38,9 @@ func TestAheadSetsFillOnFirstWindow(t *testing.T) {
 			t.Fatalf("case %d: checked exactly %v, sets filled %v; want checked ahead on filled sets", i, exact, filled)
 		}
 	}
+	if answered, tainted := tg.AheadCounts(); answered != n-firstExact || tainted != 0 {
+		t.Fatalf("checking ahead answered %d cases with %d windows tainted; want %d and none", answered, tainted, n-firstExact)
+	}
 }
 
 // TestWriteBeforeTheFillIsReported: a write that lands in the sets to

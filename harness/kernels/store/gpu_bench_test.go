@@ -85,7 +85,66 @@ func BenchmarkCheckedCasesCUDAAhead(b *testing.B) {
 			runCases(b, tg, 512)
 			b.ReportMetric(float64(dev.Trips()-before)/float64(b.N), "trips/case")
 			b.ReportMetric(float64(tg.Sets), "sets")
+			answered, tainted := tg.AheadCounts()
+			b.ReportMetric(float64(answered)/float64(b.N), "ahead-share")
+			b.ReportMetric(float64(tainted), "tainted-windows")
 			reportPhases(b, tg.Phases)
+		})
+	}
+}
+
+// BenchmarkCheckedCasesCUDAAheadJobs is BenchmarkCheckedCasesCUDAAhead on
+// several targets at once, each with its plugin process and its pool sets,
+// as `kvharness check --jobs N` runs its rows; cases/s is the total.
+func BenchmarkCheckedCasesCUDAAheadJobs(b *testing.B) {
+	dev := cudatest.Device(b)
+	lay := kindtest.Layout(b, "bf16", 128, 64)
+	for _, jobs := range []int{2, 4} {
+		b.Run(fmt.Sprintf("layout=bf16/slots=1048576/jobs=%d", jobs), func(b *testing.B) {
+			targets := make([]*Target, jobs)
+			for i := range targets {
+				p, dir := plugintest.Start(b, "fusedstore")
+				tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512,
+					Seed: 7, Backend: arena.CUDA{Dev: dev}, Sets: AutoSets})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tg.Close(context.Background())
+				targets[i] = tg
+			}
+			var failed atomic.Value
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for j, tg := range targets {
+				n := b.N / jobs
+				if j < b.N%jobs {
+					n++
+				}
+				wg.Go(func() {
+					sys := NewSystem(tg, Paddings[j%len(Paddings)], 512)
+					sys.Budget = n
+					rng := rand.New(rand.NewSource(int64(j + 1)))
+					for range n {
+						c := sys.Draw(rng)
+						if res, err := sys.Check(context.Background(), c); err != nil || res.Failed() {
+							failed.Store(fmt.Sprintf("case %v: %v %v", c, err, res))
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if f := failed.Load(); f != nil {
+				b.Fatal(f)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+			var answered, tainted int
+			for _, tg := range targets {
+				a, t := tg.AheadCounts()
+				answered, tainted = answered+a, tainted+t
+			}
+			b.ReportMetric(float64(answered)/float64(b.N), "ahead-share")
+			b.ReportMetric(float64(tainted), "tainted-windows")
 		})
 	}
 }

@@ -125,6 +125,7 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 		}
 		<-w.ready
 		if !w.tainted {
+			s.Target.ahead.answered.Add(1)
 			if w.results[i].Failed() {
 				// The runner confirms and shrinks a failure with exact
 				// checks: they run where the case ran, so that a kernel

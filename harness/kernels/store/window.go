@@ -52,20 +52,46 @@ func (t *Target) scanner() (arena.WindowScanner, error) {
 	return s, nil
 }
 
-// captureIn is oracle.Capture restricted to ws, arena windows inside
-// region r: what the run changed there, as offsets from the pool base. It
-// equals Capture's delta when nothing outside ws changed.
-func captureIn(s arena.WindowScanner, r pool.Region, ws []pool.Window) (oracle.Delta, error) {
-	changed, b, err := s.ChangedIn(ws)
+// captureAll is oracle.Capture restricted to footprints, for several runs
+// at once: what each run changed inside its windows ws[k], as offsets from
+// its pool's base, which is Capture's delta when nothing outside them
+// changed. One scan covers every run's windows (on a device, one trip for
+// a whole flight instead of one per run); its changed ranges are then
+// split back by run. Runs' footprints are disjoint (each run has a pool of
+// its own); where two runs' windows touch, the scan joins them and the
+// split cuts the changed ranges at the boundary, so every run gets what a
+// scan of its own windows would have found.
+func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window) ([]oracle.Delta, error) {
+	var all []pool.Window
+	for _, w := range ws {
+		all = append(all, w...)
+	}
+	changed, b, err := s.ChangedIn(mergeWindows(all))
 	if err != nil {
-		return oracle.Delta{}, err
+		return nil, err
 	}
-	d := oracle.Delta{Windows: make([]pool.Window, len(changed)), Bytes: b}
-	if d.Bytes == nil {
-		d.Bytes = []byte{}
+	at := make([]int, len(changed)+1) // where each changed range's bytes start in b
+	for i, c := range changed {
+		at[i+1] = at[i] + c.Len
 	}
-	for i, w := range changed {
-		d.Windows[i] = pool.Window{Off: w.Off - r.Pool.Off, Len: w.Len}
+	deltas := make([]oracle.Delta, len(ws))
+	for k, run := range ws {
+		d := oracle.Delta{Bytes: []byte{}}
+		i := 0
+		for _, w := range run {
+			for i < len(changed) && changed[i].End() <= w.Off {
+				i++
+			}
+			for j := i; j < len(changed) && changed[j].Off < w.End(); j++ {
+				lo, hi := max(changed[j].Off, w.Off), min(changed[j].End(), w.End())
+				d.Windows = append(d.Windows, pool.Window{Off: lo - regions[k].Pool.Off, Len: hi - lo})
+				d.Bytes = append(d.Bytes, b[at[j]+lo-changed[j].Off:at[j]+hi-changed[j].Off]...)
+			}
+		}
+		if d.Windows == nil {
+			d.Windows = []pool.Window{}
+		}
+		deltas[k] = d
 	}
-	return d, nil
+	return deltas, nil
 }

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+)
+
+// TestAheadOnCUDA: checking ahead works on device memory. On a correct
+// kernel every case after the first exact ones gets its verdict from a
+// window and no window is tainted; each pad-unaware mutant (one writes
+// the last slot, far from every footprint, which only the window's proof
+// sees) fails at the same case, with the same violations, as exact checks
+// of the same draws.
+func TestAheadOnCUDA(t *testing.T) {
+	dev := cudatest.Device(t)
+	const budget = 120
+	for _, variant := range []string{"", "sink-writes", "minus1-wraps", "off-by-one-tail"} {
+		t.Run("variant="+cmp.Or(variant, "correct"), func(t *testing.T) {
+			type failure struct {
+				padding Padding
+				at      int
+				res     *Result
+			}
+			run := func(sets int) ([]failure, *Target) {
+				p, dir := plugintest.Start(t, "fusedstore")
+				tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: kindtest.Layout(t, "bf16", 128, 64),
+					Slots: 1 << 16, MaxCapacity: 64, Seed: 7, Backend: arena.CUDA{Dev: dev}, Sets: sets})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tg.Close(context.Background()) })
+				var out []failure
+				for k, pad := range Paddings {
+					sys := NewSystem(tg, pad, 64)
+					sys.Budget = budget
+					rng := rand.New(rand.NewSource(int64(k + 1)))
+					for i := range budget {
+						res, err := sys.Check(context.Background(), sys.Draw(rng))
+						if err != nil {
+							t.Fatalf("%s, case %d: %v", pad, i, err)
+						}
+						if res.Failed() {
+							out = append(out, failure{pad, i, res})
+							break
+						}
+					}
+				}
+				return out, tg
+			}
+			exact, _ := run(0)
+			ahead, tg := run(AutoSets)
+			answered, tainted := tg.AheadCounts()
+			t.Logf("%d sets; checking ahead answered %d cases, %d windows tainted", tg.Sets, answered, tainted)
+			if tg.Sets < 2 || answered == 0 {
+				t.Fatalf("checking ahead answered %d cases on %d sets: it did not run", answered, tg.Sets)
+			}
+			if variant == "" && (len(ahead) > 0 || tainted > 0) {
+				t.Fatalf("correct kernel: %d failures checked ahead, %d windows tainted; want none", len(ahead), tainted)
+			}
+			if variant != "" && len(exact) == 0 {
+				t.Fatalf("mutant %s passed %d cases a padding, checked exactly: the test needs it to fail", variant, budget)
+			}
+			if len(ahead) != len(exact) {
+				t.Fatalf("%d paddings failed checked ahead, %d checked exactly", len(ahead), len(exact))
+			}
+			for i := range exact {
+				a, e := ahead[i], exact[i]
+				if a.padding != e.padding || a.at != e.at || !reflect.DeepEqual(a.res.Violations, e.res.Violations) {
+					t.Errorf("checked ahead: %s fails at case %d (%s); exactly: %s at case %d (%s)",
+						a.padding, a.at, a.res.Primary(), e.padding, e.at, e.res.Primary())
+				}
+			}
+		})
+	}
+}
