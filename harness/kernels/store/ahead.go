@@ -86,8 +86,16 @@ const (
 	devShare    = 16 << 20  // and on a device, which scans a hundred times faster
 	maxBatch    = 4         // cases per round trip, at most
 	setBudget   = 256       // MiB of host pools a target may keep for checking ahead
-	devBudget   = 8192      // MiB of device pools
 )
+
+// deviceBudget is how many bytes of device pools a target may keep for
+// checking ahead on a GPU of total bytes: an eighth of it (check runs four
+// jobs at once on the GPU, each a target), from 2 to 16 GiB. On an H200,
+// 16 GiB holds eight sets of three 1 Mi-slot bf16 pools: four cases per
+// round trip.
+func deviceBudget(total int64) int {
+	return int(min(max(total/8, 2<<30), 16<<30))
+}
 
 // AutoSets in Config.Sets asks for as many pool sets as the backend
 // affords (setsFor).
@@ -100,8 +108,8 @@ const AutoSets = -1
 // halves).
 func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 	budget := setBudget << 20
-	if b.Place().OnDevice() {
-		budget = devBudget << 20
+	if c, ok := b.(arena.CUDA); ok {
+		budget = deviceBudget(c.Dev.TotalMem())
 	}
 	set := numPools * (l.PoolBytes(slots) + 2*max(l.PageBytes(), 4096))
 	n := min(maxSets, budget/max(set, 1)) &^ 1

@@ -65,3 +65,24 @@ func TestWriteBeforeTheFillIsReported(t *testing.T) {
 		t.Fatalf("error %v; want the write at %d in %s reported before the fill", err, r.Pool.Off+100, r.Name)
 	}
 }
+
+// TestDeviceBudget: a target keeps an eighth of its GPU for checking
+// ahead, from 2 to 16 GiB: eight sets of 1 Mi-slot bf16 pools on an H200,
+// six on an H100, and no more than a quarter of the GPU's memory for the
+// four jobs check runs on a small one.
+func TestDeviceBudget(t *testing.T) {
+	const gib = 1 << 30
+	set := numPools * (1 << 20) * 512 // three 1 Mi-slot bf16 pools of head dim 128
+	for _, c := range []struct {
+		total      int64
+		want, sets int
+	}{{141 * gib, 16 * gib, 8}, {80 * gib, 10 * gib, 6}, {24 * gib, 3 * gib, 2}, {8 * gib, 2 * gib, 0}} {
+		got := deviceBudget(c.total)
+		if got != c.want {
+			t.Errorf("deviceBudget(%d GiB) = %d GiB; want %d GiB", c.total/gib, got/gib, c.want/gib)
+		}
+		if sets := min(maxSets, got/set) &^ 1; sets != c.sets && !(c.sets == 0 && sets < 2) {
+			t.Errorf("%d GiB GPU: %d sets of 1 Mi-slot bf16 pools; want %d", c.total/gib, sets, c.sets)
+		}
+	}
+}
