@@ -36,6 +36,14 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "kv-cache-kernels-under-test",
 }
 
+// WarmGPUEnv, in a plugin process's environment, is the ordinal of the GPU
+// the harness will attach its arenas on (runs on the cuda backend). A
+// plugin that serves device memory may open the device as it starts, so
+// that the first Attach finds the CUDA context made: creating one costs a
+// few hundred milliseconds, which then overlap the harness's own setup.
+// It is a hint: a plugin that ignores it opens the device at Attach.
+const WarmGPUEnv = "KVHARNESS_WARM_GPU"
+
 // KernelPlugin adapts kvpb.Kernel to go-plugin. The host leaves Impl nil.
 type KernelPlugin struct {
 	plugin.NetRPCUnsupportedPlugin

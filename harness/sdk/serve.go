@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"os"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -14,6 +15,7 @@ import (
 // Serve runs the plugin until the harness disconnects. Call it from main.
 func Serve(p Plugin) {
 	widenDeviceQueues()
+	warmGPU(p.Kernel)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
 		// go-plugin logs its own progress at debug level to stderr, which
@@ -33,3 +35,21 @@ func Serve(p Plugin) {
 // that wraps it answers StoreBatch its own way, which a doorbell served
 // from inside would bypass.
 func NewServer(p Plugin) kvpb.KernelServer { return &server{p: p} }
+
+// warmGPU opens the GPU protocol.WarmGPUEnv names, in the background, when
+// the kernel serves device memory: the harness attaches its arenas there
+// next, and the attach then finds the context made. The open's error
+// comes on the returned channel (nil when nothing was opened); the attach
+// meets it again, and reports it, by its own open.
+func warmGPU(kernel any) <-chan error {
+	ordinal, err := strconv.Atoi(os.Getenv(protocol.WarmGPUEnv))
+	if err != nil || ordinal < 0 || !ServesDevice(kernel) {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := openGPU(ordinal)
+		done <- err
+	}()
+	return done
+}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -67,8 +69,9 @@ func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeo
 	return openTrusted(ctx, arg, variant, headDim, pageSize, timeout, noTrust)
 }
 
-// openTrusted is open with trust flags.
-func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust) (*session, error) {
+// openTrusted is open with trust flags; env goes into the environment
+// of every process of the plugin (warmGPU's hint).
+func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust, env ...string) (*session, error) {
 	dir, err := rundir.Open()
 	if err != nil {
 		return nil, err
@@ -84,6 +87,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		s.close()
 		return nil, err
 	}
+	opts.Env = append(opts.Env, env...)
 	s.spec, s.opts = spec, opts
 	s.plugin, err = plugin.StartSpec(ctx, spec, opts)
 	if err != nil {
@@ -96,6 +100,19 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	return s, nil
+}
+
+// warmGPU is the environment that asks a plugin to open its GPU as it
+// starts (protocol.WarmGPUEnv), when a run with these --backend and
+// --device values will attach its arenas there: cuda, or auto on a
+// machine with a driver. The plugin's CUDA context is then made while the
+// harness sets up instead of in the first attach, and the same holds for
+// the fresh process a failure is confirmed in.
+func warmGPU(backend string, device int) []string {
+	if backend == "cpu" || backend == "auto" && cuda.Available() != nil {
+		return nil
+	}
+	return []string{protocol.WarmGPUEnv + "=" + strconv.Itoa(device)}
 }
 
 // spawn starts another process of the session's plugin, with the same
