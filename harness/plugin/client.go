@@ -50,6 +50,10 @@ type Options struct {
 	// Sanitizer runs every process of the plugin under compute-sanitizer
 	// (check --sanitize); nil runs it as it is.
 	Sanitizer *Sanitizer
+	// Spare keeps a second process started for the next Restart to adopt
+	// (spare.go): runs on a GPU, where a process's start is a CUDA
+	// context's creation, set it. A sanitized plugin keeps none.
+	Spare bool
 }
 
 // stopGrace is how long a plugin asked to exit gets before it is killed.
@@ -84,6 +88,7 @@ type Plugin struct {
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
 	described map[describeKey]*kvpb.DescribeResponse
+	spare     *spare // the process the next Restart adopts (Options.Spare)
 }
 
 type describeKey struct {
@@ -115,6 +120,7 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	if err := p.launch(ctx); err != nil {
 		return nil, err
 	}
+	p.startSpare(ctx)
 	return p, nil
 }
 
@@ -195,11 +201,18 @@ func (p *Plugin) Restart(ctx context.Context) error {
 		return nil // in process: nothing to restart
 	}
 	if p.opts.Sanitizer != nil {
-		p.Close() // the sanitizer writes its record at exit: let it
-	} else {
-		p.retire()
+		p.dropSpare() // started unsanitized, or not at all
+		p.Close()     // the sanitizer writes its record at exit: let it
+		return p.launch(ctx)
 	}
-	return p.launch(ctx)
+	p.retire()
+	if q := p.takeSpare(); q != nil {
+		p.adopt(q)
+	} else if err := p.launch(ctx); err != nil {
+		return err
+	}
+	p.startSpare(ctx)
+	return nil
 }
 
 // retire kills the process at once and leaves its reaping to the
@@ -303,6 +316,7 @@ func (p *Plugin) waitExit(d time.Duration) string {
 // it waits for go-plugin to finish and keeps what a sanitizer reported.
 func (p *Plugin) Close() {
 	p.described = nil // a closed plugin answers nothing, from memory neither
+	p.dropSpare()
 	p.stop()
 	if p.client != nil {
 		p.client.Kill()

@@ -185,7 +185,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
 	}
-	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, warmGPU(f.backend, f.device)...)
+	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, onGPU(f.backend, f.device))
 	if err != nil {
 		return e.errorf("%v", err)
 	}

@@ -162,7 +162,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	g.grow(len(subjects))
 	var out []mutants.Result
 	for _, s := range subjects {
-		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, warmGPU(r.backend, r.device))
+		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.backend, r.device))
 		if err != nil || ctx.Err() != nil {
 			return out, nil, err
 		}
@@ -195,7 +195,7 @@ func probeLayouts(ctx context.Context, name string, tr trust, cfg *mutants.Confi
 	}
 	var first probed
 	for i, d := range dims {
-		s, err := openTrusted(ctx, name, "", d, cfg.PageSize, plugin.DefaultCallTimeout, tr)
+		s, err := openTrusted(ctx, name, "", d, cfg.PageSize, plugin.DefaultCallTimeout, tr, nil)
 		if err != nil {
 			return probed{}, err
 		}
@@ -227,7 +227,7 @@ func fixedHeadDims() []int {
 
 // runSubject runs one subject on a fresh process; ok is false for one the
 // run skips (a read or transfer under --graph).
-func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust, env []string) (mutants.Result, bool, error) {
+func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust, tune func(*plugin.Options)) (mutants.Result, bool, error) {
 	k, err := kernels.Lookup(s.Kernel)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
@@ -238,7 +238,7 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 	if k.Layouts && lerr != nil {
 		return mutants.Result{}, false, lerr
 	}
-	sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, env...)
+	sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}

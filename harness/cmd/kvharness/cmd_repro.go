@@ -73,7 +73,7 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 	if err != nil {
 		return e.errorf("%s: %v", path, err)
 	}
-	s, err := openTrusted(ctx, pluginArg, r.Variant, l.HeadDim, l.PageSize, timeout, tr)
+	s, err := openTrusted(ctx, pluginArg, r.Variant, l.HeadDim, l.PageSize, timeout, tr, nil)
 	if err != nil {
 		return e.errorf("%v", err)
 	}

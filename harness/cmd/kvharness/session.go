@@ -66,12 +66,12 @@ var noTrust trust
 
 // open resolves, starts and describes a plugin.
 func open(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration) (*session, error) {
-	return openTrusted(ctx, arg, variant, headDim, pageSize, timeout, noTrust)
+	return openTrusted(ctx, arg, variant, headDim, pageSize, timeout, noTrust, nil)
 }
 
-// openTrusted is open with trust flags; env goes into the environment
-// of every process of the plugin (warmGPU's hint).
-func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust, env ...string) (*session, error) {
+// openTrusted is open with trust flags; tune, when not nil, adjusts the
+// options of every process of the plugin (onGPU).
+func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int, timeout time.Duration, tr trust, tune func(*plugin.Options)) (*session, error) {
 	dir, err := rundir.Open()
 	if err != nil {
 		return nil, err
@@ -87,7 +87,9 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		s.close()
 		return nil, err
 	}
-	opts.Env = append(opts.Env, env...)
+	if tune != nil {
+		tune(&opts)
+	}
 	s.spec, s.opts = spec, opts
 	s.plugin, err = plugin.StartSpec(ctx, spec, opts)
 	if err != nil {
@@ -102,17 +104,21 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 	return s, nil
 }
 
-// warmGPU is the environment that asks a plugin to open its GPU as it
-// starts (protocol.WarmGPUEnv), when a run with these --backend and
-// --device values will attach its arenas there: cuda, or auto on a
-// machine with a driver. The plugin's CUDA context is then made while the
-// harness sets up instead of in the first attach, and the same holds for
-// the fresh process a failure is confirmed in.
-func warmGPU(backend string, device int) []string {
+// onGPU is how the plugin's processes start for a run with these
+// --backend and --device values when it will attach its arenas on a GPU
+// (cuda, or auto on a machine with a driver); nil otherwise. Each process
+// is asked to open the GPU as it starts (protocol.WarmGPUEnv), so that its
+// CUDA context is made while the harness sets up, not in the first
+// attach; and a spare process is kept for the next restart, so that a
+// failure's check in a fresh process waits for no process start.
+func onGPU(backend string, device int) func(*plugin.Options) {
 	if backend == "cpu" || backend == "auto" && cuda.Available() != nil {
 		return nil
 	}
-	return []string{protocol.WarmGPUEnv + "=" + strconv.Itoa(device)}
+	return func(o *plugin.Options) {
+		o.Env = append(o.Env, protocol.WarmGPUEnv+"="+strconv.Itoa(device))
+		o.Spare = true
+	}
 }
 
 // spawn starts another process of the session's plugin, with the same

@@ -5,20 +5,23 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
-// TestWarmGPUHint: the plugin is asked to open its GPU as it starts for
-// runs that will attach arenas there (--backend cuda, or auto where a
-// driver is), on the --device given, and never for the cpu backend.
-func TestWarmGPUHint(t *testing.T) {
-	if got := warmGPU("cpu", 0); got != nil {
-		t.Errorf("--backend cpu: %v; want no hint", got)
+// TestOnGPU: a run that will attach arenas on a GPU (--backend cuda, or
+// auto where a driver is) asks its plugin processes to open the GPU of
+// --device as they start and keeps a spare process; a cpu run does
+// neither.
+func TestOnGPU(t *testing.T) {
+	if onGPU("cpu", 0) != nil {
+		t.Error("--backend cpu tunes the plugin's processes; want them as they are")
 	}
-	if got, want := warmGPU("cuda", 2), []string{"KVHARNESS_WARM_GPU=2"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("--backend cuda --device 2: %v; want %v", got, want)
+	var o plugin.Options
+	onGPU("cuda", 2)(&o)
+	if want := []string{"KVHARNESS_WARM_GPU=2"}; !reflect.DeepEqual(o.Env, want) || !o.Spare {
+		t.Errorf("--backend cuda --device 2: env %v, spare %v; want %v and a spare", o.Env, o.Spare, want)
 	}
-	got := warmGPU("auto", 0)
-	if driver := cuda.Available() == nil; (got != nil) != driver {
-		t.Errorf("--backend auto with a driver %v: hint %v", driver, got)
+	if driver := cuda.Available() == nil; (onGPU("auto", 0) != nil) != driver {
+		t.Errorf("--backend auto, driver present %v: tuned %v", driver, !driver)
 	}
 }

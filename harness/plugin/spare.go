@@ -1,0 +1,75 @@
+package plugin
+
+import "context"
+
+// A spare is a process of the plugin started ahead of the next Restart
+// (Options.Spare), which adopts it instead of starting one: a failure's
+// check in a fresh process then waits for no process start. On the GPU
+// that start is most of the check (a CUDA context is made in every new
+// process: with protocol.WarmGPUEnv the spare makes its own while the run
+// goes on). The spare is a process that has run nothing, so it is as
+// fresh as one started at the Restart.
+type spare struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when p or err is set
+	p      *Plugin
+	err    error
+}
+
+// startSpare starts a spare in the background, when the options ask for
+// one and none is held.
+func (p *Plugin) startSpare(ctx context.Context) {
+	if !p.opts.Spare || p.spare != nil || p.client == nil || p.opts.Sanitizer != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &spare{cancel: cancel, done: make(chan struct{})}
+	p.spare = s
+	spec, opts := p.spec, p.opts
+	opts.Spare = false // the spare keeps no spare of its own
+	go func() {
+		defer close(s.done)
+		q := &Plugin{Name: spec.Name, Path: p.Path, spec: spec, opts: opts}
+		if s.err = q.launch(ctx); s.err == nil {
+			s.p = q
+		}
+	}()
+}
+
+// takeSpare returns the spare's process, once it has started, and forgets
+// it; nil when there is none or it failed to start (Restart then starts
+// one as it would have).
+func (p *Plugin) takeSpare() *Plugin {
+	s := p.spare
+	if s == nil {
+		return nil
+	}
+	p.spare = nil
+	<-s.done
+	s.cancel()
+	if s.p != nil && s.p.runner.exitDetail() != "" { // it died waiting
+		s.p.Close()
+		return nil
+	}
+	return s.p
+}
+
+// dropSpare stops the spare, waiting for its start to end first.
+func (p *Plugin) dropSpare() {
+	s := p.spare
+	if s == nil {
+		return
+	}
+	p.spare = nil
+	s.cancel()
+	<-s.done
+	if s.p != nil {
+		s.p.Close()
+	}
+}
+
+// adopt makes q's process p's: p then runs as if it had just launched it.
+func (p *Plugin) adopt(q *Plugin) {
+	p.client, p.runner, p.kernel, p.stderr, p.san, p.image, p.connected = q.client, q.runner, q.kernel, q.stderr, q.san, q.image, q.connected
+	p.owner, p.noBatch, p.described = nil, false, nil
+}

@@ -1,0 +1,130 @@
+package plugin
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
+)
+
+// startSpared starts fusedstore keeping a spare, and waits for the spare
+// to be up.
+func startSpared(t *testing.T) *Plugin {
+	t.Helper()
+	path, err := Resolve("fusedstore")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir, err := rundir.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Spare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.spare == nil {
+		p.Close()
+		t.Fatal("no spare started")
+	}
+	<-p.spare.done
+	if p.spare.err != nil {
+		p.Close()
+		t.Fatalf("the spare did not start: %v", p.spare.err)
+	}
+	return p
+}
+
+func exitedWithin(r *groupRunner, d time.Duration) bool {
+	select {
+	case <-r.exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestRestartAdoptsTheSpare: a restart runs the process started ahead of
+// it, kills the old one, starts the next spare, and the adopted process
+// answers; Close ends all three.
+func TestRestartAdoptsTheSpare(t *testing.T) {
+	p := startSpared(t)
+	old, ready := p.runner, p.spare.p.runner
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p.runner != ready {
+		t.Fatalf("the restarted plugin runs process %s; want the spare %s", p.runner.ID(), ready.ID())
+	}
+	if !exitedWithin(old, 5*time.Second) {
+		t.Fatalf("the old process %s still runs after the restart", old.ID())
+	}
+	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+		t.Fatalf("the adopted process does not answer: %v", err)
+	}
+	if p.spare == nil {
+		t.Fatal("no next spare after the restart")
+	}
+	<-p.spare.done
+	next := p.spare.p.runner
+	if next == ready {
+		t.Fatal("the next spare is the adopted process")
+	}
+	p.Close()
+	for _, r := range []*groupRunner{ready, next} {
+		if !exitedWithin(r, 5*time.Second) {
+			t.Errorf("process %s still runs after Close", r.ID())
+		}
+	}
+}
+
+// TestDeadSpareIsNotAdopted: a spare that died while it waited is not
+// handed a restart; a process started then is, and answers.
+func TestDeadSpareIsNotAdopted(t *testing.T) {
+	p := startSpared(t)
+	defer p.Close()
+	dead := p.spare.p.runner
+	if err := dead.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.exited
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p.runner == dead {
+		t.Fatal("the restart adopted the dead spare")
+	}
+	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+		t.Fatalf("the restarted plugin does not answer: %v", err)
+	}
+}
+
+// TestSanitizedPluginKeepsNoSpare: every process of a sanitized plugin
+// must run under the sanitizer, so it keeps no spare started without.
+func TestSanitizedPluginKeepsNoSpare(t *testing.T) {
+	exe, tmp := fakesanitizer.Write(t)
+	path, err := Resolve("fusedstore")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir, err := rundir.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Spare: true, Sanitizer: &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p.spare != nil {
+		t.Fatal("a sanitized plugin keeps a spare")
+	}
+}
