@@ -28,7 +28,7 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Sequence
+from typing import List, Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from . import protocol as pb
 from .arena import HostRegion
 from .errors import aborted, bad_request, precondition, unimplemented
 from .kernel import SHM, Kernel, Layout, Pool
-from .transfer import PoolName
+from .transfer import Descriptor, PoolName, TransferBuffer, pool_pages
 
 kv = pb.kv
 
@@ -53,23 +53,14 @@ PENDING, DONE, FAILED = "pending", "done", "failed"
 _GATE_HELD, _GATE_GO, _GATE_FAIL = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class AsyncBuffer:
-    """One buffer: its prefill pool (None on the decode) and decode pool."""
-
-    index: int
-    name: str
-    src: Any
-    dst: Pool
-    alloc: str
-    shift: int
+class AsyncBuffer(TransferBuffer):
+    """One buffer, with a TransferBuffer's fields (as the Go SDK's
+    AsyncBuffer): its prefill pool (src, None on the decode) and decode
+    pool (dst)."""
 
     def pages(self) -> int:
-        ps = self.dst.layout.page_size
-        return (self.dst.slots + ps - 1) // ps
-
-    def phys(self, page: int) -> int:
-        return (page + self.shift) % self.pages()
+        """From dst: the one pool both sides have."""
+        return pool_pages(self.dst)
 
 
 @dataclass(frozen=True)
@@ -90,17 +81,6 @@ class AsyncComponent:
 class AsyncRoom:
     id: int
     components: Sequence[AsyncComponent]
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    room: int
-    buffer: int
-    src: int  # prefill arena offset
-    dst: int  # decode arena offset
-    length: int
-    item_len: int
-    run: int
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,11 @@ class PoolName:
         return PoolName(side, buffer, alloc, shift)
 
 
+def pool_pages(p: Pool) -> int:
+    """The number of pages of a pool: its slots, a partial last page included."""
+    return (p.slots + p.layout.page_size - 1) // p.layout.page_size
+
+
 @dataclass(frozen=True)
 class TransferBuffer:
     """One buffer of a transfer: its pool on the prefill side (src) and on
@@ -72,8 +77,7 @@ class TransferBuffer:
     shift: int
 
     def pages(self) -> int:
-        l = self.src.layout
-        return (self.src.slots + l.page_size - 1) // l.page_size
+        return pool_pages(self.src)
 
     def phys(self, page: int) -> int:
         """A room's page in this buffer's physical pages, through its page table."""
