@@ -12,6 +12,7 @@ COOKIE_VALUE = "kv-cache-kernels-under-test"
 CORE_PROTOCOL_VERSION = 1  # go-plugin's own protocol
 APP_PROTOCOL_VERSION = 1  # protocol.Version
 MAX_MESSAGE_BYTES = 64 << 20  # protocol.MaxMessageBytes
+WARM_GPU_ENV = "KVHARNESS_WARM_GPU"  # protocol.WarmGPUEnv: the GPU the harness will attach arenas on
 HANDLER_TIME_KEY = "kvharness-handler-ns"  # protocol.HandlerTimeKey: a StoreBatch's time in the plugin
 
 BACKEND_SHM = kv.BACKEND_SHM
