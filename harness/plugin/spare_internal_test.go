@@ -7,26 +7,13 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // startSpared starts fusedstore keeping a spare, and waits for the spare
 // to be up.
 func startSpared(t *testing.T) *Plugin {
 	t.Helper()
-	path, err := Resolve("fusedstore")
-	if err != nil {
-		t.Skip(err)
-	}
-	dir, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Spare: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := startWith(t, Options{Spare: true})
 	if p.spare == nil {
 		p.Close()
 		t.Fatal("no spare started")
@@ -107,19 +94,7 @@ func TestDeadSpareIsNotAdopted(t *testing.T) {
 // must run under the sanitizer, so it keeps no spare started without.
 func TestSanitizedPluginKeepsNoSpare(t *testing.T) {
 	exe, tmp := fakesanitizer.Write(t)
-	path, err := Resolve("fusedstore")
-	if err != nil {
-		t.Skip(err)
-	}
-	dir, err := rundir.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Spare: true, Sanitizer: &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := startWith(t, Options{Spare: true, Sanitizer: &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}})
 	defer p.Close()
 	if err := p.Restart(context.Background()); err != nil {
 		t.Fatal(err)

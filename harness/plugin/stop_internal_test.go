@@ -12,6 +12,12 @@ import (
 
 func startUnder(t *testing.T, san *Sanitizer) *Plugin {
 	t.Helper()
+	return startWith(t, Options{Sanitizer: san})
+}
+
+// startWith starts fusedstore with opts, in a run directory of its own.
+func startWith(t *testing.T, opts Options) *Plugin {
+	t.Helper()
 	path, err := Resolve("fusedstore")
 	if err != nil {
 		t.Skip(err)
@@ -21,7 +27,8 @@ func startUnder(t *testing.T, san *Sanitizer) *Plugin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	p, err := Start(context.Background(), "fusedstore", path, Options{Dir: dir, Sanitizer: san})
+	opts.Dir = dir
+	p, err := Start(context.Background(), "fusedstore", path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,15 +81,20 @@ func (m *Memory) collect(c *cuda.Ctx, w pool.Window, d *diff) error {
 			}
 			return m.gatherSorted(w, blocks, d)
 		}
-		entries := s.host[:n*entryBytes]
-		if err := m.dev.DtoH(entries, s.packed); err != nil {
-			return fmt.Errorf("fetch changed cuda arena blocks: %w", err)
-		}
-		for _, e := range mergeEntries(entries) {
-			d.addMasked(e.data, e.mask, e.block*blockBytes)
-		}
-		return nil
+		return m.fetchEntries(s.host[:n*entryBytes], s.packed, d)
 	}
+}
+
+// fetchEntries copies the packed entries at packed into host, which holds
+// exactly the scan's, and adds their changed bytes to d.
+func (m *Memory) fetchEntries(host []byte, packed cuda.Ptr, d *diff) error {
+	if err := m.dev.DtoH(host, packed); err != nil {
+		return fmt.Errorf("fetch changed cuda arena blocks: %w", err)
+	}
+	for _, e := range mergeEntries(host) {
+		d.addMasked(e.data, e.mask, e.block*blockBytes)
+	}
+	return nil
 }
 
 // entry is one changed block as a scan packed it.

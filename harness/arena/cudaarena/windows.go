@@ -114,14 +114,7 @@ func (m *Memory) collectIn(c *cuda.Ctx, ws []pool.Window, d *diff) error {
 			s.host = make([]byte, s.packedCap*entryBytes)
 			continue
 		}
-		entries := s.host[:n*entryBytes]
-		if err := m.dev.DtoH(entries, s.packed); err != nil {
-			return fmt.Errorf("fetch changed cuda arena blocks: %w", err)
-		}
-		for _, e := range mergeEntries(entries) {
-			d.addMasked(e.data, e.mask, e.block*blockBytes)
-		}
-		return nil
+		return m.fetchEntries(s.host[:n*entryBytes], s.packed, d)
 	}
 }
 

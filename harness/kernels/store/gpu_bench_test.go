@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/layout"
 )
 
 // BenchmarkCheckedCasesCUDA is the GPU's checked-case rate on the issue's
@@ -101,43 +103,23 @@ func BenchmarkCheckedCasesCUDAAheadJobs(b *testing.B) {
 	lay := kindtest.Layout(b, "bf16", 128, 64)
 	for _, jobs := range []int{2, 4} {
 		b.Run(fmt.Sprintf("layout=bf16/slots=1048576/jobs=%d", jobs), func(b *testing.B) {
-			targets := make([]*Target, jobs)
-			for i := range targets {
-				p, dir := plugintest.Start(b, "fusedstore")
-				tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512,
-					Seed: 7, Backend: arena.CUDA{Dev: dev}, Sets: AutoSets})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tg.Close(context.Background())
-				targets[i] = tg
-			}
-			var failed atomic.Value
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for j, tg := range targets {
+			targets := openJobs(b, dev, lay, jobs, AutoSets)
+			eachJob(b, targets, func(j int, tg *Target) error {
 				n := b.N / jobs
 				if j < b.N%jobs {
 					n++
 				}
-				wg.Go(func() {
-					sys := NewSystem(tg, Paddings[j%len(Paddings)], 512)
-					sys.Budget = n
-					rng := rand.New(rand.NewSource(int64(j + 1)))
-					for range n {
-						c := sys.Draw(rng)
-						if res, err := sys.Check(context.Background(), c); err != nil || res.Failed() {
-							failed.Store(fmt.Sprintf("case %v: %v %v", c, err, res))
-							return
-						}
+				sys := NewSystem(tg, Paddings[j%len(Paddings)], 512)
+				sys.Budget = n
+				rng := rand.New(rand.NewSource(int64(j + 1)))
+				for range n {
+					c := sys.Draw(rng)
+					if res, err := sys.Check(context.Background(), c); err != nil || res.Failed() {
+						return fmt.Errorf("case %v: %v %v", c, err, res)
 					}
-				})
-			}
-			wg.Wait()
-			if f := failed.Load(); f != nil {
-				b.Fatal(f)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+				}
+				return nil
+			})
 			var answered, tainted int
 			for _, tg := range targets {
 				a, t := tg.AheadCounts()
@@ -193,38 +175,58 @@ func BenchmarkCheckedCasesCUDAJobs(b *testing.B) {
 	lay := kindtest.Layout(b, "bf16", 128, 64)
 	for _, jobs := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("layout=bf16/slots=1048576/jobs=%d", jobs), func(b *testing.B) {
-			targets := make([]*Target, jobs)
-			for i := range targets {
-				p, dir := plugintest.Start(b, "fusedstore")
-				tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512,
-					Seed: 7, Backend: arena.CUDA{Dev: dev}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tg.Close(context.Background())
-				targets[i] = tg
-			}
+			targets := openJobs(b, dev, lay, jobs, 0)
 			cases := drawCases(targets[0], 512)
 			var next atomic.Int64
-			var failed atomic.Value
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for _, tg := range targets {
-				wg.Go(func() {
-					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
-						c := cases[i%int64(len(cases))]
-						if res, err := tg.Check(context.Background(), c); err != nil || res.Failed() {
-							failed.Store(fmt.Sprintf("case %v: %v %v", c, err, res))
-							return
-						}
+			eachJob(b, targets, func(_ int, tg *Target) error {
+				for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+					c := cases[i%int64(len(cases))]
+					if res, err := tg.Check(context.Background(), c); err != nil || res.Failed() {
+						return fmt.Errorf("case %v: %v %v", c, err, res)
 					}
-				})
-			}
-			wg.Wait()
-			if f := failed.Load(); f != nil {
-				b.Fatal(f)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+				}
+				return nil
+			})
 		})
 	}
+}
+
+// openJobs opens n fusedstore targets of 1 Mi-slot pools of lay on dev,
+// each with a plugin process of its own and sets pool sets to check ahead
+// on; they close when the benchmark ends.
+func openJobs(b *testing.B, dev *cuda.Device, lay *layout.Layout, n, sets int) []*Target {
+	targets := make([]*Target, n)
+	for i := range targets {
+		p, dir := plugintest.Start(b, "fusedstore")
+		tg, err := Open(context.Background(), p, dir, Config{Layout: lay, Slots: 1 << 20, MaxCapacity: 512,
+			Seed: 7, Backend: arena.CUDA{Dev: dev}, Sets: sets})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tg.Close(context.Background()) })
+		targets[i] = tg
+	}
+	return targets
+}
+
+// eachJob runs work on every target at once, a goroutine each, fails the
+// benchmark with the first error any of them returns, and reports the
+// cases/s of all of them together.
+func eachJob(b *testing.B, targets []*Target, work func(j int, tg *Target) error) {
+	b.ResetTimer()
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for j, tg := range targets {
+		wg.Go(func() {
+			if err := work(j, tg); err != nil {
+				once.Do(func() { first = err })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		b.Fatal(first)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
 }
