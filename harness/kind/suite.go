@@ -18,7 +18,8 @@ import (
 // rows run under it: they set Suite.Stress from p.Stress.
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
-		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn}
+		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn,
+		Spare: p.Backend != nil && p.Backend.Place().OnDevice()}
 }
 
 // RunSuite runs a suite and reports its verdicts under schema, with

@@ -50,10 +50,10 @@ type Options struct {
 	// Sanitizer runs every process of the plugin under compute-sanitizer
 	// (check --sanitize); nil runs it as it is.
 	Sanitizer *Sanitizer
-	// Spare keeps a second process started for the next Restart to adopt
-	// (spare.go): runs on a GPU, where a process's start is a CUDA
-	// context's creation, set it. A sanitized plugin keeps none.
-	Spare bool
+	// SpareEnv is extra environment for spare processes only (KeepSpare):
+	// on a GPU, protocol.WarmGPUEnv, so that a spare makes its CUDA
+	// context while it waits.
+	SpareEnv []string
 }
 
 // stopGrace is how long a plugin asked to exit gets before it is killed.
@@ -88,7 +88,8 @@ type Plugin struct {
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
 	described map[describeKey]*kvpb.DescribeResponse
-	spare     *spare // the process the next Restart adopts (Options.Spare)
+	spare     *spare // the process the next Restart adopts (KeepSpare)
+	keepSpare bool   // KeepSpare was called: every Restart starts the next spare
 }
 
 type describeKey struct {
@@ -120,7 +121,6 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 	if err := p.launch(ctx); err != nil {
 		return nil, err
 	}
-	p.startSpare(ctx)
 	return p, nil
 }
 

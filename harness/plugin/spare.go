@@ -1,14 +1,17 @@
 package plugin
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // A spare is a process of the plugin started ahead of the next Restart
-// (Options.Spare), which adopts it instead of starting one: a failure's
-// check in a fresh process then waits for no process start. On the GPU
-// that start is most of the check (a CUDA context is made in every new
-// process: with protocol.WarmGPUEnv the spare makes its own while the run
-// goes on). The spare is a process that has run nothing, so it is as
-// fresh as one started at the Restart.
+// (KeepSpare), which adopts it instead of starting one: a failure's check
+// in a fresh process then waits for no process start. On the GPU that
+// start is most of the check (a CUDA context is made in every new
+// process); with protocol.WarmGPUEnv in Options.SpareEnv the spare makes
+// its own while the run goes on. The spare is a process that has run
+// nothing, so it is as fresh as one started at the Restart.
 type spare struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when p or err is set
@@ -16,17 +19,28 @@ type spare struct {
 	err    error
 }
 
-// startSpare starts a spare in the background, when the options ask for
-// one and none is held.
+// KeepSpare starts a spare process now, and another after every Restart
+// that adopts one. Runs whose rows go one after another on a GPU keep
+// one; a run of several jobs does not (each process's spare would make
+// its CUDA context while the others open theirs, which slows every job
+// more than the spares save). A sanitized plugin keeps none: every one of
+// its processes must run under the sanitizer.
+func (p *Plugin) KeepSpare(ctx context.Context) {
+	p.keepSpare = true
+	p.startSpare(ctx)
+}
+
+// startSpare starts a spare in the background, when KeepSpare asked for
+// them and none is held.
 func (p *Plugin) startSpare(ctx context.Context) {
-	if !p.opts.Spare || p.spare != nil || p.client == nil || p.opts.Sanitizer != nil {
+	if !p.keepSpare || p.spare != nil || p.client == nil || p.opts.Sanitizer != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &spare{cancel: cancel, done: make(chan struct{})}
 	p.spare = s
 	spec, opts := p.spec, p.opts
-	opts.Spare = false // the spare keeps no spare of its own
+	opts.Env = append(slices.Clip(opts.Env), opts.SpareEnv...)
 	go func() {
 		defer close(s.done)
 		q := &Plugin{Name: spec.Name, Path: p.Path, spec: spec, opts: opts}

@@ -2,6 +2,9 @@ package plugin
 
 import (
 	"context"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +16,12 @@ import (
 // to be up.
 func startSpared(t *testing.T) *Plugin {
 	t.Helper()
-	p := startWith(t, Options{Spare: true})
+	p := startWith(t, Options{SpareEnv: []string{"KVHARNESS_TEST_SPARE=1"}})
+	if p.spare != nil {
+		p.Close()
+		t.Fatal("a spare started before KeepSpare")
+	}
+	p.KeepSpare(context.Background())
 	if p.spare == nil {
 		p.Close()
 		t.Fatal("no spare started")
@@ -24,6 +32,16 @@ func startSpared(t *testing.T) *Plugin {
 		t.Fatalf("the spare did not start: %v", p.spare.err)
 	}
 	return p
+}
+
+// hasEnv reports whether the process r runs has kv in its environment.
+func hasEnv(t *testing.T, r *groupRunner, kv string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + r.ID() + "/environ")
+	if err != nil {
+		t.Skipf("cannot read a process's environment here: %v", err)
+	}
+	return slices.Contains(strings.Split(string(b), "\x00"), kv)
 }
 
 func exitedWithin(r *groupRunner, d time.Duration) bool {
@@ -41,6 +59,9 @@ func exitedWithin(r *groupRunner, d time.Duration) bool {
 func TestRestartAdoptsTheSpare(t *testing.T) {
 	p := startSpared(t)
 	old, ready := p.runner, p.spare.p.runner
+	if hasEnv(t, old, "KVHARNESS_TEST_SPARE=1") || !hasEnv(t, ready, "KVHARNESS_TEST_SPARE=1") {
+		t.Fatal("Options.SpareEnv must reach the spare's environment and only the spare's")
+	}
 	if err := p.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +115,9 @@ func TestDeadSpareIsNotAdopted(t *testing.T) {
 // must run under the sanitizer, so it keeps no spare started without.
 func TestSanitizedPluginKeepsNoSpare(t *testing.T) {
 	exe, tmp := fakesanitizer.Write(t)
-	p := startWith(t, Options{Spare: true, Sanitizer: &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}})
+	p := startWith(t, Options{Sanitizer: &Sanitizer{Tool: "memcheck", Exe: exe, Logs: tmp}})
 	defer p.Close()
+	p.KeepSpare(context.Background())
 	if err := p.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}

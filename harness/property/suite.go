@@ -53,6 +53,11 @@ type Suite[T Target, C any, R Result] struct {
 	// so the parts' verdicts together are the whole run's. The zero Spec
 	// is every row.
 	Shard shard.Spec
+	// Spare keeps a spare plugin process for the fresh-process checks of
+	// rows that run one after another (plugin.KeepSpare): on a GPU, where
+	// a process's start is a CUDA context's creation, a failure's check in
+	// a fresh process then waits for none. Rows run as jobs keep none.
+	Spare bool
 	// Stress runs every case this many times, up to MaxInFlight at once
 	// on plugin processes of their own (Spawn starts the others), and
 	// fails it when any run fails: a race that a lone run passes fails
@@ -92,6 +97,9 @@ func (s *Suite[T, C, R]) owned() []int {
 }
 
 func (s *Suite[T, C, R]) runSerial(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
+	if s.Spare {
+		s.Plugin.KeepSpare(ctx)
+	}
 	var out []Verdict[C, R]
 	j := job[T, C, R]{suite: s, p: s.Plugin}
 	defer j.end(ctx)

@@ -106,18 +106,19 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 
 // onGPU is how the plugin's processes start for a run with these
 // --backend and --device values when it will attach its arenas on a GPU
-// (cuda, or auto on a machine with a driver); nil otherwise. Each process
-// is asked to open the GPU as it starts (protocol.WarmGPUEnv), so that its
-// CUDA context is made while the harness sets up, not in the first
-// attach; and a spare process is kept for the next restart, so that a
-// failure's check in a fresh process waits for no process start.
+// (cuda, or auto on a machine with a driver); nil otherwise. A spare
+// process (plugin.KeepSpare, which a suite whose rows run one after
+// another asks for on a GPU) is told to open the GPU as it starts
+// (protocol.WarmGPUEnv), so that a failure's check in a fresh process
+// finds the CUDA context made. The processes that run the rows are not:
+// measured on an H100, contexts made as processes start only contend
+// with the harness's own setup and slow it.
 func onGPU(backend string, device int) func(*plugin.Options) {
 	if backend == "cpu" || backend == "auto" && cuda.Available() != nil {
 		return nil
 	}
 	return func(o *plugin.Options) {
-		o.Env = append(o.Env, protocol.WarmGPUEnv+"="+strconv.Itoa(device))
-		o.Spare = true
+		o.SpareEnv = append(o.SpareEnv, protocol.WarmGPUEnv+"="+strconv.Itoa(device))
 	}
 }
 

@@ -9,17 +9,17 @@ import (
 )
 
 // TestOnGPU: a run that will attach arenas on a GPU (--backend cuda, or
-// auto where a driver is) asks its plugin processes to open the GPU of
-// --device as they start and keeps a spare process; a cpu run does
-// neither.
+// auto where a driver is) tells its spare plugin processes, and only
+// them, to open the GPU of --device as they start; a cpu run tunes
+// nothing.
 func TestOnGPU(t *testing.T) {
 	if onGPU("cpu", 0) != nil {
 		t.Error("--backend cpu tunes the plugin's processes; want them as they are")
 	}
 	var o plugin.Options
 	onGPU("cuda", 2)(&o)
-	if want := []string{"KVHARNESS_WARM_GPU=2"}; !reflect.DeepEqual(o.Env, want) || !o.Spare {
-		t.Errorf("--backend cuda --device 2: env %v, spare %v; want %v and a spare", o.Env, o.Spare, want)
+	if want := []string{"KVHARNESS_WARM_GPU=2"}; !reflect.DeepEqual(o.SpareEnv, want) || len(o.Env) > 0 {
+		t.Errorf("--backend cuda --device 2: env %v, spare env %v; want none and %v", o.Env, o.SpareEnv, want)
 	}
 	if driver := cuda.Available() == nil; (onGPU("auto", 0) != nil) != driver {
 		t.Errorf("--backend auto, driver present %v: tuned %v", driver, !driver)
