@@ -21,13 +21,16 @@ import (
 // them on the GPU machine; without a driver they skip.
 
 // TestLoadOnGPU: the controls pass KVHARNESS_LOAD_CASES cases (default
-// 10,000 each), every mutant dies in its row within ten cases under ten
+// 10,000 each, 1,000 under -short), every mutant dies in its row within ten cases under ten
 // seeds, confirmed and shrunk, and with the latch off the checker flags
 // the missing index-K gate on runs where its probe saw the loaded bytes.
 func TestLoadOnGPU(t *testing.T) {
 	dev := cudatest.Device(t)
 	backend := arena.CUDA{Dev: dev}
 	total := 10000
+	if testing.Short() {
+		total = 1000 // each control's 10,000 take about 26 s on an H200
+	}
 	if n, err := strconv.Atoi(os.Getenv("KVHARNESS_LOAD_CASES")); err == nil && n > 0 {
 		total = n
 	}
