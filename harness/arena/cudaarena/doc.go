@@ -14,4 +14,7 @@
 // answer Changed without copying the arena to the host, a diff kernel lists
 // the 256-byte blocks that differ, a gather kernel packs those blocks
 // together, and only they are copied back and compared byte by byte.
+// ChangedIn does the same for a list of windows (the slots a flight of
+// store cases names) in one launch of a kernel that takes a window per
+// CUDA block, so checking ahead scans a flight in one trip to the device.
 package cudaarena
