@@ -35,30 +35,34 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 // background where it was filled and zeros elsewhere. A run changes many
 // small ranges, so they are restored together, by one kernel launch over a
 // list of pieces, in a single trip to the device thread; pieces larger
-// than bigPiece get a grid of their own.
+// than bigPiece get a grid of their own. The windows are cut into pieces
+// and encoded before that trip: the device thread, which every target of
+// the device shares, only copies and launches.
 func (m *Memory) Reset(ws []pool.Window) error {
 	for _, w := range ws {
 		if err := m.check(w.Off, w.Len); err != nil {
 			return err
 		}
 	}
+	small, big := m.windowPieces(ws)
+	var lists [][]byte
+	for rest := small; len(rest) > 0; {
+		chunk := rest[:min(len(rest), maxPieces)]
+		rest = rest[len(chunk):]
+		lists = append(lists, encodePieces(chunk))
+	}
 	return m.dev.Do(func(*cuda.Ctx) error {
 		m.mu.Lock() // always after the device thread: see Batch
 		defer m.mu.Unlock()
-		var small []baseline.Piece
-		for _, w := range ws {
-			for _, p := range m.bl.Pieces(w) {
-				if p.Len <= bigPiece {
-					small = append(small, p)
-					continue
-				}
-				if err := m.restore(p); err != nil {
-					return err
-				}
+		for _, p := range big {
+			if err := m.restore(p); err != nil {
+				return err
 			}
 		}
-		if err := m.restoreSmall(small); err != nil {
-			return err
+		for _, list := range lists {
+			if err := m.restoreList(list); err != nil {
+				return err
+			}
 		}
 		return m.sync("reset")
 	})
@@ -75,24 +79,18 @@ func (m *Memory) restore(p baseline.Piece) error {
 	return m.dev.Memset8(m.base.Add(p.Off), 0, p.Len)
 }
 
-// restoreSmall uploads the pieces, a list-buffer's worth at a time, and
-// launches restore_pieces over each load.
-func (m *Memory) restoreSmall(ps []baseline.Piece) error {
+// restoreList uploads encoded pieces, at most maxPieces, and launches
+// restore_pieces over them.
+func (m *Memory) restoreList(list []byte) error {
 	s := &m.scratch
-	for len(ps) > 0 {
-		chunk := ps[:min(len(ps), maxPieces)]
-		ps = ps[len(chunk):]
-		if err := s.growPieces(m.dev, len(chunk)); err != nil {
-			return err
-		}
-		if err := m.dev.HtoD(s.pieces, encodePieces(chunk)); err != nil {
-			return fmt.Errorf("upload %d arena ranges to restore: %w", len(chunk), err)
-		}
-		if err := m.k.restorePieces(m.base, s.pieces, len(chunk)); err != nil {
-			return err
-		}
+	n := len(list) / (8 * pieceWords)
+	if err := s.growPieces(m.dev, n); err != nil {
+		return err
 	}
-	return nil
+	if err := m.dev.HtoD(s.pieces, list); err != nil {
+		return fmt.Errorf("upload %d arena ranges to restore: %w", n, err)
+	}
+	return m.k.restorePieces(m.base, s.pieces, n)
 }
 
 // encodePieces lays pieces out as background.cu's struct piece.

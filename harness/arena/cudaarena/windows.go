@@ -22,7 +22,6 @@ type windowBuffers struct {
 	pieceCap  int
 	packed    cuda.Ptr
 	packedCap int
-	host      []byte // host copy of packed
 }
 
 func (s *windowBuffers) free(dev *cuda.Device) error {
@@ -44,31 +43,46 @@ func (s *windowBuffers) free(dev *cuda.Device) error {
 // bytes they hold now. However many windows a case's rows point at, they
 // are scanned by one launch of diff_pieces (a grid each for windows larger
 // than bigPiece) and their changed blocks come back in one copy: a case's
-// scan costs a trip to the device, not a trip per window.
+// scan costs a trip to the device, not a trip per window. Only the device
+// work takes the device thread, which every target of the device shares:
+// the windows are cut into pieces before, and what came back is decoded
+// after.
 func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 	for _, w := range ws {
 		if err := m.check(w.Off, w.Len); err != nil {
 			return nil, nil, err
 		}
 	}
+	small, big := m.windowPieces(ws)
+	if len(small)+len(big) == 0 {
+		return nil, nil, nil
+	}
+	list := encodePieces(small)
 	d := diff{keep: true}
+	var entries []byte
 	err := m.dev.Do(func(c *cuda.Ctx) error {
 		m.mu.Lock() // always after the device thread: see Batch
 		defer m.mu.Unlock()
-		return m.collectIn(c, ws, &d)
+		var err error
+		entries, err = m.scanWindows(c, ws, list, small, big, &d)
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	if entries != nil {
+		for _, e := range mergeEntries(entries) {
+			d.addMasked(e.data, e.mask, e.block*blockBytes)
+		}
+	}
 	return d.ranges, d.bytes, nil
 }
 
-// collectIn adds the changed ranges inside ws to d: small pieces by one
-// diff_pieces launch, large ones by a grid each, all counted and packed
-// together; a scan that finds more blocks than the buffer holds grows it
-// and scans again.
-func (m *Memory) collectIn(c *cuda.Ctx, ws []pool.Window, d *diff) error {
-	var small, big []baseline.Piece
+// windowPieces cuts ws into pieces of one baseline each: small ones for
+// diff_pieces, big ones for a grid of their own.
+func (m *Memory) windowPieces(ws []pool.Window) (small, big []baseline.Piece) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, w := range ws {
 		for _, p := range m.bl.Pieces(w) {
 			switch {
@@ -80,41 +94,51 @@ func (m *Memory) collectIn(c *cuda.Ctx, ws []pool.Window, d *diff) error {
 			}
 		}
 	}
-	if len(small)+len(big) == 0 {
-		return nil
-	}
+	return small, big
+}
+
+// scanWindows uploads list, the small pieces encoded, scans them and the
+// big ones, and returns the packed entries of the changed blocks, copied
+// to memory of their own for the caller to decode; a scan that finds more
+// blocks than the entry buffer holds grows it and scans again. A scan
+// that finds more than maxWindowEntries is redone window by window, as
+// Changed scans, straight into d (entries is then nil).
+func (m *Memory) scanWindows(c *cuda.Ctx, ws []pool.Window, list []byte, small, big []baseline.Piece, d *diff) ([]byte, error) {
 	s := &m.scratch.windows
 	if len(small) > s.pieceCap {
 		if err := realloc(m.dev, &s.pieces, &s.pieceCap, len(small), 256, 8*pieceWords, "cuda arena window list", "pieces"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(small) > 0 {
-		if err := m.dev.HtoD(s.pieces, encodePieces(small)); err != nil {
-			return fmt.Errorf("upload %d arena windows to scan: %w", len(small), err)
+		if err := m.dev.HtoD(s.pieces, list); err != nil {
+			return nil, fmt.Errorf("upload %d arena windows to scan: %w", len(small), err)
 		}
 	}
 	for {
 		n, err := m.scanIn(c, small, big)
 		if err != nil || n == 0 {
-			return err
+			return nil, err
 		}
 		if n > maxWindowEntries {
 			for _, w := range ws {
 				if err := m.collect(c, w, d); err != nil {
-					return err
+					return nil, err
 				}
 			}
-			return nil
+			return nil, nil
 		}
 		if n > s.packedCap {
 			if err := realloc(m.dev, &s.packed, &s.packedCap, n, gatherChunk, entryBytes, "cuda arena window entries", "blocks"); err != nil {
-				return err
+				return nil, err
 			}
-			s.host = make([]byte, s.packedCap*entryBytes)
 			continue
 		}
-		return m.fetchEntries(s.host[:n*entryBytes], s.packed, d)
+		entries := make([]byte, n*entryBytes)
+		if err := m.dev.DtoH(entries, s.packed); err != nil {
+			return nil, fmt.Errorf("fetch changed cuda arena blocks: %w", err)
+		}
+		return entries, nil
 	}
 }
 

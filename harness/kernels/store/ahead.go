@@ -312,20 +312,22 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 	for _, r := range f.runs {
 		f.ws = append(f.ws, t.footprints(r))
 	}
-	err := t.batch(func() error {
-		if err := t.noteBlocks(); err != nil {
-			return err
+	// No t.batch here or in judge: on a GPU a batch holds the device
+	// thread, which every target of the device shares, through the host
+	// work between its copies (staging rows, cutting windows, decoding
+	// what a scan found); each call takes it only for its own copies and
+	// launches, so that targets checked as jobs overlap.
+	if err := t.noteBlocks(); err != nil {
+		return f, err
+	}
+	for k, o := range f.oracles {
+		if err := t.stage(f.runs[f.first[k]].set, o.Case, o.Rows()); err != nil {
+			return f, err
 		}
-		for k, o := range f.oracles {
-			if err := t.stage(f.runs[f.first[k]].set, o.Case, o.Rows()); err != nil {
-				return err
-			}
-		}
-		start = t.clock("stage", start)
-		defer t.clock("precheck", start)
-		return t.clean(f.runs, f.ws)
-	})
-	return f, err
+	}
+	start = t.clock("stage", start)
+	defer t.clock("precheck", start)
+	return f, t.clean(f.runs, f.ws)
 }
 
 // errDirty marks footprints that did not hold the baseline before a run.
@@ -384,45 +386,48 @@ func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
 // judge scans and restores the footprints of f's runs and hands its
 // deltas to the classifier; anything amiss taints w.
 func (t *Target) judge(w *window, f *flight, verdicts chan<- judged) {
-	start := time.Now()
-	var deltas []oracle.Delta
-	staging := make([][]oracle.Violation, len(f.oracles))
-	err := t.batch(func() error {
-		for k := range f.oracles {
-			var err error
-			if staging[k], err = t.checkStaging(f.runs[f.first[k]].set); err != nil {
-				return err
-			}
-		}
-		s, err := t.scanner()
-		if err != nil {
-			return err
-		}
-		regions := make([]pool.Region, len(f.runs))
-		for k, r := range f.runs {
-			regions[k] = t.regionOf(r)
-		}
-		if deltas, err = captureAll(s, regions, f.ws); err != nil {
-			return err
-		}
-		var changed []pool.Window
-		for k, d := range deltas {
-			for _, w := range d.Windows {
-				changed = append(changed, pool.Window{Off: w.Off + regions[k].Pool.Off, Len: w.Len})
-			}
-		}
-		start = t.clock("capture", start)
-		defer t.clock("restore", start)
-		if err := t.Mem().Reset(changed); err != nil {
-			return err
-		}
-		return t.sameBlocks()
-	})
+	deltas, staging, err := t.captureFlight(f)
 	if err != nil {
 		w.tainted = true
 		return
 	}
 	verdicts <- judged{f, deltas, staging}
+}
+
+// captureFlight reads back what f's runs did: each case's staged inputs
+// and each run's delta in its footprints, which it then restores. No
+// t.batch: see stageFlight.
+func (t *Target) captureFlight(f *flight) (deltas []oracle.Delta, staging [][]oracle.Violation, err error) {
+	start := time.Now()
+	staging = make([][]oracle.Violation, len(f.oracles))
+	for k := range f.oracles {
+		if staging[k], err = t.checkStaging(f.runs[f.first[k]].set); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := t.scanner()
+	if err != nil {
+		return nil, nil, err
+	}
+	regions := make([]pool.Region, len(f.runs))
+	for k, r := range f.runs {
+		regions[k] = t.regionOf(r)
+	}
+	if deltas, err = captureAll(s, regions, f.ws); err != nil {
+		return nil, nil, err
+	}
+	var changed []pool.Window
+	for k, d := range deltas {
+		for _, w := range d.Windows {
+			changed = append(changed, pool.Window{Off: w.Off + regions[k].Pool.Off, Len: w.Len})
+		}
+	}
+	start = t.clock("capture", start)
+	defer t.clock("restore", start)
+	if err := t.Mem().Reset(changed); err != nil {
+		return nil, nil, err
+	}
+	return deltas, staging, t.sameBlocks()
 }
 
 // proveClean scans every pool of sets 1..n in full and puts back what
