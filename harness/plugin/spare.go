@@ -13,10 +13,9 @@ import (
 // its own while the run goes on. The spare is a process that has run
 // nothing, so it is as fresh as one started at the Restart.
 type spare struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when p or err is set
-	p      *Plugin
-	err    error
+	done chan struct{} // closed when p or err is set
+	p    *Plugin
+	err  error
 }
 
 // KeepSpare starts a spare process now, and another after every Restart
@@ -36,8 +35,11 @@ func (p *Plugin) startSpare(ctx context.Context) {
 	if !p.keepSpare || p.spare != nil || p.client == nil || p.opts.Sanitizer != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &spare{cancel: cancel, done: make(chan struct{})}
+	// The start is not cancelled: a start cut short leaves go-plugin still
+	// writing the process's fields while they are closed. Dropping a spare
+	// waits for its start (a fraction of a second) instead.
+	ctx = context.WithoutCancel(ctx)
+	s := &spare{done: make(chan struct{})}
 	p.spare = s
 	spec, opts := p.spec, p.opts
 	opts.Env = append(slices.Clip(opts.Env), opts.SpareEnv...)
@@ -60,7 +62,6 @@ func (p *Plugin) takeSpare() *Plugin {
 	}
 	p.spare = nil
 	<-s.done
-	s.cancel()
 	if s.p != nil && s.p.runner.exitDetail() != "" { // it died waiting
 		s.p.Close()
 		return nil
@@ -75,7 +76,6 @@ func (p *Plugin) dropSpare() {
 		return
 	}
 	p.spare = nil
-	s.cancel()
 	<-s.done
 	if s.p != nil {
 		s.p.Close()
