@@ -2,7 +2,6 @@ package cudaarena
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -108,25 +107,27 @@ type entry struct {
 // per block: pieces that share a block each report it, with the bits of
 // their own bytes, so the masks of a block's entries are joined.
 func mergeEntries(packed []byte) []entry {
-	es := make([]entry, len(packed)/entryBytes)
-	for i := range es {
-		e := packed[i*entryBytes : (i+1)*entryBytes]
-		es[i].data = e[:blockBytes]
-		for q := range es[i].mask {
-			es[i].mask[q] = binary.LittleEndian.Uint64(e[blockBytes+8*q:])
-		}
-		es[i].block = int(binary.LittleEndian.Uint32(e[blockBytes+32:]))
+	n := len(packed) / entryBytes
+	order := make([]uint64, n) // block<<32 | entry: sorted, the entries in block order
+	for i := range order {
+		order[i] = uint64(binary.LittleEndian.Uint32(packed[i*entryBytes+blockBytes+32:]))<<32 | uint64(i)
 	}
-	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.block, b.block) })
-	out := es[:0]
-	for _, e := range es {
-		if n := len(out); n > 0 && out[n-1].block == e.block {
-			for q := range e.mask {
-				out[n-1].mask[q] |= e.mask[q]
+	slices.Sort(order)
+	out := make([]entry, 0, n)
+	for _, o := range order {
+		e := packed[int(uint32(o))*entryBytes:]
+		var mask [4]uint64
+		for q := range mask {
+			mask[q] = binary.LittleEndian.Uint64(e[blockBytes+8*q:])
+		}
+		block := int(o >> 32)
+		if k := len(out); k > 0 && out[k-1].block == block {
+			for q := range mask {
+				out[k-1].mask[q] |= mask[q]
 			}
 			continue
 		}
-		out = append(out, e)
+		out = append(out, entry{block: block, data: e[:blockBytes], mask: mask})
 	}
 	return out
 }
@@ -242,6 +243,10 @@ func (d *diff) add(got, want []byte, off int) {
 // addMasked takes the 256 bytes of a block at off, with a bit set for each
 // byte that differs from its baseline (bit k of mask[q]: byte 64q+k).
 func (d *diff) addMasked(got []byte, mask [4]uint64, off int) {
+	if mask == [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} {
+		d.run(off, got[:blockBytes]) // the whole block: a row a kernel wrote
+		return
+	}
 	for q, m := range mask {
 		for m != 0 {
 			s := bits.TrailingZeros64(m)

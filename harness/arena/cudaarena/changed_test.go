@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -64,6 +65,18 @@ func TestDiffAddMasked(t *testing.T) {
 	if !bytes.Equal(d.bytes, wantBytes) {
 		t.Fatalf("bytes = %v; want %v", d.bytes, wantBytes)
 	}
+	// Whole blocks, back to back: one range, every byte.
+	all := [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+	whole := diff{keep: true}
+	whole.addMasked(got, all, 256)
+	whole.addMasked(got, all, 512)
+	whole.addMasked(got, [4]uint64{1, 0, 0, 0}, 768)
+	if want := []pool.Window{{Off: 256, Len: 513}}; !reflect.DeepEqual(whole.ranges, want) {
+		t.Fatalf("whole blocks: ranges = %v; want %v", whole.ranges, want)
+	}
+	if want := append(append(append([]byte{}, got...), got...), got[0]); !bytes.Equal(whole.bytes, want) {
+		t.Fatal("whole blocks: the bytes are not the blocks' own")
+	}
 }
 
 func TestMergeEntries(t *testing.T) {
@@ -87,5 +100,30 @@ func TestMergeEntries(t *testing.T) {
 	}
 	if es[1].mask != [4]uint64{2, 1, 0, 8} || es[1].data[0] != 7 || es[0].data[255] != 5 {
 		t.Fatalf("block 9 mask %v, data %d; want the two masks joined and its bytes", es[1].mask, es[1].data[0])
+	}
+}
+
+// BenchmarkDecodeFlight is the host's part of a flight's capture scan: the
+// changed blocks of four cases of three runs of 256 rows of two 256-byte
+// planes each (6,144 entries, in the order the scan's atomics left them)
+// merged and turned into ranges and bytes (decodeEntries). It runs after
+// the scan's trip to the device thread, not inside it (ChangedIn).
+func BenchmarkDecodeFlight(b *testing.B) {
+	const blocks = 4 * 3 * 256 * 2
+	packed := make([]byte, blocks*entryBytes)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, blk := range rng.Perm(blocks) {
+		e := packed[i*entryBytes:]
+		for q := range 4 {
+			binary.LittleEndian.PutUint64(e[blockBytes+8*q:], ^uint64(0))
+		}
+		binary.LittleEndian.PutUint32(e[blockBytes+32:], uint32(3*blk)) // not adjacent: a range per block
+	}
+	b.SetBytes(int64(len(packed)))
+	for b.Loop() {
+		d := decodeEntries(packed)
+		if len(d.ranges) != blocks {
+			b.Fatalf("%d ranges; want %d", len(d.ranges), blocks)
+		}
 	}
 }

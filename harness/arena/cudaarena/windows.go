@@ -71,11 +71,20 @@ func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 		return nil, nil, err
 	}
 	if entries != nil {
-		for _, e := range mergeEntries(entries) {
-			d.addMasked(e.data, e.mask, e.block*blockBytes)
-		}
+		d = decodeEntries(entries)
 	}
 	return d.ranges, d.bytes, nil
+}
+
+// decodeEntries is the changed ranges, and their bytes, of packed entries
+// of a scan: the host's part of a window scan.
+func decodeEntries(entries []byte) diff {
+	n := len(entries) / entryBytes
+	d := diff{keep: true, ranges: make([]pool.Window, 0, n), bytes: make([]byte, 0, n*blockBytes)}
+	for _, e := range mergeEntries(entries) {
+		d.addMasked(e.data, e.mask, e.block*blockBytes)
+	}
+	return d
 }
 
 // windowPieces cuts ws into pieces of one baseline each: small ones for
