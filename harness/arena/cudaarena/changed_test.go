@@ -127,3 +127,26 @@ func BenchmarkDecodeFlight(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFlightPieces is the host's part of a flight's scan or restore
+// before its trip to the device thread: the footprints of four cases of
+// three runs of 256 rows of two planes (6,144 windows over twelve filled
+// pools) cut into pieces and encoded for the kernels.
+func BenchmarkFlightPieces(b *testing.B) {
+	const pools, rows, poolBytes = 12, 512, 1 << 29
+	var m Memory
+	var ws []pool.Window
+	for p := range pools {
+		m.bl.Fill(pool.Window{Off: p * poolBytes, Len: poolBytes}, uint64(p))
+		for r := range rows {
+			ws = append(ws, pool.Window{Off: p*poolBytes + r*(poolBytes/rows), Len: 256})
+		}
+	}
+	for b.Loop() {
+		small, big := m.windowPieces(ws)
+		if len(small) != len(ws) || len(big) != 0 {
+			b.Fatalf("%d small and %d big pieces; want %d small", len(small), len(big), len(ws))
+		}
+		encodePieces(small)
+	}
+}

@@ -92,15 +92,18 @@ func decodeEntries(entries []byte) diff {
 func (m *Memory) windowPieces(ws []pool.Window) (small, big []baseline.Piece) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	all := make([]baseline.Piece, 0, len(ws)+8) // a window is one piece, unless it crosses a fill's edge
 	for _, w := range ws {
-		for _, p := range m.bl.Pieces(w) {
-			switch {
-			case p.Len == 0:
-			case p.Len <= bigPiece:
-				small = append(small, p)
-			default:
-				big = append(big, p)
-			}
+		all = m.bl.AppendPieces(all, w)
+	}
+	small = all[:0] // in place: small never passes all's reading index
+	for _, p := range all {
+		switch {
+		case p.Len == 0:
+		case p.Len <= bigPiece:
+			small = append(small, p)
+		default:
+			big = append(big, p)
 		}
 	}
 	return small, big

@@ -76,7 +76,7 @@ func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window
 	}
 	deltas := make([]oracle.Delta, len(ws))
 	for k, run := range ws {
-		d := oracle.Delta{Bytes: []byte{}}
+		d := oracle.Delta{Windows: make([]pool.Window, 0, len(run)), Bytes: make([]byte, 0, min(pool.Total(run), len(b)))}
 		i := 0
 		for _, w := range run {
 			for i < len(changed) && changed[i].End() <= w.Off {
@@ -87,9 +87,6 @@ func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window
 				d.Windows = append(d.Windows, pool.Window{Off: lo - regions[k].Pool.Off, Len: hi - lo})
 				d.Bytes = append(d.Bytes, b[at[j]+lo-changed[j].Off:at[j]+hi-changed[j].Off]...)
 			}
-		}
-		if d.Windows == nil {
-			d.Windows = []pool.Window{}
 		}
 		deltas[k] = d
 	}

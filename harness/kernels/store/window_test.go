@@ -72,3 +72,38 @@ func TestCaptureAllSplitsByRun(t *testing.T) {
 		}
 	}
 }
+
+// fixedScanner answers every window scan with the same changed ranges.
+type fixedScanner struct {
+	ranges []pool.Window
+	bytes  []byte
+}
+
+func (f fixedScanner) ChangedIn([]pool.Window) ([]pool.Window, []byte, error) {
+	return f.ranges, f.bytes, nil
+}
+
+// BenchmarkCaptureAllSplit is the store's part of a flight's capture: one
+// scan's changed ranges (every row of four cases of three runs of 256
+// rows of two 256-byte planes) split back into each run's delta.
+func BenchmarkCaptureAllSplit(b *testing.B) {
+	const runs, rows, poolBytes = 12, 512, 1 << 29
+	regions := make([]pool.Region, runs)
+	ws := make([][]pool.Window, runs)
+	var f fixedScanner
+	for k := range runs {
+		regions[k].Pool = pool.Window{Off: k * poolBytes, Len: poolBytes}
+		for r := range rows {
+			w := pool.Window{Off: k*poolBytes + r*(poolBytes/rows), Len: 256}
+			ws[k] = append(ws[k], w)
+			f.ranges = append(f.ranges, w)
+		}
+	}
+	f.bytes = make([]byte, runs*rows*256)
+	for b.Loop() {
+		deltas, err := captureAll(f, regions, ws)
+		if err != nil || len(deltas[runs-1].Windows) != rows {
+			b.Fatalf("%v, %d windows in the last run; want %d", err, len(deltas[runs-1].Windows), rows)
+		}
+	}
+}

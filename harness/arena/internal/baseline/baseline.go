@@ -96,8 +96,11 @@ func (b *Spans) Within(w pool.Window) (Span, bool) {
 }
 
 // Pieces splits w into stretches of one baseline each, in order, covering w.
-func (b *Spans) Pieces(w pool.Window) []Piece {
-	var out []Piece
+func (b *Spans) Pieces(w pool.Window) []Piece { return b.AppendPieces(nil, w) }
+
+// AppendPieces is Pieces appended to out: a scan of thousands of windows
+// cuts them all into one slice.
+func (b *Spans) AppendPieces(out []Piece, w pool.Window) []Piece {
 	at := w.Off
 	first := sort.Search(len(b.List), func(i int) bool { return b.List[i].End() > at })
 	for _, s := range b.List[first:] {
