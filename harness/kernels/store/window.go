@@ -31,7 +31,10 @@ func (t *Target) footprints(r run) []pool.Window {
 // arena.WindowScanner wants them: a changed range then never runs from
 // one window into the next.
 func mergeWindows(ws []pool.Window) []pool.Window {
-	slices.SortFunc(ws, func(a, b pool.Window) int { return cmp.Compare(a.Off, b.Off) })
+	byOff := func(a, b pool.Window) int { return cmp.Compare(a.Off, b.Off) }
+	if !slices.IsSortedFunc(ws, byOff) { // a flight's runs come in pool order: their windows usually are
+		slices.SortFunc(ws, byOff)
+	}
 	out := ws[:0]
 	for _, w := range ws {
 		if n := len(out); n > 0 && w.Off <= out[n-1].End() {
@@ -76,19 +79,73 @@ func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window
 	}
 	deltas := make([]oracle.Delta, len(ws))
 	for k, run := range ws {
-		d := oracle.Delta{Windows: make([]pool.Window, 0, len(run)), Bytes: make([]byte, 0, min(pool.Total(run), len(b)))}
-		i := 0
-		for _, w := range run {
-			for i < len(changed) && changed[i].End() <= w.Off {
-				i++
-			}
-			for j := i; j < len(changed) && changed[j].Off < w.End(); j++ {
-				lo, hi := max(changed[j].Off, w.Off), min(changed[j].End(), w.End())
-				d.Windows = append(d.Windows, pool.Window{Off: lo - regions[k].Pool.Off, Len: hi - lo})
-				d.Bytes = append(d.Bytes, b[at[j]+lo-changed[j].Off:at[j]+hi-changed[j].Off]...)
-			}
+		if d, ok := poolDelta(run, regions[k].Pool, changed, at, b); ok {
+			deltas[k] = d
+			continue
 		}
-		deltas[k] = d
+		deltas[k] = splitRun(run, regions[k].Pool.Off, changed, at, b)
 	}
 	return deltas, nil
+}
+
+// poolDelta is the delta of a run whose windows lie in its pool p, as a
+// flight's runs' do (each run has a pool of its own): the scan's changed
+// ranges inside p, found by binary search, with their stretch of b, when
+// none of them crosses p's edges. ok is false otherwise, for splitRun.
+func poolDelta(run []pool.Window, p pool.Window, changed []pool.Window, at []int, b []byte) (d oracle.Delta, ok bool) {
+	if len(run) == 0 || run[0].Off < p.Off || run[len(run)-1].End() > p.End() {
+		return d, false
+	}
+	j0, _ := slices.BinarySearchFunc(changed, p.Off, func(c pool.Window, off int) int { return cmp.Compare(c.End(), off+1) })
+	j1, _ := slices.BinarySearchFunc(changed, p.End(), func(c pool.Window, end int) int { return cmp.Compare(c.Off, end) })
+	if j0 < j1 && (changed[j0].Off < p.Off || changed[j1-1].End() > p.End()) {
+		return d, false
+	}
+	d.Windows = make([]pool.Window, j1-j0)
+	for i, c := range changed[j0:j1] {
+		d.Windows[i] = pool.Window{Off: c.Off - p.Off, Len: c.Len}
+	}
+	d.Bytes = b[at[j0]:at[j1]:at[j1]]
+	return d, true
+}
+
+// splitRun is the delta of one run whose windows are run, out of a scan's
+// changed ranges (changed, their bytes b from at[j]), as offsets from
+// base. Where the run's changed ranges are a stretch of the scan's, each
+// inside one of its windows (as when runs have pools of their own), its
+// bytes are that stretch of b, not a copy.
+func splitRun(run []pool.Window, base int, changed []pool.Window, at []int, b []byte) oracle.Delta {
+	d := oracle.Delta{Windows: make([]pool.Window, 0, len(run))}
+	var src []int // where each of d.Windows' bytes start in b
+	first, next, whole := -1, 0, true
+	i := 0
+	for _, w := range run {
+		for i < len(changed) && changed[i].End() <= w.Off {
+			i++
+		}
+		for j := i; j < len(changed) && changed[j].Off < w.End(); j++ {
+			lo, hi := max(changed[j].Off, w.Off), min(changed[j].End(), w.End())
+			if lo != changed[j].Off || hi != changed[j].End() || first >= 0 && j != next {
+				whole = false
+			}
+			if first < 0 {
+				first = j
+			}
+			next = j + 1
+			d.Windows = append(d.Windows, pool.Window{Off: lo - base, Len: hi - lo})
+			src = append(src, at[j]+lo-changed[j].Off)
+		}
+	}
+	switch {
+	case first < 0:
+		d.Bytes = []byte{}
+	case whole:
+		d.Bytes = b[at[first]:at[next]:at[next]]
+	default:
+		d.Bytes = make([]byte, 0, pool.Total(d.Windows))
+		for n, w := range d.Windows {
+			d.Bytes = append(d.Bytes, b[src[n]:src[n]+w.Len]...)
+		}
+	}
+	return d
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -11,10 +12,18 @@ import (
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
-// TestCaptureAllSplitsByRun: one scan of several runs' footprints, some
-// touching or interleaved with another run's, gives each run exactly what
-// a scan of its own windows finds.
+// TestCaptureAllSplitsByRun: one scan of several runs' footprints gives
+// each run exactly what a scan of its own windows finds, whether the runs'
+// windows interleave and touch (their bytes copied out of the scan's) or
+// each run has a stretch of the arena of its own (its bytes a stretch of
+// the scan's).
 func TestCaptureAllSplitsByRun(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("own-stretch=%v", own), func(t *testing.T) { testCaptureAll(t, own) })
+	}
+}
+
+func testCaptureAll(t *testing.T, own bool) {
 	const size = 1 << 16
 	m, err := shm.New(&rundir.Dir{Path: t.TempDir()}, size)
 	if err != nil {
@@ -35,9 +44,17 @@ func TestCaptureAllSplitsByRun(t *testing.T) {
 		}
 	}
 	regions := []pool.Region{{Pool: pool.Window{Off: 0}}, {Pool: pool.Window{Off: 1000}}, {Pool: pool.Window{Off: 5}}}
+	if own { // each run's pool its stretch of the arena, as in a flight
+		for k := range regions {
+			regions[k].Pool = pool.Window{Off: k * size / len(regions), Len: size / len(regions)}
+		}
+	}
 	ws := make([][]pool.Window, len(regions))
 	for at := 0; at+64 < size; {
 		k := rng.IntN(len(regions))
+		if own {
+			k = at * len(regions) / size
+		}
 		l := 1 + rng.IntN(64)
 		ws[k] = append(ws[k], pool.Window{Off: at, Len: l})
 		at += l + rng.IntN(3) // windows of different runs touch now and then
