@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,8 +89,9 @@ type Plugin struct {
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
 	described map[describeKey]*kvpb.DescribeResponse
-	spare     *spare // the process the next Restart adopts (KeepSpare)
-	keepSpare bool   // KeepSpare was called: every Restart starts the next spare
+	runMu     sync.Mutex // guards runner while go-plugin starts the process (abandonStart)
+	spare     *spare     // the process the next Restart adopts (KeepSpare)
+	keepSpare bool       // KeepSpare was called: every Restart starts the next spare
 }
 
 type describeKey struct {
@@ -144,10 +146,13 @@ func (p *Plugin) launch(ctx context.Context) error {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 			cmd.Env = append(append(spec.Env, "KVHARNESS_VARIANT="+p.opts.Variant), p.opts.Env...)
-			p.runner = newGroupRunner(cmd, p.opts.Dir)
-			p.runner.stderrDone = p.stderr.closed
-			p.runner.dropSanitizer = p.opts.Sanitizer != nil
-			return p.runner, nil
+			r := newGroupRunner(cmd, p.opts.Dir)
+			r.stderrDone = p.stderr.closed
+			r.dropSanitizer = p.opts.Sanitizer != nil
+			p.runMu.Lock()
+			p.runner = r
+			p.runMu.Unlock()
+			return r, nil
 		},
 		AutoMTLS:         !p.opts.NoMTLS,
 		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: p.opts.Dir.Path},
@@ -270,8 +275,31 @@ func (p *Plugin) connect(ctx context.Context) error {
 		p.connected = true
 		return nil
 	case <-ctx.Done():
+		p.abandonStart(done)
 		p.Close()
 		return p.startFault(ctx.Err())
+	}
+}
+
+// abandonStart ends a start that ctx cut short: go-plugin is still
+// starting the process, and writing p's fields as it goes, until the
+// process is gone; so it is killed (as soon as there is one) and go-plugin
+// is waited for before anything of p is touched.
+func (p *Plugin) abandonStart(done <-chan error) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p.runMu.Lock()
+		r := p.runner
+		p.runMu.Unlock()
+		if r != nil {
+			r.killStarted()
+		}
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
 	}
 }
 

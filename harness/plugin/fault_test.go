@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,4 +153,26 @@ func processesWith(marks ...string) []int {
 		}
 	}
 	return out
+}
+
+// TestCancelledStart: a start whose context is cancelled while the plugin
+// has not yet answered the handshake ends at once with a handshake fault
+// that says so, not at the start timeout, and leaves no process behind.
+func TestCancelledStart(t *testing.T) {
+	dir := plugintest.Dir(t)
+	path := plugintest.Resolve(t, "faulty")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: "slow-start", StartTimeout: time.Minute})
+	f, ok := plugin.AsFault(err)
+	if !ok || f.Kind != plugin.Handshake || !errors.Is(err, context.Canceled) {
+		t.Fatalf("start cancelled: %v; want a handshake fault wrapping context.Canceled", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the cancelled start took %v", d)
+	}
+	if left := processesWith("KVHARNESS_VARIANT=slow-start", dir.Path); len(left) > 0 {
+		t.Errorf("processes %v outlived the cancelled start", left)
+	}
 }

@@ -35,6 +35,7 @@ type groupRunner struct {
 
 	exited chan struct{}
 	mu     sync.Mutex
+	pid    int // once Start has started the process
 	state  *os.ProcessState
 	werr   error
 }
@@ -67,6 +68,9 @@ func (r *groupRunner) Start(context.Context) error {
 		return fmt.Errorf("start %s: %w", r.cmd.Path, err)
 	}
 	r.stdout, r.stderr = outR, errR
+	r.mu.Lock()
+	r.pid = r.cmd.Process.Pid
+	r.mu.Unlock()
 	if r.dir != nil {
 		r.dir.RecordGroup(r.cmd.Process.Pid)
 	}
@@ -121,6 +125,17 @@ func (r *groupRunner) Kill(context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// killStarted is Kill for any goroutine while go-plugin may still be
+// starting the process: it kills the group once Start has started it.
+func (r *groupRunner) killStarted() {
+	r.mu.Lock()
+	pid := r.pid
+	r.mu.Unlock()
+	if pid > 0 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
 }
 
 func (r *groupRunner) Stdout() io.ReadCloser {
