@@ -90,13 +90,14 @@ func realloc(dev *cuda.Device, p *cuda.Ptr, capacity *int, n, first, elemBytes i
 
 func (s *scanBuffers) free(dev *cuda.Device) error {
 	var errs []error
-	for _, p := range []*cuda.Ptr{&s.count, &s.list, &s.packed, &s.pieces} {
+	for _, p := range []*cuda.Ptr{&s.count, &s.list, &s.packed, &s.pieces, &s.windows.pieces, &s.windows.packed} {
 		if *p != 0 {
 			errs = append(errs, dev.Free(*p))
 			*p = 0
 		}
 	}
-	return errors.Join(append(errs, s.windows.free(dev))...)
+	s.windows.pieceCap, s.windows.packedCap = 0, 0
+	return errors.Join(errs...)
 }
 
 // readCount fetches the scan counter.

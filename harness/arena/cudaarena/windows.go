@@ -24,20 +24,6 @@ type windowBuffers struct {
 	packedCap int
 }
 
-func (s *windowBuffers) free(dev *cuda.Device) error {
-	var err error
-	for _, p := range []*cuda.Ptr{&s.pieces, &s.packed} {
-		if *p != 0 {
-			if e := dev.Free(*p); e != nil && err == nil {
-				err = e
-			}
-			*p = 0
-		}
-	}
-	s.pieceCap, s.packedCap = 0, 0
-	return err
-}
-
 // ChangedIn implements arena.WindowScanner: the maximal changed ranges
 // inside ws, which must be sorted and neither overlap nor touch, with the
 // bytes they hold now. However many windows a case's rows point at, they

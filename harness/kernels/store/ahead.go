@@ -327,7 +327,7 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 	}
 	start = t.clock("stage", start)
 	defer t.clock("precheck", start)
-	return f, t.clean(f.runs, f.ws)
+	return f, t.clean(f.ws)
 }
 
 // errDirty marks footprints that did not hold the baseline before a run.
@@ -335,16 +335,12 @@ var errDirty = fmt.Errorf("footprints changed before their run")
 
 // clean checks that every run's footprints hold the baseline, by one
 // scan of them all.
-func (t *Target) clean(runs []run, ws [][]pool.Window) error {
+func (t *Target) clean(ws [][]pool.Window) error {
 	s, err := t.scanner()
 	if err != nil {
 		return err
 	}
-	var all []pool.Window
-	for k := range runs {
-		all = append(all, ws[k]...)
-	}
-	changed, _, err := s.ChangedIn(mergeWindows(all))
+	changed, _, err := s.ChangedIn(mergedAll(ws))
 	if err != nil {
 		return err
 	}
@@ -413,14 +409,9 @@ func (t *Target) captureFlight(f *flight) (deltas []oracle.Delta, staging [][]or
 	for k, r := range f.runs {
 		regions[k] = t.regionOf(r)
 	}
-	if deltas, err = captureAll(s, regions, f.ws); err != nil {
+	deltas, changed, err := captureAll(s, regions, f.ws)
+	if err != nil {
 		return nil, nil, err
-	}
-	var changed []pool.Window
-	for k, d := range deltas {
-		for _, w := range d.Windows {
-			changed = append(changed, pool.Window{Off: w.Off + regions[k].Pool.Off, Len: w.Len})
-		}
 	}
 	start = t.clock("capture", start)
 	defer t.clock("restore", start)

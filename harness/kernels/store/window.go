@@ -55,29 +55,36 @@ func (t *Target) scanner() (arena.WindowScanner, error) {
 	return s, nil
 }
 
-// captureAll is oracle.Capture restricted to footprints, for several runs
-// at once: what each run changed inside its windows ws[k], as offsets from
-// its pool's base, which is Capture's delta when nothing outside them
-// changed. One scan covers every run's windows (on a device, one trip for
-// a whole flight instead of one per run); its changed ranges are then
-// split back by run. Runs' footprints are disjoint (each run has a pool of
-// its own); where two runs' windows touch, the scan joins them and the
-// split cuts the changed ranges at the boundary, so every run gets what a
-// scan of its own windows would have found.
-func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window) ([]oracle.Delta, error) {
+// mergedAll is every run's windows in one list, as a scan of them all
+// wants it (mergeWindows).
+func mergedAll(ws [][]pool.Window) []pool.Window {
 	var all []pool.Window
 	for _, w := range ws {
 		all = append(all, w...)
 	}
-	changed, b, err := s.ChangedIn(mergeWindows(all))
+	return mergeWindows(all)
+}
+
+// captureAll is oracle.Capture restricted to footprints, for several runs
+// at once: what each run changed inside its windows ws[k], as offsets from
+// its pool's base, which is Capture's delta when nothing outside them
+// changed; and every changed range, as arena offsets, for the restore.
+// One scan covers every run's windows (on a device, one trip for a whole
+// flight instead of one per run); its changed ranges are then split back
+// by run. Runs' footprints are disjoint (each run has a pool of its own);
+// where two runs' windows touch, the scan joins them and the split cuts
+// the changed ranges at the boundary, so every run gets what a scan of its
+// own windows would have found.
+func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window) (deltas []oracle.Delta, changed []pool.Window, err error) {
+	changed, b, err := s.ChangedIn(mergedAll(ws))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	at := make([]int, len(changed)+1) // where each changed range's bytes start in b
 	for i, c := range changed {
 		at[i+1] = at[i] + c.Len
 	}
-	deltas := make([]oracle.Delta, len(ws))
+	deltas = make([]oracle.Delta, len(ws))
 	for k, run := range ws {
 		if d, ok := poolDelta(run, regions[k].Pool, changed, at, b); ok {
 			deltas[k] = d
@@ -85,7 +92,7 @@ func captureAll(s arena.WindowScanner, regions []pool.Region, ws [][]pool.Window
 		}
 		deltas[k] = splitRun(run, regions[k].Pool.Off, changed, at, b)
 	}
-	return deltas, nil
+	return deltas, changed, nil
 }
 
 // poolDelta is the delta of a run whose windows lie in its pool p, as a
@@ -111,13 +118,10 @@ func poolDelta(run []pool.Window, p pool.Window, changed []pool.Window, at []int
 
 // splitRun is the delta of one run whose windows are run, out of a scan's
 // changed ranges (changed, their bytes b from at[j]), as offsets from
-// base. Where the run's changed ranges are a stretch of the scan's, each
-// inside one of its windows (as when runs have pools of their own), its
-// bytes are that stretch of b, not a copy.
+// base: each changed range cut to each of the run's windows, its bytes
+// copied.
 func splitRun(run []pool.Window, base int, changed []pool.Window, at []int, b []byte) oracle.Delta {
-	d := oracle.Delta{Windows: make([]pool.Window, 0, len(run))}
-	var src []int // where each of d.Windows' bytes start in b
-	first, next, whole := -1, 0, true
+	d := oracle.Delta{Windows: make([]pool.Window, 0, len(run)), Bytes: []byte{}}
 	i := 0
 	for _, w := range run {
 		for i < len(changed) && changed[i].End() <= w.Off {
@@ -125,26 +129,8 @@ func splitRun(run []pool.Window, base int, changed []pool.Window, at []int, b []
 		}
 		for j := i; j < len(changed) && changed[j].Off < w.End(); j++ {
 			lo, hi := max(changed[j].Off, w.Off), min(changed[j].End(), w.End())
-			if lo != changed[j].Off || hi != changed[j].End() || first >= 0 && j != next {
-				whole = false
-			}
-			if first < 0 {
-				first = j
-			}
-			next = j + 1
 			d.Windows = append(d.Windows, pool.Window{Off: lo - base, Len: hi - lo})
-			src = append(src, at[j]+lo-changed[j].Off)
-		}
-	}
-	switch {
-	case first < 0:
-		d.Bytes = []byte{}
-	case whole:
-		d.Bytes = b[at[first]:at[next]:at[next]]
-	default:
-		d.Bytes = make([]byte, 0, pool.Total(d.Windows))
-		for n, w := range d.Windows {
-			d.Bytes = append(d.Bytes, b[src[n]:src[n]+w.Len]...)
+			d.Bytes = append(d.Bytes, b[at[j]+lo-changed[j].Off:at[j]+hi-changed[j].Off]...)
 		}
 	}
 	return d

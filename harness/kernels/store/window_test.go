@@ -62,7 +62,7 @@ func testCaptureAll(t *testing.T, own bool) {
 	for k := range ws {
 		ws[k] = mergeWindows(ws[k])
 	}
-	deltas, err := captureAll(m, regions, ws)
+	deltas, _, err := captureAll(m, regions, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func BenchmarkCaptureAllSplit(b *testing.B) {
 	}
 	f.bytes = make([]byte, runs*rows*256)
 	for b.Loop() {
-		deltas, err := captureAll(f, regions, ws)
+		deltas, _, err := captureAll(f, regions, ws)
 		if err != nil || len(deltas[runs-1].Windows) != rows {
 			b.Fatalf("%v, %d windows in the last run; want %d", err, len(deltas[runs-1].Windows), rows)
 		}
