@@ -130,6 +130,9 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
 	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
+	p.runMu.Lock()
+	p.runner = nil // the last process's, if any: abandonStart must not kill its group id again
+	p.runMu.Unlock()
 	cmd, err := p.command()
 	if err != nil {
 		return err
