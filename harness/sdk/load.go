@@ -114,10 +114,6 @@ type pageTable struct {
 func (t *pageTable) src(layer, buffer, i int) Ref { return t.srcs[layer][buffer][i] }
 func (t *pageTable) dst(layer, buffer, i int) Ref { return t.dsts[layer][buffer][i] }
 
-func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"load", ServesLoad})
-}
-
 // ServesLoad reports whether a kernel is a load kernel: a layer loader, a
 // page storer or both. Load kernels run on either backend, through Exec.
 func ServesLoad(kernel any) bool {

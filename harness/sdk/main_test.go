@@ -23,6 +23,8 @@ var bundled = map[string]sdk.Plugin{
 	"fusedstore":  fused.Plugin,
 	"fp8store":    fp8.Plugin,
 	"recipestore": recipe.Plugin,
+
+	"pdtransfer-gpu": gpuTransferPlugin(),
 }
 
 // layoutsOf are the layouts each bundled plugin stores.

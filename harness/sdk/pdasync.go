@@ -24,10 +24,6 @@ import (
 // when it frees. The Transport never lies: a handle's State is Done only
 // once its copies have landed.
 
-func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"pdasync", implements[AsyncKernel]})
-}
-
 // AsyncKernel is an asynchronous transfer engine. The SDK starts a fresh
 // engine for the role a process is attached to, at AsyncAttach and at
 // every AsyncReset (a new case), so an engine keeps its rooms in itself.

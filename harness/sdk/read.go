@@ -52,10 +52,6 @@ type Reader interface {
 	Read(ctx context.Context, call *ReadCall) error
 }
 
-func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"read", hostOrDevice[Reader, DeviceReader]})
-}
-
 // Read checks the request and runs the kernel on the attached backend. On
 // CUDA it waits for the stream before it answers, so the harness reads the
 // finished outputs.

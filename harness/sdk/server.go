@@ -99,9 +99,16 @@ type kernelKind struct {
 	has  func(kernel any) bool
 }
 
-// kernelKinds lists the kinds in Describe order. A file that adds a kernel
-// kind (read, transfer) appends to it in an init function.
-var kernelKinds = []kernelKind{{"store", hostOrDevice[Storer, DeviceStorer]}}
+// kernelKinds lists the kinds in Describe order: one table, so that what a
+// plugin says it serves never depends on the order files initialise. A new
+// kernel kind adds its line here.
+var kernelKinds = []kernelKind{
+	{"store", hostOrDevice[Storer, DeviceStorer]},
+	{"load", ServesLoad},
+	{"pdasync", implements[AsyncKernel]},
+	{"read", hostOrDevice[Reader, DeviceReader]},
+	{"transfer", hostOrDevice[Transferer, DeviceTransferer]},
+}
 
 // implements reports whether a kernel value implements K.
 func implements[K any](kernel any) bool {

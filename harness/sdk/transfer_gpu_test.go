@@ -28,11 +28,13 @@ func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
 	return context.Canceled
 }
 
-func init() {
+// gpuTransferPlugin is pdtransfer with the kernel gpuTransfer, bundled as
+// "pdtransfer-gpu".
+func gpuTransferPlugin() sdk.Plugin {
 	p := pdtransfer.Plugin
 	k := p.Kernel
 	p.Kernel = gpuTransfer{k.(sdk.Transferer), k.(sdk.DeviceTransferer)}
-	bundled["pdtransfer-gpu"] = p
+	return p
 }
 
 // TestTransferMatchesCPU: for pdtransfer and every variant, the CUDA path

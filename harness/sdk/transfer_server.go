@@ -11,10 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-func init() {
-	kernelKinds = append(kernelKinds, kernelKind{"transfer", hostOrDevice[Transferer, DeviceTransferer]})
-}
-
 // transferInput is a checked transfer request.
 type transferInput struct {
 	buffers []TransferBuffer

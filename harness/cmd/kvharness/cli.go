@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // Exit codes: the contract CI and nightly jobs script against.
@@ -47,10 +49,19 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " · ")), " ")
 }
 
-var commands = map[string]command{}
-
-func register(name, summary string, run func(context.Context, *env, []string) int) {
-	commands[name] = command{summary: summary, run: run}
+// commands are kvharness's subcommands, by name.
+var commands = map[string]command{
+	"bench":             {summary: "measure throughput and tail latency over a matrix of cells", run: runBench},
+	"check":             {summary: "run the store properties against a plugin", run: runCheck},
+	"compare":           {summary: "compare two bench.txt files, a verdict per cell; exit 1 when a cell is slower", run: runCompare},
+	"fuzz":              {summary: "fuzz a plugin with go test -fuzz (needs the kvharness source and Go)", run: runFuzz},
+	"fuzz-check":        {summary: "check a fuzz worker's inputs (go test -fuzz runs it for a kind's out-of-process lane)", run: runFuzzCheck, hidden: true},
+	"gpu":               {summary: "show GPU telemetry: memory, clocks, peak bandwidth, power, throttling", run: runGPU},
+	"merge":             {summary: "join the --shard parts of a bench night into one night", run: runMerge},
+	"mutants":           {summary: "run the suite on every plugin and mutant: mutants must die, controls pass", run: runMutants},
+	"plugins":           {summary: "list the bundled plugins and what they declare", run: runPlugins},
+	"repro":             {summary: "replay a saved failing case and classify it again", run: runRepro},
+	plugin.ServeCommand: {summary: "serve a bundled plugin from this binary (the harness runs it; so can a wrapper script)", run: runServe},
 }
 
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {

@@ -23,10 +23,6 @@ import (
 	"github.com/kvharness/kvharness/harness/telemetry"
 )
 
-func init() {
-	register("bench", "measure throughput and tail latency over a matrix of cells", runBench)
-}
-
 const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
   kvharness bench --matrix bench/matrix-cpu.json --out night --resume --strict

@@ -20,10 +20,6 @@ import (
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
-func init() {
-	register("check", "run the store properties against a plugin", runCheck)
-}
-
 const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin fp8store --layout fp8-paged --cases 10000
   kvharness check --plugin bf16scatter --padding sink

@@ -14,10 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/results"
 )
 
-func init() {
-	register("compare", "compare two bench.txt files, a verdict per cell; exit 1 when a cell is slower", runCompare)
-}
-
 const compareExamples = `  kvharness compare bench/baselines/cpu.txt night/bench.txt
   kvharness compare --strict --format md --plots night/overlay bench/baselines/cpu.txt night/bench.txt
   kvharness compare --filter '/plugin:fusedstore /timing:batched' --only-regressions base.txt new.txt

@@ -16,10 +16,6 @@ import (
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
-func init() {
-	register("fuzz", "fuzz a plugin with go test -fuzz (needs the kvharness source and Go)", runFuzz)
-}
-
 const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
   kvharness fuzz --plugin ./my-plugin --target FuzzStore --time 10m
   kvharness fuzz --plugin fp8store --mode in-process

@@ -11,11 +11,6 @@ import (
 	"github.com/kvharness/kvharness/plugins"
 )
 
-func init() {
-	commands["fuzz-check"] = command{summary: "check a fuzz worker's inputs (go test -fuzz runs it for a kind's out-of-process lane)",
-		run: runFuzzCheck, hidden: true}
-}
-
 // checkerFD is where a fuzz worker passes the doorbell's memfd.
 const checkerFD = 3
 

@@ -9,10 +9,6 @@ import (
 	"github.com/kvharness/kvharness/harness/telemetry"
 )
 
-func init() {
-	register("gpu", "show GPU telemetry: memory, clocks, peak bandwidth, power, throttling", runGPU)
-}
-
 const gpuExamples = `  kvharness gpu
   kvharness gpu --json
 `

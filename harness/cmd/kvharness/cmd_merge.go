@@ -6,10 +6,6 @@ import (
 	"github.com/kvharness/kvharness/harness/benchrun"
 )
 
-func init() {
-	register("merge", "join the --shard parts of a bench night into one night", runMerge)
-}
-
 const mergeExamples = `  kvharness bench --matrix bench/matrix-cpu.json --shard 1/3 --out shard-1   # and 2/3, 3/3, on three machines
   kvharness merge --out night shard-1 shard-2 shard-3
   kvharness compare bench/baselines/cpu.txt night/bench.txt

@@ -19,10 +19,6 @@ import (
 	"github.com/kvharness/kvharness/harness/report"
 )
 
-func init() {
-	register("mutants", "run the suite on every plugin and mutant: mutants must die, controls pass", runMutants)
-}
-
 const mutantsExamples = `  kvharness mutants
   kvharness mutants --plugin fp8store --cases 5000
 `

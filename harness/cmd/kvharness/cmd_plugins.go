@@ -11,10 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-func init() {
-	register("plugins", "list the bundled plugins and what they declare", runPlugins)
-}
-
 const pluginsExamples = `  kvharness plugins
   kvharness plugins --plugin ./my-plugin --head-dim 64 --page-size 16
   kvharness plugins --json

@@ -13,10 +13,6 @@ import (
 	"github.com/kvharness/kvharness/harness/report"
 )
 
-func init() {
-	register("repro", "replay a saved failing case and classify it again", runRepro)
-}
-
 const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink-padding-2139fc0f.json
   kvharness repro FILE --plugin fusedstore            # does the fix pass the case?
   kvharness repro FILE --plugin fusedstore --variant ignore-count

@@ -7,10 +7,6 @@ import (
 	"github.com/kvharness/kvharness/plugins"
 )
 
-func init() {
-	register(plugin.ServeCommand, "serve a bundled plugin from this binary (the harness runs it; so can a wrapper script)", runServe)
-}
-
 const serveExamples = `  kvharness serve-plugin fusedstore     # what the harness runs when no plugin binary is built
   printf '#!/bin/sh\nexec kvharness serve-plugin fusedstore\n' > wrapper.sh
 `

@@ -7,6 +7,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
@@ -78,7 +79,7 @@ var Plugin = sdk.Plugin{
 	Name:     "fp8store",
 	Version:  "1.0.0",
 	Doc:      "fp8 e4m3 + per-token scale store for fp8-paged and fp8-rows, padding-aware",
-	Variants: variants,
+	Variants: slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
 	Geometry: func(variant string, d, p int) []sdk.Geometry {
 		return cpustore.Declare([]string{"fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
 			_, perToken, _ := geometry(variant, name, d, p)

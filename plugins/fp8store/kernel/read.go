@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
@@ -16,9 +15,6 @@ var readVariants = []sdk.Variant{
 	sdk.ReadVariant("scale-stride", "reads each scale where the other arrangement keeps it: "+
 		"interleaved after the row in fp8-paged, packed after the page's rows in fp8-rows (vLLM #40991, read side)"),
 }
-
-// The read variants join the store variants the plugin describes.
-func init() { Plugin.Variants = slices.Concat(Plugin.Variants, readVariants) }
 
 // readGeometry is where the read kernel finds a token's values and where
 // it reads its scale from. The store's geometry is the truth; the

@@ -8,6 +8,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
@@ -119,7 +120,7 @@ var Plugin = sdk.Plugin{
 	Name:     "fusedstore",
 	Version:  "1.0.0",
 	Doc:      "padding-aware store for bf16, fp8-paged and fp8-rows (the fix)",
-	Variants: variants,
+	Variants: slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return cpustore.Declare([]string{"bf16", "fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
 			_, perToken, _ := geometry(name, d, p)

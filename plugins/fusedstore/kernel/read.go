@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
@@ -18,11 +17,6 @@ var readVariants = []sdk.Variant{
 	sdk.ReadVariant("writes-scratch", "keeps each request's top scores in slot 0, the reserved padding sink "+
 		"it assumes nobody reads, and never restores it"),
 }
-
-// The read variants join the store variants the plugin describes. The
-// store's own list (variants) is left alone: its order numbers the CUDA
-// store rules.
-func init() { Plugin.Variants = slices.Concat(Plugin.Variants, readVariants) }
 
 // readRule is the mutant a variant makes of the read kernel.
 func readRule(variant string) gpuread.Rule {
