@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // TestCUDAKernelOnTheCPU compiles recipestore.cu with g++ against a small
@@ -52,13 +52,8 @@ func TestCUDAKernelOnTheCPU(t *testing.T) {
 
 func compareOnCPU(t *testing.T, cxx, src, dir, variant, name string) {
 	rows := testRows(150, dims(name), 11)
-	rng := rand.New(rand.NewPCG(12, 13))
-	for range 10 { // raw bit patterns: NaN and infinities take their own paths
-		row := make([]uint16, dims(name))
-		for j := range row {
-			row[j] = uint16(rng.Uint32())
-		}
-		rows = append(rows, row)
+	for i := range 10 { // raw bit patterns: NaN and infinities take their own paths
+		rows = append(rows, workload.Row{Kind: workload.RowGarbage, Seed: 12<<32 | uint64(i)}.Data(dims(name)))
 	}
 	want := newRig(t, name, rows)
 	want.store(t, variant)

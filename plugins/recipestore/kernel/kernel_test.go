@@ -2,13 +2,13 @@ package kernel
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // rig is one pool of a layout in an arena filled with a background, the
@@ -86,27 +86,14 @@ func (r *rig) judge(t *testing.T, variant string) []layout.Finding {
 	return out
 }
 
-// testRows draws rows as the harness's generator does: zero, N(0,1)
-// times a power of two, tiny (the floor decides) and outlier rows.
+// testRows draws rows with the harness's generator (workload.Row): zero,
+// N(0,1) times a power of two, tiny (the floor decides) and outlier rows,
+// in turn, each from its own seed.
 func testRows(n, d int, seed uint64) [][]uint16 {
-	rng := rand.New(rand.NewPCG(seed, 1))
+	kinds := []workload.RowKind{workload.RowZero, workload.RowNormal, workload.RowTiny, workload.RowOutlier}
 	rows := make([][]uint16, n)
 	for i := range rows {
-		rows[i] = make([]uint16, d)
-		scale := math.Ldexp(1, rng.IntN(24)-12)
-		for j := range rows[i] {
-			switch i % 4 {
-			case 1:
-				rows[i][j] = layout.Float32ToBF16(float32(rng.NormFloat64() * scale))
-			case 2:
-				rows[i][j] = layout.Float32ToBF16(float32((rng.Float64()*2 - 1) * 9e-5))
-			case 3:
-				rows[i][j] = layout.Float32ToBF16(float32(rng.NormFloat64() * 1e-2))
-			}
-		}
-		if i%4 == 3 {
-			rows[i][rng.IntN(d)] = layout.Float32ToBF16(float32((rng.Float64() + 0.5) * 1e4))
-		}
+		rows[i] = workload.Row{Kind: kinds[i%len(kinds)], Seed: seed<<32 | uint64(i)}.Data(d)
 	}
 	return rows
 }
