@@ -51,6 +51,18 @@ func Open(ordinal int) (*Device, error) {
 	return d, nil
 }
 
+// Thread opens d's device again, on a new dedicated thread: a Device of its
+// own on the same primary context, so memory allocated through either is
+// valid in both, while its calls never queue behind d's. Handles (streams,
+// modules, events) stay with the Device that made them. Close it apart
+// from d.
+func (d *Device) Thread() (*Device, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	return Open(d.ordinal)
+}
+
 // init runs on the device thread: it makes the primary context current and
 // caches the properties that never change.
 func (d *Device) init() error {

@@ -252,3 +252,30 @@ func TestCompileDiskCache(t *testing.T) {
 		t.Errorf("kernel from cached cubin wrote %d; want %d", v, patternWant(0))
 	}
 }
+
+// TestThread: a Device from Thread is on the same primary context (memory
+// allocated through d is written through it and read back through d), its
+// calls take its own thread (d's trip count stays still), and closing it
+// leaves d working.
+func TestThread(t *testing.T) {
+	d := openDevice(t)
+	th, err := d.Thread()
+	must(t, err)
+	src := make([]byte, 4096)
+	rand.NewChaCha8([32]byte{7}).Read(src)
+	p := alloc(t, d, len(src))
+	before := d.Trips()
+	must(t, th.HtoD(p, src))
+	if n := d.Trips() - before; n != 0 {
+		t.Errorf("a copy through Thread's device took %d trips to the first device's thread; want 0", n)
+	}
+	must(t, th.Close())
+	got := make([]byte, len(src))
+	must(t, d.DtoH(got, p))
+	if !bytes.Equal(got, src) {
+		t.Fatal("bytes written through Thread's device read back different through d")
+	}
+	if _, err := (*Device)(nil).Thread(); err == nil {
+		t.Error("Thread of a nil Device succeeded")
+	}
+}

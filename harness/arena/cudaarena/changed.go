@@ -74,7 +74,7 @@ func (m *Memory) collect(c *cuda.Ctx, w pool.Window, d *diff) error {
 			continue
 		}
 		if n > gatherChunk {
-			blocks, err := s.readList(m.dev, n)
+			blocks, err := s.readList(m.stream, n)
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func (m *Memory) collect(c *cuda.Ctx, w pool.Window, d *diff) error {
 // fetchEntries copies the packed entries at packed into host, which holds
 // exactly the scan's, and adds their changed bytes to d.
 func (m *Memory) fetchEntries(host []byte, packed cuda.Ptr, d *diff) error {
-	if err := m.dev.DtoH(host, packed); err != nil {
+	if err := m.toHost(host, packed); err != nil {
 		return fmt.Errorf("fetch changed cuda arena blocks: %w", err)
 	}
 	for _, e := range mergeEntries(host) {
@@ -137,7 +137,7 @@ func mergeEntries(packed []byte) []entry {
 // blocks they found (possibly more than the list holds).
 func (m *Memory) scan(c *cuda.Ctx, pieces []baseline.Piece) (int, error) {
 	s := &m.scratch
-	if err := c.Memset8Async(nil, s.count, 0, 4); err != nil {
+	if err := c.Memset8Async(m.k.s, s.count, 0, 4); err != nil {
 		return 0, fmt.Errorf("clear cuda arena scan count: %w", err)
 	}
 	to := scanTo{count: s.count, list: s.list, capacity: s.capacity, packed: s.packed, packedCap: gatherChunk}
@@ -146,7 +146,7 @@ func (m *Memory) scan(c *cuda.Ctx, pieces []baseline.Piece) (int, error) {
 			return 0, err
 		}
 	}
-	return s.readCount(m.dev)
+	return s.readCount(m.stream)
 }
 
 // scanPiece splits a piece into its ragged ends, for the general kernel,
@@ -174,7 +174,7 @@ func (m *Memory) scanPiece(p baseline.Piece, to scanTo) error {
 // list is sorted and written back, then the blocks are packed and fetched
 // a chunk at a time.
 func (m *Memory) gatherSorted(w pool.Window, blocks []uint32, d *diff) error {
-	blocks, err := m.scratch.writeSorted(m.dev, blocks)
+	blocks, err := m.scratch.writeSorted(m.stream, blocks)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (m *Memory) gather(start, n int) ([]byte, error) {
 	if err := m.k.gatherBlocks(m.base, s.list.Add(4*start), n, s.packed); err != nil {
 		return nil, err
 	}
-	if err := m.dev.DtoH(s.host[:n*blockBytes], s.packed); err != nil {
+	if err := m.toHost(s.host[:n*blockBytes], s.packed); err != nil {
 		return nil, fmt.Errorf("fetch changed cuda arena blocks: %w", err)
 	}
 	return s.host[:n*blockBytes], nil

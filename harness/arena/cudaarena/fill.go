@@ -36,8 +36,8 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 // small ranges, so they are restored together, by one kernel launch over a
 // list of pieces, in a single trip to the device thread; pieces larger
 // than bigPiece get a grid of their own. The windows are cut into pieces
-// and encoded before that trip: the device thread, which every target of
-// the device shares, only copies and launches.
+// and encoded before that trip: the arena's device thread, which a Batch
+// holds for a flight of cases, only copies and launches.
 func (m *Memory) Reset(ws []pool.Window) error {
 	for _, w := range ws {
 		if err := m.check(w.Off, w.Len); err != nil {
@@ -76,7 +76,7 @@ func (m *Memory) restore(p baseline.Piece) error {
 	if p.Filled {
 		return m.k.fillRange(m.base, p.Off, p.End(), p.Seed, p.Origin)
 	}
-	return m.dev.Memset8(m.base.Add(p.Off), 0, p.Len)
+	return m.stream.Memset8Async(m.base.Add(p.Off), 0, p.Len)
 }
 
 // restoreList uploads encoded pieces, at most maxPieces, and launches
@@ -87,7 +87,7 @@ func (m *Memory) restoreList(list []byte) error {
 	if err := s.growPieces(m.dev, n); err != nil {
 		return err
 	}
-	if err := m.dev.HtoD(s.pieces, list); err != nil {
+	if err := m.toDevice(s.pieces, list); err != nil {
 		return fmt.Errorf("upload %d arena ranges to restore: %w", n, err)
 	}
 	return m.k.restorePieces(m.base, s.pieces, n)
@@ -111,7 +111,7 @@ func encodePieces(ps []baseline.Piece) []byte {
 // sync waits for queued kernels, so another process sees their writes and a
 // kernel fault is reported here rather than at some later call.
 func (m *Memory) sync(what string) error {
-	if err := m.dev.Sync(); err != nil {
+	if err := m.stream.Sync(); err != nil {
 		return fmt.Errorf("cuda arena %s: %w", what, err)
 	}
 	return nil

@@ -264,15 +264,14 @@ func TestBatchedTrips(t *testing.T) {
 	if len(c) < 300 {
 		t.Fatalf("%d changed ranges; the test means hundreds", len(c))
 	}
-	dev := p.gpu.dev
-	before := dev.Trips()
+	before := p.gpu.Trips()
 	if _, _, err := p.gpu.ChangedBytes(whole); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.gpu.Reset(c); err != nil {
 		t.Fatal(err)
 	}
-	if trips := dev.Trips() - before; trips != 2 {
+	if trips := p.gpu.Trips() - before; trips != 2 {
 		t.Errorf("ChangedBytes and Reset of %d ranges took %d trips to the device thread; want 2", len(c), trips)
 	}
 	if err := p.host.Reset(c); err != nil {
@@ -467,11 +466,11 @@ func TestChangedInMatchesSHM(t *testing.T) {
 		if round == 5 {
 			ws = []pool.Window{{Off: 0, Len: size / 2}, {Off: size/2 + 1, Len: size/2 - 1}}
 		}
-		before := p.gpu.dev.Trips()
+		before := p.gpu.Trips()
 		if _, _, err := p.gpu.ChangedIn(ws); err != nil {
 			t.Fatal(err)
 		}
-		if trips := p.gpu.dev.Trips() - before; trips != 1 {
+		if trips := p.gpu.Trips() - before; trips != 1 {
 			t.Errorf("round %d: ChangedIn of %d windows took %d trips to the device thread; want 1", round, len(ws), trips)
 		}
 		p.changedIn(ws)

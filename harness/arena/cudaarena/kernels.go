@@ -25,14 +25,15 @@ type kernels struct {
 	mod                                             *cuda.Module
 	fill, diff, diffFast, diffList, gather, restore *cuda.Function
 	sms                                             int
+	s                                               *cuda.Stream // the arena's: every launch queues on it
 }
 
-func loadKernels(dev *cuda.Device) (*kernels, error) {
+func loadKernels(dev *cuda.Device, s *cuda.Stream) (*kernels, error) {
 	mod, err := dev.Compile("cudapool/background.cu", kernelSource, "-lineinfo")
 	if err != nil {
 		return nil, err
 	}
-	k := &kernels{mod: mod, sms: dev.Multiprocessors()}
+	k := &kernels{mod: mod, sms: dev.Multiprocessors(), s: s}
 	for name, dst := range map[string]**cuda.Function{
 		"fill_background": &k.fill,
 		"diff_background": &k.diff,
@@ -60,7 +61,7 @@ func (k *kernels) grid(units, perUnit int) cuda.Dim3 {
 // the window filled from arena byte origin (origin <= lo).
 func (k *kernels) fillRange(arena cuda.Ptr, lo, hi int, seed uint64, origin int) error {
 	words := (hi+7)/8 - lo/8
-	err := k.fill.Launch(nil, k.grid(words, 1), cuda.Dim3{X: threads}, 0,
+	err := k.fill.Launch(k.s, k.grid(words, 1), cuda.Dim3{X: threads}, 0,
 		arena, uint64(lo), uint64(hi), seed, uint64(origin))
 	if err != nil {
 		return fmt.Errorf("fill arena [%d,%d): %w", lo, hi, err)
@@ -81,7 +82,7 @@ type scanTo struct {
 // baseline, any alignment.
 func (k *kernels) diffRange(arena cuda.Ptr, p baseline.Piece, lo, hi int, to scanTo) error {
 	pairs := ((hi+blockBytes-1)/blockBytes - lo/blockBytes + 1) / 2
-	err := k.diff.Launch(nil, k.grid(pairs, 32), cuda.Dim3{X: threads}, 0,
+	err := k.diff.Launch(k.s, k.grid(pairs, 32), cuda.Dim3{X: threads}, 0,
 		arena, uint64(lo), uint64(hi), p.Seed, uint64(p.Origin), b2u(p.Filled),
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
@@ -93,7 +94,7 @@ func (k *kernels) diffRange(arena cuda.Ptr, p baseline.Piece, lo, hi int, to sca
 // diffWhole queues the fast scan of whole blocks [b0, b1) of a piece whose
 // window starts on a word.
 func (k *kernels) diffWhole(arena cuda.Ptr, p baseline.Piece, b0, b1 int, to scanTo) error {
-	err := k.diffFast.Launch(nil, k.grid((b1-b0+7)/8, 32), cuda.Dim3{X: threads}, 0,
+	err := k.diffFast.Launch(k.s, k.grid((b1-b0+7)/8, 32), cuda.Dim3{X: threads}, 0,
 		arena, uint64(b0), uint64(b1), p.Seed, uint64(p.Origin/8), b2u(p.Filled),
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
@@ -106,7 +107,7 @@ func (k *kernels) diffWhole(arena cuda.Ptr, p baseline.Piece, b0, b1 int, to sca
 // piece.
 func (k *kernels) diffPieces(arena, list cuda.Ptr, n int, to scanTo) error {
 	grid := cuda.Dim3{X: uint32(max(1, min(n, 16*max(k.sms, 1))))}
-	err := k.diffList.Launch(nil, grid, cuda.Dim3{X: threads}, 0, arena, list, uint32(n),
+	err := k.diffList.Launch(k.s, grid, cuda.Dim3{X: threads}, 0, arena, list, uint32(n),
 		to.count, to.list, uint32(to.capacity), to.packed, uint32(to.packedCap))
 	if err != nil {
 		return fmt.Errorf("scan %d arena windows: %w", n, err)
@@ -123,7 +124,7 @@ func b2u(b bool) uint32 {
 
 // gatherBlocks copies the n blocks listed at list to out.
 func (k *kernels) gatherBlocks(arena, list cuda.Ptr, n int, out cuda.Ptr) error {
-	err := k.gather.Launch(nil, k.grid(n*16, 1), cuda.Dim3{X: threads}, 0, arena, list, uint32(n), out)
+	err := k.gather.Launch(k.s, k.grid(n*16, 1), cuda.Dim3{X: threads}, 0, arena, list, uint32(n), out)
 	if err != nil {
 		return fmt.Errorf("gather %d changed blocks: %w", n, err)
 	}
@@ -137,7 +138,7 @@ const pieceWords = 5
 // block per piece.
 func (k *kernels) restorePieces(arena, list cuda.Ptr, n int) error {
 	grid := cuda.Dim3{X: uint32(max(1, min(n, 16*max(k.sms, 1))))}
-	if err := k.restore.Launch(nil, grid, cuda.Dim3{X: threads}, 0, arena, list, uint32(n)); err != nil {
+	if err := k.restore.Launch(k.s, grid, cuda.Dim3{X: threads}, 0, arena, list, uint32(n)); err != nil {
 		return fmt.Errorf("restore %d changed arena ranges: %w", n, err)
 	}
 	return nil

@@ -33,13 +33,16 @@ func (s Sharing) String() string {
 	return "ipc"
 }
 
-// Memory is an arena in the device memory of one GPU. Its methods order
-// themselves after earlier work on the legacy default stream only: a caller
-// that wrote the arena on a stream of its own must synchronise it first.
-// Fill and Reset wait for the device before returning, so another process
-// (the plugin) sees their result.
+// Memory is an arena in the device memory of one GPU. It drives the GPU
+// from a device thread and a stream of its own, so that the arenas of
+// several targets (check --jobs) neither queue behind one thread nor wait
+// for each other's kernels. Its methods order themselves after earlier work
+// on that stream only: a caller that wrote the arena on another stream must
+// synchronise it first. WriteAt, Fill and Reset wait for their work before
+// returning, so another process (the plugin) sees their result.
 type Memory struct {
-	dev    *cuda.Device
+	dev    *cuda.Device // the arena's own thread on the device's primary context
+	stream *cuda.Stream
 	base   cuda.Ptr
 	size   int
 	how    Sharing
@@ -63,16 +66,28 @@ func New(dev *cuda.Device, size int, how Sharing, dir string) (*Memory, error) {
 	if size <= 0 || size > pool.MaxArenaBytes {
 		return nil, fmt.Errorf("cuda arena of %d bytes: want 1 to %d", size, pool.MaxArenaBytes)
 	}
-	k, err := loadKernels(dev)
+	own, err := dev.Thread()
 	if err != nil {
-		return nil, fmt.Errorf("cuda arena kernels: %w", err)
+		return nil, fmt.Errorf("cuda arena device thread: %w", err)
 	}
-	m := &Memory{dev: dev, size: size, how: how, dir: dir, k: k}
-	if err := m.allocate(); err != nil {
+	m := &Memory{dev: own, size: size, how: how, dir: dir}
+	if err := m.open(); err != nil {
 		m.Close()
 		return nil, err
 	}
 	return m, nil
+}
+
+// open makes the arena's stream, loads its kernels and allocates it.
+func (m *Memory) open() error {
+	var err error
+	if m.stream, err = m.dev.NewStream(); err != nil {
+		return fmt.Errorf("cuda arena stream: %w", err)
+	}
+	if m.k, err = loadKernels(m.dev, m.stream); err != nil {
+		return fmt.Errorf("cuda arena kernels: %w", err)
+	}
+	return m.allocate()
 }
 
 // allocate gets the arena, rounded up to whole 256-byte blocks so kernels may
@@ -151,7 +166,7 @@ func (m *Memory) ReadAt(p []byte, off int) error {
 	if err := m.check(off, len(p)); err != nil {
 		return err
 	}
-	return m.dev.DtoH(p, m.base.Add(off))
+	return m.toHost(p, m.base.Add(off))
 }
 
 // WriteAt implements pool.Memory.
@@ -159,8 +174,26 @@ func (m *Memory) WriteAt(p []byte, off int) error {
 	if err := m.check(off, len(p)); err != nil {
 		return err
 	}
-	return m.dev.HtoD(m.base.Add(off), p)
+	return m.dev.Do(func(*cuda.Ctx) error {
+		if err := m.toDevice(m.base.Add(off), p); err != nil {
+			return err
+		}
+		return m.sync("write")
+	})
 }
+
+// toDevice queues a copy of p to dst on the arena's stream: the driver
+// has staged p when it returns, so p may be reused, and the arena's later
+// kernels see the bytes.
+func (m *Memory) toDevice(dst cuda.Ptr, p []byte) error { return m.stream.HtoDAsync(dst, p) }
+
+// toHost copies from src into p after the arena's queued work; into Go
+// (pageable) memory the copy is complete when it returns.
+func (m *Memory) toHost(p []byte, src cuda.Ptr) error { return m.stream.DtoHAsync(p, src) }
+
+// Trips counts the functions handed to the arena's device thread, the
+// cost that batching (Batch, one trip per scan) keeps down.
+func (m *Memory) Trips() uint64 { return m.dev.Trips() }
 
 // Batch runs f, whose calls on m (and on its device) then take one trip to
 // the device thread together instead of one each. Every method takes the
@@ -174,6 +207,9 @@ func (m *Memory) Batch(f func() error) error {
 // IPC importer must have closed its mapping first; memory shared by
 // descriptor lives on until every importer has released it.
 func (m *Memory) Close() error {
+	if m.stream != nil {
+		m.sync("close") // the frees below must not pull memory from under queued kernels
+	}
 	errs := []error{m.scratch.free(m.dev), m.fds.Close()}
 	m.fds = nil
 	switch {
@@ -188,5 +224,10 @@ func (m *Memory) Close() error {
 		errs = append(errs, m.k.mod.Unload())
 		m.k = nil
 	}
+	if m.stream != nil {
+		errs = append(errs, m.stream.Destroy())
+		m.stream = nil
+	}
+	errs = append(errs, m.dev.Close())
 	return errors.Join(errs...)
 }

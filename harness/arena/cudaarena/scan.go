@@ -100,19 +100,19 @@ func (s *scanBuffers) free(dev *cuda.Device) error {
 	return errors.Join(errs...)
 }
 
-// readCount fetches the scan counter.
-func (s *scanBuffers) readCount(dev *cuda.Device) (int, error) {
+// readCount fetches the scan counter once st's scans are done.
+func (s *scanBuffers) readCount(st *cuda.Stream) (int, error) {
 	var c [4]byte
-	if err := dev.DtoH(c[:], s.count); err != nil {
+	if err := st.DtoHAsync(c[:], s.count); err != nil {
 		return 0, fmt.Errorf("read cuda arena scan count: %w", err)
 	}
 	return int(binary.LittleEndian.Uint32(c[:])), nil
 }
 
 // readList fetches the first n listed blocks, in the order found.
-func (s *scanBuffers) readList(dev *cuda.Device, n int) ([]uint32, error) {
+func (s *scanBuffers) readList(st *cuda.Stream, n int) ([]uint32, error) {
 	raw := make([]byte, 4*n)
-	if err := dev.DtoH(raw, s.list); err != nil {
+	if err := st.DtoHAsync(raw, s.list); err != nil {
 		return nil, fmt.Errorf("read cuda arena scan list: %w", err)
 	}
 	blocks := make([]uint32, n)
@@ -123,16 +123,16 @@ func (s *scanBuffers) readList(dev *cuda.Device, n int) ([]uint32, error) {
 }
 
 // writeSorted sorts blocks, drops duplicates (pieces that share a block
-// both report it) and writes them back as the list, so that gathers pack
+// both report it) and queues them on st as the list, so that gathers pack
 // blocks in arena order.
-func (s *scanBuffers) writeSorted(dev *cuda.Device, blocks []uint32) ([]uint32, error) {
+func (s *scanBuffers) writeSorted(st *cuda.Stream, blocks []uint32) ([]uint32, error) {
 	slices.Sort(blocks)
 	blocks = slices.Compact(blocks)
 	raw := make([]byte, 4*len(blocks))
 	for i, b := range blocks {
 		binary.LittleEndian.PutUint32(raw[4*i:], b)
 	}
-	if err := dev.HtoD(s.list, raw); err != nil {
+	if err := st.HtoDAsync(s.list, raw); err != nil {
 		return nil, fmt.Errorf("write sorted cuda arena scan list: %w", err)
 	}
 	return blocks, nil

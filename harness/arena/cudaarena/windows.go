@@ -30,9 +30,9 @@ type windowBuffers struct {
 // are scanned by one launch of diff_pieces (a grid each for windows larger
 // than bigPiece) and their changed blocks come back in one copy: a case's
 // scan costs a trip to the device, not a trip per window. Only the device
-// work takes the device thread, which every target of the device shares:
-// the windows are cut into pieces before, and what came back is decoded
-// after.
+// work takes the arena's device thread, which a Batch holds for a flight
+// of cases: the windows are cut into pieces before, and what came back is
+// decoded after.
 func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 	for _, w := range ws {
 		if err := m.check(w.Off, w.Len); err != nil {
@@ -109,7 +109,7 @@ func (m *Memory) scanWindows(c *cuda.Ctx, ws []pool.Window, list []byte, small, 
 		}
 	}
 	if len(small) > 0 {
-		if err := m.dev.HtoD(s.pieces, list); err != nil {
+		if err := m.toDevice(s.pieces, list); err != nil {
 			return nil, fmt.Errorf("upload %d arena windows to scan: %w", len(small), err)
 		}
 	}
@@ -133,7 +133,7 @@ func (m *Memory) scanWindows(c *cuda.Ctx, ws []pool.Window, list []byte, small, 
 			continue
 		}
 		entries := make([]byte, n*entryBytes)
-		if err := m.dev.DtoH(entries, s.packed); err != nil {
+		if err := m.toHost(entries, s.packed); err != nil {
 			return nil, fmt.Errorf("fetch changed cuda arena blocks: %w", err)
 		}
 		return entries, nil
@@ -145,7 +145,7 @@ func (m *Memory) scanWindows(c *cuda.Ctx, ws []pool.Window, list []byte, small, 
 // entry buffer has room.
 func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 	s := &m.scratch
-	if err := c.Memset8Async(nil, s.count, 0, 4); err != nil {
+	if err := c.Memset8Async(m.k.s, s.count, 0, 4); err != nil {
 		return 0, fmt.Errorf("clear cuda arena scan count: %w", err)
 	}
 	to := scanTo{count: s.count, list: s.list, capacity: s.capacity, packed: s.windows.packed, packedCap: s.windows.packedCap}
@@ -159,5 +159,5 @@ func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 			return 0, err
 		}
 	}
-	return s.readCount(m.dev)
+	return s.readCount(m.stream)
 }
