@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
 )
 
 // TestAheadSetsFillOnFirstWindow: a target fills the sets it checks ahead
@@ -85,4 +87,12 @@ func TestDeviceBudget(t *testing.T) {
 			t.Errorf("%d GiB GPU: %d sets of 1 Mi-slot bf16 pools; want %d", c.total/gib, sets, c.sets)
 		}
 	}
+}
+
+// TestAheadMatchesExact is TestAheadOnCUDA on host shared memory: the
+// correct kernel answered from windows with none tainted, and each
+// mutant failing at the same case with the same violations as exact
+// checks.
+func TestAheadMatchesExact(t *testing.T) {
+	aheadMatchesExact(t, arena.SHM{}, 4)
 }
