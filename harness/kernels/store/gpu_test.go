@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"reflect"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
@@ -21,14 +20,20 @@ import (
 // the last slot, far from every footprint, which only the window's proof
 // sees) fails at the same case, with the same violations, as exact checks
 // of the same draws. TestAheadMatchesExact is the same on the host.
+//
+// On a GPU a mutant's padded rows race for the slot they share, so two
+// runs of the same case may leave another row's bytes there (and a
+// determinism violation, which says so, other bytes): there the
+// violations must agree in kind and place, not in which row won.
 func TestAheadOnCUDA(t *testing.T) {
-	aheadMatchesExact(t, arena.CUDA{Dev: cudatest.Device(t)}, AutoSets)
+	aheadMatchesExact(t, arena.CUDA{Dev: cudatest.Device(t)}, AutoSets, samePlace)
 }
 
 // aheadMatchesExact checks, on backend, a correct kernel and mutants that
 // fail under some paddings and pass under others (so that checking ahead
-// runs for them too) twice: exactly, and ahead on sets pool sets.
-func aheadMatchesExact(t *testing.T, backend arena.Backend, sets int) {
+// runs for them too) twice: exactly, and ahead on sets pool sets. same
+// says when two violations agree.
+func aheadMatchesExact(t *testing.T, backend arena.Backend, sets int, same func(a, b oracle.Violation) bool) {
 	const budget = 120
 	for _, variant := range []string{"", "sink-writes", "minus1-wraps"} {
 		t.Run("variant="+cmp.Or(variant, "correct"), func(t *testing.T) {
@@ -88,7 +93,7 @@ func aheadMatchesExact(t *testing.T, backend arena.Backend, sets int) {
 				}
 				av, ev := a.res.Violations, e.res.Violations
 				for k := range max(len(av), len(ev)) {
-					if k >= len(av) || k >= len(ev) || !reflect.DeepEqual(av[k], ev[k]) {
+					if k >= len(av) || k >= len(ev) || !same(av[k], ev[k]) {
 						t.Errorf("%s case %d: violation %d of %d checked ahead and of %d exactly differs:\nahead:   %s\nexactly: %s",
 							a.padding, a.at, k, len(av), len(ev), shownAt(av, k), shownAt(ev, k))
 						break
@@ -105,4 +110,10 @@ func shownAt(vs []oracle.Violation, k int) string {
 		return "none"
 	}
 	return fmt.Sprintf("%+v", vs[k])
+}
+
+// samePlace reports whether two violations are of one kind at one place:
+// the pool's bytes, field and slot they name.
+func samePlace(a, b oracle.Violation) bool {
+	return a.Kind == b.Kind && a.Field == b.Field && a.Slot == b.Slot && a.Off == b.Off && a.Len == b.Len
 }
