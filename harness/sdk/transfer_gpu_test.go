@@ -56,6 +56,10 @@ func TestTransferMatchesCPU(t *testing.T) {
 	}
 	for _, variant := range variants {
 		start := time.Now()
+		g := g
+		if pages, ok := crossing[variant]; ok {
+			g = transfer.DefaultGeometry(2, pages)
+		}
 		gpu, err := transfer.Open(ctx, p, dir, transfer.Config{Variant: variant, Geometry: g, Seed: 1, Backend: arena.CUDA{Dev: dev}})
 		must(t, err)
 		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
@@ -68,10 +72,17 @@ func TestTransferMatchesCPU(t *testing.T) {
 	}
 }
 
+// crossing are the mutants wrong only where a page run crosses a boundary
+// (run-crosses-64: a multiple of 64 pages), with the pages a pool needs
+// for drawn runs to cross one: they fail some cases, not every one.
+var crossing = map[string]int{"run-crosses-64": 256}
+
 func compareTransfers(t *testing.T, variant string, gpu, cpu *transfer.Target, g transfer.Geometry) {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(int64(len(variant))))
+	_, sometimes := crossing[variant]
+	failed := 0
 	for i := range 40 {
 		c := (&transfer.Gen{Geometry: g, Profile: transfer.Profiles[i%len(transfer.Profiles)]}).Draw(rng)
 		rg, err := gpu.Check(ctx, c)
@@ -84,9 +95,15 @@ func compareTransfers(t *testing.T, variant string, gpu, cpu *transfer.Target, g
 		if gs, cs := violationLines(rg), violationLines(rc); !slices.Equal(gs, cs) {
 			t.Fatalf("%q %v: violations differ\nGPU %q\nCPU %q", variant, c, gs, cs)
 		}
-		if rg.Failed() == (variant == "") {
+		if rg.Failed() {
+			failed++
+		}
+		if rg.Failed() == (variant == "") && !sometimes {
 			t.Fatalf("%q %v: failed %v: %v", variant, c, rg.Failed(), rg.Violations)
 		}
+	}
+	if sometimes && failed == 0 {
+		t.Fatalf("%q passed all 40 cases on %d pages: none crossed a boundary", variant, g.Pages)
 	}
 }
 
