@@ -312,11 +312,11 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 	for _, r := range f.runs {
 		f.ws = append(f.ws, t.footprints(r))
 	}
-	// No t.batch here or in judge: on a GPU a batch holds the device
-	// thread, which every target of the device shares, through the host
-	// work between its copies (staging rows, cutting windows, decoding
-	// what a scan found); each call takes it only for its own copies and
-	// launches, so that targets checked as jobs overlap.
+	// No t.batch here or in judge: on a GPU a batch holds the arena's
+	// device thread through the host work between its copies (staging
+	// rows, cutting windows, decoding what a scan found), where the
+	// pipeline's next flight would take it for its own copies; each call
+	// takes it only for its copies and launches.
 	if err := t.noteBlocks(); err != nil {
 		return f, err
 	}
