@@ -36,3 +36,23 @@ func TestFailureSaysHowItWasConfirmed(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteCapped: a list of at most the cap prints whole; a longer one
+// prints the cap's entries and counts the rest.
+func TestWriteCapped(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{0, ""},
+		{2, "e0\ne1\n"},
+		{3, "e0\ne1\ne2\n"},
+		{5, "e0\ne1\ne2\n    … 2 more pages\n"},
+	} {
+		var b strings.Builder
+		WriteCapped(&b, tc.n, 3, "more pages", func(i int) { b.WriteString("e" + string(rune('0'+i)) + "\n") })
+		if b.String() != tc.want {
+			t.Errorf("%d entries, cap 3: got %q, want %q", tc.n, b.String(), tc.want)
+		}
+	}
+}

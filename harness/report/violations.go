@@ -22,15 +22,24 @@ type Shown struct {
 // WriteViolations prints "N violations:" and the first MaxViolations.
 func WriteViolations(w io.Writer, vs []Shown) {
 	fmt.Fprintf(w, "  %d violation%s:\n", len(vs), Plural(len(vs)))
-	for i, v := range vs {
-		if i == MaxViolations {
-			fmt.Fprintf(w, "    … %d more\n", len(vs)-i)
-			break
-		}
-		fmt.Fprintf(w, "    %s\n", v.Line)
-		for _, line := range v.Diff {
+	WriteCapped(w, len(vs), MaxViolations, "more", func(i int) {
+		fmt.Fprintf(w, "    %s\n", vs[i].Line)
+		for _, line := range vs[i].Diff {
 			fmt.Fprintf(w, "      %s\n", line)
 		}
+	})
+}
+
+// WriteCapped prints the first most of a list's n entries, each by
+// entry(i), and then how many it left out ("    … 3 more", more naming
+// them): a report stays readable, and says what the repro file holds
+// beyond it.
+func WriteCapped(w io.Writer, n, most int, more string, entry func(i int)) {
+	for i := range min(n, most) {
+		entry(i)
+	}
+	if n > most {
+		fmt.Fprintf(w, "    … %d %s\n", n-most, more)
 	}
 }
 

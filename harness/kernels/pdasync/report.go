@@ -41,11 +41,5 @@ func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
 	report.WriteLocated(w, r.Violations)
 	fmt.Fprintf(w, "  the run (%d moves):\n", len(r.Trace))
-	for i, line := range r.Trace {
-		if i == maxTrace {
-			fmt.Fprintf(w, "    … %d more\n", len(r.Trace)-i)
-			break
-		}
-		fmt.Fprintf(w, "    %s\n", line)
-	}
+	report.WriteCapped(w, len(r.Trace), maxTrace, "more", func(i int) { fmt.Fprintf(w, "    %s\n", r.Trace[i]) })
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/report"
 )
 
 // maxMapPages bounds the pages drawn.
@@ -26,13 +27,9 @@ func writePageMap(w io.Writer, l *layout.Layout, c *Case, vs []oracle.Violation)
 		return
 	}
 	fmt.Fprintf(w, "  page map (V valid, ! violation, p padded target, . untouched):\n")
-	for i, pg := range pages {
-		if i == maxMapPages {
-			fmt.Fprintf(w, "    … %d more pages\n", len(pages)-i)
-			break
-		}
-		fmt.Fprintf(w, "    %s\n", pageLine(l, pg, marks))
-	}
+	report.WriteCapped(w, len(pages), maxMapPages, "more pages", func(i int) {
+		fmt.Fprintf(w, "    %s\n", pageLine(l, pages[i], marks))
+	})
 }
 
 func slotMarks(c *Case, vs []oracle.Violation) map[int64]byte {

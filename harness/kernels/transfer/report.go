@@ -46,13 +46,9 @@ func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
 	report.WriteLocated(w, r.Violations)
 	fmt.Fprintf(w, "  %d descriptor%s answered:\n", len(r.Descriptors), report.Plural(len(r.Descriptors)))
-	for i, d := range r.Descriptors {
-		if i == maxDescriptors {
-			fmt.Fprintf(w, "    … %d more\n", len(r.Descriptors)-i)
-			break
-		}
-		fmt.Fprintf(w, "    #%-3d %s\n", i, d)
-	}
+	report.WriteCapped(w, len(r.Descriptors), maxDescriptors, "more", func(i int) {
+		fmt.Fprintf(w, "    #%-3d %s\n", i, r.Descriptors[i])
+	})
 	writeDigests(w, r.Digests)
 }
 
