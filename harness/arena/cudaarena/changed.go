@@ -137,7 +137,7 @@ func mergeEntries(packed []byte) []entry {
 // blocks they found (possibly more than the list holds).
 func (m *Memory) scan(c *cuda.Ctx, pieces []baseline.Piece) (int, error) {
 	s := &m.scratch
-	if err := c.Memset8Async(m.k.s, s.count, 0, 4); err != nil {
+	if err := c.Memset8Async(m.stream, s.count, 0, 4); err != nil {
 		return 0, fmt.Errorf("clear cuda arena scan count: %w", err)
 	}
 	to := scanTo{count: s.count, list: s.list, capacity: s.capacity, packed: s.packed, packedCap: gatherChunk}

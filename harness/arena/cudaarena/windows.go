@@ -145,7 +145,7 @@ func (m *Memory) scanWindows(c *cuda.Ctx, ws []pool.Window, list []byte, small, 
 // entry buffer has room.
 func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 	s := &m.scratch
-	if err := c.Memset8Async(m.k.s, s.count, 0, 4); err != nil {
+	if err := c.Memset8Async(m.stream, s.count, 0, 4); err != nil {
 		return 0, fmt.Errorf("clear cuda arena scan count: %w", err)
 	}
 	to := scanTo{count: s.count, list: s.list, capacity: s.capacity, packed: s.windows.packed, packedCap: s.windows.packedCap}
