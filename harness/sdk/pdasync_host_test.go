@@ -3,6 +3,7 @@ package sdk
 import (
 	"bytes"
 	"context"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,5 +104,42 @@ func TestDeviceQueues(t *testing.T) {
 		if tr.queues != tc.queues || tr.maxHeld() != tc.max {
 			t.Errorf("CUDA_DEVICE_MAX_CONNECTIONS=%q: %d queues, %d held; want %d, %d", tc.env, tr.queues, tr.maxHeld(), tc.queues, tc.max)
 		}
+	}
+}
+
+// asyncOnly serves pdasync and nothing else, for TestWidenDeviceQueues.
+type asyncOnly struct{}
+
+func (asyncOnly) NewPrefill(context.Context, *AsyncPrefillAttach) (AsyncPrefill, error) {
+	return nil, nil
+}
+func (asyncOnly) NewDecode(context.Context, *AsyncDecodeAttach) (AsyncDecode, error) { return nil, nil }
+
+// TestWidenDeviceQueues: only a pdasync kernel's process asks CUDA for 32
+// hardware queues (each costs context-creation time), and a value the
+// user set is kept.
+func TestWidenDeviceQueues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kernel any
+		set    string // "" leaves the variable unset
+		want   string // "" wants it unset
+	}{
+		{"store kernel", struct{ Storer }{}, "", ""},
+		{"pdasync kernel", asyncOnly{}, "", deviceConnections},
+		{"pdasync kernel, user's value", asyncOnly{}, "4", "4"},
+		{"store kernel, user's value", struct{ Storer }{}, "16", "16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", tc.set) // restored after the test
+			if tc.set == "" {
+				os.Unsetenv("CUDA_DEVICE_MAX_CONNECTIONS")
+			}
+			widenDeviceQueues(tc.kernel)
+			got, ok := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS")
+			if tc.want == "" && ok || got != tc.want {
+				t.Errorf("CUDA_DEVICE_MAX_CONNECTIONS = %q (set %v), want %q", got, ok, tc.want)
+			}
+		})
 	}
 }

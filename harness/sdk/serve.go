@@ -14,7 +14,7 @@ import (
 
 // Serve runs the plugin until the harness disconnects. Call it from main.
 func Serve(p Plugin) {
-	widenDeviceQueues()
+	widenDeviceQueues(p.Kernel)
 	warmGPU(p.Kernel)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
