@@ -115,9 +115,9 @@ func (asyncOnly) NewPrefill(context.Context, *AsyncPrefillAttach) (AsyncPrefill,
 }
 func (asyncOnly) NewDecode(context.Context, *AsyncDecodeAttach) (AsyncDecode, error) { return nil, nil }
 
-// TestWidenDeviceQueues: only a pdasync kernel's process asks CUDA for 32
-// hardware queues (each costs context-creation time), and a value the
-// user set is kept.
+// TestWidenDeviceQueues: only the process of a kernel whose streams the
+// SDK holds (pdasync, load) asks CUDA for 32 hardware queues (each costs
+// context-creation time), and a value the user set is kept.
 func TestWidenDeviceQueues(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -128,6 +128,8 @@ func TestWidenDeviceQueues(t *testing.T) {
 		{"store kernel", struct{ Storer }{}, "", ""},
 		{"pdasync kernel", asyncOnly{}, "", deviceConnections},
 		{"pdasync kernel, user's value", asyncOnly{}, "4", "4"},
+		{"layer loader", struct{ LayerLoader }{}, "", deviceConnections},
+		{"page storer", struct{ PageStorer }{}, "", deviceConnections},
 		{"store kernel, user's value", struct{ Storer }{}, "16", "16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
