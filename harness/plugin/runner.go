@@ -59,7 +59,7 @@ func (r *groupRunner) Start(context.Context) error {
 	}
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = r.cmd.Start()
+	err = startOnSpawner(r.cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
