@@ -95,5 +95,5 @@ func TestDeviceBudget(t *testing.T) {
 // mutant failing at the same case with the same violations, field for
 // field (on the CPU the racing rows land in one order), as exact checks.
 func TestAheadMatchesExact(t *testing.T) {
-	aheadMatchesExact(t, arena.SHM{}, 4, func(a, b oracle.Violation) bool { return reflect.DeepEqual(a, b) })
+	aheadMatchesExact(t, arena.SHM{}, 4, func(a, b []oracle.Violation) bool { return reflect.DeepEqual(a, b) })
 }
