@@ -90,30 +90,26 @@ __device__ __forceinline__ void kv_offsets(kv_i64 slot64, kv_off* value, kv_off*
 // L2 cache policies: what a load (hint 4) or store (hints 3, 4) touches is
 // evicted first, or last. createpolicy only computes a register (not
 // volatile: the compiler may share one value among the accesses).
-#if KV_LOAD_HINT == 4 || KV_STORE_HINT == 3
-__device__ __forceinline__ unsigned long long kv_evict_first() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-#endif
-#if KV_STORE_HINT == 4
-__device__ __forceinline__ unsigned long long kv_evict_last() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-#endif
+#define KV_L2_POLICY(fn, priority)                                             \
+  __device__ __forceinline__ unsigned long long fn() {                         \
+    unsigned long long p;                                                      \
+    asm("createpolicy.fractional.L2::" #priority ".b64 %0, 1.0;" : "=l"(p));   \
+    return p;                                                                  \
+  }
 #if KV_LOAD_HINT == 4
-#define kv_load_policy kv_evict_first
+KV_L2_POLICY(kv_load_policy, evict_first)
 #endif
 #if KV_STORE_HINT == 3
-#define kv_store_policy kv_evict_first
+KV_L2_POLICY(kv_store_policy, evict_first)
 #elif KV_STORE_HINT == 4
-#define kv_store_policy kv_evict_last
+KV_L2_POLICY(kv_store_policy, evict_last)
 #endif
 
-__device__ __forceinline__ kv_i64 kv_ld_loc(const kv_i64* p) {
+// kv_ld is a load under the hint's cache operator where CUDA has an
+// intrinsic for it: streaming (1) or read-only (2 and up, which the vector
+// loads below replace with their own PTX for 3 and 4).
+template <typename T>
+__device__ __forceinline__ T kv_ld(const T* p) {
 #if KV_LOAD_HINT == 1
   return __ldcs(p);
 #elif KV_LOAD_HINT >= 2
@@ -123,12 +119,10 @@ __device__ __forceinline__ kv_i64 kv_ld_loc(const kv_i64* p) {
 #endif
 }
 
+__device__ __forceinline__ kv_i64 kv_ld_loc(const kv_i64* p) { return kv_ld(p); }
+
 __device__ __forceinline__ uint4 kv_ld16(const uint4* p) {
-#if KV_LOAD_HINT == 1
-  return __ldcs(p);
-#elif KV_LOAD_HINT == 2
-  return __ldg(p);
-#elif KV_LOAD_HINT == 3
+#if KV_LOAD_HINT == 3
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -141,16 +135,12 @@ __device__ __forceinline__ uint4 kv_ld16(const uint4* p) {
       : "l"(p), "l"(kv_load_policy()));
   return v;
 #else
-  return *p;
+  return kv_ld(p);
 #endif
 }
 
 __device__ __forceinline__ uint2 kv_ld8(const uint2* p) {
-#if KV_LOAD_HINT == 1
-  return __ldcs(p);
-#elif KV_LOAD_HINT == 2
-  return __ldg(p);
-#elif KV_LOAD_HINT == 3
+#if KV_LOAD_HINT == 3
   uint2 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
   return v;
@@ -161,7 +151,7 @@ __device__ __forceinline__ uint2 kv_ld8(const uint2* p) {
       : "l"(p), "l"(kv_load_policy()));
   return v;
 #else
-  return *p;
+  return kv_ld(p);
 #endif
 }
 
