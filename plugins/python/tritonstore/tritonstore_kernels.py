@@ -57,15 +57,24 @@ def e4m3_rne(y):
     return code
 
 
-@triton.jit(do_not_specialize=["capacity"])
-def store_bf16(pool_ptr, rows_ptr, loc_ptr, valid_ptr, capacity, D: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr):
-    """pool[loc[i]] = rows[i] for i < n; pool and rows are int16 views."""
+@triton.jit
+def valid_rows(loc_ptr, valid_ptr, capacity, D: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr):
+    """This program's rows r, which of them are live (r < n, n read from
+    the device, and inside the batch), their slots (0 where not live, never
+    dereferenced), the element columns c and the rows × columns mask m."""
     n = tl.load(valid_ptr)
     r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     live = (r < n) & (r < capacity)
     slot = tl.load(loc_ptr + r, mask=live, other=0)
     c = tl.arange(0, BLOCK_D)
     m = live[:, None] & (c < D)[None, :]
+    return r, live, slot, c, m
+
+
+@triton.jit(do_not_specialize=["capacity"])
+def store_bf16(pool_ptr, rows_ptr, loc_ptr, valid_ptr, capacity, D: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr):
+    """pool[loc[i]] = rows[i] for i < n; pool and rows are int16 views."""
+    r, live, slot, c, m = valid_rows(loc_ptr, valid_ptr, capacity, D, BLOCK_D, ROWS)
     x = tl.load(rows_ptr + r.to(tl.int64)[:, None] * D + c[None, :], mask=m, other=0)
     tl.store(pool_ptr + slot[:, None] * D + c[None, :], x, mask=m)
 
@@ -75,12 +84,7 @@ def store_fp8_paged(values_ptr, scales_ptr, rows_ptr, loc_ptr, valid_ptr, capaci
                     D: tl.constexpr, P: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr):
     """Quantizes rows i < n and stores them into their pages: values_ptr is
     the pool as uint8, scales_ptr the same bytes as float32."""
-    n = tl.load(valid_ptr)
-    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    live = (r < n) & (r < capacity)
-    slot = tl.load(loc_ptr + r, mask=live, other=0)
-    c = tl.arange(0, BLOCK_D)
-    m = live[:, None] & (c < D)[None, :]
+    r, live, slot, c, m = valid_rows(loc_ptr, valid_ptr, capacity, D, BLOCK_D, ROWS)
     bits = tl.load(rows_ptr + r.to(tl.int64)[:, None] * D + c[None, :], mask=m, other=0).to(tl.int32) & 0xFFFF
     x = (bits << 16).to(tl.float32, bitcast=True)
     nan = (bits & 0x7FFF) > 0x7F80
