@@ -40,6 +40,15 @@ type SHM struct{}
 // Place implements Backend.
 func (SHM) Place() Place { return Place{Space: HostShared} }
 
+// OrSHM is b, or SHM when b is nil: the backend of a config that names
+// none.
+func OrSHM(b Backend) Backend {
+	if b == nil {
+		return SHM{}
+	}
+	return b
+}
+
 // New implements Backend.
 func (SHM) New(dir *rundir.Dir, size int, _ Options) (Memory, error) { return shm.New(dir, size) }
 

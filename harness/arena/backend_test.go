@@ -36,3 +36,15 @@ func TestChooseBackendWithoutGPU(t *testing.T) {
 		}
 	}
 }
+
+// pinned is a backend only OrSHM's test names.
+type pinned struct{ SHM }
+
+func TestOrSHM(t *testing.T) {
+	if b, ok := OrSHM(nil).(SHM); !ok {
+		t.Errorf("OrSHM(nil) = %#v; want SHM{}", b)
+	}
+	if b, ok := OrSHM(pinned{}).(pinned); !ok {
+		t.Errorf("OrSHM(pinned{}) = %#v; want the backend given", b)
+	}
+}

@@ -113,10 +113,7 @@ type Setup struct {
 
 // Place is where the run's arenas live.
 func (s Setup) Place() arena.Place {
-	if s.Backend == nil {
-		return arena.SHM{}.Place()
-	}
-	return s.Backend.Place()
+	return arena.OrSHM(s.Backend).Place()
 }
 
 // Header is the report header of a check run with these settings.

@@ -56,9 +56,7 @@ const (
 // Open describes the plugin, plans and fills the arena and attaches the
 // plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	if cfg.Backend == nil {
-		cfg.Backend = arena.SHM{}
-	}
+	cfg.Backend = arena.OrSHM(cfg.Backend)
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("load geometry: %w", err)
 	}

@@ -71,9 +71,7 @@ func Open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, 
 
 // open is Open for a target that shares its processes with others (owner).
 func open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, owner **Target) (*Target, error) {
-	if cfg.PrefillBackend == nil {
-		cfg.PrefillBackend = arena.SHM{}
-	}
+	cfg.PrefillBackend = arena.OrSHM(cfg.PrefillBackend)
 	if cfg.DecodeBackend == nil {
 		cfg.DecodeBackend = cfg.PrefillBackend
 	}

@@ -27,9 +27,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Backend == nil {
-		c.Backend = arena.SHM{}
-	}
+	c.Backend = arena.OrSHM(c.Backend)
 	if c.MaxRequests <= 0 {
 		c.MaxRequests = 8
 	}
