@@ -122,6 +122,17 @@ func SizedGeometry(kernel protocol.Kernel, layers, pages, pageSize, headDim int)
 	return g, nil
 }
 
+// SuiteGeometry is the geometry a pd kind's suite draws over, g or, when
+// g has no buffers, DefaultGeometry(layers, pages), and the layout of its
+// first buffer, which names every row of the suite.
+func SuiteGeometry(g Geometry, layers, pages int) (Geometry, *layout.Layout, error) {
+	if len(g.Buffers) == 0 {
+		g = DefaultGeometry(layers, pages)
+	}
+	l, err := g.Layout(0)
+	return g, l, err
+}
+
 // Layout builds buffer i's layout.
 func (g Geometry) Layout(i int) (*layout.Layout, error) {
 	b := g.Buffers[i]

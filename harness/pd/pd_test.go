@@ -97,3 +97,24 @@ func TestSizedGeometry(t *testing.T) {
 		t.Errorf("page size 0: %v; want a pdasync geometry error", err)
 	}
 }
+
+// TestSuiteGeometry: an empty geometry becomes the default of the given
+// size, a given one is kept as it is, and the layout returned is the first
+// buffer's (the KV's bf16 layout in the default; a bad one is an error).
+func TestSuiteGeometry(t *testing.T) {
+	g, l, err := SuiteGeometry(Geometry{}, 2, 12)
+	if err != nil || g.Pages != 12 || len(g.Buffers) != 6 || l.Name != "bf16" {
+		t.Fatalf("SuiteGeometry(empty, 2, 12) = %d pages, %d buffers, layout %v, %v; want 12 pages, 6 buffers, bf16",
+			g.Pages, len(g.Buffers), l, err)
+	}
+	own := DefaultGeometry(1, 8)
+	own.Buffers = own.Buffers[2:] // the index-K buffer first
+	g, l, err = SuiteGeometry(own, 2, 12)
+	if err != nil || g.Pages != 8 || len(g.Buffers) != 1 || l.Name != "fp8-paged" {
+		t.Fatalf("SuiteGeometry(own) = %d pages, %d buffers, layout %v, %v; want the geometry given, fp8-paged", g.Pages, len(g.Buffers), l, err)
+	}
+	own.Buffers[0].Layout = "no-such-layout"
+	if _, _, err := SuiteGeometry(own, 2, 12); err == nil {
+		t.Error("a first buffer of an unknown layout: no error")
+	}
+}

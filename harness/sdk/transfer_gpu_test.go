@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -49,7 +50,7 @@ func TestTransferMatchesCPU(t *testing.T) {
 	must(t, err)
 	defer dir.Close()
 	ctx := context.Background()
-	g := transfer.DefaultGeometry(2, 24)
+	g := pd.DefaultGeometry(2, 24)
 	variants := []string{""}
 	for _, v := range pdtransfer.Plugin.Variants {
 		variants = append(variants, v.Name)
@@ -58,7 +59,7 @@ func TestTransferMatchesCPU(t *testing.T) {
 		start := time.Now()
 		g := g
 		if pages, ok := crossing[variant]; ok {
-			g = transfer.DefaultGeometry(2, pages)
+			g = pd.DefaultGeometry(2, pages)
 		}
 		gpu, err := transfer.Open(ctx, p, dir, transfer.Config{Variant: variant, Geometry: g, Seed: 1, Backend: arena.CUDA{Dev: dev}})
 		must(t, err)
@@ -77,7 +78,7 @@ func TestTransferMatchesCPU(t *testing.T) {
 // for drawn runs to cross one: they fail some cases, not every one.
 var crossing = map[string]int{"run-crosses-64": 256}
 
-func compareTransfers(t *testing.T, variant string, gpu, cpu *transfer.Target, g transfer.Geometry) {
+func compareTransfers(t *testing.T, variant string, gpu, cpu *transfer.Target, g pd.Geometry) {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(int64(len(variant))))

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -18,8 +18,8 @@ import (
 )
 
 func TestParsePoolName(t *testing.T) {
-	for _, b := range transfer.DefaultGeometry(2, 40).Buffers {
-		for _, side := range []string{transfer.SideSrc, transfer.SideDst} {
+	for _, b := range pd.DefaultGeometry(2, 40).Buffers {
+		for _, side := range []string{pd.SideSrc, pd.SideDst} {
 			n, err := sdk.ParsePoolName(b.PoolName(side))
 			must(t, err)
 			if n.Side != side || n.Buffer != b.Name || n.AllocKey() != b.AllocKey() || n.Shift != b.Shift {
@@ -91,9 +91,9 @@ func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geomet
 	t.Helper()
 	l, err := layout.Builtin("bf16", 16, 4)
 	must(t, err)
-	bufs := []transfer.Buffer{{Name: "A", Layout: "bf16", HeadDim: 16}, {Name: "B", Layout: "bf16", HeadDim: 16, Alloc: "A", Shift: 1}}
+	bufs := []pd.Buffer{{Name: "A", Layout: "bf16", HeadDim: 16}, {Name: "B", Layout: "bf16", HeadDim: 16, Alloc: "A", Shift: 1}}
 	var specs []pool.Spec
-	for _, side := range []string{transfer.SideSrc, transfer.SideDst} {
+	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for _, b := range bufs {
 			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: 4 * 4})
 		}

@@ -53,11 +53,7 @@ type SuiteConfig struct {
 // processes each (the row's plugin as prefill, a process spawned from it
 // as decode); every row's layout is the first buffer's.
 func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*System, *Case, *Result], error) {
-	g := sc.Geometry
-	if len(g.Buffers) == 0 {
-		g = pd.DefaultGeometry(DefaultLayers, DefaultPages)
-	}
-	l, err := g.Layout(0)
+	g, l, err := pd.SuiteGeometry(sc.Geometry, DefaultLayers, DefaultPages)
 	if err != nil {
 		return nil, err
 	}

@@ -175,7 +175,7 @@ const maxExplained = 16
 
 // readPage fills pb with source page src (want), destination page dst as
 // the run left it (got), and that page's background (bg).
-func (j *judge) readPage(b BufferPools, o *overlay, pb pageBytes, src, dst int64) {
+func (j *judge) readPage(b pd.BufferPools, o *overlay, pb pageBytes, src, dst int64) {
 	n := b.PageBytes
 	pool.FillBackground(pb.want, b.SrcSeed, b.Src.GuardBefore.Len+int(src)*n)
 	pool.FillBackground(pb.bg, b.DstSeed, b.Dst.GuardBefore.Len+int(dst)*n)
@@ -236,7 +236,7 @@ func (j *judge) sourcePageHolding(b int, got []byte) (int64, bool) {
 }
 
 // checksumViolation is the violation of a room whose digests differ.
-func checksumViolation(d RoomDigest) Violation {
+func checksumViolation(d pd.RoomDigest) Violation {
 	v := NewViolation(Checksum)
 	v.Room, v.RoomID, v.Buffer = d.Room, d.RoomID, d.Buffer
 	v.Want, _ = hex.DecodeString(d.Src)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // Room is one request moving from prefill to decode: its i-th page on the
@@ -21,8 +23,8 @@ type Room struct {
 // its geometry, so a repro file replays on exactly the arena it failed on,
 // and shrinking can drop layers and buffers.
 type Case struct {
-	Geometry Geometry `json:"geometry"`
-	Rooms    []Room   `json:"rooms"`
+	Geometry pd.Geometry `json:"geometry"`
+	Rooms    []Room      `json:"rooms"`
 }
 
 // Clone returns a deep copy.
@@ -47,7 +49,7 @@ func (t *Case) PageCount() int {
 // pool (Pages × PageSize). Pages must be distinct within a side over all
 // rooms: two requests never own the same page.
 func (t *Case) Validate(slots int) error {
-	if err := t.Geometry.FitsRooms(slots, len(t.Rooms), MaxTransferRooms); err != nil {
+	if err := t.Geometry.FitsRooms(slots, len(t.Rooms), pd.MaxTransferRooms); err != nil {
 		return err
 	}
 	ids := map[uint64]bool{}
@@ -69,10 +71,10 @@ func (t *Case) validRoom(i int, src, dst map[int64]int) error {
 	if len(r.Src) < 1 || len(r.Src) != len(r.Dst) {
 		return fmt.Errorf("room %d: %d source and %d destination pages; want the same number, at least 1", i, len(r.Src), len(r.Dst))
 	}
-	if err := t.claim(i, SideSrc, r.Src, src); err != nil {
+	if err := t.claim(i, pd.SideSrc, r.Src, src); err != nil {
 		return err
 	}
-	return t.claim(i, SideDst, r.Dst, dst)
+	return t.claim(i, pd.SideDst, r.Dst, dst)
 }
 
 // claim marks room i's pages of one side as taken, refusing pages out of
@@ -100,7 +102,7 @@ func (t *Case) String() string {
 			fmt.Fprintf(&b, " …(%d more)", len(t.Rooms)-i)
 			break
 		}
-		fmt.Fprintf(&b, " %s→%s", PageList(r.Src, 6), PageList(r.Dst, 6))
+		fmt.Fprintf(&b, " %s→%s", pd.PageList(r.Src, 6), pd.PageList(r.Dst, 6))
 	}
 	return b.String()
 }
@@ -119,11 +121,11 @@ func (t *Case) Describe(w io.Writer, indent string) {
 			break
 		}
 		fmt.Fprintf(w, "%s  room %d (id %d): %d pages, src %s → dst %s\n", indent, i, r.ID, len(r.Src),
-			PageList(r.Src, 24), PageList(r.Dst, 24))
+			pd.PageList(r.Src, 24), pd.PageList(r.Dst, 24))
 	}
 }
 
-func bufferNotes(b Buffer) string {
+func bufferNotes(b pd.Buffer) string {
 	var s string
 	if b.Alloc != "" {
 		s += " (carved from allocation " + b.Alloc + ")"

@@ -8,13 +8,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
 func TestTransferGeneratedCasesAreValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, pages := range []int{2, 3, 40} {
-		g := DefaultGeometry(2, pages)
+		g := pd.DefaultGeometry(2, pages)
 		for _, p := range Profiles {
 			gen := &Gen{Geometry: g, Profile: p, MaxRooms: 5}
 			for range 300 {
@@ -31,7 +32,7 @@ func TestTransferGeneratedCasesAreValid(t *testing.T) {
 // need are drawn, not merely possible.
 func TestTransferGeneratorIsAdversarial(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	g := DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	wrap := (&Gen{Geometry: g}).wrapEdge()
 	seen := map[string]bool{}
 	for _, p := range Profiles {
@@ -71,7 +72,7 @@ func noteRoom(seen map[string]bool, r Room, pages, wrap int64) {
 
 func TestShrinkTransferKeepsValidityAndShrinks(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	g := DefaultGeometry(2, 30)
+	g := pd.DefaultGeometry(2, 30)
 	for _, p := range Profiles {
 		gen := &Gen{Geometry: g, Profile: p}
 		for range 40 {
@@ -111,7 +112,7 @@ func shrinkKey(c *Case) []int64 {
 // room of one page over the smallest pool.
 func TestShrinkTransferReachesOnePage(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
-	c := (&Gen{Geometry: DefaultGeometry(2, 40), Profile: ProfileRuns}).Draw(rng)
+	c := (&Gen{Geometry: pd.DefaultGeometry(2, 40), Profile: ProfileRuns}).Draw(rng)
 	keeps := func(x *Case) bool {
 		for _, b := range x.Geometry.Buffers {
 			if b.Name == "L0.indexk" && b.Shift != 0 {
@@ -146,7 +147,7 @@ func firstWhere(cs []*Case, ok func(*Case) bool) *Case {
 
 func TestDecodeTransferAlwaysValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	base := DefaultGeometry(2, 12)
+	base := pd.DefaultGeometry(2, 12)
 	for i := range 3000 {
 		data := make([]byte, rng.Intn(120))
 		rng.Read(data)
@@ -162,7 +163,7 @@ func TestDecodeTransferAlwaysValid(t *testing.T) {
 
 func TestEncodeTransferInvertsDecode(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
-	base := DefaultGeometry(2, 40)
+	base := pd.DefaultGeometry(2, 40)
 	for _, p := range Profiles {
 		gen := &Gen{Geometry: base, Profile: p, MaxRooms: 4}
 		for range 200 {
@@ -172,7 +173,7 @@ func TestEncodeTransferInvertsDecode(t *testing.T) {
 				c.Rooms[i].Src, c.Rooms[i].Dst = c.Rooms[i].Src[:min(len(c.Rooms[i].Src), 16)], c.Rooms[i].Dst[:min(len(c.Rooms[i].Dst), 16)]
 			}
 			if rng.Intn(2) == 0 {
-				c.Geometry = withBuffers(c, func(b Buffer) bool { return b.Layer == 1 || b.Layout == "bf16" }).Geometry
+				c.Geometry = withBuffers(c, func(b pd.Buffer) bool { return b.Layer == 1 || b.Layout == "bf16" }).Geometry
 			}
 			data, err := Encode(c, base, 4, 16)
 			if err != nil {
@@ -186,7 +187,7 @@ func TestEncodeTransferInvertsDecode(t *testing.T) {
 }
 
 func TestTransferJSONRoundTrip(t *testing.T) {
-	c := (&Gen{Geometry: DefaultGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
+	c := (&Gen{Geometry: pd.DefaultGeometry(2, 16)}).Draw(rand.New(rand.NewSource(7)))
 	if diff := cmp.Diff(workload.Case(c), kindtest.JSONRoundTrip(t, &Kind, c, 1<<30)); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
@@ -196,7 +197,7 @@ func TestTransferJSONRoundTrip(t *testing.T) {
 }
 
 func TestTransferValidateRejects(t *testing.T) {
-	g := DefaultGeometry(1, 8)
+	g := pd.DefaultGeometry(1, 8)
 	room := func(src, dst []int64) Room { return Room{Src: src, Dst: dst} }
 	bad := func(f func(*Case)) *Case {
 		c := &Case{Geometry: g.Clone(), Rooms: []Room{room([]int64{1, 2}, []int64{3, 4})}}
@@ -217,7 +218,7 @@ func TestTransferValidateRejects(t *testing.T) {
 		"same name":        bad(func(c *Case) { c.Geometry.Buffers[1].Name = c.Geometry.Buffers[0].Name }),
 		"unknown layout":   bad(func(c *Case) { c.Geometry.Buffers[0].Layout = "fp4" }),
 		"no buffers":       bad(func(c *Case) { c.Geometry.Buffers = nil }),
-		"pool too big":     bad(func(c *Case) { c.Geometry.Pages = MaxTransferPages + 1 }),
+		"pool too big":     bad(func(c *Case) { c.Geometry.Pages = pd.MaxTransferPages + 1 }),
 	} {
 		if err := c.Validate(0); err == nil {
 			t.Errorf("%s: accepted %v", name, c)
@@ -232,10 +233,10 @@ func TestTransferValidateRejects(t *testing.T) {
 }
 
 func TestPoolNamesAndDescribe(t *testing.T) {
-	g := DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	var names []string
 	for _, b := range g.Buffers {
-		names = append(names, b.PoolName(SideDst))
+		names = append(names, b.PoolName(pd.SideDst))
 	}
 	if want := "dst/L0.kv dst/L0.state;alloc=L0.kv dst/L0.indexk;shift=11"; strings.Join(names, " ") != want {
 		t.Errorf("pool names %q, want %q", names, want)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // checkOverlap finds descriptors writing destination bytes another one
@@ -27,7 +29,7 @@ func (j *judge) checkOverlap() {
 }
 
 // locate fills in the room and buffer a descriptor names, when they exist.
-func (j *judge) locate(v *Violation, d Descriptor) {
+func (j *judge) locate(v *Violation, d pd.Descriptor) {
 	if ri, ok := j.tc.rooms[d.Room]; ok {
 		v.Room, v.RoomID = ri, d.Room
 	}
@@ -102,12 +104,12 @@ func (j *judge) pageWindow(b int, dst int64) (int, int) {
 // descriptor most likely at fault.
 func (j *judge) whyMissing(b int, ref pageRef) (string, int) {
 	buf := j.tc.Buffers[b]
-	if !j.names(func(d Descriptor) bool { return d.Buffer == b }) {
+	if !j.names(func(d pd.Descriptor) bool { return d.Buffer == b }) {
 		hint, k := j.sharedHint(b, ref)
 		return "no descriptor names buffer " + buf.Name + hint, k
 	}
 	id := j.tc.Case.Rooms[ref.room].ID
-	if !j.names(func(d Descriptor) bool { return d.Buffer == b && d.Room == id }) {
+	if !j.names(func(d pd.Descriptor) bool { return d.Buffer == b && d.Room == id }) {
 		return fmt.Sprintf("no descriptor of room id %d names buffer %s", id, buf.Name), -1
 	}
 	if why, k := j.otherTable(b, ref); k >= 0 {
@@ -119,7 +121,7 @@ func (j *judge) whyMissing(b int, ref pageRef) (string, int) {
 	return "no descriptor sends this page pair", -1
 }
 
-func (j *judge) names(match func(Descriptor) bool) bool {
+func (j *judge) names(match func(pd.Descriptor) bool) bool {
 	for _, d := range j.ds {
 		if match(d) {
 			return true

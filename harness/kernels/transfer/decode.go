@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -33,7 +34,7 @@ const (
 
 // Decode turns fuzz bytes into a valid transfer case over a subset
 // of base's buffers.
-func Decode(data []byte, base Geometry, maxRooms, maxPages int) *Case {
+func Decode(data []byte, base pd.Geometry, maxRooms, maxPages int) *Case {
 	s := workload.NewStream(data)
 	c := &Case{Geometry: pickBuffers(s, base)}
 	g := &Gen{Geometry: c.Geometry}
@@ -59,7 +60,7 @@ func Decode(data []byte, base Geometry, maxRooms, maxPages int) *Case {
 	return c
 }
 
-func pickBuffers(s *workload.Stream, base Geometry) Geometry {
+func pickBuffers(s *workload.Stream, base pd.Geometry) pd.Geometry {
 	g := base.Clone()
 	n := len(base.Buffers)
 	mask := s.Uint((n + 7) / 8)
@@ -108,7 +109,7 @@ func (f *freePages) highest() int64 {
 // base's buffers (in base order) whose rooms are numbered 0, 1, 2…, with at
 // most maxRooms rooms of at most maxPages pages each: seed corpora are
 // written with it.
-func Encode(c *Case, base Geometry, maxRooms, maxPages int) ([]byte, error) {
+func Encode(c *Case, base pd.Geometry, maxRooms, maxPages int) ([]byte, error) {
 	mask, err := bufferMask(c.Geometry, base)
 	if err != nil {
 		return nil, err
@@ -132,7 +133,7 @@ func Encode(c *Case, base Geometry, maxRooms, maxPages int) ([]byte, error) {
 	return out, nil
 }
 
-func bufferMask(g, base Geometry) (uint64, error) {
+func bufferMask(g, base pd.Geometry) (uint64, error) {
 	if g.Pages != base.Pages || g.PageSize != base.PageSize || len(base.Buffers) > 64 {
 		return 0, fmt.Errorf("geometry %v is not a subset of %v", g, base)
 	}

@@ -28,7 +28,7 @@ func (j *judge) checkDescriptors() {
 
 // vet lists what is wrong with a descriptor and, when nothing is, returns
 // its first source and destination page.
-func (j *judge) vet(d Descriptor) (problems []string, srcPage, dstPage int64) {
+func (j *judge) vet(d pd.Descriptor) (problems []string, srcPage, dstPage int64) {
 	if d.Buffer < 0 || d.Buffer >= len(j.tc.Buffers) {
 		return []string{fmt.Sprintf("names buffer %d; the request sent %d buffers", d.Buffer, len(j.tc.Buffers))}, 0, 0
 	}

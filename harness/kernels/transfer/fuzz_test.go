@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/plugins"
 )
 
@@ -30,7 +31,7 @@ type fuzzSeed struct {
 }
 
 // seedBuffers picks base buffers by name, in base order.
-func seedBuffers(names ...string) Geometry {
+func seedBuffers(names ...string) pd.Geometry {
 	g := fuzzBase.Clone()
 	g.Buffers = g.Buffers[:0]
 	for _, b := range fuzzBase.Buffers {

@@ -6,6 +6,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -20,7 +21,7 @@ const (
 	fuzzMaxPages = 8
 )
 
-var fuzzBase = DefaultGeometry(2, fuzzPages)
+var fuzzBase = pd.DefaultGeometry(2, fuzzPages)
 
 // FuzzTarget is FuzzTransfer's: one system over the fuzzed geometry, each
 // case over the buffers it picks.

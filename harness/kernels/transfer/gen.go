@@ -24,7 +24,7 @@ var Profiles = []string{ProfileMixed, ProfileRuns, ProfileSingles, ProfileEdges}
 // contiguous on one side is often broken on the other: an engine must end
 // a descriptor where either side stops being contiguous.
 type Gen struct {
-	Geometry Geometry
+	Geometry pd.Geometry
 	Profile  string
 	MaxRooms int // default 4
 }

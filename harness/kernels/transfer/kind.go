@@ -42,20 +42,16 @@ const (
 
 // SuiteConfig shapes a transfer suite beyond the common settings.
 type SuiteConfig struct {
-	Geometry Geometry // zero: DefaultGeometry(DefaultLayers, DefaultPages)
-	Profiles []string // nil: Profiles
-	MaxRooms int      // rooms per case at most; 0: the generator's default (4)
+	Geometry pd.Geometry // zero: DefaultGeometry(DefaultLayers, DefaultPages)
+	Profiles []string    // nil: Profiles
+	MaxRooms int         // rooms per case at most; 0: the generator's default (4)
 }
 
 // Suite is the transfer properties over profiles (mixed, runs, singles,
 // edges), one row and one system each, over one geometry; every row's
 // layout is the first buffer's.
 func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*System, *Case, *Result], error) {
-	g := sc.Geometry
-	if len(g.Buffers) == 0 {
-		g = DefaultGeometry(DefaultLayers, DefaultPages)
-	}
-	l, err := g.Layout(0)
+	g, l, err := pd.SuiteGeometry(sc.Geometry, DefaultLayers, DefaultPages)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +69,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 // FlagGeometry is the geometry a check run's flags ask for: the default
 // layers, with as many pages as the flags' slots fill (at least 8), their
 // page size and head dimension.
-func FlagGeometry(p kind.Params) (Geometry, error) {
+func FlagGeometry(p kind.Params) (pd.Geometry, error) {
 	return pd.SizedGeometry(protocol.Transfer, DefaultLayers, max(p.Slots/p.PageSize, 8), p.PageSize, p.HeadDim)
 }
 

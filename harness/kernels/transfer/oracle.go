@@ -4,12 +4,13 @@ import (
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // Oracle is everything the oracle knows about one transfer case.
 // Build it once per case; Check it after every run.
 type Oracle struct {
-	Buffers []BufferPools // in request order
+	Buffers []pd.BufferPools // in request order
 	Case    *Case
 
 	rooms map[uint64]int // room id → index
@@ -23,7 +24,7 @@ type pageRef struct {
 }
 
 // NewOracle indexes a case's page pairs per buffer.
-func NewOracle(bufs []BufferPools, c *Case) *Oracle {
+func NewOracle(bufs []pd.BufferPools, c *Case) *Oracle {
 	tc := &Oracle{Buffers: bufs, Case: c, rooms: map[uint64]int{}, dsts: make([]map[int64]pageRef, len(bufs))}
 	for i, r := range c.Rooms {
 		tc.rooms[r.ID] = i
@@ -52,13 +53,13 @@ func (tc *Oracle) refs(b int) []pageRef {
 // Findings is the verdict on one run.
 type Findings struct {
 	Violations []Violation
-	Digests    []RoomDigest
+	Digests    []pd.RoomDigest
 }
 
 // Check judges one run: the descriptors the plugin answered, and what the
 // run changed in each buffer's source and destination region (src[b] and
 // dst[b], relative to the pool base, as oracle.Capture returns them).
-func (tc *Oracle) Check(ds []Descriptor, src, dst []oracle.Delta) *Findings {
+func (tc *Oracle) Check(ds []pd.Descriptor, src, dst []oracle.Delta) *Findings {
 	j := &judge{tc: tc, ds: ds, covered: map[coverKey][]int{}, missing: missingRun{at: -1}}
 	j.indexWrites()
 	j.checkDescriptors()
@@ -71,11 +72,11 @@ func (tc *Oracle) Check(ds []Descriptor, src, dst []oracle.Delta) *Findings {
 // judge is the state of one Check.
 type judge struct {
 	tc      *Oracle
-	ds      []Descriptor
+	ds      []pd.Descriptor
 	covered map[coverKey][]int // page pairs of well-formed descriptors
 	writes  []int              // descriptor indices by destination offset
 	out     []Violation
-	digests []RoomDigest
+	digests []pd.RoomDigest
 	missing missingRun // see extendMissing
 }
 

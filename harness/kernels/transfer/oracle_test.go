@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
@@ -15,9 +16,9 @@ import (
 // deltas, as check does after a real run.
 type tfix struct {
 	t    *testing.T
-	g    Geometry
+	g    pd.Geometry
 	c    *Case
-	bufs []BufferPools
+	bufs []pd.BufferPools
 	mem  []byte
 	bg   []byte
 	regs []pool.Region
@@ -32,7 +33,7 @@ func oneRoomFix(t *testing.T) *tfix {
 
 // copiedFix is oneRoomFix after a correct transfer: its descriptors, their
 // copies made.
-func copiedFix(t *testing.T) (*tfix, []Descriptor) {
+func copiedFix(t *testing.T) (*tfix, []pd.Descriptor) {
 	t.Helper()
 	f := oneRoomFix(t)
 	ds := f.runs()
@@ -42,13 +43,13 @@ func copiedFix(t *testing.T) (*tfix, []Descriptor) {
 
 func newTFix(t *testing.T, layers, pages int, rooms ...Room) *tfix {
 	t.Helper()
-	g := DefaultGeometry(layers, pages)
+	g := pd.DefaultGeometry(layers, pages)
 	f := &tfix{t: t, g: g, c: &Case{Geometry: g, Rooms: rooms}}
 	if err := f.c.Validate(0); err != nil {
 		t.Fatal(err)
 	}
 	var specs []pool.Spec
-	for _, side := range []string{SideSrc, SideDst} {
+	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
 			l, err := g.Layout(i)
 			if err != nil {
@@ -69,7 +70,7 @@ func newTFix(t *testing.T, layers, pages int, rooms ...Room) *tfix {
 	n := len(g.Buffers)
 	for i, b := range g.Buffers {
 		l, _ := g.Layout(i)
-		f.bufs = append(f.bufs, BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(), PageBytes: l.PageBytes(),
+		f.bufs = append(f.bufs, pd.BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(), PageBytes: l.PageBytes(),
 			Pages: pages, Shift: b.Shift, Src: plan.Regions[i], Dst: plan.Regions[n+i],
 			SrcSeed: uint64(1000 + i), DstSeed: uint64(1000 + n + i)})
 	}
@@ -82,8 +83,8 @@ func room(id uint64, src, dst []int64) Room {
 
 // runs builds the descriptors a correct engine builds: per buffer, per
 // maximal run of pages contiguous on both sides.
-func (f *tfix) runs() []Descriptor {
-	var out []Descriptor
+func (f *tfix) runs() []pd.Descriptor {
+	var out []pd.Descriptor
 	for b, buf := range f.bufs {
 		for _, r := range f.c.Rooms {
 			for i := 0; i < len(r.Src); {
@@ -99,26 +100,26 @@ func (f *tfix) runs() []Descriptor {
 	return out
 }
 
-func (f *tfix) desc(room uint64, b int, src, dst int64, run int) Descriptor {
+func (f *tfix) desc(room uint64, b int, src, dst int64, run int) pd.Descriptor {
 	buf := f.bufs[b]
 	pb := buf.PageBytes
-	return Descriptor{Room: room, Buffer: b, Src: buf.Src.Pool.Off + int(src)*pb, Dst: buf.Dst.Pool.Off + int(dst)*pb,
+	return pd.Descriptor{Room: room, Buffer: b, Src: buf.Src.Pool.Off + int(src)*pb, Dst: buf.Dst.Pool.Off + int(dst)*pb,
 		Length: pb * run, ItemLen: pb, Run: run}
 }
 
-func (f *tfix) copy(ds []Descriptor) {
+func (f *tfix) copy(ds []pd.Descriptor) {
 	for _, d := range ds {
 		copy(f.mem[d.Dst:d.Dst+d.Length], f.mem[d.Src:d.Src+d.Length])
 	}
 }
 
 // check copies what ds say, then judges the arena.
-func (f *tfix) check(ds []Descriptor) *Findings {
+func (f *tfix) check(ds []pd.Descriptor) *Findings {
 	f.copy(ds)
 	return f.judge(ds)
 }
 
-func (f *tfix) judge(ds []Descriptor) *Findings {
+func (f *tfix) judge(ds []pd.Descriptor) *Findings {
 	var src, dst []oracle.Delta
 	for _, b := range f.bufs {
 		src, dst = append(src, f.delta(b.Src)), append(dst, f.delta(b.Dst))
@@ -191,15 +192,15 @@ func TestCorrectTransferHasNoViolations(t *testing.T) {
 	if len(o.Violations) != 0 {
 		t.Fatalf("violations:\n%s", dump(o.Violations))
 	}
-	if len(o.Digests) != 2*len(f.bufs) || !DigestsMatch(o.Digests) {
+	if len(o.Digests) != 2*len(f.bufs) || !pd.DigestsMatch(o.Digests) {
 		t.Errorf("digests %+v", o.Digests)
 	}
 	// The same transfer one descriptor per page is just as correct.
 	g := newTFix(t, 2, 40, twoRooms()...)
-	var single []Descriptor
+	var single []pd.Descriptor
 	for _, d := range g.runs() {
 		for n := range d.Run {
-			p := Descriptor{Room: d.Room, Buffer: d.Buffer, Src: d.Src + n*d.ItemLen, Dst: d.Dst + n*d.ItemLen, Length: d.ItemLen, ItemLen: d.ItemLen, Run: 1}
+			p := pd.Descriptor{Room: d.Room, Buffer: d.Buffer, Src: d.Src + n*d.ItemLen, Dst: d.Dst + n*d.ItemLen, Length: d.ItemLen, ItemLen: d.ItemLen, Run: 1}
 			single = append(single, p)
 		}
 	}
@@ -250,18 +251,21 @@ func TestFP8ItemLenOnBF16(t *testing.T) {
 func TestMalformedDescriptors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(f *tfix, d *Descriptor)
+		edit  func(f *tfix, d *pd.Descriptor)
 		says  string
 		dstIn bool // the destination still names the buffer's pool
 	}{
-		{"length", func(_ *tfix, d *Descriptor) { d.Length -= 64 }, "length 16320 ≠ item_len 16384 × run 1", true},
-		{"src in another pool", func(f *tfix, d *Descriptor) { d.Src = f.bufs[1].Src.Pool.Off }, "is not inside L0.kv's src pages (it starts in L0.state's src page 0 (+0))", true},
-		{"dst in a guard", func(f *tfix, d *Descriptor) { d.Dst = f.bufs[0].Dst.GuardBefore.Off }, "L0.kv's dst guard before the pool", true},
-		{"misaligned", func(_ *tfix, d *Descriptor) { d.Dst += 256 }, "dst starts 256 bytes into page 10 of L0.kv", true},
-		{"past the last page", func(f *tfix, d *Descriptor) { d.Dst = f.bufs[0].Dst.Pool.Off + 39*16384; d.Run, d.Length = 2, 2*16384 }, "is not inside L0.kv's dst pages", true},
-		{"no run", func(_ *tfix, d *Descriptor) { d.Run, d.Length = 0, 0 }, "run 0: want at least one page", true},
-		{"unknown room", func(_ *tfix, d *Descriptor) { d.Room = 99 }, "names room id 99", true},
-		{"unknown buffer", func(_ *tfix, d *Descriptor) { d.Buffer = 3 }, "names buffer 3; the request sent 3 buffers", false},
+		{"length", func(_ *tfix, d *pd.Descriptor) { d.Length -= 64 }, "length 16320 ≠ item_len 16384 × run 1", true},
+		{"src in another pool", func(f *tfix, d *pd.Descriptor) { d.Src = f.bufs[1].Src.Pool.Off }, "is not inside L0.kv's src pages (it starts in L0.state's src page 0 (+0))", true},
+		{"dst in a guard", func(f *tfix, d *pd.Descriptor) { d.Dst = f.bufs[0].Dst.GuardBefore.Off }, "L0.kv's dst guard before the pool", true},
+		{"misaligned", func(_ *tfix, d *pd.Descriptor) { d.Dst += 256 }, "dst starts 256 bytes into page 10 of L0.kv", true},
+		{"past the last page", func(f *tfix, d *pd.Descriptor) {
+			d.Dst = f.bufs[0].Dst.Pool.Off + 39*16384
+			d.Run, d.Length = 2, 2*16384
+		}, "is not inside L0.kv's dst pages", true},
+		{"no run", func(_ *tfix, d *pd.Descriptor) { d.Run, d.Length = 0, 0 }, "run 0: want at least one page", true},
+		{"unknown room", func(_ *tfix, d *pd.Descriptor) { d.Room = 99 }, "names room id 99", true},
+		{"unknown buffer", func(_ *tfix, d *pd.Descriptor) { d.Buffer = 3 }, "names buffer 3; the request sent 3 buffers", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := oneRoomFix(t)
@@ -283,7 +287,7 @@ func TestMalformedDescriptors(t *testing.T) {
 
 func TestSkippedBuffer(t *testing.T) {
 	f := newTFix(t, 1, 40, room(7, []int64{3, 4, 5}, []int64{10, 11, 12}))
-	ds := slices.DeleteFunc(f.runs(), func(d Descriptor) bool { return d.Buffer == 2 })
+	ds := slices.DeleteFunc(f.runs(), func(d pd.Descriptor) bool { return d.Buffer == 2 })
 	o := f.check(ds)
 	wantKinds(t, o, Coverage, PageMismatch, Checksum)
 	c := first(t, o.Violations, Coverage)
@@ -303,7 +307,7 @@ func TestSkippedBuffer(t *testing.T) {
 
 func TestSharedAllocationHint(t *testing.T) {
 	f := oneRoomFix(t)
-	ds := slices.DeleteFunc(f.runs(), func(d Descriptor) bool { return d.Buffer == 1 })
+	ds := slices.DeleteFunc(f.runs(), func(d pd.Descriptor) bool { return d.Buffer == 1 })
 	c := first(t, f.check(ds).Violations, Coverage)
 	says(t, c, "buffer L0.state", "carved from allocation L0.kv together with L0.kv", "descriptor #0 sends L0.kv's copy of this page")
 	if c.Descriptor != 0 {
@@ -329,14 +333,14 @@ func TestSentTwiceOverlaps(t *testing.T) {
 // index-K buffer, whose page table shifts them by 11.
 func TestLegacyPageMap(t *testing.T) {
 	f := newTFix(t, 1, 40, room(7, []int64{3, 4}, []int64{10, 30}))
-	var ds []Descriptor
+	var ds []pd.Descriptor
 	for _, d := range f.runs() {
 		if d.Buffer == 2 {
 			continue
 		}
 		ds = append(ds, d)
 		if d.Buffer == 0 {
-			ds = append(ds, Descriptor{Room: 7, Buffer: 2, Src: f.bufs[2].Src.Pool.Off + (d.Src-f.bufs[0].Src.Pool.Off)/16384*8448,
+			ds = append(ds, pd.Descriptor{Room: 7, Buffer: 2, Src: f.bufs[2].Src.Pool.Off + (d.Src-f.bufs[0].Src.Pool.Off)/16384*8448,
 				Dst: f.bufs[2].Dst.Pool.Off + (d.Dst-f.bufs[0].Dst.Pool.Off)/16384*8448, Length: 8448, ItemLen: 8448, Run: 1})
 		}
 	}
@@ -411,7 +415,7 @@ func TestWrongBytesUnderGoodDescriptor(t *testing.T) {
 	}
 	says(t, v, "it holds source page 17, not 3")
 	cs := first(t, o.Violations, Checksum)
-	if cs.Room != 0 || cs.Buffer != "L0.kv" || len(cs.Want) != DigestSize {
+	if cs.Room != 0 || cs.Buffer != "L0.kv" || len(cs.Want) != pd.DigestSize {
 		t.Errorf("checksum %v", cs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
@@ -54,7 +55,7 @@ func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
 
 // writeDigests prints the room digests: ok, or REJECT where decode's
 // digest differs from prefill's.
-func writeDigests(w io.Writer, ds []RoomDigest) {
+func writeDigests(w io.Writer, ds []pd.RoomDigest) {
 	if len(ds) == 0 {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
@@ -38,7 +39,7 @@ func killed(t *testing.T, variant string) (property.Verdict[*Case, *Result], *ru
 
 // header is a report header of a killing run.
 func header(variant string) report.Header {
-	g := DefaultGeometry(2, 40)
+	g := pd.DefaultGeometry(2, 40)
 	return report.Header{Plugin: "pdtransfer", Version: "1.0.0", Variant: variant, PluginArg: "pdtransfer", Cases: 20, Seed: 1,
 		Backend: "cpu", JSON: report.Object{{Key: "geometry", Value: g}}, About: g.String()}
 }
@@ -123,7 +124,7 @@ func TestTransferJSON(t *testing.T) {
 				Property   string
 				Repro      string
 				Violations []Violation
-				Digests    []RoomDigest
+				Digests    []pd.RoomDigest
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package transfer
 
-import "github.com/kvharness/kvharness/harness/oracle"
+import (
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
+)
 
 // Result is the verdict on one transfer case: its violations located by
 // room, buffer, page and descriptor, what the plugin answered, and each
@@ -8,10 +11,10 @@ import "github.com/kvharness/kvharness/harness/oracle"
 type Result struct {
 	oracle.Found[Violation]
 	// Descriptors is what the plugin answered on the first run.
-	Descriptors []Descriptor
+	Descriptors []pd.Descriptor
 	// Digests is each room's relocation-invariant checksum of each buffer on
 	// both sides, as a decode server verifying rooms computes them.
-	Digests []RoomDigest
+	Digests []pd.RoomDigest
 }
 
 // Primary is the kind a report leads with: the first in Kinds order.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -13,7 +14,7 @@ import (
 // answered, and what changed in every buffer's two regions (relative to
 // each pool's base) and in staging.
 type transferRun struct {
-	descs   []Descriptor
+	descs   []pd.Descriptor
 	src     []oracle.Delta
 	dst     []oracle.Delta
 	staging []pool.Window // arena offsets
@@ -100,11 +101,11 @@ func captureRegion(mem arena.Memory, r pool.Region) (oracle.Delta, error) {
 // any arena, and far from overflowing a product of two.
 const maxField = 1 << 40
 
-func descriptorsOf(resp *kvpb.TransferResponse) []Descriptor {
+func descriptorsOf(resp *kvpb.TransferResponse) []pd.Descriptor {
 	sat := func(v uint64) int { return int(min(v, maxField)) }
-	out := make([]Descriptor, len(resp.GetDescriptors()))
+	out := make([]pd.Descriptor, len(resp.GetDescriptors()))
 	for i, d := range resp.GetDescriptors() {
-		out[i] = Descriptor{Room: d.Room, Buffer: int(d.Buffer), Src: sat(d.SrcOffset), Dst: sat(d.DstOffset),
+		out[i] = pd.Descriptor{Room: d.Room, Buffer: int(d.Buffer), Src: sat(d.SrcOffset), Dst: sat(d.DstOffset),
 			Length: sat(d.Length), ItemLen: sat(d.ItemLen), Run: sat(d.Run)}
 	}
 	return out

@@ -56,23 +56,23 @@ func shrinkBuffers(c *Case) []*Case {
 	var out []*Case
 	if layers := c.Geometry.Layers(); len(layers) > 1 {
 		for _, l := range layers {
-			out = append(out, withBuffers(c, func(b Buffer) bool { return b.Layer == l }))
-			out = append(out, withBuffers(c, func(b Buffer) bool { return b.Layer != l }))
+			out = append(out, withBuffers(c, func(b pd.Buffer) bool { return b.Layer == l }))
+			out = append(out, withBuffers(c, func(b pd.Buffer) bool { return b.Layer != l }))
 		}
 	}
 	if len(c.Geometry.Buffers) > 1 {
 		for _, b := range c.Geometry.Buffers {
 			name := b.Name
-			out = append(out, withBuffers(c, func(x Buffer) bool { return x.Name == name }))
-			out = append(out, withBuffers(c, func(x Buffer) bool { return x.Name != name }))
+			out = append(out, withBuffers(c, func(x pd.Buffer) bool { return x.Name == name }))
+			out = append(out, withBuffers(c, func(x pd.Buffer) bool { return x.Name != name }))
 		}
 	}
 	return out
 }
 
-func withBuffers(c *Case, keep func(Buffer) bool) *Case {
+func withBuffers(c *Case, keep func(pd.Buffer) bool) *Case {
 	x := c.Clone()
-	x.Geometry.Buffers = slices.DeleteFunc(x.Geometry.Buffers, func(b Buffer) bool { return !keep(b) })
+	x.Geometry.Buffers = slices.DeleteFunc(x.Geometry.Buffers, func(b pd.Buffer) bool { return !keep(b) })
 	return x
 }
 
@@ -151,7 +151,7 @@ func shrinkPool(c *Case) []*Case {
 	for _, r := range c.Rooms {
 		pages = append(pages, r.Src, r.Dst)
 	}
-	return pd.ShrinkPool(c, func(x *Case) *Geometry { return &x.Geometry }, pages...)
+	return pd.ShrinkPool(c, func(x *Case) *pd.Geometry { return &x.Geometry }, pages...)
 }
 
 // shrinkIDs renumbers rooms 0, 1, 2…

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -47,7 +48,7 @@ func (s *System) Restart(ctx context.Context) error { return s.Plugin.Restart(ct
 
 // Target returns the target for a geometry, opening it (and closing the
 // least recently used one beyond maxTargets) when needed.
-func (s *System) Target(ctx context.Context, g Geometry) (*Target, error) {
+func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
 		cfg := s.Config
 		cfg.Geometry = g

@@ -19,7 +19,7 @@ import (
 // Config says what a transfer target attaches.
 type Config struct {
 	Variant  string
-	Geometry Geometry      // the buffers, pools and page size
+	Geometry pd.Geometry   // the buffers, pools and page size
 	Seed     int64         // background seed
 	Backend  arena.Backend // nil: host shared memory
 }
@@ -34,7 +34,7 @@ type Config struct {
 type Target struct {
 	Config
 	target.Base
-	Buffers []BufferPools // what the oracle knows of each buffer
+	Buffers []pd.BufferPools // what the oracle knows of each buffer
 	// GeometryViolations holds a violation per buffer whose layout the
 	// plugin declares with other bytes per token or page: the item_len it
 	// will use is wrong before any case runs.
@@ -44,9 +44,7 @@ type Target struct {
 // Open describes the plugin, checks its geometry, plans and fills
 // the arena and attaches the plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	if cfg.Backend == nil {
-		cfg.Backend = arena.SHM{}
-	}
+	cfg.Backend = arena.OrSHM(cfg.Backend)
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("transfer geometry: %w", err)
 	}
@@ -98,7 +96,7 @@ func regionSeed(seed int64, i int) uint64 {
 func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	g := t.Geometry
 	var specs []pool.Spec
-	for _, side := range []string{SideSrc, SideDst} {
+	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
 			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: layouts[i], Slots: g.Pages * g.PageSize})
 		}
@@ -112,7 +110,7 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	}
 	n := len(g.Buffers)
 	for i, b := range g.Buffers {
-		t.Buffers = append(t.Buffers, BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(),
+		t.Buffers = append(t.Buffers, pd.BufferPools{Name: b.Name, Layout: b.Layout, Alloc: b.AllocKey(),
 			PageBytes: layouts[i].PageBytes(), Pages: g.Pages, Shift: b.Shift,
 			Src: plan.Regions[i], Dst: plan.Regions[n+i], SrcSeed: regionSeed(t.Seed, i), DstSeed: regionSeed(t.Seed, n+i)})
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -16,7 +17,7 @@ import (
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
-func transferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) (*Target, error) {
+func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (*Target, error) {
 	t.Helper()
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
 	dir, err := rundir.Open()
@@ -32,7 +33,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) (*Ta
 	return tg, err
 }
 
-func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) *Target {
+func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) *Target {
 	t.Helper()
 	tg, err := transferTarget(t, p, variant, g)
 	if err != nil {
@@ -42,7 +43,7 @@ func mustTransferTarget(t *testing.T, p sdk.Plugin, variant string, g Geometry) 
 }
 
 func TestPDTransferIsExact(t *testing.T) {
-	g := DefaultGeometry(2, 40)
+	g := pd.DefaultGeometry(2, 40)
 	tg := mustTransferTarget(t, pdtransfer.Plugin, "", g)
 	rng := rand.New(rand.NewSource(1))
 	for _, p := range Profiles {
@@ -67,7 +68,7 @@ func TestPDTransferIsExact(t *testing.T) {
 // and the buffer its bug belongs to, and names the descriptor at fault
 // where there is one.
 func TestPDTransferMutants(t *testing.T) {
-	g := DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	c := &Case{Geometry: g, Rooms: []Room{{ID: 7, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}}}
 	for _, tc := range []struct {
 		variant string
@@ -128,7 +129,7 @@ func withKernel(k any) sdk.Plugin {
 }
 
 func TestTransferDeterminismAndStaging(t *testing.T) {
-	g := DefaultGeometry(1, 8)
+	g := pd.DefaultGeometry(1, 8)
 	c := &Case{Geometry: g, Rooms: []Room{{ID: 1, Src: []int64{1}, Dst: []int64{2}}}}
 	res, err := mustTransferTarget(t, withKernel(&flaky{wobble: true}), "", g).Check(context.Background(), c)
 	if err != nil {
@@ -158,7 +159,7 @@ func liar(variant string, d, p int) []sdk.Geometry {
 }
 
 func TestTransferGeometryAndSupport(t *testing.T) {
-	g := DefaultGeometry(1, 8)
+	g := pd.DefaultGeometry(1, 8)
 	p := pdtransfer.Plugin
 	p.Geometry = liar
 	tg := mustTransferTarget(t, p, "", g)
@@ -179,8 +180,8 @@ func TestTransferGeometryAndSupport(t *testing.T) {
 }
 
 func TestTransferCaseMustMatchTheTarget(t *testing.T) {
-	tg := mustTransferTarget(t, pdtransfer.Plugin, "", DefaultGeometry(1, 8))
-	other := DefaultGeometry(2, 8)
+	tg := mustTransferTarget(t, pdtransfer.Plugin, "", pd.DefaultGeometry(1, 8))
+	other := pd.DefaultGeometry(2, 8)
 	if _, err := tg.Check(context.Background(), &Case{Geometry: other, Rooms: []Room{{Src: []int64{0}, Dst: []int64{1}}}}); err == nil {
 		t.Error("a case over another geometry was checked")
 	}

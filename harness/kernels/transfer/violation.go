@@ -13,20 +13,20 @@ import (
 // sides, and the descriptor at fault. Fields that do not apply are -1 (or
 // empty).
 type Violation struct {
-	Kind       oracle.Kind `json:"kind"`
-	Room       int         `json:"room"` // index in the case
-	RoomID     uint64      `json:"room_id"`
-	Buffer     string      `json:"buffer,omitempty"`
-	Page       int         `json:"page"`       // index into the room's page lists
-	SrcPage    int64       `json:"src_page"`   // physical page of the buffer's prefill pool
-	DstPage    int64       `json:"dst_page"`   // physical page of the buffer's decode pool
-	Descriptor int         `json:"descriptor"` // index in the plugin's answer
-	Desc       *Descriptor `json:"desc,omitempty"`
-	Off        int         `json:"offset"` // from the base of the pool the bytes lie in (source: the prefill pool)
-	Len        int         `json:"len"`
-	Want       []byte      `json:"want,omitempty"` // at most oracle.MaxShown bytes from Off
-	Got        []byte      `json:"got,omitempty"`
-	Detail     string      `json:"detail"`
+	Kind       oracle.Kind    `json:"kind"`
+	Room       int            `json:"room"` // index in the case
+	RoomID     uint64         `json:"room_id"`
+	Buffer     string         `json:"buffer,omitempty"`
+	Page       int            `json:"page"`       // index into the room's page lists
+	SrcPage    int64          `json:"src_page"`   // physical page of the buffer's prefill pool
+	DstPage    int64          `json:"dst_page"`   // physical page of the buffer's decode pool
+	Descriptor int            `json:"descriptor"` // index in the plugin's answer
+	Desc       *pd.Descriptor `json:"desc,omitempty"`
+	Off        int            `json:"offset"` // from the base of the pool the bytes lie in (source: the prefill pool)
+	Len        int            `json:"len"`
+	Want       []byte         `json:"want,omitempty"` // at most oracle.MaxShown bytes from Off
+	Got        []byte         `json:"got,omitempty"`
+	Detail     string         `json:"detail"`
 }
 
 // NewViolation returns a violation of kind k located nowhere yet:

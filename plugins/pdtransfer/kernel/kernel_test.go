@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/sdk"
 )
 
@@ -31,10 +31,10 @@ func TestPageBytesAgreeWithLayouts(t *testing.T) {
 
 // call builds a transfer call over a geometry as the SDK would, with pool
 // bases 1 MiB apart.
-func call(g transfer.Geometry, rooms ...sdk.TransferRoom) ([]sdk.Pool, []sdk.TransferBuffer, []sdk.TransferRoom) {
+func call(g pd.Geometry, rooms ...sdk.TransferRoom) ([]sdk.Pool, []sdk.TransferBuffer, []sdk.TransferRoom) {
 	var pools []sdk.Pool
 	n := len(g.Buffers)
-	for s, side := range []string{transfer.SideSrc, transfer.SideDst} {
+	for s, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
 			pools = append(pools, sdk.Pool{Name: b.PoolName(side), Slots: g.Pages * g.PageSize, Base: (s*n + i + 1) << 20,
 				Layout: sdk.Layout{Name: b.Layout, HeadDim: b.HeadDim, PageSize: g.PageSize}})
@@ -47,7 +47,7 @@ func call(g transfer.Geometry, rooms ...sdk.TransferRoom) ([]sdk.Pool, []sdk.Tra
 	return pools, bufs, rooms
 }
 
-func build(t *testing.T, variant string, g transfer.Geometry, rooms ...sdk.TransferRoom) []sdk.Descriptor {
+func build(t *testing.T, variant string, g pd.Geometry, rooms ...sdk.TransferRoom) []sdk.Descriptor {
 	t.Helper()
 	pools, bufs, rooms := call(g, rooms...)
 	ds, err := newEngine(variant, pools, bufs).build(rooms)
@@ -64,7 +64,7 @@ func desc(room uint64, buffer, srcBase, dstBase, src, dst, run, item int) sdk.De
 // TestRuns: a descriptor per run contiguous on both sides, split where
 // either side breaks and where a page table wraps.
 func TestRuns(t *testing.T) {
-	g := transfer.DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	g.Buffers = slices.Delete(g.Buffers, 1, 2) // kv (identity) and indexk (shift 11)
 	room := sdk.TransferRoom{ID: 5, Src: []int64{3, 4, 5, 9, 28, 29}, Dst: []int64{10, 11, 20, 21, 30, 31}}
 	got := build(t, "", g, room)
@@ -82,7 +82,7 @@ func TestRuns(t *testing.T) {
 
 // TestVariants: each mutant changes exactly what its bug changes.
 func TestVariants(t *testing.T) {
-	g := transfer.DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	room := sdk.TransferRoom{ID: 5, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}
 	good := build(t, "", g, room)
 	byBuffer := func(ds []sdk.Descriptor, b int) []sdk.Descriptor {
@@ -124,7 +124,7 @@ func TestVariants(t *testing.T) {
 // chunk as the correct engine does, and splits one that crosses a
 // multiple of 64 there, reading the second part from the run's start.
 func TestRunCrosses64(t *testing.T) {
-	g := transfer.DefaultGeometry(1, 256)
+	g := pd.DefaultGeometry(1, 256)
 	g.Buffers = g.Buffers[:1] // the kv buffer: identity page table
 	inside := sdk.TransferRoom{ID: 1, Src: []int64{10, 11, 12}, Dst: []int64{100, 101, 102}}
 	if got, want := build(t, "run-crosses-64", g, inside), build(t, "", g, inside); !slices.Equal(got, want) {
@@ -141,7 +141,7 @@ func TestRunCrosses64(t *testing.T) {
 // TestDedupWithoutTheOwner: a buffer carved from an allocation whose owner
 // is attached but not sent goes out with the owner's base and item_len.
 func TestDedupWithoutTheOwner(t *testing.T) {
-	g := transfer.DefaultGeometry(1, 40)
+	g := pd.DefaultGeometry(1, 40)
 	pools, bufs, rooms := call(g, sdk.TransferRoom{ID: 1, Src: []int64{2}, Dst: []int64{3}})
 	ds, err := newEngine("base-addr-dedup", pools, bufs[1:2]).build(rooms)
 	if err != nil {
