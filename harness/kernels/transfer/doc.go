@@ -2,7 +2,7 @@
 // prefill server's pools to a decode server's, buffer by buffer, as the
 // descriptors NIXL and Mooncake take.
 //
-// A Case carries its whole Geometry (layers of buffers: a bf16 KV buffer,
+// A Case carries its whole pd.Geometry (layers of buffers: a bf16 KV buffer,
 // a state carved from its allocation, an fp8-paged index-K buffer on its
 // own page table) and its rooms' page lists. A Target is an arena with a
 // source and a destination pool per buffer; Target.Check calls the
