@@ -225,6 +225,7 @@ var badInputs = []badInput{
 	{[]string{"bench", "--timeout", "0"}, "--timeout 0: want a positive number"},
 	{[]string{"bench", "--timeout", "60s"}, `--timeout "60s": want seconds without a unit, as in --timeout 60 (the flag that takes a duration is --call-timeout)`},
 	{[]string{"bench", "--min-time", "500ms"}, `--min-time "500ms": want seconds without a unit, as in --min-time 0.5`},
+	{[]string{"compare", "--alpha", "1s", "a", "b"}, `--alpha "1s": want a number, as in --alpha`},
 	{[]string{"bench", "--rotate", "x"}, `--rotate "x"`},
 	{[]string{"bench", "--plugin"}, "--plugin needs a value"},
 	{[]string{"compare", "--alpha", "x", "a", "b"}, `--alpha "x": want a number`},

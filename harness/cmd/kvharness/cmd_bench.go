@@ -72,6 +72,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.Float64Var(&f.stop.maxNoise, "max-noise", 0, "nvbench --max-noise: relative standard deviation, in percent, under which a cell stops (default: the matrix's; per-launch cells: none)")
 	fs.Float64Var(&f.stop.minTime, "min-time", 0, "nvbench --min-time: seconds of timed launches a cell takes at least")
 	fs.Float64Var(&f.stop.cellTO, "timeout", 0, "nvbench --timeout: seconds of wall time after which a cell stops, unconverged (default: the matrix's, per timing)")
+	markSeconds(fs, "min-time", "timeout")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: runs.jsonl, cells.jsonl, bench.txt, table.txt, night.json, plots/")
 	fs.StringVar(&f.shard, "shard", "", "run part i of n of the matrix (units of plugin × layout × tokens), as 2/3; join the parts with kvharness merge")

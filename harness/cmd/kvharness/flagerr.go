@@ -76,8 +76,9 @@ func firstFlag(fs *pflag.FlagSet) string {
 // --timeout takes 20 where check's takes 20s): the number to write instead,
 // and the flag of the same name that takes a duration, if there is one.
 func secondsHint(fs *pflag.FlagSet, f *pflag.Flag, value string) string {
+	_, seconds := f.Annotations[inSeconds]
 	d, err := time.ParseDuration(value)
-	if err != nil || f.Value.Type() != "float64" {
+	if err != nil || !seconds {
 		return ""
 	}
 	hint := fmt.Sprintf("want seconds without a unit, as in --%s %g", f.Name, d.Seconds())
@@ -87,6 +88,15 @@ func secondsHint(fs *pflag.FlagSet, f *pflag.Flag, value string) string {
 		}
 	})
 	return hint
+}
+
+// markSeconds annotates fs's flags names as numbers of seconds.
+func markSeconds(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, inSeconds, []string{"true"}); err != nil {
+			panic(err) // a flag name misspelt here: a bug, caught by any run
+		}
+	}
 }
 
 // want says in words what a flag of f's type accepts.
@@ -135,6 +145,7 @@ func (e *valueError) Error() string { return "--" + e.flag.Name + ": " + e.msg }
 const (
 	allowZero     = "kvharness-allow-zero"     // a zero duration means something (none, no limit)
 	allowNegative = "kvharness-allow-negative" // a negative number means something
+	inSeconds     = "kvharness-seconds"        // a number of seconds: a duration given is answered with its number (secondsHint)
 )
 
 // checkValues refuses, for every flag given, the values that parse as
