@@ -81,12 +81,13 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	if !ok {
 		return unknownCommand(e, args[0])
 	}
+	defer keepSourceEnv()()
 	return exitCode(ctx, c.run(ctx, e, args[1:]))
 }
 
 // help prints the command list, or one command's help on stdout.
 func help(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
+	if len(args) == 0 || oneOf(args[0], "help", "-h", "--help") { // kvharness help help: the command list is help's help
 		usage(e.stdout)
 		return exitPass
 	}
@@ -150,6 +151,7 @@ func flags(name, synopsis, examples string, e *env) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(e.stderr) // in ContinueOnError mode pflag prints nothing itself: parse prints errors
 	fs.SortFlags = false
+	addSourceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stdout, "Usage: kvharness %s %s\n\nFlags:\n%s\nExamples:\n%s", name, synopsis,
 			fs.FlagUsages(), examples)
@@ -164,6 +166,9 @@ func parse(fs *pflag.FlagSet, args []string) (code int, ok bool) {
 	err := fs.Parse(args)
 	if err == nil {
 		err = checkValues(fs)
+	}
+	if err == nil {
+		err = applySource(fs)
 	}
 	if err == pflag.ErrHelp {
 		return exitPass, false

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/internal/gobuild"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -53,12 +54,14 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	}
 	root, ok := plugin.SourceRoot()
 	if !ok {
-		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
+		return e.errorf("kvharness fuzz runs go test -fuzz in a kvharness source tree, and this kvharness was not built from one at hand; give --plugin-source DIR (a checkout)")
 	}
 	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
 		*pluginArg = spec.Argv[0] // absolute, since go test runs in the target's package
 	}
-	env := append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
+	// The fuzz test binaries are built with -trimpath, which records no
+	// source tree: they are told the one fuzzed, never left to guess.
+	env := append(os.Environ(), gobuild.SourceEnv+"="+root, "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
 	code := exitPass
 	for _, t := range targets {
 		if len(targets) > 1 {
