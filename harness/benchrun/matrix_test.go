@@ -138,7 +138,7 @@ func TestLoadMatrixBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		"/dev/zero":                        "/dev/zero: file too large",
+		"/dev/zero":                        "/dev/zero is not a regular file",
 		big:                                "more than 1048576 bytes",
 		dir:                                "is a folder",
 		filepath.Join(dir, "missing.json"): "give the path of an existing file",
