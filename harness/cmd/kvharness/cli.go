@@ -64,7 +64,17 @@ var commands = map[string]command{
 	plugin.ServeCommand: {summary: "serve a bundled plugin from this binary (the harness runs it; so can a wrapper script)", run: runServe},
 }
 
+// run runs the command args name, its output checked: a write to stdout
+// or stderr that fails stops the run and makes it exit 2 (checkOutput).
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	out := &checkedWriter{w: stdout, name: "stdout", stop: stop}
+	errw := &checkedWriter{w: stderr, name: "stderr", stop: stop}
+	return checkOutput(runCommand(ctx, out, errw, args), out, errw)
+}
+
+func runCommand(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	e := &env{stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		usage(stdout)

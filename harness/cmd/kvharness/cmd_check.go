@@ -178,6 +178,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
 	}
+	watch := watchFolder(f.results)
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
 	}
@@ -226,7 +227,39 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
 		code = exitViolation
 	}
-	return code
+	s.plugin.Close() // nothing of the plugin runs on while its leavings are looked for
+	var logs []string
+	if san != nil {
+		logs = append(logs, filepath.Join(f.results, "sanitizer"))
+	}
+	return planted(e, code, watch, run, logs...)
+}
+
+// planted names the files that appeared in the results folder during the
+// run that kvharness did not write (a plugin can write anywhere its user
+// may): a run that found them exits 2, or 1 when a violation was found.
+func planted(e *env, code int, w *folderWatch, run *report.Run, toolLogs ...string) int {
+	var ours []string
+	for _, f := range run.Failures() {
+		ours = append(ours, f.ReproPath)
+	}
+	strange := w.strangers(ours, toolLogs...)
+	if len(strange) == 0 {
+		return code
+	}
+	fmt.Fprintf(e.stderr, "kvharness: --results %s: %d file%s appeared during the run that kvharness did not write: %s; a plugin (or another process) put %s there: do not replay %s; remove %s\n",
+		w.dir, len(strange), report.Plural(len(strange)), strings.Join(strange, ", "), them(len(strange)), them(len(strange)), them(len(strange)))
+	if code == exitViolation {
+		return code
+	}
+	return exitError
+}
+
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // finishCheck saves the repro files, prints the run and picks the exit status.

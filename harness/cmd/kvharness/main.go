@@ -12,8 +12,10 @@ import (
 
 func main() {
 	plugin.SelfServes = true
+	plugin.Guard()
 	ctx, stop := interruptible(os.Stderr, os.Exit)
 	code := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
 	stop()
+	plugin.KillChildren() // nothing the run or its plugins started outlives it (the harness is their subreaper)
 	os.Exit(code)
 }

@@ -174,13 +174,14 @@ func (t *Target) attach(ctx context.Context) error {
 		r.Mem = 1
 		g.Regions = append(g.Regions, r)
 	}
-	_, err := t.Prefill.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL,
-		Attach: target.Request(both, g, t.Variant)})
+	preq, dreq := target.Request(both, g, t.Variant), target.Request(t.da, t.dPlan, t.Variant)
+	t.Prefill.Grant(preq) // each process receives the descriptors of its own attach alone
+	t.Decode.Grant(dreq)
+	_, err := t.Prefill.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL, Attach: preq})
 	if err != nil {
 		return fmt.Errorf("attach the prefill process: %w", err)
 	}
-	_, err = t.Decode.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE,
-		Attach: target.Request(t.da, t.dPlan, t.Variant)})
+	_, err = t.Decode.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE, Attach: dreq})
 	if err != nil {
 		return fmt.Errorf("attach the decode process: %w", err)
 	}

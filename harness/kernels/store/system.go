@@ -124,6 +124,9 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 			}
 		}
 		<-w.ready
+		if err := s.Target.idleFault(); err != nil {
+			return nil, err // reported as a fault of the run, the plugin restarted already
+		}
 		if !w.tainted {
 			s.Target.ahead.answered.Add(1)
 			if w.results[i].Failed() {

@@ -2,8 +2,9 @@
 // way per variant, so the harness's fault handling can be tested against
 // real process failures: a panic, a segmentation fault, an exit, a hang, a
 // broken or incompatible handshake, inconsistent answers, a slow start, a
-// leaked child process, and writes into its input staging. Without a
-// variant it is a correct bf16 store.
+// leaked child process, writes into its input staging, and the hostile
+// acts of hostile.go (other jobs' arenas, an escaping process, a planted
+// file). Without a variant it is a correct bf16 store.
 //
 // Variants that act before any RPC (bad-handshake, wrong-version,
 // slow-start) read KVHARNESS_VARIANT from the environment, which the
@@ -42,6 +43,9 @@ var variants = []sdk.Variant{
 	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
 	{Name: "device-fault", Doc: "answers StoreBatch as the SDK does when a CUDA kernel faults (DATA_LOSS)"},
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
+	{Name: "scan-fds", Doc: "stores correctly, but first tries to open other jobs' arenas through /proc/PPID/fd and the run directory's sockets"},
+	{Name: "setsid-child", Doc: "stores correctly, but first starts a child in a session of its own, to outlive the run"},
+	{Name: "plant-file", Doc: "stores correctly, but first writes a file into the harness's results folder"},
 }
 
 type store struct{}
@@ -59,6 +63,7 @@ func (store) Store(_ context.Context, c *sdk.StoreCall) error {
 }
 
 func misbehave(variant string, c *sdk.StoreCall) {
+	hostile(variant)
 	switch variant {
 	case "panic":
 		panic(fmt.Sprintf("faulty: deliberate panic storing %d rows", c.Capacity))

@@ -28,7 +28,7 @@ from typing import Any, List
 
 import numpy as np
 
-from . import protocol as pb
+from . import fdpass, protocol as pb
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .streams import Exec, LoadFailed, Ref, Stream, TorchEngine, _Memory, host_exec
 
@@ -184,7 +184,7 @@ def map_host_regions(req) -> list:
         if a.backend != pb.BACKEND_SHM:
             raise unimplemented(f"region {i} on {kv.Backend.Name(a.backend)}: host regions after the first must be shared memory")
         try:
-            fd = os.open(a.path, os.O_RDWR)
+            fd = fdpass.open_arena(a.path)
         except OSError as e:
             raise precondition(f"open arena: open {a.path}: {e.strerror}")
         try:
