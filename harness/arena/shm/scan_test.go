@@ -1,8 +1,8 @@
 package shm
 
 import (
-	"fmt"
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
