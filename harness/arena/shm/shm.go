@@ -72,7 +72,7 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("map shared memory: %w", err)
+		return nil, fmt.Errorf("map %s of shared memory: %w%s", Bytes(int64(size)), err, addressSpaceHint(err))
 	}
 	fds, err := fdpass.Serve(dir.Path, func() (int, error) { return unix.Dup(int(f.Fd())) })
 	if err != nil {
@@ -123,6 +123,11 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 	}
 	if s.sparse {
 		if err := s.guard(); err != nil {
+			return err
+		}
+	}
+	if s.lazy.holes > 0 { // the window may cover holes: back them before writing (allocate)
+		if err := s.allocate(w); err != nil {
 			return err
 		}
 	}

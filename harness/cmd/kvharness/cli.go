@@ -92,6 +92,11 @@ func runCommand(ctx context.Context, stdout, stderr io.Writer, args []string) in
 		return unknownCommand(e, args[0])
 	}
 	defer keepSourceEnv()()
+	if sourceCommands[args[0]] { // the commands that start plugins
+		if err := addressSpace(); err != nil {
+			return e.errorf("%v", err)
+		}
+	}
 	return exitCode(ctx, c.run(ctx, e, args[1:]))
 }
 
