@@ -160,6 +160,25 @@ func TestStagingWriteIsAKernelBug(t *testing.T) {
 	}
 }
 
+// TestStagingTailWriteIsCaught: a store that overwrites the 64 bytes just past
+// its staged rows, into staging its call does not use, fails the staging
+// property on the case that did it, however small the batch: the whole
+// staging region is compared after every call, not only what was staged.
+func TestStagingTailWriteIsCaught(t *testing.T) {
+	s := suite(t, "faulty", "scribble-tail", "bf16")
+	s.Paddings = []Padding{PadNone}
+	vs := s.verdicts(t)
+	f := vs[0].Outcome.Failure
+	if f == nil || f.Property != oracle.Staging || f.Case.Capacity() != 1 || vs[0].Outcome.Cases != 1 {
+		t.Fatalf("outcome %+v: want a staging failure at the first case, shrunk to one row", vs[0].Outcome)
+	}
+	v := f.Minimal.Violations[0]
+	if v.Kind != oracle.Staging || v.Field != "rows past the batch" || v.Off != s.Layouts[0].RowBytes() || v.Len != 64 ||
+		!strings.Contains(v.Detail, "past the rows of its batch (1)") {
+		t.Errorf("violation %+v: want the 64 bytes after row 0, named as past the batch", v)
+	}
+}
+
 // TestSanitizerFindingJoinsItsCase: under a sanitizer, what it reports as
 // a crashed process exits joins the crashing case's result, beside the
 // crash, and reads as a sanitizer violation naming the kernel.

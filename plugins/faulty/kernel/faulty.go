@@ -43,6 +43,7 @@ var variants = []sdk.Variant{
 	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
 	{Name: "device-fault", Doc: "answers StoreBatch as the SDK does when a CUDA kernel faults (DATA_LOSS)"},
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
+	{Name: "scribble-tail", Doc: "stores correctly but also overwrites the 64 bytes just past its staged rows"},
 	{Name: "scan-fds", Doc: "stores correctly, but first tries to open other jobs' arenas through /proc/PPID/fd and the run directory's sockets"},
 	{Name: "setsid-child", Doc: "stores correctly, but first starts a child in a session of its own, to outlive the run"},
 	{Name: "plant-file", Doc: "stores correctly, but first writes a file into the harness's results folder"},
@@ -58,6 +59,12 @@ func (store) Store(_ context.Context, c *sdk.StoreCall) error {
 	}
 	if c.Variant == "scribble-staging" && len(c.Rows) > 0 {
 		c.Rows[0] = 0x7fc1 // a NaN no harness row holds
+	}
+	if c.Variant == "scribble-tail" && len(c.Rows) > 0 {
+		past := unsafe.Slice(&c.Rows[0], len(c.Rows)+32)[len(c.Rows):] // staging the call does not use
+		for i := range past {
+			past[i] = 0x7fc1
+		}
 	}
 	return nil
 }
