@@ -68,10 +68,10 @@ type Target struct {
 	lazy    arena.Lazy // the memory, when the pools are filled lazily (lazy.go)
 	// fillLater fills the sets checked ahead on; nil once they are.
 	fillLater func() error
-	blocks    int64              // its allocated size after the last materialization
-	staging   []*stagedSet       // per set: what its staging region must hold (staging.go)
-	rows      rowCache           // rows of small seeds, as oracles build them (oracle.go)
-	phaseMu   sync.Mutex         // Phases is written by the ahead pipeline too
+	blocks    int64        // its allocated size after the last materialization
+	staging   []*stagedSet // per set: what its staging region must hold (staging.go)
+	rows      rowCache     // rows of small seeds, as oracles build them (oracle.go)
+	phaseMu   sync.Mutex   // Phases is written by the ahead pipeline too
 	closed    bool
 }
 
