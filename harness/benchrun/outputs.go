@@ -22,6 +22,10 @@ const (
 	PlotDir      = "plots"
 )
 
+// OutputFiles are the files a night writes into its folder: an input
+// given to bench or merge may be none of them.
+var OutputFiles = []string{JournalFile, LogFile, BenchFile, TableFile, ManifestFile}
+
 // WriteOutputs writes a night's files: cells.jsonl, bench.txt, table.txt,
 // night.json and the plots. Each file is written whole or not at all;
 // warnings (cells with host-paced samples, version 1 cells) are returned.

@@ -104,6 +104,9 @@ func (r *Run) verdictJSON(row Row) Object {
 			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
 		jf = append(jf, f.json...)
 		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		if f.ReproErr != nil {
+			jf = append(jf, Field{Key: "repro_error", Value: f.ReproErr.Error()})
+		}
 		v = append(v, Field{Key: "failure", Value: jf})
 	}
 	return v

@@ -144,7 +144,22 @@ func (r *Repro) Name() string {
 		parts = append(parts, string(r.Found.Property))
 	}
 	parts = append(parts, hex.EncodeToString(sum[:4]))
-	return safeName(strings.Join(parts, "-")) + ".json"
+	return boundedName(safeName(strings.Join(parts, "-"))) + ".json"
+}
+
+// maxNameBytes bounds a repro file's name without its .json: a file name
+// holds 255 bytes, and the file is first written as .NAME.tmp-NNNNNNNNN.
+const maxNameBytes = 160
+
+// boundedName keeps a name within maxNameBytes: a longer one (a variant or
+// layout named at length) keeps its start and ends in a hash of the whole
+// (ASCII, as safeName leaves it), so two long names still differ.
+func boundedName(name string) string {
+	if len(name) <= maxNameBytes {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:maxNameBytes-9] + "~" + hex.EncodeToString(sum[:4])
 }
 
 // displayName is how a file name shows the plugin: a bundled name as it

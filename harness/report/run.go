@@ -152,6 +152,7 @@ type Failure struct {
 	json      Object
 	Repro     *Repro
 	ReproPath string // set once the repro file is saved
+	ReproErr  error  // why it could not be, when it could not
 	Test      string // go test -run line, when a test found it
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -19,6 +21,10 @@ func WriteText(w io.Writer, r *Run) {
 		}
 		if i == 1 {
 			fmt.Fprintln(w, "\nother failures:")
+		}
+		if f.ReproPath == "" {
+			fmt.Fprintf(w, "  %s %s: no repro file (%s)\n", r.rowName(f), f.Property, unsaved(f))
+			continue
 		}
 		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
 	}
@@ -123,10 +129,20 @@ func WriteFailure(w io.Writer, f *Failure) {
 	}
 	if f.ReproPath != "" {
 		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	} else if f.ReproErr != nil {
+		fmt.Fprintf(w, "  replay: no repro file (%s)\n", unsaved(f))
 	}
 	if f.Test != "" {
 		fmt.Fprintf(w, "  test:   %s\n", f.Test)
 	}
+}
+
+// unsaved says why a failure has no repro file.
+func unsaved(f *Failure) string {
+	if f.ReproErr == nil {
+		return "not saved"
+	}
+	return "not saved: " + textsafe.String(f.ReproErr.Error())
 }
 
 func variantSuffix(v string) string {

@@ -243,6 +243,9 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	}
 	// Everything that can refuse the run without starting a plugin does
 	// so before the folder is touched.
+	if in := overwrites(f.out, benchrun.OutputFiles, f.matrix); f.matrix != "" && in != "" {
+		return e.errorf("bench: --out %s would write over --matrix %s, which it reads; give the matrix from elsewhere, or another --out", f.out, in)
+	}
 	if err := benchrun.CheckOut(f.out); err != nil {
 		return e.errorf("%v", err)
 	}

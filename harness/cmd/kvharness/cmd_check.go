@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -274,7 +275,7 @@ func finishCheck(e *env, run *report.Run, asJSON bool, results string) int {
 	}
 	code := verdictCode(e, run)
 	if saveErr != nil {
-		return e.errorf("%v: the failure above has no repro file; give --results a folder you can write", saveErr)
+		return e.errorf("%v: a failure above has no repro file (the report says which); give --results a folder you can write", saveErr)
 	}
 	return code
 }
@@ -377,15 +378,21 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 
 // saveFailures writes a repro file per failure before anything is
 // reported, and puts its path into the failure.
+// saveFailures saves every failure's repro file it can, noting on each
+// failure it could not save why (the report prints it), and returns the
+// first error.
 func saveFailures(dir string, run *report.Run) error {
+	var first error
 	for _, f := range run.Failures() {
 		path, err := f.Repro.Save(dir)
 		if err != nil {
-			return err
+			f.ReproErr = err
+			first = cmp.Or(first, err)
+			continue
 		}
 		f.ReproPath = path
 	}
-	return nil
+	return first
 }
 
 // verdictCode prints plugin faults and picks the exit status: a
