@@ -69,8 +69,7 @@ var commands = map[string]command{
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	out := &checkedWriter{w: stdout, name: "stdout", stop: stop}
-	errw := &checkedWriter{w: stderr, name: "stderr", stop: stop}
+	out, errw := newCheckedWriter(stdout, "stdout", stop), newCheckedWriter(stderr, "stderr", stop)
 	return checkOutput(runCommand(ctx, out, errw, args), out, errw)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -45,7 +44,7 @@ type progress struct {
 // progressOn is a progress display on e's stderr when it is a terminal,
 // else nil (every method of a nil *progress does nothing).
 func progressOn(e *env, label, what string) *progress {
-	f, ok := e.stderr.(*os.File)
+	f, ok := terminalFile(e.stderr)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}

@@ -33,6 +33,7 @@ import (
 
 var variants = []sdk.Variant{
 	{Name: "panic", Doc: "panics inside Store"},
+	{Name: "panic-escape", Doc: "panics inside Store with terminal escapes in its message (a title, a screen clear)"},
 	{Name: "segfault", Doc: "dies of SIGSEGV inside Store, like a native kernel"},
 	{Name: "exit", Doc: "calls exit(3) inside Store"},
 	{Name: "hang", Doc: "never returns from Store"},
@@ -74,6 +75,8 @@ func misbehave(variant string, c *sdk.StoreCall) {
 	switch variant {
 	case "panic":
 		panic(fmt.Sprintf("faulty: deliberate panic storing %d rows", c.Capacity))
+	case "panic-escape":
+		panic("faulty: \x1b]0;pwned\x07\x1b[2J\x1b[31mred\u009b1m deliberate panic")
 	case "segfault":
 		segfault()
 	case "exit":
