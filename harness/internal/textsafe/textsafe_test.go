@@ -12,8 +12,8 @@ import (
 func TestWriterEscapesAcrossWrites(t *testing.T) {
 	for in, want := range map[string]string{
 		"layout\tok\nrow 1\n":                    "layout\tok\nrow 1\n",
-		"name \x1b]0;pwned\x07 \x1b[2J end\n":     `name \x1b]0;pwned\a \x1b[2J end` + "\n",
-		"crème brûlée · µs ≤ 2\n":                 "crème brûlée · µs ≤ 2\n",
+		"name \x1b]0;pwned\x07 \x1b[2J end\n":    `name \x1b]0;pwned\a \x1b[2J end` + "\n",
+		"crème brûlée · µs ≤ 2\n":                "crème brûlée · µs ≤ 2\n",
 		"csi \u009b31m and \u202eevil\u202c\r\n": `csi \u009b31m and \u202eevil\u202c\r` + "\n",
 		"bad \xff byte":                          `bad \xff byte`,
 	} {
