@@ -110,6 +110,9 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 	case len(f.Case) == 0:
 		return nil, nil, fmt.Errorf("%w: no case", ErrBadRepro)
 	}
+	if err := f.check(); err != nil { // repro_check.go
+		return nil, nil, err
+	}
 	l, err := layout.Parse(f.Layout, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)

@@ -177,6 +177,7 @@ func flags(name, synopsis, examples string, e *env) *pflag.FlagSet {
 // 0 after --help, 2 after an error, which it prints as one line naming the
 // flag and the fix.
 func parse(fs *pflag.FlagSet, args []string) (code int, ok bool) {
+	decimalOnly(fs)
 	err := fs.Parse(args)
 	if err == nil {
 		err = checkValues(fs)

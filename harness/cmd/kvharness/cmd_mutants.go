@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -161,6 +163,12 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.backend, r.device))
 		if err != nil || ctx.Err() != nil {
 			return out, nil, err
+		}
+		var se *shm.SpaceError
+		if errors.As(res.Err, &se) {
+			// The machine, not the subject: every other subject would
+			// fail the same way. It is the run's error, as check's is.
+			return out, nil, res.Err
 		}
 		g.step(1)
 		if ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ func flagError(fs *pflag.FlagSet, err error) string {
 	case errors.As(err, &required):
 		f := required.GetFlag()
 		return fmt.Sprintf("%s: --%s needs a value, as in %s (kvharness %s --help lists the flags)", cmd, f.Name, example(f), cmd)
+	case errors.As(err, &invalid) && errors.Is(err, errNotDecimal):
+		f := invalid.GetFlag()
+		return fmt.Sprintf("%s: --%s %q: want a whole number written in decimal, without a leading 0, 0x or 0o (nothing is read as octal or hex), as in %s",
+			cmd, f.Name, invalid.GetValue(), example(f))
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
 		if hint := secondsHint(fs, f, invalid.GetValue()); hint != "" {
@@ -166,6 +171,7 @@ func checkValues(fs *pflag.FlagSet) error {
 func checkValue(f *pflag.Flag) error {
 	_, zeroOK := f.Annotations[allowZero]
 	_, negOK := f.Annotations[allowNegative]
+	_, seconds := f.Annotations[inSeconds]
 	switch f.Value.Type() {
 	case "float64", "float32":
 		x, _ := strconv.ParseFloat(f.Value.String(), 64)
@@ -174,6 +180,12 @@ func checkValue(f *pflag.Flag) error {
 			return &valueError{f, "want a finite number, as in " + example(f)}
 		case x < 0 && !negOK:
 			return &valueError{f, "want a number of at least 0, as in " + example(f)}
+		case seconds && x > maxSeconds:
+			return &valueError{f, fmt.Sprintf("want at most %d seconds (a year), as in %s", int(maxSeconds), example(f))}
+		}
+	case "int", "int64", "int32":
+		if x, _ := strconv.ParseInt(f.Value.String(), 10, 64); x < 0 && !negOK {
+			return &valueError{f, "want 0 or more, as in " + example(f)}
 		}
 	case "duration":
 		d, _ := time.ParseDuration(f.Value.String())
@@ -183,6 +195,41 @@ func checkValue(f *pflag.Flag) error {
 		}
 	}
 	return nil
+}
+
+// maxSeconds bounds a flag of seconds: a year, far past any run, and far
+// inside what a time.Duration holds (292 years).
+const maxSeconds = 365 * 24 * 3600.0
+
+// errNotDecimal is a whole number written other than in plain decimal:
+// pflag reads 010 as octal and 0x10 as hex, which no one typing a count
+// means.
+var errNotDecimal = errors.New("not a decimal number")
+
+// plainDecimal matches a whole number as people write one.
+var plainDecimal = regexp.MustCompile(`^[+-]?(0|[1-9][0-9]*)$`)
+
+// decimalValue is a whole-number flag's value that takes plain decimal
+// only (see errNotDecimal).
+type decimalValue struct{ pflag.Value }
+
+func (d decimalValue) Set(s string) error {
+	if !plainDecimal.MatchString(s) {
+		return errNotDecimal
+	}
+	return d.Value.Set(s)
+}
+
+// decimalOnly makes every whole-number flag of fs take plain decimal.
+func decimalOnly(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int", "int64", "int32", "uint", "uint64", "uint32":
+			if _, done := f.Value.(decimalValue); !done {
+				f.Value = decimalValue{f.Value}
+			}
+		}
+	})
 }
 
 // suggest is the candidate closest to s by edit distance, if it is close
