@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -147,13 +148,20 @@ type Failure struct {
 	Rerun int
 	// Reruns is how many re-runs confirming took (property.Failure.Reruns):
 	// above one, the case fails only some runs.
-	Reruns    int
-	write     func(w io.Writer)
-	json      Object
-	Repro     *Repro
-	ReproPath string // set once the repro file is saved
-	ReproErr  error  // why it could not be, when it could not
-	Test      string // go test -run line, when a test found it
+	Reruns int
+	// Race: the case found led with a race, two writers of one slot;
+	// RaceHits of RaceRuns runs showed the violation: runs of the minimal
+	// case, or of the found one when RaceShrunk (it shrank to a case that
+	// shows the bug without a race). RaceNote names the two writers.
+	Race, RaceShrunk   bool
+	RaceRuns, RaceHits int
+	RaceNote           string
+	write              func(w io.Writer)
+	json               Object
+	Repro              *Repro
+	ReproPath          string // set once the repro file is saved
+	ReproErr           error  // why it could not be, when it could not
+	Test               string // go test -run line, when a test found it
 }
 
 // Build makes the report of a suite's verdicts through the kind's schema.
@@ -207,7 +215,8 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
 		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
-		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
+		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal), Race: fl.Race, RaceShrunk: fl.RaceShrunk, RaceRuns: fl.RaceRuns, RaceHits: fl.RaceHits,
+		RaceNote: raceNote(fl.Original)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()
 	}
@@ -305,4 +314,18 @@ func (r *Run) Faulted() bool {
 		}
 	}
 	return false
+}
+
+// raceNote is the leading race of a result, in words, when its
+// violations are oracle.Violations that hold one.
+func raceNote(r any) string {
+	vs, ok := r.(interface{ RaceViolation() *oracle.Violation })
+	if !ok {
+		return ""
+	}
+	v := vs.RaceViolation()
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s) wrote slot %d", v.Race.Note, v.Kind, v.Race.Slot)
 }

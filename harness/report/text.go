@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -105,6 +106,13 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed when re-run; not shrunk\n", f.CaseIndex, f.Seed)
 	case f.Replayed:
 		fmt.Fprintf(w, "  replayed case, confirmed by a re-run:\n")
+	case f.Race && f.RaceShrunk:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, %s in one call, the wrong write last in %d of %d runs;\n"+
+			"  shrunk in %d steps (each candidate given %d checks) to a case that shows the bug without a race:\n",
+			f.CaseIndex, f.Seed, f.RaceNote, f.RaceHits, f.RaceRuns, f.Shrinks, property.RaceRuns)
+	case f.Race:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, two writers of one slot in one call; shrunk in %d steps (each candidate given %d checks) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.RaceRuns)
 	case f.Reruns > 1:
 		passed := "re-run 1 passed"
 		if f.Reruns > 2 {
@@ -116,6 +124,10 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}
 	f.write(w)
+	if f.Race && !f.RaceShrunk {
+		fmt.Fprintf(w, "  race: the wrong write landed last in %d of %d runs of this case; the kernel writes the slot twice in every\n"+
+			"  run, and which write lands last is left to chance: a bug whether or not a run shows it\n", f.RaceHits, f.RaceRuns)
+	}
 	if f.NeedsHistory {
 		fmt.Fprintf(w, "  NEEDS THE PLUGIN'S HISTORY: this case failed in the plugin process that had run the search and passed\n"+
 			"  in a fresh one: the kernel keeps state across calls (a cache, a buffer) that the case alone does not set up\n")
