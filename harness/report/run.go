@@ -327,5 +327,5 @@ func raceNote(r any) string {
 	if v == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s (%s) wrote slot %d", v.Race.Note, v.Kind, v.Race.Slot)
+	return fmt.Sprintf("%s both wrote slot %d", v.Race.Note, v.Race.Slot)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/oracle/oracletest"
 	"github.com/kvharness/kvharness/harness/property"
@@ -39,9 +40,14 @@ func raceCase() *Case { return storeCase(PadCount, 7, 11, 40, 97, 130, 200, 3000
 // padded row alone aimed at another request's slot, which fails every
 // run.
 func TestPaddingRaceIsNamed(t *testing.T) {
-	for _, variant := range []string{"goroutines", ""} {
+	for _, variant := range []string{"goroutines", "", "torchscatter"} {
 		t.Run("variant="+variant, func(t *testing.T) {
-			tg := openTarget(t, "bf16scatter", "bf16", variant)
+			var tg *Target
+			if variant == "torchscatter" { // the Python twin, numpy on the cpu backend: the padded row last, always
+				tg, variant = raceTarget(t, variant, arena.SHM{}), ""
+			} else {
+				tg = openTarget(t, "bf16scatter", "bf16", variant)
+			}
 			o := property.Run(context.Background(), fixedSystem{tg, raceCase()}, property.Config{Cases: 100, Seed: 1})
 			f := o.Failure
 			if f == nil {
