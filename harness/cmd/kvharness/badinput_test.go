@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -235,6 +236,77 @@ var badInputs = []badInput{
 	{[]string{"compare", "--threshold", "-0.1", "a", "b"}, "--threshold -0.1"},
 	{[]string{"compare", "--latency-threshold", "-1", "a", "b"}, "--latency-threshold -1"},
 	{[]string{"compare", "--ignore"}, "--ignore needs a value"},
+
+	// No code from the working directory: another source tree only when
+	// named, and only a kvharness tree.
+	{[]string{"check", "--plugin-source", "$DIR", "--plugin", "bf16scatter"}, "want the folder of a kvharness checkout"},
+	{[]string{"check", "--plugin-source", "$FILE/plain.txt", "--plugin", "bf16scatter"}, "is not a folder"},
+	{[]string{"repro", "$FILE/repro-ok.json", "--plugin-source", "$DIR/nosuch"}, "is not a folder"},
+	{[]string{"mutants", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"bench", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"plugins", "--plugin-source", "$FILE/hostile-gomod/go.mod"}, "is not a folder"},
+	{[]string{"fuzz", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"gpu", "--plugin-source", "$DIR"}, "unknown flag --plugin-source"},
+	{[]string{"compare", "--plugin-source", "x", "a", "b"}, "unknown flag --plugin-source"},
+
+	// Inputs that are no regular file are refused at once: a FIFO with no
+	// writer would hang a read forever.
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"repro", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"check", "--plugin", "$FILE/fifo.json"}, "is not a regular file (a FIFO)"},
+	{[]string{"bench", "--matrix", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "$FILE/fifo", "$FILE/bench-a.txt"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "$FILE/bench-a.txt", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "/dev/zero", "$FILE/bench-a.txt"}, "is not a regular file (a character device)"},
+	{[]string{"merge", "--out", "$DIR/night", "$FILE/shard-fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"repro", "/dev/null"}, "is not a regular file"},
+	{[]string{"merge", "--out", "$DIR/night", "$FILE/shard-dup"}, `duplicate key "schema"`},
+	{[]string{"check", "--plugin", "fusedstore", "--results", "$FILE/fifo"}, "is a file, not a folder"},
+
+	// No command writes over what it reads.
+	{[]string{"merge", "--out", "$FILE/shard-fifo", "$FILE/shard-fifo"}, "would write over shard"},
+	{[]string{"merge", "--out", "$FILE/shard-fifo/", "$FILE/shard-fifo"}, "would write over shard"},
+	{[]string{"bench", "--out", "$FILE/night", "--matrix", "$FILE/night/night.json"}, "would write over --matrix"},
+
+	// Strict files: a key twice, a value out of range, a field not there.
+	{[]string{"repro", "$FILE/repro-dupkey.json"}, `duplicate key "slots"`},
+	{[]string{"repro", "$FILE/repro-dupcase.json"}, `duplicate key "case.valid"`},
+	{[]string{"repro", "$FILE/repro-negseed.json"}, "background_seed -1: want 0 or more"},
+	{[]string{"repro", "$FILE/repro-slots0.json"}, "slots 0: want 1.."},
+	{[]string{"repro", "$FILE/repro-value.json"}, `value "fuzzy": want recipe or exact`},
+	{[]string{"repro", "$FILE/repro-found-property.json"}, "found.property"},
+	{[]string{"repro", "$FILE/repro-found-violations.json"}, "found.violations"},
+	{[]string{"repro", "$FILE/repro-found-seed.json"}, "found.seed -3"},
+	{[]string{"repro", "$FILE/repro-found-junk.json"}, `unknown field "junk"`},
+	{[]string{"repro", "$FILE/repro-escape-plugin.json"}, "want printable names"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/page0-layout.json"}, "page_size 0"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/dupkey-layout.json"}, `duplicate key "head_dim"`},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/escape-layout.json"}, "want a name of printable characters"},
+	{[]string{"check", "--plugin", "$FILE/manifest-dup.json"}, `duplicate key "command"`},
+	{[]string{"check", "--plugin", "$FILE/manifest-emptyword.json"}, "command[1]"},
+	{[]string{"check", "--plugin", "$FILE/manifest-escape.json"}, "want printable characters"},
+	{[]string{"bench", "--matrix", "$FILE/matrix-dup.json"}, `duplicate key "slots"`},
+	{[]string{"compare", "--metric", "nosuch", "--strict", "$FILE/bench-a.txt", "$FILE/bench-a.txt"}, "--metric nosuch: neither file has that unit"},
+	{[]string{"compare", "--metric", "GB/s", "$FILE/bench-a.txt", "$FILE/bench-a.txt"}, "--metric GB/s"},
+
+	// Whole numbers in decimal only; no negative counts or seeds; seconds
+	// within a year.
+	{[]string{"check", "--cases", "010"}, `--cases "010": want a whole number written in decimal`},
+	{[]string{"check", "--slots", "0x10"}, `--slots "0x10"`},
+	{[]string{"check", "--max-capacity", "0o7"}, `--max-capacity "0o7"`},
+	{[]string{"check", "--seed", "-5"}, "--seed -5: want 0 or more"},
+	{[]string{"check", "--head-dim", "0128"}, `--head-dim "0128"`},
+	{[]string{"mutants", "--cases", "010"}, `--cases "010"`},
+	{[]string{"mutants", "--seed", "-1"}, "--seed -1: want 0 or more"},
+	{[]string{"repro", "$FILE/repro-ok.json", "--count", "0x2"}, `--count "0x2"`},
+	{[]string{"bench", "--passes", "010"}, `--passes "010"`},
+	{[]string{"bench", "--timeout", "1e308"}, "--timeout 1e+308: want at most 31536000 seconds"},
+	{[]string{"bench", "--min-time", "1e12"}, "--min-time 1e+12: want at most"},
+	{[]string{"fuzz", "--parallel", "010"}, `--parallel "010"`},
+	{[]string{"plugins", "--page-size", "0x40"}, `--page-size "0x40"`},
+
+	// mutants refuses what does not fit as check does.
+	{[]string{"mutants", "--plugin", "fusedstore", "--backend", "cpu", "--slots", "2000000000"}, "2000000000 slots"},
 }
 
 // badFiles are the inputs the cases above name as $FILE/NAME.
@@ -277,6 +349,40 @@ var badFiles = map[string]string{
 	"repro-padding.json":      reproWith(`"plugin": "fusedstore"`, `{"padding": "none", "valid": 1, "loc": [3, 4], "rows": [{"kind": "normal", "seed": 1}, {"kind": "normal", "seed": 2}]}`),
 	"repro-big.json":          bigFile + "68157440",
 	"repro-ok.json":           reproWith(`"plugin": "fusedstore"`, okCase),
+
+	"fifo":                        fifoFile,
+	"fifo.json":                   fifoFile,
+	"shard-fifo/night.json":       fifoFile,
+	"shard-dup/night.json":        `{"schema": "a", "schema": "b"}`,
+	"night/night.json":            `{"version": 1}`,
+	"hostile-gomod/go.mod":        "module github.com/kvharness/kvharness\n",
+	"bench-a.txt":                 "goos: linux\n" + strings.Repeat("BenchmarkStore/a-2 \t 100\t 1000 ns/op\n", 6),
+	"repro-dupkey.json":           strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8,`, `"slots": 8, "slots": 9,`, 1),
+	"repro-dupcase.json":          reproWith(`"plugin": "fusedstore"`, `{"padding": "none", "valid": 1, "loc": [3], "valid": 1, "rows": [{"kind": "normal", "seed": 1}]}`),
+	"repro-negseed.json":          strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"background_seed": 1`, `"background_seed": -1`, 1),
+	"repro-slots0.json":           strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 0`, 1),
+	"repro-value.json":            strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "value": "fuzzy"`, 1),
+	"repro-found-property.json":   reproFound(`{"property": "\u001b[2J", "seed": 1, "case_index": 1, "shrinks": 0, "violations": []}`),
+	"repro-found-violations.json": reproFound(`{"property": "padding", "seed": 1, "case_index": 1, "shrinks": 0, "violations": "none"}`),
+	"repro-found-seed.json":       reproFound(`{"property": "padding", "seed": -3, "case_index": 1, "shrinks": 0, "violations": null}`),
+	"repro-found-junk.json":       reproFound(`{"property": "padding", "seed": 1, "junk": true, "violations": null}`),
+	"repro-escape-plugin.json":    reproWith(`"plugin": "fusedstore", "variant": "v\u001b]0;x\u0007"`, okCase),
+	"page0-layout.json":           `{"name":"x","head_dim":16,"page_size":0,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"dupkey-layout.json":          `{"name":"x","head_dim":16,"head_dim":32,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"escape-layout.json":          `{"name":"x\u001b]0;pwned\u0007","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"manifest-dup.json":           `{"name": "x", "command": ["true"], "command": ["sh"]}`,
+	"manifest-emptyword.json":     `{"name": "x", "command": ["true", ""]}`,
+	"manifest-escape.json":        `{"name": "x\u001b[2J", "command": ["true"]}`,
+	"matrix-dup.json":             `{"plugins": ["fusedstore"], "slots": 64, "slots": 128}`,
+}
+
+// fifoFile marks a file made as a FIFO (no writer: a read of it would
+// wait forever).
+const fifoFile = "\x00fifo"
+
+// reproFound is the ok repro file with found set to found.
+func reproFound(found string) string {
+	return strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "found": `+found, 1)
 }
 
 // bigFile marks a file made when a case needs it: a JSON string of the
@@ -306,8 +412,8 @@ func TestBadInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins for the cases past the flags")
 	}
-	if len(badInputs) < 150 {
-		t.Errorf("%d bad inputs; the suite promises at least 150", len(badInputs))
+	if len(badInputs) < 200 {
+		t.Errorf("%d bad inputs; the suite promises at least 200", len(badInputs))
 	}
 	seen := map[string]bool{}
 	pkgBefore := listDir(t, ".")
@@ -332,11 +438,7 @@ func checkBadInput(t *testing.T, bi badInput) {
 	args := make([]string, len(bi.args))
 	for i, a := range bi.args {
 		if strings.HasPrefix(a, "$FILE/") {
-			name := strings.SplitN(strings.TrimPrefix(a, "$FILE/"), "/", 2)[0]
-			if _, ok := badFiles[name]; !ok {
-				t.Fatalf("no bad file %s", name)
-			}
-			os.WriteFile(filepath.Join(files, name), fileContent(name), 0o644)
+			makeBadFile(t, files, strings.TrimPrefix(a, "$FILE/"))
 			a = filepath.Join(files, strings.TrimPrefix(a, "$FILE/"))
 		}
 		args[i] = strings.ReplaceAll(a, "$DIR", dir)
@@ -377,6 +479,32 @@ func checkBadInput(t *testing.T, bi badInput) {
 		t.Errorf("%q: processes left running: %v", bi.args, kids)
 	}
 	t.Logf("%v in %v: %s", bi.args, time.Since(start).Round(time.Millisecond), line)
+}
+
+// makeBadFile makes the bad file a $FILE/ argument names in files: the
+// file itself, or, for a path into a folder (shard-fifo/cells.jsonl given
+// as shard-fifo), the files badFiles holds under it.
+func makeBadFile(t *testing.T, files, arg string) {
+	t.Helper()
+	made := false
+	for name := range badFiles {
+		if name != arg && !strings.HasPrefix(name, strings.TrimSuffix(arg, "/")+"/") && !strings.HasPrefix(arg, name+"/") {
+			continue
+		}
+		path := filepath.Join(files, name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if badFiles[name] == fifoFile {
+			if err := syscall.Mkfifo(path, 0o600); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+		} else {
+			os.WriteFile(path, fileContent(name), 0o644)
+		}
+		made = true
+	}
+	if !made {
+		t.Fatalf("no bad file %s", arg)
+	}
 }
 
 func hasFlag(args []string, flag string) bool {

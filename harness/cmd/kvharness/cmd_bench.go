@@ -225,6 +225,9 @@ func parseInts(s string) ([]int, error) {
 var cpuTokens = []int{1, 32, 512, 4096}
 
 func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) bool) int {
+	if in := overwrites(f.out, benchrun.OutputFiles, f.matrix); f.matrix != "" && in != "" {
+		return e.errorf("bench: --out %s would write over --matrix %s, which it reads; give the matrix from elsewhere, or another --out", f.out, in)
+	}
 	m, err := f.buildMatrix(changed)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -243,9 +246,6 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	}
 	// Everything that can refuse the run without starting a plugin does
 	// so before the folder is touched.
-	if in := overwrites(f.out, benchrun.OutputFiles, f.matrix); f.matrix != "" && in != "" {
-		return e.errorf("bench: --out %s would write over --matrix %s, which it reads; give the matrix from elsewhere, or another --out", f.out, in)
-	}
 	if err := benchrun.CheckOut(f.out); err != nil {
 		return e.errorf("%v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 )
@@ -165,7 +166,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 			return out, nil, err
 		}
 		var se *shm.SpaceError
-		if errors.As(res.Err, &se) {
+		if errors.As(res.Err, &se) || errors.Is(res.Err, pool.ErrTooLarge) {
 			// The machine, not the subject: every other subject would
 			// fail the same way. It is the run's error, as check's is.
 			return out, nil, res.Err

@@ -249,3 +249,15 @@ func TestMutantsExact(t *testing.T) {
 	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
 		"--plugin", goldenPlugins(plugin.StoreNames()))
 }
+
+// TestHelpHelp: kvharness help help is the command list, as kvharness help
+// is, not an unknown command.
+func TestHelpHelp(t *testing.T) {
+	var help, helpHelp, stderr bytes.Buffer
+	if code := run(context.Background(), &help, &stderr, []string{"help"}); code != exitPass {
+		t.Fatalf("help: exit %d", code)
+	}
+	if code := run(context.Background(), &helpHelp, &stderr, []string{"help", "help"}); code != exitPass || helpHelp.String() != help.String() {
+		t.Errorf("help help: exit %d, %q; want help's command list\n%s", code, helpHelp.String(), stderr.String())
+	}
+}

@@ -92,7 +92,7 @@ func Read(path, what string, limit int64) ([]byte, error) {
 // does not have, a key given twice in one object, or anything but white
 // space after the value, is an error.
 func DecodeJSON(data []byte, v any) error {
-	if err := noDuplicateKeys(data); err != nil {
+	if err := UniqueKeys(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -109,11 +109,12 @@ func DecodeJSON(data []byte, v any) error {
 	return nil
 }
 
-// noDuplicateKeys walks data's tokens and refuses a key that appears
-// twice in one object: encoding/json keeps the last silently, so a
-// file edited by hand (or by someone else) could say one thing to a
-// reader and another to kvharness. Syntax errors are left to the decoder.
-func noDuplicateKeys(data []byte) error {
+// UniqueKeys walks data's tokens and refuses a key that appears twice in
+// one object: encoding/json keeps the last silently, so a file edited by
+// hand (or by someone else) could say one thing to a reader and another
+// to kvharness. Syntax errors are left to the decoder. DecodeJSON checks
+// it; a reader that lets unknown fields through calls it itself.
+func UniqueKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	type frame struct {
