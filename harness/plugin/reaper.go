@@ -35,7 +35,24 @@ func Guard() {
 	guarded.Do(func() {
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		closeOnExec()
 	})
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec. Go opens
+// its own so; what this process inherited from its parent without the
+// flag (a shell's, a CI runner's) would otherwise pass to every plugin,
+// since exec closes only close-on-exec descriptors.
+func closeOnExec() {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range fds {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
 
 // child is a child process of this one, as /proc shows it.

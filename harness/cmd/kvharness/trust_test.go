@@ -121,6 +121,9 @@ func TestHostilePlugins(t *testing.T) {
 			if !strings.Contains(l, "opened 0 arenas not its own") || !strings.Contains(l, "received its own 1") {
 				t.Errorf("a plugin reached what is not its own, or could not receive its own arena: %s", l)
 			}
+			if !strings.HasSuffix(l, "inherited fds 0,1,2") {
+				t.Errorf("a plugin started with descriptors beyond stdin, stdout and stderr: %s", l)
+			}
 		}
 	})
 	t.Run("setsid-child", func(t *testing.T) {

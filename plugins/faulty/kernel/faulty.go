@@ -135,6 +135,7 @@ func serve(hs goplugin.HandshakeConfig, srv kvpb.KernelServer) {
 
 // Main serves the plugin, misbehaving as KVHARNESS_VARIANT says.
 func Main() {
+	noteInherited()
 	p := sdk.Plugin{Name: "faulty", Version: "1.0.0", Doc: "misbehaves on purpose, one way per variant",
 		Variants: variants, Geometry: geometry, Kernel: store{}}
 	switch os.Getenv("KVHARNESS_VARIANT") {

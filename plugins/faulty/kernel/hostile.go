@@ -29,6 +29,24 @@ const ReportEnv = "KVHARNESS_FAULTY_REPORT"
 
 var hostileOnce sync.Once
 
+// inherited are the descriptors the process was started with: what the
+// harness passed it (scan-fds reports them).
+var inherited []string
+
+// noteInherited lists the descriptors this process holds without
+// close-on-exec as Main begins: those it inherited (whatever the Go
+// runtime and this process open is close-on-exec).
+func noteInherited() {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range fds {
+		var fd int
+		fmt.Sscan(e.Name(), &fd)
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			inherited = append(inherited, e.Name())
+		}
+	}
+}
+
 func hostile(variant string) {
 	hostileOnce.Do(func() {
 		switch variant {
@@ -83,8 +101,8 @@ func scanArenas() string {
 			foreign[st.Ino] = true
 		}
 	}
-	return fmt.Sprintf("scan-fds: opened %d arenas not its own (tried %d descriptors and sockets; /proc/%d/fd: %v; received its own %d)",
-		len(foreign), tried, os.Getppid(), errText(err), received)
+	return fmt.Sprintf("scan-fds: opened %d arenas not its own (tried %d descriptors and sockets; /proc/%d/fd: %v; received its own %d); inherited fds %s",
+		len(foreign), tried, os.Getppid(), errText(err), received, strings.Join(inherited, ","))
 }
 
 func errText(err error) string {
