@@ -140,7 +140,7 @@ func TestLoadMatrixBounded(t *testing.T) {
 	for path, want := range map[string]string{
 		"/dev/zero":                        "/dev/zero is not a regular file",
 		big:                                "more than 1048576 bytes",
-		dir:                                "is a folder",
+		dir:                                "is not a regular file (a folder)",
 		filepath.Join(dir, "missing.json"): "give the path of an existing file",
 	} {
 		if _, err := LoadMatrix(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {

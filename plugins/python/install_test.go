@@ -127,10 +127,36 @@ func TestFDPassFromTheHarness(t *testing.T) {
 	prog := `import os, sys
 sys.path.insert(0, sys.argv[1])
 from kvharness_sdk import fdpass
-fd = fdpass.receive(sys.argv[2])
-print(os.read(fd, 5).decode())`
-	if out := run(t, ".", py, "-B", "-c", prog, abs(t, "."), srv.Path); strings.TrimSpace(out) != "arena" {
+sys.stdin.readline()
+try:
+    fd = fdpass.receive(sys.argv[2])
+    print(os.read(fd, 5).decode())
+except fdpass.FDPassError as e:
+    print(e)`
+	// The socket serves only the plugin an arena is granted to: python is
+	// started as a plugin is, in a process group of its own, and asks
+	// once it is granted (or not).
+	ask := func(grant bool) string {
+		cmd := exec.Command(py, "-B", "-c", prog, abs(t, "."), srv.Path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		in, _ := cmd.StdinPipe()
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		noErr(t, cmd.Start())
+		if grant {
+			fdpass.PluginStarted(cmd.Process.Pid)
+			defer fdpass.PluginExited(cmd.Process.Pid)
+			fdpass.Grant(srv.Path, cmd.Process.Pid)
+		}
+		in.Write([]byte("go\n"))
+		cmd.Wait()
+		return strings.TrimSpace(out.String())
+	}
+	if out := ask(true); out != "arena" {
 		t.Errorf("read %q through the received descriptor; want arena", out)
+	}
+	if out := ask(false); !strings.Contains(out, "the harness refused the arena to this process") {
+		t.Errorf("a process the arena was not granted to: %q; want it refused", out)
 	}
 }
 

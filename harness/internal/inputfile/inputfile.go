@@ -42,7 +42,7 @@ func Open(path, what string) (*os.File, error) {
 		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
 	case st.IsDir():
 		f.Close()
-		return nil, fmt.Errorf("%s %s is a folder, not a regular file; give the path of a file", what, path)
+		return nil, fmt.Errorf("%s %s is not a regular file (a folder); give the path of a file", what, path)
 	case !st.Mode().IsRegular():
 		f.Close()
 		return nil, fmt.Errorf("%s %s is not a regular file (%s); give the path of a file", what, path, kindOf(st.Mode()))

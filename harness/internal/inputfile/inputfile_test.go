@@ -18,7 +18,7 @@ func TestOpenRefusesWhatIsNotAFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device", dir: "is a folder",
+	for path, want := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device", dir: "is not a regular file (a folder)",
 		filepath.Join(dir, "none"): "give the path of an existing file"} {
 		start := time.Now()
 		_, err := Read(path, "layout file", 1<<20)
