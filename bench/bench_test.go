@@ -123,7 +123,11 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	backend, release, err := arena.Choose(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	want, err := arena.ParseWant(backendName(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,8 +35,10 @@ type Kind struct {
 	Graphs bool
 	// Check runs the kind's properties against the session's plugin.
 	Check func(ctx context.Context, s *Session, p Params) (*report.Run, error)
-	// Replay checks a repro file's case again; nil when it passes.
-	Replay func(ctx context.Context, s *Session, r *report.Repro, l *layout.Layout) (*report.Failure, error)
+	// Replay checks a repro file's case again on backend b (the one the
+	// file records, unless the user overrode it) and in r.Graph's mode;
+	// nil when it passes.
+	Replay func(ctx context.Context, s *Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error)
 	// Decode reads a repro file's case, strictly, and validates it
 	// against a pool of slots.
 	Decode func(data json.RawMessage, slots int) (workload.Case, error)
@@ -77,6 +79,10 @@ type Session struct {
 	// Spawn starts another process of the same plugin, with the same
 	// trust; the caller closes it.
 	Spawn func(context.Context) (*plugin.Plugin, error)
+	// Identity is what started the plugin, hashed (its SHA-256 and what
+	// of); nil where nothing was hashed (tests). Name and version come
+	// from Desc.
+	Identity *report.PluginIdentity
 }
 
 // Params are a check run's settings.
@@ -107,20 +113,46 @@ type Setup struct {
 	MaxCapacity int
 	HeadDim     int
 	PageSize    int
-	Backend     arena.Backend // nil: host shared memory
-	Graph       bool
+	// Backend is where the arenas live: the run's one decision from its
+	// flags (arena.Want.Choose), never nil.
+	Backend arena.Backend
+	Graph   bool
 }
 
 // Place is where the run's arenas live.
 func (s Setup) Place() arena.Place {
-	return arena.OrSHM(s.Backend).Place()
+	return s.Backend.Place()
 }
 
 // Header is the report header of a check run with these settings.
 func (p Params) Header(s *Session) report.Header {
+	ran := s.ran(p.Backend, p.Graph)
+	ran.HeadDim, ran.PageSize, ran.MaxCapacity = p.HeadDim, p.PageSize, p.MaxCapacity
 	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
 		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
-		Shard: p.shardName()}
+		Shard: p.shardName(), Ran: ran}
+}
+
+// RanOn is how cases on backend b ran, in graph mode or not, as a repro
+// file records it.
+func RanOn(b arena.Backend, graph bool) report.Ran {
+	pl := b.Place()
+	if !pl.OnDevice() {
+		return report.Ran{Backend: report.BackendCPU, Graph: graph}
+	}
+	return report.Ran{Backend: report.BackendCUDA, Device: pl.Device, DeviceOrdinal: pl.Ordinal, Graph: graph}
+}
+
+// ran is what a repro file of this session's cases on backend b, in graph
+// mode or not, records of how they ran; the kind adds its geometry.
+func (s *Session) ran(b arena.Backend, graph bool) report.Ran {
+	r := RanOn(b, graph)
+	if s.Identity != nil {
+		id := *s.Identity
+		id.Name, id.Version = s.Desc.GetName(), s.Desc.GetVersion()
+		r.Identity = &id
+	}
+	return r
 }
 
 // shardName is the header's shard: "" for a whole run, else "i/n".

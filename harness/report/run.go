@@ -83,7 +83,9 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
-	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
+	// Ran is how the run's cases ran, as its repro files record it.
+	Ran   Ran
+	Shard string // "i/n" when the run checked part i of n of the rows, else ""
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object

@@ -249,7 +249,11 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if err := refuseNight(f.out, f.resume); err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, release, err := arena.Choose(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	want, err := arena.ParseWant(f.backend, f.device)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
 	if err != nil {
 		return e.errorf("%v", err)
 	}

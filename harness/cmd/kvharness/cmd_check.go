@@ -40,6 +40,7 @@ type checkFlags struct {
 	timeout                                                                time.Duration
 	json, graph                                                            bool
 	trust                                                                  trust
+	want                                                                   arena.Want // --backend and --device, read once by validate
 }
 
 func (f *checkFlags) register(fs interface {
@@ -89,16 +90,12 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
 	case f.stress < 0 || f.stress > 1000:
 		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
-	case f.device < 0:
-		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:
 		return fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	case f.layoutFile != "" && f.layout != "all":
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
-	case !oneOf(f.backend, arena.Backends...):
-		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
 	case f.sanitize != "" && !oneOf(f.sanitize, plugin.SanitizerTools...):
 		return fmt.Errorf("--sanitize %q: want one of %s", f.sanitize, strings.Join(plugin.SanitizerTools, ", "))
 	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
@@ -107,7 +104,9 @@ func (f *checkFlags) validate() error {
 	if _, err := parseValue(f.value); err != nil {
 		return err
 	}
-	return nil
+	var err error
+	f.want, err = arena.ParseWant(f.backend, f.device)
+	return err
 }
 
 // checkCaseFlags refuses the case flags check and mutants share: --cases,
@@ -181,11 +180,12 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
 	}
-	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, onGPU(f.backend, f.device))
+	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, onGPU(f.want))
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
+	s.identify(f.plugin)
 	san, err := f.sanitizer(ctx, s)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -252,7 +252,7 @@ func (f *checkFlags) sanitizer(ctx context.Context, s *session) (*plugin.Sanitiz
 	if f.sanitize == "" {
 		return nil, nil
 	}
-	if f.backend == "cpu" {
+	if f.want.Backend == arena.WantCPU {
 		return nil, fmt.Errorf("--sanitize runs CUDA kernels under compute-sanitizer: it needs the cuda backend, not --backend cpu")
 	}
 	san, err := plugin.NewSanitizer(f.sanitize, filepath.Join(f.results, "sanitizer"))
@@ -322,7 +322,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		}
 		p.Layouts = layouts
 	}
-	backend, release, err := arena.Choose(f.backend, f.device, s.desc.Backends)
+	backend, release, err := f.want.Choose(s.desc.Backends)
 	if err != nil {
 		return p, none, err
 	}

@@ -41,15 +41,15 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if err := checkMutants(fs, cfg, *names, *backend, *device); err != nil {
+	want, err := checkMutants(fs, cfg, *names, *backend, *device)
+	if err != nil {
 		return e.errorf("%v", err)
 	}
-	var err error
 	if cfg.Value, err = parseValue(*value); err != nil {
 		return e.errorf("%v", err)
 	}
 	g := progressOn(e, "mutants", "subjects")
-	run := subjectRun{backend: *backend, device: *device, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
+	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
 	results, skipped, err := run.all(ctx, g, *names, cfg)
 	g.done()
@@ -79,23 +79,23 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-// checkMutants refuses flags no mutants run means.
-func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) error {
+// checkMutants refuses flags no mutants run means, and reads the
+// backend the run wants.
+func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) (arena.Want, error) {
 	if fs.NArg() > 0 {
-		return noArgs(fs)
+		return arena.Want{}, noArgs(fs)
 	}
 	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.MaxCapacity, cfg.HeadDim, "each kernel's"); err != nil {
-		return err
+		return arena.Want{}, err
 	}
-	switch {
-	case !oneOf(backend, arena.Backends...):
-		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
-	case device < 0:
-		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", device)
-	case len(names) == 0:
-		return fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	want, err := arena.ParseWant(backend, device)
+	if err != nil {
+		return want, err
 	}
-	return nil
+	if len(names) == 0 {
+		return want, fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	}
+	return want, nil
 }
 
 // subjectRun is how one mutants run reaches its plugins. skipUnserved (no
@@ -103,8 +103,7 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 // --backend cuda the user insisted on (a CPU-only example), where one the
 // user named is an error.
 type subjectRun struct {
-	backend      string
-	device       int
+	want         arena.Want
 	tr           trust
 	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
 	skipUnserved bool
@@ -143,10 +142,10 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
-	if r.skipUnserved && r.backend == "cuda" && !slices.Contains(served, kvpb.Backend_BACKEND_CUDA) {
+	if r.skipUnserved && r.want.Backend == arena.WantCUDA && !slices.Contains(served, kvpb.Backend_BACKEND_CUDA) {
 		return nil, &unserved{name: name, served: served}, nil
 	}
-	b, release, err := arena.Choose(r.backend, r.device, served)
+	b, release, err := r.want.Choose(served)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,7 +157,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	g.grow(len(subjects))
 	var out []mutants.Result
 	for _, s := range subjects {
-		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.backend, r.device))
+		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.want))
 		if err != nil || ctx.Err() != nil {
 			return out, nil, err
 		}

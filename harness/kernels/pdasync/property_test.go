@@ -3,6 +3,7 @@ package pdasync
 import (
 	"context"
 	"fmt"
+	"github.com/kvharness/kvharness/harness/arena"
 	"os"
 	"slices"
 	"strconv"
@@ -52,7 +53,7 @@ func runSuite(t *testing.T, p *plugin.Plugin, variant string, cases int, seed in
 	if p.Path == "(in process)" {
 		sc.Spawn = inProcessSpawn
 	}
-	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop}, sc)
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Setup: kind.Setup{Backend: arena.SHM{}}}, sc)
 }
 
 // suiteRun runs the suite of params and sc on p.

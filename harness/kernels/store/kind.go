@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/kvharness/kvharness/harness/arena"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -68,19 +69,19 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, Suite(s, p, paddings), Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
 	mode, err := layout.ParseMode(r.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", report.ErrBadRepro, err)
 	}
 	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(),
-		Seed: r.BackgroundSeed, Value: mode})
+		Seed: r.BackgroundSeed, Value: mode, Backend: b, Graph: r.Graph})
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	h.Slots = r.Slots
 	if mode == layout.Exact {
 		h.About = "fp8 values judged bit-exact"

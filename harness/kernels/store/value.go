@@ -41,11 +41,13 @@ type rowFinding struct {
 }
 
 // Judgement is how a target judges values: its layout with the plugin's
-// declared recipe applied, and the mode. Results carry it so that a repro
-// file records what the case was judged by.
+// declared recipe applied, the mode, and the slot width the plugin
+// declared. Results carry it so that a repro file records what the case
+// was judged by and staged at.
 type Judgement struct {
-	Layout *layout.Layout
-	Mode   layout.Mode
+	Layout   *layout.Layout
+	Mode     layout.Mode
+	SlotBits int
 }
 
 // declaredLayout is l with the recipe the plugin declared for it in

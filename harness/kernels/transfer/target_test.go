@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"github.com/kvharness/kvharness/harness/arena"
 	"math/rand"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (
 	}
 	t.Cleanup(func() { dir.Close() })
 	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
-		Config{Variant: variant, Geometry: g, Seed: 3})
+		Config{Backend: arena.SHM{}, Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })
 	}
