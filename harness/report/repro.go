@@ -58,7 +58,7 @@ type Ran struct {
 	DeviceOrdinal int    `json:"device_ordinal,omitempty"` // its CUDA ordinal, on cuda
 	// Graph: stores captured in a CUDA graph at their capacity and
 	// replayed, as serving engines run them.
-	Graph       bool `json:"graph,omitempty"`
+	Graph       bool `json:"graph"`
 	HeadDim     int  `json:"head_dim,omitempty"`
 	PageSize    int  `json:"page_size,omitempty"`
 	MaxCapacity int  `json:"max_capacity,omitempty"` // stores: the largest capacity the search drew

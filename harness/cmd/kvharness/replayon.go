@@ -61,7 +61,7 @@ func (on replayOn) present(path string) error {
 		return nil
 	}
 	if err := cuda.Available(); err != nil {
-		return fmt.Errorf("%s was found on %s, and this machine has no usable GPU (%v): replay it on a GPU machine, or give --backend cpu to replay its bytes on the host, where %s",
+		return fmt.Errorf("%s was found on %s, and this machine has no usable GPU (%v): replay it on a GPU machine, or give --backend cpu to replay its bytes on the host (where %s)",
 			path, on.found.Where(), err, hostCaveat(on.found))
 	}
 	return nil
@@ -74,7 +74,7 @@ func (on replayOn) present(path string) error {
 func (on *replayOn) choose(served []kvpb.Backend, path string) (arena.Backend, func(), error) {
 	b, release, err := on.want.Choose(served)
 	if err != nil && on.asFound && errors.Is(err, arena.ErrBackend) {
-		return nil, release, fmt.Errorf("%s was found on %s: %v; give --backend cpu to replay its bytes on the host, where %s",
+		return nil, release, fmt.Errorf("%s was found on %s: %v; give --backend cpu to replay its bytes on the host (where %s)",
 			path, on.found.Where(), err, hostCaveat(on.found))
 	}
 	if err == nil && on.graph && !b.Place().OnDevice() {
@@ -99,7 +99,7 @@ func (on replayOn) firstLine(b arena.Backend) string {
 	case on.asFound:
 		return fmt.Sprintf("replaying on %s, as the case was found", here.Where())
 	case !b.Place().OnDevice() && on.found.OnBackend() == report.BackendCUDA:
-		return fmt.Sprintf("replaying on %s, not as found (on %s): its bytes replay on the host, where %s", here.Where(), on.found.Where(), hostCaveat(on.found))
+		return fmt.Sprintf("replaying on %s, not as found (on %s): the case's bytes on the host, where %s; a pass here proves nothing about them", here.Where(), on.found.Where(), hostCaveat(on.found))
 	}
 	return fmt.Sprintf("replaying on %s, not as found (on %s)", here.Where(), on.found.Where())
 }
@@ -107,9 +107,9 @@ func (on replayOn) firstLine(b arena.Backend) string {
 // hostCaveat is what a GPU finding replayed on the host cannot show.
 func hostCaveat(found report.Ran) string {
 	if found.Graph {
-		return "a bug of graph replay (stale or padded rows a captured graph replays) or of device ordering (streams, events) cannot show, so a pass there proves nothing about it"
+		return "graph-replay and device-ordering bugs cannot show"
 	}
-	return "a bug of device ordering (streams, events) or of device memory cannot show, so a pass there proves nothing about it"
+	return "device-ordering and device-memory bugs cannot show"
 }
 
 // identityNote says, when the plugin that replays is not the one the
