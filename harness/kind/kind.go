@@ -44,6 +44,38 @@ type Kind struct {
 	Decode func(data json.RawMessage, slots int) (workload.Case, error)
 	// Fuzz is the kind's go test fuzz target.
 	Fuzz Fuzz
+	// Slots is the pool a check runs on when --slots is not given, on
+	// place p, for pages of pageSize tokens; nil: DefaultSlots. SlotsHelp
+	// says it in --slots's help ("stores 131072 on cpu and 1048576 on
+	// cuda"); empty for a kind on DefaultSlots.
+	Slots     func(p arena.Place, pageSize int) int
+	SlotsHelp string
+	// Validate refuses settings of a check this kind cannot run, naming
+	// the flag to change (a store's --max-capacity past its bound); nil:
+	// the kind takes any the commands allow.
+	Validate func(p Params) error
+	// Bench is how kvharness bench measures the kind; nil: it does not.
+	Bench *Bench
+}
+
+// DefaultSlots is the pool of a kind that names none: a read's 4,096
+// slots, every key of which it scores.
+const DefaultSlots = 4096
+
+// PoolSlots is the pool a check of k runs on when --slots is not given.
+func (k *Kind) PoolSlots(p arena.Place, pageSize int) int {
+	if k.Slots == nil {
+		return DefaultSlots
+	}
+	return k.Slots(p, pageSize)
+}
+
+// CheckParams refuses settings k cannot run (Validate).
+func (k *Kind) CheckParams(p Params) error {
+	if k.Validate == nil {
+		return nil
+	}
+	return k.Validate(p)
 }
 
 // Fuzz is a kind's go test fuzz target (package fuzzing's Lane makes it).

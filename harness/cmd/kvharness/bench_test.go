@@ -276,7 +276,7 @@ func TestBenchSlotRuns(t *testing.T) {
 		t.Errorf("table.txt does not say how the slots were drawn:\n%s", table)
 	}
 	for _, c := range readCells(t, out) {
-		if c.Kernel == benchrun.KernelStore && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
+		if c.Kernel == "store" && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
 			t.Errorf("cell %s: slot_run %d; want 16 in the cell and its name", c.Name(), c.SlotRun)
 		}
 	}

@@ -15,8 +15,11 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -24,6 +27,8 @@ import (
 )
 
 const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
+  kvharness bench --kernel load --plugin layerload --out load-out
+  kvharness bench --kernel transfer --plugin pdtransfer --out transfer-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
   kvharness bench --matrix bench/matrix-cpu.json --out night --resume --strict
   kvharness bench --matrix bench/matrix-gpu.json --shard 2/3 --out shard-2   # then kvharness merge
@@ -32,6 +37,7 @@ const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
 `
 
 type benchFlags struct {
+	kernel                                string
 	plugins, layouts                      []string
 	tokens, matrix, out, backend, variant string
 	modes, caches, timings                []string
@@ -57,10 +63,11 @@ type stopFlags struct {
 func runBench(ctx context.Context, e *env, args []string) int {
 	var f benchFlags
 	fs := flags("bench", "--plugin P [flags] | --matrix FILE [flags]", benchExamples, e)
+	fs.StringVar(&f.kernel, "kernel", "", "kernel to measure: "+kernels.Names()+" (default: the matrix's, else store)")
 	fs.StringSliceVar(&f.plugins, "plugin", nil, "plugins to measure (repeat or comma-separate)")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant")
 	fs.StringSliceVar(&f.layouts, "layout", []string{"all"}, "layouts, or all")
-	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144 on a GPU, 1,32,512,4096 on the cpu backend)")
+	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default: the kernel's; stores 1,32,512,4096,32768,262144 on a GPU, 1,32,512,4096 on the cpu backend; page movers 1, 8 and 64 pages)")
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
@@ -102,6 +109,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 		if m, err = benchrun.LoadMatrix(f.matrix); err != nil {
 			return m, err
 		}
+	}
+	if changed("kernel") {
+		m.Kernel = protocol.Kernel(f.kernel)
 	}
 	if len(f.plugins) > 0 {
 		m.Plugins = f.plugins
@@ -219,13 +229,12 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// cpuTokens are the default batch sizes on the cpu backend: a CPU store of
-// 262,144 fp8 tokens takes half a second a launch, so a matrix with it
-// would take minutes per cell to sample.
-var cpuTokens = []int{1, 32, 512, 4096}
-
 func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) bool) int {
 	m, err := f.buildMatrix(changed)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	k, err := benchKind(m.Kernel)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -258,8 +267,8 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 		return e.errorf("%v", err)
 	}
 	defer release()
-	if !backend.Place().OnDevice() && f.tokens == "" && f.matrix == "" {
-		m.Tokens = cpuTokens
+	if f.tokens == "" && f.matrix == "" && k.Bench.Tokens != nil {
+		m.Tokens = k.Bench.Tokens(backend.Place().OnDevice(), m.PageSize)
 		if err := m.Validate(); err != nil {
 			return e.errorf("%v", err)
 		}
@@ -269,7 +278,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 		return e.errorf("%v", err)
 	}
 	defer dir.Close()
-	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
+	r := &benchrun.Runner{Matrix: m, Kind: k, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
 		spec, err := plugin.ResolveSpec(name)
@@ -340,6 +349,19 @@ func benchMeasure(ctx context.Context, e *env, f *benchFlags, r *benchrun.Runner
 			len(night.Dropped), night.Dropped[0].Identity.Key(), night.Dropped[0].Pass, journalPath)
 	}
 	return benchFinish(ctx, e, f, format, night, benchrun.NewManifest(p, r.Matrix, r.Shard, r.Env), runErr)
+}
+
+// benchKind is the kind a night measures, which must be one bench
+// measures.
+func benchKind(name protocol.Kernel) (*kind.Kind, error) {
+	k, err := kernels.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("--kernel %s: %w", name, err)
+	}
+	if k.Bench == nil {
+		return nil, fmt.Errorf("--kernel %s: kvharness bench does not measure %s kernels", name, name)
+	}
+	return k, nil
 }
 
 // benchPins reads --plugin-sha256: a bare sum pins a matrix's only

@@ -11,7 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels"
-	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -58,7 +57,7 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
-	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+slotDefaults+")")
+	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+kernels.SlotsHelp()+")")
 	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
 	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
@@ -80,7 +79,7 @@ func (f *checkFlags) validate() error {
 	if f.plugin == "" {
 		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.BundledNames()))
 	}
-	if err := checkCaseFlags(f.cases, f.slots, f.maxCapacity, f.headDim, "the kernel's"); err != nil {
+	if err := checkCaseFlags(f.cases, f.slots, f.headDim, "the kernel's"); err != nil {
 		return err
 	}
 	switch {
@@ -98,8 +97,6 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
 	case f.sanitize != "" && !oneOf(f.sanitize, plugin.SanitizerTools...):
 		return fmt.Errorf("--sanitize %q: want one of %s", f.sanitize, strings.Join(plugin.SanitizerTools, ", "))
-	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
-		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
 	if _, err := parseValue(f.value); err != nil {
 		return err
@@ -110,16 +107,14 @@ func (f *checkFlags) validate() error {
 }
 
 // checkCaseFlags refuses the case flags check and mutants share: --cases,
-// --slots, --max-capacity and --head-dim. whose is the kernel (or
-// kernels) whose default --slots 0 stands for.
-func checkCaseFlags(cases, slots, maxCapacity, headDim int, whose string) error {
+// --slots and --head-dim (each kind refuses its own: kind.Kind.Validate).
+// whose is the kernel (or kernels) whose default --slots 0 stands for.
+func checkCaseFlags(cases, slots, headDim int, whose string) error {
 	switch {
 	case cases < 1:
 		return fmt.Errorf("--cases %d: want at least 1", cases)
 	case slots != 0 && slots < 2:
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for %s default", slots, whose)
-	case maxCapacity < 1 || maxCapacity > store.MaxCapacity:
-		return fmt.Errorf("--max-capacity %d: want 1..%d", maxCapacity, store.MaxCapacity)
 	case layout.CheckHeadDim(headDim) != nil:
 		return fmt.Errorf("--head-dim %d: %v", headDim, layout.CheckHeadDim(headDim))
 	}
@@ -315,6 +310,9 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
 		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph}}
 	p.Value, _ = parseValue(f.value) // validated
+	if err := k.CheckParams(p); err != nil {
+		return p, none, err
+	}
 	if k.Layouts {
 		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
 		if err != nil {
@@ -328,7 +326,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	}
 	p.Backend = backend
 	if p.Slots == 0 {
-		p.Slots = defaultSlots(k.Name, backend.Place(), f.pageSize)
+		p.Slots = k.PoolSlots(backend.Place(), f.pageSize)
 	}
 	if f.graph && !backend.Place().OnDevice() {
 		release()

@@ -29,7 +29,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize}}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
-	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
+	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+kernels.SlotsHelp()+")")
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
 	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
@@ -85,7 +85,10 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 	if fs.NArg() > 0 {
 		return arena.Want{}, noArgs(fs)
 	}
-	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.MaxCapacity, cfg.HeadDim, "each kernel's"); err != nil {
+	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.HeadDim, "each kernel's"); err != nil {
+		return arena.Want{}, err
+	}
+	if err := kernels.CheckParams(kind.Params{Setup: cfg.Setup}); err != nil {
 		return arena.Want{}, err
 	}
 	want, err := arena.ParseWant(backend, device)
@@ -267,7 +270,7 @@ func subjectLine(r mutants.Result) string {
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
 	setup := c.Setup
 	if setup.Slots == 0 {
-		setup.Slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
+		setup.Slots = k.PoolSlots(c.Backend.Place(), c.PageSize)
 	}
 	setup.Graph = c.Graph && k.Graphs
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {

@@ -30,6 +30,10 @@ var Kind = kind.Kind{
 		return c, err
 	},
 	Fuzz: fuzzing.Lane(FuzzTarget),
+	// A transfer gets 256 pages by default, so runs cross multiples of 64
+	// pages.
+	Slots:     func(_ arena.Place, pageSize int) int { return 256 * pageSize },
+	SlotsHelp: "transfers 256 pages",
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
