@@ -290,11 +290,11 @@ func TestBuildMatrixRotateAndRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := benchFlags{matrix: path, rotate: 1, slotRun: 1}
-	m, err := f.buildMatrix(func(string) bool { return false })
+	m, err := f.buildMatrix(func(string) bool { return false }, nil)
 	if err != nil || m.Rotate != 4 || m.SlotRun != 64 {
 		t.Errorf("matrix alone: rotate %d, slot_run %d, %v; want 4 and 64", m.Rotate, m.SlotRun, err)
 	}
-	m, err = f.buildMatrix(func(name string) bool { return name == "rotate" || name == "slot-run" })
+	m, err = f.buildMatrix(func(name string) bool { return name == "rotate" || name == "slot-run" }, nil)
 	if err != nil || m.Rotate != 1 || m.SlotRun != 1 {
 		t.Errorf("--rotate 1 --slot-run 1 over the matrix: rotate %d, slot_run %d, %v; want 1 and 1", m.Rotate, m.SlotRun, err)
 	}

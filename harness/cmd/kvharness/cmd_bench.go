@@ -102,7 +102,10 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	return benchRun(ctx, e, &f, fs.Changed)
 }
 
-func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, error) {
+// buildMatrix is the matrix the flags ask for, over the matrix file's or
+// the defaults; tokens, when not nil, gives the kernel's default batch
+// sizes for a run that names none (neither --tokens nor a matrix file).
+func (f *benchFlags) buildMatrix(changed func(string) bool, tokens func(k protocol.Kernel, pageSize int) ([]int, error)) (benchrun.Matrix, error) {
 	m := benchrun.Default()
 	if f.matrix != "" {
 		var err error
@@ -137,10 +140,17 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	if changed("slots") {
 		m.Slots = f.slots
 	}
-	if f.tokens != "" {
+	switch {
+	case f.tokens != "":
 		toks, err := parseInts(f.tokens)
 		if err != nil {
 			return m, fmt.Errorf("--tokens: %w", err)
+		}
+		m.Tokens = toks
+	case f.matrix == "" && tokens != nil:
+		toks, err := tokens(m.Kernel, m.PageSize)
+		if err != nil {
+			return m, err
 		}
 		m.Tokens = toks
 	}
@@ -230,7 +240,22 @@ func parseInts(s string) ([]int, error) {
 }
 
 func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) bool) int {
-	m, err := f.buildMatrix(changed)
+	want, err := arena.ParseWant(f.backend, f.device)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer release()
+	m, err := f.buildMatrix(changed, func(name protocol.Kernel, pageSize int) ([]int, error) {
+		k, err := benchKind(name)
+		if err != nil || k.Bench.Tokens == nil {
+			return benchrun.DefaultTokens, err
+		}
+		return k.Bench.Tokens(backend.Place().OnDevice(), pageSize), nil
+	})
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -257,21 +282,6 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	}
 	if err := refuseNight(f.out, f.resume); err != nil {
 		return e.errorf("%v", err)
-	}
-	want, err := arena.ParseWant(f.backend, f.device)
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	defer release()
-	if f.tokens == "" && f.matrix == "" && k.Bench.Tokens != nil {
-		m.Tokens = k.Bench.Tokens(backend.Place().OnDevice(), m.PageSize)
-		if err := m.Validate(); err != nil {
-			return e.errorf("%v", err)
-		}
 	}
 	dir, err := openDir()
 	if err != nil {
@@ -302,7 +312,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if len(p.Units()) == 0 {
 		return e.errorf("shard %s owns no unit of this matrix (it has fewer units than shards); run fewer shards", spec)
 	}
-	benchNotes(e, r.OnGPU, m)
+	benchNotes(e, r.OnGPU, m, k.Bench)
 	return benchMeasure(ctx, e, f, r, p, format)
 }
 
@@ -391,13 +401,27 @@ func benchPins(flags, plugins []string) (map[string]string, error) {
 	return pins, nil
 }
 
-func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
-	if !onGPU && hasGraph(m) {
+func benchNotes(e *env, onGPU bool, m benchrun.Matrix, b *kind.Bench) {
+	if !onGPU && hasGraph(m) && slices.Contains(b.Modes, results.Graph) {
 		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")
 	}
-	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) {
+	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) && slices.Contains(b.Caches, results.Cold) &&
+		slices.Contains(b.Timings, results.Batched) {
 		fmt.Fprintln(e.stderr, "kvharness: note: cold cells are timed per launch only (a batch runs hot after its first launch)")
 	}
+	if len(m.Modes) > len(b.Modes) || len(m.Caches) > len(b.Caches) || len(m.Timings) > len(b.Timings) {
+		fmt.Fprintf(e.stderr, "kvharness: note: %s kernels are timed %s, %s, %s: the matrix's other modes, caches and timings make no cell of them\n",
+			m.Kernel, joinAs(b.Modes), joinAs(b.Caches), joinAs(b.Timings))
+	}
+}
+
+// joinAs lists values with "or": "eager or graph".
+func joinAs[T ~string](vs []T) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return strings.Join(out, " or ")
 }
 
 // benchFinish writes the night and picks the exit status. An interrupted

@@ -21,6 +21,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,

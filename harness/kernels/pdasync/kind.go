@@ -27,6 +27,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a

@@ -22,6 +22,7 @@ var Kind = kind.Kind{
 	Replay:  replay,
 	Decode:  kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
 	Fuzz:    fuzzing.Lane(FuzzTarget),
+	Bench:   &Bench,
 }
 
 // Suite is the read properties over layouts: a row and a target per

@@ -34,6 +34,7 @@ var Kind = kind.Kind{
 	// pages.
 	Slots:     func(_ arena.Place, pageSize int) int { return 256 * pageSize },
 	SlotsHelp: "transfers 256 pages",
+	Bench:     &Bench,
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
