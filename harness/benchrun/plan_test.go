@@ -1,11 +1,11 @@
 package benchrun
 
 import (
-	"github.com/kvharness/kvharness/harness/kind"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"

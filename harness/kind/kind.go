@@ -1,8 +1,11 @@
 // Package kind is the shape every kernel kind has, as the commands drive
 // it: a Kind value names the kind and says how to check it, replay a saved
-// case of it, decode its repro cases and fuzz it. Each kind package
-// (harness/kernels/store, read, transfer) exports one; package kernels
-// lists them in one table.
+// case of it (on the backend the case ran on), decode its repro cases,
+// fuzz it, which pool a check runs on by default, which flags it refuses,
+// and how kvharness bench measures it (Bench). Each kind package
+// (harness/kernels/store, read, transfer, load, pdasync) exports one;
+// package kernels lists them in one table, and the commands ask no kind
+// anything by name.
 //
 // A kind builds its check on the shared kit: a target (package target) on
 // an arena (package arena), a property system run by package property, a

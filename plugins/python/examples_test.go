@@ -2,12 +2,12 @@ package python
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"

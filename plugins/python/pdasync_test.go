@@ -2,9 +2,9 @@ package python
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/internal/testtier"

@@ -2,9 +2,9 @@ package load
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"

@@ -3,8 +3,8 @@ package load
 import (
 	"context"
 	"fmt"
-	"github.com/kvharness/kvharness/harness/arena"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"

@@ -2,9 +2,9 @@ package pdasync
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/pd"
 )

@@ -2,12 +2,12 @@ package pdasync
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"

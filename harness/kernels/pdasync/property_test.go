@@ -3,7 +3,6 @@ package pdasync
 import (
 	"context"
 	"fmt"
-	"github.com/kvharness/kvharness/harness/arena"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"

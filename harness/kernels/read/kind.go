@@ -2,8 +2,8 @@ package read
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"

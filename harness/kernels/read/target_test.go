@@ -2,10 +2,10 @@ package read
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"math/rand"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"

@@ -2,8 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,7 +9,9 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"

@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"

@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"github.com/kvharness/kvharness/harness/arena"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"

@@ -1,9 +1,9 @@
 package store
 
 import (
-	"github.com/kvharness/kvharness/harness/arena"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"

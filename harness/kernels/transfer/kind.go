@@ -3,8 +3,8 @@ package transfer
 import (
 	"context"
 	"encoding/json"
-	"github.com/kvharness/kvharness/harness/arena"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"

@@ -3,11 +3,11 @@ package transfer
 import (
 	"context"
 	"errors"
-	"github.com/kvharness/kvharness/harness/arena"
 	"math/rand"
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
