@@ -88,7 +88,7 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.HeadDim, "each kernel's"); err != nil {
 		return arena.Want{}, err
 	}
-	if err := kernels.CheckParams(kind.Params{Setup: cfg.Setup}); err != nil {
+	if err := kernels.CheckParams(kind.Params{Padding: "all", Setup: cfg.Setup}); err != nil {
 		return arena.Want{}, err
 	}
 	want, err := arena.ParseWant(backend, device)

@@ -55,7 +55,7 @@ func validate(p kind.Params) error {
 	if p.MaxCapacity < 1 || p.MaxCapacity > MaxCapacity {
 		return fmt.Errorf("--max-capacity %d: want 1..%d", p.MaxCapacity, MaxCapacity)
 	}
-	if p.Padding != "" && p.Padding != "all" {
+	if p.Padding != "all" {
 		if _, err := ParsePadding(p.Padding); err != nil {
 			return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", p.Padding)
 		}
