@@ -66,6 +66,9 @@ func TestGPUFindingOnThisMachine(t *testing.T) {
 	if !strings.Contains(out, "FAIL bf16scatter · bf16 · padding sink · property padding") {
 		t.Errorf("repro --backend cpu does not report the padding failure:\n%s", out)
 	}
+	if code, out, _ := cli("repro", gpuFinding, "--backend", "auto"); code != exitViolation || firstLine(out) != want {
+		t.Errorf("repro --backend auto without a GPU: exit %d, first line %q; want 1, on the host eagerly with the caveat", code, firstLine(out))
+	}
 	if code, _, errOut := cli("repro", gpuFinding, "--backend", "cpu", "--graph"); code != exitError || !strings.Contains(errOut, "--graph needs the cuda backend") {
 		t.Errorf("repro --backend cpu --graph: exit %d, stderr %q; want 2 and why", code, errOut)
 	}
