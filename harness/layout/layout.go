@@ -134,6 +134,7 @@ type Layout struct {
 	planar    bool // every field in a plane: today's planes model, answered by its own closed forms
 	oneBlock  bool // every field's bytes in one piece: judged on the pieces as given
 	pages     int  // the pool's pages, where regions must know them (see ForPool)
+	bases     []int
 }
 
 type fieldInfo struct {
@@ -248,21 +249,42 @@ func (l *Layout) NumPieces() int { return len(l.pieces) }
 // would land. A layout of several regions must know the pool's size: see
 // [Layout.ForPool].
 func (l *Layout) Footprint(slot int64) []Span {
+	// Small enough to inline, so that a caller's spans may stay on its
+	// stack: the oracle asks for every row of every case.
+	spans := make([]Span, len(l.pieces))
+	l.fillFootprint(spans, slot)
+	return spans
+}
+
+// fillFootprint writes slot's spans.
+func (l *Layout) fillFootprint(spans []Span, slot int64) {
 	if l.planar {
-		spans := make([]Span, len(l.planes))
-		page, off := FloorDiv(slot, int64(l.PageSize))
-		for i, p := range l.planes {
-			spans[i] = Span{int(page)*l.pageBytes + p.offset + int(off)*p.stride, p.stride}
-		}
-		return spans
+		l.planeSpans(spans, slot, l.pageBytes)
+		return
 	}
-	return l.footprint(slot, nil)
+	l.footprint(spans, slot, nil)
+}
+
+// fillPaged writes slot's spans for a page stride of pageBytes.
+func (l *Layout) fillPaged(spans []Span, slot int64, pageBytes int) {
+	if l.planar {
+		l.planeSpans(spans, slot, pageBytes)
+		return
+	}
+	l.footprint(spans, slot, &pageBytes)
+}
+
+// planeSpans is the planes model's footprint: one span per plane.
+func (l *Layout) planeSpans(spans []Span, slot int64, pageBytes int) {
+	page, off := FloorDiv(slot, int64(l.PageSize))
+	for i, p := range l.planes {
+		spans[i] = Span{int(page)*pageBytes + p.offset + int(off)*p.stride, p.stride}
+	}
 }
 
 // footprint is the algebra's Footprint; pageBytes, where not nil, replaces
 // every region's page stride.
-func (l *Layout) footprint(slot int64, pageBytes *int) []Span {
-	spans := make([]Span, len(l.pieces))
+func (l *Layout) footprint(spans []Span, slot int64, pageBytes *int) {
 	page, t64 := FloorDiv(slot, int64(l.PageSize))
 	t := int(t64)
 	bases := l.regionBases(pageBytes)
@@ -289,11 +311,13 @@ func (l *Layout) footprint(slot int64, pageBytes *int) []Span {
 			spans[g.first+i] = Span{base + p.rel, p.len}
 		}
 	}
-	return spans
 }
 
 // regionBases are the regions' offsets in the pool.
 func (l *Layout) regionBases(pageBytes *int) []int {
+	if pageBytes == nil && l.bases != nil {
+		return l.bases
+	}
 	bases := make([]int, len(l.regions))
 	if len(l.regions) > 1 && l.pages == 0 {
 		panic(fmt.Sprintf("layout %s has %d regions, placed by the pool's size: bind it with ForPool first", l.Name, len(l.regions)))
@@ -325,7 +349,8 @@ func (l *Layout) ForPool(slots int) (*Layout, error) {
 		return nil, fmt.Errorf("layout %s: %d slots make a pool of more than %d bytes", l.Name, slots, MaxPoolBytes)
 	}
 	c := *l
-	c.pages = l.Pages(slots)
+	c.pages, c.bases = l.Pages(slots), nil
+	c.bases = c.regionBases(nil)
 	return &c, nil
 }
 
@@ -354,9 +379,26 @@ func (l *Layout) Locate(off int, slots int) (Owner, bool) {
 	if off < 0 {
 		return Owner{}, false
 	}
-	if l.planar {
-		return l.locatePlanes(off, slots)
+	if !l.planar {
+		return l.locate(off, slots)
 	}
+	page, r := off/l.pageBytes, off%l.pageBytes
+	for i, p := range l.planes {
+		if r < p.offset || r >= p.offset+l.PageSize*p.stride {
+			continue
+		}
+		tok, inRec := (r-p.offset)/p.stride, (r-p.offset)%p.stride
+		slot := int64(page*l.PageSize + tok)
+		if slot >= int64(slots) {
+			return Owner{}, false
+		}
+		return Owner{Slot: slot, Plane: i, Field: p.fieldAt(inRec), Offset: inRec}, true
+	}
+	return Owner{}, false
+}
+
+// locate is the algebra's Locate: find the region, then the field unit.
+func (l *Layout) locate(off int, slots int) (Owner, bool) {
 	pages := l.Pages(slots)
 	at := 0
 	for ri := range l.regions {
@@ -413,10 +455,6 @@ func (l *Layout) invert(f *fieldInfo, rem int) ([3]int, int, bool) {
 		}
 	}
 	return [3]int{}, 0, false
-}
-
-func (l *Layout) locatePlanes(off int, slots int) (Owner, bool) {
-	return l.locateInPlanes(off/l.pageBytes, off%l.pageBytes, slots)
 }
 
 // locateInPlanes finds the owner of byte r of page page of the planes.
@@ -491,15 +529,9 @@ func (l *Layout) FieldSpan(name string) (plane int, s Span, ok bool) {
 // FootprintPaged is Footprint with another page size in bytes: where a
 // kernel that computes the page stride differently puts slot's bytes.
 func (l *Layout) FootprintPaged(slot int64, pageBytes int) []Span {
-	if l.planar {
-		spans := make([]Span, len(l.planes))
-		page, off := FloorDiv(slot, int64(l.PageSize))
-		for i, p := range l.planes {
-			spans[i] = Span{int(page)*pageBytes + p.offset + int(off)*p.stride, p.stride}
-		}
-		return spans
-	}
-	return l.footprint(slot, &pageBytes)
+	spans := make([]Span, len(l.pieces))
+	l.fillPaged(spans, slot, pageBytes)
+	return spans
 }
 
 // Rearranged returns the same fields in other planes: the layout a kernel

@@ -367,7 +367,7 @@ func (l *Layout) compileRegions() error {
 		f.place, f.region = p, ri
 		l.regions[ri].fields = append(l.regions[ri].fields, f)
 	}
-	l.pageBytes = 0
+	l.pageBytes, l.bases = 0, nil
 	for ri := range l.regions {
 		r := &l.regions[ri]
 		if len(r.fields) == 0 {
@@ -595,6 +595,11 @@ func (l *Layout) compilePieces() error {
 		l.oneBlock = l.oneBlock && f.piece >= 0
 	}
 	l.compilePads()
+	if len(l.regions) == 1 {
+		l.bases = []int{0}
+	} else if l.pages > 0 {
+		l.bases = l.regionBases(nil)
+	}
 	return nil
 }
 
