@@ -25,12 +25,17 @@ var modelDims = []Dims{
 }
 
 // eachModel calls f for every model and every geometry of modelDims it
-// takes (one head where it takes one, its own head dim where fixed).
+// takes (one head where it takes one, its own head dim where fixed); four
+// of them under -short.
 func eachModel(t *testing.T, f func(t *testing.T, name string, d Dims, l *Layout)) {
 	t.Helper()
+	dims := modelDims
+	if testing.Short() {
+		dims = []Dims{modelDims[0], modelDims[2], modelDims[5], modelDims[6]}
+	}
 	for _, name := range ModelNames() {
 		m := models[name]
-		for _, d := range modelDims {
+		for _, d := range dims {
 			if m.onlyHeads != 0 {
 				d.Heads = m.onlyHeads
 			}

@@ -113,7 +113,7 @@ func Builtin(name string, headDim, pageSize int) (*Layout, error) {
 	}
 	b, ok := builtins[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown layout %q (known: %v, %v; or give a layout file)", ErrInvalid, name, Names(), ModelNames())
+		return nil, fmt.Errorf("%w: unknown layout %q (known: %v; or give a layout file)", ErrInvalid, name, Names())
 	}
 	if headDim == 0 {
 		headDim = DefaultHeadDim

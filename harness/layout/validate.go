@@ -106,7 +106,7 @@ func (l *Layout) inputFP16() bool { return l.Input == "fp16" }
 
 func (l *Layout) compileFields() error {
 	l.fields = make(map[string]*fieldInfo, len(l.Fields))
-	l.order = l.order[:0]
+	l.order = nil // fresh: a copy of a compiled layout shares its slices
 	for i := range l.Fields {
 		f := &l.Fields[i]
 		if f.Name == "" || l.fields[f.Name] != nil {
@@ -327,7 +327,7 @@ func (l *Layout) compilePlanes() error {
 // and checks the placement: every unit inside its region's page, no two
 // units on one byte, every unit aligned.
 func (l *Layout) compileRegions() error {
-	l.regions = l.regions[:0]
+	l.regions = nil
 	if len(l.planes) > 0 {
 		pb, err := l.planesPage()
 		if err != nil {
@@ -550,7 +550,7 @@ func (l *Layout) enumerate(fs []*fieldInfo, lo, hi int) error {
 // placed field's units in head-major order) and cuts it into pieces: runs
 // of units contiguous in the pool for every slot.
 func (l *Layout) compilePieces() error {
-	l.pieces, l.groups = l.pieces[:0], l.groups[:0]
+	l.pieces, l.groups = nil, nil
 	img := 0
 	for i, p := range l.planes {
 		var names []string
