@@ -395,3 +395,43 @@ func TestInvertAgainstSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanesBesideRegions: a layout of planes may place more fields in
+// regions after the planes' (an fp8 indexer page and a bf16 V buffer):
+// footprints, owners and encodings agree across both.
+func TestPlanesBesideRegions(t *testing.T) {
+	l := &Layout{Name: "mixed", HeadDim: 16, PageSize: 4, Tensors: []string{"k", "v"}, Regions: []Region{{Name: "v"}},
+		Fields: []Field{
+			{Name: "value", Kind: KindE4M3, Tensor: "k", To: 16, Group: 16},
+			{Name: "scale", Kind: KindScaleF32, Of: "value"},
+			{Name: "v", Kind: KindBF16, Tensor: "v", To: 16, Place: torchPlace("v", 0, 2, dim{CoordSlot, 4}, dim{CoordUnit, 16})},
+		},
+		Planes: [][]string{{"value"}, {"scale"}}}
+	if err := l.compile(); err != nil {
+		t.Fatal(err)
+	}
+	slots := 10
+	b, err := l.ForPool(slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.PageBytes() != 4*20+4*32 || b.NumPieces() != 3 {
+		t.Fatalf("%d B/page, %d pieces", b.PageBytes(), b.NumPieces())
+	}
+	for s := range int64(slots) {
+		for p, sp := range b.Footprint(s) {
+			for o := sp.Off; o < sp.End(); o++ {
+				if got, ok := b.Locate(o, slots); !ok || got.Slot != s || got.Plane != p || got.Offset != o-sp.Off {
+					t.Fatalf("Locate(%d) = %+v, %v; slot %d piece %d", o, got, ok, s, p)
+				}
+			}
+		}
+	}
+	if want := 3*80 + 128 + 32; b.Footprint(5)[2].Off != want { // 3 pages of planes, then V's page 1, token 1
+		t.Errorf("V of slot 5 at %d, want %d", b.Footprint(5)[2].Off, want)
+	}
+	row := randomRow(rand.New(rand.NewPCG(2, 2)), 32, 1)
+	if fs := b.Judge(row, b.Encode(row), Exact); len(fs) > 0 {
+		t.Error(Summary(fs))
+	}
+}
