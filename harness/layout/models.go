@@ -229,11 +229,17 @@ func vllmMLAFP8(Dims) *Layout {
 	}, Planes: [][]string{{"latent", "rope"}}}
 }
 
-// nvfp4KV is vLLM's NVFP4 page: [K data | K scales | V data | V scales].
-// A head's S = D/16 block scales of token t (t = 4·t1 + t0, s = (S/4)·s1
-// + s0) sit at scale row 4·t1 + s1, column 4·s0 + t0: swizzle_scale_offset,
-// as shape:stride (4, P/4):(1, 4·row) for the slot and (S/4, 4):(4, row)
-// for the block, row = the bytes between scale rows.
+// nvfp4KV is vLLM's NVFP4 page, as reshape_and_cache_nvfp4_dispatch in
+// vllm-project/vllm csrc/libtorch_stable/quantization/fp4/
+// nvfp4_kv_cache_kernels.cu lays it out: [K data | K scales | V data | V
+// scales], data and scales each NHD or HND by the cache's strides. Its
+// swizzle_scale_offset puts a head's S = D/16 block scales of token t
+// (t = 4·t1 + t0, s = (S/4)·s1 + s0) at scale row 4·t1 + s1, column
+// 4·s0 + t0: as shape:stride, (4, P/4):(1, 4·row) for the slot and
+// (S/4, 4):(4, row) for the block, row = the bytes between scale rows.
+// vLLM #49012 reports its NHD output byte-identical to FlashInfer's
+// nvfp4_quantize_paged_kv_cache. The kernel's integer S/4 is exact only
+// for D a multiple of 64; at other head dims its blocks collide.
 func nvfp4KV(headMajor bool) func(Dims) *Layout {
 	return func(d Dims) *Layout {
 		p, h, s := d.PageSize, d.Heads, d.HeadDim/16

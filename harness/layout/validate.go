@@ -568,14 +568,15 @@ func (l *Layout) compilePieces() error {
 		}
 		f.img = img
 		g := group{region: f.region, place: f.place, first: len(l.pieces), composite: f.place.slot < 0 && l.PageSize > 1 && f.place.modesSlot()}
+		names := []string{f.Name} // shared by the field's pieces
 		for h := range l.heads {
 			for u := range f.units {
 				if g.composite {
-					l.pieces = append(l.pieces, piece{len: f.ub, img: img, fields: []string{f.Name}, f: f, h: h, u: u})
+					l.pieces = append(l.pieces, piece{len: f.ub, img: img, fields: names, f: f, h: h, u: u})
 				} else if rel, last := f.place.rest(h, u), len(l.pieces)-1; last >= g.first && l.pieces[last].rel+l.pieces[last].len == rel {
 					l.pieces[last].len += f.ub
 				} else {
-					l.pieces = append(l.pieces, piece{rel: rel, len: f.ub, img: img, fields: []string{f.Name}})
+					l.pieces = append(l.pieces, piece{rel: rel, len: f.ub, img: img, fields: names})
 				}
 				img += f.ub
 			}
