@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -28,7 +30,7 @@ const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
 // testdata/fuzz/TARGET/ and go test prints the line that replays it.
 func runFuzz(ctx context.Context, e *env, args []string) int {
 	fs := flags("fuzz", "--plugin P [flags]", fuzzExamples, e)
-	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz (bundled name, path or command)")
+	pluginArg := fs.String("plugin", "fusedstore", "plugin to fuzz: a bundled name, a binary, a manifest (.json) or a command line, as check takes it")
 	variant := fs.String("variant", "", "plugin variant")
 	target := fs.String("target", "FuzzStore", "fuzz target: "+kernels.FuzzTargets()+", or a file-parser target; several as a comma list, or all: every kind's, one after another")
 	shardArg := fs.String("shard", "", "fuzz part i of n of the targets, as 2/3: the targets sorted by name, every n-th from the i-th, each for --time (go test -fuzz takes no seed, so a target is what splits deterministically)")
@@ -55,8 +57,12 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
 	}
-	if spec, err := plugin.ResolveSpec(*pluginArg); err == nil && len(spec.Argv) == 1 {
-		*pluginArg = spec.Argv[0] // absolute, since go test runs in the target's package
+	if *mode == "out-of-process" {
+		abs, err := fuzzPlugin(*pluginArg)
+		if err != nil {
+			return e.errorf("fuzz: %v", err)
+		}
+		*pluginArg = abs
 	}
 	env := append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
 	code := exitPass
@@ -78,6 +84,47 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	return code
 }
 
+// fuzzPlugin is --plugin as go test, which runs in the target's package
+// folder, must see it: resolved here, where the user stands (a bundled
+// plugin built, a path, manifest or command line checked), and given as
+// an absolute path; a command line gets its files' absolute paths.
+func fuzzPlugin(arg string) (string, error) {
+	spec, err := plugin.ResolveSpec(arg)
+	switch {
+	case err != nil:
+		return "", err
+	case strings.HasSuffix(arg, ".json"):
+		return filepath.Abs(arg)
+	case strings.IndexFunc(arg, unicode.IsSpace) >= 0:
+		return commandLine(spec.Argv)
+	}
+	return spec.Argv[0], nil
+}
+
+// commandLine writes argv back as a command line plugin.ResolveSpec
+// reads, each file an absolute path.
+func commandLine(argv []string) (string, error) {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if st, err := os.Stat(a); err == nil && st.Mode().IsRegular() {
+			if abs, err := filepath.Abs(a); err == nil {
+				a = abs
+			}
+		}
+		switch {
+		case !strings.ContainsAny(a, " \t'\""):
+		case !strings.Contains(a, `"`):
+			a = `"` + a + `"`
+		case !strings.Contains(a, "'"):
+			a = "'" + a + "'"
+		default:
+			return "", fmt.Errorf("plugin command word %q holds both quote characters; write a manifest for it", a)
+		}
+		words[i] = a
+	}
+	return strings.Join(words, " "), nil
+}
+
 // fuzzOne runs one go test -fuzz in dir.
 func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int {
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
@@ -85,14 +132,32 @@ func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int 
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out), io.MultiWriter(e.stderr, &out)
 	if err := cmd.Run(); err != nil {
-		// go test exits 1 for a failing input and for a build failure alike:
-		// only a written crasher is a finding.
-		if bytes.Contains(out.Bytes(), []byte("Failing input written to")) {
+		if found := finding(out.Bytes()); found != "" {
+			fmt.Fprintf(e.stderr, "kvharness fuzz: %s, in %s (exit 1: a violation)\n", found, dir)
 			return exitViolation
 		}
 		return e.errorf("go test -fuzz (%s): %v", filepath.Base(dir), err)
 	}
 	return exitPass
+}
+
+// seedFailed is go test's line for a seed (f.Add, or a corpus file) that
+// fails before any new input is made.
+var seedFailed = regexp.MustCompile(`failure while testing seed corpus entry: (Fuzz\w+/\S+)`)
+
+// finding says what go test -fuzz found in its output, or "" for none. go
+// test exits 1 for a failing input and for a build failure or a setup
+// error alike: a finding is a new input it wrote, or a seed of the corpus
+// that failed (which it writes nowhere: the seed is the crasher).
+func finding(out []byte) string {
+	if i := bytes.Index(out, []byte("Failing input written to ")); i >= 0 {
+		line, _, _ := bytes.Cut(out[i:], []byte("\n"))
+		return "the crasher is " + strings.TrimPrefix(string(line), "Failing input written to ")
+	}
+	if m := seedFailed.FindSubmatch(out); m != nil {
+		return fmt.Sprintf("seed %s of the corpus fails (go test -run='^%s$' replays it)", m[1], regexp.QuoteMeta(string(m[1])))
+	}
+	return ""
 }
 
 // fuzzTargets is what --target and --shard ask for: the targets named (all:
