@@ -268,7 +268,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
-		spec, err := plugin.ResolveSpec(name)
+		spec, err := resolve(name)
 		if err != nil {
 			return nil, err
 		}

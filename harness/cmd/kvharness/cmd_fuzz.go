@@ -89,7 +89,7 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 // plugin built, a path, manifest or command line checked), and given as
 // an absolute path; a command line gets its files' absolute paths.
 func fuzzPlugin(arg string) (string, error) {
-	spec, err := plugin.ResolveSpec(arg)
+	spec, err := resolve(arg)
 	switch {
 	case err != nil:
 		return "", err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
@@ -77,7 +78,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	s := &session{dir: dir}
-	spec, err := plugin.ResolveSpec(arg)
+	spec, err := resolve(arg)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -102,6 +103,31 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	return s, nil
+}
+
+// resolve is plugin.ResolveSpec, with a suggestion when a plugin name
+// that is no path is not found: the bundled name it is a typo of, or the
+// manifest of the Python example it names.
+func resolve(arg string) (plugin.Spec, error) {
+	spec, err := plugin.ResolveSpec(arg)
+	if err == nil || !errors.Is(err, plugin.ErrNotFound) || strings.ContainsAny(arg, "/ \t") {
+		return spec, err
+	}
+	var names []string
+	manifests := map[string]string{}
+	for _, ex := range pythonExamples() {
+		names = append(names, ex.name)
+		manifests[ex.name] = ex.manifest
+	}
+	names = append(names, plugin.BundledNames()...)
+	s := suggest(arg, names)
+	switch {
+	case s == "":
+		return spec, err
+	case manifests[s] != "":
+		return spec, fmt.Errorf("%w; did you mean the Python example %s? Name it by its manifest: --plugin %s", err, s, shellQuote(manifests[s]))
+	}
+	return spec, fmt.Errorf("%w; did you mean %s?", err, s)
 }
 
 // onGPU is how the plugin's processes start for a run with these
