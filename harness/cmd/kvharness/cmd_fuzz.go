@@ -20,7 +20,7 @@ import (
 
 const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
   kvharness fuzz --plugin ./my-plugin --target FuzzStore --time 10m
-  kvharness fuzz --plugin fp8store --mode in-process
+  kvharness fuzz --plugin fp8store --lane in-process
   kvharness fuzz --plugin fusedstore --target all --shard 2/3 --time 5m   # this machine's third of the kinds' targets
 `
 
@@ -34,7 +34,7 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	variant := fs.String("variant", "", "plugin variant")
 	target := fs.String("target", "FuzzStore", "fuzz target: "+kernels.FuzzTargets()+", or a file-parser target; several as a comma list, or all: every kind's, one after another")
 	shardArg := fs.String("shard", "", "fuzz part i of n of the targets, as 2/3: the targets sorted by name, every n-th from the i-th, each for --time (go test -fuzz takes no seed, so a target is what splits deterministically)")
-	mode := fs.String("mode", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
+	mode := fs.String("lane", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
 	fuzztime := fs.Duration("time", 30*time.Second, "how long to fuzz")
 	parallel := fs.Int("parallel", 0, "fuzz worker processes (0: one per CPU; use 1 on one GPU)")
 	if code, ok := parse(fs, args); !ok {
@@ -47,7 +47,7 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 		return e.errorf("fuzz: --parallel %d: want 0 (one per CPU) or more", *parallel)
 	}
 	if !oneOf(*mode, "out-of-process", "in-process") {
-		return e.errorf("fuzz: --mode %q: want out-of-process or in-process", *mode)
+		return e.errorf("fuzz: --lane %q: want out-of-process or in-process", *mode)
 	}
 	targets, err := fuzzTargets(*target, *shardArg)
 	if err != nil {
