@@ -41,6 +41,9 @@ type Repro struct {
 	// Count is how many times a replay checks the case (repro --count);
 	// 0 or 1: once, and once more to confirm a failure.
 	Count int `json:"-"`
+	// Own is the plugin's own name (its Describe's): what the file is
+	// named after, where Plugin may be a manifest's path.
+	Own string `json:"-"`
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
@@ -123,12 +126,16 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 	return &r, l, nil
 }
 
-// Name is a stable file name: plugin, variant, layout, padding, property
-// and a hash of the content, so the same finding overwrites itself.
+// Name is a stable file name: plugin (its own name where known),
+// variant, layout, padding, property and a hash of the content, so the
+// same finding overwrites itself.
 func (r *Repro) Name() string {
 	body, _ := json.Marshal(r.Case)
 	sum := sha256.Sum256(append(append([]byte(r.Plugin+r.Variant), r.Layout...), body...))
 	parts := []string{displayName(r.Plugin)}
+	if r.Own != "" {
+		parts[0] = r.Own
+	}
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}

@@ -343,16 +343,31 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 }
 
 // saveFailures writes a repro file per failure before anything is
-// reported, and puts its path into the failure.
+// reported, named after the plugin's own name, and puts its path into
+// the failure, with the --plugin its replay line must name when the
+// plugin is no bundled one.
 func saveFailures(dir string, run *report.Run) error {
 	for _, f := range run.Failures() {
+		f.Repro.Own = f.Plugin
 		path, err := f.Repro.Save(dir)
 		if err != nil {
 			return err
 		}
 		f.ReproPath = path
+		f.ReplayPlugin = replayPlugin(f.Repro.Plugin)
 	}
 	return nil
+}
+
+// replayPlugin is the --plugin a replay line names for a plugin named arg
+// in the repro file: none for a bundled plugin, which repro runs from the
+// file; the path or command itself otherwise, since repro runs no path or
+// command a file names unless the command line names it too.
+func replayPlugin(arg string) string {
+	if plugin.IsBundled(arg) {
+		return ""
+	}
+	return arg
 }
 
 // verdictCode prints plugin faults and picks the exit status: a

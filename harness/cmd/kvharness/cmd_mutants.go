@@ -245,7 +245,7 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 // subjectLine is a finished subject in one line, as it streams above the
 // progress bar.
 func subjectLine(r mutants.Result) string {
-	name := textsafe.String(r.Plugin)
+	name := textsafe.String(r.Shown())
 	if r.Variant != "" {
 		name += "/" + textsafe.String(r.Variant)
 	}
