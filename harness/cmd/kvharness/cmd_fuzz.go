@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -67,17 +68,20 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	env := append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
 	code := exitPass
 	for _, t := range targets {
-		if len(targets) > 1 {
-			fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v\n", t, *fuzztime)
-		}
+		dir := fuzzPackage(t, *mode)
+		fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v in ./%s (go test builds its test binary first: minutes the first time)\n", t, *fuzztime, filepath.ToSlash(dir))
 		goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + t + "$", "-fuzztime=" + fuzztime.String()}
 		if *parallel > 0 {
 			goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 		}
-		switch c := fuzzOne(ctx, e, filepath.Join(root, fuzzPackage(t, *mode)), goArgs, env); {
+		start := time.Now()
+		c := fuzzOne(ctx, e, filepath.Join(root, dir), goArgs, env)
+		switch {
+		case c == exitPass:
+			fmt.Fprintf(e.stderr, "kvharness fuzz: %s: no failure in %v of fuzzing (%v in all)\n", t, *fuzztime, time.Since(start).Round(time.Second))
 		case c == exitViolation:
 			code = c // a finding; the shard's other targets still run
-		case c != exitPass:
+		default:
 			return c
 		}
 	}
@@ -130,8 +134,12 @@ func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int 
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
 	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out), io.MultiWriter(e.stderr, &out)
-	if err := cmd.Run(); err != nil {
+	quiet := &silence{last: time.Now()}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out, quiet), io.MultiWriter(e.stderr, &out, quiet)
+	stop := quiet.heartbeat(e.stderr, "kvharness fuzz: "+filepath.Base(dir)+": go test is still building or starting")
+	err := cmd.Run()
+	stop()
+	if err != nil {
 		if found := finding(out.Bytes()); found != "" {
 			fmt.Fprintf(e.stderr, "kvharness fuzz: %s, in %s (exit 1: a violation)\n", found, dir)
 			return exitViolation
@@ -204,4 +212,44 @@ func fuzzPackage(target, mode string) string {
 		return filepath.FromSlash(k.Fuzz.Package)
 	}
 	return "fuzz"
+}
+
+// silence notes when go test last wrote, for a heartbeat while it is
+// silent (its build, the plugin's start): go test -fuzz itself reports
+// every 3 s once it fuzzes.
+type silence struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (s *silence) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
+	return len(p), nil
+}
+
+// heartbeat writes what, with the time elapsed, to w whenever nothing has
+// been written for heartbeatEvery, until the returned stop is called.
+func (s *silence) heartbeat(w io.Writer, what string) (stop func()) {
+	start, done, ended := time.Now(), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(min(heartbeatEvery/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				s.mu.Lock()
+				if now.Sub(s.last) >= heartbeatEvery {
+					fmt.Fprintf(w, "  … %s, %v elapsed\n", what, now.Sub(start).Round(time.Second))
+					s.last = now
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
 }
