@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/fuzzing/remote"
+	"github.com/kvharness/kvharness/harness/junit/junittest"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/internal/testtier"
@@ -66,10 +67,16 @@ func TestFuzzCommandOnManifest(t *testing.T) {
 	t.Parallel()
 	python(t)
 	testtier.FullOnly(t, "builds the kvharness command and the store's fuzz lane, and fuzzes a Python plugin")
-	cmd := exec.Command(kvharnessBinary(t), "fuzz", "--plugin", filepath.Join("torchscatter", "kvharness-plugin.json"), "--time", "20s", "--parallel", "1")
+	report := filepath.Join(t.TempDir(), "fuzz.xml")
+	cmd := exec.Command(kvharnessBinary(t), "fuzz", "--plugin", filepath.Join("torchscatter", "kvharness-plugin.json"), "--time", "20s", "--parallel", "1",
+		"--junit", report)
 	cmd.Env = append(os.Environ(), "KVHARNESS_FUZZ_CHECKER="+kvharnessBinary(t))
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "(exit 1: a violation)") {
 		t.Errorf("kvharness fuzz on torchscatter's manifest: exit %d (%v), want 1 naming the crasher\n%s", code, err, out)
+	}
+	junittest.Validate(t, report)
+	if got := junittest.Counts(t, report); len(got) != 1 || got[0] != "kvharness fuzz torchscatter: failure" {
+		t.Errorf("the JUnit report reads %q; want FuzzStore failed, under torchscatter's own name", got)
 	}
 }

@@ -25,6 +25,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
   kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
+  kvharness check --plugin ./my-plugin.json --junit results.xml   # also a JUnit report for CI
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -158,9 +159,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	start := time.Now()
 	var f checkFlags
 	var showTimings bool
+	var junitFile string
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
+	fs.StringVar(&junitFile, "junit", "", junitUsage)
 	fs.BoolVar(&showTimings, "timings", false, "print where the time went after the report, on stderr: setup, each row's opening and search, a failure's re-runs, shrinking and fresh-process check")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -177,6 +180,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
+	}
+	if err := checkJUnitFile(junitFile); err != nil {
+		return e.errorf("%v", err)
 	}
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
@@ -222,6 +228,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	code := finishCheck(e, run, f.json, f.results)
+	if err := writeJUnit(junitFile, "kvharness check", checkSuite(run, start)); err != nil {
+		return e.errorf("%v", err)
+	}
 	tm.write(e.stderr, time.Since(start))
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
 		code = exitViolation

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/kvharness/kvharness/harness/junit"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -23,6 +24,7 @@ const fuzzExamples = `  kvharness fuzz --plugin fusedstore --time 1m
   kvharness fuzz --plugin ./my-plugin --target FuzzStore --time 10m
   kvharness fuzz --plugin fp8store --lane in-process
   kvharness fuzz --plugin fusedstore --target all --shard 2/3 --time 5m   # this machine's third of the kinds' targets
+  kvharness fuzz --plugin ./mystore/kvharness-plugin.json --junit fuzz.xml
 `
 
 // runFuzz runs a fuzz target of the source tree against a plugin: a kernel
@@ -38,6 +40,7 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	mode := fs.String("lane", "out-of-process", "out-of-process (the real plugin over gRPC) or in-process (a bundled Go kernel linked in: coverage sees it)")
 	fuzztime := fs.Duration("time", 30*time.Second, "how long to fuzz")
 	parallel := fs.Int("parallel", 0, "fuzz worker processes (0: one per CPU; use 1 on one GPU)")
+	junitFile := fs.String("junit", "", junitUsage)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -58,15 +61,22 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return e.errorf("kvharness fuzz runs go test -fuzz in the kvharness source tree; run it from inside a checkout")
 	}
+	if err := checkJUnitFile(*junitFile); err != nil {
+		return e.errorf("fuzz: %v", err)
+	}
+	shown := *pluginArg
 	if *mode == "out-of-process" {
-		abs, err := fuzzPlugin(*pluginArg)
+		abs, name, err := fuzzPlugin(*pluginArg)
 		if err != nil {
 			return e.errorf("fuzz: %v", err)
 		}
-		*pluginArg = abs
+		*pluginArg, shown = abs, name
 	}
 	env := append(os.Environ(), "KVHARNESS_PLUGIN="+*pluginArg, "KVHARNESS_VARIANT="+*variant, "KVHARNESS_FUZZ_MODE="+*mode)
 	code := exitPass
+	began := time.Now()
+	suite := junit.NewSuite("kvharness fuzz "+shown, began)
+	suite.Properties = []junit.Property{{Name: "plugin", Value: *pluginArg}, {Name: "lane", Value: *mode}, {Name: "time", Value: fuzztime.String()}}
 	for _, t := range targets {
 		dir := fuzzPackage(t, *mode)
 		fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v in ./%s (go test builds its test binary first: minutes the first time)\n", t, *fuzztime, filepath.ToSlash(dir))
@@ -75,7 +85,12 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 			goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 		}
 		start := time.Now()
-		c := fuzzOne(ctx, e, filepath.Join(root, dir), goArgs, env)
+		c, out := fuzzOne(ctx, e, filepath.Join(root, dir), goArgs, env)
+		suite.Add(fuzzCase(t, shown, c, time.Since(start), out))
+		suite.Time = junit.Seconds(time.Since(began))
+		if err := writeJUnit(*junitFile, "kvharness fuzz", suite); err != nil {
+			return e.errorf("%v", err)
+		}
 		switch {
 		case c == exitPass:
 			fmt.Fprintf(e.stderr, "kvharness fuzz: %s: no failure in %v of fuzzing (%v in all)\n", t, *fuzztime, time.Since(start).Round(time.Second))
@@ -92,17 +107,20 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 // folder, must see it: resolved here, where the user stands (a bundled
 // plugin built, a path, manifest or command line checked), and given as
 // an absolute path; a command line gets its files' absolute paths.
-func fuzzPlugin(arg string) (string, error) {
+// name is the plugin's own name (a manifest's), for reports.
+func fuzzPlugin(arg string) (abs, name string, err error) {
 	spec, err := resolve(arg)
 	switch {
 	case err != nil:
-		return "", err
+		return "", "", err
 	case strings.HasSuffix(arg, ".json"):
-		return filepath.Abs(arg)
+		abs, err = filepath.Abs(arg)
 	case strings.IndexFunc(arg, unicode.IsSpace) >= 0:
-		return commandLine(spec.Argv)
+		abs, err = commandLine(spec.Argv)
+	default:
+		abs = spec.Argv[0]
 	}
-	return spec.Argv[0], nil
+	return abs, spec.Name, err
 }
 
 // commandLine writes argv back as a command line plugin.ResolveSpec
@@ -129,8 +147,9 @@ func commandLine(argv []string) (string, error) {
 	return strings.Join(words, " "), nil
 }
 
-// fuzzOne runs one go test -fuzz in dir.
-func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int {
+// fuzzOne runs one go test -fuzz in dir, and returns its exit status and
+// output.
+func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) (int, string) {
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
 	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
@@ -142,11 +161,11 @@ func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) int 
 	if err != nil {
 		if found := finding(out.Bytes()); found != "" {
 			fmt.Fprintf(e.stderr, "kvharness fuzz: %s, in %s (exit 1: a violation)\n", found, dir)
-			return exitViolation
+			return exitViolation, out.String()
 		}
-		return e.errorf("go test -fuzz (%s): %v", filepath.Base(dir), err)
+		return e.errorf("go test -fuzz (%s): %v", filepath.Base(dir), err), out.String()
 	}
-	return exitPass
+	return exitPass, out.String()
 }
 
 // seedFailed is go test's line for a seed (f.Add, or a corpus file) that

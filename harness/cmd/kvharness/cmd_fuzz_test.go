@@ -39,15 +39,15 @@ func TestFuzzPluginAbsolute(t *testing.T) {
 	if err != nil {
 		t.Skipf("no python for a manifest's python3: %v", err)
 	}
-	got, err := fuzzPlugin("m.json")
-	if want := filepath.Join(dir, "m.json"); err != nil || got != want {
-		t.Errorf("manifest: %q, %v; want %q", got, err, want)
+	got, name, err := fuzzPlugin("m.json")
+	if want := filepath.Join(dir, "m.json"); err != nil || got != want || name != "mine" {
+		t.Errorf("manifest: %q (%s), %v; want %q (mine)", got, name, err, want)
 	}
-	got, err = fuzzPlugin(py + " plugin.py --flag")
+	got, _, err = fuzzPlugin(py + " plugin.py --flag")
 	if want := py + " " + filepath.Join(dir, "plugin.py") + " --flag"; err != nil || got != want {
 		t.Errorf("command line: %q, %v; want %q", got, err, want)
 	}
-	if _, err := fuzzPlugin("missing.json"); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if _, _, err := fuzzPlugin("missing.json"); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("a missing manifest: %v; want an error naming it", err)
 	}
 }
