@@ -58,11 +58,20 @@ func Python(name string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("$%s=%s: %v", PythonEnv, env, err)
 		}
-		return filepath.Abs(p)
+		p, err = filepath.Abs(p)
+		if err == nil {
+			chosen(name, p, "$"+PythonEnv+" names it")
+		}
+		return p, err
 	}
 	var tried []string
 	for _, c := range pythonCandidates(name) {
 		if ok, why := probePython(c); ok {
+			because := "the first " + name + " on PATH, and it imports " + strings.Join(PythonModules, ", ")
+			if len(tried) > 0 {
+				because = "it imports " + strings.Join(PythonModules, ", ") + "; passed over: " + strings.Join(tried, "; ")
+			}
+			chosen(name, c, because)
 			return c, nil
 		} else {
 			tried = append(tried, fmt.Sprintf("%s (%s)", c, why))
@@ -133,4 +142,21 @@ func probePython(python string) (bool, string) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// PythonChosen, when set, is told once per name which interpreter runs
+// Python plugins and why (the kvharness command says so on stderr: the
+// python first on PATH is often not the one that has the SDK's modules).
+var PythonChosen func(name, path, why string)
+
+var told sync.Map // name → path told to PythonChosen
+
+func chosen(name, path, why string) {
+	if PythonChosen == nil {
+		return
+	}
+	if prev, loaded := told.LoadOrStore(name, path); loaded && prev == path {
+		return
+	}
+	PythonChosen(name, path, why)
 }

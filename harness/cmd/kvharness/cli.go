@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -36,9 +37,31 @@ type env struct {
 
 // errorf prints one line on stderr and returns the usage-or-input exit
 // code. Messages name the input and, where it is known, the fix.
+//
+// One exception: a plugin that failed with last words (a Python
+// traceback, a Go panic, its stderr's last lines) has them printed whole
+// under that line, as it wrote them: an import error folded onto one line
+// is hard to read.
 func (e *env) errorf(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "kvharness: %s\n", oneLine(fmt.Sprintf(format, args...)))
+	msg := fmt.Sprintf(format, args...)
+	if head, words, ok := strings.Cut(msg, "\n"); ok && hasLastWords(args) {
+		fmt.Fprintf(e.stderr, "kvharness: %s\n%s\n", oneLine(head), strings.TrimRight(words, "\n"))
+		return exitError
+	}
+	fmt.Fprintf(e.stderr, "kvharness: %s\n", oneLine(msg))
 	return exitError
+}
+
+// hasLastWords reports whether an argument is a plugin fault carrying the
+// plugin's own last words.
+func hasLastWords(args []any) bool {
+	for _, a := range args {
+		var f *plugin.Fault
+		if err, ok := a.(error); ok && errors.As(err, &f) && (f.Panic != nil || strings.TrimSpace(f.Stderr) != "") {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine folds a message onto one line: errors wrapped from elsewhere

@@ -16,6 +16,9 @@ import (
 func main() {
 	plugin.SelfServes = true
 	gobuild.Building = building
+	plugin.PythonChosen = func(name, path, why string) {
+		fmt.Fprintf(os.Stderr, "kvharness: python plugins' %s is %s: %s (set %s to choose another)\n", name, path, why, plugin.PythonEnv)
+	}
 	ctx, stop := interruptible(os.Stderr, os.Exit)
 	code := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
 	stop()
