@@ -131,3 +131,29 @@ func TestPythonChoiceIsTold(t *testing.T) {
 		t.Errorf("with %s set, told %q", PythonEnv, calls)
 	}
 }
+
+// TestProbeRemembered: an interpreter that imported the SDK's modules is
+// remembered across runs (a file in the user cache), by its path, size
+// and time; one that failed is not.
+func TestProbeRemembered(t *testing.T) {
+	py, err := Python("python3")
+	if err != nil {
+		t.Skipf("no python for the SDK here: %v", err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if probedBefore(py) {
+		t.Fatal("remembered in an empty cache")
+	}
+	rememberProbe(py)
+	rememberProbe(py)
+	if !probedBefore(py) {
+		t.Errorf("%s not remembered", py)
+	}
+	data, _ := os.ReadFile(probeCache())
+	if n := strings.Count(string(data), "\n"); n != 1 {
+		t.Errorf("the cache holds %d lines, want 1:\n%s", n, data)
+	}
+	if probedBefore("/bin/sh") {
+		t.Error("an interpreter never probed is remembered")
+	}
+}
