@@ -30,9 +30,11 @@ type command struct {
 	hidden  bool // left out of the command list (serve-plugin: the harness runs it)
 }
 
-// env is what every command writes to.
+// env is what every command writes to, and the command table (for the
+// commands that list the others: completion).
 type env struct {
 	stdout, stderr io.Writer
+	commands       map[string]command
 }
 
 // errorf prints one line on stderr and returns the usage-or-input exit
@@ -76,6 +78,7 @@ func oneLine(s string) string {
 var commands = map[string]command{
 	"bench":             {summary: "measure throughput and tail latency over a matrix of cells", run: runBench},
 	"check":             {summary: "run the store properties against a plugin", run: runCheck},
+	"completion":        {summary: "print a shell completion script: kvharness completion bash (or zsh)", run: runCompletion},
 	"compare":           {summary: "compare two bench.txt files, a verdict per cell; exit 1 when a cell is slower", run: runCompare},
 	"fuzz":              {summary: "fuzz a plugin with go test -fuzz (needs the kvharness source and Go)", run: runFuzz},
 	"fuzz-check":        {summary: "check a fuzz worker's inputs (go test -fuzz runs it for a kind's out-of-process lane)", run: runFuzzCheck, hidden: true},
@@ -88,7 +91,7 @@ var commands = map[string]command{
 }
 
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	e := &env{stdout: stdout, stderr: stderr, commands: commands}
 	if len(args) == 0 {
 		usage(stdout)
 		return exitPass
