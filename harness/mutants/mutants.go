@@ -28,10 +28,10 @@ type Subject struct {
 	// manifest): what opens it; Name is the plugin's own name, what
 	// tables show.
 	Plugin, Name string
-	Kernel  protocol.Kernel // whose properties judge it
-	Variant string          // "" for the plugin as shipped
-	Doc     string
-	Mutant  bool // must be killed; otherwise a control that must pass
+	Kernel       protocol.Kernel // whose properties judge it
+	Variant      string          // "" for the plugin as shipped
+	Doc          string
+	Mutant       bool // must be killed; otherwise a control that must pass
 }
 
 // Result is a subject's fate.

@@ -157,7 +157,7 @@ type Failure struct {
 	// repro file's plugin is a path or a command, which repro runs only
 	// when the command line names it, never from the file alone.
 	ReplayPlugin string
-	Test      string // go test -run line, when a test found it
+	Test         string // go test -run line, when a test found it
 }
 
 // Build makes the report of a suite's verdicts through the kind's schema.

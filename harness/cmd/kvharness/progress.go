@@ -47,8 +47,8 @@ type progress struct {
 
 	log      io.Writer // off a terminal: where lines go
 	start    time.Time
-	count    int64     // units done, for the heartbeat
-	lastLine time.Time // when the log was last written
+	count    int64         // units done, for the heartbeat
+	lastLine time.Time     // when the log was last written
 	beating  chan struct{} // closed when the heartbeat's goroutine ends
 }
 
