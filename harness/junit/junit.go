@@ -12,6 +12,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -63,7 +64,7 @@ type Case struct {
 type Result struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Body    string `xml:",chardata"`
+	Body    string `xml:",cdata"` // as written, line breaks and all; see xmlText
 }
 
 // Seconds is a duration as JUnit writes it: seconds, three decimals.
@@ -104,6 +105,17 @@ func Encode(name string, suites ...*Suite) ([]byte, error) {
 		all.Skipped += s.Skipped
 		all.Time += s.Time
 	}
+	for _, s := range suites {
+		for i := range s.Cases {
+			c := &s.Cases[i]
+			for _, r := range []*Result{c.Failure, c.Error, c.Skipped} {
+				if r != nil {
+					r.Body = xmlText(r.Body)
+				}
+			}
+			c.SystemOut = xmlText(c.SystemOut)
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	enc := xml.NewEncoder(&b)
@@ -113,4 +125,19 @@ func Encode(name string, suites ...*Suite) ([]byte, error) {
 	}
 	b.WriteByte('\n')
 	return b.Bytes(), nil
+}
+
+// xmlText replaces what XML 1.0 cannot hold at all (control characters
+// other than tab and line breaks, a go test log's escapes) with U+FFFD:
+// a report is text, and one stray byte must not make the file unreadable.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r <= 0xDFFF:
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

@@ -27,7 +27,8 @@ func TestEncodeIsValidJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`tests="4" failures="1" errors="1" skipped="1"`, `time="1.500"`, `timestamp="2026-01-02T03:04:05"`, "&lt;x&gt; &amp;"} {
+	for _, want := range []string{`tests="4" failures="1" errors="1" skipped="1"`, `time="1.500"`, `timestamp="2026-01-02T03:04:05"`,
+		"<![CDATA[FAIL <x> & \uFFFD[2J ]]]]><![CDATA[> done\n  replay: kvharness repro 'a b.json'\n]]>", `name="kvharness check evil&lt;&amp;&gt;"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("encoding lacks %q:\n%s", want, data)
 		}
