@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -56,4 +57,22 @@ func shellWords(t *testing.T, line string) []string {
 		t.Fatalf("sh could not read %q: %v", line, err)
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+}
+
+// TestReplayable: a repro file names a bundled plugin as it is and a path
+// absolute, a manifest in the working folder (no slash) included, so the
+// replay line runs from any folder; a command line stays as typed.
+func TestReplayable(t *testing.T) {
+	wd, _ := os.Getwd()
+	for arg, want := range map[string]string{
+		"fusedstore":                 "fusedstore",
+		"kvharness-plugin.json":      filepath.Join(wd, "kvharness-plugin.json"),
+		"./mystore":                  filepath.Join(wd, "mystore"),
+		"python3 plugin.py":          "python3 plugin.py",
+		"/abs/kvharness-plugin.json": "/abs/kvharness-plugin.json",
+	} {
+		if got := replayable(arg); got != want {
+			t.Errorf("replayable(%q) = %q, want %q", arg, got, want)
+		}
+	}
 }

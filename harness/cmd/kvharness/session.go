@@ -172,7 +172,8 @@ func (s *session) kind(pluginArg string) *kind.Session {
 // is, a path (a binary, a manifest) made absolute, so the file replays
 // from any folder. A command line stays as typed.
 func replayable(arg string) string {
-	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !strings.ContainsRune(arg, '/') {
+	isPath := strings.ContainsRune(arg, '/') || strings.HasSuffix(arg, ".json") // a manifest in the working folder too
+	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !isPath {
 		return arg
 	}
 	if abs, err := filepath.Abs(arg); err == nil {
