@@ -124,9 +124,19 @@ func (g *progress) heartbeat() {
 		return
 	}
 	elapsed := now.Sub(g.start)
-	fmt.Fprintf(g.log, "  … %s: %d/%d %s, %.1f %s/s, %v elapsed\n", g.label, g.count, g.total, g.what,
-		float64(g.count)/elapsed.Seconds(), g.what, elapsed.Round(time.Second))
+	fmt.Fprintf(g.log, "  … %s: %d/%d %s, %s, %v elapsed\n", g.label, g.count, g.total, g.what,
+		rate(g.count, elapsed, g.what), elapsed.Round(time.Second))
 	g.lastLine = now
+}
+
+// rate is count units over elapsed as a heartbeat says it: per second,
+// or per minute when that is under one.
+func rate(count int64, elapsed time.Duration, what string) string {
+	per := float64(count) / elapsed.Seconds()
+	if per >= 1 || count == 0 {
+		return fmt.Sprintf("%.1f %s/s", per, what)
+	}
+	return fmt.Sprintf("%.1f %s/min", per*60, what)
 }
 
 // grow adds n units to the bar's total, making the bar on first use.

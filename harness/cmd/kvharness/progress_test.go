@@ -96,7 +96,7 @@ func TestLogOffTerminal(t *testing.T) {
 	}
 	o.Checked()
 	beat := <-lines // the second row runs long: nothing else is written
-	if !strings.Contains(beat, "check: 11/20 cases") || !strings.Contains(beat, "cases/s") || !strings.Contains(beat, "elapsed") {
+	if !strings.Contains(beat, "check: 11/20 cases") || !strings.Contains(beat, "cases/") || !strings.Contains(beat, "elapsed") {
 		t.Errorf("heartbeat %q; want cases done of all, their rate and the time elapsed", beat)
 	}
 	start := time.Now()
@@ -109,6 +109,19 @@ func TestLogOffTerminal(t *testing.T) {
 	for l := range lines {
 		if !strings.HasPrefix(l, "  … check:") {
 			t.Errorf("after done: %q", l)
+		}
+	}
+}
+
+// TestHeartbeatRate: a rate under one a second is said per minute.
+func TestHeartbeatRate(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		d    time.Duration
+		want string
+	}{{400, 10 * time.Second, "40.0 cases/s"}, {6, 155 * time.Second, "2.3 cases/min"}, {0, time.Minute, "0.0 cases/s"}} {
+		if got := rate(tc.n, tc.d, "cases"); got != tc.want {
+			t.Errorf("rate(%d, %v) = %q, want %q", tc.n, tc.d, got, tc.want)
 		}
 	}
 }
