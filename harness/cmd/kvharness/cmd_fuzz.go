@@ -79,13 +79,14 @@ func runFuzz(ctx context.Context, e *env, args []string) int {
 	suite.Properties = []junit.Property{{Name: "plugin", Value: *pluginArg}, {Name: "lane", Value: *mode}, {Name: "time", Value: fuzztime.String()}}
 	for _, t := range targets {
 		dir := fuzzPackage(t, *mode)
-		fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v in ./%s (go test builds its test binary first: minutes the first time)\n", t, *fuzztime, filepath.ToSlash(dir))
+		fmt.Fprintf(e.stderr, "kvharness fuzz: %s for %v in ./%s (go test builds its test binary first: minutes the first time)\n", t, *fuzztime,
+			strings.TrimPrefix(filepath.ToSlash(dir), "./"))
 		goArgs := []string{"test", "-trimpath", "-run=^$", "-fuzz=^" + t + "$", "-fuzztime=" + fuzztime.String()}
 		if *parallel > 0 {
 			goArgs = append(goArgs, fmt.Sprintf("-parallel=%d", *parallel))
 		}
 		start := time.Now()
-		c, out := fuzzOne(ctx, e, filepath.Join(root, dir), goArgs, env)
+		c, out := fuzzOne(ctx, e, t, filepath.Join(root, dir), goArgs, env)
 		suite.Add(fuzzCase(t, shown, c, time.Since(start), out))
 		suite.Time = junit.Seconds(time.Since(began))
 		if err := writeJUnit(*junitFile, "kvharness fuzz", suite); err != nil {
@@ -149,13 +150,13 @@ func commandLine(argv []string) (string, error) {
 
 // fuzzOne runs one go test -fuzz in dir, and returns its exit status and
 // output.
-func fuzzOne(ctx context.Context, e *env, dir string, goArgs, env []string) (int, string) {
+func fuzzOne(ctx context.Context, e *env, target, dir string, goArgs, env []string) (int, string) {
 	cmd := exec.CommandContext(ctx, "go", append(goArgs, ".")...)
 	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	quiet := &silence{last: time.Now()}
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(e.stdout, &out, quiet), io.MultiWriter(e.stderr, &out, quiet)
-	stop := quiet.heartbeat(e.stderr, "kvharness fuzz: "+filepath.Base(dir)+": go test is still building or starting")
+	stop := quiet.heartbeat(e.stderr, "kvharness fuzz: "+target+": go test is still building or starting")
 	err := cmd.Run()
 	stop()
 	if err != nil {
