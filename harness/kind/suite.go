@@ -15,12 +15,14 @@ import (
 )
 
 // NewSuite is a suite with no rows yet, set from a check run's common
-// settings and the session's plugin. Stress is left to the kinds whose
+// settings and the session's plugin. It keeps a spare process for a
+// failure's fresh-process check on a GPU, where a process's start makes a
+// CUDA context, and for a plugin slow to start anywhere (Python). Stress is left to the kinds whose
 // rows run under it: they set Suite.Stress from p.Stress.
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
 		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn,
-		Spare: p.Place().OnDevice()}
+		Spare: p.Place().OnDevice() || s.Plugin.SlowStart()}
 }
 
 // RunSuite runs a suite and reports its verdicts under schema, with

@@ -47,6 +47,9 @@ type Repro struct {
 	// Count is how many times a replay checks the case (repro --count);
 	// 0 or 1: once, and once more to confirm a failure.
 	Count int `json:"-"`
+	// Own is the plugin's own name (its Describe's): what the file is
+	// named after, where Plugin may be a manifest's path.
+	Own string `json:"-"`
 }
 
 // Ran is how a case ran: what a repro file records so that its replay
@@ -212,12 +215,16 @@ func (f *reproFile) checkRan() error {
 	return nil
 }
 
-// Name is a stable file name: plugin, variant, layout, padding, property
-// and a hash of the content, so the same finding overwrites itself.
+// Name is a stable file name: plugin (its own name where known),
+// variant, layout, padding, property and a hash of the content, so the
+// same finding overwrites itself.
 func (r *Repro) Name() string {
 	body, _ := json.Marshal(r.Case)
 	sum := sha256.Sum256(append(append([]byte(r.Plugin+r.Variant), r.Layout...), body...))
 	parts := []string{displayName(r.Plugin)}
+	if r.Own != "" {
+		parts[0] = r.Own
+	}
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}

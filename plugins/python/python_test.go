@@ -325,6 +325,9 @@ func TestMutantsCommand(t *testing.T) {
 	if exitCode(err) != 0 || !strings.Contains(string(out), "2 of 2 mutants killed; 2 controls passed") {
 		t.Errorf("kvharness mutants: %v\n%s", err, out)
 	}
+	if strings.Contains(string(out), "kvharness-plugin") || !strings.Contains(string(out), "\ntopkread ") {
+		t.Errorf("kvharness mutants names the rows after the manifest's file, not the plugins' own names:\n%s", out)
+	}
 }
 
 // kvharness mutants runs the example stores too, dsv4store at its fixed

@@ -224,9 +224,9 @@ func TestBenchFormats(t *testing.T) {
 // needed in another).
 func TestBenchStrict(t *testing.T) {
 	long(t)
-	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000000", "--timeout", "0.05")
+	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000000", "--max-time", "50ms")
 	code, _, stderr := runCLI(t, append(starve, "--strict", "--out", filepath.Join(t.TempDir(), "s"))...)
-	if code != exitError || !strings.Contains(stderr, "samples < min 100000000") || !strings.Contains(stderr, "raise --timeout") {
+	if code != exitError || !strings.Contains(stderr, "samples < min 100000000") || !strings.Contains(stderr, "raise --max-time") {
 		t.Errorf("--strict with unreachable minimum samples: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCLI(t, append(starve, "--out", filepath.Join(t.TempDir(), "w"))...)

@@ -32,7 +32,7 @@ const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
   kvharness bench --matrix bench/matrix-cpu.json --out night --resume --strict
   kvharness bench --matrix bench/matrix-gpu.json --shard 2/3 --out shard-2   # then kvharness merge
-  kvharness bench --plugin fusedstore --min-samples 1000 --max-noise 0.5 --timeout 20 --quantiles 0.5,0.2,0.8
+  kvharness bench --plugin fusedstore --min-samples 1000 --max-noise 0.5 --max-time 20s --quantiles 0.5,0.2,0.8
   kvharness compare bench/baselines/cpu.txt night/bench.txt
 `
 
@@ -52,12 +52,15 @@ type benchFlags struct {
 	noMTLS                                bool
 }
 
-// stopFlags are nvbench's stopping rules, in nvbench's units, applied to
-// every cell of the matrix over its per-timing rules.
+// stopFlags are nvbench's stopping rules (its --min-samples, --max-noise,
+// --min-time and --timeout, which kvharness calls --max-time: --timeout is
+// a plugin call's deadline in every command), applied to every cell of
+// the matrix over its per-timing rules. Times are durations with units,
+// as every duration flag of kvharness takes them.
 type stopFlags struct {
-	minSamples      int
-	maxNoise        float64 // percent
-	minTime, cellTO float64 // seconds
+	minSamples       int
+	maxNoise         float64 // percent
+	minTime, maxTime time.Duration
 }
 
 func runBench(ctx context.Context, e *env, args []string) int {
@@ -77,9 +80,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.Float64SliceVar(&f.quantiles, "quantiles", benchrun.DefaultQuantiles, "quantiles to report, as do_bench's quantiles= (0.5 is the median, 0.99 the p99)")
 	fs.IntVar(&f.stop.minSamples, "min-samples", 0, "nvbench --min-samples: samples a cell takes at least, over all its runs (default: the matrix's, per timing)")
 	fs.Float64Var(&f.stop.maxNoise, "max-noise", 0, "nvbench --max-noise: relative standard deviation, in percent, under which a cell stops (default: the matrix's; per-launch cells: none)")
-	fs.Float64Var(&f.stop.minTime, "min-time", 0, "nvbench --min-time: seconds of timed launches a cell takes at least")
-	fs.Float64Var(&f.stop.cellTO, "timeout", 0, "nvbench --timeout: seconds of wall time after which a cell stops, unconverged (default: the matrix's, per timing)")
-	markSeconds(fs, "min-time", "timeout")
+	fs.DurationVar(&f.stop.minTime, "min-time", 0, "nvbench --min-time: timed launches a cell takes at least, summed, as a duration (500ms)")
+	fs.DurationVar(&f.stop.maxTime, "max-time", 0, "nvbench's --timeout: wall time after which a cell stops, unconverged, as a duration (20s; default: the matrix's, per timing)")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: runs.jsonl, cells.jsonl, bench.txt, table.txt, night.json, plots/")
 	fs.StringVar(&f.shard, "shard", "", "run part i of n of the matrix (units of plugin × layout × tokens), as 2/3; join the parts with kvharness merge")
@@ -92,7 +94,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&f.noMTLS, "no-mtls", false, "no mutual TLS on the plugin channel (for plugins that cannot negotiate go-plugin's AutoMTLS)")
 	fs.StringVar(&f.backend, "backend", "auto", "cpu, cuda or auto")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
-	fs.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "deadline of one plugin call")
+	fs.DurationVar(&f.callTimeout, "timeout", 30*time.Second, "deadline of one plugin call; past it the plugin is killed as hung (as in check)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -162,9 +164,6 @@ func (f *benchFlags) buildMatrix(changed func(string) bool, tokens func(k protoc
 		m.Batched.MinSamples, m.Batched.TimeLimit = 12, 300*time.Millisecond
 		m.Cold.MinSamples, m.Cold.TimeLimit = 12, 600*time.Millisecond
 	}
-	if changed("timeout") && f.stop.cellTO == 0 {
-		return m, fmt.Errorf("--timeout 0: want a positive number of seconds a cell may take, as in --timeout 20 (leave it out for the matrix's)")
-	}
 	if err := f.stop.apply(&m); err != nil {
 		return m, err
 	}
@@ -173,8 +172,8 @@ func (f *benchFlags) buildMatrix(changed func(string) bool, tokens func(k protoc
 
 // apply sets the given stopping rules on every timing's criterion.
 func (s stopFlags) apply(m *benchrun.Matrix) error {
-	if s.minSamples < 0 || s.maxNoise < 0 || s.minTime < 0 || s.cellTO < 0 {
-		return fmt.Errorf("--min-samples, --max-noise, --min-time and --timeout must not be negative")
+	if s.minSamples < 0 || s.maxNoise < 0 {
+		return fmt.Errorf("--min-samples and --max-noise must not be negative")
 	}
 	for _, c := range []*measure.Criterion{&m.PerLaunch, &m.Batched, &m.Cold} {
 		if s.minSamples > 0 {
@@ -184,16 +183,14 @@ func (s stopFlags) apply(m *benchrun.Matrix) error {
 			c.MaxNoise = s.maxNoise / 100
 		}
 		if s.minTime > 0 {
-			c.MinTime = seconds(s.minTime)
+			c.MinTime = s.minTime
 		}
-		if s.cellTO > 0 {
-			c.TimeLimit = seconds(s.cellTO)
+		if s.maxTime > 0 {
+			c.TimeLimit = s.maxTime
 		}
 	}
 	return nil
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func (f *benchFlags) enums(m *benchrun.Matrix, changed func(string) bool) error {
 	var err error
@@ -291,7 +288,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	r := &benchrun.Runner{Matrix: m, Kind: k, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
-		spec, err := plugin.ResolveSpec(name)
+		spec, err := resolve(name)
 		if err != nil {
 			return nil, err
 		}
@@ -505,7 +502,7 @@ func lackingCells(e *env, lacking []error, strict bool) int {
 		}
 		b.WriteString(err.Error())
 	}
-	msg := fmt.Sprintf("%d cells lack the runs or samples a comparison needs (%s): raise --timeout or lower --min-samples (or --resume a cut-short night)", len(lacking), b.String())
+	msg := fmt.Sprintf("%d cells lack the runs or samples a comparison needs (%s): raise --max-time or lower --min-samples (or --resume a cut-short night)", len(lacking), b.String())
 	if strict {
 		return e.errorf("%s", msg)
 	}

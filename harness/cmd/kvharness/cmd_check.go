@@ -24,6 +24,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
   kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
+  kvharness check --plugin ./my-plugin.json --junit results.xml   # also a JUnit report for CI
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -152,9 +153,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	start := time.Now()
 	var f checkFlags
 	var showTimings bool
+	var junitFile string
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
+	fs.StringVar(&junitFile, "junit", "", junitUsage)
 	fs.BoolVar(&showTimings, "timings", false, "print where the time went after the report, on stderr: setup, each row's opening and search, a failure's re-runs, shrinking and fresh-process check")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -171,6 +174,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
+	}
+	if err := checkJUnitFile(junitFile); err != nil {
+		return e.errorf("%v", err)
 	}
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
@@ -217,6 +223,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	code := finishCheck(e, run, f.json, f.results)
+	if err := writeJUnit(junitFile, "kvharness check", checkSuite(run, start)); err != nil {
+		return e.errorf("%v", err)
+	}
 	tm.write(e.stderr, time.Since(start))
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
 		code = exitViolation
@@ -341,16 +350,31 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 }
 
 // saveFailures writes a repro file per failure before anything is
-// reported, and puts its path into the failure.
+// reported, named after the plugin's own name, and puts its path into
+// the failure, with the --plugin its replay line must name when the
+// plugin is no bundled one.
 func saveFailures(dir string, run *report.Run) error {
 	for _, f := range run.Failures() {
+		f.Repro.Own = f.Plugin
 		path, err := f.Repro.Save(dir)
 		if err != nil {
 			return err
 		}
 		f.ReproPath = path
+		f.ReplayPlugin = replayPlugin(f.Repro.Plugin)
 	}
 	return nil
+}
+
+// replayPlugin is the --plugin a replay line names for a plugin named arg
+// in the repro file: none for a bundled plugin, which repro runs from the
+// file; the path or command itself otherwise, since repro runs no path or
+// command a file names unless the command line names it too.
+func replayPlugin(arg string) string {
+	if plugin.IsBundled(arg) {
+		return ""
+	}
+	return arg
 }
 
 // verdictCode prints plugin faults and picks the exit status: a

@@ -21,6 +21,7 @@ import (
 
 const mutantsExamples = `  kvharness mutants
   kvharness mutants --plugin fp8store --cases 5000
+  kvharness mutants --plugin ./my-plugin.json --junit mutants.xml
 `
 
 func runMutants(ctx context.Context, e *env, args []string) int {
@@ -38,6 +39,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	fs.IntVar(&cfg.HeadDim, "head-dim", layout.DefaultHeadDim, "head dimension D (default: 128, or the fixed head dim of the layouts a plugin declares none at 128 for)")
 	value := fs.String("value", "recipe", valueUsage+"; mutants only: controls are judged by their recipes")
+	junitFile := fs.String("junit", "", junitUsage)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -48,6 +50,10 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if cfg.Value, err = parseValue(*value); err != nil {
 		return e.errorf("%v", err)
 	}
+	if err := checkJUnitFile(*junitFile); err != nil {
+		return e.errorf("%v", err)
+	}
+	start := time.Now()
 	g := progressOn(e, "mutants", "subjects")
 	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
@@ -66,6 +72,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
+	}
+	if err := writeJUnit(*junitFile, "kvharness mutants", mutantsSuite(results, start)); err != nil {
+		return e.errorf("%v", err)
 	}
 	if interrupted(ctx) {
 		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
@@ -247,7 +256,7 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 // subjectLine is a finished subject in one line, as it streams above the
 // progress bar.
 func subjectLine(r mutants.Result) string {
-	name := textsafe.String(r.Plugin)
+	name := textsafe.String(r.Shown())
 	if r.Variant != "" {
 		name += "/" + textsafe.String(r.Variant)
 	}

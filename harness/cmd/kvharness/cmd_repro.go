@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
@@ -118,7 +117,7 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, on r
 		}
 		return exitPass
 	}
-	f.ReproPath = path
+	f.ReproPath, f.ReplayPlugin = path, replayPlugin(pluginArg)
 	report.WriteFailure(e.stdout, f)
 	return exitViolation
 }
@@ -132,12 +131,7 @@ func runsNote(count int) string {
 }
 
 // shellQuote quotes s for a shell when it needs quoting.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\!*?;&|<>(){}[]#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return report.ShellQuote(s) }
 
 func variantSuffix(v string) string {
 	if v == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -81,7 +82,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	s := &session{dir: dir}
-	spec, err := plugin.ResolveSpec(arg)
+	spec, err := resolve(arg)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -106,6 +107,31 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	return s, nil
+}
+
+// resolve is plugin.ResolveSpec, with a suggestion when a plugin name
+// that is no path is not found: the bundled name it is a typo of, or the
+// manifest of the Python example it names.
+func resolve(arg string) (plugin.Spec, error) {
+	spec, err := plugin.ResolveSpec(arg)
+	if err == nil || !errors.Is(err, plugin.ErrNotFound) || strings.ContainsAny(arg, "/ \t") {
+		return spec, err
+	}
+	var names []string
+	manifests := map[string]string{}
+	for _, ex := range pythonExamples() {
+		names = append(names, ex.name)
+		manifests[ex.name] = ex.manifest
+	}
+	names = append(names, plugin.BundledNames()...)
+	s := suggest(arg, names)
+	switch {
+	case s == "":
+		return spec, err
+	case manifests[s] != "":
+		return spec, fmt.Errorf("%w; did you mean the Python example %s? Name it by its manifest: --plugin %s", err, s, shellQuote(manifests[s]))
+	}
+	return spec, fmt.Errorf("%w; did you mean %s?", err, s)
 }
 
 // onGPU is how the plugin's processes start for a run that wants w when it will attach its arenas on a GPU
@@ -172,7 +198,8 @@ func (s *session) identify(arg string) {
 // is, a path (a binary, a manifest) made absolute, so the file replays
 // from any folder. A command line stays as typed.
 func replayable(arg string) string {
-	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !strings.ContainsRune(arg, '/') {
+	isPath := strings.ContainsRune(arg, '/') || strings.HasSuffix(arg, ".json") // a manifest in the working folder too
+	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !isPath {
 		return arg
 	}
 	if abs, err := filepath.Abs(arg); err == nil {
