@@ -107,7 +107,7 @@ func (r *Run) verdictJSON(row Row) Object {
 				{Key: "hits", Value: f.RaceHits}, {Key: "of_case_found", Value: f.RaceShrunk}}})
 		}
 		jf = append(jf, f.json...)
-		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true}, Field{Key: "replay", Value: f.Replay(), OmitEmpty: true})
 		if f.ReproErr != nil {
 			jf = append(jf, Field{Key: "repro_error", Value: f.ReproErr.Error()})
 		}

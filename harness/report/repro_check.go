@@ -30,11 +30,45 @@ func (f *reproFile) check() error {
 	case textsafe.String(f.Plugin) != f.Plugin || textsafe.String(f.Variant) != f.Variant:
 		return fmt.Errorf("%w: plugin %q, variant %q: want printable names", ErrBadRepro, textsafe.String(f.Plugin), textsafe.String(f.Variant))
 	}
+	if err := f.Ran.check(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
 	if f.Found != nil {
 		return f.Found.check()
 	}
 	return nil
 }
+
+// check refuses a record of how the case ran whose numbers no run had, or
+// whose names would print what a terminal obeys.
+func (r *Ran) check() error {
+	switch {
+	case r.HeadDim < 0 || r.HeadDim > maxReproDim:
+		return fmt.Errorf("head_dim %d: want 1..%d (or leave it out)", r.HeadDim, maxReproDim)
+	case r.PageSize < 0 || r.PageSize > maxReproDim:
+		return fmt.Errorf("page_size %d: want 1..%d (or leave it out)", r.PageSize, maxReproDim)
+	case r.MaxCapacity < 0 || r.MaxCapacity > maxReproSlots:
+		return fmt.Errorf("max_capacity %d: want 0..%d", r.MaxCapacity, int64(maxReproSlots))
+	case r.SlotBits != 0 && r.SlotBits != 32 && r.SlotBits != 64:
+		return fmt.Errorf("slot_bits %d: want 32 or 64", r.SlotBits)
+	case textsafe.String(r.Device) != r.Device:
+		return fmt.Errorf("device %q: want a printable name", textsafe.String(r.Device))
+	}
+	if id := r.Identity; id != nil {
+		switch {
+		case textsafe.String(id.Name) != id.Name || textsafe.String(id.Version) != id.Version || textsafe.String(id.Of) != id.Of:
+			return fmt.Errorf("plugin_identity %q %q of %q: want printable names", textsafe.String(id.Name), textsafe.String(id.Version), textsafe.String(id.Of))
+		case id.SHA256 != "" && !sha256Hex.MatchString(id.SHA256):
+			return fmt.Errorf("plugin_identity.sha256 %q: want 64 hex digits", textsafe.String(id.SHA256))
+		}
+	}
+	return nil
+}
+
+// maxReproDim bounds a head dimension or a page size: 65536, as flags do.
+const maxReproDim = 1 << 16
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (x *Found) check() error {
 	switch {

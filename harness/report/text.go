@@ -27,7 +27,7 @@ func WriteText(w io.Writer, r *Run) {
 			fmt.Fprintf(w, "  %s %s: no repro file (%s)\n", r.rowName(f), f.Property, unsaved(f))
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
+		fmt.Fprintf(w, "  %s %s: %s\n", r.rowName(f), f.Property, f.Replay())
 	}
 }
 
@@ -139,8 +139,10 @@ func WriteFailure(w io.Writer, f *Failure) {
 			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
 		}
 	}
-	if f.ReproPath != "" {
-		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	if f.ReplayPlugin != "" && f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s   (--plugin named: a repro file alone runs no command)\n", f.Replay())
+	} else if f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s\n", f.Replay())
 	} else if f.ReproErr != nil {
 		fmt.Fprintf(w, "  replay: no repro file (%s)\n", unsaved(f))
 	}

@@ -36,9 +36,6 @@ func flagError(fs *pflag.FlagSet, err error) string {
 			cmd, f.Name, invalid.GetValue(), example(f))
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
-		if hint := secondsHint(fs, f, invalid.GetValue()); hint != "" {
-			return fmt.Sprintf("%s: --%s %q: %s", cmd, f.Name, invalid.GetValue(), hint)
-		}
 		return fmt.Sprintf("%s: --%s %q: want %s, as in %s", cmd, f.Name, invalid.GetValue(), want(f), example(f))
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("%s: bad flag syntax %q: write --name VALUE or --name=VALUE", cmd, syntax.GetSpecifiedFlag())
@@ -75,33 +72,6 @@ func firstFlag(fs *pflag.FlagSet) string {
 		}
 	})
 	return name
-}
-
-// secondsHint answers a duration given to a flag of seconds (bench's
-// --timeout takes 20 where check's takes 20s): the number to write instead,
-// and the flag of the same name that takes a duration, if there is one.
-func secondsHint(fs *pflag.FlagSet, f *pflag.Flag, value string) string {
-	_, seconds := f.Annotations[inSeconds]
-	d, err := time.ParseDuration(value)
-	if err != nil || !seconds {
-		return ""
-	}
-	hint := fmt.Sprintf("want seconds without a unit, as in --%s %g", f.Name, d.Seconds())
-	fs.VisitAll(func(g *pflag.Flag) {
-		if g.Value.Type() == "duration" && !g.Hidden && strings.HasSuffix(g.Name, "-"+f.Name) {
-			hint += fmt.Sprintf(" (the flag that takes a duration is --%s)", g.Name)
-		}
-	})
-	return hint
-}
-
-// markSeconds annotates fs's flags names as numbers of seconds.
-func markSeconds(fs *pflag.FlagSet, names ...string) {
-	for _, n := range names {
-		if err := fs.SetAnnotation(n, inSeconds, []string{"true"}); err != nil {
-			panic(err) // a flag name misspelt here: a bug, caught by any run
-		}
-	}
 }
 
 // want says in words what a flag of f's type accepts.
@@ -150,7 +120,6 @@ func (e *valueError) Error() string { return "--" + e.flag.Name + ": " + e.msg }
 const (
 	allowZero     = "kvharness-allow-zero"     // a zero duration means something (none, no limit)
 	allowNegative = "kvharness-allow-negative" // a negative number means something
-	inSeconds     = "kvharness-seconds"        // a number of seconds: a duration given is answered with its number (secondsHint)
 )
 
 // checkValues refuses, for every flag given, the values that parse as
@@ -171,7 +140,6 @@ func checkValues(fs *pflag.FlagSet) error {
 func checkValue(f *pflag.Flag) error {
 	_, zeroOK := f.Annotations[allowZero]
 	_, negOK := f.Annotations[allowNegative]
-	_, seconds := f.Annotations[inSeconds]
 	switch f.Value.Type() {
 	case "float64", "float32":
 		x, _ := strconv.ParseFloat(f.Value.String(), 64)
@@ -180,8 +148,6 @@ func checkValue(f *pflag.Flag) error {
 			return &valueError{f, "want a finite number, as in " + example(f)}
 		case x < 0 && !negOK:
 			return &valueError{f, "want a number of at least 0, as in " + example(f)}
-		case seconds && x > maxSeconds:
-			return &valueError{f, fmt.Sprintf("want at most %d seconds (a year), as in %s", int(maxSeconds), example(f))}
 		}
 	case "int", "int64", "int32":
 		if x, _ := strconv.ParseInt(f.Value.String(), 10, 64); x < 0 && !negOK {
@@ -196,10 +162,6 @@ func checkValue(f *pflag.Flag) error {
 	}
 	return nil
 }
-
-// maxSeconds bounds a flag of seconds: a year, far past any run, and far
-// inside what a time.Duration holds (292 years).
-const maxSeconds = 365 * 24 * 3600.0
 
 // errNotDecimal is a whole number written other than in plain decimal:
 // pflag reads 010 as octal and 0x10 as hex, which no one typing a count

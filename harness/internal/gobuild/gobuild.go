@@ -91,6 +91,11 @@ var mu sync.Mutex
 // take the binary from elsewhere.
 var ErrCache = errors.New("the build cache cannot hold it")
 
+// Building, when set, is told of each build as it starts, and the func it
+// returns as it ends: the kvharness command says what it builds, since a
+// checkout's first build takes minutes and nothing else would show.
+var Building func(name string) (done func(error))
+
 // Build compiles the package pkg (as ./plugins/NAME, relative to root)
 // into the cache as name, unless the cache holds it for these sources
 // already, and returns its path. Processes building the same binary take
@@ -128,7 +133,13 @@ func Build(root, pkg, name string) (string, error) {
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	done := func(error) {}
+	if Building != nil {
+		done = Building(name)
+	}
+	err = cmd.Run()
+	done(err)
+	if err != nil {
 		os.Remove(tmp)
 		if !writable(filepath.Dir(out)) { // the output could not be written: the cache, not the sources
 			return "", fmt.Errorf("build %s: %w: %v", name, ErrCache, err)
