@@ -279,6 +279,18 @@ var badInputs = []badInput{
 	{[]string{"repro", "$FILE/repro-found-seed.json"}, "found.seed -3"},
 	{[]string{"repro", "$FILE/repro-found-junk.json"}, `unknown field "junk"`},
 	{[]string{"repro", "$FILE/repro-escape-plugin.json"}, "want printable names"},
+	{[]string{"repro", "$FILE/repro2-nobackend.json"}, `backend "": want "cpu" or "cuda"`},
+	{[]string{"repro", "$FILE/repro2-tpu.json"}, `backend "tpu"`},
+	{[]string{"repro", "$FILE/repro2-graph-cpu.json"}, "CUDA graphs need backend"},
+	{[]string{"repro", "$FILE/repro2-ordinal.json"}, "device_ordinal -1"},
+	{[]string{"repro", "$FILE/repro2-headdim.json"}, "head_dim -16"},
+	{[]string{"repro", "$FILE/repro2-pagesize.json"}, "page_size 70000"},
+	{[]string{"repro", "$FILE/repro2-capacity.json"}, "max_capacity -5"},
+	{[]string{"repro", "$FILE/repro2-slotbits.json"}, "slot_bits 48: want 32 or 64"},
+	{[]string{"repro", "$FILE/repro2-device.json"}, `device "H100`},
+	{[]string{"repro", "$FILE/repro2-identity.json"}, "plugin_identity"},
+	{[]string{"repro", "$FILE/repro2-sha.json"}, "plugin_identity.sha256"},
+	{[]string{"repro", "$FILE/repro1-backend.json"}, "a version 1 file records no backend"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/page0-layout.json"}, "page_size 0"},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/dupkey-layout.json"}, `duplicate key "head_dim"`},
 	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/escape-layout.json"}, "want a name of printable characters"},
@@ -300,8 +312,9 @@ var badInputs = []badInput{
 	{[]string{"mutants", "--seed", "-1"}, "--seed -1: want 0 or more"},
 	{[]string{"repro", "$FILE/repro-ok.json", "--count", "0x2"}, `--count "0x2"`},
 	{[]string{"bench", "--passes", "010"}, `--passes "010"`},
-	{[]string{"bench", "--timeout", "1e308"}, "--timeout 1e+308: want at most 31536000 seconds"},
-	{[]string{"bench", "--min-time", "1e12"}, "--min-time 1e+12: want at most"},
+	{[]string{"bench", "--timeout", "1e308"}, `--timeout "1e308": want a duration with a unit`},
+	{[]string{"bench", "--min-time", "1e12"}, `--min-time "1e12": want a duration with a unit`},
+	{[]string{"bench", "--max-time", "9999999h"}, "--max-time"},
 	{[]string{"fuzz", "--parallel", "010"}, `--parallel "010"`},
 	{[]string{"plugins", "--page-size", "0x40"}, `--page-size "0x40"`},
 
@@ -367,6 +380,18 @@ var badFiles = map[string]string{
 	"repro-found-seed.json":       reproFound(`{"property": "padding", "seed": -3, "case_index": 1, "shrinks": 0, "violations": null}`),
 	"repro-found-junk.json":       reproFound(`{"property": "padding", "seed": 1, "junk": true, "violations": null}`),
 	"repro-escape-plugin.json":    reproWith(`"plugin": "fusedstore", "variant": "v\u001b]0;x\u0007"`, okCase),
+	"repro2-nobackend.json":       reproV2(`"graph": false`),
+	"repro2-tpu.json":             reproV2(`"backend": "tpu"`),
+	"repro2-graph-cpu.json":       reproV2(`"backend": "cpu", "graph": true`),
+	"repro2-ordinal.json":         reproV2(`"backend": "cuda", "device_ordinal": -1`),
+	"repro2-headdim.json":         reproV2(`"backend": "cpu", "head_dim": -16`),
+	"repro2-pagesize.json":        reproV2(`"backend": "cpu", "page_size": 70000`),
+	"repro2-capacity.json":        reproV2(`"backend": "cpu", "max_capacity": -5`),
+	"repro2-slotbits.json":        reproV2(`"backend": "cpu", "slot_bits": 48`),
+	"repro2-device.json":          reproV2(`"backend": "cuda", "device": "H100\u001b]0;x\u0007"`),
+	"repro2-identity.json":        reproV2(`"backend": "cpu", "plugin_identity": {"name": "fusedstore\u001b[2J", "version": "1"}`),
+	"repro2-sha.json":             reproV2(`"backend": "cpu", "plugin_identity": {"name": "fusedstore", "version": "1", "sha256": "xyz"}`),
+	"repro1-backend.json":         strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "backend": "cpu"`, 1),
 	"page0-layout.json":           `{"name":"x","head_dim":16,"page_size":0,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
 	"dupkey-layout.json":          `{"name":"x","head_dim":16,"head_dim":32,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
 	"escape-layout.json":          `{"name":"x\u001b]0;pwned\u0007","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
@@ -399,6 +424,12 @@ func fileContent(name string) []byte {
 }
 
 const okCase = `{"padding": "none", "valid": 1, "loc": [3], "rows": [{"kind": "normal", "seed": 1}]}`
+
+// reproV2 is a valid version 2 repro file but for its record of the run,
+// ran (JSON members).
+func reproV2(ran string) string {
+	return strings.Replace(reproWith(`"plugin": "fusedstore", `+ran, okCase), `"version": 1`, `"version": 2`, 1)
+}
 
 func reproWith(plugin, c string) string {
 	return `{"version": 1, "kernel": "store", ` + plugin + `, "layout": {"name": "bf16", "head_dim": 16, "page_size": 4, "fields": [{"name": "v", "kind": "bf16", "to": 16}], "planes": [["v"]]}, "slots": 8, "background_seed": 1, "case": ` + c + `}`
