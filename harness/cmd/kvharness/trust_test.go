@@ -24,6 +24,7 @@ import (
 type userRun struct {
 	bin, dir string
 	tag      string // in every process's environment, to find what is left
+	asRoot   bool   // run as root when the test is root (what root reaches)
 }
 
 func newUserRun(t *testing.T) *userRun {
@@ -53,7 +54,7 @@ func (u *userRun) command(args ...string) *exec.Cmd {
 	cmd.Dir = u.dir
 	cmd.Env = []string{"HOME=" + u.dir, "PATH=/usr/bin:/bin", "KVHARNESS_RUNTIME_DIR=" + filepath.Join(u.dir, "rt"),
 		"KVHARNESS_FAULTY_REPORT=" + filepath.Join(u.dir, "report.txt"), u.tag}
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && !u.asRoot {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
 	return cmd
@@ -124,6 +125,30 @@ func TestHostilePlugins(t *testing.T) {
 			if !strings.HasSuffix(l, "inherited fds 0,1,2") {
 				t.Errorf("a plugin started with descriptors beyond stdin, stdout and stderr: %s", l)
 			}
+		}
+	})
+	// The control: as root, who passes the checks a non-dumpable process
+	// relies on (docs/trust.md), the same plugin reaches other jobs'
+	// arenas, so the scan above could find them had the harness left them
+	// open to its user.
+	t.Run("scan-fds as root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: the control shows what root reaches")
+		}
+		root := *u
+		root.asRoot = true
+		code, out, errs := root.run(t, with("--variant", "scan-fds", "--jobs", "4", "--results", filepath.Join(u.dir, "res-root"))...)
+		rep := u.report(t)
+		t.Logf("exit %d\n%s%s\nplugin report:\n%s", code, out, errs, rep)
+		reached := 0
+		for _, l := range strings.Split(strings.TrimSpace(rep), "\n") {
+			var n int
+			if _, err := fmt.Sscanf(l, "scan-fds: opened %d arenas not its own", &n); err == nil && n > 0 {
+				reached++
+			}
+		}
+		if reached == 0 {
+			t.Errorf("as root no plugin reached another job's arena: the scan cannot tell a closed harness from a blind scan")
 		}
 	})
 	t.Run("setsid-child", func(t *testing.T) {
