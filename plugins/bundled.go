@@ -6,7 +6,7 @@
 package plugins
 
 import (
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/sdk"
 	bf16scatter "github.com/kvharness/kvharness/plugins/bf16scatter/kernel"
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
@@ -56,10 +56,10 @@ func Lookup(name string) (Code, bool) {
 
 // Servers is plugin.Servers over the bundled Go plugins: what runs a
 // bundled kernel in process (fuzzing's in-process mode).
-func Servers(name string) (func() kvpb.KernelServer, bool) {
+func Servers(name string) (protocol.Services, bool) {
 	code, ok := Lookup(name)
 	if !ok || code.Kernel == nil {
 		return nil, false
 	}
-	return func() kvpb.KernelServer { return sdk.NewServer(*code.Kernel) }, true
+	return sdk.Services(*code.Kernel), true
 }

@@ -68,11 +68,12 @@ type Plugin struct {
 	opts   Options
 	client *goplugin.Client
 	runner *groupRunner
-	kernel kvpb.KernelClient
+	conn   grpc.ClientConnInterface // the plugin's one connection: every service's client is made from it
+	base   kvpb.PluginClient        // the base service's client
 	stderr *tail
 	san    *sanLog // the sanitizer's log of this process, when sanitized
-	// newServer makes another server of an in-process plugin's (Spawn).
-	newServer func() kvpb.KernelServer
+	// services registers an in-process plugin's services again (Spawn).
+	services protocol.Services
 	// connected: the handshake completed, so the process can be asked to
 	// exit (go-plugin's controller) before it is killed.
 	connected bool
@@ -266,7 +267,8 @@ func (p *Plugin) connect(ctx context.Context) error {
 		if err == nil {
 			var raw any
 			raw, err = rpc.Dispense(protocol.PluginName)
-			p.kernel, _ = raw.(kvpb.KernelClient)
+			p.conn, _ = raw.(grpc.ClientConnInterface)
+			p.base = kvpb.NewPluginClient(p.conn)
 		}
 		done <- err
 	}()
@@ -481,7 +483,7 @@ func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb
 	if resp, ok := p.described[key]; ok {
 		return resp, nil
 	}
-	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
+	resp, err := call(ctx, p, "Describe", p.base.Describe, req)
 	if err == nil {
 		printable(resp)
 		p.fdArenas = resp.CudaFdArenas
@@ -502,7 +504,7 @@ func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
 // again before its next call.
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
-	resp, err := call(ctx, p, "Attach", p.kernel.Attach, req)
+	resp, err := call(ctx, p, "Attach", p.base.Attach, req)
 	if err == nil {
 		p.owner = owner
 	}
@@ -519,13 +521,13 @@ func (p *Plugin) AttachedTo(owner any) bool { return p.owner == owner }
 // Detach releases the arena.
 func (p *Plugin) Detach(ctx context.Context) error {
 	p.owner = nil
-	_, err := call(ctx, p, "Detach", p.kernel.Detach, &kvpb.DetachRequest{})
+	_, err := call(ctx, p, "Detach", p.base.Detach, &kvpb.DetachRequest{})
 	return err
 }
 
 // Store runs the store kernel.
 func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
-	_, err := call(ctx, p, "Store", p.kernel.Store, req)
+	_, err := call(ctx, p, "Store", kvpb.NewStoreClient(p.conn).Store, req)
 	return err
 }
 
@@ -534,7 +536,7 @@ func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
 func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
 	if !p.noBatch {
 		var md metadata.MD
-		_, err := call(ctx, p, "StoreBatch", p.kernel.StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs}, grpc.Trailer(&md))
+		_, err := call(ctx, p, "StoreBatch", kvpb.NewStoreClient(p.conn).StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs}, grpc.Trailer(&md))
 		p.handler = handlerTime(md)
 		f, ok := AsFault(err)
 		if !ok || f.Code != codes.Unimplemented {
@@ -553,12 +555,17 @@ func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) erro
 // Bench times a kernel inside the plugin. Its deadline is the per-call
 // deadline: callers size their requests to stay well inside it.
 func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
-	resp, err := call(ctx, p, "Bench", p.kernel.Bench, req)
+	resp, err := call(ctx, p, "Bench", p.base.Bench, req)
 	if err == nil && len(resp.Ns) == 0 {
 		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Bench", Detail: "answered no samples"}
 	}
 	return resp, err
 }
+
+// Conn is the plugin's connection: each kind makes the client of its own
+// service from it (kvpb.NewStoreClient(p.Conn())) and calls it through
+// Call. It changes when the plugin restarts: take it for each call.
+func (p *Plugin) Conn() grpc.ClientConnInterface { return p.conn }
 
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }

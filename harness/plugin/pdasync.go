@@ -16,7 +16,7 @@ import (
 // a process attached for a role keeps that attachment until it is
 // restarted or attached again.
 func (p *Plugin) AsyncAttach(ctx context.Context, req *kvpb.AsyncAttachRequest) (*kvpb.AsyncAttachResponse, error) {
-	resp, err := call(ctx, p, "AsyncAttach", p.kernel.AsyncAttach, req)
+	resp, err := call(ctx, p, "AsyncAttach", kvpb.NewPDAsyncClient(p.conn).AsyncAttach, req)
 	if err == nil && len(resp.Geometry) != len(req.GetAttach().GetPools()) {
 		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "AsyncAttach",
 			Detail: fmt.Sprintf("answered %d geometries for %d pools", len(resp.Geometry), len(req.GetAttach().GetPools()))}
@@ -26,38 +26,38 @@ func (p *Plugin) AsyncAttach(ctx context.Context, req *kvpb.AsyncAttachRequest) 
 
 // AsyncReset forgets every room: a new case begins.
 func (p *Plugin) AsyncReset(ctx context.Context) error {
-	_, err := call(ctx, p, "AsyncReset", p.kernel.AsyncReset, &kvpb.AsyncResetRequest{})
+	_, err := call(ctx, p, "AsyncReset", kvpb.NewPDAsyncClient(p.conn).AsyncReset, &kvpb.AsyncResetRequest{})
 	return err
 }
 
 // AsyncAdmit gives the decode a room and returns the destination pages it
 // sends the prefill.
 func (p *Plugin) AsyncAdmit(ctx context.Context, req *kvpb.AsyncAdmitRequest) (*kvpb.AsyncAdmitResponse, error) {
-	return call(ctx, p, "AsyncAdmit", p.kernel.AsyncAdmit, req)
+	return call(ctx, p, "AsyncAdmit", kvpb.NewPDAsyncClient(p.conn).AsyncAdmit, req)
 }
 
 // AsyncPost asks the prefill to post a room's handles; it answers their
 // descriptors.
 func (p *Plugin) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kvpb.AsyncPostResponse, error) {
-	return call(ctx, p, "AsyncPost", p.kernel.AsyncPost, req)
+	return call(ctx, p, "AsyncPost", kvpb.NewPDAsyncClient(p.conn).AsyncPost, req)
 }
 
 // AsyncPoll collects the prefill's notifications since the last poll,
 // waiting up to wait (at most a second) for a first one.
 func (p *Plugin) AsyncPoll(ctx context.Context, wait time.Duration) (*kvpb.AsyncPollResponse, error) {
 	us := uint32(min(wait, time.Second) / time.Microsecond)
-	return call(ctx, p, "AsyncPoll", p.kernel.AsyncPoll, &kvpb.AsyncPollRequest{WaitUs: us})
+	return call(ctx, p, "AsyncPoll", kvpb.NewPDAsyncClient(p.conn).AsyncPoll, &kvpb.AsyncPollRequest{WaitUs: us})
 }
 
 // AsyncNotify delivers notifications to the decode and returns what it
 // did with its rooms.
 func (p *Plugin) AsyncNotify(ctx context.Context, req *kvpb.AsyncNotifyRequest) (*kvpb.AsyncNotifyResponse, error) {
-	return call(ctx, p, "AsyncNotify", p.kernel.AsyncNotify, req)
+	return call(ctx, p, "AsyncNotify", kvpb.NewPDAsyncClient(p.conn).AsyncNotify, req)
 }
 
 // AsyncAbort aborts a room at the decode.
 func (p *Plugin) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*kvpb.AsyncAbortResponse, error) {
-	return call(ctx, p, "AsyncAbort", p.kernel.AsyncAbort, req)
+	return call(ctx, p, "AsyncAbort", kvpb.NewPDAsyncClient(p.conn).AsyncAbort, req)
 }
 
 // Spawn starts another process of the same plugin, with the same options
@@ -65,8 +65,8 @@ func (p *Plugin) AsyncAbort(ctx context.Context, req *kvpb.AsyncAbortRequest) (*
 // runs the second in it. The caller closes it. An in-process plugin has no
 // process to start again.
 func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
-	if p.newServer != nil {
-		return InProcessOf(p.Name, p.newServer), nil
+	if p.services != nil {
+		return InProcessOf(p.Name, p.services), nil
 	}
 	if p.client == nil {
 		return nil, fmt.Errorf("plugin %s runs in process: it cannot be started again; start a second in-process server instead", p.Name)

@@ -41,7 +41,7 @@ func declaringPlugin(k any, bits int) sdk.Plugin {
 // TestDescribeDeclares: the slot width (the plugin's, a variant's own) and
 // each layout's recipe reach the harness as declared.
 func TestDescribeDeclares(t *testing.T) {
-	srv := sdk.NewServer(declaringPlugin(&storeRecorder{}, 32))
+	srv := serve(declaringPlugin(&storeRecorder{}, 32))
 	for variant, bits := range map[string]uint32{"": 32, "plain": 32, "wide": 64} {
 		d, err := srv.Describe(context.Background(), &kvpb.DescribeRequest{Variant: variant, HeadDim: 128, PageSize: 64})
 		must(t, err)
@@ -57,7 +57,7 @@ func TestDescribeDeclares(t *testing.T) {
 			t.Errorf("bf16 declares no recipe, described %v", d.Layouts[1].Recipe)
 		}
 	}
-	d, err := sdk.NewServer(testPlugin(hostOnly{})).Describe(context.Background(), &kvpb.DescribeRequest{})
+	d, err := serve(testPlugin(hostOnly{})).Describe(context.Background(), &kvpb.DescribeRequest{})
 	must(t, err)
 	if d.SlotBits != 64 {
 		t.Errorf("a plugin that says nothing: slot_bits %d, want 64", d.SlotBits)
@@ -67,13 +67,13 @@ func TestDescribeDeclares(t *testing.T) {
 // TestDescribeRefusesBadDeclarations: a slot width or a recipe no harness
 // can honour is an error naming it, on the first Describe.
 func TestDescribeRefusesBadDeclarations(t *testing.T) {
-	_, err := sdk.NewServer(declaringPlugin(&storeRecorder{}, 16)).Describe(context.Background(), &kvpb.DescribeRequest{})
+	_, err := serve(declaringPlugin(&storeRecorder{}, 16)).Describe(context.Background(), &kvpb.DescribeRequest{})
 	wantStatus(t, err, codes.FailedPrecondition, "16-bit slots", "SlotBits 32 or 64")
 	p := declaringPlugin(&storeRecorder{}, 0)
 	p.Geometry = func(string, int, int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "fp8-rows", Recipe: &layout.Recipe{Eps: new(-1.0)}}}
 	}
-	_, err = sdk.NewServer(p).Describe(context.Background(), &kvpb.DescribeRequest{})
+	_, err = serve(p).Describe(context.Background(), &kvpb.DescribeRequest{})
 	wantStatus(t, err, codes.FailedPrecondition, "fp8-rows", "recipe eps -1")
 }
 
@@ -82,7 +82,7 @@ func TestDescribeRefusesBadDeclarations(t *testing.T) {
 func TestAttachGeometryCarriesRecipe(t *testing.T) {
 	pl := newPlan([]string{"fp8-paged", "bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	resp, err := sdk.NewServer(declaringPlugin(&storeRecorder{}, 0)).Attach(context.Background(), pl.attach(h.desc(), ""))
+	resp, err := serve(declaringPlugin(&storeRecorder{}, 0)).Attach(context.Background(), pl.attach(h.desc(), ""))
 	must(t, err)
 	if resp.Geometry[0].Recipe.GetEps() != 1e-8 || resp.Geometry[0].BytesPerToken != 132 || resp.Geometry[1].Recipe != nil {
 		t.Errorf("attach geometry %v", resp.Geometry)
@@ -97,7 +97,7 @@ func TestStoreSlotWidths(t *testing.T) {
 	pl := newPlan([]string{"bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
 	rec := &storeRecorder{}
-	srv := sdk.NewServer(declaringPlugin(rec, 32))
+	srv := serve(declaringPlugin(rec, 32))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	slots := []int32{3, -1, 0, 1<<31 - 1, -2}
@@ -116,7 +116,7 @@ func TestStoreSlotWidths(t *testing.T) {
 	_, err = srv.Store(ctx, req)
 	wantStatus(t, err, codes.InvalidArgument, "staged as 64-bit slots", "reads 32-bit slots")
 
-	srv = sdk.NewServer(declaringPlugin(rec, 0))
+	srv = serve(declaringPlugin(rec, 0))
 	_, err = srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	req.SlotBits = 32
@@ -136,7 +136,7 @@ func TestStore32BitStagingBounds(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(declaringPlugin(&storeRecorder{}, 32))
+	srv := serve(declaringPlugin(&storeRecorder{}, 32))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	tail := uint64(pl.size - 4*8) // room for 8 int32 slots, 4 int64 ones
@@ -163,7 +163,7 @@ func TestInt32SlotsStoreTheSame(t *testing.T) {
 			bits    int
 		}{{"", 64}, {"int32-slots", 32}} {
 			h := newHostArena(t, pl.size)
-			srv := sdk.NewServer(bundled["recipestore"])
+			srv := serve(bundled["recipestore"])
 			_, err := srv.Attach(ctx, pl.attach(h.desc(), b.variant))
 			must(t, err)
 			c.bits = b.bits

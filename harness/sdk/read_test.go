@@ -80,7 +80,7 @@ func TestReadHost(t *testing.T) {
 	for i := range h.mem {
 		h.mem[i] = byte(rng.Uint32() & 0x3f) // keys of moderate, finite values
 	}
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	lists := [][]int64{{0, 63, 64, 399}, nil, {5}, {7, 8, 9, 10, 11, 12}}
@@ -116,7 +116,7 @@ func TestReadRejects(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 100, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	w := placeRead(pl, 2, 4, 2, 128)
 	if _, err := srv.Read(ctx, w.request(0, 2, 2)); err == nil {
 		t.Fatal("read before attach accepted")
@@ -156,12 +156,12 @@ func TestReadWithoutReader(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 100, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(testPlugin(hostOnly{}))
+	srv := serve(testPlugin(hostOnly{}))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	w := placeRead(pl, 1, 0, 1, 128)
 	_, err = srv.Read(ctx, w.request(0, 1, 1))
-	wantStatus(t, err, codes.Unimplemented, "no read kernel")
+	wantStatus(t, err, codes.Unimplemented, "unknown service kvharness.v1.Read")
 }
 
 func TestReadVariantsAreMarked(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // Serve runs the plugin until the harness disconnects. Call it from main.
@@ -21,7 +20,7 @@ func Serve(p Plugin) {
 		// go-plugin logs its own progress at debug level to stderr, which
 		// the harness shows when a plugin fails: keep only what matters.
 		Logger:  hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn}),
-		Plugins: protocol.Plugins(&server{p: p, rings: true}),
+		Plugins: protocol.Plugins((&server{p: p, rings: true}).register),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(protocol.MaxMessageBytes), grpc.MaxSendMsgSize(protocol.MaxMessageBytes))
 			return grpc.NewServer(opts...)
@@ -29,12 +28,14 @@ func Serve(p Plugin) {
 	})
 }
 
-// NewServer returns the plugin's kvpb.Kernel service without serving it:
-// a fuzz test links a Go kernel into its own process this way, so coverage
-// guidance sees the kernel's branches. It offers no doorbell: a server
-// that wraps it answers StoreBatch its own way, which a doorbell served
-// from inside would bypass.
-func NewServer(p Plugin) kvpb.KernelServer { return &server{p: p} }
+// Services returns the plugin's services without serving them: a fuzz
+// test links a Go kernel into its own process this way (plugin.InProcess),
+// so coverage guidance sees the kernel's branches. Each registration makes
+// a fresh server, as a fresh process would. It offers no doorbell: a
+// caller in the same process needs none.
+func Services(p Plugin) protocol.Services {
+	return func(r grpc.ServiceRegistrar) { (&server{p: p}).register(r) }
+}
 
 // warmGPU opens the GPU protocol.WarmGPUEnv names, in the background, when
 // the kernel serves device memory: the harness attaches its arenas there

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -14,10 +15,17 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-// server adapts a Plugin to the kvpb.Kernel service.
+// server adapts a Plugin to the base kvpb.Plugin service and the
+// services of the kinds its kernel implements.
 type server struct {
-	kvpb.UnimplementedKernelServer
-	p Plugin
+	kvpb.UnimplementedPluginServer
+	kvpb.UnimplementedStoreServer
+	kvpb.UnimplementedReadServer
+	kvpb.UnimplementedTransferServer
+	kvpb.UnimplementedLoadServer
+	kvpb.UnimplementedPDAsyncServer
+	p     Plugin
+	kinds []string // the kinds whose services are registered, in order: Describe's kernels
 
 	mu      sync.Mutex
 	arena   []byte       // the shared-memory mapping of region 0, when attached to SHM
@@ -82,32 +90,40 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 	return resp, nil
 }
 
-func (s *server) kernels() []string {
-	var ks []string
+// kernels are the kinds the plugin serves: the services it registered.
+func (s *server) kernels() []string { return slices.Clone(s.kinds) }
+
+// register registers the base service and the service of every kind the
+// kernel implements, and keeps the kinds' names (protocol.KernelOf) for
+// Describe.
+func (s *server) register(r grpc.ServiceRegistrar) {
+	kvpb.RegisterPluginServer(r, s)
 	for _, k := range kernelKinds {
 		if k.has(s.p.Kernel) {
-			ks = append(ks, k.name)
+			k.register(r, s)
+			name, _ := protocol.KernelOf(k.desc.ServiceName)
+			s.kinds = append(s.kinds, string(name))
 		}
 	}
-	return ks
 }
 
 // kernelKind is one kind of kernel a plugin may serve, and how to tell
 // whether its Kernel value implements it (on the host or the device).
 type kernelKind struct {
-	name string
-	has  func(kernel any) bool
+	desc     *grpc.ServiceDesc
+	has      func(kernel any) bool
+	register func(grpc.ServiceRegistrar, *server)
 }
 
 // kernelKinds lists the kinds in Describe order: one table, so that what a
 // plugin says it serves never depends on the order files initialise. A new
 // kernel kind adds its line here.
 var kernelKinds = []kernelKind{
-	{"store", hostOrDevice[Storer, DeviceStorer]},
-	{"load", ServesLoad},
-	{"pdasync", implements[AsyncKernel]},
-	{"read", hostOrDevice[Reader, DeviceReader]},
-	{"transfer", hostOrDevice[Transferer, DeviceTransferer]},
+	{&kvpb.Store_ServiceDesc, hostOrDevice[Storer, DeviceStorer], func(r grpc.ServiceRegistrar, s *server) { kvpb.RegisterStoreServer(r, s) }},
+	{&kvpb.Load_ServiceDesc, ServesLoad, func(r grpc.ServiceRegistrar, s *server) { kvpb.RegisterLoadServer(r, s) }},
+	{&kvpb.PDAsync_ServiceDesc, implements[AsyncKernel], func(r grpc.ServiceRegistrar, s *server) { kvpb.RegisterPDAsyncServer(r, s) }},
+	{&kvpb.Read_ServiceDesc, hostOrDevice[Reader, DeviceReader], func(r grpc.ServiceRegistrar, s *server) { kvpb.RegisterReadServer(r, s) }},
+	{&kvpb.Transfer_ServiceDesc, hostOrDevice[Transferer, DeviceTransferer], func(r grpc.ServiceRegistrar, s *server) { kvpb.RegisterTransferServer(r, s) }},
 }
 
 // implements reports whether a kernel value implements K.

@@ -52,7 +52,7 @@ func TestDescribeBackends(t *testing.T) {
 		{"none", nil, []kvpb.Backend{shm}, nil},
 		{"fusedstore", fused.Plugin.Kernel, []kvpb.Backend{shm, gpu}, []string{"store", "read"}},
 	} {
-		resp, err := sdk.NewServer(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		resp, err := serve(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 		must(t, err)
 		if !slices.Equal(resp.Backends, tc.backends) || !slices.Equal(resp.Kernels, tc.kernels) {
 			t.Errorf("%s: backends %v kernels %v; want %v %v", tc.name, resp.Backends, resp.Kernels, tc.backends, tc.kernels)
@@ -79,19 +79,19 @@ func wantStatus(t *testing.T, err error, code codes.Code, says ...string) {
 }
 
 func TestAttachCUDAWithoutDeviceStorer(t *testing.T) {
-	_, err := sdk.NewServer(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	_, err := serve(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
 	wantStatus(t, err, codes.Unimplemented, "DeviceStorer", "shm backend")
 }
 
 func TestAttachCUDABadHandle(t *testing.T) {
-	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 10)))
+	_, err := serve(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 10)))
 	wantStatus(t, err, codes.InvalidArgument, "64-byte")
 }
 
 // TestAttachCUDABadSharing: an arena must name one way to map it, and a
 // descriptor's mapping must cover the arena.
 func TestAttachCUDABadSharing(t *testing.T) {
-	s := sdk.NewServer(testPlugin(deviceOnly{}))
+	s := serve(testPlugin(deviceOnly{}))
 	both := cudaAttach(make([]byte, 64))
 	both.Arena.FdSocket, both.Arena.MappedSize = "/nonexistent/arena.sock", 2<<20
 	_, err := s.Attach(context.Background(), both)
@@ -109,7 +109,7 @@ func TestDescribeDeclaresFDArenas(t *testing.T) {
 		k    any
 		want bool
 	}{{deviceOnly{}, true}, {hostOnly{}, false}} {
-		resp, err := sdk.NewServer(testPlugin(tc.k)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		resp, err := serve(testPlugin(tc.k)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 		must(t, err)
 		if resp.CudaFdArenas != tc.want {
 			t.Errorf("%T: cuda_fd_arenas %v; want %v", tc.k, resp.CudaFdArenas, tc.want)
@@ -121,7 +121,7 @@ func TestAttachCUDAWithoutDriver(t *testing.T) {
 	if cuda.Available() == nil {
 		t.Skip("this machine has a CUDA driver; the no-driver error cannot be provoked")
 	}
-	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	_, err := serve(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
 	wantStatus(t, err, codes.FailedPrecondition, cuda.ErrNoDriver.Error(), "--backend cpu")
 }
 
@@ -131,7 +131,7 @@ func TestStoreHost(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16", "fp8-paged", "fp8-rows"}, 128, 64, 400, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	if _, err := srv.Store(ctx, &kvpb.StoreRequest{Capacity: 1}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("store before attach: %v", err)
 	}
@@ -169,7 +169,7 @@ func direct(t *testing.T, arena []byte, pl arenaPlan, c storeCase, variant strin
 func TestAttachRejectsOverlappingWindows(t *testing.T) {
 	pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	for name, tc := range map[string]struct {
 		edit func(*kvpb.AttachRequest)
 		says string

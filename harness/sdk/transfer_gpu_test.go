@@ -63,7 +63,7 @@ func TestTransferMatchesCPU(t *testing.T) {
 		}
 		gpu, err := transfer.Open(ctx, p, dir, transfer.Config{Variant: variant, Geometry: g, Seed: 1, Backend: arena.CUDA{Dev: dev}})
 		must(t, err)
-		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin)), dir,
 			transfer.Config{Variant: variant, Geometry: g, Seed: 1})
 		must(t, err)
 		compareTransfers(t, variant, gpu, cpu, g)

@@ -70,12 +70,12 @@ func (deviceTransfer) TransferDevice(context.Context, *sdk.DeviceTransferCall) (
 
 func TestDescribeTransferKernels(t *testing.T) {
 	shm := kvpb.Backend_BACKEND_SHM
-	resp, err := sdk.NewServer(testPlugin(&recorder{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	resp, err := serve(testPlugin(&recorder{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 	must(t, err)
 	if !slices.Equal(resp.Kernels, []string{"transfer"}) || !slices.Equal(resp.Backends, []kvpb.Backend{shm}) {
 		t.Errorf("kernels %v backends %v", resp.Kernels, resp.Backends)
 	}
-	resp, err = sdk.NewServer(testPlugin(deviceTransfer{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	resp, err = serve(testPlugin(deviceTransfer{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 	must(t, err)
 	if !slices.Equal(resp.Kernels, []string{"transfer"}) {
 		t.Errorf("device transfer kernels %v", resp.Kernels)
@@ -87,7 +87,7 @@ func TestDescribeTransferKernels(t *testing.T) {
 
 // transferArena attaches a two-buffer bf16 transfer arena in shared
 // memory: A, and B carved from A's allocation with its page table shifted.
-func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geometry) {
+func transferArena(t *testing.T, srv served) (*hostArena, pool.Geometry) {
 	t.Helper()
 	l, err := layout.Builtin("bf16", 16, 4)
 	must(t, err)
@@ -131,7 +131,7 @@ func transferRequest(src, dst uint64) *kvpb.TransferRequest {
 
 func TestTransferHandsTheKernelItsBuffers(t *testing.T) {
 	rec := &recorder{}
-	srv := sdk.NewServer(testPlugin(rec))
+	srv := serve(testPlugin(rec))
 	h, g := transferArena(t, srv)
 	before := slices.Clone(h.mem)
 	resp, err := srv.Transfer(context.Background(), transferRequest(1, 3))
@@ -157,13 +157,13 @@ func TestTransferHandsTheKernelItsBuffers(t *testing.T) {
 
 func TestTransferRejects(t *testing.T) {
 	ctx := context.Background()
-	if _, err := sdk.NewServer(testPlugin(&recorder{})).Transfer(ctx, transferRequest(0, 0)); err != nil {
+	if _, err := serve(testPlugin(&recorder{})).Transfer(ctx, transferRequest(0, 0)); err != nil {
 		wantStatus(t, err, codes.FailedPrecondition, "before attach")
 	} else {
 		t.Error("a transfer before attach was served")
 	}
 	rec := &recorder{}
-	srv := sdk.NewServer(testPlugin(rec))
+	srv := serve(testPlugin(rec))
 	transferArena(t, srv)
 	swapped := transferRequest(0, 0)
 	swapped.Buffers[0] = &kvpb.BufferPair{SrcPool: 2, DstPool: 0}
@@ -189,8 +189,8 @@ func TestTransferRejects(t *testing.T) {
 	rec.ds = []sdk.Descriptor{{Buffer: -1}}
 	_, err = srv.Transfer(ctx, transferRequest(0, 0))
 	wantStatus(t, err, codes.Aborted, "negative field")
-	store := sdk.NewServer(testPlugin(hostOnly{}))
+	store := serve(testPlugin(hostOnly{}))
 	transferArena(t, store)
 	_, err = store.Transfer(ctx, transferRequest(0, 0))
-	wantStatus(t, err, codes.Unimplemented, "no transfer kernel")
+	wantStatus(t, err, codes.Unimplemented, "unknown service kvharness.v1.Transfer")
 }

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -421,7 +422,7 @@ func TestPythonFaults(t *testing.T) {
 }
 
 // The handshake and go-plugin's services, spoken to directly: refused
-// without the cookie, `1|1|unix|<socket>|grpc` with it, health SERVING for
+// without the cookie, `1|2|unix|<socket>|grpc` with it, health SERVING for
 // "plugin", and Shutdown makes the process exit 0 on its own.
 func TestHandshakeAndShutdown(t *testing.T) {
 	t.Parallel()
@@ -458,9 +459,9 @@ func TestHandshakeAndShutdown(t *testing.T) {
 		t.Fatalf("no handshake in 20 s; stderr:\n%s", &stderr)
 	}
 	parts := strings.Split(hs, "|")
-	if len(parts) != 5 || parts[0] != "1" || parts[1] != "1" || parts[2] != "unix" || parts[4] != "grpc" ||
+	if len(parts) != 5 || parts[0] != "1" || parts[1] != strconv.Itoa(protocol.Version) || parts[2] != "unix" || parts[4] != "grpc" ||
 		filepath.Dir(parts[3]) != sockets {
-		t.Fatalf("handshake %q; want 1|1|unix|%s/...|grpc", hs, sockets)
+		t.Fatalf("handshake %q; want 1|%d|unix|%s/...|grpc", hs, protocol.Version, sockets)
 	}
 	conn, err := grpc.NewClient("unix://"+parts[3], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	noErr(t, err)

@@ -133,7 +133,7 @@ func (d *plantedDecode) events(evs []sdk.AsyncEvent) []sdk.AsyncEvent {
 func plantedSystem(t *testing.T, fault string, g pd.Geometry) *System {
 	p := kernel.Plugin
 	p.Kernel = planted{fault: fault, inner: kernel.Plugin.Kernel.(sdk.AsyncKernel)}
-	sys := NewSystem(plugin.InProcess("planted", sdk.NewServer(p)), plugin.InProcess("planted", sdk.NewServer(p)),
+	sys := NewSystem(plugin.InProcess("planted", sdk.Services(p)), plugin.InProcess("planted", sdk.Services(p)),
 		plugintest.Dir(t), Config{Seed: 1, Wait: 200 * time.Millisecond}, nil)
 	t.Cleanup(func() { sys.Close(context.Background()) })
 	return sys

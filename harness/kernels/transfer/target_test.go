@@ -25,7 +25,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
+	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.Services(p)), dir,
 		Config{Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })

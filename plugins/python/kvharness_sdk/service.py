@@ -1,4 +1,4 @@
-"""The kvharness.v1.Kernel service over a :class:`Kernel`.
+"""The kvharness.v1.Plugin service and the kinds' services over a :class:`Kernel`.
 
 Validation is the Go SDK's (harness/sdk/server.go, store.go, read_check.go,
 transfer_server.go, bench.go, bench_rotation.go), check for check and
@@ -71,9 +71,16 @@ def geometry_pb(g, layout: str = ""):
     return m
 
 
-class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
+from ._gen import (kvharness_pb2_grpc, load_pb2_grpc, pdasync_pb2_grpc, read_pb2_grpc,  # noqa: E402
+                   store_pb2_grpc, transfer_pb2_grpc)
+
+
+class KernelService(AsyncService, kvharness_pb2_grpc.PluginServicer, store_pb2_grpc.StoreServicer,
+                    read_pb2_grpc.ReadServicer, transfer_pb2_grpc.TransferServicer, load_pb2_grpc.LoadServicer,
+                    pdasync_pb2_grpc.PDAsyncServicer):
     def __init__(self, kernel: Kernel):
         self.k = kernel
+        self.kinds = []  # the kinds whose services register() registered: Describe's kernels
         self.lock = threading.Lock()
         self.att = None  # Attachment while attached
         self.stores = Stores(kernel)
@@ -82,6 +89,21 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
         self.loads = LoadService(kernel)  # the load kind (load.py)
 
     # --- plumbing -----------------------------------------------------------
+
+    def register(self, server) -> None:
+        """Registers the base service and the service of every kind the
+        kernel implements on a grpc server, and keeps the kinds' names
+        (protocol.kernel_of) for Describe."""
+        kvharness_pb2_grpc.add_PluginServicer_to_server(self, server)
+        served = set(self.k.kernels())
+        for kind, serves, add in (("store", "store" in served, store_pb2_grpc.add_StoreServicer_to_server),
+                                  ("read", "read" in served, read_pb2_grpc.add_ReadServicer_to_server),
+                                  ("transfer", "transfer" in served, transfer_pb2_grpc.add_TransferServicer_to_server),
+                                  ("load", has_load(self.k), load_pb2_grpc.add_LoadServicer_to_server),
+                                  ("pdasync", serves_async(self.k), pdasync_pb2_grpc.add_PDAsyncServicer_to_server)):
+            if serves:
+                add(self, server)
+                self.kinds.append(kind)
 
     def _rpc(self, context, fn, *args):
         """Runs fn, turning RpcError into its status and any other exception
@@ -132,13 +154,9 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     def _describe(self, req):
         self._known_variant(req.variant)
         k = self.k
-        resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=k.kernels(),
+        resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=self.kinds,
                                    cuda_fd_arenas=CUDA in k.backends and bool(k.cuda_fd_arenas),
                                    bench_rotation=True, slot_bits=k.slot_bits)
-        if has_load(k):
-            resp.kernels.append("load")
-        if serves_async(k):
-            resp.kernels.append("pdasync")
         if SHM in k.backends or CUDA not in k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:

@@ -78,5 +78,18 @@ def load_plugin(name: str):
     return mod
 
 
+class _Registrar:
+    """The part of a grpc server that registering services uses."""
+
+    def __init__(self):
+        self.handlers = []
+
+    def add_generic_rpc_handlers(self, handlers):
+        self.handlers.extend(handlers)
+
+
 def service(kernel) -> KernelService:
-    return KernelService(kernel)
+    """kernel's service, its kinds registered as serve() registers them."""
+    s = KernelService(kernel)
+    s.register(_Registrar())
+    return s
