@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
@@ -78,9 +76,7 @@ type Plugin struct {
 	// exit (go-plugin's controller) before it is killed.
 	connected bool
 
-	noBatch bool          // the plugin answered Unimplemented to StoreBatch
-	handler time.Duration // the last StoreBatch's handler time, when the plugin said
-	owner   any           // what the plugin is attached to now (see Attach)
+	owner any // what the plugin is attached to now (see Attach)
 	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
 	fdArenas bool
 	// image is the pinned binary being run (see openImage); nil when the
@@ -130,7 +126,7 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 // launch starts a fresh process for p and connects to it.
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
-	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
+	p.owner, p.described, p.connected = nil, nil, false
 	p.runMu.Lock()
 	p.runner = nil // the last process's, if any: abandonStart must not kill its group id again
 	p.runMu.Unlock()
@@ -413,8 +409,13 @@ func (p *Plugin) ExitedFindings() []Finding {
 	return p.opts.Sanitizer.claim(p)
 }
 
-// call runs one RPC under the per-call deadline and classifies its failure.
-func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
+// Call runs one RPC of the plugin under the per-call deadline and
+// classifies its failure: a crash, a hang, an answer the plugin gave on
+// purpose, or a protocol fault (Fault). name is the call, for reports. A
+// kind calls its own service with it, its client made from Conn:
+//
+//	plugin.Call(ctx, p, "Read", kvpb.NewReadClient(p.Conn()).Read, req)
+func Call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	resp, err := rpc(ctx, req, opts...)
@@ -483,7 +484,7 @@ func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb
 	if resp, ok := p.described[key]; ok {
 		return resp, nil
 	}
-	resp, err := call(ctx, p, "Describe", p.base.Describe, req)
+	resp, err := Call(ctx, p, "Describe", p.base.Describe, req)
 	if err == nil {
 		printable(resp)
 		p.fdArenas = resp.CudaFdArenas
@@ -504,7 +505,7 @@ func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
 // again before its next call.
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
-	resp, err := call(ctx, p, "Attach", p.base.Attach, req)
+	resp, err := Call(ctx, p, "Attach", p.base.Attach, req)
 	if err == nil {
 		p.owner = owner
 	}
@@ -521,41 +522,14 @@ func (p *Plugin) AttachedTo(owner any) bool { return p.owner == owner }
 // Detach releases the arena.
 func (p *Plugin) Detach(ctx context.Context) error {
 	p.owner = nil
-	_, err := call(ctx, p, "Detach", p.base.Detach, &kvpb.DetachRequest{})
+	_, err := Call(ctx, p, "Detach", p.base.Detach, &kvpb.DetachRequest{})
 	return err
-}
-
-// Store runs the store kernel.
-func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
-	_, err := call(ctx, p, "Store", kvpb.NewStoreClient(p.conn).Store, req)
-	return err
-}
-
-// StoreBatch runs several stores in one round trip. A plugin without
-// StoreBatch gets the same calls one by one, in order.
-func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
-	if !p.noBatch {
-		var md metadata.MD
-		_, err := call(ctx, p, "StoreBatch", kvpb.NewStoreClient(p.conn).StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs}, grpc.Trailer(&md))
-		p.handler = handlerTime(md)
-		f, ok := AsFault(err)
-		if !ok || f.Code != codes.Unimplemented {
-			return err
-		}
-		p.noBatch = true
-	}
-	for _, r := range reqs {
-		if err := p.Store(ctx, r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Bench times a kernel inside the plugin. Its deadline is the per-call
 // deadline: callers size their requests to stay well inside it.
 func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
-	resp, err := call(ctx, p, "Bench", p.base.Bench, req)
+	resp, err := Call(ctx, p, "Bench", p.base.Bench, req)
 	if err == nil && len(resp.Ns) == 0 {
 		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Bench", Detail: "answered no samples"}
 	}
@@ -567,24 +541,22 @@ func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.Bench
 // Call. It changes when the plugin restarts: take it for each call.
 func (p *Plugin) Conn() grpc.ClientConnInterface { return p.conn }
 
+// Spawn starts another process of the same plugin, with the same options
+// and trust: a kind that plays two servers (pdasync's prefill and decode)
+// runs the second in it. The caller closes it. An in-process plugin
+// registers its services again on a connection of their own.
+func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
+	if p.services != nil {
+		return InProcessOf(p.Name, p.services), nil
+	}
+	if p.client == nil {
+		return nil, fmt.Errorf("plugin %s runs in process: it cannot be started again; start a second in-process server instead", p.Name)
+	}
+	return start(ctx, p.spec, p.opts)
+}
+
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }
-
-// HandlerTime is how long the plugin says its last StoreBatch handler
-// took, or 0 when it did not say (the trailer is optional).
-func (p *Plugin) HandlerTime() time.Duration { return p.handler }
-
-func handlerTime(md metadata.MD) time.Duration {
-	v := md.Get(protocol.HandlerTimeKey)
-	if len(v) != 1 {
-		return 0
-	}
-	ns, err := strconv.ParseInt(v[0], 10, 64)
-	if err != nil || ns < 0 {
-		return 0
-	}
-	return time.Duration(ns)
-}
 
 // printable escapes the control characters in what a plugin says of
 // itself, once, where it enters the harness: every report, table and

@@ -6,10 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
@@ -67,7 +68,7 @@ func attachedHost(t *testing.T) (served, *kvpb.StoreRequest) {
 	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
 	must(t, err)
 	c := drawCase(rand.New(rand.NewPCG(3, 4)), pl, "")
-	c.capacity, c.n, c.padding = 64, 64, sdk.PadNone
+	c.capacity, c.n, c.padding = 64, 64, store.PadNone
 	c.rows, c.loc = c.rows[:0], c.loc[:0]
 	for i := range 64 {
 		c.rows, c.loc = append(c.rows, make([]uint16, 128)...), append(c.loc, int64(10*i))

@@ -33,7 +33,7 @@ func TestChildPlugin(t *testing.T) {
 		c.stage(h.mem, pl)
 		want := slices.Clone(h.mem)
 		direct(t, want, pl, c, "minus1-wraps")
-		must(t, p.Store(ctx, c.request(pl, false)))
+		must(t, storeOn(ctx, p, c.request(pl, false)))
 		if i := oracle.FirstDiff(h.mem, want); i >= 0 {
 			t.Fatalf("case %+v: the plugin process and the kernel differ at byte %d (%s)", c, i, pl.where(i))
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 
@@ -18,9 +20,9 @@ import (
 )
 
 // storeRecorder keeps the last store call it was given.
-type storeRecorder struct{ last *sdk.StoreCall }
+type storeRecorder struct{ last *store.Call }
 
-func (r *storeRecorder) Store(_ context.Context, c *sdk.StoreCall) error {
+func (r *storeRecorder) Store(_ context.Context, c *store.Call) error {
 	cp := *c
 	cp.Loc, cp.Loc32 = slices.Clone(c.Loc), slices.Clone(c.Loc32)
 	r.last = &cp
@@ -30,7 +32,7 @@ func (r *storeRecorder) Store(_ context.Context, c *sdk.StoreCall) error {
 var sglangRecipe = &layout.Recipe{Eps: new(1e-8), Quantize: layout.Reciprocal}
 
 func declaringPlugin(k any, bits int) sdk.Plugin {
-	return sdk.Plugin{Name: "declaring", Kernel: k, SlotBits: bits,
+	return sdk.Plugin{Name: "declaring", Kernel: k, Kinds: kindsOf(k), SlotBits: bits,
 		Variants: []sdk.Variant{{Name: "wide", SlotBits: 64}, {Name: "plain"}},
 		Geometry: func(_ string, d, p int) []sdk.Geometry {
 			return []sdk.Geometry{{Layout: "fp8-paged", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p, Recipe: sglangRecipe},

@@ -115,7 +115,7 @@ func (pr pair) compare(t *testing.T, c storeCase, label string) {
 	must(t, err)
 	for _, graph := range []bool{false, true} {
 		pr.ga.write(t, 0, before)
-		must(t, pr.p.Store(ctx, c.request(pr.pl, graph)))
+		must(t, storeOn(ctx, pr.p, c.request(pr.pl, graph)))
 		got := pr.ga.read(t)
 		if i := oracle.FirstDiff(got, pr.host.mem); i >= 0 {
 			pd := pr.pl.pools[c.pool]

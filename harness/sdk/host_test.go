@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,6 +58,12 @@ func serve(p sdk.Plugin) served {
 	c := plugin.InProcess(p.Name, sdk.Services(p)).Conn()
 	return served{kvpb.NewPluginClient(c), kvpb.NewStoreClient(c), kvpb.NewReadClient(c),
 		kvpb.NewTransferClient(c), kvpb.NewLoadClient(c), kvpb.NewPDAsyncClient(c)}
+}
+
+// storeOn runs one store on a plugin process, as the harness calls it.
+func storeOn(ctx context.Context, p *plugin.Plugin, req *kvpb.StoreRequest) error {
+	_, err := plugin.Call(ctx, p, "Store", kvpb.NewStoreClient(p.Conn()).Store, req)
+	return err
 }
 
 func must(t testing.TB, err error) {

@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapSHM maps a host shared-memory arena read-write.
-func mapSHM(path string, size int) ([]byte, error) {
+// MapSHM maps a host shared-memory arena read-write.
+func MapSHM(path string, size int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open arena: %w", err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/kvharness/kvharness/harness/sdk/read"
+
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -58,7 +60,7 @@ func directRead(t *testing.T, arena []byte, pl arenaPlan, pool int, w readWindow
 	pd := pl.pools[pool]
 	d := int(pd.Layout.HeadDim)
 	view := func(off int) unsafe.Pointer { return unsafe.Pointer(&arena[off]) }
-	call := &sdk.ReadCall{Arena: arena, Requests: requests, K: k,
+	call := &read.Call{Arena: arena, Requests: requests, K: k,
 		Pool: sdk.Pool{Name: pd.Name, Slots: int(pd.Slots), Base: int(pd.Pool.Offset), Bytes: int(pd.Pool.Size),
 			Layout: sdk.Layout{Name: pd.Layout.Name, HeadDim: d, PageSize: int(pd.Layout.PageSize)}},
 		Queries:   unsafe.Slice((*uint16)(view(w.queries)), requests*d),
@@ -66,7 +68,7 @@ func directRead(t *testing.T, arena []byte, pl arenaPlan, pool int, w readWindow
 		Tokens:    unsafe.Slice((*int64)(view(w.tokens)), tokens),
 		OutSlots:  unsafe.Slice((*int64)(view(w.outSlots)), requests*k),
 		OutScores: unsafe.Slice((*float32)(view(w.outScores)), requests*k)}
-	must(t, fused.Plugin.Kernel.(sdk.Reader).Read(context.Background(), call))
+	must(t, fused.Plugin.Kernel.(read.Reader).Read(context.Background(), call))
 }
 
 // TestReadHost: a read through the server over shared memory leaves what
@@ -165,8 +167,8 @@ func TestReadWithoutReader(t *testing.T) {
 }
 
 func TestReadVariantsAreMarked(t *testing.T) {
-	v := sdk.ReadVariant("x", "does y")
-	if !sdk.IsReadVariant(v) || sdk.IsReadVariant(sdk.Variant{Name: "x", Doc: "does y"}) || v.Doc != "does y" {
+	v := read.Variant("x", "does y")
+	if !read.IsVariant(v) || read.IsVariant(sdk.Variant{Name: "x", Doc: "does y"}) || v.Doc != "does y" {
 		t.Errorf("ReadVariant = %+v", v)
 	}
 }

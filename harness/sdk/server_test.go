@@ -8,6 +8,13 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/kvharness/kvharness/harness/sdk/load"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
+
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -21,11 +28,11 @@ import (
 
 type hostOnly struct{}
 
-func (hostOnly) Store(context.Context, *sdk.StoreCall) error { return nil }
+func (hostOnly) Store(context.Context, *store.Call) error { return nil }
 
 type deviceOnly struct{}
 
-func (deviceOnly) StoreDevice(context.Context, *sdk.DeviceStoreCall) error { return nil }
+func (deviceOnly) StoreDevice(context.Context, *store.DeviceCall) error { return nil }
 
 type bothBackends struct {
 	hostOnly
@@ -33,9 +40,21 @@ type bothBackends struct {
 }
 
 func testPlugin(kernel any) sdk.Plugin {
-	return sdk.Plugin{Name: "test", Kernel: kernel, Geometry: func(string, int, int) []sdk.Geometry {
+	return sdk.Plugin{Name: "test", Kernel: kernel, Kinds: kindsOf(kernel), Geometry: func(string, int, int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 256, BytesPerPage: 256 * 64}}
 	}}
+}
+
+// kindsOf lists every kind a test kernel implements, in the order the
+// bundled plugins list theirs.
+func kindsOf(kernel any) []sdk.Kind {
+	var out []sdk.Kind
+	for _, k := range []sdk.Kind{store.Kind, load.Kind, pdasync.Kind, read.Kind, transfer.Kind} {
+		if host, device := k.Serves(kernel); host || device {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func TestDescribeBackends(t *testing.T) {
@@ -80,7 +99,7 @@ func wantStatus(t *testing.T, err error, code codes.Code, says ...string) {
 
 func TestAttachCUDAWithoutDeviceStorer(t *testing.T) {
 	_, err := serve(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
-	wantStatus(t, err, codes.Unimplemented, "DeviceStorer", "shm backend")
+	wantStatus(t, err, codes.Unimplemented, "device interface of none of its kinds, store", "shm backend")
 }
 
 func TestAttachCUDABadHandle(t *testing.T) {
@@ -158,12 +177,12 @@ func TestStoreHost(t *testing.T) {
 func direct(t *testing.T, arena []byte, pl arenaPlan, c storeCase, variant string) {
 	pd := pl.pools[c.pool]
 	d := int(pd.Layout.HeadDim)
-	call := &sdk.StoreCall{Variant: variant, Arena: arena, Capacity: c.capacity, Valid: c.n, Padding: c.padding,
+	call := &store.Call{Variant: variant, Arena: arena, Capacity: c.capacity, Valid: c.n, Padding: c.padding,
 		Pool: sdk.Pool{Name: pd.Name, Slots: int(pd.Slots), Base: int(pd.Pool.Offset), Bytes: int(pd.Pool.Size),
 			Layout: sdk.Layout{Name: pd.Layout.Name, HeadDim: d, PageSize: int(pd.Layout.PageSize)}},
 		Rows: unsafe.Slice((*uint16)(unsafe.Pointer(&arena[pl.rowsOff])), c.capacity*d),
 		Loc:  unsafe.Slice((*int64)(unsafe.Pointer(&arena[pl.locOff])), c.capacity)}
-	must(t, fused.Plugin.Kernel.(sdk.Storer).Store(context.Background(), call))
+	must(t, fused.Plugin.Kernel.(store.Storer).Store(context.Background(), call))
 }
 
 func TestAttachRejectsOverlappingWindows(t *testing.T) {

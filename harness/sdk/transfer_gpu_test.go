@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
+
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -17,15 +20,15 @@ import (
 )
 
 // gpuTransfer is pdtransfer as the CUDA tests serve it. Until the SDK
-// attaches CUDA arenas for any device kernel (sdk.ServesDevice), a plugin
+// attaches CUDA arenas for any device kernel (a kind whose kernel serves device memory), a plugin
 // needs a DeviceStorer to be attached on the GPU: this one has a store
 // that refuses every call.
 type gpuTransfer struct {
-	sdk.Transferer
-	sdk.DeviceTransferer
+	sdktransfer.Transferer
+	sdktransfer.DeviceTransferer
 }
 
-func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
+func (gpuTransfer) StoreDevice(context.Context, *store.DeviceCall) error {
 	return context.Canceled
 }
 
@@ -34,7 +37,7 @@ func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
 func gpuTransferPlugin() sdk.Plugin {
 	p := pdtransfer.Plugin
 	k := p.Kernel
-	p.Kernel = gpuTransfer{k.(sdk.Transferer), k.(sdk.DeviceTransferer)}
+	p.Kernel = gpuTransfer{k.(sdktransfer.Transferer), k.(sdktransfer.DeviceTransferer)}
 	return p
 }
 

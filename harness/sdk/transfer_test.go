@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
+
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/arena"
@@ -40,12 +42,12 @@ func TestParsePoolName(t *testing.T) {
 // recorder is a transfer kernel that sends page 0 of each room's first
 // pair per buffer and records the call.
 type recorder struct {
-	call *sdk.TransferCall
+	call *transfer.Call
 	ds   []sdk.Descriptor
 	err  error
 }
 
-func (r *recorder) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
+func (r *recorder) Transfer(_ context.Context, c *transfer.Call) ([]sdk.Descriptor, error) {
 	r.call = c
 	if r.err != nil {
 		return nil, r.err
@@ -64,7 +66,7 @@ func (r *recorder) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descr
 
 type deviceTransfer struct{}
 
-func (deviceTransfer) TransferDevice(context.Context, *sdk.DeviceTransferCall) ([]sdk.Descriptor, error) {
+func (deviceTransfer) TransferDevice(context.Context, *transfer.DeviceCall) ([]sdk.Descriptor, error) {
 	return nil, nil
 }
 
@@ -80,8 +82,8 @@ func TestDescribeTransferKernels(t *testing.T) {
 	if !slices.Equal(resp.Kernels, []string{"transfer"}) {
 		t.Errorf("device transfer kernels %v", resp.Kernels)
 	}
-	if !sdk.ServesDevice(deviceTransfer{}) || !sdk.ServesDevice(deviceOnly{}) || sdk.ServesDevice(&recorder{}) {
-		t.Error("ServesDevice is wrong")
+	if !slices.Equal(resp.Backends, []kvpb.Backend{kvpb.Backend_BACKEND_CUDA}) {
+		t.Errorf("device transfer backends %v", resp.Backends)
 	}
 }
 

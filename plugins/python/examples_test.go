@@ -197,7 +197,7 @@ func TestSlotWidthConversion(t *testing.T) {
 	locOff := st + 8*l.RowBytes()
 	putInt64s(t, mem, locOff, 3, 64, 65, 255)
 	req := &kvpb.StoreRequest{Capacity: 4, Valid: 4, RowsOffset: uint64(st), LocOffset: uint64(locOff)}
-	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+	if _, err := store.StoreBatch(context.Background(), p, []*kvpb.StoreRequest{req}); err != nil {
 		t.Fatal(err)
 	}
 	wide := snapshot()
@@ -208,7 +208,7 @@ func TestSlotWidthConversion(t *testing.T) {
 	}
 	mem.WriteAt(b, locOff)
 	req.SlotBits = 32
-	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+	if _, err := store.StoreBatch(context.Background(), p, []*kvpb.StoreRequest{req}); err != nil {
 		t.Fatal(err)
 	}
 	if narrow := snapshot(); string(narrow) != string(wide) || string(wide) == string(before) {

@@ -123,7 +123,7 @@ func TestOtherRefusals(t *testing.T) {
 		x := c.Clone()
 		s := tg.slots(x)
 		edit(x, &s)
-		_, err := p.Load(context.Background(), tg.request(x, s))
+		_, err := Load(context.Background(), p, tg.request(x, s))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
 		}

@@ -174,12 +174,12 @@ func (t *Target) attach(ctx context.Context) error {
 		r.Mem = 1
 		g.Regions = append(g.Regions, r)
 	}
-	_, err := t.Prefill.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL,
+	_, err := asyncAttach(ctx, t.Prefill, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL,
 		Attach: target.Request(both, g, t.Variant)})
 	if err != nil {
 		return fmt.Errorf("attach the prefill process: %w", err)
 	}
-	_, err = t.Decode.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE,
+	_, err = asyncAttach(ctx, t.Decode, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE,
 		Attach: target.Request(t.da, t.dPlan, t.Variant)})
 	if err != nil {
 		return fmt.Errorf("attach the decode process: %w", err)
@@ -240,10 +240,10 @@ func (t *Target) reset(ctx context.Context) error {
 	if err := t.openAll(); err != nil {
 		return err
 	}
-	if err := t.Prefill.AsyncReset(ctx); err != nil {
+	if err := asyncReset(ctx, t.Prefill); err != nil {
 		return err
 	}
-	if err := t.Decode.AsyncReset(ctx); err != nil {
+	if err := asyncReset(ctx, t.Decode); err != nil {
 		return err
 	}
 	if err := t.pa.Mem().WriteAt(make([]byte, t.pPlan.Staging.Len), t.pPlan.Staging.Off); err != nil {
@@ -303,7 +303,7 @@ func (t *Target) Close(ctx context.Context) {
 	}
 	t.openAll()
 	if t.attached && (t.owner == nil || *t.owner == t) {
-		t.Prefill.AsyncReset(ctx)
+		asyncReset(ctx, t.Prefill)
 		t.Prefill.Detach(ctx)
 		t.Decode.Detach(ctx)
 		if t.owner != nil {

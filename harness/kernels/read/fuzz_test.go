@@ -5,13 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	sdkread "github.com/kvharness/kvharness/harness/sdk/read"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins"
 )
 
@@ -116,12 +117,12 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 		if code.Kernel == nil {
 			continue
 		}
-		if _, ok := code.Kernel.Kernel.(sdk.Reader); !ok {
+		if _, ok := code.Kernel.Kernel.(sdkread.Reader); !ok {
 			continue
 		}
 		variants := []string{""}
 		for _, v := range code.Kernel.Variants {
-			if sdk.IsReadVariant(v) {
+			if sdkread.IsVariant(v) {
 				variants = append(variants, v.Name)
 			}
 		}

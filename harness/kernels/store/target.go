@@ -80,9 +80,9 @@ type Target struct {
 // group is the targets of one arena and attach (OpenGroup).
 type group struct {
 	target.Base
-	open   int              // targets not yet closed
-	bellAt int              // the doorbell window's offset in the arena; 0 for none
-	bell   *plugin.Doorbell // the current attach's doorbell, or nil: gRPC
+	open   int    // targets not yet closed
+	bellAt int    // the doorbell window's offset in the arena; 0 for none
+	sends  sender // how stores go: by the current attach's doorbell, or gRPC (client.go)
 }
 
 // Open describes the plugin, checks its geometry, plans and fills the
@@ -179,11 +179,11 @@ func (g *group) attach(ctx context.Context) error {
 		}
 		req.Doorbell = &kvpb.Window{Offset: uint64(g.bellAt), Size: doorbell.Size}
 	}
-	g.bell = nil
+	g.sends.bell = nil
 	if _, err := g.Plugin.Attach(ctx, &g.Base, req); err != nil {
 		return err
 	}
-	g.bell = g.Plugin.OpenDoorbell(box)
+	g.sends.bell = g.Plugin.OpenDoorbell(box)
 	return nil
 }
 
@@ -197,12 +197,10 @@ func (g *group) ensure(ctx context.Context) error {
 }
 
 // storeBatch runs the calls in one round trip: by doorbell when the
-// attach has one, by gRPC otherwise.
-func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
-	if g.bell != nil {
-		return g.bell.StoreBatch(ctx, reqs)
-	}
-	return g.Plugin.StoreBatch(ctx, reqs)
+// attach has one, by gRPC otherwise. It returns the plugin's handler
+// time, when it said.
+func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) (time.Duration, error) {
+	return g.sends.send(ctx, g.Plugin, reqs)
 }
 
 // fillTargets fills the exact set of each target planned in geo, guards
@@ -423,8 +421,8 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 		return nil, nil, nil, err
 	}
 	start = t.clock("stage", start)
-	err := t.group.storeBatch(ctx, t.requests(batch))
-	if h := t.Plugin.HandlerTime(); h > 0 {
+	h, err := t.group.storeBatch(ctx, t.requests(batch))
+	if h > 0 {
 		t.addPhase("store-plugin", h)
 	}
 	start = t.clock("store", start)

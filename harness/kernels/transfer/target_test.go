@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
+
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -110,8 +112,8 @@ type flaky struct {
 	wobble  bool // every other call, write one more byte into a destination guard
 }
 
-func (f *flaky) Transfer(ctx context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
-	ds, err := pdtransfer.Plugin.Kernel.(sdk.Transferer).Transfer(ctx, c)
+func (f *flaky) Transfer(ctx context.Context, c *sdktransfer.Call) ([]sdk.Descriptor, error) {
+	ds, err := pdtransfer.Plugin.Kernel.(sdktransfer.Transferer).Transfer(ctx, c)
 	f.calls++
 	if f.staging {
 		c.Arena[len(c.Arena)-1] ^= 1

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -28,7 +30,7 @@ func (k *scatter) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	return k.gpu.Prepare(a, spec)
 }
 
-// StoreDevice implements sdk.DeviceStorer.
-func (k *scatter) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+// StoreDevice implements store.DeviceStorer.
+func (k *scatter) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	return k.gpu.Store(c, spec)
 }

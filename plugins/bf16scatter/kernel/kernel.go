@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -20,8 +22,8 @@ type scatter struct {
 	gpu gpustore.Kernels
 }
 
-// Store implements sdk.Storer.
-func (*scatter) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (*scatter) Store(_ context.Context, c *store.Call) error {
 	d := c.Pool.Layout.HeadDim
 	if c.Pool.Layout.Name != "bf16" {
 		return fmt.Errorf("bf16scatter stores the bf16 layout only, not %s", c.Pool.Layout.Name)
@@ -42,4 +44,5 @@ var Plugin = sdk.Plugin{
 		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
 	},
 	Kernel: &scatter{},
+	Kinds:  []sdk.Kind{store.Kind},
 }

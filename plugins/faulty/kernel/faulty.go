@@ -28,6 +28,7 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
 
@@ -45,9 +46,9 @@ var variants = []sdk.Variant{
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
 }
 
-type store struct{}
+type kernel struct{}
 
-func (store) Store(_ context.Context, c *sdk.StoreCall) error {
+func (kernel) Store(_ context.Context, c *store.Call) error {
 	misbehave(c.Variant, c)
 	d := c.Pool.Layout.HeadDim
 	for i := range c.Valid {
@@ -59,7 +60,7 @@ func (store) Store(_ context.Context, c *sdk.StoreCall) error {
 	return nil
 }
 
-func misbehave(variant string, c *sdk.StoreCall) {
+func misbehave(variant string, c *store.Call) {
 	switch variant {
 	case "panic":
 		panic(fmt.Sprintf("faulty: deliberate panic storing %d rows", c.Capacity))
@@ -142,7 +143,7 @@ func serve(hs goplugin.HandshakeConfig, services protocol.Services) {
 // Main serves the plugin, misbehaving as KVHARNESS_VARIANT says.
 func Main() {
 	p := sdk.Plugin{Name: "faulty", Version: "1.0.0", Doc: "misbehaves on purpose, one way per variant",
-		Variants: variants, Geometry: geometry, Kernel: store{}}
+		Variants: variants, Geometry: geometry, Kernel: kernel{}, Kinds: []sdk.Kind{store.Kind}}
 	switch os.Getenv("KVHARNESS_VARIANT") {
 	case "bad-handshake":
 		fmt.Println("this is not a go-plugin handshake")

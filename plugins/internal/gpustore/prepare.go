@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kvharness/kvharness/harness/sdk/store"
+
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
 )
@@ -38,7 +40,7 @@ func (k *Kernels) Prepare(a *sdk.DeviceAttach, spec SpecFunc) error {
 
 // Store launches the plugin's kernel for c's variant and layout, tuned
 // for c's capacity.
-func (k *Kernels) Store(c *sdk.DeviceStoreCall, spec SpecFunc) error {
+func (k *Kernels) Store(c *store.DeviceCall, spec SpecFunc) error {
 	if err := aligned(c); err != nil {
 		return err
 	}
