@@ -82,3 +82,13 @@ func DescriptorsProto(ds []Descriptor) ([]*kvpb.Descriptor, error) {
 	}
 	return out, nil
 }
+
+// BufferOf is the buffer pool p holds, or an error naming the pool when
+// the attach gave it none with a side (PoolDesc.buffer): a transfer kind
+// pairs its pools by buffer.
+func BufferOf(p Pool) (PoolBuffer, error) {
+	if b := p.Buffer; b != nil && b.Name != "" && (b.Side == SideSrc || b.Side == SideDst) {
+		return *b, nil
+	}
+	return PoolBuffer{}, fmt.Errorf("pool %q has no buffer with side src or dst (PoolDesc.buffer); each pool of a transfer carries its own", p.Name)
+}

@@ -102,6 +102,38 @@ type Pool struct {
 	Base   int // offset of slot 0's page in its region
 	Bytes  int
 	Region int // the attach's region the pool lives in: 0 unless the harness spreads pools over memory spaces
+	// Buffer places the pool in a multi-buffer KV cache on one side of a
+	// transfer (the transfer and pdasync kinds); nil for other kinds.
+	Buffer *PoolBuffer
+}
+
+// The sides of a transfer: PoolBuffer.Side.
+const (
+	SideSrc = "src" // the prefill server's pools, which are read
+	SideDst = "dst" // the decode server's, which are written
+)
+
+// PoolBuffer is one side's pool of a buffer of a multi-buffer KV cache
+// (a layer's KV, its index-K, a compressor state).
+type PoolBuffer struct {
+	Side  string // SideSrc or SideDst
+	Layer int
+	Name  string // the buffer, the same on both sides: "L0.kv"
+	// Alloc names the allocation the buffer is carved from; "" when it
+	// owns one. Buffers of a side with the same AllocKey share one
+	// registered base address, as tensors shared by two layer groups do.
+	Alloc string
+	// Shift is the buffer's page table: a room's page p lives in physical
+	// page (p + Shift) mod pages of this buffer.
+	Shift int
+}
+
+// AllocKey is the allocation the buffer belongs to.
+func (b PoolBuffer) AllocKey() string {
+	if b.Alloc != "" {
+		return b.Alloc
+	}
+	return b.Name
 }
 
 // Pages is the number of pages of the pool: its slots, a partial last page

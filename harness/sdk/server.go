@@ -278,7 +278,8 @@ func CheckWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, Window, error) 
 		}
 		l := p.GetLayout()
 		pools = append(pools, Pool{Name: p.Name, Slots: int(p.Slots), Base: w.Off, Bytes: w.Len, Region: int(p.Pool.Region),
-			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize())}})
+			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize())},
+			Buffer: poolBuffer(p.GetBuffer())})
 	}
 	staging, err := in(req.Staging)
 	if err != nil {
@@ -288,6 +289,15 @@ func CheckWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, Window, error) 
 		return nil, Window{}, BadRequest("staging in region %d: the inputs of every call are read from region 0", req.Staging.Region)
 	}
 	return pools, staging, disjoint(pools, staging)
+}
+
+// poolBuffer reads a pool's buffer; nil when the attach gives none.
+func poolBuffer(b *kvpb.PoolBuffer) *PoolBuffer {
+	if b == nil {
+		return nil
+	}
+	side := map[kvpb.Side]string{kvpb.Side_SIDE_SRC: SideSrc, kvpb.Side_SIDE_DST: SideDst}[b.Side]
+	return &PoolBuffer{Side: side, Layer: int(b.Layer), Name: b.Name, Alloc: b.Alloc, Shift: int(b.Shift)}
 }
 
 // disjoint rejects an attach whose pools overlap each other or the

@@ -19,24 +19,20 @@ import (
 	"github.com/kvharness/kvharness/harness/target"
 )
 
-func TestParsePoolName(t *testing.T) {
-	for _, b := range pd.DefaultGeometry(2, 40).Buffers {
-		for _, side := range []string{pd.SideSrc, pd.SideDst} {
-			n, err := sdk.ParsePoolName(b.PoolName(side))
-			must(t, err)
-			if n.Side != side || n.Buffer != b.Name || n.AllocKey() != b.AllocKey() || n.Shift != b.Shift {
-				t.Errorf("%q parsed as %+v", b.PoolName(side), n)
-			}
-		}
-	}
-	if n, err := sdk.ParsePoolName("dst/x;color=red;shift=3"); err != nil || n.Shift != 3 {
-		t.Errorf("an unknown attribute is not ignored: %+v %v", n, err)
-	}
-	for _, bad := range []string{"L0.kv", "src/", "mid/L0.kv", "src/a;shift=-1", "src/a;shift=x"} {
-		if _, err := sdk.ParsePoolName(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
+// TestTransferNeedsPoolBuffers: a transfer pairs pools by the buffer each
+// carries (PoolDesc.buffer); pools without one are refused, naming the
+// pool, rather than paired by a guess.
+func TestTransferNeedsPoolBuffers(t *testing.T) {
+	l, err := layout.Builtin("bf16", 16, 4)
+	must(t, err)
+	g, err := pool.Plan([]pool.Spec{{Name: "a", Layout: l, Slots: 16}, {Name: "b", Layout: l, Slots: 16}}, 256)
+	must(t, err)
+	h := newHostArena(t, g.Size)
+	srv := serve(testPlugin(&recorder{}))
+	_, err = srv.Attach(context.Background(), target.Request(arena.One(arena.HostShared, hostMemory{h}), g, ""))
+	must(t, err)
+	_, err = srv.Transfer(context.Background(), &kvpb.TransferRequest{Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 1}}})
+	wantStatus(t, err, codes.InvalidArgument, `pool "a" has no buffer`)
 }
 
 // recorder is a transfer kernel that sends page 0 of each room's first
@@ -97,7 +93,7 @@ func transferArena(t *testing.T, srv served) (*hostArena, pool.Geometry) {
 	var specs []pool.Spec
 	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for _, b := range bufs {
-			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: 4 * 4})
+			specs = append(specs, b.Pool(side, l, 4*4))
 		}
 	}
 	g, err := pool.Plan(specs, 256)

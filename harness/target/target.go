@@ -142,9 +142,20 @@ func Request(a *arena.Arena, g pool.Geometry, variant string) *kvpb.AttachReques
 			Layout: &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)},
 			Slots:  uint64(r.Slots), Pool: window(r.Pool, r.Mem),
 			GuardBefore: window(r.GuardBefore, r.Mem), GuardAfter: window(r.GuardAfter, r.Mem),
+			Buffer: bufferDesc(r.Buffer),
 		})
 	}
 	return req
+}
+
+// bufferDesc is a pool's buffer on the wire; nil for a pool of no
+// transfer.
+func bufferDesc(b *pool.Buffer) *kvpb.PoolBuffer {
+	if b == nil {
+		return nil
+	}
+	side := map[string]kvpb.Side{"src": kvpb.Side_SIDE_SRC, "dst": kvpb.Side_SIDE_DST}[b.Side]
+	return &kvpb.PoolBuffer{Side: side, Layer: uint32(b.Layer), Name: b.Name, Alloc: b.Alloc, Shift: uint32(b.Shift)}
 }
 
 func window(w pool.Window, region int) *kvpb.Window {

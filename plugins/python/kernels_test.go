@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -153,11 +154,13 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 	fp8, err := layout.Builtin("fp8-paged", 128, 64)
 	noErr(t, err)
 	const slots = 8 * 64
+	kv, idx, odd, mix := pd.Buffer{Name: "L0.kv"}, pd.Buffer{Name: "L0.indexk", Shift: 3}, pd.Buffer{Name: "L0.odd"}, pd.Buffer{Name: "L0.mix"}
+	src, dst := pd.SideSrc, pd.SideDst
 	g, mem := sharedPools(t, dir, []pool.Spec{
-		{Name: "src/L0.kv", Layout: l, Slots: slots}, {Name: "dst/L0.kv", Layout: l, Slots: slots},
-		{Name: "src/L0.indexk;shift=3", Layout: fp8, Slots: slots}, {Name: "dst/L0.indexk;shift=3", Layout: fp8, Slots: slots},
-		{Name: "dst/L0.odd", Layout: fp8, Slots: slots}, {Name: "case", Layout: l, Slots: slots},
-		{Name: "src/L0.mix", Layout: l, Slots: slots}, {Name: "dst/L0.mix", Layout: fp8, Slots: slots},
+		kv.Pool(src, l, slots), kv.Pool(dst, l, slots),
+		idx.Pool(src, fp8, slots), idx.Pool(dst, fp8, slots),
+		odd.Pool(dst, fp8, slots), {Name: "case", Layout: l, Slots: slots},
+		mix.Pool(src, l, slots), mix.Pool(dst, fp8, slots),
 	}, 4096)
 	room := &kvpb.Room{Id: 7, SrcPages: []uint64{0, 1, 2, 6}, DstPages: []uint64{4, 5, 6, 0}}
 	send := func(edit func(*kvpb.TransferRequest)) func(*plugin.Plugin) error {

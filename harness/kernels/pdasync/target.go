@@ -117,8 +117,8 @@ func (t *Target) plan(dir *rundir.Dir) error {
 		if err != nil {
 			return err
 		}
-		src = append(src, pool.Spec{Name: b.PoolName(pd.SideSrc), Layout: l, Slots: g.Pages * g.PageSize})
-		dst = append(dst, pool.Spec{Name: b.PoolName(pd.SideDst), Layout: l, Slots: g.Pages * g.PageSize})
+		src = append(src, b.Pool(pd.SideSrc, l, g.Pages*g.PageSize))
+		dst = append(dst, b.Pool(pd.SideDst, l, g.Pages*g.PageSize))
 	}
 	var err error
 	if t.pPlan, err = pool.Plan(src, 4*MaxHandles); err != nil {

@@ -98,7 +98,7 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	var specs []pool.Spec
 	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
-			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: layouts[i], Slots: g.Pages * g.PageSize})
+			specs = append(specs, b.Pool(side, layouts[i], g.Pages*g.PageSize))
 		}
 	}
 	plan, err := pool.Plan(specs, pool.Alignment)

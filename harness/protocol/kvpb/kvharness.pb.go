@@ -228,6 +228,56 @@ func (Rounding) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{3}
 }
 
+// Side is which server of a disaggregated pair a pool belongs to.
+type Side int32
+
+const (
+	Side_SIDE_UNSPECIFIED Side = 0
+	Side_SIDE_SRC         Side = 1 // the prefill server's: read
+	Side_SIDE_DST         Side = 2 // the decode server's: written
+)
+
+// Enum value maps for Side.
+var (
+	Side_name = map[int32]string{
+		0: "SIDE_UNSPECIFIED",
+		1: "SIDE_SRC",
+		2: "SIDE_DST",
+	}
+	Side_value = map[string]int32{
+		"SIDE_UNSPECIFIED": 0,
+		"SIDE_SRC":         1,
+		"SIDE_DST":         2,
+	}
+)
+
+func (x Side) Enum() *Side {
+	p := new(Side)
+	*p = x
+	return p
+}
+
+func (x Side) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Side) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[4].Descriptor()
+}
+
+func (Side) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[4]
+}
+
+func (x Side) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Side.Descriptor instead.
+func (Side) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{4}
+}
+
 type BenchMode int32
 
 const (
@@ -258,11 +308,11 @@ func (x BenchMode) String() string {
 }
 
 func (BenchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[4].Descriptor()
+	return file_kvharness_proto_enumTypes[5].Descriptor()
 }
 
 func (BenchMode) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[4]
+	return &file_kvharness_proto_enumTypes[5]
 }
 
 func (x BenchMode) Number() protoreflect.EnumNumber {
@@ -271,7 +321,7 @@ func (x BenchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BenchMode.Descriptor instead.
 func (BenchMode) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{4}
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
 }
 
 type LayoutRef struct {
@@ -943,13 +993,16 @@ func (x *Window) GetRegion() uint32 {
 }
 
 type PoolDesc struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Layout        *LayoutRef             `protobuf:"bytes,1,opt,name=layout,proto3" json:"layout,omitempty"`
-	Slots         uint64                 `protobuf:"varint,2,opt,name=slots,proto3" json:"slots,omitempty"`
-	Pool          *Window                `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"` // slot 0's page starts at pool.offset
-	GuardBefore   *Window                `protobuf:"bytes,4,opt,name=guard_before,json=guardBefore,proto3" json:"guard_before,omitempty"`
-	GuardAfter    *Window                `protobuf:"bytes,5,opt,name=guard_after,json=guardAfter,proto3" json:"guard_after,omitempty"`
-	Name          string                 `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Layout      *LayoutRef             `protobuf:"bytes,1,opt,name=layout,proto3" json:"layout,omitempty"`
+	Slots       uint64                 `protobuf:"varint,2,opt,name=slots,proto3" json:"slots,omitempty"`
+	Pool        *Window                `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"` // slot 0's page starts at pool.offset
+	GuardBefore *Window                `protobuf:"bytes,4,opt,name=guard_before,json=guardBefore,proto3" json:"guard_before,omitempty"`
+	GuardAfter  *Window                `protobuf:"bytes,5,opt,name=guard_after,json=guardAfter,proto3" json:"guard_after,omitempty"`
+	Name        string                 `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"` // for messages
+	// buffer places the pool in a multi-buffer KV cache on one side of a
+	// transfer (the transfer and pdasync kinds); unset for other kinds.
+	Buffer        *PoolBuffer `protobuf:"bytes,7,opt,name=buffer,proto3" json:"buffer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1026,6 +1079,98 @@ func (x *PoolDesc) GetName() string {
 	return ""
 }
 
+func (x *PoolDesc) GetBuffer() *PoolBuffer {
+	if x != nil {
+		return x.Buffer
+	}
+	return nil
+}
+
+// PoolBuffer is one buffer of a multi-buffer KV cache (a layer's KV, its
+// index-K, a compressor state), present on both sides with the same
+// geometry, as one side's pool holds it.
+type PoolBuffer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Side  Side                   `protobuf:"varint,1,opt,name=side,proto3,enum=kvharness.v1.Side" json:"side,omitempty"`
+	Layer uint32                 `protobuf:"varint,2,opt,name=layer,proto3" json:"layer,omitempty"`
+	Name  string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // the buffer, the same on both sides: "L0.kv"
+	// alloc names the allocation the buffer is carved from; empty when it
+	// owns one (keyed by its name). Buffers of a side with the same key
+	// share one registered base address, as a tensor shared by two layer
+	// groups does.
+	Alloc string `protobuf:"bytes,4,opt,name=alloc,proto3" json:"alloc,omitempty"`
+	// shift is the buffer's page table: a room's page p lives in physical
+	// page (p + shift) mod pages of this buffer.
+	Shift         uint32 `protobuf:"varint,5,opt,name=shift,proto3" json:"shift,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolBuffer) Reset() {
+	*x = PoolBuffer{}
+	mi := &file_kvharness_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolBuffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolBuffer) ProtoMessage() {}
+
+func (x *PoolBuffer) ProtoReflect() protoreflect.Message {
+	mi := &file_kvharness_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolBuffer.ProtoReflect.Descriptor instead.
+func (*PoolBuffer) Descriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PoolBuffer) GetSide() Side {
+	if x != nil {
+		return x.Side
+	}
+	return Side_SIDE_UNSPECIFIED
+}
+
+func (x *PoolBuffer) GetLayer() uint32 {
+	if x != nil {
+		return x.Layer
+	}
+	return 0
+}
+
+func (x *PoolBuffer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PoolBuffer) GetAlloc() string {
+	if x != nil {
+		return x.Alloc
+	}
+	return ""
+}
+
+func (x *PoolBuffer) GetShift() uint32 {
+	if x != nil {
+		return x.Shift
+	}
+	return 0
+}
+
 type AttachRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// arena is the first region; regions, when set, lists every region in
@@ -1049,7 +1194,7 @@ type AttachRequest struct {
 
 func (x *AttachRequest) Reset() {
 	*x = AttachRequest{}
-	mi := &file_kvharness_proto_msgTypes[9]
+	mi := &file_kvharness_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1206,7 @@ func (x *AttachRequest) String() string {
 func (*AttachRequest) ProtoMessage() {}
 
 func (x *AttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[9]
+	mi := &file_kvharness_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1219,7 @@ func (x *AttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
 func (*AttachRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{9}
+	return file_kvharness_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AttachRequest) GetArena() *Arena {
@@ -1128,7 +1273,7 @@ type AttachResponse struct {
 
 func (x *AttachResponse) Reset() {
 	*x = AttachResponse{}
-	mi := &file_kvharness_proto_msgTypes[10]
+	mi := &file_kvharness_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1285,7 @@ func (x *AttachResponse) String() string {
 func (*AttachResponse) ProtoMessage() {}
 
 func (x *AttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[10]
+	mi := &file_kvharness_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1298,7 @@ func (x *AttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachResponse.ProtoReflect.Descriptor instead.
 func (*AttachResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{10}
+	return file_kvharness_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AttachResponse) GetGeometry() []*Geometry {
@@ -1171,7 +1316,7 @@ type DetachRequest struct {
 
 func (x *DetachRequest) Reset() {
 	*x = DetachRequest{}
-	mi := &file_kvharness_proto_msgTypes[11]
+	mi := &file_kvharness_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1328,7 @@ func (x *DetachRequest) String() string {
 func (*DetachRequest) ProtoMessage() {}
 
 func (x *DetachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[11]
+	mi := &file_kvharness_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1341,7 @@ func (x *DetachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetachRequest.ProtoReflect.Descriptor instead.
 func (*DetachRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{11}
+	return file_kvharness_proto_rawDescGZIP(), []int{12}
 }
 
 type DetachResponse struct {
@@ -1207,7 +1352,7 @@ type DetachResponse struct {
 
 func (x *DetachResponse) Reset() {
 	*x = DetachResponse{}
-	mi := &file_kvharness_proto_msgTypes[12]
+	mi := &file_kvharness_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1364,7 @@ func (x *DetachResponse) String() string {
 func (*DetachResponse) ProtoMessage() {}
 
 func (x *DetachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[12]
+	mi := &file_kvharness_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1377,7 @@ func (x *DetachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetachResponse.ProtoReflect.Descriptor instead.
 func (*DetachResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{12}
+	return file_kvharness_proto_rawDescGZIP(), []int{13}
 }
 
 // Descriptor is one contiguous copy, as NIXL and Mooncake take them: what
@@ -1253,7 +1398,7 @@ type Descriptor struct {
 
 func (x *Descriptor) Reset() {
 	*x = Descriptor{}
-	mi := &file_kvharness_proto_msgTypes[13]
+	mi := &file_kvharness_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1410,7 @@ func (x *Descriptor) String() string {
 func (*Descriptor) ProtoMessage() {}
 
 func (x *Descriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[13]
+	mi := &file_kvharness_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1423,7 @@ func (x *Descriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Descriptor.ProtoReflect.Descriptor instead.
 func (*Descriptor) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{13}
+	return file_kvharness_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Descriptor) GetRoom() uint64 {
@@ -1362,7 +1507,7 @@ type BenchRequest struct {
 
 func (x *BenchRequest) Reset() {
 	*x = BenchRequest{}
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1519,7 @@ func (x *BenchRequest) String() string {
 func (*BenchRequest) ProtoMessage() {}
 
 func (x *BenchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[14]
+	mi := &file_kvharness_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1532,7 @@ func (x *BenchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchRequest.ProtoReflect.Descriptor instead.
 func (*BenchRequest) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{14}
+	return file_kvharness_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BenchRequest) GetStore() *StoreRequest {
@@ -1482,7 +1627,7 @@ type BenchResponse struct {
 
 func (x *BenchResponse) Reset() {
 	*x = BenchResponse{}
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1639,7 @@ func (x *BenchResponse) String() string {
 func (*BenchResponse) ProtoMessage() {}
 
 func (x *BenchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvharness_proto_msgTypes[15]
+	mi := &file_kvharness_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1652,7 @@ func (x *BenchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchResponse.ProtoReflect.Descriptor instead.
 func (*BenchResponse) Descriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{15}
+	return file_kvharness_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BenchResponse) GetNs() []float64 {
@@ -1599,7 +1744,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x06Window\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
-	"\x06region\x18\x03 \x01(\rR\x06region\"\xff\x01\n" +
+	"\x06region\x18\x03 \x01(\rR\x06region\"\xb1\x02\n" +
 	"\bPoolDesc\x12/\n" +
 	"\x06layout\x18\x01 \x01(\v2\x17.kvharness.v1.LayoutRefR\x06layout\x12\x14\n" +
 	"\x05slots\x18\x02 \x01(\x04R\x05slots\x12(\n" +
@@ -1607,7 +1752,15 @@ const file_kvharness_proto_rawDesc = "" +
 	"\fguard_before\x18\x04 \x01(\v2\x14.kvharness.v1.WindowR\vguardBefore\x125\n" +
 	"\vguard_after\x18\x05 \x01(\v2\x14.kvharness.v1.WindowR\n" +
 	"guardAfter\x12\x12\n" +
-	"\x04name\x18\x06 \x01(\tR\x04name\"\x93\x02\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x120\n" +
+	"\x06buffer\x18\a \x01(\v2\x18.kvharness.v1.PoolBufferR\x06buffer\"\x8a\x01\n" +
+	"\n" +
+	"PoolBuffer\x12&\n" +
+	"\x04side\x18\x01 \x01(\x0e2\x12.kvharness.v1.SideR\x04side\x12\x14\n" +
+	"\x05layer\x18\x02 \x01(\rR\x05layer\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05alloc\x18\x04 \x01(\tR\x05alloc\x12\x14\n" +
+	"\x05shift\x18\x05 \x01(\rR\x05shift\"\x93\x02\n" +
 	"\rAttachRequest\x12)\n" +
 	"\x05arena\x18\x01 \x01(\v2\x13.kvharness.v1.ArenaR\x05arena\x12,\n" +
 	"\x05pools\x18\x02 \x03(\v2\x16.kvharness.v1.PoolDescR\x05pools\x12.\n" +
@@ -1665,7 +1818,11 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0fQUANTIZE_DIVIDE\x10\x00\x12\x17\n" +
 	"\x13QUANTIZE_RECIPROCAL\x10\x01*%\n" +
 	"\bRounding\x12\x19\n" +
-	"\x15ROUNDING_NEAREST_EVEN\x10\x00*4\n" +
+	"\x15ROUNDING_NEAREST_EVEN\x10\x00*8\n" +
+	"\x04Side\x12\x14\n" +
+	"\x10SIDE_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bSIDE_SRC\x10\x01\x12\f\n" +
+	"\bSIDE_DST\x10\x02*4\n" +
 	"\tBenchMode\x12\x14\n" +
 	"\x10BENCH_PER_LAUNCH\x10\x00\x12\x11\n" +
 	"\rBENCH_BATCHED\x10\x012\x9f\x02\n" +
@@ -1687,67 +1844,71 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_kvharness_proto_goTypes = []any{
 	(Backend)(0),             // 0: kvharness.v1.Backend
 	(ScaleRule)(0),           // 1: kvharness.v1.ScaleRule
 	(Quantize)(0),            // 2: kvharness.v1.Quantize
 	(Rounding)(0),            // 3: kvharness.v1.Rounding
-	(BenchMode)(0),           // 4: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),        // 5: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),  // 6: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),         // 7: kvharness.v1.Geometry
-	(*Recipe)(nil),           // 8: kvharness.v1.Recipe
-	(*Variant)(nil),          // 9: kvharness.v1.Variant
-	(*DescribeResponse)(nil), // 10: kvharness.v1.DescribeResponse
-	(*Arena)(nil),            // 11: kvharness.v1.Arena
-	(*Window)(nil),           // 12: kvharness.v1.Window
-	(*PoolDesc)(nil),         // 13: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),    // 14: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),   // 15: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),    // 16: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),   // 17: kvharness.v1.DetachResponse
-	(*Descriptor)(nil),       // 18: kvharness.v1.Descriptor
-	(*BenchRequest)(nil),     // 19: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),    // 20: kvharness.v1.BenchResponse
-	(*StoreRequest)(nil),     // 21: kvharness.v1.StoreRequest
+	(Side)(0),                // 4: kvharness.v1.Side
+	(BenchMode)(0),           // 5: kvharness.v1.BenchMode
+	(*LayoutRef)(nil),        // 6: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),  // 7: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),         // 8: kvharness.v1.Geometry
+	(*Recipe)(nil),           // 9: kvharness.v1.Recipe
+	(*Variant)(nil),          // 10: kvharness.v1.Variant
+	(*DescribeResponse)(nil), // 11: kvharness.v1.DescribeResponse
+	(*Arena)(nil),            // 12: kvharness.v1.Arena
+	(*Window)(nil),           // 13: kvharness.v1.Window
+	(*PoolDesc)(nil),         // 14: kvharness.v1.PoolDesc
+	(*PoolBuffer)(nil),       // 15: kvharness.v1.PoolBuffer
+	(*AttachRequest)(nil),    // 16: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),   // 17: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),    // 18: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),   // 19: kvharness.v1.DetachResponse
+	(*Descriptor)(nil),       // 20: kvharness.v1.Descriptor
+	(*BenchRequest)(nil),     // 21: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),    // 22: kvharness.v1.BenchResponse
+	(*StoreRequest)(nil),     // 23: kvharness.v1.StoreRequest
 }
 var file_kvharness_proto_depIdxs = []int32{
-	8,  // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	9,  // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
 	1,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
 	2,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
 	3,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	7,  // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	9,  // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	8,  // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	10, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
 	0,  // 6: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
 	0,  // 7: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	5,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	12, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	12, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	12, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	11, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	13, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	12, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	11, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	12, // 16: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	7,  // 17: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	21, // 18: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	4,  // 19: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	21, // 20: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	6,  // 21: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
-	14, // 22: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
-	16, // 23: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
-	19, // 24: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
-	10, // 25: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
-	15, // 26: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
-	17, // 27: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
-	20, // 28: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	6,  // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	13, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	13, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	13, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	15, // 12: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
+	4,  // 13: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
+	12, // 14: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	14, // 15: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	13, // 16: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	12, // 17: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	13, // 18: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	8,  // 19: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	23, // 20: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	5,  // 21: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	23, // 22: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	7,  // 23: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
+	16, // 24: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
+	18, // 25: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
+	21, // 26: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
+	11, // 27: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
+	17, // 28: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
+	19, // 29: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
+	22, // 30: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
+	27, // [27:31] is the sub-list for method output_type
+	23, // [23:27] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -1762,8 +1923,8 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   16,
+			NumEnums:      6,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

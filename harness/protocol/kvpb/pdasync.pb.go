@@ -187,9 +187,9 @@ func (AsyncEventKind) EnumDescriptor() ([]byte, []int) {
 	return file_pdasync_proto_rawDescGZIP(), []int{2}
 }
 
-// AsyncAttachRequest maps a role's regions and pools. Pools are named as
-// transfer pools are (side/buffer[;alloc=A][;shift=N]); buffer i is the
-// i-th destination pool, paired with the source pool of the same buffer.
+// AsyncAttachRequest maps a role's regions and pools. Every pool carries
+// its buffer (PoolDesc.buffer), as transfer pools do; buffer i is the i-th
+// destination pool, paired with the source pool of the same buffer.
 // The prefill's staging window holds the gates: gate h is the
 // little-endian uint32 at staging.offset + 4h, 0 while the harness holds
 // handle h, 1 once it lets the handle's copies run, 2 when it fails the

@@ -138,15 +138,15 @@ func asyncBuffers(role kvpb.AsyncRole, pools []sdk.Pool) ([]Buffer, error) {
 	src := map[string]sdk.Pool{}
 	var out []Buffer
 	for _, p := range pools {
-		n, err := sdk.ParsePoolName(p.Name)
+		n, err := sdk.BufferOf(p)
 		if err != nil {
 			return nil, sdk.BadRequest("pdasync attach: %v", err)
 		}
 		switch {
-		case n.Side == "src" && prefill && p.Region == 0:
-			src[n.Buffer] = p
-		case n.Side == "dst" && p.Region == dstRegion && p.Layout.PageSize > 0:
-			out = append(out, Buffer{Index: len(out), Name: n.Buffer, Dst: p, Alloc: n.AllocKey(), Shift: n.Shift})
+		case n.Side == sdk.SideSrc && prefill && p.Region == 0:
+			src[n.Name] = p
+		case n.Side == sdk.SideDst && p.Region == dstRegion && p.Layout.PageSize > 0:
+			out = append(out, Buffer{Index: len(out), Name: n.Name, Dst: p, Alloc: n.AllocKey(), Shift: n.Shift})
 		default:
 			return nil, sdk.BadRequest("pdasync %v attach: pool %q in region %d; want source pools in region 0 and destination pools in region %d (the prefill's source pools only)", role, p.Name, p.Region, dstRegion)
 		}

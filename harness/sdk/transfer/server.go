@@ -112,20 +112,20 @@ func (s *server) transferBuffer(i int, bp *kvpb.BufferPair) (Buffer, error) {
 	if src.Region != 0 || dst.Region != 0 {
 		return Buffer{}, sdk.BadRequest("buffer %d: pools in regions %d and %d; transfers run within region 0", i, src.Region, dst.Region)
 	}
-	sn, err := sdk.ParsePoolName(src.Name)
+	sn, err := sdk.BufferOf(src)
 	if err != nil {
 		return Buffer{}, sdk.BadRequest("buffer %d: %v", i, err)
 	}
-	dn, err := sdk.ParsePoolName(dst.Name)
+	dn, err := sdk.BufferOf(dst)
 	switch {
 	case err != nil:
 		return Buffer{}, sdk.BadRequest("buffer %d: %v", i, err)
-	case sn.Side != "src" || dn.Side != "dst" || sn.Buffer != dn.Buffer:
-		return Buffer{}, sdk.BadRequest("buffer %d pairs pool %q with %q; want src/B with dst/B", i, src.Name, dst.Name)
+	case sn.Side != sdk.SideSrc || dn.Side != sdk.SideDst || sn.Name != dn.Name:
+		return Buffer{}, sdk.BadRequest("buffer %d pairs pool %q with %q; want buffer B's src pool with its dst pool", i, src.Name, dst.Name)
 	case src.Layout != dst.Layout || src.Slots != dst.Slots || src.Layout.PageSize < 1:
-		return Buffer{}, sdk.BadRequest("buffer %s: the two sides differ (%+v, %d slots vs %+v, %d slots)", sn.Buffer, src.Layout, src.Slots, dst.Layout, dst.Slots)
+		return Buffer{}, sdk.BadRequest("buffer %s: the two sides differ (%+v, %d slots vs %+v, %d slots)", sn.Name, src.Layout, src.Slots, dst.Layout, dst.Slots)
 	}
-	return Buffer{Index: i, Name: sn.Buffer, Src: src, Dst: dst, Alloc: sn.AllocKey(), Shift: sn.Shift}, nil
+	return Buffer{Index: i, Name: sn.Name, Src: src, Dst: dst, Alloc: sn.AllocKey(), Shift: sn.Shift}, nil
 }
 
 func checkRoom(i int, r *kvpb.Room, pages int) (Room, error) {

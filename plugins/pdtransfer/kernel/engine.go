@@ -69,22 +69,22 @@ func (e *engine) register(b transfer.Buffer) (registration, bool, error) {
 // base address the allocation was registered under.
 func (e *engine) allocOwner(b transfer.Buffer) (transfer.Buffer, error) {
 	for _, p := range e.pools {
-		n, err := sdk.ParsePoolName(p.Name)
+		n, err := sdk.BufferOf(p)
 		if err != nil {
 			return b, err
 		}
-		if n.Side != "src" || n.AllocKey() != b.Alloc {
+		if n.Side != sdk.SideSrc || n.AllocKey() != b.Alloc {
 			continue
 		}
-		dst, err := e.pool("dst", n.Buffer)
-		return transfer.Buffer{Name: n.Buffer, Src: p, Dst: dst, Alloc: n.AllocKey(), Shift: n.Shift}, err
+		dst, err := e.pool(sdk.SideDst, n.Name)
+		return transfer.Buffer{Name: n.Name, Src: p, Dst: dst, Alloc: n.AllocKey(), Shift: n.Shift}, err
 	}
 	return b, nil
 }
 
 func (e *engine) pool(side, buffer string) (sdk.Pool, error) {
 	for _, p := range e.pools {
-		if n, err := sdk.ParsePoolName(p.Name); err == nil && n.Side == side && n.Buffer == buffer {
+		if n, err := sdk.BufferOf(p); err == nil && n.Side == side && n.Name == buffer {
 			return p, nil
 		}
 	}

@@ -38,8 +38,9 @@ func call(g pd.Geometry, rooms ...transfer.Room) ([]sdk.Pool, []transfer.Buffer,
 	n := len(g.Buffers)
 	for s, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
-			pools = append(pools, sdk.Pool{Name: b.PoolName(side), Slots: g.Pages * g.PageSize, Base: (s*n + i + 1) << 20,
-				Layout: sdk.Layout{Name: b.Layout, HeadDim: b.HeadDim, PageSize: g.PageSize}})
+			pools = append(pools, sdk.Pool{Name: side + "/" + b.Name, Slots: g.Pages * g.PageSize, Base: (s*n + i + 1) << 20,
+				Layout: sdk.Layout{Name: b.Layout, HeadDim: b.HeadDim, PageSize: g.PageSize},
+				Buffer: &sdk.PoolBuffer{Side: side, Layer: b.Layer, Name: b.Name, Alloc: b.Alloc, Shift: b.Shift}})
 		}
 	}
 	var bufs []transfer.Buffer

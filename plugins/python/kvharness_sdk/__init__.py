@@ -43,6 +43,7 @@ from .kernel import (  # noqa: E402
     LaunchedStore,
     Layout,
     Pool,
+    PoolBuffer,
     Recipe,
     StoreCall,
     Variant,
@@ -52,7 +53,7 @@ from .kernel import (  # noqa: E402
 from .pdasync import AsyncKernel  # noqa: E402
 from .read import ReadCall  # noqa: E402
 from .serve import serve  # noqa: E402
-from .transfer import Descriptor, PoolName, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
+from .transfer import Descriptor, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
 
 __version__ = "1.1.0"
 
@@ -72,7 +73,7 @@ __all__ = [
     "LaunchedStore",
     "Layout",
     "Pool",
-    "PoolName",
+    "PoolBuffer",
     "ReadCall",
     "Recipe",
     "StoreCall",

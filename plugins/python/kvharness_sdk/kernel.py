@@ -150,11 +150,34 @@ class Layout:
     page_size: int
 
 
+SIDE_SRC, SIDE_DST = "src", "dst"  # the sides of a transfer: PoolBuffer.side
+
+
+@dataclass(frozen=True)
+class PoolBuffer:
+    """One side's pool of a buffer of a multi-buffer KV cache (a layer's
+    KV, its index-K, a compressor state), as the harness describes it
+    (kvharness.proto's PoolBuffer; the Go SDK's sdk.PoolBuffer)."""
+
+    side: str  # SIDE_SRC (prefill) or SIDE_DST (decode)
+    layer: int
+    name: str  # the buffer, the same on both sides: "L0.kv"
+    alloc: str = ""  # the allocation the buffer is carved from; "" when it owns one
+    shift: int = 0  # page table: a room's page p lives in physical page (p + shift) mod pages
+
+    @property
+    def alloc_key(self) -> str:
+        """The allocation the buffer belongs to: buffers of one side with
+        the same key share one registered base address."""
+        return self.alloc or self.name
+
+
 @dataclass(frozen=True)
 class Pool:
     """One KV-cache pool: slot 0's page starts at offset ``base`` of memory
     region ``region`` (0, the arena, unless the attach carried several);
-    the pool window is ``nbytes`` long (whole pages, aligned)."""
+    the pool window is ``nbytes`` long (whole pages, aligned). A transfer's
+    pools each carry their ``buffer``."""
 
     name: str
     layout: Layout
@@ -162,6 +185,7 @@ class Pool:
     base: int
     nbytes: int
     region: int = 0
+    buffer: Optional[PoolBuffer] = None  # the transfer kinds' pools: the buffer the pool holds
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@ import numpy as np
 from . import protocol as pb
 from .arena import HostRegion
 from .errors import aborted, bad_request, precondition, unimplemented
-from .kernel import SHM, Kernel, Layout, Pool
-from .transfer import Descriptor, PoolName, TransferBuffer, pool_pages
+from .attach import buffer_of, pool_buffer
+from .kernel import SHM, SIDE_DST, SIDE_SRC, Kernel, Layout, Pool
+from .transfer import Descriptor, TransferBuffer, pool_pages
 
 kv = pb.kv
 
@@ -223,16 +224,6 @@ def digest(pages) -> bytes:
     return h.digest()[:8]
 
 
-def _parse_pool_name(name: str):
-    """side/buffer[;alloc=A][;shift=N], as the Go SDK's ParsePoolName
-    (PoolName.parse, which transfers read), its error a bad request."""
-    try:
-        p = PoolName.parse(name)
-    except ValueError as e:
-        raise bad_request(str(e)) from None
-    return p.side, p.buffer, p.alloc_key, p.shift
-
-
 class AsyncService:
     """The pdasync RPCs, mixed into the KernelService (which provides the
     kernel ``k``, ``lock``, ``_rpc`` and ``_known_variant``)."""
@@ -294,18 +285,22 @@ class AsyncService:
             if w.region >= len(sizes) or w.offset + w.size > sizes[w.region]:
                 raise bad_request(f"window {{offset: {w.offset}, size: {w.size}}} outside its region")
             lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
-            pools.append((Pool(name=p.name, layout=lay, slots=p.slots, base=w.offset, nbytes=w.size), w.region))
+            pools.append((Pool(name=p.name, layout=lay, slots=p.slots, base=w.offset, nbytes=w.size,
+                               buffer=pool_buffer(p)), w.region))
         st = att.staging
         if st.region != 0 or st.offset + st.size > sizes[0] or st.offset % 4:
             raise bad_request("pdasync attach: the staging (gate) window must be 4-byte aligned in region 0")
         dst_region = 1 if role == ROLE_PREFILL else 0
         src, out = {}, []
         for p, region in pools:
-            side, buf, alloc, shift = _parse_pool_name(p.name)
-            if side == "src" and role == ROLE_PREFILL and region == 0:
-                src[buf] = p
-            elif side == "dst" and region == dst_region and p.layout.page_size > 0:
-                out.append(AsyncBuffer(len(out), buf, None, p, alloc, shift))
+            try:
+                b = buffer_of(p)
+            except ValueError as e:
+                raise bad_request(f"pdasync attach: {e}") from None
+            if b.side == SIDE_SRC and role == ROLE_PREFILL and region == 0:
+                src[b.name] = p
+            elif b.side == SIDE_DST and region == dst_region and p.layout.page_size > 0:
+                out.append(AsyncBuffer(len(out), b.name, None, p, b.alloc_key, b.shift))
             else:
                 raise bad_request(f"pdasync attach: pool \"{p.name}\" in region {region}; want source pools in region 0 and destination pools in region {dst_region}")
         if not out:

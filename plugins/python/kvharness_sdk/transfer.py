@@ -1,7 +1,7 @@
 """Transfer kernels: a prefill → decode page transfer, checked as the Go
 SDK checks it (harness/sdk/transfer_server.go), with the kernel's view of
-it (:class:`TransferCall`) and the pool names that carry a buffer's
-allocation and page table (transfer_names.go).
+it (:class:`TransferCall`), its buffers paired from the pools' buffer
+descriptions (allocation and page table: :class:`PoolBuffer`).
 
 A transfer kernel builds descriptors the way a serving engine does (NIXL,
 Mooncake: one contiguous copy each, src = base + page × item_len, length =
@@ -17,46 +17,10 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 from . import protocol as pb
-from .attach import go_quote
+from .attach import buffer_of, go_quote
 from .errors import RpcError, aborted, bad_request, precondition, unimplemented
-from .kernel import CUDA, SHM, Pool
+from .kernel import CUDA, SHM, SIDE_DST, SIDE_SRC, Pool
 from .store import run_kernel, sync_or_fault
-
-
-@dataclass(frozen=True)
-class PoolName:
-    """What the harness says about a transfer buffer in its pool's name,
-    ``side/buffer[;alloc=A][;shift=N]`` (e.g. "src/L0.kv",
-    "dst/L0.state;alloc=L0.kv", "src/L0.indexk;shift=11"). Unknown
-    attributes are ignored, so a newer harness can add some."""
-
-    side: str  # "src" (prefill) or "dst" (decode)
-    buffer: str  # the buffer, the same on both sides
-    alloc: str = ""  # the allocation the buffer is carved from; "" when it owns one
-    shift: int = 0  # page table: a room's page p lives in physical page (p + shift) mod pages
-
-    @property
-    def alloc_key(self) -> str:
-        """The allocation the buffer belongs to: buffers of one side with
-        the same key share one registered base address."""
-        return self.alloc or self.buffer
-
-    @staticmethod
-    def parse(s: str) -> "PoolName":
-        attrs = s.split(";")
-        side, sep, buffer = attrs[0].partition("/")
-        if not sep or not buffer or side not in ("src", "dst"):
-            raise ValueError(f"pool name {go_quote(s)}: want side/buffer with side src or dst")
-        alloc, shift = "", 0
-        for a in attrs[1:]:
-            key, _, value = a.partition("=")
-            if key == "alloc":
-                alloc = value
-            elif key == "shift":
-                if not value.isdigit():
-                    raise ValueError(f"pool name {go_quote(s)}: shift {go_quote(value)} is not a page count")
-                shift = int(value)
-        return PoolName(side, buffer, alloc, shift)
 
 
 def pool_pages(p: Pool) -> int:
@@ -67,7 +31,7 @@ def pool_pages(p: Pool) -> int:
 @dataclass(frozen=True)
 class TransferBuffer:
     """One buffer of a transfer: its pool on the prefill side (src) and on
-    the decode side (dst), and what their names say about it."""
+    the decode side (dst), its allocation key and its page table."""
 
     index: int  # position in the request's buffers: what Descriptor.buffer names
     name: str
@@ -172,16 +136,17 @@ def _buffer(att, i: int, bp) -> TransferBuffer:
         raise bad_request(f"buffer {i}: pools {bp.src_pool} → {bp.dst_pool}; want two different pools of the {n} attached")
     src, dst = att.pools[bp.src_pool], att.pools[bp.dst_pool]
     try:
-        sn = PoolName.parse(src.name)
-        dn = PoolName.parse(dst.name)
+        sn = buffer_of(src)
+        dn = buffer_of(dst)
     except ValueError as e:
         raise bad_request(f"buffer {i}: {e}")
-    if sn.side != "src" or dn.side != "dst" or sn.buffer != dn.buffer:
-        raise bad_request(f"buffer {i} pairs pool {go_quote(src.name)} with {go_quote(dst.name)}; want src/B with dst/B")
+    if sn.side != SIDE_SRC or dn.side != SIDE_DST or sn.name != dn.name:
+        raise bad_request(f"buffer {i} pairs pool {go_quote(src.name)} with {go_quote(dst.name)}; "
+                          "want buffer B's src pool with its dst pool")
     if src.layout != dst.layout or src.slots != dst.slots or src.layout.page_size < 1:
-        raise bad_request(f"buffer {sn.buffer}: the two sides differ ({_layout_v(src.layout)}, {src.slots} slots vs "
+        raise bad_request(f"buffer {sn.name}: the two sides differ ({_layout_v(src.layout)}, {src.slots} slots vs "
                           f"{_layout_v(dst.layout)}, {dst.slots} slots)")
-    return TransferBuffer(i, sn.buffer, src, dst, sn.alloc_key, sn.shift)
+    return TransferBuffer(i, sn.name, src, dst, sn.alloc_key, sn.shift)
 
 
 def _room(i: int, r, pages: int) -> TransferRoom:

@@ -64,8 +64,14 @@ class ShmArena:
 
 
 def pool_desc(name, layout, head_dim, page_size, slots, off, size, region=0):
-    return kv.PoolDesc(name=name, layout=kv.LayoutRef(name=layout, head_dim=head_dim, page_size=page_size),
-                       slots=slots, pool=kv.Window(offset=off, size=size, region=region))
+    """A pool's description; a pool named side/buffer (a transfer's) carries
+    that buffer, as the harness describes it."""
+    d = kv.PoolDesc(name=name, layout=kv.LayoutRef(name=layout, head_dim=head_dim, page_size=page_size),
+                    slots=slots, pool=kv.Window(offset=off, size=size, region=region))
+    side, _, buffer = name.partition("/")
+    if side in ("src", "dst") and buffer:
+        d.buffer.CopyFrom(kv.PoolBuffer(side=kv.SIDE_SRC if side == "src" else kv.SIDE_DST, name=buffer))
+    return d
 
 
 def load_plugin(name: str):
