@@ -47,13 +47,11 @@ from .kernel import (  # noqa: E402
     Recipe,
     StoreCall,
     Variant,
-    read_variant,
-    transfer_variant,
 )
 from .pdasync import AsyncKernel  # noqa: E402
-from .read import ReadCall  # noqa: E402
+from .read import ReadCall, read_variant  # noqa: E402
 from .serve import serve  # noqa: E402
-from .transfer import Descriptor, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
+from .transfer import Descriptor, TransferBuffer, TransferCall, TransferRoom, transfer_variant  # noqa: E402
 
 __version__ = "1.1.0"
 

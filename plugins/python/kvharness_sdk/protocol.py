@@ -1,18 +1,11 @@
-"""The protocol's constants and generated messages, in one place.
+"""The protocol's constants and the base service's generated messages
+(kvharness.proto); each kind's module imports its own (store_pb2, ...).
 
 The handshake values are harness/protocol/protocol.go's: a plugin that
 disagrees with them is refused by the harness before any RPC.
 """
 
-import types
-
-from ._gen import kvharness_pb2, load_pb2, pdasync_pb2, read_pb2, store_pb2, transfer_pb2
-from ._gen import kvharness_pb2_grpc as kv_grpc  # noqa: F401  (re-exported)
-
-# kv is every message and enum of the protocol's files, by name.
-kv = types.SimpleNamespace()
-for _m in (kvharness_pb2, store_pb2, read_pb2, transfer_pb2, load_pb2, pdasync_pb2):
-    kv.__dict__.update({k: v for k, v in vars(_m).items() if not k.startswith("_")})
+from ._gen import kvharness_pb2 as kv  # noqa: F401  (re-exported: the base service's messages; each kind imports its own)
 
 COOKIE_KEY = "KVHARNESS_PLUGIN_COOKIE"
 COOKIE_VALUE = "kv-cache-kernels-under-test"

@@ -1,7 +1,7 @@
-"""Transfer kernels: a prefill → decode page transfer, checked as the Go
-SDK checks it (harness/sdk/transfer_server.go), with the kernel's view of
-it (:class:`TransferCall`), its buffers paired from the pools' buffer
-descriptions (allocation and page table: :class:`PoolBuffer`).
+"""The transfer kind: its service (Transfer), a prefill → decode page
+transfer checked as the Go SDK checks it (harness/sdk/transfer), with the
+kernel's view of it (:class:`TransferCall`), its buffers paired from the
+pools' buffer descriptions (allocation and page table: :class:`PoolBuffer`).
 
 A transfer kernel builds descriptors the way a serving engine does (NIXL,
 Mooncake: one contiguous copy each, src = base + page × item_len, length =
@@ -16,36 +16,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
-from . import protocol as pb
+from ._gen import transfer_pb2, transfer_pb2_grpc
 from .attach import buffer_of, go_quote
+from .buffers import Buffer, Descriptor, descriptor_fields, pool_pages  # noqa: F401  (Descriptor: re-exported)
+from .calls import run_kernel, sync_or_fault
 from .errors import RpcError, aborted, bad_request, precondition, unimplemented
-from .kernel import CUDA, SHM, SIDE_DST, SIDE_SRC, Pool
-from .store import run_kernel, sync_or_fault
+from .kernel import CUDA, SHM, SIDE_DST, SIDE_SRC, Pool, Variant
+from .kind import Kind
 
 
-def pool_pages(p: Pool) -> int:
-    """The number of pages of a pool: its slots, a partial last page included."""
-    return (p.slots + p.layout.page_size - 1) // p.layout.page_size
-
-
-@dataclass(frozen=True)
-class TransferBuffer:
-    """One buffer of a transfer: its pool on the prefill side (src) and on
-    the decode side (dst), its allocation key and its page table."""
-
-    index: int  # position in the request's buffers: what Descriptor.buffer names
-    name: str
-    src: Pool
-    dst: Pool
-    alloc: str
-    shift: int
-
-    def pages(self) -> int:
-        return pool_pages(self.src)
-
-    def phys(self, page: int) -> int:
-        """A room's page in this buffer's physical pages, through its page table."""
-        return (page + self.shift) % self.pages()
+# TransferBuffer is one buffer of a transfer (buffers.Buffer).
+TransferBuffer = Buffer
 
 
 @dataclass(frozen=True)
@@ -57,23 +38,6 @@ class TransferRoom:
     id: int
     src: Sequence[int]
     dst: Sequence[int]
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """One contiguous copy, as NIXL and Mooncake take them: length bytes
-    from offset src of the buffer's src pool's region to offset dst of its
-    dst pool's region (with one region, both arena offsets). item_len and
-    run say what the kernel believed: the bytes of one page of the buffer
-    and how many consecutive pages the copy covers."""
-
-    room: int
-    buffer: int
-    src: int
-    dst: int
-    length: int
-    item_len: int
-    run: int
 
 
 @dataclass
@@ -172,14 +136,15 @@ def check_transfer(att, req):
     return buffers, rooms
 
 
-def descriptors_pb(ds) -> "pb.kv.TransferResponse":
+def descriptors_pb(ds) -> "transfer_pb2.TransferResponse":
     """The kernel's answer. A negative field cannot be sent, and is the
     kernel's fault."""
-    out = pb.kv.TransferResponse()
+    out = transfer_pb2.TransferResponse()
     for i, d in enumerate(ds):
-        fields = [int(d.room), int(d.buffer), int(d.src), int(d.dst), int(d.length), int(d.item_len), int(d.run)]
-        if any(f < 0 for f in fields[1:]) or fields[0] < 0:
-            raise aborted(f"transfer kernel failed: descriptor {i} {d} has a negative field")
+        try:
+            fields = descriptor_fields(i, d)
+        except ValueError as e:
+            raise aborted(f"transfer kernel failed: {e}") from None
         out.descriptors.add(room=fields[0], buffer=fields[1], src_offset=fields[2], dst_offset=fields[3],
                             length=fields[4], item_len=fields[5], run=fields[6])
     return out
@@ -213,3 +178,22 @@ def run_transfer(kernel, att, req):
     if SHM not in kernel.backends or not kernel.has_transfer():
         raise unimplemented(f"{kernel.name} has no transfer kernel for host memory")
     return descriptors_pb(run_kernel(kernel.transfer, call, "transfer") or ())
+
+
+def transfer_variant(name: str, doc: str) -> Variant:
+    """A variant that changes only the transfer kernel."""
+    return Variant(name, doc, kernel=KIND.name)
+
+
+class TransferServicer(transfer_pb2_grpc.TransferServicer):
+    """The transfer service on the plugin's service ``core``."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def Transfer(self, request, context):
+        return self.core.rpc(context, self.core.locked, run_transfer, self.core.k, self.core.att, request)
+
+
+KIND = Kind(transfer_pb2.DESCRIPTOR.services_by_name["Transfer"], lambda k: k.has_transfer(), TransferServicer,
+            transfer_pb2_grpc.add_TransferServicer_to_server)
