@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -123,7 +124,7 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	backend, release, err := arena.Choose(backendName(), 0, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := arena.Choose(backendName(), 0, []protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/cudaarena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/cuda"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -27,12 +27,9 @@ type Backend interface {
 // arena: how its Describe said it maps device memory.
 type Options struct {
 	// FDArenas: the plugin imports device memory by file descriptor
-	// (DescribeResponse.cuda_fd_arenas).
+	// (plugin.Description.CUDAFDArenas).
 	FDArenas bool
 }
-
-// OptionsOf reads the options from a plugin's description.
-func OptionsOf(d *kvpb.DescribeResponse) Options { return Options{FDArenas: d.GetCudaFdArenas()} }
 
 // SHM is the default backend: host shared memory.
 type SHM struct{}
@@ -90,10 +87,10 @@ var Backends = []string{"auto", "cpu", "cuda"}
 // device are present and the plugin serves that backend, host shared
 // memory otherwise; "cuda" insists. The returned function releases the
 // device.
-func Choose(name string, device int, served []kvpb.Backend) (Backend, func(), error) {
+func Choose(name string, device int, served []protocol.Backend) (Backend, func(), error) {
 	none := func() {}
-	cpuOK := slices.Contains(served, kvpb.Backend_BACKEND_SHM)
-	serves := slices.Contains(served, kvpb.Backend_BACKEND_CUDA)
+	cpuOK := slices.Contains(served, protocol.BackendSHM)
+	serves := slices.Contains(served, protocol.BackendCUDA)
 	switch name {
 	case "cpu":
 		if !cpuOK {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
@@ -116,14 +116,14 @@ func TestNameField(t *testing.T) {
 }
 
 func TestCheckRotates(t *testing.T) {
-	old := &kvpb.DescribeResponse{Name: "tritonstore"}
+	old := &plugin.Description{Name: "tritonstore"}
 	if err := checkRotates(old, Matrix{Rotate: 1}); err != nil {
 		t.Errorf("rotate 1 refused for a plugin that does not rotate: %v", err)
 	}
 	if err := checkRotates(old, Matrix{Rotate: 4}); err == nil || !strings.Contains(err.Error(), "tritonstore does not declare bench_rotation") {
 		t.Errorf("rotate 4 for a plugin that does not rotate: %v; want a refusal naming it", err)
 	}
-	if err := checkRotates(&kvpb.DescribeResponse{Name: "p", BenchRotation: true}, Matrix{Rotate: 4}); err != nil {
+	if err := checkRotates(&plugin.Description{Name: "p", BenchRotation: true}, Matrix{Rotate: 4}); err != nil {
 		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
@@ -31,7 +31,7 @@ func (u Unit) Key() string { return fmt.Sprintf("%s/%s/%d", u.Plugin, u.Layout, 
 // described is a plugin of the matrix as its Describe answered.
 type described struct {
 	name string // as the matrix names it (a path or bundled name)
-	desc *kvpb.DescribeResponse
+	desc *plugin.Description
 }
 
 // A groupPlan is one plugin and layout: one arena serves its cells.

@@ -5,22 +5,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func testPlugins() []described {
-	geo := func(names ...string) []*kvpb.Geometry {
-		var out []*kvpb.Geometry
+	geo := func(names ...string) []plugin.Geometry {
+		var out []plugin.Geometry
 		for _, n := range names {
-			out = append(out, &kvpb.Geometry{Layout: n})
+			out = append(out, plugin.Geometry{Layout: n})
 		}
 		return out
 	}
 	return []described{
-		{"fusedstore", &kvpb.DescribeResponse{Name: "fusedstore", Version: "1.0.0", Kernels: []string{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")}},
-		{"bf16scatter", &kvpb.DescribeResponse{Name: "bf16scatter", Version: "1.0.0", Kernels: []string{"store"}, Layouts: geo("bf16")}},
+		{"fusedstore", &plugin.Description{Name: "fusedstore", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")}},
+		{"bf16scatter", &plugin.Description{Name: "bf16scatter", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16")}},
 	}
 }
 

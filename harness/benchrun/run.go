@@ -10,7 +10,6 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -79,7 +78,7 @@ func (r *Runner) Plan(ctx context.Context) (*Plan, error) {
 	return plan(r.Matrix, plugins, r.OnGPU, r.Shard)
 }
 
-func (r *Runner) describe(ctx context.Context, name string) (*kvpb.DescribeResponse, error) {
+func (r *Runner) describe(ctx context.Context, name string) (*plugin.Description, error) {
 	p, err := r.Start(ctx, name)
 	if err != nil {
 		return nil, err
@@ -95,9 +94,9 @@ func (r *Runner) describe(ctx context.Context, name string) (*kvpb.DescribeRespo
 	return desc, checkRotates(desc, r.Matrix)
 }
 
-func (r *Runner) describeRequest() *kvpb.DescribeRequest {
+func (r *Runner) describeRequest() plugin.Query {
 	m := r.Matrix
-	return &kvpb.DescribeRequest{Variant: m.Variant, HeadDim: uint32(m.HeadDim), PageSize: uint32(m.PageSize)}
+	return plugin.Query{Variant: m.Variant, HeadDim: m.HeadDim, PageSize: m.PageSize}
 }
 
 // Run measures the plan's cells in passes: each pass starts every plugin
@@ -383,7 +382,7 @@ func lacking(cells []results.Cell, m Matrix) []error {
 // checkRotates refuses a rotating matrix for a plugin that does not
 // declare bench_rotation: it would time its first data set alone under a
 // rotate=N label.
-func checkRotates(desc *kvpb.DescribeResponse, m Matrix) error {
+func checkRotates(desc *plugin.Description, m Matrix) error {
 	if m.rotations() == 1 || desc.BenchRotation {
 		return nil
 	}
@@ -393,7 +392,7 @@ func checkRotates(desc *kvpb.DescribeResponse, m Matrix) error {
 
 // pickLayouts keeps the matrix's layouts that the plugin declares: a
 // matrix lists layouts for all its plugins, and bf16scatter has no fp8.
-func pickLayouts(desc *kvpb.DescribeResponse, m Matrix) ([]*layout.Layout, error) {
+func pickLayouts(desc *plugin.Description, m Matrix) ([]*layout.Layout, error) {
 	declared := map[string]bool{}
 	for _, g := range desc.Layouts {
 		declared[g.Layout] = true

@@ -18,7 +18,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -70,7 +69,7 @@ type Session struct {
 	Dir    *rundir.Dir
 	// Desc is the plugin's Describe for the run's variant, head dimension
 	// and page size.
-	Desc *kvpb.DescribeResponse
+	Desc *plugin.Description
 	// PluginArg is how the user named the plugin: what a repro file of
 	// this run starts again.
 	PluginArg string
@@ -116,9 +115,25 @@ func (s Setup) Place() arena.Place {
 	return arena.OrSHM(s.Backend).Place()
 }
 
+// pluginName and pluginVersion are what the plugin said of itself; empty
+// for a session that has no description (a test's).
+func (s *Session) pluginName() string {
+	if s.Desc == nil {
+		return ""
+	}
+	return s.Desc.Name
+}
+
+func (s *Session) pluginVersion() string {
+	if s.Desc == nil {
+		return ""
+	}
+	return s.Desc.Version
+}
+
 // Header is the report header of a check run with these settings.
 func (p Params) Header(s *Session) report.Header {
-	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
+	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
 		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
 		Shard: p.shardName()}
 }

@@ -95,7 +95,7 @@ func CheckOn[G, T, C, R any](ctx context.Context, target func(context.Context, G
 // session's plugin: the file's variant and background seed. Kinds whose
 // header names the pool's slots set them from r.Slots.
 func (s *Session) ReplayHeader(r *report.Repro) report.Header {
-	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
 		Seed: r.BackgroundSeed}
 }
 

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -85,15 +84,10 @@ type Plugin struct {
 	// described keeps this process's Describe answers by request: every
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
-	described map[describeKey]*kvpb.DescribeResponse
+	described map[Query]*Description
 	runMu     sync.Mutex // guards runner while go-plugin starts the process (abandonStart)
 	spare     *spare     // the process the next Restart adopts (KeepSpare)
 	keepSpare bool       // KeepSpare was called: every Restart starts the next spare
-}
-
-type describeKey struct {
-	variant           string
-	headDim, pageSize uint32
 }
 
 // Start launches the plugin binary at path and completes the handshake.
@@ -477,25 +471,6 @@ func refusal(c codes.Code) bool {
 	return false
 }
 
-// Describe asks the plugin what it is, once per request for the life of
-// its process: a restart asks again.
-func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb.DescribeResponse, error) {
-	key := describeKey{req.GetVariant(), req.GetHeadDim(), req.GetPageSize()}
-	if resp, ok := p.described[key]; ok {
-		return resp, nil
-	}
-	resp, err := Call(ctx, p, "Describe", p.base.Describe, req)
-	if err == nil {
-		printable(resp)
-		p.fdArenas = resp.CudaFdArenas
-		if p.described == nil {
-			p.described = map[describeKey]*kvpb.DescribeResponse{}
-		}
-		p.described[key] = resp
-	}
-	return resp, err
-}
-
 // MapsFDArenas says whether the plugin's last Describe declared that it
 // maps CUDA arenas shared by file descriptor; false before any Describe.
 func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
@@ -557,19 +532,3 @@ func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
 
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }
-
-// printable escapes the control characters in what a plugin says of
-// itself, once, where it enters the harness: every report, table and
-// message prints these names, and none may carry a terminal escape.
-func printable(d *kvpb.DescribeResponse) {
-	d.Name, d.Version, d.Doc = textsafe.String(d.Name), textsafe.String(d.Version), textsafe.String(d.Doc)
-	for i := range d.Kernels {
-		d.Kernels[i] = textsafe.String(d.Kernels[i])
-	}
-	for _, g := range d.Layouts {
-		g.Layout = textsafe.String(g.Layout)
-	}
-	for _, v := range d.Variants {
-		v.Name, v.Doc, v.Kernel = textsafe.String(v.Name), textsafe.String(v.Doc), textsafe.String(v.Kernel)
-	}
-}

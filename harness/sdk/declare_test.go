@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/protocol/wire"
+
 	"github.com/kvharness/kvharness/harness/sdk/store"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
 )
@@ -50,7 +51,7 @@ func TestDescribeDeclares(t *testing.T) {
 		if d.SlotBits != bits {
 			t.Errorf("variant %q: slot_bits %d, want %d", variant, d.SlotBits, bits)
 		}
-		r, err := protocol.RecipeFromProto(d.Layouts[0].Recipe)
+		r, err := wire.RecipeFromProto(d.Layouts[0].Recipe)
 		must(t, err)
 		if diff := cmp.Diff(sglangRecipe, r); diff != "" {
 			t.Errorf("fp8-paged recipe (-declared +described):\n%s", diff)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kvharness/kvharness/harness/protocol/wire"
+
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -231,7 +233,7 @@ func (s *Server) DeclaredGeometry(variant string, pools []Pool) []*kvpb.Geometry
 // geometryProto is a layout's declared geometry and recipe on the wire.
 func geometryProto(g Geometry) *kvpb.Geometry {
 	return &kvpb.Geometry{Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage),
-		Recipe: protocol.RecipeToProto(g.Recipe)}
+		Recipe: wire.RecipeToProto(g.Recipe)}
 }
 
 // checkDeclarations refuses a plugin whose declarations are not ones a

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/sdk/transfer"
 
 	"google.golang.org/grpc/codes"
@@ -111,7 +112,9 @@ func transferArena(t *testing.T, srv served) (*hostArena, pool.Geometry) {
 // its description.
 type hostMemory struct{ *hostArena }
 
-func (m hostMemory) Desc() *kvpb.Arena            { return m.desc() }
+func (m hostMemory) Desc() protocol.ArenaDesc {
+	return protocol.ArenaDesc{Backend: protocol.BackendSHM, Path: m.path, Size: len(m.mem)}
+}
 func (hostMemory) ReadAt([]byte, int) error       { return nil }
 func (hostMemory) WriteAt([]byte, int) error      { return nil }
 func (hostMemory) Fill(pool.Window, uint64) error { return nil }

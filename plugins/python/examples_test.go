@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/protocol/wire"
+
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -46,9 +48,9 @@ func (e example) layoutOf(t testing.TB) *layout.Layout {
 
 // describe asks p for e's layout, head dimension and 64-token pages under
 // variant.
-func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *kvpb.DescribeResponse {
+func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *plugin.Description {
 	t.Helper()
-	d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(e.headDim), PageSize: 64})
+	d, err := p.Describe(context.Background(), plugin.Query{Variant: variant, HeadDim: e.headDim, PageSize: 64})
 	noErr(t, err)
 	return d
 }
@@ -62,15 +64,15 @@ func TestExampleDeclarations(t *testing.T) {
 		p := start(t, runDir(t), e.manifest(), "")
 		for _, v := range []string{"", "undeclared-eps", "default-recipe"} {
 			d := e.describe(t, p, v)
-			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != e.slotBits || !d.CudaFdArenas {
+			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != int(e.slotBits) || !d.CUDAFDArenas {
 				t.Fatalf("%s %q: %v", e.dir, v, d)
 			}
 			l := e.layoutOf(t)
-			if g := d.Layouts[0]; g.BytesPerToken != uint64(l.BytesPerToken()) || g.BytesPerPage != uint64(l.PageBytes()) {
+			if g := d.Layouts[0]; g.BytesPerToken != l.BytesPerToken() || g.BytesPerPage != l.PageBytes() {
 				t.Errorf("%s: declares %d B/token, %d B/page; the layout has %d, %d", e.dir, g.BytesPerToken, g.BytesPerPage,
 					l.BytesPerToken(), l.PageBytes())
 			}
-			r := d.Layouts[0].Recipe
+			r := wire.RecipeToProto(d.Layouts[0].Recipe)
 			if v != "" {
 				if r != nil {
 					t.Errorf("%s %q declares %v; want the default recipe", e.dir, v, r)
@@ -83,7 +85,7 @@ func TestExampleDeclarations(t *testing.T) {
 			}
 		}
 		vs := e.describe(t, p, "").Variants
-		if i := slices.IndexFunc(vs, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 || !vs[i].Correct {
+		if i := slices.IndexFunc(vs, func(v plugin.Variant) bool { return v.Name == "default-recipe" }); i < 0 || !vs[i].Correct {
 			t.Errorf("%s: default-recipe is not a control", e.dir)
 		}
 	}

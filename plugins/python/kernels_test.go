@@ -296,7 +296,7 @@ func TestKernelErrorsAreRefusals(t *testing.T) {
 	if !ok || f.Code != codes.Aborted || f.Detail != "read kernel failed: ValueError: topkread reads bf16, fp8-paged, fp8-rows, not dsv4-main" {
 		t.Errorf("read of a layout the kernel lacks: %v", err)
 	}
-	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+	if _, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil {
 		t.Errorf("the plugin did not survive its kernel's exception: %v", err)
 	}
 }

@@ -135,15 +135,15 @@ func bf16(t testing.TB) *layout.Layout {
 // each describes.
 var manifests = []struct {
 	dir     string
-	kernels []string
+	kernels []protocol.Kernel
 }{
-	{"torchscatter", []string{"store"}},
-	{"tritonstore", []string{"store"}},
-	{"indexerstore", []string{"store"}},
-	{"dsv4store", []string{"store"}},
-	{"topkread", []string{"read"}},
-	{"pagetransfer", []string{"transfer"}},
-	{filepath.Join("testdata", "graphonly"), []string{"store"}},
+	{"torchscatter", []protocol.Kernel{"store"}},
+	{"tritonstore", []protocol.Kernel{"store"}},
+	{"indexerstore", []protocol.Kernel{"store"}},
+	{"dsv4store", []protocol.Kernel{"store"}},
+	{"topkread", []protocol.Kernel{"read"}},
+	{"pagetransfer", []protocol.Kernel{"transfer"}},
+	{filepath.Join("testdata", "graphonly"), []protocol.Kernel{"store"}},
 }
 
 // The shipped manifests resolve to a python that runs the SDK, turn
@@ -159,7 +159,7 @@ func TestManifests(t *testing.T) {
 			t.Errorf("%s: spec %+v", m.dir, spec)
 		}
 		p := start(t, runDir(t), manifest, "")
-		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64})
 		if err != nil || d.Name != spec.Name || !slices.Equal(d.Kernels, m.kernels) || !d.BenchRotation {
 			t.Errorf("%s: describe %v, %v; want kernels %v and bench_rotation", m.dir, d, err, m.kernels)
 		}
@@ -184,7 +184,7 @@ func TestAutoMTLS(t *testing.T) {
 	}
 	noErr(t, err)
 	defer p.Close()
-	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
+	if d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
 		t.Errorf("describe over mutual TLS: %v, %v", d, err)
 	}
 }
@@ -391,7 +391,7 @@ func TestPythonFaults(t *testing.T) {
 				if f.Code != codes.Aborted || !strings.Contains(f.Stderr, "Traceback") {
 					t.Errorf("raise: code %v, stderr %q; want ABORTED and the traceback", f.Code, f.Stderr)
 				}
-				if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+				if _, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil {
 					t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
 				}
 			}
@@ -534,7 +534,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		do   func(*plugin.Plugin) error
 	}{
 		{"describe unknown variant", func(p *plugin.Plugin) error {
-			_, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: "nope", HeadDim: 128, PageSize: 64})
+			_, err := p.Describe(context.Background(), plugin.Query{Variant: "nope", HeadDim: 128, PageSize: 64})
 			return err
 		}},
 		{"store before attach", doStore(storeReq(0, 1, 1, rows, loc))},

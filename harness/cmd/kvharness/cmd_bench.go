@@ -17,7 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/benchrun"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/telemetry"
@@ -249,7 +249,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if err := refuseNight(f.out, f.resume); err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, release, err := arena.Choose(f.backend, f.device, []kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := arena.Choose(f.backend, f.device, []protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
 	if err != nil {
 		return e.errorf("%v", err)
 	}

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 const pluginsExamples = `  kvharness plugins
@@ -38,7 +35,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if *sums {
 		return printSums(e, *names)
 	}
-	var descs []*kvpb.DescribeResponse
+	var descs []*plugin.Description
 	for _, n := range *names {
 		s, err := open(ctx, n, "", *headDim, *pageSize, plugin.DefaultCallTimeout)
 		if err != nil {
@@ -60,10 +57,10 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
+func writeDescription(e *env, d *plugin.Description, headDim, pageSize int) {
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
-	fmt.Fprintf(w, "  kernels: %s\n", strings.Join(d.Kernels, ", "))
+	fmt.Fprintf(w, "  kernels: %s\n", joinKernels(d.Kernels))
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
 	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	for _, g := range d.Layouts {
@@ -73,7 +70,7 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 		}
 		l, lerr := layout.Builtin(g.Layout, dim, pageSize)
 		mark := ""
-		if lerr == nil && (l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
+		if lerr == nil && (l.BytesPerToken() != g.BytesPerToken || l.PageBytes() != g.BytesPerPage) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
 		}
 		fmt.Fprintf(w, "    %-10s %4d B/token %7d B/page%s\n", g.Layout, g.BytesPerToken, g.BytesPerPage, mark)
@@ -91,7 +88,7 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int) {
 }
 
 // slotBits is the declared slot width: 64 when the plugin says nothing.
-func slotBits(d *kvpb.DescribeResponse) uint32 {
+func slotBits(d *plugin.Description) int {
 	if d.SlotBits == 0 {
 		return 64
 	}
@@ -102,8 +99,8 @@ func slotBits(d *kvpb.DescribeResponse) uint32 {
 // declared, or the layout's default when it declared nothing, resolved
 // against the built-in layout of that name when there is one (l is nil
 // otherwise). A layout without fp8 fields has no recipe line.
-func recipeLine(g *kvpb.Geometry, l *layout.Layout) string {
-	declared, err := protocol.RecipeFromProto(g.Recipe)
+func recipeLine(g plugin.Geometry, l *layout.Layout) string {
+	declared, err := g.Recipe, g.RecipeErr
 	if err != nil {
 		return "(declared, unreadable): " + err.Error()
 	}

@@ -163,7 +163,7 @@ func rings(ctx context.Context, p *plugin.Plugin, cfg Config, b arena.Backend) b
 		return false
 	}
 	l := cfg.Layout // the request target.Declared made, answered from memory
-	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: cfg.Variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	d, err := p.Describe(ctx, plugin.Query{Variant: cfg.Variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
 	return err == nil && d.Doorbell
 }
 
