@@ -87,8 +87,9 @@ func Plugins(register Services) plugin.PluginSet {
 const HandlerTimeKey = "kvharness-handler-ns"
 
 // Kernel names a kernel kind on the wire: what DescribeResponse.kernels
-// lists and Variant.kernel says. The harness has one package per kind
-// (harness/kernels/...), which declares its name; the SDKs serve them.
+// lists and Variant.kernel says, its service's name in lower case
+// (KernelOf). The harness has one package per kind (harness/kernels/...),
+// which declares its name (store.Name); the SDKs serve them.
 type Kernel string
 
 // ServicePrefix is the full name of the protocol's services up to their
@@ -110,11 +111,3 @@ func KernelOf(service string) (k Kernel, ok bool) {
 	}
 	return Kernel(strings.ToLower(name)), true
 }
-
-// The kernel kinds.
-const (
-	Store    Kernel = "store"
-	Read     Kernel = "read"
-	Transfer Kernel = "transfer"
-	Load     Kernel = "load" // layer loads and stream ordering
-)

@@ -3,6 +3,8 @@ package sdk
 import (
 	"google.golang.org/grpc"
 
+	"github.com/kvharness/kvharness/harness/protocol"
+
 	"github.com/kvharness/kvharness/harness/layout"
 )
 
@@ -139,3 +141,11 @@ func (b PoolBuffer) AllocKey() string {
 // Pages is the number of pages of the pool: its slots, a partial last page
 // included.
 func (p Pool) Pages() int { return (p.Slots + p.Layout.PageSize - 1) / p.Layout.PageSize }
+
+// NameOf is the name of the kind a service serves (protocol.KernelOf):
+// what Describe lists and a variant's Kernel says. Each kind's package
+// derives its Name from its service this way.
+func NameOf(service *grpc.ServiceDesc) string {
+	k, _ := protocol.KernelOf(service.ServiceName)
+	return string(k)
+}

@@ -379,3 +379,16 @@ func (s *Server) slotBits(variant string) int {
 	}
 	return 64
 }
+
+// Kernels are the kinds the plugin serves, as its Describe lists them:
+// the names of the services its kinds register.
+func (p Plugin) Kernels() []string {
+	s := &Server{p: p}
+	s.register(discard{})
+	return s.kinds
+}
+
+// discard is a grpc.ServiceRegistrar that serves nothing.
+type discard struct{}
+
+func (discard) RegisterService(*grpc.ServiceDesc, any) {}

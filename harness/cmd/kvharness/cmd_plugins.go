@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 const pluginsExamples = `  kvharness plugins
@@ -15,7 +17,7 @@ const pluginsExamples = `  kvharness plugins
 
 func runPlugins(ctx context.Context, e *env, args []string) int {
 	fs := flags("plugins", "[--plugin P]... [flags]", pluginsExamples, e)
-	names := fs.StringSlice("plugin", plugin.StoreNames(), "plugins to describe")
+	names := fs.StringSlice("plugin", plugins.Serving(store.Name), "plugins to describe")
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/protocol"
 )
 
@@ -29,12 +31,12 @@ const slotDefaults = "stores 131072 on cpu and 1048576 on cuda, transfers 256 pa
 // on backend place p, for pages of pageSize tokens.
 func defaultSlots(k protocol.Kernel, p arena.Place, pageSize int) int {
 	switch k {
-	case protocol.Store:
+	case store.Name:
 		if p.OnDevice() {
 			return storeSlotsCUDA
 		}
 		return storeSlotsCPU
-	case protocol.Transfer:
+	case transfer.Name:
 		return transferPages * pageSize
 	}
 	return readSlots

@@ -3,9 +3,15 @@ package load
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/protocol"
+
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
+
+// Name is the kind's name on the wire: its service's (kvharness.v1.Load,
+// load.proto), what Describe lists and a variant's kernel says.
+const Name protocol.Kernel = "load"
 
 // The load service's calls (load.proto), on the plugin's connection:
 // their failures classified as every plugin call's are (plugin.Call).

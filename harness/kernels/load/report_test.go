@@ -14,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -62,7 +61,7 @@ func TestLoadReproRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, back, l := kindtest.SavedAndLoaded(t, &Kind, r, "layerload-gate-previous-layer-bf16-load-stale-read-")
-	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != protocol.Load || l.Name != "bf16" || back.Found.Property != ReadEarly {
+	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != Name || l.Name != "bf16" || back.Found.Property != ReadEarly {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
 	kindtest.Replays(t, map[string]bool{"gate-previous-layer": true, "": false}, ReadEarly, func(variant string) (*Result, error) {

@@ -8,7 +8,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
 )
@@ -71,7 +70,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := target.Serves(p.Name, d, protocol.Load); err != nil {
+	if err := target.Serves(p.Name, d, Name); err != nil {
 		return nil, err
 	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir) }); err != nil {

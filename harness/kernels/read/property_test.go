@@ -13,7 +13,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // testSuite is a read suite's settings, as the tests vary them.
@@ -128,11 +127,11 @@ func TestReadVariantConvention(t *testing.T) {
 	}
 	var names []string
 	for _, v := range d.Variants {
-		if v.Kernel == protocol.Read {
+		if v.Kernel == Name {
 			names = append(names, v.Name)
 		}
 	}
-	serves := d.Serves(protocol.Read)
+	serves := d.Serves(Name)
 	if len(names) != 2 || names[0] != "unmasked-tail" || names[1] != "writes-scratch" || !serves {
 		t.Errorf("fusedstore read variants %v, serves reads %v", names, serves)
 	}

@@ -17,6 +17,10 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
+// Name is the kind's name on the wire: its service's (kvharness.v1.Store,
+// store.proto), what Describe lists and a variant's kernel says.
+const Name protocol.Kernel = "store"
+
 // The store service's calls (store.proto), on the plugin's connection:
 // their failures classified as every plugin call's are (plugin.Call).
 

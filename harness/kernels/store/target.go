@@ -14,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/doorbell"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -118,7 +117,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		}
 		t := &Target{Config: cfg, Base: &g.Base, group: g, first: len(specs), stageAt: staging}
 		var err error
-		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
+		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, Name, cfg.Variant, cfg.Layout)
 		if err != nil {
 			return nil, err
 		}
@@ -612,7 +611,7 @@ func OpenSupported(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []
 	var at []int
 	for i, l := range ls {
 		c := cfg(l)
-		_, _, err := target.Declared(ctx, p, protocol.Store, c.Variant, l)
+		_, _, err := target.Declared(ctx, p, Name, c.Variant, l)
 		if errors.Is(err, target.ErrUnsupported) {
 			continue
 		}

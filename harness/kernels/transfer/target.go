@@ -10,7 +10,6 @@ import (
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
@@ -78,7 +77,7 @@ func (t *Target) layouts() ([]*layout.Layout, error) {
 // records a geometry violation per buffer the plugin's page size is wrong
 // for.
 func (t *Target) describe(ctx context.Context) error {
-	problems, err := pd.CheckDeclared(ctx, t.Plugin, protocol.Transfer, t.Config.Variant, t.Geometry)
+	problems, err := pd.CheckDeclared(ctx, t.Plugin, Name, t.Config.Variant, t.Geometry)
 	for _, p := range problems {
 		tv := NewViolation(oracle.Geometry)
 		tv.Buffer, tv.Detail = p.Buffer, p.Detail

@@ -19,6 +19,10 @@ import (
 // SDK's streams run the kernel's work on the CPU or the GPU).
 var Kind sdk.Kind = kind{}
 
+// Name is the kind's name, its service's (kvharness.v1.Load): what
+// Describe lists and a variant of this kind names in Variant.Kernel.
+var Name = sdk.NameOf(&kvpb.Load_ServiceDesc)
+
 type kind struct{}
 
 func (kind) Serves(kernel any) (host, device bool) {

@@ -20,6 +20,10 @@ import (
 // serve its Kernel, an asynchronous transfer engine, on either backend.
 var Kind sdk.Kind = kind{}
 
+// Name is the kind's name, its service's (kvharness.v1.PDAsync): what
+// Describe lists and a variant of this kind names in Variant.Kernel.
+var Name = sdk.NameOf(&kvpb.PDAsync_ServiceDesc)
+
 type kind struct{}
 
 func (kind) Serves(kernel any) (host, device bool) {

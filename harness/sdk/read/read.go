@@ -62,6 +62,10 @@ type Reader interface {
 // its Kernel's Reader, DeviceReader or both.
 var Kind sdk.Kind = kind{}
 
+// Name is the kind's name, its service's (kvharness.v1.Read): what
+// Describe lists and a variant of this kind names in Variant.Kernel.
+var Name = sdk.NameOf(&kvpb.Read_ServiceDesc)
+
 type kind struct{}
 
 func (kind) Serves(kernel any) (host, device bool) {
@@ -85,7 +89,7 @@ type server struct {
 // it (Variant.Kernel, sent in Describe), so a read mutant is never counted
 // as a store mutant that survived.
 func Variant(name, doc string) sdk.Variant {
-	return sdk.Variant{Name: name, Doc: doc, Kernel: "read"}
+	return sdk.Variant{Name: name, Doc: doc, Kernel: Name}
 }
 
 // Read checks the request and runs the kernel on the attached backend. On
@@ -142,4 +146,4 @@ func (s *server) hostInt64s(off uint64, n int) ([]int64, error) {
 }
 
 // IsVariant reports whether a variant changes the read kernel.
-func IsVariant(v sdk.Variant) bool { return v.Kernel == "read" }
+func IsVariant(v sdk.Variant) bool { return v.Kernel == Name }

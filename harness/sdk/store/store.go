@@ -83,6 +83,10 @@ type Storer interface {
 // its Kernel's Storer, DeviceStorer (with sdk.DevicePreparer) or both.
 var Kind sdk.Kind = kind{}
 
+// Name is the kind's name, its service's (kvharness.v1.Store): what
+// Describe lists and a variant of this kind names in Variant.Kernel.
+var Name = sdk.NameOf(&kvpb.Store_ServiceDesc)
+
 type kind struct{}
 
 func (kind) Serves(kernel any) (host, device bool) {

@@ -22,6 +22,10 @@ type transferInput struct {
 // serve its Kernel's Transferer, DeviceTransferer or both.
 var Kind sdk.Kind = kind{}
 
+// Name is the kind's name, its service's (kvharness.v1.Transfer): what
+// Describe lists and a variant of this kind names in Variant.Kernel.
+var Name = sdk.NameOf(&kvpb.Transfer_ServiceDesc)
+
 type kind struct{}
 
 func (kind) Serves(kernel any) (host, device bool) {

@@ -49,7 +49,7 @@ const (
 	mutOverwrite     = "load-overwrites-reader"
 )
 
-var variants = sdk.KernelVariants("load", []sdk.Variant{
+var variants = sdk.KernelVariants(load.Name, []sdk.Variant{
 	{Name: varCounter, Correct: true,
 		Doc: "completion as a monotonic device counter written after each layer, gated by a counter wait (a LayerDoneCounter as a flag)"},
 	{Name: varStaged, Correct: true,

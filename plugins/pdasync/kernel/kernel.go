@@ -22,9 +22,6 @@ import (
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
-// Name is the kernel kind the plugin serves.
-const Name = "pdasync"
-
 // The variants: each the bug of one public report.
 const (
 	AbortFreesInFlight = "abort-frees-in-flight"
@@ -34,7 +31,7 @@ const (
 	PollAsCompletion   = "poll-as-completion"
 )
 
-var variants = sdk.KernelVariants(Name, []sdk.Variant{
+var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
 	{Name: AbortFreesInFlight,
 		Doc: "an aborted room's pages are freed at once, while the prefill's copies into them are still in flight (sglang #24527)"},
 	{Name: FirstComponentDone,
