@@ -103,7 +103,7 @@ func (r *Run) verdictJSON(row Row) Object {
 		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
 			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
 		jf = append(jf, f.json...)
-		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true}, Field{Key: "replay", Value: f.Replay(), OmitEmpty: true})
 		v = append(v, Field{Key: "failure", Value: jf})
 	}
 	return v
