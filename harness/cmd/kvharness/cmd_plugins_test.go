@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/plugin"
-
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/protocol/wire"
 )

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
-
-	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // BenchCase is a throughput case: rooms of pages consecutive on both

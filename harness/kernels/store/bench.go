@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/kvharness/kvharness/harness/kind"
-
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"

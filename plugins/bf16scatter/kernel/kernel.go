@@ -9,9 +9,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )

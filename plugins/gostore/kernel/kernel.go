@@ -17,9 +17,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
