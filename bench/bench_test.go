@@ -36,7 +36,7 @@ var (
 // launch, p50-ns/op the median, p99-ns/op the p99 where b.N resolves it;
 // GB/s counts bytes read and written over the median. BenchmarkCopy is the
 // same rows copied: the roofline.
-func BenchmarkStore(b *testing.B) { benchKernel(b, string(protocol.Store)) }
+func BenchmarkStore(b *testing.B) { benchKernel(b, string(store.Name)) }
 
 // BenchmarkCopy times a copy of each cell's input bytes.
 func BenchmarkCopy(b *testing.B) { benchKernel(b, results.KernelCopy) }
@@ -129,7 +129,7 @@ func openBench(b *testing.B, name, layoutName string) (*store.Arena, *plugin.Plu
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := want.Choose([]protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +138,9 @@ func openBench(b *testing.B, name, layoutName string) (*store.Arena, *plugin.Plu
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := benchrun.Default(name).Setup(backend)
+	mx := benchrun.Default(name)
+	mx.Kernel = store.Name
+	m := mx.Setup(backend)
 	m.Tokens, m.Slots = benchTokens, 1<<17
 	a, err := store.OpenArena(ctx, p, dir, l, m)
 	if err != nil {
@@ -158,7 +160,7 @@ func backendName() string {
 // TestGoTestNamesAreBenchNames: the name go test gives a cell is the one
 // kvharness bench gives it, so that compare matches the two.
 func TestGoTestNamesAreBenchNames(t *testing.T) {
-	id := benchIdentity("fusedstore", string(protocol.Store), "bf16", 512)
+	id := benchIdentity("fusedstore", string(store.Name), "bf16", 512)
 	if got, want := "Store/"+subName(id), "Store/plugin=fusedstore/layout=bf16/head_dim=128/page_size=64/tokens=512/mode=eager/cache=hot/timing=per-launch"; got != want {
 		t.Errorf("go test name %q, want %q", got, want)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -25,7 +24,7 @@ import (
 
 func FuzzReproFile(f *testing.F) {
 	l, _ := layout.Builtin("bf16", 16, 4)
-	good := &report.Repro{Version: 1, Kernel: protocol.Store, Plugin: "fusedstore", Layout: l.JSON(), Slots: 8,
+	good := &report.Repro{Version: 1, Kernel: store.Name, Plugin: "fusedstore", Layout: l.JSON(), Slots: 8,
 		Case: &store.Case{Padding: store.PadSink, Valid: 1, Loc: []int64{3, 0},
 			Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}, {Kind: workload.RowGarbage}}}}
 	data, _ := jsonOf(good)

@@ -6,7 +6,10 @@
 package plugins
 
 import (
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/sdk"
 	bf16scatter "github.com/kvharness/kvharness/plugins/bf16scatter/kernel"
 	faulty "github.com/kvharness/kvharness/plugins/faulty/kernel"
@@ -54,12 +57,26 @@ func Lookup(name string) (Code, bool) {
 	return Code{}, false
 }
 
+// Serving lists the bundled plugins that serve kind k, checked by
+// default (fault injectors left out), in plugin.BundledPlugins order:
+// what each plugin's kinds register, as its Describe would list them.
+func Serving(k protocol.Kernel) []string {
+	var out []string
+	for _, b := range plugin.BundledPlugins {
+		code, ok := Lookup(b.Name)
+		if ok && code.Kernel != nil && b.Role != plugin.FaultInjection && slices.Contains(code.Kernel.Kernels(), string(k)) {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
 // Servers is plugin.Servers over the bundled Go plugins: what runs a
 // bundled kernel in process (fuzzing's in-process mode).
-func Servers(name string) (func() kvpb.KernelServer, bool) {
+func Servers(name string) (protocol.Services, bool) {
 	code, ok := Lookup(name)
 	if !ok || code.Kernel == nil {
 		return nil, false
 	}
-	return func() kvpb.KernelServer { return sdk.NewServer(*code.Kernel) }, true
+	return sdk.Services(*code.Kernel), true
 }

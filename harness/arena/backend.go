@@ -6,7 +6,6 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/cudaarena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/cuda"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -24,12 +23,9 @@ type Backend interface {
 // arena: how its Describe said it maps device memory.
 type Options struct {
 	// FDArenas: the plugin imports device memory by file descriptor
-	// (DescribeResponse.cuda_fd_arenas).
+	// (plugin.Description.CUDAFDArenas).
 	FDArenas bool
 }
-
-// OptionsOf reads the options from a plugin's description.
-func OptionsOf(d *kvpb.DescribeResponse) Options { return Options{FDArenas: d.GetCudaFdArenas()} }
 
 // SHM is the host backend: host shared memory.
 type SHM struct{}

@@ -6,24 +6,24 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/cuda"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 func TestChooseBackendWithoutGPU(t *testing.T) {
 	if cuda.Available() == nil {
 		t.Skip("this machine has a GPU; the cases below are for one without")
 	}
-	shm, dev := kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA
+	shm, dev := protocol.BackendSHM, protocol.BackendCUDA
 	for _, tc := range []struct {
 		name   string
-		served []kvpb.Backend
+		served []protocol.Backend
 		want   string // "" means ErrBackend
 	}{
-		{"cpu", []kvpb.Backend{shm}, "cpu"},
-		{"cpu", []kvpb.Backend{dev}, ""},
-		{"auto", []kvpb.Backend{shm, dev}, "cpu"},
-		{"auto", []kvpb.Backend{dev}, ""},
-		{"cuda", []kvpb.Backend{shm, dev}, ""},
+		{"cpu", []protocol.Backend{shm}, "cpu"},
+		{"cpu", []protocol.Backend{dev}, ""},
+		{"auto", []protocol.Backend{shm, dev}, "cpu"},
+		{"auto", []protocol.Backend{dev}, ""},
+		{"cuda", []protocol.Backend{shm, dev}, ""},
 	} {
 		w, err := ParseWant(tc.name, 0)
 		if err != nil {

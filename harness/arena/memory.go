@@ -4,14 +4,14 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/cudaarena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // Memory is one region's storage, as the harness sees it. The host-shared
 // and CUDA backends implement it; the oracle needs nothing else.
 type Memory interface {
 	// Desc tells a plugin how to map the region.
-	Desc() *kvpb.Arena
+	Desc() protocol.ArenaDesc
 	// ReadAt and WriteAt copy between host memory and the region.
 	ReadAt(p []byte, off int) error
 	WriteAt(p []byte, off int) error

@@ -3,7 +3,7 @@ package arena
 import (
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // Space is the kind of memory a region lives in.
@@ -76,8 +76,8 @@ func One(space Space, m Memory) *Arena { return &Arena{Regions: []Region{{space,
 func (a *Arena) Mem() Memory { return a.Regions[0].Mem }
 
 // Descs describes every region for an attach, in order.
-func (a *Arena) Descs() []*kvpb.Arena {
-	out := make([]*kvpb.Arena, len(a.Regions))
+func (a *Arena) Descs() []protocol.ArenaDesc {
+	out := make([]protocol.ArenaDesc, len(a.Regions))
 	for i, r := range a.Regions {
 		d := r.Mem.Desc()
 		d.Pinned = r.Space == PinnedHost

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/cuda"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // Wanted is the backend a run asks for.
@@ -77,10 +77,10 @@ func (w Want) MayUseGPU() bool {
 
 // Choose resolves the want for a plugin that serves the given backends.
 // The returned function releases the device.
-func (w Want) Choose(served []kvpb.Backend) (Backend, func(), error) {
+func (w Want) Choose(served []protocol.Backend) (Backend, func(), error) {
 	none := func() {}
-	cpuOK := slices.Contains(served, kvpb.Backend_BACKEND_SHM)
-	serves := slices.Contains(served, kvpb.Backend_BACKEND_CUDA)
+	cpuOK := slices.Contains(served, protocol.BackendSHM)
+	serves := slices.Contains(served, protocol.BackendCUDA)
 	switch w.Backend {
 	case WantCPU:
 		if !cpuOK {

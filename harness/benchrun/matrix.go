@@ -19,7 +19,8 @@ import (
 // fields; omitted ones take the defaults.
 type Matrix struct {
 	// Kernel is the kind measured: its cells are the kind's own beside
-	// the references it measures (a copy, an empty launch).
+	// the references it measures (a copy, an empty launch). Empty in a
+	// file that names none: the command fills in its default kind.
 	Kernel   protocol.Kernel  `json:"kernel,omitempty"`
 	Plugins  []string         `json:"plugins"`
 	Variant  string           `json:"variant,omitempty"`
@@ -128,7 +129,6 @@ var DefaultTokens = []int{1, 32, 512, 4096, 32768, 262144}
 // Default returns the full default matrix for the given plugins.
 func Default(plugins ...string) Matrix {
 	return Matrix{
-		Kernel:  protocol.Store,
 		Plugins: plugins, Layouts: []string{"all"}, Tokens: DefaultTokens,
 		Modes:   []results.Mode{results.Eager, results.Graph},
 		Caches:  []results.Cache{results.Hot, results.Cold},
@@ -193,8 +193,6 @@ func (m Matrix) cacheTimings() int {
 // Validate rejects matrices that cannot run.
 func (m Matrix) Validate() error {
 	switch {
-	case m.Kernel == "":
-		return fmt.Errorf("kernel: name the kind to measure (store, load, ...), or leave the key out for store")
 	case len(m.Plugins) == 0:
 		return fmt.Errorf("no plugins: give plugins (or --plugin)")
 	case len(m.Layouts) == 0 || len(m.Tokens) == 0 || len(m.Modes) == 0 || len(m.Caches) == 0 || len(m.Timings) == 0:

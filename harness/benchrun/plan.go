@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
@@ -33,7 +33,7 @@ func (u Unit) Key() string { return fmt.Sprintf("%s/%s/%d", u.Plugin, u.Layout, 
 // groups the kind measures it in.
 type described struct {
 	name   string // as the matrix names it (a path or bundled name)
-	desc   *kvpb.DescribeResponse
+	desc   *plugin.Description
 	groups []kind.BenchGroup
 }
 

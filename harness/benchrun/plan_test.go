@@ -6,23 +6,24 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
 func testPlugins() []described {
-	geo := func(names ...string) []*kvpb.Geometry {
-		var out []*kvpb.Geometry
+	geo := func(names ...string) []plugin.Geometry {
+		var out []plugin.Geometry
 		for _, n := range names {
-			out = append(out, &kvpb.Geometry{Layout: n})
+			out = append(out, plugin.Geometry{Layout: n})
 		}
 		return out
 	}
 	var out []described
-	for _, d := range []*kvpb.DescribeResponse{
-		{Name: "fusedstore", Version: "1.0.0", Kernels: []string{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")},
-		{Name: "bf16scatter", Version: "1.0.0", Kernels: []string{"store"}, Layouts: geo("bf16")},
+	for _, d := range []*plugin.Description{
+		{Name: "fusedstore", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")},
+		{Name: "bf16scatter", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16")},
 	} {
 		groups, err := kind.LayoutGroups(d, testMatrix().Setup(nil))
 		if err != nil {
@@ -44,6 +45,7 @@ var testBench = &kind.Bench{
 
 func testMatrix() Matrix {
 	m := Default("fusedstore", "bf16scatter")
+	m.Kernel = "store"
 	m.Layouts, m.Tokens = []string{"bf16", "fp8-paged"}, []int{1, 32, 512, 4096}
 	return m
 }

@@ -3,13 +3,11 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -108,7 +106,7 @@ func (r *Runner) describe(ctx context.Context, b *kind.Bench, name string) (desc
 		return described{}, err
 	}
 	k := r.Matrix.Kernel
-	if !slices.Contains(desc.Kernels, string(k)) {
+	if !desc.Serves(k) {
 		return described{}, fmt.Errorf("plugin %s has no %s kernel (it serves %v): kvharness bench --kernel %s measures %s kernels; drop it from the matrix's plugins",
 			name, k, desc.Kernels, k, k)
 	}
@@ -116,9 +114,9 @@ func (r *Runner) describe(ctx context.Context, b *kind.Bench, name string) (desc
 	return described{name, desc, groups}, err
 }
 
-func (r *Runner) describeRequest() *kvpb.DescribeRequest {
+func (r *Runner) describeRequest() plugin.Query {
 	m := r.Matrix
-	return &kvpb.DescribeRequest{Variant: m.Variant, HeadDim: uint32(m.HeadDim), PageSize: uint32(m.PageSize)}
+	return plugin.Query{Variant: m.Variant, HeadDim: m.HeadDim, PageSize: m.PageSize}
 }
 
 // Run measures the plan's cells in passes: each pass starts every plugin

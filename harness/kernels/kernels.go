@@ -27,6 +27,10 @@ import (
 // All lists the kinds, in the order a plugin's kernels are described.
 var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind}
 
+// BenchDefault is the kind kvharness bench measures when neither --kernel
+// nor the matrix names one: the first listed (store).
+func BenchDefault() protocol.Kernel { return All[0].Name }
+
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {
 	for _, x := range All {

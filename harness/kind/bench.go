@@ -9,7 +9,6 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -37,7 +36,7 @@ type Bench struct {
 	// kind with layouts has one per layout of the matrix d declares
 	// (LayoutGroups); a kind that brings its geometry has one. An error
 	// names what d lacks.
-	Groups func(d *kvpb.DescribeResponse, s BenchSetup) ([]BenchGroup, error)
+	Groups func(d *plugin.Description, s BenchSetup) ([]BenchGroup, error)
 	// Validate refuses a setup the kind cannot measure (tokens that are
 	// not whole pages, a rotation it does not take), naming the setting;
 	// nil: any.
@@ -128,7 +127,7 @@ var EagerHotPerLaunch = struct {
 // layouts d declares, each built at the setup's head dim and page size
 // (a matrix lists layouts for all its plugins, and bf16scatter has no
 // fp8); "all" is every built-in layout d declares.
-func LayoutGroups(d *kvpb.DescribeResponse, s BenchSetup) ([]BenchGroup, error) {
+func LayoutGroups(d *plugin.Description, s BenchSetup) ([]BenchGroup, error) {
 	declared := map[string]bool{}
 	for _, g := range d.Layouts {
 		declared[g.Layout] = true

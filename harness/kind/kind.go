@@ -21,7 +21,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/shard"
@@ -107,7 +106,7 @@ type Session struct {
 	Dir    *rundir.Dir
 	// Desc is the plugin's Describe for the run's variant, head dimension
 	// and page size.
-	Desc *kvpb.DescribeResponse
+	Desc *plugin.Description
 	// PluginArg is how the user named the plugin: what a repro file of
 	// this run starts again.
 	PluginArg string
@@ -159,11 +158,27 @@ func (s Setup) Place() arena.Place {
 	return s.Backend.Place()
 }
 
+// pluginName and pluginVersion are what the plugin said of itself; empty
+// for a session that has no description (a test's).
+func (s *Session) pluginName() string {
+	if s.Desc == nil {
+		return ""
+	}
+	return s.Desc.Name
+}
+
+func (s *Session) pluginVersion() string {
+	if s.Desc == nil {
+		return ""
+	}
+	return s.Desc.Version
+}
+
 // Header is the report header of a check run with these settings.
 func (p Params) Header(s *Session) report.Header {
 	ran := s.ran(p.Backend, p.Graph)
 	ran.HeadDim, ran.PageSize, ran.MaxCapacity = p.HeadDim, p.PageSize, p.MaxCapacity
-	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
+	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
 		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
 		Shard: p.shardName(), Ran: ran}
 }
@@ -184,7 +199,7 @@ func (s *Session) ran(b arena.Backend, graph bool) report.Ran {
 	r := RanOn(b, graph)
 	if s.Identity != nil {
 		id := *s.Identity
-		id.Name, id.Version = s.Desc.GetName(), s.Desc.GetVersion()
+		id.Name, id.Version = s.pluginName(), s.pluginVersion()
 		r.Identity = &id
 	}
 	return r

@@ -4,12 +4,12 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
 )
 
 // Layouts picks the layouts a run checks: a layout file, one name, or
 // every built-in layout the plugin declares ("all").
-func Layouts(d *kvpb.DescribeResponse, name, file string, headDim, pageSize int) ([]*layout.Layout, error) {
+func Layouts(d *plugin.Description, name, file string, headDim, pageSize int) ([]*layout.Layout, error) {
 	if file != "" {
 		l, err := layout.Load(file, pageSize)
 		if err != nil {

@@ -100,7 +100,7 @@ func CheckOn[G, T, C, R any](ctx context.Context, target func(context.Context, G
 func (s *Session) ReplayHeader(r *report.Repro, b arena.Backend) report.Header {
 	ran := s.ran(b, r.Graph)
 	ran.HeadDim, ran.PageSize, ran.MaxCapacity, ran.SlotBits = r.HeadDim, r.PageSize, r.MaxCapacity, r.SlotBits
-	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
+	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
 		Seed: r.BackgroundSeed, Backend: b.Place().String(), Graph: r.Graph, Ran: ran}
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -75,7 +74,7 @@ func (cfg Config) ValueOf(s Subject) layout.Mode {
 //
 // Each kernel the plugin serves gets a control; each variant is judged by
 // the properties of the kernel it changes.
-func Subjects(name string, d *kvpb.DescribeResponse) []Subject {
+func Subjects(name string, d *plugin.Description) []Subject {
 	b, _ := plugin.BundledByName(name)
 	doc, ref := b.Bug, b.Role == plugin.Reference
 	var out []Subject

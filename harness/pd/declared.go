@@ -7,7 +7,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/target"
 )
 
@@ -24,13 +23,13 @@ type GeometryProblem struct {
 // ErrUnsupported error otherwise), and returns the buffers whose declared
 // geometry is wrong.
 func CheckDeclared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, variant string, g Geometry) ([]GeometryProblem, error) {
-	byDim := map[int]*kvpb.DescribeResponse{}
+	byDim := map[int]*plugin.Description{}
 	var out []GeometryProblem
 	for i, b := range g.Buffers {
 		d, ok := byDim[b.HeadDim]
 		if !ok {
 			var err error
-			d, err = p.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(b.HeadDim), PageSize: uint32(g.PageSize)})
+			d, err = p.Describe(ctx, plugin.Query{Variant: variant, HeadDim: b.HeadDim, PageSize: g.PageSize})
 			if err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
 )
 
@@ -62,24 +63,12 @@ func (b Buffer) Phys(page int64, pages int) int64 {
 	return (page + int64(b.Shift)) % int64(pages)
 }
 
-// PoolName is the name of the buffer's pool on a side, as the harness
-// sends it to plugins in PoolDesc.name:
-//
-//	side/name[;alloc=A][;shift=N]
-//
-// e.g. "src/L0.kv", "dst/L0.state;alloc=L0.kv", "src/L0.indexk;shift=11".
-// The protocol has no other field for the allocation and the page table, so
-// the name carries them; sdk.ParsePoolName reads it back.
-func (b Buffer) PoolName(side string) string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "%s/%s", side, b.Name)
-	if b.Alloc != "" {
-		fmt.Fprintf(&s, ";alloc=%s", b.Alloc)
-	}
-	if b.Shift != 0 {
-		fmt.Fprintf(&s, ";shift=%d", b.Shift)
-	}
-	return s.String()
+// Pool is the spec of the buffer's pool on a side, of slots slots of
+// layout l: named side/name for messages, and carrying the buffer's
+// allocation and page table, which the plugin reads from the attach.
+func (b Buffer) Pool(side string, l *layout.Layout, slots int) pool.Spec {
+	return pool.Spec{Name: side + "/" + b.Name, Layout: l, Slots: slots,
+		Buffer: &pool.Buffer{Side: side, Layer: b.Layer, Name: b.Name, Alloc: b.Alloc, Shift: b.Shift}}
 }
 
 // Geometry is the memory a transfer runs on: every buffer has

@@ -21,20 +21,20 @@ const (
 // Bundled is a plugin that ships in plugins/NAME: built on demand from
 // the source tree, or served by the kvharness binary itself.
 type Bundled struct {
-	Name   string
-	Role   Role
-	Stores bool   // it serves store kernels (the default of kvharness plugins)
-	Bug    string // for a Reference plugin: the bug it reproduces
+	Name string
+	Role Role
+	Bug  string // for a Reference plugin: the bug it reproduces
 }
 
 // BundledPlugins is the table of bundled plugins, in the order commands
-// list them.
+// list them. What kinds each serves is its code's to say (package
+// plugins: Serving), as any plugin's Describe says it.
 var BundledPlugins = []Bundled{
-	{Name: "fusedstore", Role: UnderTest, Stores: true},
-	{Name: "fp8store", Role: UnderTest, Stores: true},
-	{Name: "recipestore", Role: UnderTest, Stores: true},
-	{Name: "bf16scatter", Role: Reference, Stores: true, Bug: "the incident's pad-unaware scatter"},
-	{Name: "gostore", Role: UnderTest, Stores: true},
+	{Name: "fusedstore", Role: UnderTest},
+	{Name: "fp8store", Role: UnderTest},
+	{Name: "recipestore", Role: UnderTest},
+	{Name: "bf16scatter", Role: Reference, Bug: "the incident's pad-unaware scatter"},
+	{Name: "gostore", Role: UnderTest},
 	{Name: "pdtransfer", Role: UnderTest},
 	{Name: "layerload", Role: UnderTest},
 	{Name: "pdasync", Role: UnderTest},
@@ -49,9 +49,6 @@ func BundledNames() []string { return bundledWhere(func(Bundled) bool { return t
 func UnderTestNames() []string {
 	return bundledWhere(func(b Bundled) bool { return b.Role != FaultInjection })
 }
-
-// StoreNames lists the bundled store plugins.
-func StoreNames() []string { return bundledWhere(func(b Bundled) bool { return b.Stores }) }
 
 // IsBundled reports whether name is a bundled plugin.
 func IsBundled(name string) bool { return slices.Contains(BundledNames(), name) }

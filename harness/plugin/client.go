@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,10 +17,8 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -69,18 +66,17 @@ type Plugin struct {
 	opts   Options
 	client *goplugin.Client
 	runner *groupRunner
-	kernel kvpb.KernelClient
+	conn   grpc.ClientConnInterface // the plugin's one connection: every service's client is made from it
+	base   kvpb.PluginClient        // the base service's client
 	stderr *tail
 	san    *sanLog // the sanitizer's log of this process, when sanitized
-	// newServer makes another server of an in-process plugin's (Spawn).
-	newServer func() kvpb.KernelServer
+	// services registers an in-process plugin's services again (Spawn).
+	services protocol.Services
 	// connected: the handshake completed, so the process can be asked to
 	// exit (go-plugin's controller) before it is killed.
 	connected bool
 
-	noBatch bool          // the plugin answered Unimplemented to StoreBatch
-	handler time.Duration // the last StoreBatch's handler time, when the plugin said
-	owner   any           // what the plugin is attached to now (see Attach)
+	owner any // what the plugin is attached to now (see Attach)
 	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
 	fdArenas bool
 	// image is the pinned binary being run (see openImage); nil when the
@@ -89,15 +85,10 @@ type Plugin struct {
 	// described keeps this process's Describe answers by request: every
 	// target of a run describes the plugin for its layout, and the answer
 	// cannot change while the process lives.
-	described map[describeKey]*kvpb.DescribeResponse
+	described map[Query]*Description
 	runMu     sync.Mutex // guards runner while go-plugin starts the process (abandonStart)
 	spare     *spare     // the process the next Restart adopts (KeepSpare)
 	keepSpare bool       // KeepSpare was called: every Restart starts the next spare
-}
-
-type describeKey struct {
-	variant           string
-	headDim, pageSize uint32
 }
 
 // Start launches the plugin binary at path and completes the handshake.
@@ -130,7 +121,7 @@ func start(ctx context.Context, s Spec, opts Options) (*Plugin, error) {
 // launch starts a fresh process for p and connects to it.
 func (p *Plugin) launch(ctx context.Context) error {
 	p.stderr = newTail(16 << 10)
-	p.owner, p.noBatch, p.described, p.connected = nil, false, nil, false
+	p.owner, p.described, p.connected = nil, nil, false
 	p.runMu.Lock()
 	p.runner = nil // the last process's, if any: abandonStart must not kill its group id again
 	p.runMu.Unlock()
@@ -270,7 +261,8 @@ func (p *Plugin) connect(ctx context.Context) error {
 		if err == nil {
 			var raw any
 			raw, err = rpc.Dispense(protocol.PluginName)
-			p.kernel, _ = raw.(kvpb.KernelClient)
+			p.conn, _ = raw.(grpc.ClientConnInterface)
+			p.base = kvpb.NewPluginClient(p.conn)
 		}
 		done <- err
 	}()
@@ -418,8 +410,13 @@ func (p *Plugin) ExitedFindings() []Finding {
 	return p.opts.Sanitizer.claim(p)
 }
 
-// call runs one RPC under the per-call deadline and classifies its failure.
-func call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
+// Call runs one RPC of the plugin under the per-call deadline and
+// classifies its failure: a crash, a hang, an answer the plugin gave on
+// purpose, or a protocol fault (Fault). name is the call, for reports. A
+// kind calls its own service with it, its client made from Conn:
+//
+//	plugin.Call(ctx, p, "Read", kvpb.NewReadClient(p.Conn()).Read, req)
+func Call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
 	if err := p.diedIdle(name); err != nil {
 		var zero Resp
 		return zero, err
@@ -505,25 +502,6 @@ func refusal(c codes.Code) bool {
 	return false
 }
 
-// Describe asks the plugin what it is, once per request for the life of
-// its process: a restart asks again.
-func (p *Plugin) Describe(ctx context.Context, req *kvpb.DescribeRequest) (*kvpb.DescribeResponse, error) {
-	key := describeKey{req.GetVariant(), req.GetHeadDim(), req.GetPageSize()}
-	if resp, ok := p.described[key]; ok {
-		return resp, nil
-	}
-	resp, err := call(ctx, p, "Describe", p.kernel.Describe, req)
-	if err == nil {
-		printable(resp)
-		p.fdArenas = resp.CudaFdArenas
-		if p.described == nil {
-			p.described = map[describeKey]*kvpb.DescribeResponse{}
-		}
-		p.described[key] = resp
-	}
-	return resp, err
-}
-
 // MapsFDArenas says whether the plugin's last Describe declared that it
 // maps CUDA arenas shared by file descriptor; false before any Describe.
 func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
@@ -534,7 +512,7 @@ func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
 	p.Grant(req)
-	resp, err := call(ctx, p, "Attach", p.kernel.Attach, req)
+	resp, err := Call(ctx, p, "Attach", p.base.Attach, req)
 	if err == nil {
 		p.owner = owner
 	}
@@ -568,78 +546,38 @@ func (p *Plugin) AttachedTo(owner any) bool { return p.owner == owner }
 // Detach releases the arena.
 func (p *Plugin) Detach(ctx context.Context) error {
 	p.owner = nil
-	_, err := call(ctx, p, "Detach", p.kernel.Detach, &kvpb.DetachRequest{})
+	_, err := Call(ctx, p, "Detach", p.base.Detach, &kvpb.DetachRequest{})
 	return err
-}
-
-// Store runs the store kernel.
-func (p *Plugin) Store(ctx context.Context, req *kvpb.StoreRequest) error {
-	_, err := call(ctx, p, "Store", p.kernel.Store, req)
-	return err
-}
-
-// StoreBatch runs several stores in one round trip. A plugin without
-// StoreBatch gets the same calls one by one, in order.
-func (p *Plugin) StoreBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
-	if !p.noBatch {
-		var md metadata.MD
-		_, err := call(ctx, p, "StoreBatch", p.kernel.StoreBatch, &kvpb.StoreBatchRequest{Calls: reqs}, grpc.Trailer(&md))
-		p.handler = handlerTime(md)
-		f, ok := AsFault(err)
-		if !ok || f.Code != codes.Unimplemented {
-			return err
-		}
-		p.noBatch = true
-	}
-	for _, r := range reqs {
-		if err := p.Store(ctx, r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Bench times a kernel inside the plugin. Its deadline is the per-call
 // deadline: callers size their requests to stay well inside it.
 func (p *Plugin) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
-	resp, err := call(ctx, p, "Bench", p.kernel.Bench, req)
+	resp, err := Call(ctx, p, "Bench", p.base.Bench, req)
 	if err == nil && len(resp.Ns) == 0 {
 		err = &Fault{Kind: Protocol, Plugin: p.Name, Call: "Bench", Detail: "answered no samples"}
 	}
 	return resp, err
 }
 
+// Conn is the plugin's connection: each kind makes the client of its own
+// service from it (kvpb.NewStoreClient(p.Conn())) and calls it through
+// Call. It changes when the plugin restarts: take it for each call.
+func (p *Plugin) Conn() grpc.ClientConnInterface { return p.conn }
+
+// Spawn starts another process of the same plugin, with the same options
+// and trust: a kind that plays two servers (pdasync's prefill and decode)
+// runs the second in it. The caller closes it. An in-process plugin
+// registers its services again on a connection of their own.
+func (p *Plugin) Spawn(ctx context.Context) (*Plugin, error) {
+	if p.services != nil {
+		return InProcessOf(p.Name, p.services), nil
+	}
+	if p.client == nil {
+		return nil, fmt.Errorf("plugin %s runs in process: it cannot be started again; start a second in-process server instead", p.Name)
+	}
+	return start(ctx, p.spec, p.opts)
+}
+
 // Base is the file name of the plugin, for messages.
 func (p *Plugin) Base() string { return filepath.Base(p.Path) }
-
-// HandlerTime is how long the plugin says its last StoreBatch handler
-// took, or 0 when it did not say (the trailer is optional).
-func (p *Plugin) HandlerTime() time.Duration { return p.handler }
-
-func handlerTime(md metadata.MD) time.Duration {
-	v := md.Get(protocol.HandlerTimeKey)
-	if len(v) != 1 {
-		return 0
-	}
-	ns, err := strconv.ParseInt(v[0], 10, 64)
-	if err != nil || ns < 0 {
-		return 0
-	}
-	return time.Duration(ns)
-}
-
-// printable escapes the control characters in what a plugin says of
-// itself, once, where it enters the harness: every report, table and
-// message prints these names, and none may carry a terminal escape.
-func printable(d *kvpb.DescribeResponse) {
-	d.Name, d.Version, d.Doc = textsafe.String(d.Name), textsafe.String(d.Version), textsafe.String(d.Doc)
-	for i := range d.Kernels {
-		d.Kernels[i] = textsafe.String(d.Kernels[i])
-	}
-	for _, g := range d.Layouts {
-		g.Layout = textsafe.String(g.Layout)
-	}
-	for _, v := range d.Variants {
-		v.Name, v.Doc, v.Kernel = textsafe.String(v.Name), textsafe.String(v.Doc), textsafe.String(v.Kernel)
-	}
-}

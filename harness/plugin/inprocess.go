@@ -2,75 +2,100 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
-// InProcess wraps a kernel service linked into this process as a Plugin,
-// with no process, socket or gRPC in between. A panic in the kernel is a
-// panic of the caller: go test -fuzz records that as a crasher.
-func InProcess(name string, srv kvpb.KernelServer) *Plugin {
-	return &Plugin{Name: name, Path: "(in process)", kernel: direct{srv}, stderr: newTail(16 << 10),
-		opts: Options{CallTimeout: DefaultCallTimeout}}
+// InProcess runs a plugin's services linked into this process as a
+// Plugin, with no process, socket or transport in between: a call runs
+// the service's handler on the caller's goroutine. A panic in the kernel
+// is a panic of the caller: go test -fuzz records that as a crasher.
+func InProcess(name string, services protocol.Services) *Plugin {
+	conn := newLocalConn(services)
+	return &Plugin{Name: name, Path: "(in process)", conn: conn, base: kvpb.NewPluginClient(conn),
+		stderr: newTail(16 << 10), opts: Options{CallTimeout: DefaultCallTimeout}, services: services}
 }
 
-// Servers finds a bundled Go plugin's kernel by name, as a constructor of
-// servers, for running it in process: package plugins' table of bundled
-// code, which lives above the harness and is handed down.
-type Servers func(name string) (newServer func() kvpb.KernelServer, ok bool)
+// Servers finds a bundled Go plugin's services by name, for running it in
+// process: package plugins' table of bundled code, which lives above the
+// harness and is handed down.
+type Servers func(name string) (services protocol.Services, ok bool)
 
-// InProcessOf is InProcess on a server of newServer's, whose Spawn starts
-// a second one: a kind that plays two processes (pdasync) runs in process
-// too.
-func InProcessOf(name string, newServer func() kvpb.KernelServer) *Plugin {
-	p := InProcess(name, newServer())
-	p.newServer = newServer
-	return p
+// InProcessOf is InProcess; its Spawn registers the services again on a
+// connection of their own, so that a kind that plays two processes
+// (pdasync) runs in process too. The Go SDK's services make a fresh
+// server each time they are registered.
+func InProcessOf(name string, services protocol.Services) *Plugin { return InProcess(name, services) }
+
+// localConn is a grpc.ClientConnInterface whose calls go straight to the
+// handlers of services registered on it (it is their
+// grpc.ServiceRegistrar): the generated clients of every kind work on it
+// unchanged. Requests and answers are copied, as a transport would: a
+// handler never shares memory with its caller.
+type localConn struct {
+	services map[string]localService
 }
 
-// direct calls a KernelServer as if it were a KernelClient.
-type direct struct{ s kvpb.KernelServer }
-
-var _ kvpb.KernelClient = direct{}
-
-func (d direct) Describe(ctx context.Context, in *kvpb.DescribeRequest, _ ...grpc.CallOption) (*kvpb.DescribeResponse, error) {
-	return d.s.Describe(ctx, in)
+type localService struct {
+	desc *grpc.ServiceDesc
+	impl any
 }
 
-func (d direct) Attach(ctx context.Context, in *kvpb.AttachRequest, _ ...grpc.CallOption) (*kvpb.AttachResponse, error) {
-	return d.s.Attach(ctx, in)
+var (
+	_ grpc.ClientConnInterface = (*localConn)(nil)
+	_ grpc.ServiceRegistrar    = (*localConn)(nil)
+)
+
+func newLocalConn(services protocol.Services) *localConn {
+	c := &localConn{services: map[string]localService{}}
+	services(c)
+	return c
 }
 
-func (d direct) Detach(ctx context.Context, in *kvpb.DetachRequest, _ ...grpc.CallOption) (*kvpb.DetachResponse, error) {
-	return d.s.Detach(ctx, in)
+// RegisterService implements grpc.ServiceRegistrar.
+func (c *localConn) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	c.services[desc.ServiceName] = localService{desc, impl}
 }
 
-func (d direct) Store(ctx context.Context, in *kvpb.StoreRequest, _ ...grpc.CallOption) (*kvpb.StoreResponse, error) {
-	return d.s.Store(ctx, in)
+// Invoke implements grpc.ClientConnInterface: it runs method's handler on
+// a copy of args and copies its answer into reply. An unknown service or
+// method is answered as a gRPC server answers it, Unimplemented.
+func (c *localConn) Invoke(ctx context.Context, method string, args, reply any, _ ...grpc.CallOption) error {
+	service, name, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	s, ok := c.services[service]
+	if !ok {
+		return status.Errorf(codes.Unimplemented, "unknown service %s", service)
+	}
+	for _, m := range s.desc.Methods {
+		if m.MethodName != name {
+			continue
+		}
+		dec := func(in any) error {
+			proto.Merge(in.(proto.Message), args.(proto.Message))
+			return nil
+		}
+		out, err := m.Handler(s.impl, ctx, dec, nil)
+		if err != nil {
+			return err
+		}
+		if m, ok := out.(proto.Message); ok && m.ProtoReflect().IsValid() {
+			proto.Merge(reply.(proto.Message), m)
+		}
+		return nil
+	}
+	return status.Errorf(codes.Unimplemented, "unknown method %s for service %s", name, service)
 }
 
-func (d direct) StoreBatch(ctx context.Context, in *kvpb.StoreBatchRequest, _ ...grpc.CallOption) (*kvpb.StoreBatchResponse, error) {
-	return d.s.StoreBatch(ctx, in)
-}
-
-func (d direct) Read(ctx context.Context, in *kvpb.ReadRequest, _ ...grpc.CallOption) (*kvpb.ReadResponse, error) {
-	return d.s.Read(ctx, in)
-}
-
-func (d direct) Transfer(ctx context.Context, in *kvpb.TransferRequest, _ ...grpc.CallOption) (*kvpb.TransferResponse, error) {
-	return d.s.Transfer(ctx, in)
-}
-
-func (d direct) Bench(ctx context.Context, in *kvpb.BenchRequest, _ ...grpc.CallOption) (*kvpb.BenchResponse, error) {
-	return d.s.Bench(ctx, in)
-}
-
-func (d direct) Load(ctx context.Context, in *kvpb.LoadRequest, _ ...grpc.CallOption) (*kvpb.LoadResponse, error) {
-	return d.s.Load(ctx, in)
-}
-
-func (d direct) LoadBench(ctx context.Context, in *kvpb.LoadBenchRequest, _ ...grpc.CallOption) (*kvpb.LoadBenchResponse, error) {
-	return d.s.LoadBench(ctx, in)
+// NewStream implements grpc.ClientConnInterface: the protocol has no
+// streaming calls.
+func (c *localConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, fmt.Errorf("in-process plugins serve no streams")
 }

@@ -34,7 +34,7 @@ const maxFrames = 8
 // plugin's own frames.
 var (
 	foreignFuncs = []string{"runtime.", "panic(", "google.golang.org/", "github.com/hashicorp/", "golang.org/x/", "net.",
-		"net/", "sync.", "internal/", "syscall.", "os.", "github.com/kvharness/kvharness/harness/sdk.",
+		"net/", "sync.", "internal/", "syscall.", "os.", "github.com/kvharness/kvharness/harness/sdk.", "github.com/kvharness/kvharness/harness/sdk/",
 		"github.com/kvharness/kvharness/harness/protocol"}
 	foreignFiles = []string{"/grpc/", "/kvharness_sdk/", "/concurrent/futures/", "/threading.py", "/socketserver.py"}
 )

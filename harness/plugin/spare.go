@@ -84,8 +84,8 @@ func (p *Plugin) dropSpare() {
 
 // adopt makes q's process p's: p then runs as if it had just launched it.
 func (p *Plugin) adopt(q *Plugin) {
-	p.client, p.runner, p.kernel, p.stderr, p.san, p.image, p.connected = q.client, q.runner, q.kernel, q.stderr, q.san, q.image, q.connected
-	p.owner, p.noBatch, p.described = nil, false, nil
+	p.client, p.runner, p.conn, p.base, p.stderr, p.san, p.image, p.connected = q.client, q.runner, q.conn, q.base, q.stderr, q.san, q.image, q.connected
+	p.owner, p.described = nil, nil
 }
 
 // SlowStart reports whether a process of the plugin takes long to start:

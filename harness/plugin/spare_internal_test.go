@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // startSpared starts fusedstore keeping a spare, and waits for the spare
@@ -72,7 +71,7 @@ func TestRestartAdoptsTheSpare(t *testing.T) {
 	if !exitedWithin(old, 5*time.Second) {
 		t.Fatalf("the old process %s still runs after the restart", old.ID())
 	}
-	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+	if _, err := p.Describe(context.Background(), Query{}); err != nil {
 		t.Fatalf("the adopted process does not answer: %v", err)
 	}
 	if p.spare == nil {
@@ -107,7 +106,7 @@ func TestDeadSpareIsNotAdopted(t *testing.T) {
 	if p.runner == dead {
 		t.Fatal("the restart adopted the dead spare")
 	}
-	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+	if _, err := p.Describe(context.Background(), Query{}); err != nil {
 		t.Fatalf("the restarted plugin does not answer: %v", err)
 	}
 }

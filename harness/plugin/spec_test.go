@@ -13,7 +13,6 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // A command-line plugin: here `env` runs the fusedstore binary, standing in
@@ -33,7 +32,7 @@ func TestCommandPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64})
 	if err != nil || d.Name != "fusedstore" {
 		t.Fatalf("describe through a command: %v %v", d, err)
 	}
@@ -111,7 +110,7 @@ func TestPinnedUnderSanitizer(t *testing.T) {
 	if err := p.Sanitize(context.Background(), san); err != nil {
 		t.Fatalf("pinned plugin under a sanitizer: %v", err)
 	}
-	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "fusedstore" {
+	if d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "fusedstore" {
 		t.Fatalf("describe under the sanitizer: %v %v", d, err)
 	}
 	copies, _ := filepath.Glob(filepath.Join(dir.Path, "plugin-image-*"))

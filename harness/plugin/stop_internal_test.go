@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/internal/fakesanitizer"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -89,7 +88,7 @@ func TestRestartKillsAtOnce(t *testing.T) {
 	if p.runner == old || p.runner.ID() == old.ID() {
 		t.Fatalf("the restarted plugin runs process %s, the old one", old.ID())
 	}
-	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err != nil {
+	if _, err := p.Describe(context.Background(), Query{}); err != nil {
 		t.Fatalf("the fresh process does not answer: %v", err)
 	}
 }

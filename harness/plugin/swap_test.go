@@ -12,7 +12,6 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/internal/testtier"
 )
 
@@ -51,7 +50,7 @@ func TestPinnedBinarySwaps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("start: %v", err)
 		}
-		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64})
 		p.Close()
 		if err != nil {
 			t.Fatalf("describe: %v", err)

@@ -40,6 +40,22 @@ type Spec struct {
 	Name   string
 	Layout *layout.Layout
 	Slots  int
+	// Buffer, when set, places the pool in a multi-buffer cache on one
+	// side of a transfer: what the transfer kinds tell a plugin of it.
+	Buffer *Buffer
+}
+
+// Buffer is one side's pool of a buffer of a multi-buffer KV cache (see
+// pd.Buffer): the side ("src", the prefill's, or "dst", the decode's),
+// the layer and buffer, the allocation it is carved from ("" when it owns
+// one) and its page table (a room's page p lives in physical page
+// (p + Shift) mod pages).
+type Buffer struct {
+	Side  string
+	Layer int
+	Name  string
+	Alloc string
+	Shift int
 }
 
 // Region is a planned pool: where its guards and pages are, in the arena

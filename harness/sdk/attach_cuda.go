@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -15,10 +16,11 @@ import (
 // descriptor its socket hands out, or opened through its IPC handle. Any
 // earlier attach is released first: a process may not hold one IPC handle
 // open twice, and the harness re-attaches the same arena.
-func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
-	if !ServesDevice(s.p.Kernel) {
+func (s *Server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	if !s.servesDevice() {
 		return nil, status.Errorf(codes.Unimplemented,
-			"%s has no CUDA kernel (its Kernel implements none of DeviceStorer, DeviceReader, DeviceTransferer): attach it with the shm backend (--backend cpu)", s.p.Name)
+			"%s has no CUDA kernel (its Kernel implements the device interface of none of its kinds, %s): attach it with the shm backend (--backend cpu)",
+			s.p.Name, strings.Join(s.kinds, ", "))
 	}
 	a := req.GetArena()
 	sizes, err := deviceRegionSizes(s.p.Name, req) // host regions may follow (attach_regions.go)
@@ -28,11 +30,11 @@ func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb
 	if err := checkShared(a); err != nil {
 		return nil, err
 	}
-	pools, staging, err := checkWindows(req, sizes)
+	pools, staging, err := CheckWindows(req, sizes)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := mapHostRegions(regionsOf(req)[1:])
+	hosts, err := mapHostRegions(RegionsOf(req)[1:])
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func (s *server) attachCUDA(ctx context.Context, req *kvpb.AttachRequest) (*kvpb
 
 // openDeviceAttach opens the device and the arena, then lets the kernel
 // prepare (compile) for the pools.
-func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Pool, variant string) (*deviceArena, error) {
+func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Pool, variant string) (*DeviceArena, error) {
 	g, err := openGPU(int(a.Device))
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition,
@@ -79,11 +81,11 @@ func openDeviceAttach(ctx context.Context, kernel any, a *kvpb.Arena, pools []Po
 func checkShared(a *kvpb.Arena) error {
 	switch {
 	case a.FdSocket != "" && len(a.IpcHandle) != 0:
-		return badRequest("cuda arena: both ipc_handle and fd_socket are set; want one")
+		return BadRequest("cuda arena: both ipc_handle and fd_socket are set; want one")
 	case a.FdSocket != "" && a.MappedSize < a.Size:
-		return badRequest("cuda arena: mapped_size %d is less than size %d", a.MappedSize, a.Size)
+		return BadRequest("cuda arena: mapped_size %d is less than size %d", a.MappedSize, a.Size)
 	case a.FdSocket == "" && len(a.IpcHandle) != 64:
-		return badRequest("cuda arena: ipc_handle has %d bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle", len(a.IpcHandle))
+		return BadRequest("cuda arena: ipc_handle has %d bytes; want the 64-byte CUipcMemHandle from cuIpcGetMemHandle", len(a.IpcHandle))
 	}
 	return nil
 }

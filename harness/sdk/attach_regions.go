@@ -17,7 +17,7 @@ import (
 // device arena, then host shared-memory regions; any other region is
 // refused.
 func deviceRegionSizes(name string, req *kvpb.AttachRequest) ([]int, error) {
-	regions := regionsOf(req)
+	regions := RegionsOf(req)
 	sizes := []int{int(req.GetArena().Size)}
 	for i, a := range regions[1:] {
 		if a.GetBackend() != kvpb.Backend_BACKEND_SHM {
@@ -34,7 +34,7 @@ func deviceRegionSizes(name string, req *kvpb.AttachRequest) ([]int, error) {
 func mapHostRegions(regions []*kvpb.Arena) ([][]byte, error) {
 	var maps [][]byte
 	for _, a := range regions {
-		mem, err := mapSHM(a.Path, int(a.Size))
+		mem, err := MapSHM(a.Path, int(a.Size))
 		if err != nil {
 			for _, m := range maps {
 				unix.Munmap(m)

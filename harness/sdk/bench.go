@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -24,6 +25,32 @@ const (
 	DefaultHostFlushBytes   = 64 << 20
 )
 
+// A Bencher makes the launches Bench times for a kind's calls: the
+// store's, which BenchRequest.store and its rotation name. The store kind
+// registers it (Server.Benches); a plugin without one benches copies and
+// empty launches only.
+type Bencher interface {
+	// HostLaunches checks stores against a shared-memory attach and
+	// returns one launch of each.
+	HostLaunches(ctx context.Context, stores []*kvpb.StoreRequest) ([]func() error, error)
+	// DeviceLaunches, inside c's Do, checks stores against a CUDA attach,
+	// writes each pool's valid count once (it does not change during a
+	// bench) and returns what queues one launch, or graph replay, of each.
+	DeviceLaunches(ctx context.Context, c *cuda.Ctx, stores []*kvpb.StoreRequest) ([]func() error, error)
+}
+
+// Benches makes b what Bench launches for stores.
+func (s *Server) Benches(b Bencher) { s.bencher = b }
+
+// noStore refuses a store bench on a plugin with no store kernel for the
+// attached memory.
+func noStore(name, memory string) error {
+	if memory == "CUDA" {
+		return status.Errorf(codes.Unimplemented, "%s has no CUDA store kernel: store with the shm backend (--backend cpu)", name)
+	}
+	return status.Errorf(codes.Unimplemented, "%s has no store kernel for host memory", name)
+}
+
 // benchOps is one backend's side of a bench: what is timed and how.
 type benchOps struct {
 	launch func() error                  // queue (GPU) or run (CPU) one timed launch
@@ -35,12 +62,12 @@ type benchOps struct {
 
 // Bench times a kernel, the copy roofline or an empty launch inside the
 // plugin, with no RPC in the timed loop.
-func (s *server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+func (s *Server) Bench(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	if err := checkBenchCounts(req); err != nil {
 		return nil, err
 	}
 	if req.GetStore() == nil && !req.Copy && !req.Empty {
-		return nil, badRequest("bench: no kernel; send a store request, or set copy or empty")
+		return nil, BadRequest("bench: no kernel; send a store request, or set copy or empty")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,15 +98,15 @@ const (
 func checkBenchCounts(req *kvpb.BenchRequest) error {
 	switch {
 	case req.Iterations == 0:
-		return badRequest("bench: iterations is 0; ask for at least one measurement")
+		return BadRequest("bench: iterations is 0; ask for at least one measurement")
 	case req.Iterations > maxBenchIterations:
-		return badRequest("bench: %d iterations; at most %d per call (call again for more)", req.Iterations, maxBenchIterations)
+		return BadRequest("bench: %d iterations; at most %d per call (call again for more)", req.Iterations, maxBenchIterations)
 	case req.Warmup > maxBenchWarmup:
-		return badRequest("bench: %d warmup launches; at most %d", req.Warmup, maxBenchWarmup)
+		return BadRequest("bench: %d warmup launches; at most %d", req.Warmup, maxBenchWarmup)
 	case req.Batch > maxBenchBatch:
-		return badRequest("bench: batch of %d launches; at most %d", req.Batch, maxBenchBatch)
+		return BadRequest("bench: batch of %d launches; at most %d", req.Batch, maxBenchBatch)
 	case req.Cold && perTiming(req) > 1:
-		return badRequest("bench: cold caches with a batch of %d: a batch flushes once, so its later launches run hot; time cold launches per launch", perTiming(req))
+		return BadRequest("bench: cold caches with a batch of %d: a batch flushes once, so its later launches run hot; time cold launches per launch", perTiming(req))
 	}
 	return checkRotation(req)
 }
@@ -180,7 +207,7 @@ func flushBytes(req *kvpb.BenchRequest, def int) int {
 // store's input rows (capacity × head_dim bf16), the bytes a store of that
 // batch has to read. A rotating copy needs that many bytes per buffer
 // pair, within the same bound in all.
-func (s *server) copyBytes(req *kvpb.BenchRequest) (int, error) {
+func (s *Server) copyBytes(req *kvpb.BenchRequest) (int, error) {
 	n := req.CopyBytes
 	if st := req.GetStore(); n == 0 && st != nil && int(st.Pool) < len(s.pools) {
 		n = uint64(st.Capacity) * uint64(s.pools[st.Pool].Layout.HeadDim) * 2
@@ -188,9 +215,9 @@ func (s *server) copyBytes(req *kvpb.BenchRequest) (int, error) {
 	r := uint64(rotations(req))
 	switch {
 	case n == 0 || r == 1 && n > maxBenchBytes:
-		return 0, badRequest("copy bench of %d bytes: set copy_bytes between 1 and %d (or send the store whose rows to copy)", n, maxBenchBytes)
+		return 0, BadRequest("copy bench of %d bytes: set copy_bytes between 1 and %d (or send the store whose rows to copy)", n, maxBenchBytes)
 	case n > maxBenchBytes/r: // n·r, without overflowing
-		return 0, badRequest("copy bench of %d bytes over %d buffer pairs: more than %d bytes in all; copy fewer bytes or rotate over fewer sets", n, r, maxBenchBytes)
+		return 0, BadRequest("copy bench of %d bytes over %d buffer pairs: more than %d bytes in all; copy fewer bytes or rotate over fewer sets", n, r, maxBenchBytes)
 	}
 	return int(n), nil
 }

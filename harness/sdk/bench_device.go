@@ -91,7 +91,7 @@ func (b *benchBuffers) free(dev *cuda.Device) error {
 // off. The valid count is written once, before the warmup: it does not
 // change during a bench, and a copy between launches would sit inside
 // batched timings.
-func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+func (s *Server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	d := s.dev
 	var ns []float64
 	var hostPaced int
@@ -134,10 +134,10 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 				}
 				return el, err
 			},
-			settle: func() error { return d.syncIn(c) },
+			settle: func() error { return d.Sync(c) },
 		}
 		ns, hostPaced, err = measure(ctx, req, ops)
-		if serr := d.syncIn(c); err == nil {
+		if serr := d.Sync(c); err == nil {
 			err = serr
 		}
 		return err
@@ -151,7 +151,7 @@ func (s *server) benchDevice(ctx context.Context, req *kvpb.BenchRequest) (*kvpb
 // flushOp returns cold mode's cache flush: a memset of flush_bytes (default
 // DefaultDeviceFlushBytes, over twice the H200's L2) on the stream, before
 // the start event. The buffer is allocated only when cold is asked for.
-func (d *deviceArena) flushOp(c *cuda.Ctx, req *kvpb.BenchRequest) (func(int) error, error) {
+func (d *DeviceArena) flushOp(c *cuda.Ctx, req *kvpb.BenchRequest) (func(int) error, error) {
 	if !req.Cold {
 		return func(int) error { return nil }, nil
 	}
@@ -164,7 +164,7 @@ func (d *deviceArena) flushOp(c *cuda.Ctx, req *kvpb.BenchRequest) (func(int) er
 }
 
 // deviceBenchLaunch picks what one timed launch queues.
-func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
+func (s *Server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
 	d := s.dev
 	switch {
 	case req.Empty:
@@ -172,35 +172,19 @@ func (s *server) deviceBenchLaunch(ctx context.Context, c *cuda.Ctx, req *kvpb.B
 	case req.Copy:
 		return s.deviceCopy(c, req)
 	}
-	k, ok := s.p.Kernel.(DeviceStorer)
-	if !ok {
-		return nil, noDeviceStore(s.p.Name)
+	if s.bencher == nil {
+		return nil, noStore(s.p.Name, "CUDA")
 	}
-	var launches []func() error
-	valid := map[uint32]bool{} // pools whose valid count is set: every store has the same (checkRotation)
-	for _, st := range benchStores(req) {
-		call, err := s.deviceCall(st)
-		if err != nil {
-			return nil, err
-		}
-		if !valid[st.Pool] {
-			if err := d.setValidIn(c, int(st.Pool), call.N); err != nil {
-				return nil, err
-			}
-			valid[st.Pool] = true
-		}
-		launch, err := s.deviceLaunch(ctx, c, k, st, call)
-		if err != nil {
-			return nil, err
-		}
-		launches = append(launches, launch)
+	launches, err := s.bencher.DeviceLaunches(ctx, c, benchStores(req))
+	if err != nil {
+		return nil, err
 	}
 	return s.rotation(req, launches), nil
 }
 
 // deviceCopy is the roofline: cuMemcpyDtoDAsync between two plugin-owned
 // buffers of copy_bytes, or between a rotation's pairs in turn.
-func (s *server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
+func (s *Server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, error) {
 	d := s.dev
 	n, err := s.copyBytes(req)
 	if err != nil {
@@ -226,7 +210,7 @@ func (s *server) deviceCopy(c *cuda.Ctx, req *kvpb.BenchRequest) (func() error, 
 // emptyLaunch is the launch-overhead reference: the empty kernel, launched
 // or (in graph mode) replayed from a one-node graph, through the same
 // calls as a store's launch or replay.
-func (d *deviceArena) emptyLaunch(c *cuda.Ctx, graph bool) (func() error, error) {
+func (d *DeviceArena) emptyLaunch(c *cuda.Ctx, graph bool) (func() error, error) {
 	f, err := d.gpu.emptyKernel()
 	if err != nil {
 		return nil, err
@@ -235,7 +219,7 @@ func (d *deviceArena) emptyLaunch(c *cuda.Ctx, graph bool) (func() error, error)
 	if !graph {
 		return launch, nil
 	}
-	x, err := d.graphs.get(graphKey{pool: -1}, d.stream, launch)
+	x, err := d.graphs.get(emptyGraph{}, d.stream, launch)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -30,7 +27,7 @@ var emptyLaunch = func() error { return nil }
 
 // benchHost times on the monotonic clock: the CPU kernel, copy() or an
 // empty call.
-func (s *server) benchHost(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
+func (s *Server) benchHost(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.BenchResponse, error) {
 	launch, err := s.hostLaunch(ctx, req)
 	if err != nil {
 		return nil, err
@@ -51,7 +48,7 @@ func (s *server) benchHost(ctx context.Context, req *kvpb.BenchRequest) (*kvpb.B
 }
 
 // hostLaunch picks what one timed launch does.
-func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func() error, error) {
+func (s *Server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func() error, error) {
 	switch {
 	case req.Empty:
 		return emptyLaunch, nil
@@ -70,17 +67,12 @@ func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func()
 		}
 		return s.rotation(req, launches), nil
 	}
-	k, ok := s.p.Kernel.(Storer)
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "%s has no store kernel for host memory", s.p.Name)
+	if s.bencher == nil {
+		return nil, noStore(s.p.Name, "host")
 	}
-	var launches []func() error
-	for _, st := range benchStores(req) {
-		call, err := s.storeCall(st)
-		if err != nil {
-			return nil, err
-		}
-		launches = append(launches, func() error { return k.Store(ctx, call) })
+	launches, err := s.bencher.HostLaunches(ctx, benchStores(req))
+	if err != nil {
+		return nil, err
 	}
 	return s.rotation(req, launches), nil
 }
@@ -88,7 +80,7 @@ func (s *server) hostLaunch(ctx context.Context, req *kvpb.BenchRequest) (func()
 // hostFlush writes flush_bytes (default DefaultHostFlushBytes) of scratch
 // memory, evicting the kernel's data from the CPU caches. clear is a
 // vectorised memset: every line is written, which is all eviction needs.
-func (s *server) hostFlush(req *kvpb.BenchRequest) func(int) error {
+func (s *Server) hostFlush(req *kvpb.BenchRequest) func(int) error {
 	n := flushBytes(req, DefaultHostFlushBytes)
 	return func(int) error {
 		s.bench.flush = grow(s.bench.flush, n)

@@ -33,13 +33,13 @@ func checkRotation(req *kvpb.BenchRequest) error {
 	case len(req.Rotation) == 0:
 		return nil
 	case st == nil:
-		return badRequest("bench: a rotation of %d stores without a store; send the first in store", len(req.Rotation))
+		return BadRequest("bench: a rotation of %d stores without a store; send the first in store", len(req.Rotation))
 	case len(req.Rotation) > maxRotation:
-		return badRequest("bench: rotation of %d stores; at most %d (kvharness bench --rotate %d at the most)", len(req.Rotation), maxRotation, maxRotation+1)
+		return BadRequest("bench: rotation of %d stores; at most %d (kvharness bench --rotate %d at the most)", len(req.Rotation), maxRotation, maxRotation+1)
 	}
 	for i, r := range req.Rotation {
 		if r.GetCapacity() != st.Capacity || r.GetValid() != st.Valid || r.GetPadding() != st.Padding || r.GetGraph() != st.Graph {
-			return badRequest("bench: rotation[%d] is not the store's call on other data (capacity %d, valid %d, padding %v, graph %v; the store has %d, %d, %v, %v): only the pool, rows_offset and loc_offset may differ",
+			return BadRequest("bench: rotation[%d] is not the store's call on other data (capacity %d, valid %d, padding %v, graph %v; the store has %d, %d, %v, %v): only the pool, rows_offset and loc_offset may differ",
 				i, r.GetCapacity(), r.GetValid(), r.GetPadding(), r.GetGraph(), st.Capacity, st.Valid, st.Padding, st.Graph)
 		}
 	}
@@ -49,7 +49,7 @@ func checkRotation(req *kvpb.BenchRequest) error {
 // sameLayouts rejects a rotation into a pool of another layout than the
 // store's: it would time another kernel. Pools out of range are left to
 // checkStore, which names them.
-func (s *server) sameLayouts(req *kvpb.BenchRequest) error {
+func (s *Server) sameLayouts(req *kvpb.BenchRequest) error {
 	st := req.GetStore()
 	if st == nil || int(st.Pool) >= len(s.pools) {
 		return nil
@@ -57,7 +57,7 @@ func (s *server) sameLayouts(req *kvpb.BenchRequest) error {
 	want := s.pools[st.Pool].Layout
 	for i, r := range req.Rotation {
 		if int(r.GetPool()) < len(s.pools) && s.pools[r.GetPool()].Layout != want {
-			return badRequest("bench: rotation[%d] stores into pool %d (%v), the store into pool %d (%v): a rotation's pools share one layout",
+			return BadRequest("bench: rotation[%d] stores into pool %d (%v), the store into pool %d (%v): a rotation's pools share one layout",
 				i, r.GetPool(), s.pools[r.GetPool()].Layout, st.Pool, want)
 		}
 	}
@@ -92,7 +92,7 @@ func (t turns) inTurn(key string, launches []func() error) func() error {
 }
 
 // rotation is req's launches taken in turn, going on across calls.
-func (s *server) rotation(req *kvpb.BenchRequest, launches []func() error) func() error {
+func (s *Server) rotation(req *kvpb.BenchRequest, launches []func() error) func() error {
 	if s.turns == nil {
 		s.turns = turns{}
 	}

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
@@ -67,11 +66,11 @@ func storedSets(t *testing.T, arena []byte, pl arenaPlan, sets int) []bool {
 
 // rotationHost is the fused plugin attached to a shared-memory arena with
 // a pool of each layout.
-func rotationHost(t *testing.T, layouts ...string) (kvpb.KernelServer, *hostArena, arenaPlan) {
+func rotationHost(t *testing.T, layouts ...string) (served, *hostArena, arenaPlan) {
 	t.Helper()
 	pl := newPlan(layouts, 128, 64, 1000, 64)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
 	must(t, err)
 	return srv, h, pl

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
@@ -60,14 +60,14 @@ func checkSamples(t *testing.T, name string, req *kvpb.BenchRequest, resp *kvpb.
 
 // attachedHost is the fused plugin attached to a shared-memory arena with
 // a staged 64-row bf16 store.
-func attachedHost(t *testing.T) (kvpb.KernelServer, *kvpb.StoreRequest) {
+func attachedHost(t *testing.T) (served, *kvpb.StoreRequest) {
 	pl := newPlan([]string{"bf16"}, 128, 64, 1000, 64)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	_, err := srv.Attach(context.Background(), pl.attach(h.desc(), ""))
 	must(t, err)
 	c := drawCase(rand.New(rand.NewPCG(3, 4)), pl, "")
-	c.capacity, c.n, c.padding = 64, 64, sdk.PadNone
+	c.capacity, c.n, c.padding = 64, 64, store.PadNone
 	c.rows, c.loc = c.rows[:0], c.loc[:0]
 	for i := range 64 {
 		c.rows, c.loc = append(c.rows, make([]uint16, 128)...), append(c.loc, int64(10*i))
@@ -136,7 +136,7 @@ func TestBenchRefusals(t *testing.T) {
 			wantStatus(t, err, tc.code)
 		})
 	}
-	_, err := sdk.NewServer(fused.Plugin).Bench(ctx, &kvpb.BenchRequest{Empty: true, Iterations: 1})
+	_, err := serve(fused.Plugin).Bench(ctx, &kvpb.BenchRequest{Empty: true, Iterations: 1})
 	wantStatus(t, err, codes.FailedPrecondition, "attach")
 }
 

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // TestChildPlugin checks the machinery the GPU tests stand on, on any
@@ -17,9 +18,9 @@ import (
 func TestChildPlugin(t *testing.T) {
 	ctx := context.Background()
 	p := startPlugin(t, "fusedstore")
-	d, err := p.Describe(ctx, &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	d, err := p.Describe(ctx, plugin.Query{HeadDim: 128, PageSize: 64})
 	must(t, err)
-	if !slices.Contains(d.Backends, kvpb.Backend_BACKEND_CUDA) || d.Name != "fusedstore" {
+	if !slices.Contains(d.Backends, protocol.BackendCUDA) || d.Name != "fusedstore" {
 		t.Fatalf("Describe = %v", d)
 	}
 	pl := newPlan([]string{"bf16", "fp8-paged", "fp8-rows"}, 128, 64, 400, 130)
@@ -33,7 +34,7 @@ func TestChildPlugin(t *testing.T) {
 		c.stage(h.mem, pl)
 		want := slices.Clone(h.mem)
 		direct(t, want, pl, c, "minus1-wraps")
-		must(t, p.Store(ctx, c.request(pl, false)))
+		must(t, storeOn(ctx, p, c.request(pl, false)))
 		if i := oracle.FirstDiff(h.mem, want); i >= 0 {
 			t.Fatalf("case %+v: the plugin process and the kernel differ at byte %d (%s)", c, i, pl.where(i))
 		}

@@ -24,8 +24,8 @@ const deviceConnections = "32"
 // 0.45–0.48 with three processes making theirs at once), which a store
 // check pays in its plugin's process and again in the fresh one its
 // failure is confirmed in.
-func widenDeviceQueues(kernel any) {
-	if !holdsStreams(kernel) {
+func widenDeviceQueues(p Plugin) {
+	if !holdsStreams(p) {
 		return
 	}
 	if _, ok := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS"); !ok {
@@ -33,14 +33,21 @@ func widenDeviceQueues(kernel any) {
 	}
 }
 
-// holdsStreams reports whether kernel serves a kind whose streams the SDK
-// holds behind waits.
-func holdsStreams(kernel any) bool { return implements[AsyncKernel](kernel) || ServesLoad(kernel) }
+// holdsStreams reports whether the plugin serves a kind whose streams the
+// SDK holds behind waits.
+func holdsStreams(p Plugin) bool {
+	for _, k := range p.Kinds {
+		if _, ok := k.(StreamHolder); ok {
+			return true
+		}
+	}
+	return false
+}
 
-// deviceQueues is the number of hardware queues this process's CUDA
+// DeviceQueues is the number of hardware queues this process's CUDA
 // contexts have: CUDA_DEVICE_MAX_CONNECTIONS, a number from 1 to 32; any
 // other value counts as CUDA's default of 8, the fewest it could mean.
-func deviceQueues() int {
+func DeviceQueues() int {
 	n, err := strconv.Atoi(os.Getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
 	if err != nil || n < 1 || n > 32 {
 		return 8

@@ -16,12 +16,13 @@ import (
 // share a cache line the kernels of the other one read.
 const validStride = 256
 
-// deviceArena is a CUDA arena attached in this process: the harness's
+// DeviceArena is a CUDA arena attached in this process: the harness's
 // allocation imported from its file descriptor (shared) or opened through
-// its IPC handle, one stream every kernel of
-// this attach runs on, one device int32 per pool holding the valid count,
-// the CUDA graphs captured so far, and the buffers benches use.
-type deviceArena struct {
+// its IPC handle, one stream every kernel of this attach runs on, one
+// device int32 per pool holding the valid count, the CUDA graphs captured
+// so far, and the buffers benches use. The kinds' device paths queue their
+// kernels on it.
+type DeviceArena struct {
 	gpu    *gpu
 	stream *cuda.Stream
 	base   cuda.Ptr     // arena offset 0
@@ -36,7 +37,7 @@ type deviceArena struct {
 // openDeviceArena maps the arena exported by the harness and creates the
 // per-attach state, in one trip to the device's thread. On error nothing
 // is left open.
-func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (*deviceArena, error) {
+func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (*DeviceArena, error) {
 	fd := -1
 	if desc.FdSocket != "" {
 		var err error
@@ -45,9 +46,9 @@ func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (
 		}
 		defer syscall.Close(fd)
 	}
-	var a *deviceArena
+	var a *DeviceArena
 	err := g.dev.Do(func(*cuda.Ctx) error {
-		a = &deviceArena{gpu: g, size: int(desc.Size)}
+		a = &DeviceArena{gpu: g, size: int(desc.Size)}
 		if err := a.open(desc, fd); err != nil {
 			return err
 		}
@@ -64,7 +65,7 @@ func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (
 
 // open maps the arena: from fd when the harness shares it so, else from
 // the IPC handle.
-func (a *deviceArena) open(desc *kvpb.Arena, fd int) error {
+func (a *DeviceArena) open(desc *kvpb.Arena, fd int) error {
 	if fd >= 0 {
 		s, err := a.gpu.dev.ImportShared(fd, int(desc.MappedSize))
 		if err != nil {
@@ -78,7 +79,7 @@ func (a *deviceArena) open(desc *kvpb.Arena, fd int) error {
 	return err
 }
 
-func (a *deviceArena) init(pools int) error {
+func (a *DeviceArena) init(pools int) error {
 	var err error
 	if a.stream, err = a.gpu.dev.NewStream(); err != nil {
 		return fmt.Errorf("create the plugin's CUDA stream: %w", err)
@@ -90,37 +91,67 @@ func (a *deviceArena) init(pools int) error {
 	return a.gpu.dev.Memset8(a.valid, 0, n)
 }
 
-// validPtr is the device address of pool i's valid count.
-func (a *deviceArena) validPtr(pool int) cuda.Ptr { return a.valid.Add(validStride * pool) }
+// GPU is the device the arena lives on.
+func (a *DeviceArena) GPU() *cuda.Device { return a.gpu.dev }
 
-// setValidIn writes n into pool i's count, in stream order: kernels and
+// Stream is the attach's stream: every kernel of a call is queued on it.
+func (a *DeviceArena) Stream() *cuda.Stream { return a.stream }
+
+// Base is the device address of arena offset 0.
+func (a *DeviceArena) Base() cuda.Ptr { return a.base }
+
+// Size is the arena's size in bytes.
+func (a *DeviceArena) Size() int { return a.size }
+
+// Do runs f on the device's thread (cuda.Device.Do): a kind queues a
+// call's work and waits for it in one trip.
+func (a *DeviceArena) Do(f func(*cuda.Ctx) error) error { return a.gpu.dev.Do(f) }
+
+// ValidPtr is the device address of pool i's valid count.
+func (a *DeviceArena) ValidPtr(pool int) cuda.Ptr { return a.valid.Add(validStride * pool) }
+
+// SetValid writes n into pool i's count, in stream order: kernels and
 // graph replays queued after it read n. The 4-byte source is pageable Go
 // memory: the driver has staged it when the call returns.
-func (a *deviceArena) setValidIn(c *cuda.Ctx, pool, n int) error {
+func (a *DeviceArena) SetValid(c *cuda.Ctx, pool, n int) error {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(n))
-	if err := c.HtoDAsync(a.stream, a.validPtr(pool), b[:]); err != nil {
+	if err := c.HtoDAsync(a.stream, a.ValidPtr(pool), b[:]); err != nil {
 		return fmt.Errorf("write valid count %d of pool %d: %w", n, pool, err)
 	}
 	return nil
 }
 
-// syncIn waits, inside a Do, for everything queued on the stream; a
-// kernel fault shows here.
-func (a *deviceArena) syncIn(c *cuda.Ctx) error {
+// Sync waits, inside a Do, for everything queued on the stream; a kernel
+// fault shows here.
+func (a *DeviceArena) Sync(c *cuda.Ctx) error {
 	if err := c.StreamSync(a.stream); err != nil {
 		return fmt.Errorf("wait for the store kernels (a fault leaves the CUDA context unusable: restart the plugin): %w", err)
 	}
 	return nil
 }
 
+// Settle waits for the arena's stream after a kernel queued its work and
+// returned qerr: a failed wait is a device fault, else qerr is the
+// kernel's failure. It waits even after a failed call, so no write is
+// still in flight when the harness reads the arena.
+func (a *DeviceArena) Settle(kind string, qerr error) error {
+	if err := a.stream.Sync(); err != nil {
+		return DeviceFault(kind, errors.Join(qerr, err))
+	}
+	if qerr != nil {
+		return KernelFailed(kind, qerr)
+	}
+	return nil
+}
+
 // close waits for queued work, then releases the graphs, the buffers, the
 // stream and the mapping, so the harness may free its allocation.
-func (a *deviceArena) close() error {
+func (a *DeviceArena) close() error {
 	return a.gpu.dev.Do(func(*cuda.Ctx) error { return a.release() })
 }
 
-func (a *deviceArena) release() error {
+func (a *DeviceArena) release() error {
 	var errs []error
 	if a.stream != nil {
 		errs = append(errs, a.stream.Sync())

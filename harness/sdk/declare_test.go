@@ -12,15 +12,16 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // storeRecorder keeps the last store call it was given.
-type storeRecorder struct{ last *sdk.StoreCall }
+type storeRecorder struct{ last *store.Call }
 
-func (r *storeRecorder) Store(_ context.Context, c *sdk.StoreCall) error {
+func (r *storeRecorder) Store(_ context.Context, c *store.Call) error {
 	cp := *c
 	cp.Loc, cp.Loc32 = slices.Clone(c.Loc), slices.Clone(c.Loc32)
 	r.last = &cp
@@ -30,7 +31,7 @@ func (r *storeRecorder) Store(_ context.Context, c *sdk.StoreCall) error {
 var sglangRecipe = &layout.Recipe{Eps: new(1e-8), Quantize: layout.Reciprocal}
 
 func declaringPlugin(k any, bits int) sdk.Plugin {
-	return sdk.Plugin{Name: "declaring", Kernel: k, SlotBits: bits,
+	return sdk.Plugin{Name: "declaring", Kernel: k, Kinds: kindsOf(k), SlotBits: bits,
 		Variants: []sdk.Variant{{Name: "wide", SlotBits: 64}, {Name: "plain"}},
 		Geometry: func(_ string, d, p int) []sdk.Geometry {
 			return []sdk.Geometry{{Layout: "fp8-paged", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p, Recipe: sglangRecipe},
@@ -41,14 +42,14 @@ func declaringPlugin(k any, bits int) sdk.Plugin {
 // TestDescribeDeclares: the slot width (the plugin's, a variant's own) and
 // each layout's recipe reach the harness as declared.
 func TestDescribeDeclares(t *testing.T) {
-	srv := sdk.NewServer(declaringPlugin(&storeRecorder{}, 32))
+	srv := serve(declaringPlugin(&storeRecorder{}, 32))
 	for variant, bits := range map[string]uint32{"": 32, "plain": 32, "wide": 64} {
 		d, err := srv.Describe(context.Background(), &kvpb.DescribeRequest{Variant: variant, HeadDim: 128, PageSize: 64})
 		must(t, err)
 		if d.SlotBits != bits {
 			t.Errorf("variant %q: slot_bits %d, want %d", variant, d.SlotBits, bits)
 		}
-		r, err := protocol.RecipeFromProto(d.Layouts[0].Recipe)
+		r, err := wire.RecipeFromProto(d.Layouts[0].Recipe)
 		must(t, err)
 		if diff := cmp.Diff(sglangRecipe, r); diff != "" {
 			t.Errorf("fp8-paged recipe (-declared +described):\n%s", diff)
@@ -57,7 +58,7 @@ func TestDescribeDeclares(t *testing.T) {
 			t.Errorf("bf16 declares no recipe, described %v", d.Layouts[1].Recipe)
 		}
 	}
-	d, err := sdk.NewServer(testPlugin(hostOnly{})).Describe(context.Background(), &kvpb.DescribeRequest{})
+	d, err := serve(testPlugin(hostOnly{})).Describe(context.Background(), &kvpb.DescribeRequest{})
 	must(t, err)
 	if d.SlotBits != 64 {
 		t.Errorf("a plugin that says nothing: slot_bits %d, want 64", d.SlotBits)
@@ -67,13 +68,13 @@ func TestDescribeDeclares(t *testing.T) {
 // TestDescribeRefusesBadDeclarations: a slot width or a recipe no harness
 // can honour is an error naming it, on the first Describe.
 func TestDescribeRefusesBadDeclarations(t *testing.T) {
-	_, err := sdk.NewServer(declaringPlugin(&storeRecorder{}, 16)).Describe(context.Background(), &kvpb.DescribeRequest{})
+	_, err := serve(declaringPlugin(&storeRecorder{}, 16)).Describe(context.Background(), &kvpb.DescribeRequest{})
 	wantStatus(t, err, codes.FailedPrecondition, "16-bit slots", "SlotBits 32 or 64")
 	p := declaringPlugin(&storeRecorder{}, 0)
 	p.Geometry = func(string, int, int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "fp8-rows", Recipe: &layout.Recipe{Eps: new(-1.0)}}}
 	}
-	_, err = sdk.NewServer(p).Describe(context.Background(), &kvpb.DescribeRequest{})
+	_, err = serve(p).Describe(context.Background(), &kvpb.DescribeRequest{})
 	wantStatus(t, err, codes.FailedPrecondition, "fp8-rows", "recipe eps -1")
 }
 
@@ -82,7 +83,7 @@ func TestDescribeRefusesBadDeclarations(t *testing.T) {
 func TestAttachGeometryCarriesRecipe(t *testing.T) {
 	pl := newPlan([]string{"fp8-paged", "bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	resp, err := sdk.NewServer(declaringPlugin(&storeRecorder{}, 0)).Attach(context.Background(), pl.attach(h.desc(), ""))
+	resp, err := serve(declaringPlugin(&storeRecorder{}, 0)).Attach(context.Background(), pl.attach(h.desc(), ""))
 	must(t, err)
 	if resp.Geometry[0].Recipe.GetEps() != 1e-8 || resp.Geometry[0].BytesPerToken != 132 || resp.Geometry[1].Recipe != nil {
 		t.Errorf("attach geometry %v", resp.Geometry)
@@ -97,7 +98,7 @@ func TestStoreSlotWidths(t *testing.T) {
 	pl := newPlan([]string{"bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
 	rec := &storeRecorder{}
-	srv := sdk.NewServer(declaringPlugin(rec, 32))
+	srv := serve(declaringPlugin(rec, 32))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	slots := []int32{3, -1, 0, 1<<31 - 1, -2}
@@ -116,7 +117,7 @@ func TestStoreSlotWidths(t *testing.T) {
 	_, err = srv.Store(ctx, req)
 	wantStatus(t, err, codes.InvalidArgument, "staged as 64-bit slots", "reads 32-bit slots")
 
-	srv = sdk.NewServer(declaringPlugin(rec, 0))
+	srv = serve(declaringPlugin(rec, 0))
 	_, err = srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	req.SlotBits = 32
@@ -136,7 +137,7 @@ func TestStore32BitStagingBounds(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(declaringPlugin(&storeRecorder{}, 32))
+	srv := serve(declaringPlugin(&storeRecorder{}, 32))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	tail := uint64(pl.size - 4*8) // room for 8 int32 slots, 4 int64 ones
@@ -163,7 +164,7 @@ func TestInt32SlotsStoreTheSame(t *testing.T) {
 			bits    int
 		}{{"", 64}, {"int32-slots", 32}} {
 			h := newHostArena(t, pl.size)
-			srv := sdk.NewServer(bundled["recipestore"])
+			srv := serve(bundled["recipestore"])
 			_, err := srv.Attach(ctx, pl.attach(h.desc(), b.variant))
 			must(t, err)
 			c.bits = b.bits

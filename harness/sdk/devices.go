@@ -47,6 +47,18 @@ func openGPU(ordinal int) (*gpu, error) {
 	return g, nil
 }
 
+// OpenDevice returns this process's handle on device ordinal, opened once
+// for the process (a kind that opens regions of its own, as pdasync's
+// roles do, opens them in its context). Without a driver the error wraps
+// cuda.ErrNoDriver.
+func OpenDevice(ordinal int) (*cuda.Device, error) {
+	g, err := openGPU(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return g.dev, nil
+}
+
 // emptySource is the launch-overhead reference: a kernel that does nothing.
 const emptySource = `extern "C" __global__ void kvharness_empty() {}`
 

@@ -2,12 +2,10 @@ package sdk
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kvharness/kvharness/harness/protocol/doorbell"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -25,16 +23,16 @@ type bell struct {
 func checkBell(req *kvpb.AttachRequest, size int) error {
 	w := req.GetDoorbell()
 	if w != nil && (w.Region != 0 || w.Offset+w.Size > uint64(size) || w.Offset+w.Size < w.Offset || w.Size < doorbell.Size || w.Offset%64 != 0) {
-		return badRequest("doorbell window %v: want %d bytes at a 64-byte aligned offset of region 0's %d", w, doorbell.Size, size)
+		return BadRequest("doorbell window %v: want %d bytes at a 64-byte aligned offset of region 0's %d", w, doorbell.Size, size)
 	}
 	return nil
 }
 
 // openBell starts serving the doorbell an attach names (checked by
 // checkBell) in the mapping of region 0.
-func (s *server) openBell(req *kvpb.AttachRequest, region0 []byte) error {
+func (s *Server) openBell(req *kvpb.AttachRequest, region0 []byte) error {
 	w := req.GetDoorbell()
-	if w == nil || !s.rings {
+	if w == nil || !s.rings || s.ring == nil {
 		return nil
 	}
 	box, err := doorbell.Open(region0[w.Offset : w.Offset+w.Size])
@@ -46,7 +44,7 @@ func (s *server) openBell(req *kvpb.AttachRequest, region0 []byte) error {
 	go func() {
 		runtime.LockOSThread() // it lives in futex waits
 		defer close(b.done)
-		box.Serve(last, s.ring)
+		box.Serve(last, s.answer)
 	}()
 	s.bell = b
 	return nil
@@ -55,7 +53,7 @@ func (s *server) openBell(req *kvpb.AttachRequest, region0 []byte) error {
 // stopBell stops serving the doorbell, if one is served, and waits for
 // its goroutine, which may be running a request under s.mu: callers hold
 // no lock.
-func (s *server) stopBell() {
+func (s *Server) stopBell() {
 	s.bellMu.Lock()
 	defer s.bellMu.Unlock()
 	s.mu.Lock()
@@ -68,14 +66,19 @@ func (s *server) stopBell() {
 	}
 }
 
-// ring runs one StoreBatch posted through the doorbell, exactly as the
-// RPC would, and answers its status.
-func (s *server) ring(data []byte) (uint32, string) {
-	var req kvpb.StoreBatchRequest
-	if err := proto.Unmarshal(data, &req); err != nil {
-		return uint32(codes.InvalidArgument), fmt.Sprintf("doorbell request: %v", err)
-	}
-	err := s.storeBatch(context.Background(), &req)
+// RingFunc runs one request posted through the doorbell (its serialized
+// bytes), exactly as the kind's RPC would, and returns the RPC's error.
+type RingFunc func(ctx context.Context, data []byte) error
+
+// Ring makes f what the doorbell runs: the kind whose batched call it
+// serves (the store's StoreBatch, on host memory) registers it. Describe
+// offers a doorbell only once one is registered.
+func (s *Server) Ring(f RingFunc) { s.ring = f }
+
+// answer runs one request posted through the doorbell and answers its
+// status.
+func (s *Server) answer(data []byte) (uint32, string) {
+	err := s.ring(context.Background(), data)
 	st, _ := status.FromError(err)
 	return uint32(st.Code()), st.Message()
 }

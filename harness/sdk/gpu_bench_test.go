@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // benchRig is fusedstore attached to a bf16 and an fp8-paged pool of slots
@@ -50,7 +51,7 @@ func newBenchRig(t testing.TB, slots, tokens int) *benchRig {
 
 // store is the store of the first n staged rows into pool.
 func (r *benchRig) store(pool, n int, graph bool) *kvpb.StoreRequest {
-	return &kvpb.StoreRequest{Pool: uint32(pool), Capacity: uint32(n), Valid: uint32(n), Padding: sdk.PadNone,
+	return &kvpb.StoreRequest{Pool: uint32(pool), Capacity: uint32(n), Valid: uint32(n), Padding: store.PadNone,
 		RowsOffset: uint64(r.pl.rowsOff), LocOffset: uint64(r.pl.locOff), Graph: graph}
 }
 

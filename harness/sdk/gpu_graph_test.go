@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // TestGraphReplayIncident reproduces the incident: a store captured in a
@@ -33,13 +33,13 @@ func TestGraphReplayIncident(t *testing.T) {
 			base := int(pl.pools[0].Pool.Offset)
 
 			rng := rand.New(rand.NewPCG(8, 3))
-			c := storeCase{capacity: 8, n: 8, padding: sdk.PadSink}
+			c := storeCase{capacity: 8, n: 8, padding: store.PadSink}
 			for i := range 8 {
 				c.rows, c.loc = append(c.rows, drawRow(rng, 128)...), append(c.loc, int64(10+i))
 			}
 			c.stage(img, pl)
 			ga.write(t, 0, img)
-			must(t, p.Store(ctx, c.request(pl, true))) // capture at capacity 8, replay
+			must(t, storeOn(ctx, p, c.request(pl, true))) // capture at capacity 8, replay
 			if got := ga.read(t); !bytes.Equal(got[base+10*256:base+18*256], rowBytes(c.rows)) {
 				t.Fatal("the captured store did not write slots 10..17")
 			}
@@ -52,7 +52,7 @@ func TestGraphReplayIncident(t *testing.T) {
 			c.n = 3
 			c.stage(img, pl)
 			ga.write(t, pl.rowsOff, img[pl.rowsOff:])
-			must(t, p.Store(ctx, c.request(pl, true))) // replay with n = 3
+			must(t, storeOn(ctx, p, c.request(pl, true))) // replay with n = 3
 			slot0 := ga.read(t)[base : base+256]
 			switch {
 			case tc.writesSink && !bytes.Equal(slot0, rowBytes(pad)):

@@ -11,8 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 )
 
 // geometries are the head dims and page sizes the equivalence test runs:
@@ -69,7 +67,7 @@ func variantsOf(name string) []string {
 // the same plan.
 type pair struct {
 	p    *plugin.Plugin
-	cpu  kvpb.KernelServer
+	cpu  served
 	ga   *gpuArena
 	host *hostArena
 	pl   arenaPlan
@@ -91,7 +89,7 @@ func compareGeometry(t *testing.T, dev *cuda.Device, p *plugin.Plugin, name stri
 		must(t, err)
 		t.Logf("%s %q D=%d P=%d: attach (map by %s and NVRTC compile of %d pools) %v",
 			name, variant, pl.pools[0].Layout.HeadDim, pl.pools[0].Layout.PageSize, sharing(ga), len(pl.pools), time.Since(start))
-		pr := pair{p: p, cpu: sdk.NewServer(bundled[name]), ga: ga, host: newHostArena(t, pl.size), pl: pl}
+		pr := pair{p: p, cpu: serve(bundled[name]), ga: ga, host: newHostArena(t, pl.size), pl: pl}
 		_, err = pr.cpu.Attach(ctx, pl.attach(pr.host.desc(), variant))
 		must(t, err)
 		rng := rand.New(rand.NewPCG(uint64(pl.size), uint64(len(variant))))
@@ -117,7 +115,7 @@ func (pr pair) compare(t *testing.T, c storeCase, label string) {
 	must(t, err)
 	for _, graph := range []bool{false, true} {
 		pr.ga.write(t, 0, before)
-		must(t, pr.p.Store(ctx, c.request(pr.pl, graph)))
+		must(t, storeOn(ctx, pr.p, c.request(pr.pl, graph)))
 		got := pr.ga.read(t)
 		if i := oracle.FirstDiff(got, pr.host.mem); i >= 0 {
 			pd := pr.pl.pools[c.pool]

@@ -7,28 +7,28 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 )
 
-// graphKey is what a captured store depends on. The valid count is not in
-// it: replays read n from the pool's device word, which is exactly how a
-// serving engine replays a graph captured for a bigger batch (and how the
-// incident's pad-unaware scatter wrote the padded rows' slots).
-type graphKey struct {
-	pool      int // -1: the empty kernel of launch-overhead benches
-	capacity  int
-	padding   Padding
-	rows, loc uint64 // arena offsets
-	variant   string
+// graphCache holds the instantiated graphs of one attach, by key: what a
+// captured call depends on, a comparable value of the kind's own type
+// (the store's shape; emptyGraph for the empty kernel of benches).
+type graphCache struct {
+	execs map[any]*cuda.GraphExec
 }
 
-// graphCache holds the instantiated graphs of one attach.
-type graphCache struct {
-	execs map[graphKey]*cuda.GraphExec
+// emptyGraph keys the empty kernel's graph (launch-overhead benches).
+type emptyGraph struct{}
+
+// Graph returns the attach's CUDA graph for key, capturing what enqueue
+// queues on the arena's stream the first time: a kind replays it for
+// later calls of the same key. Capture is relaxed (see
+// cuda.Stream.BeginCapture): calls the kernel makes outside the stream
+// are not captured and do not break the capture.
+func (a *DeviceArena) Graph(key any, enqueue func() error) (*cuda.GraphExec, error) {
+	return a.graphs.get(key, a.stream, enqueue)
 }
 
 // get returns the graph for key, capturing what enqueue queues on s the
-// first time. Capture is relaxed (see cuda.Stream.BeginCapture): calls the
-// kernel makes outside the stream are not captured and do not break the
-// capture.
-func (c *graphCache) get(key graphKey, s *cuda.Stream, enqueue func() error) (*cuda.GraphExec, error) {
+// first time.
+func (c *graphCache) get(key any, s *cuda.Stream, enqueue func() error) (*cuda.GraphExec, error) {
 	if x := c.execs[key]; x != nil {
 		return x, nil
 	}
@@ -37,7 +37,7 @@ func (c *graphCache) get(key graphKey, s *cuda.Stream, enqueue func() error) (*c
 		return nil, fmt.Errorf("capture a CUDA graph for %+v: %w", key, err)
 	}
 	if c.execs == nil {
-		c.execs = make(map[graphKey]*cuda.GraphExec)
+		c.execs = make(map[any]*cuda.GraphExec)
 	}
 	c.execs[key] = x
 	return x, nil

@@ -43,7 +43,7 @@ type holder struct {
 // holder returns the attach's holder, set up for req: a hold for batched
 // timings (unless HoldEnv is "0" or the kernel did not compile), none for
 // per-launch ones, which are the latency a caller sees.
-func (d *deviceArena) holder(req *kvpb.BenchRequest) *holder {
+func (d *DeviceArena) holder(req *kvpb.BenchRequest) *holder {
 	h := &d.hold
 	h.s, h.f = d.stream, nil
 	if h.callCost == 0 {

@@ -11,10 +11,10 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 )
 
-// mapSHM maps a host shared-memory arena read-write. The harness names a
+// MapSHM maps a host shared-memory arena read-write. The harness names a
 // Unix socket that hands this process the arena's descriptor (package
 // fdpass); a path that is no socket is opened as the arena file itself.
-func mapSHM(path string, size int) ([]byte, error) {
+func MapSHM(path string, size int) ([]byte, error) {
 	f, err := openArena(path)
 	if err != nil {
 		return nil, fmt.Errorf("open arena: %w", err)

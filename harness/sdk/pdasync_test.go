@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 	pdasync "github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -17,8 +16,8 @@ import (
 // and words that say what to do, never served.
 func TestAsyncRefusals(t *testing.T) {
 	ctx := context.Background()
-	async := sdk.NewServer(pdasync.Plugin)
-	store := sdk.NewServer(bundled["fusedstore"])
+	async := serve(pdasync.Plugin)
+	store := serve(bundled["fusedstore"])
 	shm := &kvpb.Arena{Backend: kvpb.Backend_BACKEND_SHM, Path: "/nonexistent", Size: 4096}
 	for _, tc := range []struct {
 		name string
@@ -29,7 +28,7 @@ func TestAsyncRefusals(t *testing.T) {
 		{"no pdasync kernel", func() error {
 			_, err := store.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE, Attach: &kvpb.AttachRequest{Arena: shm}})
 			return err
-		}, codes.Unimplemented, "no pdasync kernel"},
+		}, codes.Unimplemented, "unknown service kvharness.v1.PDAsync"},
 		{"no role", func() error {
 			_, err := async.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Attach: &kvpb.AttachRequest{Arena: shm}})
 			return err

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // arenaPlan lays out test pools as the harness does: each pool between two
@@ -107,7 +107,7 @@ func drawCase(rng *rand.Rand, pl arenaPlan, variant string) storeCase {
 	c := storeCase{pool: rng.IntN(len(pl.pools)), capacity: min(capacities[rng.IntN(len(capacities))], pl.maxCap)}
 	c.padding = kvpb.Padding(rng.IntN(4))
 	c.n = c.capacity
-	if c.padding != sdk.PadNone {
+	if c.padding != store.PadNone {
 		c.n = rng.IntN(c.capacity + 1)
 	}
 	pd := pl.pools[c.pool]
@@ -124,9 +124,9 @@ func drawCase(rng *rand.Rand, pl arenaPlan, variant string) storeCase {
 		}
 		c.rows = append(c.rows, pad...)
 		switch c.padding {
-		case sdk.PadCount:
+		case store.PadCount:
 			c.loc = append(c.loc, free[i])
-		case sdk.PadSink:
+		case store.PadSink:
 			c.loc = append(c.loc, 0)
 		default:
 			c.loc = append(c.loc, -1)
@@ -190,7 +190,7 @@ func TestDrawCaseFits(t *testing.T) {
 					c := drawCase(rng, pl, variant)
 					seen := map[int64]bool{}
 					for i, l := range c.loc {
-						if i < c.n || c.padding == sdk.PadCount {
+						if i < c.n || c.padding == store.PadCount {
 							if l < 1 || l >= int64(pl.pools[c.pool].Slots)-1 || seen[l] {
 								t.Fatalf("%s %q D=%d: row %d slot %d repeats or leaves the pool", name, variant, g[0], i, l)
 							}

@@ -14,6 +14,7 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
@@ -58,7 +59,7 @@ func directRead(t *testing.T, arena []byte, pl arenaPlan, pool int, w readWindow
 	pd := pl.pools[pool]
 	d := int(pd.Layout.HeadDim)
 	view := func(off int) unsafe.Pointer { return unsafe.Pointer(&arena[off]) }
-	call := &sdk.ReadCall{Arena: arena, Requests: requests, K: k,
+	call := &read.Call{Arena: arena, Requests: requests, K: k,
 		Pool: sdk.Pool{Name: pd.Name, Slots: int(pd.Slots), Base: int(pd.Pool.Offset), Bytes: int(pd.Pool.Size),
 			Layout: sdk.Layout{Name: pd.Layout.Name, HeadDim: d, PageSize: int(pd.Layout.PageSize)}},
 		Queries:   unsafe.Slice((*uint16)(view(w.queries)), requests*d),
@@ -66,7 +67,7 @@ func directRead(t *testing.T, arena []byte, pl arenaPlan, pool int, w readWindow
 		Tokens:    unsafe.Slice((*int64)(view(w.tokens)), tokens),
 		OutSlots:  unsafe.Slice((*int64)(view(w.outSlots)), requests*k),
 		OutScores: unsafe.Slice((*float32)(view(w.outScores)), requests*k)}
-	must(t, fused.Plugin.Kernel.(sdk.Reader).Read(context.Background(), call))
+	must(t, fused.Plugin.Kernel.(read.Reader).Read(context.Background(), call))
 }
 
 // TestReadHost: a read through the server over shared memory leaves what
@@ -80,7 +81,7 @@ func TestReadHost(t *testing.T) {
 	for i := range h.mem {
 		h.mem[i] = byte(rng.Uint32() & 0x3f) // keys of moderate, finite values
 	}
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	lists := [][]int64{{0, 63, 64, 399}, nil, {5}, {7, 8, 9, 10, 11, 12}}
@@ -116,7 +117,7 @@ func TestReadRejects(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 100, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	w := placeRead(pl, 2, 4, 2, 128)
 	if _, err := srv.Read(ctx, w.request(0, 2, 2)); err == nil {
 		t.Fatal("read before attach accepted")
@@ -156,17 +157,17 @@ func TestReadWithoutReader(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16"}, 128, 64, 100, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(testPlugin(hostOnly{}))
+	srv := serve(testPlugin(hostOnly{}))
 	_, err := srv.Attach(ctx, pl.attach(h.desc(), ""))
 	must(t, err)
 	w := placeRead(pl, 1, 0, 1, 128)
 	_, err = srv.Read(ctx, w.request(0, 1, 1))
-	wantStatus(t, err, codes.Unimplemented, "no read kernel")
+	wantStatus(t, err, codes.Unimplemented, "unknown service kvharness.v1.Read")
 }
 
 func TestReadVariantsAreMarked(t *testing.T) {
-	v := sdk.ReadVariant("x", "does y")
-	if !sdk.IsReadVariant(v) || sdk.IsReadVariant(sdk.Variant{Name: "x", Doc: "does y"}) || v.Doc != "does y" {
+	v := read.Variant("x", "does y")
+	if !read.IsVariant(v) || read.IsVariant(sdk.Variant{Name: "x", Doc: "does y"}) || v.Doc != "does y" {
 		t.Errorf("ReadVariant = %+v", v)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
-	"github.com/kvharness/kvharness/harness/sdk"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
@@ -26,7 +25,7 @@ func TestAttachSeveralRegions(t *testing.T) {
 	req.Regions = []*kvpb.Arena{first.desc(), second.desc()}
 	req.Pools[1].GuardBefore.Region, req.Pools[1].Pool.Region, req.Pools[1].GuardAfter.Region = 1, 1, 1
 	req.Pools[1].Pool.Offset = req.Pools[0].Pool.Offset // region 1's own bytes
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	_, err := srv.Attach(context.Background(), req)
 	must(t, err)
 

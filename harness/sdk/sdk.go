@@ -1,10 +1,10 @@
 package sdk
 
 import (
-	"context"
+	"google.golang.org/grpc"
 
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // Variant is a named build of the kernel, usually a mutant that reproduces
@@ -16,9 +16,9 @@ type Variant struct {
 	// deliberately slowed one say: a control for the mutant suite, not a
 	// mutant.
 	Correct bool
-	// Kernel is the kernel the variant changes: "" for the store, "read"
-	// or "transfer". The mutant suite runs each variant against its
-	// kernel's properties.
+	// Kernel is the kind of kernel the variant changes ("read",
+	// "transfer", ...); "" is the plugin's first kind. The mutant suite
+	// runs each variant against its kind's properties.
 	Kernel string
 	// SlotBits, when not zero, is the variant's slot index width in place
 	// of the plugin's (Plugin.SlotBits).
@@ -50,16 +50,42 @@ type Plugin struct {
 	// Geometry lists the layouts the kernel supports for a variant, head
 	// dimension and page size.
 	Geometry func(variant string, headDim, pageSize int) []Geometry
-	// Kernel implements Storer (host shared memory), DeviceStorer (CUDA
-	// device memory) or both, optionally DevicePreparer; Reader and
-	// Transferer (and their device twins) for the other kinds; LayerLoader
-	// and PageStorer, on either backend, for the load kind. Describe lists
-	// the backends it can serve.
+	// Kernel is the kernel value: it implements the interfaces of every
+	// kind in Kinds (store.Storer, read.DeviceReader, ...), on host memory,
+	// CUDA memory or both, and optionally DevicePreparer. Describe lists
+	// the backends it serves.
 	Kernel any
+	// Kinds are the kernel kinds the plugin serves, each from its SDK
+	// package (store.Kind, read.Kind, ...), in the order Describe lists
+	// them: the first is the kind of a variant that names none. Each kind
+	// registers its gRPC service beside the base one; what a plugin
+	// registers is what it advertises.
+	Kinds []Kind
 	// SlotBits is the width of the slot indices the store kernel reads: 64
 	// (also when 0) or 32, as engines pass int64 or int32 loc tensors. The
 	// harness stages loc at that width; a variant may override it.
 	SlotBits int
+}
+
+// A Kind is one kernel kind as its SDK package serves it (store.Kind,
+// read.Kind, transfer.Kind, load.Kind, pdasync.Kind): which of a kernel's
+// interfaces are the kind's, and the kind's gRPC service. The base SDK
+// knows no kind by name; a new kind is a package that implements Kind.
+type Kind interface {
+	// Serves reports whether kernel implements the kind on host memory
+	// and on CUDA memory.
+	Serves(kernel any) (host, device bool)
+	// Register registers the kind's service on r; its handlers work on
+	// s's attachment, under s's lock.
+	Register(r grpc.ServiceRegistrar, s *Server)
+}
+
+// A StreamHolder is a Kind whose SDK holds CUDA streams behind waits
+// (load's latch, pdasync's gates): a plugin serving one gets CUDA's
+// widest hardware queues (see widenDeviceQueues).
+type StreamHolder interface {
+	Kind
+	HoldsStreams()
 }
 
 // Layout names a layout and its parameters.
@@ -77,42 +103,48 @@ type Pool struct {
 	Base   int // offset of slot 0's page in its region
 	Bytes  int
 	Region int // the attach's region the pool lives in: 0 unless the harness spreads pools over memory spaces
+	// Buffer places the pool in a multi-buffer KV cache on one side of a
+	// transfer (the transfer and pdasync kinds); nil for other kinds.
+	Buffer *PoolBuffer
 }
 
-// Padding is how padded rows mark themselves; see StoreCall.
-type Padding = kvpb.Padding
-
-// Padding conventions.
+// The sides of a transfer: PoolBuffer.Side.
 const (
-	PadNone   = kvpb.Padding_PADDING_NONE
-	PadCount  = kvpb.Padding_PADDING_COUNT
-	PadSink   = kvpb.Padding_PADDING_SINK
-	PadMinus1 = kvpb.Padding_PADDING_MINUS1
+	SideSrc = "src" // the prefill server's pools, which are read
+	SideDst = "dst" // the decode server's, which are written
 )
 
-// StoreCall is one store: write Rows[i] into slot Loc[i] of Pool for the
-// rows that are real. Rows Valid..Capacity-1 are padding: under PadCount
-// their Loc holds stale slots, under PadSink slot 0, under PadMinus1 -1.
-//
-// Loc is always int64. When the kernel declares 32-bit slots, the harness
-// stages them as int32: Loc32 is that staging, as the kernel's engine
-// would hand it over, and Loc holds the same values sign-extended (a -1
-// stays -1).
-type StoreCall struct {
-	Variant  string
-	Pool     Pool
-	Arena    []byte   // the whole arena, guards and staging included
-	Capacity int      // rows in the batch
-	Valid    int      // real rows
-	Padding  Padding  //
-	Rows     []uint16 // Capacity × HeadDim bf16 bit patterns
-	Loc      []int64  // Capacity slots
-	Loc32    []int32  // the staged 32-bit slots when SlotBits is 32, else nil
-	SlotBits int      // 64 or 32: the width the harness staged
-	Graph    bool     // the harness asked for CUDA-graph replay; CPU kernels ignore it
+// PoolBuffer is one side's pool of a buffer of a multi-buffer KV cache
+// (a layer's KV, its index-K, a compressor state).
+type PoolBuffer struct {
+	Side  string // SideSrc or SideDst
+	Layer int
+	Name  string // the buffer, the same on both sides: "L0.kv"
+	// Alloc names the allocation the buffer is carved from; "" when it
+	// owns one. Buffers of a side with the same AllocKey share one
+	// registered base address, as tensors shared by two layer groups do.
+	Alloc string
+	// Shift is the buffer's page table: a room's page p lives in physical
+	// page (p + Shift) mod pages of this buffer.
+	Shift int
 }
 
-// Storer is a store kernel.
-type Storer interface {
-	Store(ctx context.Context, call *StoreCall) error
+// AllocKey is the allocation the buffer belongs to.
+func (b PoolBuffer) AllocKey() string {
+	if b.Alloc != "" {
+		return b.Alloc
+	}
+	return b.Name
+}
+
+// Pages is the number of pages of the pool: its slots, a partial last page
+// included.
+func (p Pool) Pages() int { return (p.Slots + p.Layout.PageSize - 1) / p.Layout.PageSize }
+
+// NameOf is the name of the kind a service serves (protocol.KernelOf):
+// what Describe lists and a variant's Kernel says. Each kind's package
+// derives its Name from its service this way.
+func NameOf(service *grpc.ServiceDesc) string {
+	k, _ := protocol.KernelOf(service.ServiceName)
+	return string(k)
 }

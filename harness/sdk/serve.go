@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 
@@ -9,19 +10,22 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // Serve runs the plugin until the harness disconnects. Call it from main.
 func Serve(p Plugin) {
-	widenDeviceQueues(p.Kernel)
-	warmGPU(p.Kernel)
+	if err := p.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "kvharness sdk: %v\n", err)
+		os.Exit(1)
+	}
+	widenDeviceQueues(p)
+	warmGPU(p)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
 		// go-plugin logs its own progress at debug level to stderr, which
 		// the harness shows when a plugin fails: keep only what matters.
 		Logger:  hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn}),
-		Plugins: protocol.Plugins(&server{p: p, rings: true}),
+		Plugins: protocol.Plugins((&Server{p: p, rings: true}).register),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(protocol.MaxMessageBytes), grpc.MaxSendMsgSize(protocol.MaxMessageBytes))
 			return grpc.NewServer(opts...)
@@ -29,21 +33,28 @@ func Serve(p Plugin) {
 	})
 }
 
-// NewServer returns the plugin's kvpb.Kernel service without serving it:
-// a fuzz test links a Go kernel into its own process this way, so coverage
-// guidance sees the kernel's branches. It offers no doorbell: a server
-// that wraps it answers StoreBatch its own way, which a doorbell served
-// from inside would bypass.
-func NewServer(p Plugin) kvpb.KernelServer { return &server{p: p} }
+// Services returns the plugin's services without serving them: a fuzz
+// test links a Go kernel into its own process this way (plugin.InProcess),
+// so coverage guidance sees the kernel's branches. Each registration makes
+// a fresh server, as a fresh process would. It offers no doorbell: a
+// caller in the same process needs none.
+// A plugin that lists a kind its kernel does not implement panics here:
+// Serve reports it as the plugin starts.
+func Services(p Plugin) protocol.Services {
+	if err := p.check(); err != nil {
+		panic(err)
+	}
+	return func(r grpc.ServiceRegistrar) { (&Server{p: p}).register(r) }
+}
 
 // warmGPU opens the GPU protocol.WarmGPUEnv names, in the background, when
 // the kernel serves device memory: the harness attaches its arenas there
 // next, and the attach then finds the context made. The open's error
 // comes on the returned channel (nil when nothing was opened); the attach
 // meets it again, and reports it, by its own open.
-func warmGPU(kernel any) <-chan error {
+func warmGPU(p Plugin) <-chan error {
 	ordinal, err := strconv.Atoi(os.Getenv(protocol.WarmGPUEnv))
-	if err != nil || ordinal < 0 || !ServesDevice(kernel) {
+	if _, device := p.serves(); err != nil || ordinal < 0 || !device {
 		return nil
 	}
 	done := make(chan error, 1)

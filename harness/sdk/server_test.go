@@ -16,16 +16,21 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/load"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/store"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 
 type hostOnly struct{}
 
-func (hostOnly) Store(context.Context, *sdk.StoreCall) error { return nil }
+func (hostOnly) Store(context.Context, *store.Call) error { return nil }
 
 type deviceOnly struct{}
 
-func (deviceOnly) StoreDevice(context.Context, *sdk.DeviceStoreCall) error { return nil }
+func (deviceOnly) StoreDevice(context.Context, *store.DeviceCall) error { return nil }
 
 type bothBackends struct {
 	hostOnly
@@ -33,9 +38,21 @@ type bothBackends struct {
 }
 
 func testPlugin(kernel any) sdk.Plugin {
-	return sdk.Plugin{Name: "test", Kernel: kernel, Geometry: func(string, int, int) []sdk.Geometry {
+	return sdk.Plugin{Name: "test", Kernel: kernel, Kinds: kindsOf(kernel), Geometry: func(string, int, int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 256, BytesPerPage: 256 * 64}}
 	}}
+}
+
+// kindsOf lists every kind a test kernel implements, in the order the
+// bundled plugins list theirs.
+func kindsOf(kernel any) []sdk.Kind {
+	var out []sdk.Kind
+	for _, k := range []sdk.Kind{store.Kind, load.Kind, pdasync.Kind, read.Kind, transfer.Kind} {
+		if host, device := k.Serves(kernel); host || device {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func TestDescribeBackends(t *testing.T) {
@@ -52,7 +69,7 @@ func TestDescribeBackends(t *testing.T) {
 		{"none", nil, []kvpb.Backend{shm}, nil},
 		{"fusedstore", fused.Plugin.Kernel, []kvpb.Backend{shm, gpu}, []string{"store", "read"}},
 	} {
-		resp, err := sdk.NewServer(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		resp, err := serve(testPlugin(tc.kernel)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 		must(t, err)
 		if !slices.Equal(resp.Backends, tc.backends) || !slices.Equal(resp.Kernels, tc.kernels) {
 			t.Errorf("%s: backends %v kernels %v; want %v %v", tc.name, resp.Backends, resp.Kernels, tc.backends, tc.kernels)
@@ -79,19 +96,19 @@ func wantStatus(t *testing.T, err error, code codes.Code, says ...string) {
 }
 
 func TestAttachCUDAWithoutDeviceStorer(t *testing.T) {
-	_, err := sdk.NewServer(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
-	wantStatus(t, err, codes.Unimplemented, "DeviceStorer", "shm backend")
+	_, err := serve(testPlugin(hostOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	wantStatus(t, err, codes.Unimplemented, "device interface of none of its kinds, store", "shm backend")
 }
 
 func TestAttachCUDABadHandle(t *testing.T) {
-	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 10)))
+	_, err := serve(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 10)))
 	wantStatus(t, err, codes.InvalidArgument, "64-byte")
 }
 
 // TestAttachCUDABadSharing: an arena must name one way to map it, and a
 // descriptor's mapping must cover the arena.
 func TestAttachCUDABadSharing(t *testing.T) {
-	s := sdk.NewServer(testPlugin(deviceOnly{}))
+	s := serve(testPlugin(deviceOnly{}))
 	both := cudaAttach(make([]byte, 64))
 	both.Arena.FdSocket, both.Arena.MappedSize = "/nonexistent/arena.sock", 2<<20
 	_, err := s.Attach(context.Background(), both)
@@ -109,7 +126,7 @@ func TestDescribeDeclaresFDArenas(t *testing.T) {
 		k    any
 		want bool
 	}{{deviceOnly{}, true}, {hostOnly{}, false}} {
-		resp, err := sdk.NewServer(testPlugin(tc.k)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		resp, err := serve(testPlugin(tc.k)).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 		must(t, err)
 		if resp.CudaFdArenas != tc.want {
 			t.Errorf("%T: cuda_fd_arenas %v; want %v", tc.k, resp.CudaFdArenas, tc.want)
@@ -121,7 +138,7 @@ func TestAttachCUDAWithoutDriver(t *testing.T) {
 	if cuda.Available() == nil {
 		t.Skip("this machine has a CUDA driver; the no-driver error cannot be provoked")
 	}
-	_, err := sdk.NewServer(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
+	_, err := serve(testPlugin(deviceOnly{})).Attach(context.Background(), cudaAttach(make([]byte, 64)))
 	wantStatus(t, err, codes.FailedPrecondition, cuda.ErrNoDriver.Error(), "--backend cpu")
 }
 
@@ -131,7 +148,7 @@ func TestStoreHost(t *testing.T) {
 	ctx := context.Background()
 	pl := newPlan([]string{"bf16", "fp8-paged", "fp8-rows"}, 128, 64, 400, 130)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	if _, err := srv.Store(ctx, &kvpb.StoreRequest{Capacity: 1}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("store before attach: %v", err)
 	}
@@ -158,18 +175,18 @@ func TestStoreHost(t *testing.T) {
 func direct(t *testing.T, arena []byte, pl arenaPlan, c storeCase, variant string) {
 	pd := pl.pools[c.pool]
 	d := int(pd.Layout.HeadDim)
-	call := &sdk.StoreCall{Variant: variant, Arena: arena, Capacity: c.capacity, Valid: c.n, Padding: c.padding,
+	call := &store.Call{Variant: variant, Arena: arena, Capacity: c.capacity, Valid: c.n, Padding: c.padding,
 		Pool: sdk.Pool{Name: pd.Name, Slots: int(pd.Slots), Base: int(pd.Pool.Offset), Bytes: int(pd.Pool.Size),
 			Layout: sdk.Layout{Name: pd.Layout.Name, HeadDim: d, PageSize: int(pd.Layout.PageSize)}},
 		Rows: unsafe.Slice((*uint16)(unsafe.Pointer(&arena[pl.rowsOff])), c.capacity*d),
 		Loc:  unsafe.Slice((*int64)(unsafe.Pointer(&arena[pl.locOff])), c.capacity)}
-	must(t, fused.Plugin.Kernel.(sdk.Storer).Store(context.Background(), call))
+	must(t, fused.Plugin.Kernel.(store.Storer).Store(context.Background(), call))
 }
 
 func TestAttachRejectsOverlappingWindows(t *testing.T) {
 	pl := newPlan([]string{"bf16", "bf16"}, 128, 64, 64, 8)
 	h := newHostArena(t, pl.size)
-	srv := sdk.NewServer(fused.Plugin)
+	srv := serve(fused.Plugin)
 	for name, tc := range map[string]struct {
 		edit func(*kvpb.AttachRequest)
 		says string

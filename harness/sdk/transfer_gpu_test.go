@@ -13,19 +13,21 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
 // gpuTransfer is pdtransfer as the CUDA tests serve it. Until the SDK
-// attaches CUDA arenas for any device kernel (sdk.ServesDevice), a plugin
+// attaches CUDA arenas for any device kernel (a kind whose kernel serves device memory), a plugin
 // needs a DeviceStorer to be attached on the GPU: this one has a store
 // that refuses every call.
 type gpuTransfer struct {
-	sdk.Transferer
-	sdk.DeviceTransferer
+	sdktransfer.Transferer
+	sdktransfer.DeviceTransferer
 }
 
-func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
+func (gpuTransfer) StoreDevice(context.Context, *store.DeviceCall) error {
 	return context.Canceled
 }
 
@@ -34,7 +36,7 @@ func (gpuTransfer) StoreDevice(context.Context, *sdk.DeviceStoreCall) error {
 func gpuTransferPlugin() sdk.Plugin {
 	p := pdtransfer.Plugin
 	k := p.Kernel
-	p.Kernel = gpuTransfer{k.(sdk.Transferer), k.(sdk.DeviceTransferer)}
+	p.Kernel = gpuTransfer{k.(sdktransfer.Transferer), k.(sdktransfer.DeviceTransferer)}
 	return p
 }
 
@@ -63,7 +65,7 @@ func TestTransferMatchesCPU(t *testing.T) {
 		}
 		gpu, err := transfer.Open(ctx, p, dir, transfer.Config{Variant: variant, Geometry: g, Seed: 1, Backend: arena.CUDA{Dev: dev}})
 		must(t, err)
-		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+		cpu, err := transfer.Open(ctx, plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin)), dir,
 			transfer.Config{Variant: variant, Geometry: g, Seed: 1})
 		must(t, err)
 		compareTransfers(t, variant, gpu, cpu, g)

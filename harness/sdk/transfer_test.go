@@ -12,40 +12,38 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 	"github.com/kvharness/kvharness/harness/target"
 )
 
-func TestParsePoolName(t *testing.T) {
-	for _, b := range pd.DefaultGeometry(2, 40).Buffers {
-		for _, side := range []string{pd.SideSrc, pd.SideDst} {
-			n, err := sdk.ParsePoolName(b.PoolName(side))
-			must(t, err)
-			if n.Side != side || n.Buffer != b.Name || n.AllocKey() != b.AllocKey() || n.Shift != b.Shift {
-				t.Errorf("%q parsed as %+v", b.PoolName(side), n)
-			}
-		}
-	}
-	if n, err := sdk.ParsePoolName("dst/x;color=red;shift=3"); err != nil || n.Shift != 3 {
-		t.Errorf("an unknown attribute is not ignored: %+v %v", n, err)
-	}
-	for _, bad := range []string{"L0.kv", "src/", "mid/L0.kv", "src/a;shift=-1", "src/a;shift=x"} {
-		if _, err := sdk.ParsePoolName(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
+// TestTransferNeedsPoolBuffers: a transfer pairs pools by the buffer each
+// carries (PoolDesc.buffer); pools without one are refused, naming the
+// pool, rather than paired by a guess.
+func TestTransferNeedsPoolBuffers(t *testing.T) {
+	l, err := layout.Builtin("bf16", 16, 4)
+	must(t, err)
+	g, err := pool.Plan([]pool.Spec{{Name: "a", Layout: l, Slots: 16}, {Name: "b", Layout: l, Slots: 16}}, 256)
+	must(t, err)
+	h := newHostArena(t, g.Size)
+	srv := serve(testPlugin(&recorder{}))
+	_, err = srv.Attach(context.Background(), target.Request(arena.One(arena.HostShared, hostMemory{h}), g, ""))
+	must(t, err)
+	_, err = srv.Transfer(context.Background(), &kvpb.TransferRequest{Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 1}}})
+	wantStatus(t, err, codes.InvalidArgument, `pool "a" has no buffer`)
 }
 
 // recorder is a transfer kernel that sends page 0 of each room's first
 // pair per buffer and records the call.
 type recorder struct {
-	call *sdk.TransferCall
+	call *transfer.Call
 	ds   []sdk.Descriptor
 	err  error
 }
 
-func (r *recorder) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
+func (r *recorder) Transfer(_ context.Context, c *transfer.Call) ([]sdk.Descriptor, error) {
 	r.call = c
 	if r.err != nil {
 		return nil, r.err
@@ -64,30 +62,30 @@ func (r *recorder) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descr
 
 type deviceTransfer struct{}
 
-func (deviceTransfer) TransferDevice(context.Context, *sdk.DeviceTransferCall) ([]sdk.Descriptor, error) {
+func (deviceTransfer) TransferDevice(context.Context, *transfer.DeviceCall) ([]sdk.Descriptor, error) {
 	return nil, nil
 }
 
 func TestDescribeTransferKernels(t *testing.T) {
 	shm := kvpb.Backend_BACKEND_SHM
-	resp, err := sdk.NewServer(testPlugin(&recorder{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	resp, err := serve(testPlugin(&recorder{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 	must(t, err)
 	if !slices.Equal(resp.Kernels, []string{"transfer"}) || !slices.Equal(resp.Backends, []kvpb.Backend{shm}) {
 		t.Errorf("kernels %v backends %v", resp.Kernels, resp.Backends)
 	}
-	resp, err = sdk.NewServer(testPlugin(deviceTransfer{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	resp, err = serve(testPlugin(deviceTransfer{})).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
 	must(t, err)
 	if !slices.Equal(resp.Kernels, []string{"transfer"}) {
 		t.Errorf("device transfer kernels %v", resp.Kernels)
 	}
-	if !sdk.ServesDevice(deviceTransfer{}) || !sdk.ServesDevice(deviceOnly{}) || sdk.ServesDevice(&recorder{}) {
-		t.Error("ServesDevice is wrong")
+	if !slices.Equal(resp.Backends, []kvpb.Backend{kvpb.Backend_BACKEND_CUDA}) {
+		t.Errorf("device transfer backends %v", resp.Backends)
 	}
 }
 
 // transferArena attaches a two-buffer bf16 transfer arena in shared
 // memory: A, and B carved from A's allocation with its page table shifted.
-func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geometry) {
+func transferArena(t *testing.T, srv served) (*hostArena, pool.Geometry) {
 	t.Helper()
 	l, err := layout.Builtin("bf16", 16, 4)
 	must(t, err)
@@ -95,7 +93,7 @@ func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geomet
 	var specs []pool.Spec
 	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for _, b := range bufs {
-			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: 4 * 4})
+			specs = append(specs, b.Pool(side, l, 4*4))
 		}
 	}
 	g, err := pool.Plan(specs, 256)
@@ -113,7 +111,9 @@ func transferArena(t *testing.T, srv kvpb.KernelServer) (*hostArena, pool.Geomet
 // its description.
 type hostMemory struct{ *hostArena }
 
-func (m hostMemory) Desc() *kvpb.Arena            { return m.desc() }
+func (m hostMemory) Desc() protocol.ArenaDesc {
+	return protocol.ArenaDesc{Backend: protocol.BackendSHM, Path: m.path, Size: len(m.mem)}
+}
 func (hostMemory) ReadAt([]byte, int) error       { return nil }
 func (hostMemory) WriteAt([]byte, int) error      { return nil }
 func (hostMemory) Fill(pool.Window, uint64) error { return nil }
@@ -131,7 +131,7 @@ func transferRequest(src, dst uint64) *kvpb.TransferRequest {
 
 func TestTransferHandsTheKernelItsBuffers(t *testing.T) {
 	rec := &recorder{}
-	srv := sdk.NewServer(testPlugin(rec))
+	srv := serve(testPlugin(rec))
 	h, g := transferArena(t, srv)
 	before := slices.Clone(h.mem)
 	resp, err := srv.Transfer(context.Background(), transferRequest(1, 3))
@@ -157,13 +157,13 @@ func TestTransferHandsTheKernelItsBuffers(t *testing.T) {
 
 func TestTransferRejects(t *testing.T) {
 	ctx := context.Background()
-	if _, err := sdk.NewServer(testPlugin(&recorder{})).Transfer(ctx, transferRequest(0, 0)); err != nil {
+	if _, err := serve(testPlugin(&recorder{})).Transfer(ctx, transferRequest(0, 0)); err != nil {
 		wantStatus(t, err, codes.FailedPrecondition, "before attach")
 	} else {
 		t.Error("a transfer before attach was served")
 	}
 	rec := &recorder{}
-	srv := sdk.NewServer(testPlugin(rec))
+	srv := serve(testPlugin(rec))
 	transferArena(t, srv)
 	swapped := transferRequest(0, 0)
 	swapped.Buffers[0] = &kvpb.BufferPair{SrcPool: 2, DstPool: 0}
@@ -189,8 +189,8 @@ func TestTransferRejects(t *testing.T) {
 	rec.ds = []sdk.Descriptor{{Buffer: -1}}
 	_, err = srv.Transfer(ctx, transferRequest(0, 0))
 	wantStatus(t, err, codes.Aborted, "negative field")
-	store := sdk.NewServer(testPlugin(hostOnly{}))
+	store := serve(testPlugin(hostOnly{}))
 	transferArena(t, store)
 	_, err = store.Transfer(ctx, transferRequest(0, 0))
-	wantStatus(t, err, codes.Unimplemented, "no transfer kernel")
+	wantStatus(t, err, codes.Unimplemented, "unknown service kvharness.v1.Transfer")
 }

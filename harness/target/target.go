@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -130,7 +129,10 @@ func (b *Base) Close(ctx context.Context) {
 // Request describes an arena and its pools to a plugin: every region, and
 // each window in the region its pool lives in.
 func Request(a *arena.Arena, g pool.Geometry, variant string) *kvpb.AttachRequest {
-	descs := a.Descs()
+	var descs []*kvpb.Arena
+	for _, d := range a.Descs() {
+		descs = append(descs, arenaDesc(d))
+	}
 	req := &kvpb.AttachRequest{Arena: descs[0], Variant: variant, Staging: window(g.Staging, 0)}
 	if len(descs) > 1 {
 		req.Regions = descs
@@ -142,9 +144,26 @@ func Request(a *arena.Arena, g pool.Geometry, variant string) *kvpb.AttachReques
 			Layout: &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)},
 			Slots:  uint64(r.Slots), Pool: window(r.Pool, r.Mem),
 			GuardBefore: window(r.GuardBefore, r.Mem), GuardAfter: window(r.GuardAfter, r.Mem),
+			Buffer: bufferDesc(r.Buffer),
 		})
 	}
 	return req
+}
+
+// arenaDesc is a region's description on the wire.
+func arenaDesc(d protocol.ArenaDesc) *kvpb.Arena {
+	return &kvpb.Arena{Backend: kvpb.Backend(d.Backend), Pinned: d.Pinned, Path: d.Path, IpcHandle: d.IPCHandle,
+		Device: int32(d.Device), Size: uint64(d.Size), FdSocket: d.FDSocket, MappedSize: uint64(d.MappedSize)}
+}
+
+// bufferDesc is a pool's buffer on the wire; nil for a pool of no
+// transfer.
+func bufferDesc(b *pool.Buffer) *kvpb.PoolBuffer {
+	if b == nil {
+		return nil
+	}
+	side := map[string]kvpb.Side{"src": kvpb.Side_SIDE_SRC, "dst": kvpb.Side_SIDE_DST}[b.Side]
+	return &kvpb.PoolBuffer{Side: side, Layer: uint32(b.Layer), Name: b.Name, Alloc: b.Alloc, Shift: uint32(b.Shift)}
 }
 
 func window(w pool.Window, region int) *kvpb.Window {
@@ -158,7 +177,7 @@ func window(w pool.Window, region int) *kvpb.Window {
 // recipe this harness cannot read, or a slot width other than 32 or 64,
 // is an error naming it.
 func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, variant string, l *layout.Layout) (oracle.Declared, *oracle.Violation, error) {
-	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	d, err := p.Describe(ctx, plugin.Query{Variant: variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
 	if err != nil {
 		return oracle.Declared{}, nil, err
 	}
@@ -169,9 +188,13 @@ func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, var
 	if err != nil {
 		return oracle.Declared{}, nil, err
 	}
-	dec := oracle.Declared{BytesPerToken: int(g.BytesPerToken), PageBytes: int(g.BytesPerPage), SlotBits: int(d.SlotBits)}
-	if dec.Recipe, err = protocol.RecipeFromProto(g.Recipe); err != nil {
-		return oracle.Declared{}, nil, fmt.Errorf("plugin %s, layout %s: %w", p.Name, l.Name, err)
+	dec := oracle.Declared{BytesPerToken: g.BytesPerToken, PageBytes: g.BytesPerPage, SlotBits: d.SlotBits}
+	if g.Recipe != nil {
+		r := *g.Recipe // the description is cached: each declaration gets its own
+		dec.Recipe = &r
+	}
+	if g.RecipeErr != nil {
+		return oracle.Declared{}, nil, fmt.Errorf("plugin %s, layout %s: %w", p.Name, l.Name, g.RecipeErr)
 	}
 	switch dec.SlotBits {
 	case 0:
@@ -184,15 +207,15 @@ func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, var
 }
 
 // Serves returns ErrUnsupported unless d lists the kernel.
-func Serves(name string, d *kvpb.DescribeResponse, kernel protocol.Kernel) error {
-	if !slices.Contains(d.Kernels, string(kernel)) {
+func Serves(name string, d *plugin.Description, kernel protocol.Kernel) error {
+	if !d.Serves(kernel) {
 		return fmt.Errorf("%w: %s has no %s kernel (it serves %v)", ErrUnsupported, name, kernel, d.Kernels)
 	}
 	return nil
 }
 
 // Geometry is d's declaration for layout l, or ErrUnsupported.
-func Geometry(name string, d *kvpb.DescribeResponse, kernel protocol.Kernel, l *layout.Layout) (*kvpb.Geometry, error) {
+func Geometry(name string, d *plugin.Description, kernel protocol.Kernel, l *layout.Layout) (plugin.Geometry, error) {
 	for _, g := range d.Layouts {
 		if g.Layout == l.Name {
 			return g, nil
@@ -202,7 +225,7 @@ func Geometry(name string, d *kvpb.DescribeResponse, kernel protocol.Kernel, l *
 	for _, g := range d.Layouts {
 		names = append(names, g.Layout)
 	}
-	return nil, fmt.Errorf("%w: %s has no layout %s for its %s kernel (it lists %v)", ErrUnsupported, name, l.Name, kernel, names)
+	return plugin.Geometry{}, fmt.Errorf("%w: %s has no layout %s for its %s kernel (it lists %v)", ErrUnsupported, name, l.Name, kernel, names)
 }
 
 // GeometryViolation is the violation every case carries when the plugin

@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -47,9 +48,9 @@ func (e example) layoutOf(t testing.TB) *layout.Layout {
 
 // describe asks p for e's layout, head dimension and 64-token pages under
 // variant.
-func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *kvpb.DescribeResponse {
+func (e example) describe(t testing.TB, p *plugin.Plugin, variant string) *plugin.Description {
 	t.Helper()
-	d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(e.headDim), PageSize: 64})
+	d, err := p.Describe(context.Background(), plugin.Query{Variant: variant, HeadDim: e.headDim, PageSize: 64})
 	noErr(t, err)
 	return d
 }
@@ -63,15 +64,15 @@ func TestExampleDeclarations(t *testing.T) {
 		p := start(t, runDir(t), e.manifest(), "")
 		for _, v := range []string{"", "undeclared-eps", "default-recipe"} {
 			d := e.describe(t, p, v)
-			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != e.slotBits || !d.CudaFdArenas {
+			if len(d.Layouts) != 1 || d.Layouts[0].Layout != e.layout || d.SlotBits != int(e.slotBits) || !d.CUDAFDArenas {
 				t.Fatalf("%s %q: %v", e.dir, v, d)
 			}
 			l := e.layoutOf(t)
-			if g := d.Layouts[0]; g.BytesPerToken != uint64(l.BytesPerToken()) || g.BytesPerPage != uint64(l.PageBytes()) {
+			if g := d.Layouts[0]; g.BytesPerToken != l.BytesPerToken() || g.BytesPerPage != l.PageBytes() {
 				t.Errorf("%s: declares %d B/token, %d B/page; the layout has %d, %d", e.dir, g.BytesPerToken, g.BytesPerPage,
 					l.BytesPerToken(), l.PageBytes())
 			}
-			r := d.Layouts[0].Recipe
+			r := wire.RecipeToProto(d.Layouts[0].Recipe)
 			if v != "" {
 				if r != nil {
 					t.Errorf("%s %q declares %v; want the default recipe", e.dir, v, r)
@@ -84,7 +85,7 @@ func TestExampleDeclarations(t *testing.T) {
 			}
 		}
 		vs := e.describe(t, p, "").Variants
-		if i := slices.IndexFunc(vs, func(v *kvpb.Variant) bool { return v.Name == "default-recipe" }); i < 0 || !vs[i].Correct {
+		if i := slices.IndexFunc(vs, func(v plugin.Variant) bool { return v.Name == "default-recipe" }); i < 0 || !vs[i].Correct {
 			t.Errorf("%s: default-recipe is not a control", e.dir)
 		}
 	}
@@ -198,7 +199,7 @@ func TestSlotWidthConversion(t *testing.T) {
 	locOff := st + 8*l.RowBytes()
 	putInt64s(t, mem, locOff, 3, 64, 65, 255)
 	req := &kvpb.StoreRequest{Capacity: 4, Valid: 4, RowsOffset: uint64(st), LocOffset: uint64(locOff)}
-	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+	if _, err := store.StoreBatch(context.Background(), p, []*kvpb.StoreRequest{req}); err != nil {
 		t.Fatal(err)
 	}
 	wide := snapshot()
@@ -209,7 +210,7 @@ func TestSlotWidthConversion(t *testing.T) {
 	}
 	mem.WriteAt(b, locOff)
 	req.SlotBits = 32
-	if err := p.StoreBatch(context.Background(), []*kvpb.StoreRequest{req}); err != nil {
+	if _, err := store.StoreBatch(context.Background(), p, []*kvpb.StoreRequest{req}); err != nil {
 		t.Fatal(err)
 	}
 	if narrow := snapshot(); string(narrow) != string(wide) || string(wide) == string(before) {

@@ -11,7 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing/remote"
 	"github.com/kvharness/kvharness/harness/junit/junittest"
 	"github.com/kvharness/kvharness/harness/kernels"
-	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/internal/testtier"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestFuzzPythonPlugin(t *testing.T) {
 	quick(t)
 	python(t) // not parallel: the fuzz environment reads KVHARNESS_PLUGIN
-	k, err := kernels.Lookup(protocol.Store)
+	k, err := kernels.Lookup(store.Name)
 	noErr(t, err)
 	seeds, err := remote.ReadCorpus(filepath.Join("..", "..", "harness", "kernels", "store", "testdata", "fuzz", "FuzzStore"))
 	noErr(t, err)

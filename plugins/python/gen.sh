@@ -3,7 +3,8 @@
 # from the protocol's own sources, so they cannot drift from what the Go
 # harness speaks:
 #
-#   harness/protocol/kvharness.proto           the Kernel service
+#   harness/protocol/*.proto                   the base Plugin service (kvharness.proto)
+#                                              and one service per kernel kind
 #   go-plugin's internal/plugin/grpc_*.proto   GRPCController, GRPCBroker, GRPCStdio
 #                                              (from the Go module cache, at the
 #                                              version go.mod requires)
@@ -32,18 +33,18 @@ goplugin=$(cd "$root" && go list -m -f '{{.Dir}}' github.com/hashicorp/go-plugin
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$root/harness/protocol/kvharness.proto" "$goplugin"/internal/plugin/grpc_{controller,broker,stdio}.proto \
+cp "$root"/harness/protocol/*.proto "$goplugin"/internal/plugin/grpc_{controller,broker,stdio}.proto \
 	"$here/proto/health.proto" "$tmp/"
 chmod u+w "$tmp"/*.proto # the module cache is read-only
 
 rm -f "$out"/*_pb2.py "$out"/*_pb2_grpc.py
 (cd "$tmp" && protoc -I. --python_out="$out" --grpc_out="$out" \
 	--plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" \
-	kvharness.proto grpc_controller.proto grpc_broker.proto grpc_stdio.proto health.proto)
+	$(cd "$root/harness/protocol" && ls *.proto) grpc_controller.proto grpc_broker.proto grpc_stdio.proto health.proto)
 
 # protoc writes top-level imports (import kvharness_pb2); the stubs live in
 # a package, so make the imports between them relative.
-sed -i -E 's/^import ([a-z_]+_pb2) as /from . import \1 as /' "$out"/*_pb2_grpc.py
+sed -i -E 's/^import ([a-z_]+_pb2) as /from . import \1 as /' "$out"/*_pb2.py "$out"/*_pb2_grpc.py
 cat >"$out/__init__.py" <<'PY'
 """Generated protobuf and gRPC stubs. Do not edit: run plugins/python/gen.sh."""
 PY

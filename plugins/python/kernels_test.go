@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
@@ -81,7 +82,7 @@ func TestReadValidationMatchesGoSDK(t *testing.T) {
 			r := &kvpb.ReadRequest{Requests: 3, K: 4, QueriesOffset: queries, IndptrOffset: indptr, TokensOffset: tokens,
 				OutSlotsOffset: outSlots, OutScoresOffset: outScores}
 			edit(r)
-			return p.Read(context.Background(), r)
+			return read.Read(context.Background(), p, r)
 		}
 	}
 	good := target.Request(arena.One(arena.HostShared, mem), g, "")
@@ -153,42 +154,44 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 	fp8, err := layout.Builtin("fp8-paged", 128, 64)
 	noErr(t, err)
 	const slots = 8 * 64
+	kv, idx, odd, mix := pd.Buffer{Name: "L0.kv"}, pd.Buffer{Name: "L0.indexk", Shift: 3}, pd.Buffer{Name: "L0.odd"}, pd.Buffer{Name: "L0.mix"}
+	src, dst := pd.SideSrc, pd.SideDst
 	g, mem := sharedPools(t, dir, []pool.Spec{
-		{Name: "src/L0.kv", Layout: l, Slots: slots}, {Name: "dst/L0.kv", Layout: l, Slots: slots},
-		{Name: "src/L0.indexk;shift=3", Layout: fp8, Slots: slots}, {Name: "dst/L0.indexk;shift=3", Layout: fp8, Slots: slots},
-		{Name: "dst/L0.odd", Layout: fp8, Slots: slots}, {Name: "case", Layout: l, Slots: slots},
-		{Name: "src/L0.mix", Layout: l, Slots: slots}, {Name: "dst/L0.mix", Layout: fp8, Slots: slots},
+		kv.Pool(src, l, slots), kv.Pool(dst, l, slots),
+		idx.Pool(src, fp8, slots), idx.Pool(dst, fp8, slots),
+		odd.Pool(dst, fp8, slots), {Name: "case", Layout: l, Slots: slots},
+		mix.Pool(src, l, slots), mix.Pool(dst, fp8, slots),
 	}, 4096)
 	room := &kvpb.Room{Id: 7, SrcPages: []uint64{0, 1, 2, 6}, DstPages: []uint64{4, 5, 6, 0}}
-	transfer := func(edit func(*kvpb.TransferRequest)) func(*plugin.Plugin) error {
+	send := func(edit func(*kvpb.TransferRequest)) func(*plugin.Plugin) error {
 		return func(p *plugin.Plugin) error {
 			r := &kvpb.TransferRequest{Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 1}, {SrcPool: 2, DstPool: 3}},
 				Rooms: []*kvpb.Room{room}}
 			edit(r)
-			_, err := p.Transfer(context.Background(), r)
+			_, err := transfer.Transfer(context.Background(), p, r)
 			return err
 		}
 	}
 	good := target.Request(arena.One(arena.HostShared, mem), g, "")
 	steps := []step{
-		{"transfer before attach", transfer(func(*kvpb.TransferRequest) {})},
+		{"transfer before attach", send(func(*kvpb.TransferRequest) {})},
 		{"attach", func(p *plugin.Plugin) error { _, err := p.Attach(context.Background(), p, good); return err }},
-		{"transfer of no buffers", transfer(func(r *kvpb.TransferRequest) { r.Buffers = nil })},
-		{"transfer pool past the end", transfer(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 9 })},
-		{"transfer to its own pool", transfer(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 0 })},
-		{"transfer of an unnamed pool", transfer(func(r *kvpb.TransferRequest) { r.Buffers[0].SrcPool = 5 })},
-		{"transfer src to src", transfer(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 2 })},
-		{"transfer of other buffers", transfer(func(r *kvpb.TransferRequest) { r.Buffers[1].DstPool = 4 })},
-		{"transfer of unequal sides", transfer(func(r *kvpb.TransferRequest) {
+		{"transfer of no buffers", send(func(r *kvpb.TransferRequest) { r.Buffers = nil })},
+		{"transfer pool past the end", send(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 9 })},
+		{"transfer to its own pool", send(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 0 })},
+		{"transfer of an unnamed pool", send(func(r *kvpb.TransferRequest) { r.Buffers[0].SrcPool = 5 })},
+		{"transfer src to src", send(func(r *kvpb.TransferRequest) { r.Buffers[0].DstPool = 2 })},
+		{"transfer of other buffers", send(func(r *kvpb.TransferRequest) { r.Buffers[1].DstPool = 4 })},
+		{"transfer of unequal sides", send(func(r *kvpb.TransferRequest) {
 			r.Buffers[1] = &kvpb.BufferPair{SrcPool: 6, DstPool: 7}
 		})},
-		{"transfer of uneven rooms", transfer(func(r *kvpb.TransferRequest) {
+		{"transfer of uneven rooms", send(func(r *kvpb.TransferRequest) {
 			r.Rooms = []*kvpb.Room{{Id: 1, SrcPages: []uint64{1, 2}, DstPages: []uint64{3}}}
 		})},
-		{"transfer past the last page", transfer(func(r *kvpb.TransferRequest) {
+		{"transfer past the last page", send(func(r *kvpb.TransferRequest) {
 			r.Rooms = []*kvpb.Room{{Id: 1, SrcPages: []uint64{8}, DstPages: []uint64{3}}}
 		})},
-		{"transfer", transfer(func(*kvpb.TransferRequest) {})},
+		{"transfer", send(func(*kvpb.TransferRequest) {})},
 	}
 	py := start(t, dir, filepath.Join("pagetransfer", "kvharness-plugin.json"), "")
 	gopl := start(t, dir, "pdtransfer", "")
@@ -196,9 +199,9 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 
 	req := &kvpb.TransferRequest{Buffers: []*kvpb.BufferPair{{SrcPool: 0, DstPool: 1}, {SrcPool: 2, DstPool: 3}},
 		Rooms: []*kvpb.Room{room, {Id: 8, SrcPages: []uint64{3, 4}, DstPages: []uint64{1, 2}}}}
-	pr, err := py.Transfer(context.Background(), req)
+	pr, err := transfer.Transfer(context.Background(), py, req)
 	noErr(t, err)
-	gr, err := gopl.Transfer(context.Background(), req)
+	gr, err := transfer.Transfer(context.Background(), gopl, req)
 	noErr(t, err)
 	if len(pr.Descriptors) != len(gr.Descriptors) || len(pr.Descriptors) < 4 {
 		t.Fatalf("descriptors: Python %v, Go %v", pr.Descriptors, gr.Descriptors)
@@ -287,13 +290,13 @@ func TestKernelErrorsAreRefusals(t *testing.T) {
 	attachShared(t, p, mem, g, "")
 	st := uint64(g.Staging.Off)
 	putInt64s(t, mem, g.Staging.Off+1024, 0, 0)
-	err = p.Read(context.Background(), &kvpb.ReadRequest{Requests: 1, K: 1, QueriesOffset: st, IndptrOffset: st + 1024,
+	err = read.Read(context.Background(), p, &kvpb.ReadRequest{Requests: 1, K: 1, QueriesOffset: st, IndptrOffset: st + 1024,
 		TokensOffset: st + 1040, OutSlotsOffset: st + 2048, OutScoresOffset: st + 3072})
 	f, ok := plugin.AsFault(err)
 	if !ok || f.Code != codes.Aborted || f.Detail != "read kernel failed: ValueError: topkread reads bf16, fp8-paged, fp8-rows, not dsv4-main" {
 		t.Errorf("read of a layout the kernel lacks: %v", err)
 	}
-	if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+	if _, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil {
 		t.Errorf("the plugin did not survive its kernel's exception: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -134,15 +135,15 @@ func bf16(t testing.TB) *layout.Layout {
 // each describes.
 var manifests = []struct {
 	dir     string
-	kernels []string
+	kernels []protocol.Kernel
 }{
-	{"torchscatter", []string{"store"}},
-	{"tritonstore", []string{"store"}},
-	{"indexerstore", []string{"store"}},
-	{"dsv4store", []string{"store"}},
-	{"topkread", []string{"read"}},
-	{"pagetransfer", []string{"transfer"}},
-	{filepath.Join("testdata", "graphonly"), []string{"store"}},
+	{"torchscatter", []protocol.Kernel{"store"}},
+	{"tritonstore", []protocol.Kernel{"store"}},
+	{"indexerstore", []protocol.Kernel{"store"}},
+	{"dsv4store", []protocol.Kernel{"store"}},
+	{"topkread", []protocol.Kernel{"read"}},
+	{"pagetransfer", []protocol.Kernel{"transfer"}},
+	{filepath.Join("testdata", "graphonly"), []protocol.Kernel{"store"}},
 }
 
 // The shipped manifests resolve to a python that runs the SDK, turn
@@ -158,7 +159,7 @@ func TestManifests(t *testing.T) {
 			t.Errorf("%s: spec %+v", m.dir, spec)
 		}
 		p := start(t, runDir(t), manifest, "")
-		d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64})
 		if err != nil || d.Name != spec.Name || !slices.Equal(d.Kernels, m.kernels) || !d.BenchRotation {
 			t.Errorf("%s: describe %v, %v; want kernels %v and bench_rotation", m.dir, d, err, m.kernels)
 		}
@@ -183,7 +184,7 @@ func TestAutoMTLS(t *testing.T) {
 	}
 	noErr(t, err)
 	defer p.Close()
-	if d, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
+	if d, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil || d.Name != "torchscatter" {
 		t.Errorf("describe over mutual TLS: %v, %v", d, err)
 	}
 }
@@ -219,14 +220,14 @@ func TestTorchscatterCaughtUnderPadding(t *testing.T) {
 		if caught != (twin.Outcome.Failure != nil) {
 			t.Errorf("%s: torchscatter caught=%v, bf16scatter caught=%v", pad, caught, twin.Outcome.Failure != nil)
 		}
-		if h := py.HandlerTime(); h <= 0 {
-			t.Errorf("%s: the plugin reported no handler time (%v) for its last StoreBatch", pad, h)
-		}
 		if caught {
 			f := v.Outcome.Failure
 			t.Logf("%s: caught at case %d, property %s (bf16scatter: %s), minimal case %v",
 				pad, v.Outcome.Cases, f.Property, twin.Outcome.Failure.Property, f.Case)
 		}
+	}
+	if h, err := store.StoreBatch(context.Background(), py, nil); err != nil || h <= 0 {
+		t.Errorf("StoreBatch of no calls: %v; the plugin reported handler time %v, want > 0", err, h)
 	}
 }
 
@@ -393,7 +394,7 @@ func TestPythonFaults(t *testing.T) {
 				if f.Code != codes.Aborted || !strings.Contains(f.Stderr, "Traceback") {
 					t.Errorf("raise: code %v, stderr %q; want ABORTED and the traceback", f.Code, f.Stderr)
 				}
-				if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64}); err != nil {
+				if _, err := p.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64}); err != nil {
 					t.Errorf("raise: the plugin did not survive its kernel's exception: %v", err)
 				}
 			}
@@ -424,7 +425,7 @@ func TestPythonFaults(t *testing.T) {
 }
 
 // The handshake and go-plugin's services, spoken to directly: refused
-// without the cookie, `1|1|unix|<socket>|grpc` with it, health SERVING for
+// without the cookie, `1|2|unix|<socket>|grpc` with it, health SERVING for
 // "plugin", and Shutdown makes the process exit 0 on its own.
 func TestHandshakeAndShutdown(t *testing.T) {
 	t.Parallel()
@@ -461,9 +462,9 @@ func TestHandshakeAndShutdown(t *testing.T) {
 		t.Fatalf("no handshake in 20 s; stderr:\n%s", &stderr)
 	}
 	parts := strings.Split(hs, "|")
-	if len(parts) != 5 || parts[0] != "1" || parts[1] != "1" || parts[2] != "unix" || parts[4] != "grpc" ||
+	if len(parts) != 5 || parts[0] != "1" || parts[1] != strconv.Itoa(protocol.Version) || parts[2] != "unix" || parts[4] != "grpc" ||
 		filepath.Dir(parts[3]) != sockets {
-		t.Fatalf("handshake %q; want 1|1|unix|%s/...|grpc", hs, sockets)
+		t.Fatalf("handshake %q; want 1|%d|unix|%s/...|grpc", hs, protocol.Version, sockets)
 	}
 	conn, err := grpc.NewClient("unix://"+parts[3], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	noErr(t, err)
@@ -512,7 +513,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	g, mem := sharedPools(t, dir, []pool.Spec{{Name: "case", Layout: l, Slots: 256}}, 64*l.RowBytes()+8*64)
 	good := target.Request(arena.One(arena.HostShared, mem), g, "")
 	rows, loc := uint64(g.Staging.Off), uint64(g.Staging.Off+64*l.RowBytes())
-	store := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {
+	storeReq := func(pool, capacity, valid uint32, rows, loc uint64) *kvpb.StoreRequest {
 		return &kvpb.StoreRequest{Pool: pool, Capacity: capacity, Valid: valid, Padding: kvpb.Padding_PADDING_COUNT,
 			RowsOffset: rows, LocOffset: loc}
 	}
@@ -525,21 +526,21 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		}
 	}
 	doStore := func(r ...*kvpb.StoreRequest) func(*plugin.Plugin) error {
-		return func(p *plugin.Plugin) error { return p.StoreBatch(context.Background(), r) }
+		return func(p *plugin.Plugin) error { _, err := store.StoreBatch(context.Background(), p, r); return err }
 	}
 	bench := func(r *kvpb.BenchRequest) func(*plugin.Plugin) error {
 		return func(p *plugin.Plugin) error { _, err := p.Bench(context.Background(), r); return err }
 	}
-	benchStore := store(0, 4, 4, rows, loc)
+	benchStore := storeReq(0, 4, 4, rows, loc)
 	steps := []struct {
 		name string
 		do   func(*plugin.Plugin) error
 	}{
 		{"describe unknown variant", func(p *plugin.Plugin) error {
-			_, err := p.Describe(context.Background(), &kvpb.DescribeRequest{Variant: "nope", HeadDim: 128, PageSize: 64})
+			_, err := p.Describe(context.Background(), plugin.Query{Variant: "nope", HeadDim: 128, PageSize: 64})
 			return err
 		}},
-		{"store before attach", doStore(store(0, 1, 1, rows, loc))},
+		{"store before attach", doStore(storeReq(0, 1, 1, rows, loc))},
 		{"bench before attach", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1})},
 		{"attach unknown variant", attach(func(r *kvpb.AttachRequest) { r.Variant = "nope" })},
 		{"attach no backend", attach(func(r *kvpb.AttachRequest) { r.Arena.Backend = kvpb.Backend_BACKEND_UNSPECIFIED })},
@@ -553,19 +554,19 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		})},
 		{"attach missing file", attach(func(r *kvpb.AttachRequest) { r.Arena.Path = "/nonexistent/arena" })},
 		{"attach", func(p *plugin.Plugin) error { _, err := p.Attach(context.Background(), p, good); return err }},
-		{"store pool past the end", doStore(store(3, 1, 1, rows, loc))},
-		{"store capacity 0", doStore(store(0, 0, 0, rows, loc))},
-		{"store valid > capacity", doStore(store(0, 2, 3, rows, loc))},
-		{"store rows outside staging", doStore(store(0, 2, 2, uint64(g.Staging.Off-256), loc))},
-		{"store rows misaligned", doStore(store(0, 2, 2, rows+1, loc))},
-		{"store loc misaligned", doStore(store(0, 2, 2, rows, loc+4))},
-		{"store loc past staging", doStore(store(0, 2, 2, rows, uint64(g.Staging.End()-8)))},
-		{"batch, second call bad", doStore(store(0, 1, 1, rows, loc), store(0, 1, 1, rows, loc+1))},
-		{"store", doStore(store(0, 4, 4, rows, loc))},
+		{"store pool past the end", doStore(storeReq(3, 1, 1, rows, loc))},
+		{"store capacity 0", doStore(storeReq(0, 0, 0, rows, loc))},
+		{"store valid > capacity", doStore(storeReq(0, 2, 3, rows, loc))},
+		{"store rows outside staging", doStore(storeReq(0, 2, 2, uint64(g.Staging.Off-256), loc))},
+		{"store rows misaligned", doStore(storeReq(0, 2, 2, rows+1, loc))},
+		{"store loc misaligned", doStore(storeReq(0, 2, 2, rows, loc+4))},
+		{"store loc past staging", doStore(storeReq(0, 2, 2, rows, uint64(g.Staging.End()-8)))},
+		{"batch, second call bad", doStore(storeReq(0, 1, 1, rows, loc), storeReq(0, 1, 1, rows, loc+1))},
+		{"store", doStore(storeReq(0, 4, 4, rows, loc))},
 		{"bench iterations 0", bench(&kvpb.BenchRequest{Store: benchStore})},
 		{"bench nothing", bench(&kvpb.BenchRequest{Iterations: 1})},
 		{"bench a huge copy", bench(&kvpb.BenchRequest{Copy: true, CopyBytes: 17 << 30, Iterations: 1})},
-		{"bench bad store", bench(&kvpb.BenchRequest{Store: store(0, 0, 0, rows, loc), Iterations: 1})},
+		{"bench bad store", bench(&kvpb.BenchRequest{Store: storeReq(0, 0, 0, rows, loc), Iterations: 1})},
 		{"bench per-launch", bench(&kvpb.BenchRequest{Store: benchStore, Warmup: 2, Iterations: 5})},
 		{"bench batched cold", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 3, Mode: kvpb.BenchMode_BENCH_BATCHED, Batch: 4, Cold: true, FlushBytes: 1 << 20})},
 		{"bench huge iterations", bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 1 << 30})},
@@ -598,7 +599,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 	rotation := func(r ...*kvpb.StoreRequest) func(*plugin.Plugin) error {
 		return bench(&kvpb.BenchRequest{Store: benchStore, Iterations: 2, Rotation: r})
 	}
-	other := store(0, 4, 3, rows, loc)
+	other := storeReq(0, 4, 3, rows, loc)
 	for _, p := range []*plugin.Plugin{py, gopl} {
 		if _, err := p.Attach(context.Background(), p, good); err != nil {
 			t.Fatal(err)
@@ -608,7 +609,7 @@ func TestValidationMatchesGoSDK(t *testing.T) {
 		name string
 		do   func(*plugin.Plugin) error
 	}{
-		{"rotation", rotation(store(0, 4, 4, rows+256, loc), store(0, 4, 4, rows, loc+64))},
+		{"rotation", rotation(storeReq(0, 4, 4, rows+256, loc), storeReq(0, 4, 4, rows, loc+64))},
 		{"rotation of another call", rotation(other)},
 		{"rotation too long", rotation(slices.Repeat([]*kvpb.StoreRequest{benchStore}, 64)...)},
 		{"rotation without a store", bench(&kvpb.BenchRequest{Empty: true, Iterations: 1, Rotation: []*kvpb.StoreRequest{benchStore}})},

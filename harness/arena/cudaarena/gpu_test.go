@@ -12,7 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -291,10 +291,10 @@ func TestDesc(t *testing.T) {
 	}
 	defer m.Close()
 	d := m.Desc()
-	if d.Backend != kvpb.Backend_BACKEND_CUDA || d.Size != 12345 || len(d.IpcHandle) != 64 || d.Device != 0 || d.FdSocket != "" {
+	if d.Backend != protocol.BackendCUDA || d.Size != 12345 || len(d.IPCHandle) != 64 || d.Device != 0 || d.FDSocket != "" {
 		t.Fatalf("Desc = %v", d)
 	}
-	if bytes.Equal(d.IpcHandle, make([]byte, 64)) {
+	if bytes.Equal(d.IPCHandle, make([]byte, 64)) {
 		t.Fatal("IPC handle is all zeros")
 	}
 	if m.Ptr() == 0 {
@@ -305,7 +305,7 @@ func TestDesc(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = shared.Desc()
-	if d.Size != 12345 || len(d.IpcHandle) != 0 || d.FdSocket == "" || d.MappedSize < 12345 || d.MappedSize%(2<<20) != 0 {
+	if d.Size != 12345 || len(d.IPCHandle) != 0 || d.FDSocket == "" || d.MappedSize < 12345 || d.MappedSize%(2<<20) != 0 {
 		t.Fatalf("Desc of an FD arena = %v; want a socket and a mapped size of whole 2 MiB pages", d)
 	}
 	if shared.Ptr()%(2<<20) != 0 {
@@ -314,8 +314,8 @@ func TestDesc(t *testing.T) {
 	if err := shared.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(d.FdSocket); err == nil {
-		t.Errorf("socket %s still there after Close", d.FdSocket)
+	if _, err := os.Stat(d.FDSocket); err == nil {
+		t.Errorf("socket %s still there after Close", d.FDSocket)
 	}
 }
 

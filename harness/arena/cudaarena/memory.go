@@ -6,11 +6,10 @@ import (
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // Sharing is how a plugin maps the arena.
@@ -132,14 +131,14 @@ func (m *Memory) allocateShared(rounded int) error {
 // handle, even with plugins that map one by file descriptor.
 const SharingEnv = "KVHARNESS_CUDA_SHARING"
 
-// Desc implements pool.Memory: the plugin opens IpcHandle, or receives a
-// descriptor from FdSocket, on Device.
-func (m *Memory) Desc() *kvpb.Arena {
-	a := &kvpb.Arena{Backend: kvpb.Backend_BACKEND_CUDA, Device: int32(m.dev.Ordinal()), Size: uint64(m.size)}
+// Desc implements arena.Memory: the plugin opens IPCHandle, or receives a
+// descriptor from FDSocket, on Device.
+func (m *Memory) Desc() protocol.ArenaDesc {
+	a := protocol.ArenaDesc{Backend: protocol.BackendCUDA, Device: m.dev.Ordinal(), Size: m.size}
 	if m.how == FD {
-		a.FdSocket, a.MappedSize = m.fds.Path, uint64(m.shared.Size())
+		a.FDSocket, a.MappedSize = m.fds.Path, m.shared.Size()
 	} else {
-		a.IpcHandle = append([]byte(nil), m.handle[:]...)
+		a.IPCHandle = append([]byte(nil), m.handle[:]...)
 	}
 	return a
 }

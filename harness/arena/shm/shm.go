@@ -10,8 +10,8 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/fdpass"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -87,8 +87,8 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 func (s *Memory) Bytes() []byte { return s.mem }
 
 // Desc implements arena.Memory.
-func (s *Memory) Desc() *kvpb.Arena {
-	return &kvpb.Arena{Backend: kvpb.Backend_BACKEND_SHM, Path: s.path, Size: uint64(len(s.mem))}
+func (s *Memory) Desc() protocol.ArenaDesc {
+	return protocol.ArenaDesc{Backend: protocol.BackendSHM, Path: s.path, Size: len(s.mem)}
 }
 
 func (s *Memory) check(off, n int) error {

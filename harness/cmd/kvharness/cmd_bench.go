@@ -20,7 +20,6 @@ import (
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/harness/telemetry"
@@ -117,6 +116,9 @@ func (f *benchFlags) buildMatrix(changed func(string) bool, tokens func(k protoc
 	}
 	if changed("kernel") {
 		m.Kernel = protocol.Kernel(f.kernel)
+	}
+	if m.Kernel == "" {
+		m.Kernel = kernels.BenchDefault()
 	}
 	if len(f.plugins) > 0 {
 		m.Plugins = f.plugins
@@ -244,7 +246,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, release, err := want.Choose([]kvpb.Backend{kvpb.Backend_BACKEND_SHM, kvpb.Backend_BACKEND_CUDA})
+	backend, release, err := want.Choose([]protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
 	if err != nil {
 		return e.errorf("%v", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -127,7 +127,7 @@ type subjectRun struct {
 // unserved is a plugin passed over for the backend, and what it serves.
 type unserved struct {
 	name   string
-	served []kvpb.Backend
+	served []protocol.Backend
 }
 
 // all runs every plugin's controls and variants, reporting each as it
@@ -157,7 +157,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
-	if r.skipUnserved && r.want.Backend == arena.WantCUDA && !slices.Contains(served, kvpb.Backend_BACKEND_CUDA) {
+	if r.skipUnserved && r.want.Backend == arena.WantCUDA && !slices.Contains(served, protocol.BackendCUDA) {
 		return nil, &unserved{name: name, served: served}, nil
 	}
 	b, release, err := r.want.Choose(served)
@@ -194,7 +194,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 // probed is what mutants learns of a plugin before running it: its
 // description and the layouts its subjects run on, or why there are none.
 type probed struct {
-	desc    *kvpb.DescribeResponse
+	desc    *plugin.Description
 	layouts []*layout.Layout
 	lerr    error
 }

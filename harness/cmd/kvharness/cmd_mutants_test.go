@@ -10,7 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // A mutants run over the bundled plugins on --backend cuda passes over a
@@ -23,7 +23,7 @@ func TestMutantsPassOverUnservedBackend(t *testing.T) {
 	if err != nil || len(rs) != 0 {
 		t.Fatalf("bundled run over gostore on cuda: results %d, err %v; want it passed over", len(rs), err)
 	}
-	if skip == nil || skip.name != "gostore" || !slices.Equal(skip.served, []kvpb.Backend{kvpb.Backend_BACKEND_SHM}) {
+	if skip == nil || skip.name != "gostore" || !slices.Equal(skip.served, []protocol.Backend{protocol.BackendSHM}) {
 		t.Fatalf("passed over = %+v, want gostore serving [BACKEND_SHM]", skip)
 	}
 	run.skipUnserved = false

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 const pluginsExamples = `  kvharness plugins
@@ -60,12 +57,12 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	}
 	var shown []described
 	for _, d := range descs {
-		if *kernel == "" || slices.Contains(d.desc.Kernels, *kernel) {
+		if *kernel == "" || d.desc.Serves(protocol.Kernel(*kernel)) {
 			shown = append(shown, d)
 		}
 	}
 	if *asJSON {
-		out := make([]*kvpb.DescribeResponse, len(shown))
+		out := make([]*plugin.Description, len(shown))
 		for i, d := range shown {
 			out[i] = d.desc
 		}
@@ -129,7 +126,7 @@ func pythonExamples() []pythonExample {
 // described is one plugin's description, by the argument that named it.
 type described struct {
 	arg  string
-	desc *kvpb.DescribeResponse
+	desc *plugin.Description
 }
 
 // describeAll starts and describes the plugins a few at a time, the
@@ -180,13 +177,13 @@ func roleNote(arg string) string {
 
 // writeDescription prints what a plugin declares; note, when not empty,
 // is a line under its name (what it is for, how to name it).
-func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int, note string) {
+func writeDescription(e *env, d *plugin.Description, headDim, pageSize int, note string) {
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
 	if note != "" {
 		fmt.Fprintf(w, "  %s\n", note)
 	}
-	fmt.Fprintf(w, "  kernels: %s\n", strings.Join(d.Kernels, ", "))
+	fmt.Fprintf(w, "  kernels: %s\n", joinKernels(d.Kernels))
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
 	if len(d.Layouts) > 0 {
 		fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
@@ -198,7 +195,7 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int, n
 		}
 		l, lerr := layout.Builtin(g.Layout, dim, pageSize)
 		mark := ""
-		if lerr == nil && (l.BytesPerToken() != int(g.BytesPerToken) || l.PageBytes() != int(g.BytesPerPage)) {
+		if lerr == nil && (l.BytesPerToken() != g.BytesPerToken || l.PageBytes() != g.BytesPerPage) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
 		}
 		fmt.Fprintf(w, "    %-10s %4d B/token %7d B/page%s\n", g.Layout, g.BytesPerToken, g.BytesPerPage, mark)
@@ -216,7 +213,7 @@ func writeDescription(e *env, d *kvpb.DescribeResponse, headDim, pageSize int, n
 }
 
 // slotBits is the declared slot width: 64 when the plugin says nothing.
-func slotBits(d *kvpb.DescribeResponse) uint32 {
+func slotBits(d *plugin.Description) int {
 	if d.SlotBits == 0 {
 		return 64
 	}
@@ -227,8 +224,8 @@ func slotBits(d *kvpb.DescribeResponse) uint32 {
 // declared, or the layout's default when it declared nothing, resolved
 // against the built-in layout of that name when there is one (l is nil
 // otherwise). A layout without fp8 fields has no recipe line.
-func recipeLine(g *kvpb.Geometry, l *layout.Layout) string {
-	declared, err := protocol.RecipeFromProto(g.Recipe)
+func recipeLine(g plugin.Geometry, l *layout.Layout) string {
+	declared, err := g.Recipe, g.RecipeErr
 	if err != nil {
 		return "(declared, unreadable): " + err.Error()
 	}

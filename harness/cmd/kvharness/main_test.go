@@ -13,8 +13,10 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/internal/golden"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/internal/testtier"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // goldenRun runs the CLI in process and compares stdout, stderr and the exit
@@ -252,7 +254,7 @@ func TestValueModes(t *testing.T) {
 func TestMutantsExact(t *testing.T) {
 	long(t)
 	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
-		"--plugin", goldenPlugins(plugin.StoreNames()))
+		"--plugin", goldenPlugins(plugins.Serving(store.Name)))
 }
 
 // TestHelpHelp: kvharness help help is the command list, as kvharness help

@@ -7,7 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/kind"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -71,7 +71,7 @@ func (on replayOn) present(path string) error {
 // the file's own backend names the flag to override it. A replay that
 // lands on the host (--backend auto without a GPU) replays eagerly,
 // unless --graph insists.
-func (on *replayOn) choose(served []kvpb.Backend, path string) (arena.Backend, func(), error) {
+func (on *replayOn) choose(served []protocol.Backend, path string) (arena.Backend, func(), error) {
 	b, release, err := on.want.Choose(served)
 	if err != nil && on.asFound && errors.Is(err, arena.ErrBackend) {
 		return nil, release, fmt.Errorf("%s was found on %s: %v; give --backend cpu to replay its bytes on the host (where %s)",

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -29,7 +27,7 @@ import (
 type session struct {
 	dir    *rundir.Dir
 	plugin *plugin.Plugin
-	desc   *kvpb.DescribeResponse
+	desc   *plugin.Description
 	spec   plugin.Spec // how plugin was started, for spawn
 	opts   plugin.Options
 	// identity is what started the plugin, hashed (identify); nil until
@@ -102,7 +100,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		s.close()
 		return nil, err
 	}
-	s.desc, err = s.plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(headDim), PageSize: uint32(pageSize)})
+	s.desc, err = s.plugin.Describe(ctx, plugin.Query{Variant: variant, HeadDim: headDim, PageSize: pageSize})
 	if err != nil {
 		s.close()
 		return nil, err
@@ -187,7 +185,7 @@ func (s *session) identify(arg string) {
 	}
 	// Escaped as the report prints them: repro files refuse what a
 	// terminal would obey.
-	id := &report.PluginIdentity{Name: textsafe.String(s.desc.GetName()), Version: textsafe.String(s.desc.GetVersion()), Of: of + " " + textsafe.String(file)}
+	id := &report.PluginIdentity{Name: textsafe.String(s.desc.Name), Version: textsafe.String(s.desc.Version), Of: of + " " + textsafe.String(file)}
 	if abs, err := filepath.Abs(file); err == nil {
 		id.Of = of + " " + textsafe.String(abs)
 	}
@@ -224,10 +222,19 @@ func (s *session) kernel(asked string) (*kind.Kind, error) {
 		return nil, fmt.Errorf("plugin %s serves no kernel", s.desc.Name)
 	}
 	if asked == "" {
-		return kernels.Lookup(protocol.Kernel(s.desc.Kernels[0]))
+		return kernels.Lookup(s.desc.Kernels[0])
 	}
-	if !slices.Contains(s.desc.Kernels, asked) {
-		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, strings.Join(s.desc.Kernels, ", "))
+	if !s.desc.Serves(protocol.Kernel(asked)) {
+		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, joinKernels(s.desc.Kernels))
 	}
 	return kernels.Lookup(protocol.Kernel(asked))
+}
+
+// joinKernels lists kinds for a message: "store, read".
+func joinKernels(ks []protocol.Kernel) string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }

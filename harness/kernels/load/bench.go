@@ -25,7 +25,7 @@ var Bench = kind.Bench{
 	Copy:     true,
 	Tokens:   func(_ bool, pageSize int) []int { return kind.PageTokens(pageSize, MaxPages) },
 	Validate: func(s kind.BenchSetup) error { return kind.WholePages(s, "a load", MaxPages) },
-	Groups: func(_ *kvpb.DescribeResponse, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+	Groups: func(_ *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
 		g := nightGeometry(s)
 		if err := g.Validate(); err != nil {
 			return nil, fmt.Errorf("load bench geometry: %w", err)
@@ -112,7 +112,7 @@ func (b *benchTarget) Time(ctx context.Context, id results.Identity, c kind.Chun
 	}
 	lc := b.loadCase(max(id.Tokens/b.t.Geometry.PageSize, 1))
 	req := &kvpb.LoadBenchRequest{Load: b.t.request(lc, b.t.slots(lc)), Warmup: uint32(c.Warmup), Iterations: uint32(c.Iterations)}
-	resp, err := b.t.Plugin.LoadBench(ctx, req)
+	resp, err := LoadBench(ctx, b.t.Plugin, req)
 	if err != nil {
 		return kind.Timed{}, err
 	}

@@ -40,7 +40,7 @@ func TestBenchTimesLoads(t *testing.T) {
 		}
 		lt := bt.(*benchTarget)
 		c := lt.loadCase(tokens / 16)
-		resp, err := p.LoadBench(context.Background(), &kvpb.LoadBenchRequest{Load: lt.t.request(c, lt.t.slots(c)), Iterations: 1})
+		resp, err := LoadBench(context.Background(), p, &kvpb.LoadBenchRequest{Load: lt.t.request(c, lt.t.slots(c)), Iterations: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,7 +66,7 @@ func benchLoad(b *testing.B, backend arena.Backend, variant string) {
 	var loads, copies []float64
 	var bytes uint64
 	for b.Loop() {
-		resp, err := p.LoadBench(context.Background(), req)
+		resp, err := LoadBench(context.Background(), p, req)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 func testGeometry() Geometry { return DefaultGeometry(DefaultLayers, DefaultPages, testPageSize) }
@@ -53,7 +52,7 @@ func TestCaseJSONRoundTrips(t *testing.T) {
 	if back := kindtest.JSONRoundTrip(t, &Kind, c, 0); back.String() != c.String() {
 		t.Errorf("read back %v, want %v", back, c)
 	}
-	if _, err := Kind.Decode([]byte(`{"op": "load", "layers": 1, "surprise": 1}`), 0); err == nil || !strings.Contains(err.Error(), string(protocol.Load)) {
+	if _, err := Kind.Decode([]byte(`{"op": "load", "layers": 1, "surprise": 1}`), 0); err == nil || !strings.Contains(err.Error(), string(Name)) {
 		t.Errorf("an unknown field: %v", err)
 	}
 }

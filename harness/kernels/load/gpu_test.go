@@ -84,7 +84,7 @@ func TestSanitizerTarget(t *testing.T) {
 		t.Skip("set KVHARNESS_SANITIZER_TARGET=1 and run under compute-sanitizer (./scripts/gpu-load does)")
 	}
 	dev := cudatest.Device(t)
-	p := plugin.InProcess("layerload", sdk.NewServer(layerload.Plugin))
+	p := plugin.InProcess("layerload", sdk.Services(layerload.Plugin))
 	for _, latched := range []bool{true, false} {
 		c := missingGate()
 		c.NoLatch = !latched

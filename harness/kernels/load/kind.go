@@ -10,16 +10,15 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
 // Kind is the load kernel kind: layer loads and stream ordering.
 var Kind = kind.Kind{
-	Name:   protocol.Load,
+	Name:   Name,
 	Check:  check,
 	Replay: replay,
-	Decode: kind.Decoder(protocol.Load, func() *Case { return &Case{} }),
+	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
 	Bench:  &Bench,
 }
@@ -89,7 +88,7 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	h := s.ReplayHeader(r, b)
 	label := r.Tag
 	if label == "" {
-		label = string(protocol.Load)
+		label = string(Name)
 	}
 	return kind.Replay(ctx, sys, Schema, h, r, l, c, label)
 }

@@ -27,7 +27,7 @@ import (
 // 10,000 in all).
 
 func inProcess() *plugin.Plugin {
-	return plugin.InProcess("layerload", sdk.NewServer(layerload.Plugin))
+	return plugin.InProcess("layerload", sdk.Services(layerload.Plugin))
 }
 
 // testPageSize keeps CPU cases small; the suite's pages are otherwise

@@ -7,7 +7,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -17,7 +16,7 @@ import (
 // printed with its schedule, its violations located by layer, buffer and
 // page with the missing edge, the gates' answers and the log's size.
 var Schema = report.Profiled(&report.Schema[*Case, *Result]{
-	Kernel:    protocol.Load,
+	Kernel:    Name,
 	Columns:   []oracle.Kind{ReadEarly, Overwrite, FailedDone, Content, Race},
 	Counts:    map[oracle.Kind]oracle.Kind{Deadlock: Content, Spurious: FailedDone},
 	WriteCase: WriteCase,
@@ -31,7 +30,7 @@ var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 // repro saves a failing row: the case carries its geometry; the file's
 // layout is the first buffer's, its slots one pool's tokens.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	r, err := report.GeometryRepro(protocol.Load, h, v, v.Outcome.Failure.Case.Geometry)
+	r, err := report.GeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -63,7 +62,7 @@ func TestLoadReproRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, back, l := kindtest.SavedAndLoaded(t, &Kind, r, "layerload-gate-previous-layer-bf16-load-stale-read-")
-	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != protocol.Load || l.Name != "bf16" || back.Found.Property != ReadEarly {
+	if diff := cmp.Diff(r.Case, back.Case); diff != "" || back.Kernel != Name || l.Name != "bf16" || back.Found.Property != ReadEarly {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
 	kindtest.Replays(t, map[string]bool{"gate-previous-layer": true, "": false}, ReadEarly, func(variant string) (*Result, error) {
@@ -124,7 +123,7 @@ func TestOtherRefusals(t *testing.T) {
 		x := c.Clone()
 		s := tg.slots(x)
 		edit(x, &s)
-		_, err := p.Load(context.Background(), tg.request(x, s))
+		_, err := Load(context.Background(), p, tg.request(x, s))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
 		}

@@ -109,7 +109,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		return nil, err
 	}
 	s := t.slots(c)
-	resp, err := t.Plugin.Load(ctx, t.request(c, s))
+	resp, err := Load(ctx, t.Plugin, t.request(c, s))
 	if err != nil {
 		return nil, err
 	}

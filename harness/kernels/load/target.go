@@ -8,8 +8,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
 )
@@ -70,11 +68,11 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		}
 		t.layouts = append(t.layouts, l)
 	}
-	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: cfg.Variant, HeadDim: uint32(t.layouts[0].HeadDim), PageSize: uint32(cfg.Geometry.PageSize)})
+	d, err := p.Describe(ctx, plugin.Query{Variant: cfg.Variant, HeadDim: t.layouts[0].HeadDim, PageSize: cfg.Geometry.PageSize})
 	if err != nil {
 		return nil, err
 	}
-	if err := target.Serves(p.Name, d, protocol.Load); err != nil {
+	if err := target.Serves(p.Name, d, Name); err != nil {
 		return nil, err
 	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir) }); err != nil {

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
-
-	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/pd"
 )
 
 // BenchCase is a throughput case: rooms of pages consecutive on both
@@ -164,7 +162,7 @@ var Bench = kind.Bench{
 	Copy:     true,
 	Tokens:   func(_ bool, pageSize int) []int { return kind.PageTokens(pageSize, pd.MaxTransferPages) },
 	Validate: func(s kind.BenchSetup) error { return kind.WholePages(s, "a pdasync transfer", pd.MaxTransferPages) },
-	Groups: func(_ *kvpb.DescribeResponse, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+	Groups: func(_ *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
 		g, err := benchNight(s)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/sdk"
+	sdkpdasync "github.com/kvharness/kvharness/harness/sdk/pdasync"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -20,30 +21,30 @@ import (
 // oracle's own tests: each fault must be caught, by the check made for it.
 type planted struct {
 	fault string
-	inner sdk.AsyncKernel
+	inner sdkpdasync.Kernel
 }
 
-func (k planted) NewPrefill(ctx context.Context, a *sdk.AsyncPrefillAttach) (sdk.AsyncPrefill, error) {
+func (k planted) NewPrefill(ctx context.Context, a *sdkpdasync.PrefillAttach) (sdkpdasync.Prefill, error) {
 	p, err := k.inner.NewPrefill(ctx, a)
-	return &plantedPrefill{AsyncPrefill: p, a: a, fault: k.fault}, err
+	return &plantedPrefill{Prefill: p, a: a, fault: k.fault}, err
 }
 
-func (k planted) NewDecode(ctx context.Context, a *sdk.AsyncDecodeAttach) (sdk.AsyncDecode, error) {
+func (k planted) NewDecode(ctx context.Context, a *sdkpdasync.DecodeAttach) (sdkpdasync.Decode, error) {
 	d, err := k.inner.NewDecode(ctx, a)
-	return &plantedDecode{AsyncDecode: d, fault: k.fault}, err
+	return &plantedDecode{Decode: d, fault: k.fault}, err
 }
 
 type plantedPrefill struct {
-	sdk.AsyncPrefill
-	a      *sdk.AsyncPrefillAttach
+	sdkpdasync.Prefill
+	a      *sdkpdasync.PrefillAttach
 	fault  string
-	posted []sdk.AsyncRoom
-	stray  *sdk.Xfer               // stray-copy's extra copy
-	held   []sdk.AsyncNotification // notes held until it lands
+	posted []sdkpdasync.Room
+	stray  *sdkpdasync.Xfer          // stray-copy's extra copy
+	held   []sdkpdasync.Notification // notes held until it lands
 }
 
-func (p *plantedPrefill) Post(ctx context.Context, room sdk.AsyncRoom, src, dst []int64) ([]sdk.AsyncPosted, error) {
-	out, err := p.AsyncPrefill.Post(ctx, room, src, dst)
+func (p *plantedPrefill) Post(ctx context.Context, room sdkpdasync.Room, src, dst []int64) ([]sdkpdasync.Posted, error) {
+	out, err := p.Prefill.Post(ctx, room, src, dst)
 	p.posted = append(p.posted, room)
 	switch p.fault {
 	case "wrong-item-len":
@@ -60,15 +61,15 @@ func (p *plantedPrefill) Post(ctx context.Context, room sdk.AsyncRoom, src, dst 
 	return out, err
 }
 
-func (p *plantedPrefill) Poll(ctx context.Context) ([]sdk.AsyncNotification, error) {
-	ns, err := p.AsyncPrefill.Poll(ctx)
+func (p *plantedPrefill) Poll(ctx context.Context) ([]sdkpdasync.Notification, error) {
+	ns, err := p.Prefill.Poll(ctx)
 	switch p.fault {
 	case "stray-copy": // nothing is told before the stray copy landed: a busy machine must not let the check end first
 		ns, p.held = append(p.held, ns...), nil
 		if p.stray == nil {
 			break
 		}
-		if st, serr := p.stray.State(); serr == nil && st == sdk.XferPending {
+		if st, serr := p.stray.State(); serr == nil && st == sdkpdasync.XferPending {
 			p.held = ns
 			return nil, err
 		}
@@ -79,7 +80,7 @@ func (p *plantedPrefill) Poll(ctx context.Context) ([]sdk.AsyncNotification, err
 	case "component-early":
 		for _, r := range p.posted {
 			for _, c := range r.Components {
-				ns = append(ns, sdk.AsyncNotification{Room: r.ID, Component: c.ID, Note: sdk.NoteComponentDone})
+				ns = append(ns, sdkpdasync.Notification{Room: r.ID, Component: c.ID, Note: sdkpdasync.NoteComponentDone})
 			}
 		}
 		p.posted = nil
@@ -88,40 +89,40 @@ func (p *plantedPrefill) Poll(ctx context.Context) ([]sdk.AsyncNotification, err
 }
 
 type plantedDecode struct {
-	sdk.AsyncDecode
+	sdkpdasync.Decode
 	fault string
 }
 
-func (d *plantedDecode) Admit(ctx context.Context, room sdk.AsyncRoom, virt, table []int64) ([]int64, error) {
-	dst, err := d.AsyncDecode.Admit(ctx, room, virt, table)
+func (d *plantedDecode) Admit(ctx context.Context, room sdkpdasync.Room, virt, table []int64) ([]int64, error) {
+	dst, err := d.Decode.Admit(ctx, room, virt, table)
 	if d.fault == "short-admit" {
 		dst = dst[:len(dst)-1]
 	}
 	return dst, err
 }
 
-func (d *plantedDecode) Notify(ctx context.Context, ns []sdk.AsyncNotification) ([]sdk.AsyncEvent, error) {
-	evs, err := d.AsyncDecode.Notify(ctx, ns)
+func (d *plantedDecode) Notify(ctx context.Context, ns []sdkpdasync.Notification) ([]sdkpdasync.Event, error) {
+	evs, err := d.Decode.Notify(ctx, ns)
 	return d.events(evs), err
 }
 
-func (d *plantedDecode) Abort(ctx context.Context, room uint64) ([]sdk.AsyncEvent, error) {
-	evs, err := d.AsyncDecode.Abort(ctx, room)
+func (d *plantedDecode) Abort(ctx context.Context, room uint64) ([]sdkpdasync.Event, error) {
+	evs, err := d.Decode.Abort(ctx, room)
 	if d.fault == "ready-aborted" {
-		evs = append(evs, sdk.AsyncEvent{Room: room, Kind: sdk.AsyncReady, Digests: make([][]byte, 3)})
+		evs = append(evs, sdkpdasync.Event{Room: room, Kind: sdkpdasync.Ready, Digests: make([][]byte, 3)})
 	}
 	return d.events(evs), err
 }
 
-func (d *plantedDecode) events(evs []sdk.AsyncEvent) []sdk.AsyncEvent {
-	var out []sdk.AsyncEvent
+func (d *plantedDecode) events(evs []sdkpdasync.Event) []sdkpdasync.Event {
+	var out []sdkpdasync.Event
 	for _, e := range evs {
 		switch {
-		case d.fault == "never-free" && e.Kind == sdk.AsyncFreed:
+		case d.fault == "never-free" && e.Kind == sdkpdasync.Freed:
 			continue
-		case d.fault == "ready-twice" && e.Kind == sdk.AsyncReady:
+		case d.fault == "ready-twice" && e.Kind == sdkpdasync.Ready:
 			out = append(out, e)
-		case d.fault == "wrong-digest" && e.Kind == sdk.AsyncReady:
+		case d.fault == "wrong-digest" && e.Kind == sdkpdasync.Ready:
 			e.Digests[0] = make([]byte, pd.DigestSize)
 		}
 		out = append(out, e)
@@ -133,8 +134,8 @@ func (d *plantedDecode) events(evs []sdk.AsyncEvent) []sdk.AsyncEvent {
 // engine ("" plants nothing).
 func plantedSystem(t *testing.T, fault string, g pd.Geometry) *System {
 	p := kernel.Plugin
-	p.Kernel = planted{fault: fault, inner: kernel.Plugin.Kernel.(sdk.AsyncKernel)}
-	sys := NewSystem(plugin.InProcess("planted", sdk.NewServer(p)), plugin.InProcess("planted", sdk.NewServer(p)),
+	p.Kernel = planted{fault: fault, inner: kernel.Plugin.Kernel.(sdkpdasync.Kernel)}
+	sys := NewSystem(plugin.InProcess("planted", sdk.Services(p)), plugin.InProcess("planted", sdk.Services(p)),
 		plugintest.Dir(t), Config{PrefillBackend: arena.SHM{}, Seed: 1, Wait: 200 * time.Millisecond}, nil)
 	t.Cleanup(func() { sys.Close(context.Background()) })
 	return sys

@@ -42,7 +42,7 @@ func casesFromEnv(t *testing.T, def int) int {
 // inProcessSpawn starts the decode as a second in-process server of the
 // bundled plugin.
 func inProcessSpawn(context.Context, *plugin.Plugin) (*plugin.Plugin, error) {
-	return plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), nil
+	return plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), nil
 }
 
 // runSuite runs the pdasync suite on a prefill plugin: out of process its
@@ -92,7 +92,7 @@ func requirePassed(t *testing.T, vs []property.Verdict[*Case, *Result], cases in
 // TestControlPassesInProcess: the correct engine passes every profile (the
 // SDK and engine linked in, no gRPC: the fast loop).
 func TestControlPassesInProcess(t *testing.T) {
-	vs := runSuite(t, plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), "", 60, 1, false)
+	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), "", 60, 1, false)
 	if len(vs) != len(Profiles) {
 		t.Fatalf("%d verdicts for %d profiles", len(vs), len(Profiles))
 	}

@@ -24,7 +24,7 @@ import (
 // failing row, and returns that verdict.
 func killed(t *testing.T, variant string) property.Verdict[*Case, *Result] {
 	t.Helper()
-	vs := runSuite(t, plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), variant, 50, 1, true)
+	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), variant, 50, 1, true)
 	v := vs[len(vs)-1]
 	if v.Outcome.Failure == nil {
 		t.Fatalf("%s survived", variant)
@@ -52,7 +52,7 @@ func TestReproRoundTrips(t *testing.T) {
 	}
 	dir := plugintest.Dir(t)
 	kindtest.Replays(t, map[string]bool{kernel.AbortFreesInFlight: true, "": false}, Reuse, func(variant string) (*Result, error) {
-		sys := NewSystem(plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)), plugin.InProcess("pdasync", sdk.NewServer(kernel.Plugin)),
+		sys := NewSystem(plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)),
 			dir, Config{PrefillBackend: arena.SHM{}, Variant: variant, Seed: back.BackgroundSeed}, nil)
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), back.Case.(*Case))

@@ -120,8 +120,8 @@ func (t *Target) plan(dir *rundir.Dir) error {
 		if err != nil {
 			return err
 		}
-		src = append(src, pool.Spec{Name: b.PoolName(pd.SideSrc), Layout: l, Slots: g.Pages * g.PageSize})
-		dst = append(dst, pool.Spec{Name: b.PoolName(pd.SideDst), Layout: l, Slots: g.Pages * g.PageSize})
+		src = append(src, b.Pool(pd.SideSrc, l, g.Pages*g.PageSize))
+		dst = append(dst, b.Pool(pd.SideDst, l, g.Pages*g.PageSize))
 	}
 	var err error
 	if t.pPlan, err = pool.Plan(src, 4*MaxHandles); err != nil {
@@ -180,11 +180,11 @@ func (t *Target) attach(ctx context.Context) error {
 	preq, dreq := target.Request(both, g, t.Variant), target.Request(t.da, t.dPlan, t.Variant)
 	t.Prefill.Grant(preq) // each process receives the descriptors of its own attach alone
 	t.Decode.Grant(dreq)
-	_, err := t.Prefill.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL, Attach: preq})
+	_, err := asyncAttach(ctx, t.Prefill, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL, Attach: preq})
 	if err != nil {
 		return fmt.Errorf("attach the prefill process: %w", err)
 	}
-	_, err = t.Decode.AsyncAttach(ctx, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE, Attach: dreq})
+	_, err = asyncAttach(ctx, t.Decode, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE, Attach: dreq})
 	if err != nil {
 		return fmt.Errorf("attach the decode process: %w", err)
 	}
@@ -244,10 +244,10 @@ func (t *Target) reset(ctx context.Context) error {
 	if err := t.openAll(); err != nil {
 		return err
 	}
-	if err := t.Prefill.AsyncReset(ctx); err != nil {
+	if err := asyncReset(ctx, t.Prefill); err != nil {
 		return err
 	}
-	if err := t.Decode.AsyncReset(ctx); err != nil {
+	if err := asyncReset(ctx, t.Decode); err != nil {
 		return err
 	}
 	if err := t.pa.Mem().WriteAt(make([]byte, t.pPlan.Staging.Len), t.pPlan.Staging.Off); err != nil {
@@ -307,7 +307,7 @@ func (t *Target) Close(ctx context.Context) {
 	}
 	t.openAll()
 	if t.attached && (t.owner == nil || *t.owner == t) {
-		t.Prefill.AsyncReset(ctx)
+		asyncReset(ctx, t.Prefill)
 		t.Prefill.Detach(ctx)
 		t.Decode.Detach(ctx)
 		if t.owner != nil {

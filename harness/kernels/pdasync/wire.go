@@ -46,7 +46,7 @@ func (r *run) admit(ri int) error {
 	for _, v := range room.Virt {
 		req.VirtualPages = append(req.VirtualPages, uint64(v))
 	}
-	resp, err := r.t.Decode.AsyncAdmit(r.ctx, req)
+	resp, err := asyncAdmit(r.ctx, r.t.Decode, req)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (r *run) post(ri int) error {
 		req.SrcPages = append(req.SrcPages, uint64(room.Src[i]))
 		req.DstPages = append(req.DstPages, uint64(info.sent[i]))
 	}
-	resp, err := r.t.Prefill.AsyncPost(r.ctx, req)
+	resp, err := asyncPost(r.ctx, r.t.Prefill, req)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func descriptorsOf(ds []*kvpb.Descriptor) []pd.Descriptor {
 // first one), judges each against the gates, and withholds them on the
 // wire.
 func (r *run) poll(wait time.Duration) error {
-	resp, err := r.t.Prefill.AsyncPoll(r.ctx, wait)
+	resp, err := asyncPoll(r.ctx, r.t.Prefill, wait)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (r *run) deliver(ns []*kvpb.AsyncNotification) error {
 		r.delivered(n)
 	}
 	r.trace("deliver %d notifications to the decode", len(ns))
-	resp, err := r.t.Decode.AsyncNotify(r.ctx, &kvpb.AsyncNotifyRequest{Notifications: ns})
+	resp, err := asyncNotify(r.ctx, r.t.Decode, &kvpb.AsyncNotifyRequest{Notifications: ns})
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (r *run) abort(ri int) error {
 	}
 	info.aborted = r.at
 	r.trace("abort r%d at the decode", ri)
-	resp, err := r.t.Decode.AsyncAbort(r.ctx, &kvpb.AsyncAbortRequest{Room: r.c.Rooms[ri].ID})
+	resp, err := asyncAbort(r.ctx, r.t.Decode, &kvpb.AsyncAbortRequest{Room: r.c.Rooms[ri].ID})
 	if err != nil {
 		return err
 	}

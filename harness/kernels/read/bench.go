@@ -139,7 +139,7 @@ func (b *benchTarget) Time(ctx context.Context, id results.Identity, c kind.Chun
 		return kind.Timed{}, err
 	}
 	for range c.Warmup {
-		if err := b.t.Plugin.Read(ctx, req); err != nil {
+		if err := Read(ctx, b.t.Plugin, req); err != nil {
 			return kind.Timed{}, err
 		}
 	}
@@ -149,7 +149,7 @@ func (b *benchTarget) Time(ctx context.Context, id results.Identity, c kind.Chun
 	}
 	for range c.Iterations {
 		start := time.Now()
-		if err := b.t.Plugin.Read(ctx, req); err != nil {
+		if err := Read(ctx, b.t.Plugin, req); err != nil {
 			return kind.Timed{}, err
 		}
 		out.Ns = append(out.Ns, float64(time.Since(start).Nanoseconds()))

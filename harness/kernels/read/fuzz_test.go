@@ -11,7 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
-	"github.com/kvharness/kvharness/harness/sdk"
+	sdkread "github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins"
 )
 
@@ -116,12 +116,12 @@ func TestReadSeedsKillEveryReadMutant(t *testing.T) {
 		if code.Kernel == nil {
 			continue
 		}
-		if _, ok := code.Kernel.Kernel.(sdk.Reader); !ok {
+		if _, ok := code.Kernel.Kernel.(sdkread.Reader); !ok {
 			continue
 		}
 		variants := []string{""}
 		for _, v := range code.Kernel.Variants {
-			if sdk.IsReadVariant(v) {
+			if sdkread.IsVariant(v) {
 				variants = append(variants, v.Name)
 			}
 		}

@@ -9,18 +9,17 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
 // Kind is the read kernel kind: queries scored against the keys of token
 // lists, answered with each request's top k.
 var Kind = kind.Kind{
-	Name:    protocol.Read,
+	Name:    Name,
 	Layouts: true,
 	Check:   check,
 	Replay:  replay,
-	Decode:  kind.Decoder(protocol.Read, func() *Case { return &Case{} }),
+	Decode:  kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:    fuzzing.Lane(FuzzTarget),
 	Bench:   &Bench,
 }

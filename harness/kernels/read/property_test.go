@@ -3,7 +3,6 @@ package read
 import (
 	"context"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -13,9 +12,8 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // testSuite is a read suite's settings, as the tests vary them.
@@ -124,17 +122,17 @@ func kindIn(k oracle.Kind, ks []oracle.Kind) bool {
 
 func TestReadVariantConvention(t *testing.T) {
 	s := readSuite(t, "fusedstore", "", 1)
-	d, err := s.session.Plugin.Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+	d, err := s.session.Plugin.Describe(context.Background(), plugin.Query{HeadDim: 128, PageSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, v := range d.Variants {
-		if v.Kernel == string(protocol.Read) {
+		if v.Kernel == Name {
 			names = append(names, v.Name)
 		}
 	}
-	serves := slices.Contains(d.Kernels, string(protocol.Read))
+	serves := d.Serves(Name)
 	if len(names) != 2 || names[0] != "unmasked-tail" || names[1] != "writes-scratch" || !serves {
 		t.Errorf("fusedstore read variants %v, serves reads %v", names, serves)
 	}

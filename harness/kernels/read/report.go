@@ -7,7 +7,6 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -19,7 +18,7 @@ const Label = "read"
 // property, and a failure printed with each request's expected and
 // returned top k and the pool and staging bytes as want/got.
 var Schema = &report.Schema[*Case, *Result]{
-	Kernel:     protocol.Read,
+	Kernel:     Name,
 	Keys:       []report.Key{report.LayoutKey},
 	Columns:    Kinds,
 	LabelJSON:  "padding",
@@ -34,7 +33,7 @@ var Schema = &report.Schema[*Case, *Result]{
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}}
 	},
 	Repro: func(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-		return report.FailedRepro(protocol.Read, h, v, v.Layout, h.Slots, v.Outcome.Failure.Minimal.Violations), nil
+		return report.FailedRepro(Name, h, v, v.Layout, h.Slots, v.Outcome.Failure.Minimal.Violations), nil
 	},
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -49,7 +48,7 @@ func TestWriteReadResultShowsSets(t *testing.T) {
 
 func TestReadReproRoundTrip(t *testing.T) {
 	l, c, res := readFixture(t)
-	r := &report.Repro{Version: report.ReproVersion, Ran: report.Ran{Backend: report.BackendCPU}, Kernel: protocol.Read, Plugin: "fusedstore", Variant: "unmasked-tail", Layout: l.JSON(),
+	r := &report.Repro{Version: report.ReproVersion, Ran: report.Ran{Backend: report.BackendCPU}, Kernel: Name, Plugin: "fusedstore", Variant: "unmasked-tail", Layout: l.JSON(),
 		Slots: 64, BackgroundSeed: 1, Case: c, Found: &report.Found{Property: TopK, Violations: res.Violations}}
 	path, back, bl := kindtest.SavedAndLoaded(t, &Kind, r, "bf16-read-result")
 	if !strings.HasSuffix(filepath.Base(path), ".json") {

@@ -35,7 +35,7 @@ func (t *Target) run(ctx context.Context, rc *Oracle) (readRun, error) {
 	var run readRun
 	err := t.prepare(rc, append(in, outs...))
 	if err == nil {
-		err = t.Plugin.Read(ctx, t.staging.request(c))
+		err = Read(ctx, t.Plugin, t.staging.request(c))
 	}
 	if err == nil {
 		run.out, run.staging, err = t.collect(in, outs)

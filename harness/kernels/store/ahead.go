@@ -361,8 +361,9 @@ func (t *Target) send(ctx context.Context, f *flight) {
 	reqs := t.requests(f.runs)
 	go func() {
 		defer close(f.done)
-		f.err = t.group.storeBatch(ctx, reqs)
-		if h := t.Plugin.HandlerTime(); h > 0 {
+		var h time.Duration
+		h, f.err = t.group.storeBatch(ctx, reqs)
+		if h > 0 {
 			t.addPhase("store-plugin", h)
 		}
 	}()

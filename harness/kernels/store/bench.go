@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/kvharness/kvharness/harness/kind"
-
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -51,7 +50,7 @@ func benchTokens(onGPU bool, _ int) []int {
 // benchGroups are the layouts of the setup the plugin declares, each with
 // an arena that fits: one past the bound is refused before a night
 // starts, rather than at its group's turn in the first pass.
-func benchGroups(d *kvpb.DescribeResponse, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+func benchGroups(d *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
 	if err := checkRotates(d, s); err != nil {
 		return nil, err
 	}
@@ -70,7 +69,7 @@ func benchGroups(d *kvpb.DescribeResponse, s kind.BenchSetup) ([]kind.BenchGroup
 // checkRotates refuses a rotating setup for a plugin that does not
 // declare bench_rotation: it would time its first data set alone under a
 // rotate=N label.
-func checkRotates(desc *kvpb.DescribeResponse, s kind.BenchSetup) error {
+func checkRotates(desc *plugin.Description, s kind.BenchSetup) error {
 	if s.Rotations() == 1 || desc.BenchRotation {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -71,7 +71,7 @@ func TestArenaRotation(t *testing.T) {
 	if len(rows) != 3 {
 		t.Errorf("the sets' first rows: %d distinct of 3", len(rows))
 	}
-	req := a.Request(results.Identity{Kernel: string(protocol.Store), Tokens: 8, Mode: results.Graph, Cache: results.Hot})
+	req := a.Request(results.Identity{Kernel: string(Name), Tokens: 8, Mode: results.Graph, Cache: results.Hot})
 	stores := append([]*kvpb.StoreRequest{req.GetStore()}, req.Rotation...)
 	if len(stores) != 3 {
 		t.Fatalf("request rotates over %d stores, want 3", len(stores))
@@ -119,7 +119,7 @@ func TestBytesMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := results.Identity{Kernel: string(protocol.Store), Tokens: 10}
+	store := results.Identity{Kernel: string(Name), Tokens: 10}
 	copyID := results.Identity{Kernel: results.KernelCopy, Tokens: 10}
 	if got, want := BytesMoved(l, store), int64(10*(256+8+256)); got != want { // 128 bf16 in, an 8-byte slot, 256 bytes out
 		t.Errorf("store bytes %d, want %d", got, want)
@@ -133,14 +133,14 @@ func TestBytesMoved(t *testing.T) {
 }
 
 func TestCheckRotates(t *testing.T) {
-	old := &kvpb.DescribeResponse{Name: "tritonstore"}
+	old := &plugin.Description{Name: "tritonstore"}
 	if err := checkRotates(old, kind.BenchSetup{Rotate: 1}); err != nil {
 		t.Errorf("rotate 1 refused for a plugin that does not rotate: %v", err)
 	}
 	if err := checkRotates(old, kind.BenchSetup{Rotate: 4}); err == nil || !strings.Contains(err.Error(), "tritonstore does not declare bench_rotation") {
 		t.Errorf("rotate 4 for a plugin that does not rotate: %v; want a refusal naming it", err)
 	}
-	if err := checkRotates(&kvpb.DescribeResponse{Name: "p", BenchRotation: true}, kind.BenchSetup{Rotate: 4}); err != nil {
+	if err := checkRotates(&plugin.Description{Name: "p", BenchRotation: true}, kind.BenchSetup{Rotate: 4}); err != nil {
 		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
 	}
 }

@@ -196,7 +196,7 @@ func BenchmarkStoreRPC(b *testing.B) {
 	b.ResetTimer()
 	cpu := readCPU()
 	for b.Loop() {
-		if err := tg.Plugin.StoreBatch(ctx, nil); err != nil {
+		if _, err := StoreBatch(ctx, tg.Plugin, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

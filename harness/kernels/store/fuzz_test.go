@@ -106,15 +106,16 @@ var beyondCorpus = map[string]string{
 // plugins never. A mutant that panics in process (a crasher, to go test
 // -fuzz) is killed.
 func TestSeedsKillEveryMutant(t *testing.T) {
+	stores := plugins.Serving(Name)
 	for _, code := range plugins.Bundled {
 		b, _ := plugin.BundledByName(code.Name)
-		if code.Kernel == nil || !b.Stores {
+		if !slices.Contains(stores, code.Name) {
 			continue
 		}
 		variants := []string{""}
 		mutant := map[string]bool{"": b.Role == plugin.Reference}
 		for _, v := range code.Kernel.Variants {
-			if v.Kernel == "" || v.Kernel == "store" { // a read mutant: the read corpus's job
+			if v.Kernel == "" || v.Kernel == string(Name) { // a read mutant: the read corpus's job
 				variants = append(variants, v.Name)
 				mutant[v.Name] = !v.Correct
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/shard"
 	"github.com/kvharness/kvharness/internal/testtier"
 )
@@ -161,7 +160,7 @@ func TestJobsStopLikeSerial(t *testing.T) {
 		}
 	}
 	for _, p := range spawned {
-		if _, err := p.Describe(context.Background(), &kvpb.DescribeRequest{}); err == nil {
+		if _, err := p.Describe(context.Background(), plugin.Query{}); err == nil {
 			t.Errorf("a spawned plugin still answers after the run")
 		}
 	}

@@ -10,19 +10,18 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
 // Kind is the store kernel kind: a batch of rows written into a pool's
 // slots, padded as a CUDA-graph replay pads it.
 var Kind = kind.Kind{
-	Name:      protocol.Store,
+	Name:      Name,
 	Layouts:   true,
 	Graphs:    true,
 	Check:     check,
 	Replay:    replay,
-	Decode:    kind.Decoder(protocol.Store, func() *Case { return &Case{} }),
+	Decode:    kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:      fuzzing.Lane(FuzzTarget),
 	Slots:     poolSlots,
 	SlotsHelp: "stores 131072 on cpu and 1048576 on cuda",

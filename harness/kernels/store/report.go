@@ -9,7 +9,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -18,7 +17,7 @@ import (
 // stride), and a failure printed with its rows, its violations and a page
 // map.
 var Schema = &report.Schema[*Case, *Result]{
-	Kernel:  protocol.Store,
+	Kernel:  Name,
 	Keys:    []report.Key{report.LayoutKey, report.LabelKey},
 	Columns: []oracle.Kind{oracle.Padding, oracle.Guard, oracle.Stride, oracle.Alias, oracle.Value, oracle.Determinism, oracle.Differential},
 	Extra:   []oracle.Kind{oracle.Crash, oracle.Sanitizer},
@@ -122,7 +121,7 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	if j := fl.Minimal.Judged; j != nil {
 		ran.SlotBits = j.SlotBits
 	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant, Ran: ran,
+	return &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: h.PluginArg, Variant: h.Variant, Ran: ran,
 		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Reruns: report.Intermittent(fl.Reruns), Violations: vs}}, nil

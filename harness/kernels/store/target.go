@@ -12,7 +12,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/doorbell"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -78,9 +77,9 @@ type Target struct {
 // group is the targets of one arena and attach (OpenGroup).
 type group struct {
 	target.Base
-	open   int              // targets not yet closed
-	bellAt int              // the doorbell window's offset in the arena; 0 for none
-	bell   *plugin.Doorbell // the current attach's doorbell, or nil: gRPC
+	open   int    // targets not yet closed
+	bellAt int    // the doorbell window's offset in the arena; 0 for none
+	sends  sender // how stores go: by the current attach's doorbell, or gRPC (client.go)
 }
 
 // Open describes the plugin, checks its geometry, plans and fills the
@@ -116,7 +115,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		}
 		t := &Target{Config: cfg, Base: &g.Base, group: g, first: len(specs), stageAt: staging}
 		var err error
-		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, protocol.Store, cfg.Variant, cfg.Layout)
+		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, Name, cfg.Variant, cfg.Layout)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +160,7 @@ func rings(ctx context.Context, p *plugin.Plugin, cfg Config, b arena.Backend) b
 		return false
 	}
 	l := cfg.Layout // the request target.Declared made, answered from memory
-	d, err := p.Describe(ctx, &kvpb.DescribeRequest{Variant: cfg.Variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	d, err := p.Describe(ctx, plugin.Query{Variant: cfg.Variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
 	return err == nil && d.Doorbell
 }
 
@@ -177,11 +176,11 @@ func (g *group) attach(ctx context.Context) error {
 		}
 		req.Doorbell = &kvpb.Window{Offset: uint64(g.bellAt), Size: doorbell.Size}
 	}
-	g.bell = nil
+	g.sends.bell = nil
 	if _, err := g.Plugin.Attach(ctx, &g.Base, req); err != nil {
 		return err
 	}
-	g.bell = g.Plugin.OpenDoorbell(box)
+	g.sends.bell = g.Plugin.OpenDoorbell(box)
 	return nil
 }
 
@@ -195,12 +194,10 @@ func (g *group) ensure(ctx context.Context) error {
 }
 
 // storeBatch runs the calls in one round trip: by doorbell when the
-// attach has one, by gRPC otherwise.
-func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) error {
-	if g.bell != nil {
-		return g.bell.StoreBatch(ctx, reqs)
-	}
-	return g.Plugin.StoreBatch(ctx, reqs)
+// attach has one, by gRPC otherwise. It returns the plugin's handler
+// time, when it said.
+func (g *group) storeBatch(ctx context.Context, reqs []*kvpb.StoreRequest) (time.Duration, error) {
+	return g.sends.send(ctx, g.Plugin, reqs)
 }
 
 // fillTargets fills the exact set of each target planned in geo, guards
@@ -421,8 +418,8 @@ func (t *Target) runOnce(ctx context.Context, rows [][]uint16, batch []run) ([]o
 		return nil, nil, nil, err
 	}
 	start = t.clock("stage", start)
-	err := t.group.storeBatch(ctx, t.requests(batch))
-	if h := t.Plugin.HandlerTime(); h > 0 {
+	h, err := t.group.storeBatch(ctx, t.requests(batch))
+	if h > 0 {
 		t.addPhase("store-plugin", h)
 	}
 	start = t.clock("store", start)
@@ -525,7 +522,7 @@ func OpenSupported(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, ls []
 	var at []int
 	for i, l := range ls {
 		c := cfg(l)
-		_, _, err := target.Declared(ctx, p, protocol.Store, c.Variant, l)
+		_, _, err := target.Declared(ctx, p, Name, c.Variant, l)
 		if errors.Is(err, target.ErrUnsupported) {
 			continue
 		}

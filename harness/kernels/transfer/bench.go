@@ -10,7 +10,6 @@ import (
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -32,7 +31,7 @@ var Bench = kind.Bench{
 	Empty:    true,
 	Tokens:   func(_ bool, pageSize int) []int { return kind.PageTokens(pageSize, pd.MaxTransferPages) },
 	Validate: func(s kind.BenchSetup) error { return kind.WholePages(s, "a transfer", pd.MaxTransferPages) },
-	Groups: func(_ *kvpb.DescribeResponse, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+	Groups: func(_ *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
 		g, err := nightGeometry(s)
 		if err != nil {
 			return nil, err
@@ -57,7 +56,7 @@ var Bench = kind.Bench{
 // tokens a pool, in pages of pageSize, and at least 8 pages (as a check's
 // geometry has: the index-K page table is shifted by a quarter of them).
 func sizedGeometry(tokens, pageSize, headDim int) (pd.Geometry, error) {
-	return pd.SizedGeometry(protocol.Transfer, DefaultLayers, max(tokens/pageSize, 8), pageSize, headDim)
+	return pd.SizedGeometry(Name, DefaultLayers, max(tokens/pageSize, 8), pageSize, headDim)
 }
 
 // nightGeometry is the geometry of a night's transfers: room for its
@@ -166,7 +165,7 @@ func (b *benchTarget) Time(ctx context.Context, id results.Identity, c kind.Chun
 func (b *benchTarget) call(ctx context.Context, req *kvpb.TransferRequest) func() (time.Duration, error) {
 	return func() (time.Duration, error) {
 		start := time.Now()
-		_, err := b.t.Plugin.Transfer(ctx, req)
+		_, err := Transfer(ctx, b.t.Plugin, req)
 		return time.Since(start), err
 	}
 }

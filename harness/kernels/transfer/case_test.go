@@ -3,12 +3,15 @@ package transfer
 import (
 	"bytes"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -234,12 +237,21 @@ func TestTransferValidateRejects(t *testing.T) {
 
 func TestPoolNamesAndDescribe(t *testing.T) {
 	g := pd.DefaultGeometry(1, 40)
-	var names []string
-	for _, b := range g.Buffers {
-		names = append(names, b.PoolName(pd.SideDst))
+	l, err := g.Layout(0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := "dst/L0.kv dst/L0.state;alloc=L0.kv dst/L0.indexk;shift=11"; strings.Join(names, " ") != want {
-		t.Errorf("pool names %q, want %q", names, want)
+	var got []pool.Buffer
+	for _, b := range g.Buffers {
+		spec := b.Pool(pd.SideDst, l, 64)
+		if spec.Name != "dst/"+b.Name {
+			t.Errorf("pool %q, want dst/%s", spec.Name, b.Name)
+		}
+		got = append(got, *spec.Buffer)
+	}
+	want := []pool.Buffer{{Side: "dst", Name: "L0.kv"}, {Side: "dst", Name: "L0.state", Alloc: "L0.kv"}, {Side: "dst", Name: "L0.indexk", Shift: 11}}
+	if !slices.Equal(got, want) {
+		t.Errorf("pool buffers %+v, want %+v", got, want)
 	}
 	c := &Case{Geometry: g, Rooms: []Room{{ID: 9, Src: []int64{3, 4, 5, 9}, Dst: []int64{0, 1, 7, 8}}}}
 	var b bytes.Buffer

@@ -11,7 +11,6 @@ import (
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -19,11 +18,11 @@ import (
 // Kind is the transfer kernel kind: rooms' pages copied from prefill
 // pools to decode pools, buffer by buffer, as descriptors.
 var Kind = kind.Kind{
-	Name:   protocol.Transfer,
+	Name:   Name,
 	Check:  check,
 	Replay: replay,
 	Decode: func(data json.RawMessage, slots int) (workload.Case, error) {
-		c, err := kind.DecodeCase(protocol.Transfer, data, slots, &Case{})
+		c, err := kind.DecodeCase(Name, data, slots, &Case{})
 		if err == nil {
 			err = c.Geometry.Validate()
 		}
@@ -76,7 +75,7 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 // layers, with as many pages as the flags' slots fill (at least 8), their
 // page size and head dimension.
 func FlagGeometry(p kind.Params) (pd.Geometry, error) {
-	return pd.SizedGeometry(protocol.Transfer, DefaultLayers, max(p.Slots/p.PageSize, 8), p.PageSize, p.HeadDim)
+	return pd.SizedGeometry(Name, DefaultLayers, max(p.Slots/p.PageSize, 8), p.PageSize, p.HeadDim)
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
@@ -95,5 +94,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	c := r.Case.(*Case)
 	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(protocol.Transfer))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }

@@ -55,7 +55,7 @@ func newTFix(t *testing.T, layers, pages int, rooms ...Room) *tfix {
 			if err != nil {
 				t.Fatal(err)
 			}
-			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: l, Slots: pages * g.PageSize})
+			specs = append(specs, b.Pool(side, l, pages*g.PageSize))
 		}
 	}
 	plan, err := pool.Plan(specs, 0)

@@ -45,7 +45,7 @@ func transferSuite(t testing.TB, p *plugin.Plugin, variant string, cases int) *t
 }
 
 func inProcess() *plugin.Plugin {
-	return plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin))
+	return plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin))
 }
 
 func TestPDTransferPassesTransferSuite(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/property"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
@@ -19,7 +18,7 @@ import (
 // carry), and a failure printed with its violations located by room,
 // buffer, page and descriptor, the descriptors and the room digests.
 var Schema = report.Profiled(&report.Schema[*Case, *Result]{
-	Kernel:    protocol.Transfer,
+	Kernel:    Name,
 	Columns:   []oracle.Kind{BadDescriptor, Overlap, Coverage, PageMismatch, Outside, SourceWrite, Checksum, oracle.Determinism},
 	Counts:    map[oracle.Kind]oracle.Kind{oracle.Geometry: BadDescriptor},
 	WriteCase: WriteCase,
@@ -34,7 +33,7 @@ var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 // geometry; the file's layout is the first buffer's, its slots the tokens
 // of one pool, so the common header reads as it does for stores.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	return report.GeometryRepro(protocol.Transfer, h, v, v.Outcome.Failure.Case.Geometry)
+	return report.GeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
 }
 
 // maxDescriptors bounds the descriptors printed for one case.

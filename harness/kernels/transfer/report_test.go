@@ -25,7 +25,7 @@ import (
 func killed(t *testing.T, variant string) (property.Verdict[*Case, *Result], *rundir.Dir) {
 	t.Helper()
 	t.Setenv("KVHARNESS_RUNTIME_DIR", t.TempDir())
-	s := transferSuite(t, plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), variant, 20)
+	s := transferSuite(t, plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin)), variant, 20)
 	s.StopAtFirst = true
 	vs, err := s.Run(context.Background())
 	if err != nil {
@@ -60,7 +60,7 @@ func TestTransferReproRoundTrips(t *testing.T) {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
 	kindtest.Replays(t, map[string]bool{"legacy-page-map": true, "": false}, Coverage, func(variant string) (*Result, error) {
-		sys := NewSystem(plugin.InProcess("pdtransfer", sdk.NewServer(pdtransfer.Plugin)), dir,
+		sys := NewSystem(plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin)), dir,
 			Config{Backend: arena.SHM{}, Variant: variant, Seed: back.BackgroundSeed}, nil)
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), back.Case.(*Case))

@@ -49,7 +49,7 @@ func (t *Target) run(ctx context.Context, req *kvpb.TransferRequest) (transferRu
 	if err := t.Ensure(ctx); err != nil { // another target of the same plugin may have attached since
 		return transferRun{}, err
 	}
-	resp, err := t.Plugin.Transfer(ctx, req)
+	resp, err := Transfer(ctx, t.Plugin, req)
 	r, cerr := t.capture()
 	if cerr != nil {
 		return r, cerr

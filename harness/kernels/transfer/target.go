@@ -10,7 +10,6 @@ import (
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
-	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
@@ -80,7 +79,7 @@ func (t *Target) layouts() ([]*layout.Layout, error) {
 // records a geometry violation per buffer the plugin's page size is wrong
 // for.
 func (t *Target) describe(ctx context.Context) error {
-	problems, err := pd.CheckDeclared(ctx, t.Plugin, protocol.Transfer, t.Config.Variant, t.Geometry)
+	problems, err := pd.CheckDeclared(ctx, t.Plugin, Name, t.Config.Variant, t.Geometry)
 	for _, p := range problems {
 		tv := NewViolation(oracle.Geometry)
 		tv.Buffer, tv.Detail = p.Buffer, p.Detail
@@ -100,7 +99,7 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	var specs []pool.Spec
 	for _, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
-			specs = append(specs, pool.Spec{Name: b.PoolName(side), Layout: layouts[i], Slots: g.Pages * g.PageSize})
+			specs = append(specs, b.Pool(side, layouts[i], g.Pages*g.PageSize))
 		}
 	}
 	plan, err := pool.Plan(specs, pool.Alignment)

@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
 	"github.com/kvharness/kvharness/harness/target"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
@@ -26,7 +27,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
+	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.Services(p)), dir,
 		Config{Backend: arena.SHM{}, Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })
@@ -111,8 +112,8 @@ type flaky struct {
 	wobble  bool // every other call, write one more byte into a destination guard
 }
 
-func (f *flaky) Transfer(ctx context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
-	ds, err := pdtransfer.Plugin.Kernel.(sdk.Transferer).Transfer(ctx, c)
+func (f *flaky) Transfer(ctx context.Context, c *sdktransfer.Call) ([]sdk.Descriptor, error) {
+	ds, err := pdtransfer.Plugin.Kernel.(sdktransfer.Transferer).Transfer(ctx, c)
 	f.calls++
 	if f.staging {
 		c.Arena[len(c.Arena)-1] ^= 1

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -28,7 +29,7 @@ func (k *scatter) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	return k.gpu.Prepare(a, spec)
 }
 
-// StoreDevice implements sdk.DeviceStorer.
-func (k *scatter) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+// StoreDevice implements store.DeviceStorer.
+func (k *scatter) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	return k.gpu.Store(c, spec)
 }

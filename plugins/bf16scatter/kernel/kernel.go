@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -23,8 +24,8 @@ type scatter struct {
 	gpu gpustore.Kernels
 }
 
-// Store implements sdk.Storer.
-func (*scatter) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (*scatter) Store(_ context.Context, c *store.Call) error {
 	d := c.Pool.Layout.HeadDim
 	if c.Pool.Layout.Name != "bf16" {
 		return fmt.Errorf("bf16scatter stores the bf16 layout only, not %s", c.Pool.Layout.Name)
@@ -65,4 +66,5 @@ var Plugin = sdk.Plugin{
 	Variants: []sdk.Variant{{Name: "goroutines", Doc: "the same scatter, each row written by a goroutine of its own after a random pause: " +
 		"which of two writers of a slot lands last changes from run to run, as on a GPU (the cpu backend only)"}},
 	Kernel: &scatter{},
+	Kinds:  []sdk.Kind{store.Kind},
 }

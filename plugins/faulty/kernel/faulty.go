@@ -22,12 +22,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
 
@@ -50,9 +52,9 @@ var variants = []sdk.Variant{
 	{Name: "plant-file", Doc: "stores correctly, but first writes a file into the harness's results folder"},
 }
 
-type store struct{}
+type kernel struct{}
 
-func (store) Store(_ context.Context, c *sdk.StoreCall) error {
+func (kernel) Store(_ context.Context, c *store.Call) error {
 	misbehave(c.Variant, c)
 	d := c.Pool.Layout.HeadDim
 	for i := range c.Valid {
@@ -70,7 +72,7 @@ func (store) Store(_ context.Context, c *sdk.StoreCall) error {
 	return nil
 }
 
-func misbehave(variant string, c *sdk.StoreCall) {
+func misbehave(variant string, c *store.Call) {
 	hostile(variant)
 	switch variant {
 	case "panic":
@@ -107,10 +109,10 @@ func geometry(variant string, d, p int) []sdk.Geometry {
 
 // garbage answers Attach with no geometry for the pools it was given: an
 // inconsistent count the harness must call a protocol fault.
-type garbage struct{ kvpb.KernelServer }
+type garbage struct{ kvpb.PluginServer }
 
 func (g garbage) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
-	resp, err := g.KernelServer.Attach(ctx, req)
+	resp, err := g.PluginServer.Attach(ctx, req)
 	if err == nil {
 		resp.Geometry = nil
 	}
@@ -120,15 +122,35 @@ func (g garbage) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.Att
 // deviceFault answers every StoreBatch the way the SDK answers one whose
 // stream wait failed (an illegal address on the GPU), so CI without a GPU
 // checks that the harness calls it a crash and restarts the plugin.
-type deviceFault struct{ kvpb.KernelServer }
+type deviceFault struct{ kvpb.StoreServer }
 
 func (deviceFault) StoreBatch(context.Context, *kvpb.StoreBatchRequest) (*kvpb.StoreBatchResponse, error) {
 	return nil, status.Error(codes.DataLoss, "store kernel faulted on the device: CUDA_ERROR_ILLEGAL_ADDRESS")
 }
 
-// serve is sdk.Serve with a handshake and server of the variant's choosing.
-func serve(hs goplugin.HandshakeConfig, srv kvpb.KernelServer) {
-	goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, Plugins: protocol.Plugins(srv),
+// replacing registers a plugin's services with one of them, named by its
+// full name, wrapped: the variant's misbehaving answers in front of the
+// SDK's.
+func replacing(services protocol.Services, service string, wrap func(impl any) any) protocol.Services {
+	return func(r grpc.ServiceRegistrar) { services(wrapper{r, service, wrap}) }
+}
+
+type wrapper struct {
+	grpc.ServiceRegistrar
+	service string
+	wrap    func(impl any) any
+}
+
+func (w wrapper) RegisterService(d *grpc.ServiceDesc, impl any) {
+	if d.ServiceName == w.service {
+		impl = w.wrap(impl)
+	}
+	w.ServiceRegistrar.RegisterService(d, impl)
+}
+
+// serve is sdk.Serve with a handshake and services of the variant's choosing.
+func serve(hs goplugin.HandshakeConfig, services protocol.Services) {
+	goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, Plugins: protocol.Plugins(services),
 		GRPCServer: goplugin.DefaultGRPCServer,
 		Logger:     hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})})
 }
@@ -137,7 +159,7 @@ func serve(hs goplugin.HandshakeConfig, srv kvpb.KernelServer) {
 func Main() {
 	noteInherited()
 	p := sdk.Plugin{Name: "faulty", Version: "1.0.0", Doc: "misbehaves on purpose, one way per variant",
-		Variants: variants, Geometry: geometry, Kernel: store{}}
+		Variants: variants, Geometry: geometry, Kernel: kernel{}, Kinds: []sdk.Kind{store.Kind}}
 	switch os.Getenv("KVHARNESS_VARIANT") {
 	case "bad-handshake":
 		fmt.Println("this is not a go-plugin handshake")
@@ -145,11 +167,13 @@ func Main() {
 	case "wrong-version":
 		hs := protocol.Handshake
 		hs.ProtocolVersion = 99
-		serve(hs, sdk.NewServer(p))
+		serve(hs, sdk.Services(p))
 	case "garbage-response":
-		serve(protocol.Handshake, garbage{sdk.NewServer(p)})
+		serve(protocol.Handshake, replacing(sdk.Services(p), kvpb.Plugin_ServiceDesc.ServiceName,
+			func(impl any) any { return garbage{impl.(kvpb.PluginServer)} }))
 	case "device-fault":
-		serve(protocol.Handshake, deviceFault{sdk.NewServer(p)})
+		serve(protocol.Handshake, replacing(sdk.Services(p), kvpb.Store_ServiceDesc.ServiceName,
+			func(impl any) any { return deviceFault{impl.(kvpb.StoreServer)} }))
 	case "slow-start":
 		time.Sleep(time.Minute)
 		sdk.Serve(p)

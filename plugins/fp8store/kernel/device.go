@@ -5,6 +5,7 @@ import (
 	_ "embed"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
@@ -29,11 +30,11 @@ func deviceQuantizer(variant string) gpustore.Quantizer {
 }
 
 // PrepareDevice implements sdk.DevicePreparer: it compiles every pool's kernel.
-func (k *store) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
+func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	return k.gpu.Prepare(a, spec)
 }
 
-// StoreDevice implements sdk.DeviceStorer.
-func (k *store) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+// StoreDevice implements store.DeviceStorer.
+func (k *kernel) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	return k.gpu.Store(c, spec)
 }

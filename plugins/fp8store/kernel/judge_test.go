@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // TestArithmeticMutantsFailTheRecipe: judged by the recipe the kernel
@@ -68,8 +69,8 @@ func storeAndJudge(t *testing.T, variant, name string) []layout.Finding {
 	}
 	pool := sdk.Pool{Name: name, Slots: 4 * p, Bytes: l.PoolBytes(4 * p), Layout: sdk.Layout{Name: name, HeadDim: d, PageSize: p}}
 	arena := make([]byte, pool.Bytes)
-	c := &sdk.StoreCall{Variant: variant, Pool: pool, Arena: arena, Capacity: n, Valid: n, Rows: rows, Loc: loc, SlotBits: 64}
-	if err := Plugin.Kernel.(sdk.Storer).Store(context.Background(), c); err != nil {
+	c := &store.Call{Variant: variant, Pool: pool, Arena: arena, Capacity: n, Valid: n, Rows: rows, Loc: loc, SlotBits: 64}
+	if err := Plugin.Kernel.(store.Storer).Store(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	var out []layout.Finding

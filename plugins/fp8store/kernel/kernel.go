@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -54,12 +56,12 @@ func quantizer(variant string) cpustore.Quantizer {
 
 // store is the fp8 store on both backends; gpu caches its compiled CUDA
 // kernels (device.go).
-type store struct {
+type kernel struct {
 	gpu gpustore.Kernels
 }
 
-// Store implements sdk.Storer.
-func (*store) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (*kernel) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
 	g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -86,5 +88,6 @@ var Plugin = sdk.Plugin{
 			return perToken
 		})
 	},
-	Kernel: &store{},
+	Kernel: &kernel{},
+	Kinds:  []sdk.Kind{store.Kind, read.Kind},
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
@@ -12,7 +13,7 @@ import (
 
 // readVariants mutate the read kernel only; the store stays correct.
 var readVariants = []sdk.Variant{
-	sdk.ReadVariant("scale-stride", "reads each scale where the other arrangement keeps it: "+
+	read.Variant("scale-stride", "reads each scale where the other arrangement keeps it: "+
 		"interleaved after the row in fp8-paged, packed after the page's rows in fp8-rows (vLLM #40991, read side)"),
 }
 
@@ -37,8 +38,8 @@ func readGeometry(variant string, l sdk.Layout) (values, scales cpustore.Geometr
 	return nil, nil, fmt.Errorf("fp8store reads fp8-paged and fp8-rows, not %s", l.Name)
 }
 
-// Read implements sdk.Reader.
-func (*store) Read(_ context.Context, c *sdk.ReadCall) error {
+// Read implements read.Reader.
+func (*kernel) Read(_ context.Context, c *read.Call) error {
 	values, scales, err := readGeometry(c.Variant, c.Pool.Layout)
 	if err != nil {
 		return err
@@ -50,8 +51,8 @@ func (*store) Read(_ context.Context, c *sdk.ReadCall) error {
 // reads caches the compiled CUDA read kernels.
 var reads gpuread.Kernels
 
-// ReadDevice implements sdk.DeviceReader.
-func (*store) ReadDevice(_ context.Context, c *sdk.DeviceReadCall) error {
+// ReadDevice implements read.DeviceReader.
+func (*kernel) ReadDevice(_ context.Context, c *read.DeviceCall) error {
 	values, scales, err := readGeometry(c.Variant, c.Pool.Layout)
 	if err != nil {
 		return err

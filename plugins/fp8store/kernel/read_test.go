@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
 
@@ -13,7 +14,7 @@ func TestReadVariantsJoinTheDescription(t *testing.T) {
 		t.Fatalf("described variants %v", Plugin.Variants)
 	}
 	for _, v := range readVariants {
-		if !sdk.IsReadVariant(v) {
+		if !read.IsVariant(v) {
 			t.Errorf("%s is not marked as a read variant", v.Name)
 		}
 	}

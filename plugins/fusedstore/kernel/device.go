@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
@@ -15,7 +16,7 @@ import (
 var source string
 
 // rule is the FUSED_RULE number of a variant: its position in variants,
-// counted from 1; 0 is the correct kernel (and, as in store(), any name
+// counted from 1; 0 is the correct kernel (and, as in stores(), any name
 // it does not know).
 func rule(variant string) int {
 	return slices.IndexFunc(variants, func(v sdk.Variant) bool { return v.Name == variant }) + 1
@@ -41,8 +42,8 @@ func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	return k.gpu.Prepare(a, spec)
 }
 
-// StoreDevice implements sdk.DeviceStorer.
-func (k *kernel) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+// StoreDevice implements store.DeviceStorer.
+func (k *kernel) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	return k.gpu.Store(c, spec)
 }
 

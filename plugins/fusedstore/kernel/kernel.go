@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -32,8 +34,8 @@ var variants = []sdk.Variant{
 // terabytes past any allocation of a real pool.
 const oobSlots = int64(1) << 32
 
-// store reports whether row i is stored, and into which slot.
-func store(variant string, i, n int, loc, slots int64) (int64, bool) {
+// stores reports whether row i is stored, and into which slot.
+func stores(variant string, i, n int, loc, slots int64) (int64, bool) {
 	switch variant {
 	case "ignore-count":
 		return loc, loc >= 0
@@ -79,8 +81,8 @@ type kernel struct {
 	gpu gpustore.Kernels
 }
 
-// Store implements sdk.Storer.
-func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (*kernel) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
 	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -100,7 +102,7 @@ func (*kernel) Store(_ context.Context, c *sdk.StoreCall) error {
 	}
 	for i := range work {
 		i %= c.Capacity
-		slot, ok := store(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
+		slot, ok := stores(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
 		if !ok {
 			continue
 		}
@@ -128,4 +130,5 @@ var Plugin = sdk.Plugin{
 		})
 	},
 	Kernel: &kernel{},
+	Kinds:  []sdk.Kind{store.Kind, read.Kind},
 }

@@ -6,15 +6,16 @@ import (
 	"math"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )
 
 // readVariants mutate the read kernel only; the store stays the fix.
 var readVariants = []sdk.Variant{
-	sdk.ReadVariant("unmasked-tail", "scores each token list in tiles of 8 without masking the tail: "+
+	read.Variant("unmasked-tail", "scores each token list in tiles of 8 without masking the tail: "+
 		"a short list also reads the next request's tokens (unmasked loads)"),
-	sdk.ReadVariant("writes-scratch", "keeps each request's top scores in slot 0, the reserved padding sink "+
+	read.Variant("writes-scratch", "keeps each request's top scores in slot 0, the reserved padding sink "+
 		"it assumes nobody reads, and never restores it"),
 }
 
@@ -29,8 +30,8 @@ func readRule(variant string) gpuread.Rule {
 	return gpuread.Correct
 }
 
-// Read implements sdk.Reader.
-func (*kernel) Read(_ context.Context, c *sdk.ReadCall) error {
+// Read implements read.Reader.
+func (*kernel) Read(_ context.Context, c *read.Call) error {
 	l := c.Pool.Layout
 	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -59,7 +60,7 @@ func (*kernel) Read(_ context.Context, c *sdk.ReadCall) error {
 
 // tiledSpan rounds a list up to whole tiles, cut at the call's last token:
 // the unmasked-tail mutant.
-func tiledSpan(c *sdk.ReadCall, r int) (int64, int64) {
+func tiledSpan(c *read.Call, r int) (int64, int64) {
 	lo, hi := c.Indptr[r], c.Indptr[r+1]
 	hi = lo + (hi-lo+gpuread.Tile-1)/gpuread.Tile*gpuread.Tile
 	return lo, min(hi, int64(len(c.Tokens)))
@@ -98,8 +99,8 @@ func readSpec(variant string, l sdk.Layout) (gpuread.Spec, error) {
 	return s, nil
 }
 
-// ReadDevice implements sdk.DeviceReader.
-func (*kernel) ReadDevice(_ context.Context, c *sdk.DeviceReadCall) error {
+// ReadDevice implements read.DeviceReader.
+func (*kernel) ReadDevice(_ context.Context, c *read.DeviceCall) error {
 	s, err := readSpec(c.Variant, c.Pool.Layout)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )
 
@@ -17,10 +18,10 @@ func TestReadVariantsJoinTheDescription(t *testing.T) {
 		t.Fatalf("described variants %v; want the store's %v, then the read ones", Plugin.Variants, variants)
 	}
 	for _, v := range Plugin.Variants {
-		if sdk.IsReadVariant(v) != slices.Contains(readVariants, v) {
+		if read.IsVariant(v) != slices.Contains(readVariants, v) {
 			t.Errorf("%s: read variant mark wrong (%q)", v.Name, v.Doc)
 		}
-		if sdk.IsReadVariant(v) && rule(v.Name) != 0 {
+		if read.IsVariant(v) && rule(v.Name) != 0 {
 			t.Errorf("read variant %s changes the store (rule %d)", v.Name, rule(v.Name))
 		}
 	}
@@ -52,7 +53,7 @@ func TestReadSpecs(t *testing.T) {
 
 // TestTiledSpan rounds lists up to tiles and stops at the last token.
 func TestTiledSpan(t *testing.T) {
-	c := &sdk.ReadCall{Indptr: []int64{0, 3, 3, 12}, Tokens: make([]int64, 12)}
+	c := &read.Call{Indptr: []int64{0, 3, 3, 12}, Tokens: make([]int64, 12)}
 	for r, want := range [][2]int64{{0, 8}, {3, 3}, {3, 12}} {
 		if lo, hi := tiledSpan(c, r); lo != want[0] || hi != want[1] {
 			t.Errorf("request %d: span [%d,%d), want %v", r, lo, hi, want)

@@ -18,6 +18,7 @@ import (
 	"math"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
@@ -40,8 +41,8 @@ type kernel struct {
 	cache scaleCache
 }
 
-// Store implements sdk.Storer.
-func (k *kernel) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (k *kernel) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
 	g, err := geometry(l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -74,7 +75,7 @@ func tileSource(i int) int {
 }
 
 // put stores input row src into slot.
-func (k *kernel) put(c *sdk.StoreCall, g cpustore.Geometry, slot int64, src int) {
+func (k *kernel) put(c *store.Call, g cpustore.Geometry, slot int64, src int) {
 	d := c.Pool.Layout.HeadDim
 	row := c.Rows[src*d : (src+1)*d]
 	value, scale := g.Offsets(slot)
@@ -105,7 +106,7 @@ func (k *kernel) put(c *sdk.StoreCall, g cpustore.Geometry, slot int64, src int)
 }
 
 // scale is the row's scale as the variant computes it.
-func (k *kernel) scale(c *sdk.StoreCall, slot int64, row []uint16) float32 {
+func (k *kernel) scale(c *store.Call, slot int64, row []uint16) float32 {
 	switch c.Variant {
 	case "half-row-scale":
 		return fp8.Scale(row[:len(row)/2], true)
@@ -150,4 +151,5 @@ var Plugin = sdk.Plugin{
 		}
 	},
 	Kernel: &kernel{},
+	Kinds:  []sdk.Kind{store.Kind},
 }

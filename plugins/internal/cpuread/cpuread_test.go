@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
@@ -116,7 +117,7 @@ func reference(k Keys, q []float32, slot int64) (dot, mag float64) {
 func TestRunPadsAndSpans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const d = 16
-	c := &sdk.ReadCall{Pool: sdk.Pool{Slots: 32, Layout: sdk.Layout{Name: "bf16", HeadDim: d, PageSize: 4}},
+	c := &read.Call{Pool: sdk.Pool{Slots: 32, Layout: sdk.Layout{Name: "bf16", HeadDim: d, PageSize: 4}},
 		Requests: 2, K: 3, Queries: make([]uint16, 2*d), Indptr: []int64{0, 2, 5}, Tokens: []int64{4, 9, 1, 2, 3},
 		OutSlots: make([]int64, 6), OutScores: make([]float32, 6)}
 	for i := range c.Queries {
@@ -132,7 +133,7 @@ func TestRunPadsAndSpans(t *testing.T) {
 			t.Errorf("request 0 returned slot %d from outside its list", s)
 		}
 	}
-	all := func(c *sdk.ReadCall, r int) (int64, int64) { return 0, int64(len(c.Tokens)) }
+	all := func(c *read.Call, r int) (int64, int64) { return 0, int64(len(c.Tokens)) }
 	if top := Request(c, keys, all, 0); len(top) != 3 {
 		t.Errorf("a span of every token gave %d results", len(top))
 	}

@@ -3,19 +3,19 @@ package cpuread
 import (
 	"math"
 
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
 
 // Span is which tokens of c a request reads, as indices into c.Tokens.
 // The correct span is the request's list, Indptr[r] to Indptr[r+1].
-type Span func(c *sdk.ReadCall, r int) (lo, hi int64)
+type Span func(c *read.Call, r int) (lo, hi int64)
 
 // ListSpan is the correct span.
-func ListSpan(c *sdk.ReadCall, r int) (int64, int64) { return c.Indptr[r], c.Indptr[r+1] }
+func ListSpan(c *read.Call, r int) (int64, int64) { return c.Indptr[r], c.Indptr[r+1] }
 
 // Request scores the tokens of request r's span and returns the top k.
-func Request(c *sdk.ReadCall, keys Keys, span Span, r int) []Scored {
+func Request(c *read.Call, keys Keys, span Span, r int) []Scored {
 	q := make([]float32, c.Pool.Layout.HeadDim)
 	for i, e := range c.Query(r) {
 		q[i] = fp8.BF16(e)
@@ -34,7 +34,7 @@ func Request(c *sdk.ReadCall, keys Keys, span Span, r int) []Scored {
 
 // Write puts request r's result in the out windows, padding a short one
 // with slot -1 and a NaN score.
-func Write(c *sdk.ReadCall, r int, top []Scored) {
+func Write(c *read.Call, r int, top []Scored) {
 	slots, scores := c.OutSlots[r*c.K:(r+1)*c.K], c.OutScores[r*c.K:(r+1)*c.K]
 	for i := range slots {
 		slots[i], scores[i] = -1, float32(math.NaN())
@@ -45,7 +45,7 @@ func Write(c *sdk.ReadCall, r int, top []Scored) {
 }
 
 // Run reads every request of c.
-func Run(c *sdk.ReadCall, keys Keys, span Span) {
+func Run(c *read.Call, keys Keys, span Span) {
 	for r := range c.Requests {
 		Write(c, r, Request(c, keys, span, r))
 	}

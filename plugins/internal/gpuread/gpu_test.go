@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 )
@@ -111,7 +112,7 @@ func newArena(rng *rand.Rand, c gpuCase) *hostArena {
 // span, and returns the arena after it.
 func (a *hostArena) cpu(c gpuCase) []byte {
 	mem := slices.Clone(a.mem)
-	call := &sdk.ReadCall{Arena: mem, Requests: a.requests, K: a.k,
+	call := &read.Call{Arena: mem, Requests: a.requests, K: a.k,
 		Pool:      sdk.Pool{Slots: gpuSlots, Base: a.base, Layout: sdk.Layout{HeadDim: gpuD, PageSize: gpuP}},
 		Queries:   make([]uint16, a.requests*gpuD),
 		Indptr:    make([]int64, a.requests+1),
@@ -133,7 +134,7 @@ func (a *hostArena) cpu(c gpuCase) []byte {
 	}
 	span := cpuread.ListSpan
 	if c.rule == UnmaskedTail {
-		span = func(call *sdk.ReadCall, r int) (int64, int64) {
+		span = func(call *read.Call, r int) (int64, int64) {
 			lo, hi := call.Indptr[r], call.Indptr[r+1]
 			return lo, min(lo+(hi-lo+Tile-1)/Tile*Tile, int64(len(call.Tokens)))
 		}
@@ -155,7 +156,7 @@ func (a *hostArena) gpu(t *testing.T, dev *cuda.Device, c gpuCase) []byte {
 	s, err := dev.NewStream()
 	must(t, err)
 	defer s.Destroy()
-	call := &sdk.DeviceReadCall{Pool: sdk.Pool{Name: c.name, Slots: gpuSlots, Base: a.base, Layout: sdk.Layout{HeadDim: gpuD, PageSize: gpuP}},
+	call := &read.DeviceCall{Pool: sdk.Pool{Name: c.name, Slots: gpuSlots, Base: a.base, Layout: sdk.Layout{HeadDim: gpuD, PageSize: gpuP}},
 		Device: dev, Stream: s, Arena: base, Requests: a.requests, K: a.k, TokenCount: a.tokenCount,
 		Queries: base.Add(a.queries), Indptr: base.Add(a.indptr), Tokens: base.Add(a.tokens),
 		OutSlots: base.Add(a.outSlots), OutScores: base.Add(a.outScores)}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/cuda"
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
@@ -26,7 +26,7 @@ func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
 
 // Read queues the read of c with the kernel of s on c.Stream: one block of
 // Warps warps per request.
-func (k *Kernels) Read(c *sdk.DeviceReadCall, s Spec) error {
+func (k *Kernels) Read(c *read.DeviceCall, s Spec) error {
 	if c.Requests == 0 || c.K == 0 {
 		return nil // nothing to score, nothing to write
 	}
@@ -48,7 +48,7 @@ func (k *Kernels) Read(c *sdk.DeviceReadCall, s Spec) error {
 
 // check refuses what the kernel cannot address: slots past 32 bits, and
 // misaligned pools or windows.
-func check(c *sdk.DeviceReadCall) error {
+func check(c *read.DeviceCall) error {
 	if c.Pool.Slots > MaxSlots {
 		return fmt.Errorf("pool %q has %d slots; the CUDA read kernel handles at most %d", c.Pool.Name, c.Pool.Slots, MaxSlots)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
@@ -78,7 +79,7 @@ func TestBuffer(t *testing.T) {
 
 func TestReadChecksBeforeLaunching(t *testing.T) {
 	var k Kernels
-	c := &sdk.DeviceReadCall{Arena: 0x1000, Pool: sdk.Pool{Base: 256, Slots: 10}, Requests: 1, K: 1,
+	c := &read.DeviceCall{Arena: 0x1000, Pool: sdk.Pool{Base: 256, Slots: 10}, Requests: 1, K: 1,
 		Queries: 0x2000, Indptr: 0x3004, Tokens: 0x4000, OutSlots: 0x5000, OutScores: 0x6000}
 	err := k.Read(c, Spec{Kind: BF16, HeadDim: 128, Values: cpustore.Rows{Stride: 256, ValueBytes: 256}})
 	if err == nil || !strings.Contains(err.Error(), "indptr") {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
@@ -67,7 +68,7 @@ func (k *Kernels) Function(dev *cuda.Device, s Spec) (*cuda.Function, error) {
 // arguments are the pool base, rows, loc and valid-count pointers, the
 // capacity and the slot count; the valid count itself is read on the
 // device, so a graph capturing this launch replays correctly for any n.
-func (k *Kernels) Launch(c *sdk.DeviceStoreCall, s Spec) error {
+func (k *Kernels) Launch(c *store.DeviceCall, s Spec) error {
 	if err := aligned(c); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (k *Kernels) Launch(c *sdk.DeviceStoreCall, s Spec) error {
 	return launch(c, f, s)
 }
 
-func launch(c *sdk.DeviceStoreCall, f *cuda.Function, s Spec) error {
+func launch(c *store.DeviceCall, f *cuda.Function, s Spec) error {
 	grid, block := s.Shape(c.Capacity)
 	return f.Launch(c.Stream, grid, block, 0,
 		c.PoolBase(), c.Rows, c.Loc, c.Valid, int32(c.Capacity), int64(c.Pool.Slots))
@@ -88,7 +89,7 @@ func launch(c *sdk.DeviceStoreCall, f *cuda.Function, s Spec) error {
 // aligned checks what the vector accesses need: a 16-byte aligned pool
 // base and rows, 8-byte slots and a 4-byte count. The kernels read int64
 // slots: a call with 32-bit ones is refused rather than misread.
-func aligned(c *sdk.DeviceStoreCall) error {
+func aligned(c *store.DeviceCall) error {
 	if c.SlotBits != 0 && c.SlotBits != 64 {
 		return fmt.Errorf("loc holds %d-bit slots; the gpustore kernels read 64-bit ones (declare SlotBits 64)", c.SlotBits)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // SpecFunc is a plugin's kernel for a variant and layout, or an error for
@@ -38,7 +39,7 @@ func (k *Kernels) Prepare(a *sdk.DeviceAttach, spec SpecFunc) error {
 
 // Store launches the plugin's kernel for c's variant and layout, tuned
 // for c's capacity.
-func (k *Kernels) Store(c *sdk.DeviceStoreCall, spec SpecFunc) error {
+func (k *Kernels) Store(c *store.DeviceCall, spec SpecFunc) error {
 	if err := aligned(c); err != nil {
 		return err
 	}

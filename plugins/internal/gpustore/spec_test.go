@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
@@ -131,7 +132,7 @@ func TestShapeCoversCapacity(t *testing.T) {
 // TestLaunchChecksAlignment before it touches a device.
 func TestLaunchChecksAlignment(t *testing.T) {
 	var k Kernels
-	c := &sdk.DeviceStoreCall{Arena: 0x1000, Pool: sdk.Pool{Base: 256}, Rows: 0x2008, Loc: 0x3000, Valid: 0x4000, Capacity: 1}
+	c := &store.DeviceCall{Arena: 0x1000, Pool: sdk.Pool{Base: 256}, Rows: 0x2008, Loc: 0x3000, Valid: 0x4000, Capacity: 1}
 	err := k.Launch(c, bf16Spec(128))
 	if err == nil || !strings.Contains(err.Error(), "rows") || !strings.Contains(err.Error(), "16-byte") {
 		t.Fatalf("misaligned rows: %v", err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/load"
 )
 
 // The variants. Correct ones are controls; the rest are mutants.
@@ -47,7 +48,7 @@ const (
 	mutOverwrite     = "load-overwrites-reader"
 )
 
-var variants = sdk.KernelVariants("load", []sdk.Variant{
+var variants = sdk.KernelVariants(load.Name, []sdk.Variant{
 	{Name: varCounter, Correct: true,
 		Doc: "completion as a monotonic device counter written after each layer, gated by a counter wait (a LayerDoneCounter as a flag)"},
 	{Name: varStaged, Correct: true,
@@ -90,18 +91,18 @@ type kernel struct{}
 
 // state is an attach's streams, events and ring.
 type state struct {
-	load, scatter, side *sdk.Stream
-	layers              []*sdk.Event // one per layer, re-recorded every load
-	counter             *sdk.Counter
+	load, scatter, side *load.Stream
+	layers              []*load.Event // one per layer, re-recorded every load
+	counter             *load.Counter
 	epoch               uint32 // the counter's value after the last load's last layer
-	slots               []sdk.Ref
-	in, out             []*sdk.Event // the ring: slot filled; slot emptied
-	used                []bool       // the slot has been emptied once (its out event was recorded)
+	slots               []load.Ref
+	in, out             []*load.Event // the ring: slot filled; slot emptied
+	used                []bool        // the slot has been emptied once (its out event was recorded)
 }
 
-// PrepareLoad implements sdk.LoadPreparer: the streams, the counter and
+// PrepareLoad implements load.Preparer: the streams, the counter and
 // the ring's events of an attach.
-func (k *kernel) PrepareLoad(_ context.Context, x *sdk.Exec) error {
+func (k *kernel) PrepareLoad(_ context.Context, x *load.Exec) error {
 	st := &state{used: make([]bool, ringSlots)}
 	var err error
 	if st.load, err = x.NewStream("load"); err != nil {
@@ -136,7 +137,7 @@ func (k *kernel) PrepareLoad(_ context.Context, x *sdk.Exec) error {
 	return nil
 }
 
-func (k *kernel) state(x *sdk.Exec) (*state, error) {
+func (k *kernel) state(x *load.Exec) (*state, error) {
 	st, ok := x.State.(*state)
 	if !ok {
 		return nil, errors.New("layerload: no streams for this attach (PrepareLoad was not called)")
@@ -146,7 +147,7 @@ func (k *kernel) state(x *sdk.Exec) (*state, error) {
 
 // layerEvent is layer l's event, made on first use and reused by every
 // later load.
-func (st *state) layerEvent(x *sdk.Exec, l int) (*sdk.Event, error) {
+func (st *state) layerEvent(x *load.Exec, l int) (*load.Event, error) {
 	for len(st.layers) <= l {
 		e, err := x.NewEvent("layer loaded")
 		if err != nil {
@@ -165,6 +166,7 @@ var Plugin = sdk.Plugin{
 	Variants: variants,
 	Geometry: geometry,
 	Kernel:   &kernel{},
+	Kinds:    []sdk.Kind{load.Kind},
 }
 
 // geometry lists the layouts of the buffers it loads; it copies whole

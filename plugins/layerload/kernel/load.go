@@ -5,24 +5,24 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/load"
 )
 
 // load is what StartLoad leaves for the gates.
-type load struct {
+type loading struct {
 	st     *state
 	base   uint32           // counter: its value before this load
 	failed map[[2]int]error // layer, buffer → the copy that failed
 	asked  map[int]bool     // wait-before-record: layers whose event is recorded
 }
 
-// StartLoad implements sdk.LayerLoader.
-func (k *kernel) StartLoad(_ context.Context, c *sdk.LoadCall) error {
+// StartLoad implements load.LayerLoader.
+func (k *kernel) StartLoad(_ context.Context, c *load.Call) error {
 	st, err := k.state(c.Exec)
 	if err != nil {
 		return err
 	}
-	ld := &load{st: st, failed: map[[2]int]error{}, asked: map[int]bool{}}
+	ld := &loading{st: st, failed: map[[2]int]error{}, asked: map[int]bool{}}
 	c.State = ld
 	if c.Variant == varStaged || c.Variant == mutRingReuse {
 		return ld.staged(c)
@@ -56,12 +56,12 @@ func (k *kernel) StartLoad(_ context.Context, c *sdk.LoadCall) error {
 
 // copyLayer queues layer l's pages of every buffer on s, noting the
 // buffers whose copy failed.
-func (ld *load) copyLayer(c *sdk.LoadCall, s *sdk.Stream, l int) error {
+func (ld *loading) copyLayer(c *load.Call, s *load.Stream, l int) error {
 	for b, buf := range c.Buffers {
 		for i := range c.Pages {
 			err := s.Copy(c.Dst(l, b, i), c.Src(l, b, i), buf.PageBytes)
 			switch {
-			case errors.Is(err, sdk.ErrLoadFailed):
+			case errors.Is(err, load.ErrLoadFailed):
 				ld.failed[[2]int{l, b}] = err
 			case err != nil:
 				return err
@@ -74,7 +74,7 @@ func (ld *load) copyLayer(c *sdk.LoadCall, s *sdk.Stream, l int) error {
 // done records that layer l is in, after its copies, as the variant does.
 // The counter never goes back: the next load's values start where this
 // one's last write left it.
-func (ld *load) done(c *sdk.LoadCall, l int, ev *sdk.Event) error {
+func (ld *loading) done(c *load.Call, l int, ev *load.Event) error {
 	st := ld.st
 	switch c.Variant {
 	case varCounter:
@@ -94,7 +94,7 @@ func (ld *load) done(c *sdk.LoadCall, l int, ev *sdk.Event) error {
 // staged queues every page through the ring of staging slots: host →
 // slot on the load stream, slot → page on the scatter stream, one event
 // per layer on the scatter stream.
-func (ld *load) staged(c *sdk.LoadCall) error {
+func (ld *loading) staged(c *load.Call) error {
 	st := ld.st
 	if err := st.ring(c); err != nil {
 		return err
@@ -124,7 +124,7 @@ func (ld *load) staged(c *sdk.LoadCall) error {
 }
 
 // bounce moves one page through slot s.
-func (ld *load) bounce(c *sdk.LoadCall, s, l, b, i, n int) error {
+func (ld *loading) bounce(c *load.Call, s, l, b, i, n int) error {
 	st := ld.st
 	if st.used[s] && c.Variant != mutRingReuse {
 		if err := st.load.Wait(st.out[s]); err != nil { // the slot's last scatter has read it
@@ -132,7 +132,7 @@ func (ld *load) bounce(c *sdk.LoadCall, s, l, b, i, n int) error {
 		}
 	}
 	err := st.load.Copy(st.slots[s], c.Src(l, b, i), n)
-	if errors.Is(err, sdk.ErrLoadFailed) {
+	if errors.Is(err, load.ErrLoadFailed) {
 		ld.failed[[2]int{l, b}] = err
 		return nil
 	}
@@ -154,7 +154,7 @@ func (ld *load) bounce(c *sdk.LoadCall, s, l, b, i, n int) error {
 }
 
 // ring checks that the call's pages fit the staging slots.
-func (st *state) ring(c *sdk.LoadCall) error {
+func (st *state) ring(c *load.Call) error {
 	for _, b := range c.Buffers {
 		if b.PageBytes > slotBytes {
 			return fmt.Errorf("buffer %s: %d-byte pages do not fit the %d-byte staging slots", b.Name, b.PageBytes, slotBytes)
@@ -163,9 +163,9 @@ func (st *state) ring(c *sdk.LoadCall) error {
 	return nil
 }
 
-// WaitLayer implements sdk.LayerLoader: the consumer's gate.
-func (k *kernel) WaitLayer(_ context.Context, c *sdk.LoadCall, layer, buffer int, s *sdk.Stream) error {
-	ld := c.State.(*load)
+// WaitLayer implements load.LayerLoader: the consumer's gate.
+func (k *kernel) WaitLayer(_ context.Context, c *load.Call, layer, buffer int, s *load.Stream) error {
+	ld := c.State.(*loading)
 	st := ld.st
 	if err := ld.failed[[2]int{layer, buffer}]; err != nil && c.Variant != mutFailedDone {
 		return fmt.Errorf("layer %d %s: %w", layer, c.Buffers[buffer].Name, err)
@@ -194,9 +194,9 @@ func (k *kernel) WaitLayer(_ context.Context, c *sdk.LoadCall, layer, buffer int
 	return nil
 }
 
-// StorePages implements sdk.PageStorer: the layer's pages copied on the
+// StorePages implements load.PageStorer: the layer's pages copied on the
 // side stream, forked from the caller's stream and joined back to it.
-func (k *kernel) StorePages(_ context.Context, c *sdk.PageStoreCall) error {
+func (k *kernel) StorePages(_ context.Context, c *load.PageStoreCall) error {
 	st, err := k.state(c.Exec)
 	if err != nil {
 		return err

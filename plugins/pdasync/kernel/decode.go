@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 )
 
 // decode is the decode server's engine: what it knows of each room.
 type decode struct {
-	a       *sdk.AsyncDecodeAttach
+	a       *pdasync.DecodeAttach
 	itemLen []int
 	rooms   map[uint64]*recvRoom
 }
@@ -19,22 +19,22 @@ type decode struct {
 // notes received per handle and per component, and whether it was
 // aborted or failed, and is over (read or freed).
 type recvRoom struct {
-	room    sdk.AsyncRoom
+	room    pdasync.Room
 	dst     []int64
-	handles map[uint32]sdk.AsyncNote // 0 until a note came
-	comps   map[uint32]sdk.AsyncNote
+	handles map[uint32]pdasync.Note // 0 until a note came
+	comps   map[uint32]pdasync.Note
 	aborted bool
 	failed  bool
 	over    bool
 }
 
-// Admit implements sdk.AsyncDecode: the room's pages through the page
+// Admit implements pdasync.Decode: the room's pages through the page
 // table (under virtual-as-physical, not).
-func (d *decode) Admit(_ context.Context, room sdk.AsyncRoom, virt, table []int64) ([]int64, error) {
+func (d *decode) Admit(_ context.Context, room pdasync.Room, virt, table []int64) ([]int64, error) {
 	if _, ok := d.rooms[room.ID]; ok {
 		return nil, fmt.Errorf("room %d admitted twice", room.ID)
 	}
-	r := &recvRoom{room: room, handles: map[uint32]sdk.AsyncNote{}, comps: map[uint32]sdk.AsyncNote{}}
+	r := &recvRoom{room: room, handles: map[uint32]pdasync.Note{}, comps: map[uint32]pdasync.Note{}}
 	for _, v := range virt {
 		p := table[v]
 		if d.a.Variant == VirtualAsPhysical {
@@ -52,9 +52,9 @@ func (d *decode) Admit(_ context.Context, room sdk.AsyncRoom, virt, table []int6
 	return r.dst, nil
 }
 
-// Notify implements sdk.AsyncDecode.
-func (d *decode) Notify(_ context.Context, ns []sdk.AsyncNotification) ([]sdk.AsyncEvent, error) {
-	var out []sdk.AsyncEvent
+// Notify implements pdasync.Decode.
+func (d *decode) Notify(_ context.Context, ns []pdasync.Notification) ([]pdasync.Event, error) {
+	var out []pdasync.Event
 	for _, n := range ns {
 		r, ok := d.rooms[n.Room]
 		if !ok {
@@ -70,14 +70,14 @@ func (d *decode) Notify(_ context.Context, ns []sdk.AsyncNotification) ([]sdk.As
 }
 
 // note records one notification and says what it changes for the room.
-func (d *decode) note(r *recvRoom, n sdk.AsyncNotification) ([]sdk.AsyncEvent, error) {
+func (d *decode) note(r *recvRoom, n pdasync.Notification) ([]pdasync.Event, error) {
 	switch n.Note {
-	case sdk.NoteHandleDone, sdk.NoteHandleFailed:
+	case pdasync.NoteHandleDone, pdasync.NoteHandleFailed:
 		r.handles[n.Handle] = n.Note
 	default:
 		r.comps[n.Component] = n.Note
 	}
-	failed := n.Note == sdk.NoteHandleFailed || n.Note == sdk.NoteComponentFailed
+	failed := n.Note == pdasync.NoteHandleFailed || n.Note == pdasync.NoteComponentFailed
 	r.failed = r.failed || failed
 	if failed && d.a.Variant == FirstFailureFrees && !r.over {
 		return d.free(r), nil
@@ -85,8 +85,8 @@ func (d *decode) note(r *recvRoom, n sdk.AsyncNotification) ([]sdk.AsyncEvent, e
 	return d.settle(r)
 }
 
-// Abort implements sdk.AsyncDecode.
-func (d *decode) Abort(_ context.Context, room uint64) ([]sdk.AsyncEvent, error) {
+// Abort implements pdasync.Decode.
+func (d *decode) Abort(_ context.Context, room uint64) ([]pdasync.Event, error) {
 	r, ok := d.rooms[room]
 	if !ok {
 		return nil, fmt.Errorf("abort of room %d, which was never admitted", room)
@@ -100,7 +100,7 @@ func (d *decode) Abort(_ context.Context, room uint64) ([]sdk.AsyncEvent, error)
 
 // settle reads a complete room, or frees an aborted or failed one once
 // every handle has ended: only then can no copy land in its pages.
-func (d *decode) settle(r *recvRoom) ([]sdk.AsyncEvent, error) {
+func (d *decode) settle(r *recvRoom) ([]pdasync.Event, error) {
 	switch {
 	case r.over:
 		return nil, nil
@@ -131,33 +131,33 @@ func (r *recvRoom) ended() bool {
 func (d *decode) complete(r *recvRoom) bool {
 	if d.a.Variant == FirstComponentDone {
 		for _, n := range r.comps {
-			if n == sdk.NoteComponentDone {
+			if n == pdasync.NoteComponentDone {
 				return true
 			}
 		}
 	}
 	for _, n := range r.comps {
-		if n != sdk.NoteComponentDone {
+		if n != pdasync.NoteComponentDone {
 			return false
 		}
 	}
 	for _, n := range r.handles {
-		if n != sdk.NoteHandleDone {
+		if n != pdasync.NoteHandleDone {
 			return false
 		}
 	}
 	return true
 }
 
-func (d *decode) free(r *recvRoom) []sdk.AsyncEvent {
+func (d *decode) free(r *recvRoom) []pdasync.Event {
 	r.over = true
-	return []sdk.AsyncEvent{{Room: r.room.ID, Kind: sdk.AsyncFreed}}
+	return []pdasync.Event{{Room: r.room.ID, Kind: pdasync.Freed}}
 }
 
 // read reads the room: the digest of each buffer's pages in room order.
-func (d *decode) read(r *recvRoom) ([]sdk.AsyncEvent, error) {
+func (d *decode) read(r *recvRoom) ([]pdasync.Event, error) {
 	r.over = true
-	ev := sdk.AsyncEvent{Room: r.room.ID, Kind: sdk.AsyncReady}
+	ev := pdasync.Event{Room: r.room.ID, Kind: pdasync.Ready}
 	for bi, b := range d.a.Buffers {
 		n := d.itemLen[bi]
 		h := sha256.New()
@@ -170,5 +170,5 @@ func (d *decode) read(r *recvRoom) ([]sdk.AsyncEvent, error) {
 		}
 		ev.Digests = append(ev.Digests, h.Sum(nil)[:8])
 	}
-	return []sdk.AsyncEvent{ev}, nil
+	return []pdasync.Event{ev}, nil
 }

@@ -17,11 +17,9 @@ import (
 	"context"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
-
-// Name is the kernel kind the plugin serves.
-const Name = "pdasync"
 
 // The variants: each the bug of one public report.
 const (
@@ -32,7 +30,7 @@ const (
 	PollAsCompletion   = "poll-as-completion"
 )
 
-var variants = sdk.KernelVariants(Name, []sdk.Variant{
+var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
 	{Name: AbortFreesInFlight,
 		Doc: "an aborted room's pages are freed at once, while the prefill's copies into them are still in flight (sglang #24527)"},
 	{Name: FirstComponentDone,
@@ -48,8 +46,8 @@ var variants = sdk.KernelVariants(Name, []sdk.Variant{
 // kernel starts an engine per role.
 type kernel struct{}
 
-// NewPrefill implements sdk.AsyncKernel.
-func (kernel) NewPrefill(_ context.Context, a *sdk.AsyncPrefillAttach) (sdk.AsyncPrefill, error) {
+// NewPrefill implements pdasync.Kernel.
+func (kernel) NewPrefill(_ context.Context, a *pdasync.PrefillAttach) (pdasync.Prefill, error) {
 	sizes, err := itemLens(a.Buffers)
 	if err != nil {
 		return nil, err
@@ -57,8 +55,8 @@ func (kernel) NewPrefill(_ context.Context, a *sdk.AsyncPrefillAttach) (sdk.Asyn
 	return &prefill{a: a, itemLen: sizes}, nil
 }
 
-// NewDecode implements sdk.AsyncKernel.
-func (kernel) NewDecode(_ context.Context, a *sdk.AsyncDecodeAttach) (sdk.AsyncDecode, error) {
+// NewDecode implements pdasync.Kernel.
+func (kernel) NewDecode(_ context.Context, a *pdasync.DecodeAttach) (pdasync.Decode, error) {
 	sizes, err := itemLens(a.Buffers)
 	if err != nil {
 		return nil, err
@@ -67,7 +65,7 @@ func (kernel) NewDecode(_ context.Context, a *sdk.AsyncDecodeAttach) (sdk.AsyncD
 }
 
 // itemLens is each buffer's page bytes as the engine computes them.
-func itemLens(bufs []sdk.AsyncBuffer) ([]int, error) {
+func itemLens(bufs []pdasync.Buffer) ([]int, error) {
 	out := make([]int, len(bufs))
 	for i, b := range bufs {
 		n, err := pdtransfer.PageBytes(b.Dst.Layout)
@@ -87,4 +85,5 @@ var Plugin = sdk.Plugin{
 	Variants: variants,
 	Geometry: pdtransfer.Geometry,
 	Kernel:   kernel{},
+	Kinds:    []sdk.Kind{pdasync.Kind},
 }

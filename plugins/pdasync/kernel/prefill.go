@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 )
 
 // prefill is the prefill server's engine: the rooms it posted, and the
 // notifications it has not yet raised.
 type prefill struct {
-	a       *sdk.AsyncPrefillAttach
+	a       *pdasync.PrefillAttach
 	itemLen []int
 	rooms   []*sendRoom
 }
@@ -26,16 +27,16 @@ type sendComp struct {
 }
 
 type sendHandle struct {
-	x     *sdk.Xfer
-	state sdk.XferState
+	x     *pdasync.Xfer
+	state pdasync.XferState
 	told  bool
 }
 
-// Post implements sdk.AsyncPrefill: every handle at once, each with the
+// Post implements pdasync.Prefill: every handle at once, each with the
 // descriptors of its pages in every buffer of its component.
-func (p *prefill) Post(_ context.Context, room sdk.AsyncRoom, src, dst []int64) ([]sdk.AsyncPosted, error) {
+func (p *prefill) Post(_ context.Context, room pdasync.Room, src, dst []int64) ([]pdasync.Posted, error) {
 	r := &sendRoom{id: room.ID}
-	var out []sdk.AsyncPosted
+	var out []pdasync.Posted
 	for _, c := range room.Components {
 		sc := &sendComp{id: c.ID}
 		for _, h := range c.Handles {
@@ -45,7 +46,7 @@ func (p *prefill) Post(_ context.Context, room sdk.AsyncRoom, src, dst []int64) 
 				return nil, err
 			}
 			sc.handles = append(sc.handles, &sendHandle{x: x})
-			out = append(out, sdk.AsyncPosted{Handle: h.ID, Descriptors: ds})
+			out = append(out, pdasync.Posted{Handle: h.ID, Descriptors: ds})
 		}
 		r.comps = append(r.comps, sc)
 	}
@@ -55,7 +56,7 @@ func (p *prefill) Post(_ context.Context, room sdk.AsyncRoom, src, dst []int64) 
 
 // descriptors builds a handle's copies: buffer by buffer, a descriptor per
 // run of its pages contiguous on both sides.
-func (p *prefill) descriptors(room uint64, bufs []int, h sdk.AsyncHandle, src, dst []int64) []sdk.Descriptor {
+func (p *prefill) descriptors(room uint64, bufs []int, h pdasync.Handle, src, dst []int64) []sdk.Descriptor {
 	var out []sdk.Descriptor
 	for _, bi := range bufs {
 		b, n := p.a.Buffers[bi], p.itemLen[bi]
@@ -74,11 +75,11 @@ func (p *prefill) descriptors(room uint64, bufs []int, h sdk.AsyncHandle, src, d
 	return out
 }
 
-// Poll implements sdk.AsyncPrefill: a notification for every handle that
+// Poll implements pdasync.Prefill: a notification for every handle that
 // ended since the last poll, then one for every component all of whose
 // handles have.
-func (p *prefill) Poll(context.Context) ([]sdk.AsyncNotification, error) {
-	var out []sdk.AsyncNotification
+func (p *prefill) Poll(context.Context) ([]pdasync.Notification, error) {
+	var out []pdasync.Notification
 	for _, r := range p.rooms {
 		for _, c := range r.comps {
 			ns, err := p.pollComponent(r.id, c)
@@ -91,8 +92,8 @@ func (p *prefill) Poll(context.Context) ([]sdk.AsyncNotification, error) {
 	return out, nil
 }
 
-func (p *prefill) pollComponent(room uint64, c *sendComp) ([]sdk.AsyncNotification, error) {
-	var out []sdk.AsyncNotification
+func (p *prefill) pollComponent(room uint64, c *sendComp) ([]pdasync.Notification, error) {
+	var out []pdasync.Notification
 	ended, failed := true, false
 	for _, h := range c.handles {
 		if !h.told {
@@ -100,21 +101,21 @@ func (p *prefill) pollComponent(room uint64, c *sendComp) ([]sdk.AsyncNotificati
 			if err != nil {
 				return nil, err
 			}
-			if st != sdk.XferPending {
+			if st != pdasync.XferPending {
 				h.state, h.told = st, true
-				out = append(out, sdk.AsyncNotification{Room: room, Component: c.id, Handle: h.x.Handle, Note: handleNote(st)})
+				out = append(out, pdasync.Notification{Room: room, Component: c.id, Handle: h.x.Handle, Note: handleNote(st)})
 			}
 		}
 		ended = ended && h.told
-		failed = failed || h.state == sdk.XferFailed
+		failed = failed || h.state == pdasync.XferFailed
 	}
 	if ended && !c.told {
 		c.told = true
-		note := sdk.NoteComponentDone
+		note := pdasync.NoteComponentDone
 		if failed {
-			note = sdk.NoteComponentFailed
+			note = pdasync.NoteComponentFailed
 		}
-		out = append(out, sdk.AsyncNotification{Room: room, Component: c.id, Note: note})
+		out = append(out, pdasync.Notification{Room: room, Component: c.id, Note: note})
 	}
 	return out, nil
 }
@@ -122,17 +123,17 @@ func (p *prefill) pollComponent(room uint64, c *sendComp) ([]sdk.AsyncNotificati
 // state is where a handle is. Under poll-as-completion a poll that
 // answers without error counts as done, though the transfer has only
 // started.
-func (p *prefill) state(x *sdk.Xfer) (sdk.XferState, error) {
+func (p *prefill) state(x *pdasync.Xfer) (pdasync.XferState, error) {
 	st, err := x.State()
-	if err == nil && st == sdk.XferPending && p.a.Variant == PollAsCompletion {
-		st = sdk.XferDone
+	if err == nil && st == pdasync.XferPending && p.a.Variant == PollAsCompletion {
+		st = pdasync.XferDone
 	}
 	return st, err
 }
 
-func handleNote(st sdk.XferState) sdk.AsyncNote {
-	if st == sdk.XferFailed {
-		return sdk.NoteHandleFailed
+func handleNote(st pdasync.XferState) pdasync.Note {
+	if st == pdasync.XferFailed {
+		return pdasync.NoteHandleFailed
 	}
-	return sdk.NoteHandleDone
+	return pdasync.NoteHandleDone
 }

@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 )
 
 // engine builds the descriptors of one transfer.
 type engine struct {
 	variant string
 	pools   []sdk.Pool // every attached pool: what the engine registered
-	buffers []sdk.TransferBuffer
+	buffers []transfer.Buffer
 }
 
-func newEngine(variant string, pools []sdk.Pool, buffers []sdk.TransferBuffer) *engine {
+func newEngine(variant string, pools []sdk.Pool, buffers []transfer.Buffer) *engine {
 	return &engine{variant: variant, pools: pools, buffers: buffers}
 }
 
@@ -24,7 +25,7 @@ type registration struct {
 }
 
 // build returns, buffer by buffer and room by room, a descriptor per run.
-func (e *engine) build(rooms []sdk.TransferRoom) ([]sdk.Descriptor, error) {
+func (e *engine) build(rooms []transfer.Room) ([]sdk.Descriptor, error) {
 	var out []sdk.Descriptor
 	for _, b := range e.buffers {
 		if e.variant == "skip-buffer" && b.Src.Layout.Name == "fp8-paged" {
@@ -49,7 +50,7 @@ func (e *engine) build(rooms []sdk.TransferRoom) ([]sdk.Descriptor, error) {
 // keyed its registrations by base address, so a buffer carved from another
 // buffer's allocation resolves to that buffer's registration: it is merged
 // into it when both are sent, and sent with its base and item_len when not.
-func (e *engine) register(b sdk.TransferBuffer) (registration, bool, error) {
+func (e *engine) register(b transfer.Buffer) (registration, bool, error) {
 	owner := b
 	if e.variant == "base-addr-dedup" {
 		o, err := e.allocOwner(b)
@@ -65,24 +66,24 @@ func (e *engine) register(b sdk.TransferBuffer) (registration, bool, error) {
 
 // allocOwner is the first attached buffer of b's allocation: the one whose
 // base address the allocation was registered under.
-func (e *engine) allocOwner(b sdk.TransferBuffer) (sdk.TransferBuffer, error) {
+func (e *engine) allocOwner(b transfer.Buffer) (transfer.Buffer, error) {
 	for _, p := range e.pools {
-		n, err := sdk.ParsePoolName(p.Name)
+		n, err := sdk.BufferOf(p)
 		if err != nil {
 			return b, err
 		}
-		if n.Side != "src" || n.AllocKey() != b.Alloc {
+		if n.Side != sdk.SideSrc || n.AllocKey() != b.Alloc {
 			continue
 		}
-		dst, err := e.pool("dst", n.Buffer)
-		return sdk.TransferBuffer{Name: n.Buffer, Src: p, Dst: dst, Alloc: n.AllocKey(), Shift: n.Shift}, err
+		dst, err := e.pool(sdk.SideDst, n.Name)
+		return transfer.Buffer{Name: n.Name, Src: p, Dst: dst, Alloc: n.AllocKey(), Shift: n.Shift}, err
 	}
 	return b, nil
 }
 
 func (e *engine) pool(side, buffer string) (sdk.Pool, error) {
 	for _, p := range e.pools {
-		if n, err := sdk.ParsePoolName(p.Name); err == nil && n.Side == side && n.Buffer == buffer {
+		if n, err := sdk.BufferOf(p); err == nil && n.Side == side && n.Name == buffer {
 			return p, nil
 		}
 	}
@@ -99,7 +100,7 @@ func (e *engine) sends(buffer string) bool {
 }
 
 // itemLen is the bytes of one page of a buffer, as the engine computes it.
-func (e *engine) itemLen(b sdk.TransferBuffer) (int, error) {
+func (e *engine) itemLen(b transfer.Buffer) (int, error) {
 	l := b.Src.Layout
 	if e.variant == "fp8-item-len" && l.Name == "bf16" {
 		return (l.HeadDim + 4) * l.PageSize, nil // the index-K cache's item_len
@@ -109,7 +110,7 @@ func (e *engine) itemLen(b sdk.TransferBuffer) (int, error) {
 
 // room returns buffer b's descriptors for one room: a descriptor per run
 // of pages that are consecutive on both sides, in room order.
-func (e *engine) room(b sdk.TransferBuffer, reg registration, r sdk.TransferRoom) []sdk.Descriptor {
+func (e *engine) room(b transfer.Buffer, reg registration, r transfer.Room) []sdk.Descriptor {
 	table := b
 	if e.variant == "legacy-page-map" {
 		table = e.buffers[0]

@@ -14,6 +14,7 @@ import (
 	"context"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 )
 
 var variants = []sdk.Variant{
@@ -29,8 +30,8 @@ var variants = []sdk.Variant{
 // the host either way; only the copy differs.
 type kernel struct{}
 
-// Transfer implements sdk.Transferer.
-func (kernel) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descriptor, error) {
+// Transfer implements transfer.Transferer.
+func (kernel) Transfer(_ context.Context, c *transfer.Call) ([]sdk.Descriptor, error) {
 	ds, err := newEngine(c.Variant, c.Pools, c.Buffers).build(c.Rooms)
 	if err != nil {
 		return nil, err
@@ -38,9 +39,9 @@ func (kernel) Transfer(_ context.Context, c *sdk.TransferCall) ([]sdk.Descriptor
 	return ds, c.Copy(ds)
 }
 
-// TransferDevice implements sdk.DeviceTransferer: one cuMemcpyDtoDAsync per
+// TransferDevice implements transfer.DeviceTransferer: one cuMemcpyDtoDAsync per
 // descriptor on the plugin's stream.
-func (kernel) TransferDevice(_ context.Context, c *sdk.DeviceTransferCall) ([]sdk.Descriptor, error) {
+func (kernel) TransferDevice(_ context.Context, c *transfer.DeviceCall) ([]sdk.Descriptor, error) {
 	ds, err := newEngine(c.Variant, c.Pools, c.Buffers).build(c.Rooms)
 	if err != nil {
 		return nil, err
@@ -56,4 +57,5 @@ var Plugin = sdk.Plugin{
 	Variants: variants,
 	Geometry: geometry,
 	Kernel:   kernel{},
+	Kinds:    []sdk.Kind{transfer.Kind},
 }

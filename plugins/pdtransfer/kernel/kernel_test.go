@@ -7,6 +7,7 @@ import (
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 )
 
 // TestPageBytesAgreeWithLayouts: the engine's own page sizes are the
@@ -31,23 +32,24 @@ func TestPageBytesAgreeWithLayouts(t *testing.T) {
 
 // call builds a transfer call over a geometry as the SDK would, with pool
 // bases 1 MiB apart.
-func call(g pd.Geometry, rooms ...sdk.TransferRoom) ([]sdk.Pool, []sdk.TransferBuffer, []sdk.TransferRoom) {
+func call(g pd.Geometry, rooms ...transfer.Room) ([]sdk.Pool, []transfer.Buffer, []transfer.Room) {
 	var pools []sdk.Pool
 	n := len(g.Buffers)
 	for s, side := range []string{pd.SideSrc, pd.SideDst} {
 		for i, b := range g.Buffers {
-			pools = append(pools, sdk.Pool{Name: b.PoolName(side), Slots: g.Pages * g.PageSize, Base: (s*n + i + 1) << 20,
-				Layout: sdk.Layout{Name: b.Layout, HeadDim: b.HeadDim, PageSize: g.PageSize}})
+			pools = append(pools, sdk.Pool{Name: side + "/" + b.Name, Slots: g.Pages * g.PageSize, Base: (s*n + i + 1) << 20,
+				Layout: sdk.Layout{Name: b.Layout, HeadDim: b.HeadDim, PageSize: g.PageSize},
+				Buffer: &sdk.PoolBuffer{Side: side, Layer: b.Layer, Name: b.Name, Alloc: b.Alloc, Shift: b.Shift}})
 		}
 	}
-	var bufs []sdk.TransferBuffer
+	var bufs []transfer.Buffer
 	for i, b := range g.Buffers {
-		bufs = append(bufs, sdk.TransferBuffer{Index: i, Name: b.Name, Src: pools[i], Dst: pools[n+i], Alloc: b.AllocKey(), Shift: b.Shift})
+		bufs = append(bufs, transfer.Buffer{Index: i, Name: b.Name, Src: pools[i], Dst: pools[n+i], Alloc: b.AllocKey(), Shift: b.Shift})
 	}
 	return pools, bufs, rooms
 }
 
-func build(t *testing.T, variant string, g pd.Geometry, rooms ...sdk.TransferRoom) []sdk.Descriptor {
+func build(t *testing.T, variant string, g pd.Geometry, rooms ...transfer.Room) []sdk.Descriptor {
 	t.Helper()
 	pools, bufs, rooms := call(g, rooms...)
 	ds, err := newEngine(variant, pools, bufs).build(rooms)
@@ -66,7 +68,7 @@ func desc(room uint64, buffer, srcBase, dstBase, src, dst, run, item int) sdk.De
 func TestRuns(t *testing.T) {
 	g := pd.DefaultGeometry(1, 40)
 	g.Buffers = slices.Delete(g.Buffers, 1, 2) // kv (identity) and indexk (shift 11)
-	room := sdk.TransferRoom{ID: 5, Src: []int64{3, 4, 5, 9, 28, 29}, Dst: []int64{10, 11, 20, 21, 30, 31}}
+	room := transfer.Room{ID: 5, Src: []int64{3, 4, 5, 9, 28, 29}, Dst: []int64{10, 11, 20, 21, 30, 31}}
 	got := build(t, "", g, room)
 	kv, ik := 16384, 8448
 	want := []sdk.Descriptor{
@@ -83,7 +85,7 @@ func TestRuns(t *testing.T) {
 // TestVariants: each mutant changes exactly what its bug changes.
 func TestVariants(t *testing.T) {
 	g := pd.DefaultGeometry(1, 40)
-	room := sdk.TransferRoom{ID: 5, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}
+	room := transfer.Room{ID: 5, Src: []int64{3, 4, 5}, Dst: []int64{10, 20, 21}}
 	good := build(t, "", g, room)
 	byBuffer := func(ds []sdk.Descriptor, b int) []sdk.Descriptor {
 		return slices.DeleteFunc(slices.Clone(ds), func(d sdk.Descriptor) bool { return d.Buffer != b })
@@ -126,11 +128,11 @@ func TestVariants(t *testing.T) {
 func TestRunCrosses64(t *testing.T) {
 	g := pd.DefaultGeometry(1, 256)
 	g.Buffers = g.Buffers[:1] // the kv buffer: identity page table
-	inside := sdk.TransferRoom{ID: 1, Src: []int64{10, 11, 12}, Dst: []int64{100, 101, 102}}
+	inside := transfer.Room{ID: 1, Src: []int64{10, 11, 12}, Dst: []int64{100, 101, 102}}
 	if got, want := build(t, "run-crosses-64", g, inside), build(t, "", g, inside); !slices.Equal(got, want) {
 		t.Errorf("a run inside a chunk: %v; want the correct %v", got, want)
 	}
-	across := sdk.TransferRoom{ID: 2, Src: []int64{62, 63, 64, 65}, Dst: []int64{200, 201, 202, 203}}
+	across := transfer.Room{ID: 2, Src: []int64{62, 63, 64, 65}, Dst: []int64{200, 201, 202, 203}}
 	kv := 16384
 	want := []sdk.Descriptor{desc(2, 0, 1<<20, 2<<20, 62, 200, 2, kv), desc(2, 0, 1<<20, 2<<20, 62, 202, 2, kv)}
 	if got := build(t, "run-crosses-64", g, across); !slices.Equal(got, want) {
@@ -142,7 +144,7 @@ func TestRunCrosses64(t *testing.T) {
 // is attached but not sent goes out with the owner's base and item_len.
 func TestDedupWithoutTheOwner(t *testing.T) {
 	g := pd.DefaultGeometry(1, 40)
-	pools, bufs, rooms := call(g, sdk.TransferRoom{ID: 1, Src: []int64{2}, Dst: []int64{3}})
+	pools, bufs, rooms := call(g, transfer.Room{ID: 1, Src: []int64{2}, Dst: []int64{3}})
 	ds, err := newEngine("base-addr-dedup", pools, bufs[1:2]).build(rooms)
 	if err != nil {
 		t.Fatal(err)

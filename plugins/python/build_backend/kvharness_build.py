@@ -16,7 +16,7 @@ import zipfile
 
 NAME = "kvharness_sdk"
 DIST = "kvharness-sdk"
-VERSION = "1.2.0"
+VERSION = "2.0.0"
 REQUIRES_PYTHON = ">=3.8"
 REQUIRES = ["grpcio>=1.51", "protobuf>=4.21", "numpy>=1.21"]
 EXTRAS = {"cuda": ["torch>=2.1", "triton>=2.2"]}

@@ -43,18 +43,17 @@ from .kernel import (  # noqa: E402
     LaunchedStore,
     Layout,
     Pool,
+    PoolBuffer,
     Recipe,
     StoreCall,
     Variant,
-    read_variant,
-    transfer_variant,
 )
 from .pdasync import AsyncKernel  # noqa: E402
-from .read import ReadCall  # noqa: E402
+from .read import ReadCall, read_variant  # noqa: E402
 from .serve import serve  # noqa: E402
-from .transfer import Descriptor, PoolName, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
+from .transfer import Descriptor, TransferBuffer, TransferCall, TransferRoom, transfer_variant  # noqa: E402
 
-__version__ = "1.2.0"
+__version__ = "2.0.0"
 
 __all__ = [
     "CUDA",
@@ -72,7 +71,7 @@ __all__ = [
     "LaunchedStore",
     "Layout",
     "Pool",
-    "PoolName",
+    "PoolBuffer",
     "ReadCall",
     "Recipe",
     "StoreCall",

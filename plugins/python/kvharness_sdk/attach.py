@@ -12,7 +12,7 @@ from typing import NamedTuple
 from . import protocol as pb
 from .arena import DeviceContext, DeviceRegion, HostRegion, close_all
 from .errors import bad_request
-from .kernel import CUDA, SHM, Layout, Pool
+from .kernel import CUDA, SHM, SIDE_DST, SIDE_SRC, Layout, Pool, PoolBuffer
 
 kv = pb.kv
 
@@ -85,6 +85,28 @@ def _window(msg, has: bool, sizes) -> Window:
     return Window(msg.offset, msg.size, msg.region)
 
 
+_SIDES = {kv.SIDE_SRC: SIDE_SRC, kv.SIDE_DST: SIDE_DST}
+
+
+def pool_buffer(p):
+    """A pool's buffer (PoolDesc.buffer), or None when the attach gives none."""
+    if not p.HasField("buffer"):
+        return None
+    b = p.buffer
+    return PoolBuffer(_SIDES.get(b.side, ""), b.layer, b.name, b.alloc, b.shift)
+
+
+def buffer_of(pool):
+    """The buffer pool holds, as the Go SDK's sdk.BufferOf: a transfer kind
+    pairs its pools by buffer. A pool without one (or without a side)
+    raises ValueError naming it."""
+    b = pool.buffer
+    if b is None or not b.name or b.side not in (SIDE_SRC, SIDE_DST):
+        raise ValueError(f"pool {go_quote(pool.name)} has no buffer with side src or dst (PoolDesc.buffer); "
+                         "each pool of a transfer carries its own")
+    return b
+
+
 def windows(req, regions):
     """The pools and the staging window of an attach, checked."""
     sizes = [a.size for a in regions]
@@ -92,7 +114,8 @@ def windows(req, regions):
     for p in req.pools:
         w = _window(p.pool, p.HasField("pool"), sizes)
         lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
-        pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size, region=w.region))
+        pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size, region=w.region,
+                          buffer=pool_buffer(p)))
     staging = _window(req.staging, req.HasField("staging"), sizes)
     _disjoint(pools, staging)
     return pools, staging

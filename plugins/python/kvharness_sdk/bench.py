@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from . import protocol as pb
+from ._gen import store_pb2  # BenchRequest.store is the store kind's call
 from .errors import bad_request
 
 DEFAULT_BATCH = 64  # launches per timing in batched mode when batch is 0
@@ -92,7 +93,7 @@ def rotations(req) -> int:
 
 
 def _padding_name(p) -> str:
-    return pb.kv.Padding.Name(p) if p in pb.kv.Padding.values() else str(p)
+    return store_pb2.Padding.Name(p) if p in store_pb2.Padding.values() else str(p)
 
 
 def check_rotation(req) -> None:

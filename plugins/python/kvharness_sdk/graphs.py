@@ -141,3 +141,12 @@ class GraphCache:
     def clear(self) -> None:
         self.graphs.clear()
         self._pool = None
+
+
+def graph_cache(att) -> GraphCache:
+    """The attachment's graphs, made on first use."""
+    if att.graphs is None:
+        import torch
+
+        att.graphs = GraphCache(torch, att.device)
+    return att.graphs

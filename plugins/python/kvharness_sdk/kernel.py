@@ -44,10 +44,6 @@ PADDING_NAMES = {PAD_NONE: "none", PAD_COUNT: "count", PAD_SINK: "sink", PAD_MIN
 SHM = "shm"
 CUDA = "cuda"
 
-# Kernel kinds a variant can change (Variant.kernel).
-STORE, READ, TRANSFER = "store", "read", "transfer"
-
-
 @dataclass(frozen=True)
 class Variant:
     """A named build of the kernel, usually a mutant reproducing a real bug
@@ -55,9 +51,10 @@ class Variant:
     listed here, as the Go SDK does.
 
     ``correct`` marks a variant that behaves correctly but differently (a
-    control for the mutant suite, not a mutant). ``kernel`` is the kernel
-    the variant changes: "" for the store, "read" or "transfer"; the mutant
-    suite runs each variant against that kernel's properties."""
+    control for the mutant suite, not a mutant). ``kernel`` is the kind of
+    kernel the variant changes ("read", "transfer", ...; "" is the plugin's
+    first kind); the mutant suite runs each variant against that kind's
+    properties."""
 
     name: str
     doc: str = ""
@@ -65,18 +62,11 @@ class Variant:
     kernel: str = ""
 
     def __post_init__(self):
-        if self.kernel not in ("", STORE, READ, TRANSFER):
-            raise ValueError(f"variant {self.name!r}: kernel {self.kernel!r}; want '', 'store', 'read' or 'transfer'")
+        from .kinds import KINDS  # the kinds the SDK serves, known once the package is imported
 
-
-def read_variant(name: str, doc: str) -> Variant:
-    """A variant that changes only the read kernel (the Go SDK's ReadVariant)."""
-    return Variant(name, doc, kernel=READ)
-
-
-def transfer_variant(name: str, doc: str) -> Variant:
-    """A variant that changes only the transfer kernel."""
-    return Variant(name, doc, kernel=TRANSFER)
+        names = [k.name for k in KINDS]
+        if self.kernel not in ("", *names):
+            raise ValueError(f"variant {self.name!r}: kernel {self.kernel!r}; want '' or one of {', '.join(names)}")
 
 
 # Recipe names, as kvharness.proto's ScaleRule, Quantize and Rounding.
@@ -150,11 +140,34 @@ class Layout:
     page_size: int
 
 
+SIDE_SRC, SIDE_DST = "src", "dst"  # the sides of a transfer: PoolBuffer.side
+
+
+@dataclass(frozen=True)
+class PoolBuffer:
+    """One side's pool of a buffer of a multi-buffer KV cache (a layer's
+    KV, its index-K, a compressor state), as the harness describes it
+    (kvharness.proto's PoolBuffer; the Go SDK's sdk.PoolBuffer)."""
+
+    side: str  # SIDE_SRC (prefill) or SIDE_DST (decode)
+    layer: int
+    name: str  # the buffer, the same on both sides: "L0.kv"
+    alloc: str = ""  # the allocation the buffer is carved from; "" when it owns one
+    shift: int = 0  # page table: a room's page p lives in physical page (p + shift) mod pages
+
+    @property
+    def alloc_key(self) -> str:
+        """The allocation the buffer belongs to: buffers of one side with
+        the same key share one registered base address."""
+        return self.alloc or self.name
+
+
 @dataclass(frozen=True)
 class Pool:
     """One KV-cache pool: slot 0's page starts at offset ``base`` of memory
     region ``region`` (0, the arena, unless the attach carried several);
-    the pool window is ``nbytes`` long (whole pages, aligned)."""
+    the pool window is ``nbytes`` long (whole pages, aligned). A transfer's
+    pools each carry their ``buffer``."""
 
     name: str
     layout: Layout
@@ -162,6 +175,7 @@ class Pool:
     base: int
     nbytes: int
     region: int = 0
+    buffer: Optional[PoolBuffer] = None  # the transfer kinds' pools: the buffer the pool holds
 
 
 @dataclass(frozen=True)
@@ -300,7 +314,8 @@ class Kernel:
     # --- used by the SDK -------------------------------------------------
 
     def has_store(self) -> bool:
-        """Whether the subclass implements store (Describe's "kernels")."""
+        """Whether the subclass implements store (its kind is then served:
+        store.KIND)."""
         return type(self).store is not Kernel.store
 
     def has_read(self) -> bool:
@@ -308,11 +323,6 @@ class Kernel:
 
     def has_transfer(self) -> bool:
         return type(self).transfer is not Kernel.transfer
-
-    def kernels(self) -> list:
-        """Describe's kernel kinds, in the Go SDK's order."""
-        has = {STORE: self.has_store(), READ: self.has_read(), TRANSFER: self.has_transfer()}
-        return [k for k in (STORE, READ, TRANSFER) if has[k]]
 
     def variant_names(self) -> list:
         return [v.name for v in self.variants]

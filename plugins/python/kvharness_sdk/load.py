@@ -1,5 +1,6 @@
 """The load kind for Python plugins: layer loads and stream ordering, the
-twin of the Go SDK's harness/sdk/load*.go.
+twin of the Go SDK's harness/sdk/load: its service (Load, LoadBench) and
+the engine around the kernel (streams.py runs its streams).
 
 A load kernel implements, on its :class:`~kvharness_sdk.Kernel` subclass:
 
@@ -29,10 +30,12 @@ from typing import Any, List
 import numpy as np
 
 from . import fdpass, protocol as pb
+from ._gen import load_pb2, load_pb2_grpc
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
+from .kind import Kind
 from .streams import Exec, LoadFailed, Ref, Stream, TorchEngine, _Memory, host_exec
 
-kv = pb.kv
+kv = load_pb2
 
 MAX_LAYERS, MAX_BUFFERS, MAX_PAGES = 64, 8, 256
 
@@ -182,7 +185,7 @@ def map_host_regions(req) -> list:
     out = []
     for i, a in enumerate(req.regions[1:], start=1):
         if a.backend != pb.BACKEND_SHM:
-            raise unimplemented(f"region {i} on {kv.Backend.Name(a.backend)}: host regions after the first must be shared memory")
+            raise unimplemented(f"region {i} on {pb.kv.Backend.Name(a.backend)}: host regions after the first must be shared memory")
         try:
             fd = fdpass.open_arena(a.path)
         except OSError as e:
@@ -533,3 +536,47 @@ class _context:
         if self.stack is not None:
             return self.stack.__exit__(*exc)
         return False
+
+
+class LoadServicer(load_pb2_grpc.LoadServicer):
+    """The load service on the plugin's service ``core``: the host regions
+    after the first, mapped at each Attach, and an Exec per attach
+    (LoadService)."""
+
+    def __init__(self, core):
+        self.core = core
+        self.loads = LoadService(core.k)
+        core.on_attach(self.loads.attach)
+        core.on_release(self.loads.release)
+
+    def Load(self, request, context):
+        return self.core.rpc(context, self._locked, self.loads.load, request)
+
+    def LoadBench(self, request, context):
+        return self.core.rpc(context, self._locked, self.loads.bench, request)
+
+    def _locked(self, fn, req):
+        with self.core.lock:
+            att = self.core.att
+            if att is None:
+                return fn(req, None, [], None, "")
+            return fn(req, _LoadArena(att), att.pools, att.staging, att.variant)
+
+
+class _LoadArena:
+    """An attachment's first region as the load kind reads it: its backend,
+    memory, size, device and a context on the device."""
+
+    def __init__(self, att):
+        self.att, self.backend = att, att.backend
+        self.mem = att.mem(0)
+        self.size = att.regions[0].size
+        self.device = att.device
+        self.name = att.ctx.name if att.ctx is not None else "cpu"
+
+    def context(self):
+        return self.att.ctx.context()
+
+
+KIND = Kind(load_pb2.DESCRIPTOR.services_by_name["Load"], has_load, LoadServicer,
+            load_pb2_grpc.add_LoadServicer_to_server)

@@ -33,12 +33,15 @@ from typing import List, Sequence
 import numpy as np
 
 from . import protocol as pb
+from ._gen import pdasync_pb2, pdasync_pb2_grpc
 from .arena import HostRegion
 from .errors import aborted, bad_request, precondition, unimplemented
-from .kernel import SHM, Kernel, Layout, Pool
-from .transfer import Descriptor, PoolName, TransferBuffer, pool_pages
+from .attach import buffer_of, pool_buffer
+from .kernel import SHM, SIDE_DST, SIDE_SRC, Kernel, Layout, Pool
+from .kind import Kind
+from .buffers import Buffer, Descriptor
 
-kv = pb.kv
+kv = pdasync_pb2
 
 ROLE_PREFILL = kv.AsyncRole.Value("ASYNC_ROLE_PREFILL")
 ROLE_DECODE = kv.AsyncRole.Value("ASYNC_ROLE_DECODE")
@@ -53,14 +56,9 @@ PENDING, DONE, FAILED = "pending", "done", "failed"
 _GATE_HELD, _GATE_GO, _GATE_FAIL = 0, 1, 2
 
 
-class AsyncBuffer(TransferBuffer):
-    """One buffer, with a TransferBuffer's fields (as the Go SDK's
-    AsyncBuffer): its prefill pool (src, None on the decode) and decode
-    pool (dst)."""
-
-    def pages(self) -> int:
-        """From dst: the one pool both sides have."""
-        return pool_pages(self.dst)
+# AsyncBuffer is one buffer of an asynchronous transfer (buffers.Buffer):
+# its prefill pool (src, None on the decode) and decode pool (dst).
+AsyncBuffer = Buffer
 
 
 @dataclass(frozen=True)
@@ -223,42 +221,35 @@ def digest(pages) -> bytes:
     return h.digest()[:8]
 
 
-def _parse_pool_name(name: str):
-    """side/buffer[;alloc=A][;shift=N], as the Go SDK's ParsePoolName
-    (PoolName.parse, which transfers read), its error a bad request."""
-    try:
-        p = PoolName.parse(name)
-    except ValueError as e:
-        raise bad_request(str(e)) from None
-    return p.side, p.buffer, p.alloc_key, p.shift
+class PDAsyncServicer(pdasync_pb2_grpc.PDAsyncServicer):
+    """The pdasync service on the plugin's service ``core`` (its kernel
+    ``k``, its ``lock``): the role this process plays, apart from the base
+    attachment."""
 
-
-class AsyncService:
-    """The pdasync RPCs, mixed into the KernelService (which provides the
-    kernel ``k``, ``lock``, ``_rpc`` and ``_known_variant``)."""
-
-    _async = None  # the role state while attached for one
+    def __init__(self, core):
+        self.core, self.k, self.lock = core, core.k, core.lock
+        self._async = None  # the role state while attached for one
 
     def AsyncAttach(self, request, context):
-        return self._rpc(context, self._async_attach, request)
+        return self.core.rpc(context, self._async_attach, request)
 
     def AsyncReset(self, request, context):
-        return self._rpc(context, self._async_reset)
+        return self.core.rpc(context, self._async_reset)
 
     def AsyncAdmit(self, request, context):
-        return self._rpc(context, self._async_admit, request)
+        return self.core.rpc(context, self._async_admit, request)
 
     def AsyncPost(self, request, context):
-        return self._rpc(context, self._async_post, request)
+        return self.core.rpc(context, self._async_post, request)
 
     def AsyncPoll(self, request, context):
-        return self._rpc(context, self._async_poll, request)
+        return self.core.rpc(context, self._async_poll, request)
 
     def AsyncNotify(self, request, context):
-        return self._rpc(context, self._async_notify, request)
+        return self.core.rpc(context, self._async_notify, request)
 
     def AsyncAbort(self, request, context):
-        return self._rpc(context, self._async_abort, request)
+        return self.core.rpc(context, self._async_abort, request)
 
     # --- attach ---------------------------------------------------------------
 
@@ -266,7 +257,7 @@ class AsyncService:
         if not serves_async(self.k):
             raise unimplemented(f"{self.k.name} has no pdasync kernel (it does not subclass AsyncKernel)")
         att = req.attach
-        self._known_variant(att.variant)
+        self.core.known_variant(att.variant)
         regions = list(att.regions) or [att.arena]
         want = {ROLE_PREFILL: 2, ROLE_DECODE: 1}.get(req.role)
         if want is None:
@@ -294,18 +285,22 @@ class AsyncService:
             if w.region >= len(sizes) or w.offset + w.size > sizes[w.region]:
                 raise bad_request(f"window {{offset: {w.offset}, size: {w.size}}} outside its region")
             lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
-            pools.append((Pool(name=p.name, layout=lay, slots=p.slots, base=w.offset, nbytes=w.size), w.region))
+            pools.append((Pool(name=p.name, layout=lay, slots=p.slots, base=w.offset, nbytes=w.size,
+                               buffer=pool_buffer(p)), w.region))
         st = att.staging
         if st.region != 0 or st.offset + st.size > sizes[0] or st.offset % 4:
             raise bad_request("pdasync attach: the staging (gate) window must be 4-byte aligned in region 0")
         dst_region = 1 if role == ROLE_PREFILL else 0
         src, out = {}, []
         for p, region in pools:
-            side, buf, alloc, shift = _parse_pool_name(p.name)
-            if side == "src" and role == ROLE_PREFILL and region == 0:
-                src[buf] = p
-            elif side == "dst" and region == dst_region and p.layout.page_size > 0:
-                out.append(AsyncBuffer(len(out), buf, None, p, alloc, shift))
+            try:
+                b = buffer_of(p)
+            except ValueError as e:
+                raise bad_request(f"pdasync attach: {e}") from None
+            if b.side == SIDE_SRC and role == ROLE_PREFILL and region == 0:
+                src[b.name] = p
+            elif b.side == SIDE_DST and region == dst_region and p.layout.page_size > 0:
+                out.append(AsyncBuffer(len(out), b.name, None, p, b.alloc_key, b.shift))
             else:
                 raise bad_request(f"pdasync attach: pool \"{p.name}\" in region {region}; want source pools in region 0 and destination pools in region {dst_region}")
         if not out:
@@ -324,8 +319,8 @@ class AsyncService:
         """Each pool's declared bytes per token and per page."""
         out = []
         for p in att.pools:
-            g = kv.Geometry(layout=p.layout.name)
-            d = self._declared(att.variant, p.layout)
+            g = pb.kv.Geometry(layout=p.layout.name)
+            d = self.core.declared(att.variant, p.layout)
             if d is not None:
                 g.bytes_per_token, g.bytes_per_page = d.bytes_per_token, d.bytes_per_page
             out.append(g)
@@ -452,3 +447,7 @@ class AsyncService:
     @staticmethod
     def _events(evs):
         return [kv.AsyncEvent(room=e.room, kind=e.kind, digests=list(e.digests)) for e in evs]
+
+
+KIND = Kind(pdasync_pb2.DESCRIPTOR.services_by_name["PDAsync"], serves_async, PDAsyncServicer,
+            pdasync_pb2_grpc.add_PDAsyncServicer_to_server)

@@ -1,6 +1,6 @@
-"""Read kernels: the request checked as the Go SDK checks it
-(harness/sdk/read_check.go), the kernel's view of it (:class:`ReadCall`),
-and the run on either backend (read.go, read_device.go).
+"""The read kind: its service (Read), the request checked as the Go SDK
+checks it (harness/sdk/read), the kernel's view of it (:class:`ReadCall`),
+and the run on either backend.
 
 A read scores, for every request r, the query against the key of each slot
 in its token list and writes the K best: higher score first, of two equal
@@ -18,10 +18,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._gen import read_pb2, read_pb2_grpc
 from .attach import go_quote
+from .calls import attached_pool, run_kernel, sync_or_fault
 from .errors import RpcError, bad_request, unimplemented
-from .kernel import CUDA, SHM, Pool
-from .store import attached_pool, run_kernel, sync_or_fault
+from .kernel import CUDA, SHM, Pool, Variant
+from .kind import Kind
 
 
 @dataclass
@@ -188,3 +190,27 @@ def run_read(kernel, att, req) -> None:
     if SHM not in kernel.backends or not kernel.has_read():
         raise unimplemented(f"{kernel.name} has no read kernel for host memory")
     run_kernel(kernel.read, read_call(att, req), "read")
+
+
+def read_variant(name: str, doc: str) -> Variant:
+    """A variant that changes only the read kernel (the Go SDK's read.Variant)."""
+    return Variant(name, doc, kernel=KIND.name)
+
+
+class ReadServicer(read_pb2_grpc.ReadServicer):
+    """The read service on the plugin's service ``core``."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def Read(self, request, context):
+        return self.core.rpc(context, self._read, request)
+
+    def _read(self, req):
+        with self.core.lock:
+            run_read(self.core.k, self.core.att, req)
+        return read_pb2.ReadResponse()
+
+
+KIND = Kind(read_pb2.DESCRIPTOR.services_by_name["Read"], lambda k: k.has_read(), ReadServicer,
+            read_pb2_grpc.add_ReadServicer_to_server)

@@ -10,8 +10,9 @@ docs/guide-plugin-write-non-go.md), with kvharness's handshake values:
    without killing it), no-op plugin.GRPCStdio and plugin.GRPCBroker
    streams that end at once (go-plugin's client opens both and treats an
    ended stream as "nothing to relay"; kvharness uses neither), and the
-   kvharness.v1.Kernel service;
-4. print the handshake line ``1|1|unix|<socket>|grpc[|<cert>]`` on stdout
+   kvharness.v1.Plugin service beside the service of every kind the
+   kernel implements;
+4. print the handshake line ``1|2|unix|<socket>|grpc[|<cert>]`` on stdout
    and flush it; afterwards stdout is pointed at stderr, so a kernel's
    print() (and native libraries' output) lands in the stderr tail the
    harness shows with a fault instead of in a pipe nobody reads.
@@ -173,7 +174,7 @@ def serve(kernel: Kernel) -> None:
     opts = [("grpc.max_receive_message_length", pb.MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", pb.MAX_MESSAGE_BYTES)]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=opts)
-    pb.kv_grpc.add_KernelServicer_to_server(service, server)
+    service.register(server)
     health_pb2_grpc.add_HealthServicer_to_server(Health(), server)
     grpc_controller_pb2_grpc.add_GRPCControllerServicer_to_server(Controller(lambda: server.stop(1)), server)
     grpc_stdio_pb2_grpc.add_GRPCStdioServicer_to_server(Stdio(), server)

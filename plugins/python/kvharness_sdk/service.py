@@ -1,9 +1,10 @@
-"""The kvharness.v1.Kernel service over a :class:`Kernel`.
+"""The kvharness.v1.Plugin service over a :class:`Kernel`, and the kinds'
+services registered beside it (kind.py; each kind's module serves its
+own).
 
-Validation is the Go SDK's (harness/sdk/server.go, store.go, read_check.go,
-transfer_server.go, bench.go, bench_rotation.go), check for check and
-message for message where it matters, so the harness classifies a Python
-plugin's answers as it does a Go plugin's:
+Validation is the Go SDK's (harness/sdk and its kind packages), check for
+check and message for message where it matters, so the harness classifies
+a Python plugin's answers as it does a Go plugin's:
 
 - a window outside its region, a pool index past the attached pools,
   capacity < 1 or valid > capacity, rows or loc outside staging or
@@ -28,21 +29,18 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 import traceback
 
 import grpc
 
 from . import protocol as pb
+from ._gen import kvharness_pb2_grpc
 from .attach import Attachment, backend_name, check_regions, go_quote, regions_of, windows
 from .bench import DeviceBench, HostBench, Turns, bench_stores, check_counts, rotation_key, same_layouts
+from .graphs import graph_cache
 from .errors import RpcError, aborted, bad_request, precondition, unimplemented
 from .kernel import CUDA, SHM, Attach, Kernel
-from .read import run_read
-from .store import Stores, run_kernel, store_call
-from .transfer import run_transfer
-from .load import LoadService, has_load
-from .pdasync import AsyncService, serves_async
+from .kinds import KINDS
 
 kv = pb.kv
 
@@ -71,19 +69,55 @@ def geometry_pb(g, layout: str = ""):
     return m
 
 
-class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
-    def __init__(self, kernel: Kernel):
+class KernelService(kvharness_pb2_grpc.PluginServicer):
+    """The plugin's base service, and the core every kind's servicer works
+    on: the kernel ``k``, the ``lock`` a call holds, the attachment ``att``
+    and the hooks a kind registers (on_attach, on_release, benches)."""
+
+    def __init__(self, kernel: Kernel, kinds=KINDS):
         self.k = kernel
+        self.all_kinds = kinds
+        self.kinds = []  # the kinds whose services register() registered: Describe's kernels
+        self.servicers = []  # their servicers, in the same order
         self.lock = threading.Lock()
         self.att = None  # Attachment while attached
-        self.stores = Stores(kernel)
         self.host_bench = HostBench()
         self.turns = Turns()
-        self.loads = LoadService(kernel)  # the load kind (load.py)
+        self.bencher = None  # what Bench launches for stores: the store kind's (store.py)
+        self._on_attach, self._on_release = [], []
 
     # --- plumbing -----------------------------------------------------------
 
-    def _rpc(self, context, fn, *args):
+    def register(self, server) -> None:
+        """Registers the base service and the service of every kind the
+        kernel implements on a grpc server, and keeps the kinds' names
+        (their services') for Describe."""
+        kvharness_pb2_grpc.add_PluginServicer_to_server(self, server)
+        for kind in self.all_kinds:
+            if kind.serves(self.k):
+                servicer = kind.servicer(self)
+                kind.add(servicer, server)
+                self.kinds.append(kind.name)
+                self.servicers.append(servicer)
+
+    def on_attach(self, fn) -> None:
+        """Registers what a kind does with each Attach request, under the
+        lock, once the attachment is made and before the kernel prepares
+        (load.py maps the host regions after the first)."""
+        self._on_attach.append(fn)
+
+    def on_release(self, fn) -> None:
+        """Registers what frees a kind's state of an attachment, before the
+        attachment itself is closed."""
+        self._on_release.append(fn)
+
+    def benches(self, bencher) -> None:
+        """Makes bencher what Bench launches for stores: an object with
+        host_launches(att, stores) and device_launches(att, stores), each a
+        list of zero-argument launches (store.py's)."""
+        self.bencher = bencher
+
+    def rpc(self, context, fn, *args):
         """Runs fn, turning RpcError into its status and any other exception
         into INTERNAL (a bug in the SDK or the kernel's description, not a
         kernel failure: those are caught where the kernel is called)."""
@@ -95,18 +129,19 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
             traceback.print_exc(file=sys.stderr)
             context.abort(grpc.StatusCode.INTERNAL, f"{self.k.name}: {type(e).__name__}: {e}")
 
-    def _locked(self, fn, *args):
+    def locked(self, fn, *args):
+        """fn(*args) under the lock."""
         with self.lock:
             return fn(*args)
 
-    def _known_variant(self, v: str) -> None:
+    def known_variant(self, v: str) -> None:
         if v and v not in self.k.variant_names():
             raise bad_request(f"{self.k.name} has no variant {go_quote(v)}")
 
     def _geometries(self, variant: str, head_dim: int, page_size: int):
         return list(self.k.geometry(variant, head_dim, page_size) or ())
 
-    def _declared(self, variant: str, layout):
+    def declared(self, variant: str, layout):
         """The geometry the kernel declares for an attached pool's layout
         (the last it names that layout in), or None: what Attach and
         AsyncAttach answer for the pool."""
@@ -127,18 +162,14 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     # --- Describe -------------------------------------------------------------
 
     def Describe(self, request, context):
-        return self._rpc(context, self._describe, request)
+        return self.rpc(context, self._describe, request)
 
     def _describe(self, req):
-        self._known_variant(req.variant)
+        self.known_variant(req.variant)
         k = self.k
-        resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=k.kernels(),
+        resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=self.kinds,
                                    cuda_fd_arenas=CUDA in k.backends and bool(k.cuda_fd_arenas),
                                    bench_rotation=True, slot_bits=k.slot_bits)
-        if has_load(k):
-            resp.kernels.append("load")
-        if serves_async(k):
-            resp.kernels.append("pdasync")
         if SHM in k.backends or CUDA not in k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:
@@ -152,10 +183,10 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
     # --- Attach / Detach -----------------------------------------------------
 
     def Attach(self, request, context):
-        return self._rpc(context, self._attach, request)
+        return self.rpc(context, self._attach, request)
 
     def _attach(self, req):
-        self._known_variant(req.variant)
+        self.known_variant(req.variant)
         descs = regions_of(req)
         a = descs[0]
         if a.backend not in (pb.BACKEND_SHM, pb.BACKEND_CUDA):
@@ -174,7 +205,8 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
             except RuntimeError as e:
                 raise precondition(str(e))
             self.att = att
-            self.loads.attach(req)  # maps the host regions after the first for the load kind
+            for fn in self._on_attach:
+                fn(req)
             try:
                 self._prepare(att)
             except Exception as e:  # noqa: BLE001
@@ -199,12 +231,12 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
         kernel does not declare is answered by its name alone."""
         out = []
         for p in att.pools:
-            d = self._declared(att.variant, p.layout)
+            d = self.declared(att.variant, p.layout)
             out.append(kv.Geometry(layout=p.layout.name) if d is None else geometry_pb(d))
         return out
 
     def Detach(self, request, context):
-        return self._rpc(context, self._detach)
+        return self.rpc(context, self._detach)
 
     def _detach(self):
         with self.lock:
@@ -218,60 +250,17 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
         """Unmaps whatever is attached; the state is cleared even if closing
         fails, so the harness can attach again."""
         att, self.att = self.att, None
-        self.loads.release()
-        if att is not None:
-            att.close()
-
-    # --- Store, Read, Transfer -----------------------------------------------
-
-    def Store(self, request, context):
-        return self._rpc(context, self._store_batch, [request], kv.StoreResponse)
-
-    def StoreBatch(self, request, context):
-        start = time.perf_counter_ns()
         try:
-            return self._rpc(context, self._store_batch, list(request.calls), kv.StoreBatchResponse)
+            for fn in self._on_release:
+                fn()
         finally:
-            # The handler's own time, which the harness reports apart from
-            # the round trip (as the Go SDK's trailer).
-            ns = time.perf_counter_ns() - start
-            context.set_trailing_metadata(((pb.HANDLER_TIME_KEY, str(ns)),))
-
-    def _store_batch(self, calls, response):
-        with self.lock:
-            self.stores.batch(self.att, calls)
-        return response()
-
-    def Read(self, request, context):
-        return self._rpc(context, self._read, request)
-
-    def _read(self, req):
-        with self.lock:
-            run_read(self.k, self.att, req)
-        return kv.ReadResponse()
-
-    def Transfer(self, request, context):
-        return self._rpc(context, self._locked, run_transfer, self.k, self.att, request)
-
-    # --- Load (load.py) ---------------------------------------------------------
-
-    def Load(self, request, context):
-        return self._rpc(context, self._load_locked, self.loads.load, request)
-
-    def LoadBench(self, request, context):
-        return self._rpc(context, self._load_locked, self.loads.bench, request)
-
-    def _load_locked(self, fn, req):
-        with self.lock:
-            att = self.att
-            if att is None:
-                return fn(req, None, [], None, "")
-            return fn(req, _LoadArena(att), att.pools, att.staging, att.variant)
+            if att is not None:
+                att.close()
 
     # --- Bench -----------------------------------------------------------------
 
     def Bench(self, request, context):
-        return self._rpc(context, self._bench, request)
+        return self.rpc(context, self._bench, request)
 
     def _bench(self, req):
         check_counts(req)
@@ -292,10 +281,9 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
         elif req.copy:
             launch = self.host_bench.copy_launch(req, att.pools, self.turns)
         else:
-            if SHM not in self.k.backends or not self.k.has_store():
+            if self.bencher is None:
                 raise unimplemented(f"{self.k.name} has no store kernel for host memory")
-            launches = [self.k.launcher(store_call(att, self.stores.widths, st)) for st in bench_stores(req)]
-            launch = self.turns.in_turn(rotation_key(req), launches)
+            launch = self.turns.in_turn(rotation_key(req), self.bencher.host_launches(att, bench_stores(req)))
         ns, _ = _timed(self.host_bench.run, req, launch)
         return kv.BenchResponse(ns=ns, clock="monotonic", device="cpu")
 
@@ -303,26 +291,16 @@ class KernelService(AsyncService, pb.kv_grpc.KernelServicer):
         b = att.device_bench
         with att.ctx.context():
             if req.empty:
-                launch = b.empty_launch(req.store.graph, self.stores.graph_cache(att))
+                launch = b.empty_launch(req.store.graph, graph_cache(att))
             elif req.copy:
                 launch = b.copy_launch(req, att.pools, self.turns)
             else:
-                launch = self.turns.in_turn(rotation_key(req), [self._device_launch(att, st) for st in bench_stores(req)])
+                if self.bencher is None:
+                    raise unimplemented(f"{self.k.name} has no CUDA store kernel (it defines no store): "
+                                        "store with a plugin that has one")
+                launch = self.turns.in_turn(rotation_key(req), self.bencher.device_launches(att, bench_stores(req)))
             ns, paced = _timed(b.run, req, launch)
         return kv.BenchResponse(ns=ns, clock="cuda-event", device=att.ctx.name, host_paced=paced)
-
-    def _device_launch(self, att, st):
-        """What one timed launch of store st queues: the kernel's launcher,
-        or the replay of its captured graph. The valid count is written
-        once, before the warmup: it does not change during a bench."""
-        if not self.k.has_store():
-            raise unimplemented(f"{self.k.name} has no CUDA store kernel (it defines no store): "
-                                "store with a plugin that has one")
-        call = store_call(att, self.stores.widths, st)
-        if st.graph:
-            return self.stores.graph(att, st, call).replay
-        att.ctx.valid_t.fill_(call.valid)
-        return run_kernel(self.k.launcher, call, "store")
 
 
 def _timed(run, req, launch):
@@ -335,18 +313,3 @@ def _timed(run, req, launch):
     except Exception as e:  # noqa: BLE001
         traceback.print_exc(file=sys.stderr)
         raise aborted(f"bench: {type(e).__name__}: {e}")
-
-
-class _LoadArena:
-    """An attachment's first region as the load kind reads it (load.py):
-    its backend, memory, size, device and a context on the device."""
-
-    def __init__(self, att):
-        self.att, self.backend = att, att.backend
-        self.mem = att.mem(0)
-        self.size = att.regions[0].size
-        self.device = att.device
-        self.name = att.ctx.name if att.ctx is not None else "cpu"
-
-    def context(self):
-        return self.att.ctx.context()

@@ -1,16 +1,23 @@
-"""Store requests: checked as the Go SDK checks them (harness/sdk/store.go,
-store_device.go), turned into a :class:`StoreCall`, and run eagerly or
-through a captured CUDA graph (graphs.py).
+"""The store kind: its service (Store, StoreBatch), its requests checked
+as the Go SDK checks them (harness/sdk/store), turned into a
+:class:`StoreCall` and run eagerly or through a captured CUDA graph
+(graphs.py), and the launches Bench times for stores.
 """
 
 from __future__ import annotations
 
 import sys
-import traceback
+import time
 
-from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
-from .graphs import GraphCache, GraphKey
-from .kernel import CUDA, SHM, Pool, StoreCall
+from . import protocol as pb
+from ._gen import store_pb2, store_pb2_grpc
+from .calls import attached_pool, label, labelled, run_kernel, sync_or_fault
+from .errors import RpcError, bad_request, unimplemented
+from .graphs import GraphKey, graph_cache
+from .kernel import CUDA, SHM, StoreCall
+from .kind import Kind
+
+kv = store_pb2
 
 # The CUDA backend hands kernels 16-byte aligned rows (vector loads), as
 # the Go SDK's deviceRowsAlign.
@@ -53,17 +60,6 @@ class Widths:
         return out
 
 
-def attached_pool(att, index: int, call: str) -> Pool:
-    """The pool a call names by index, checked against the attachment: a
-    call before attach is out of order, an index past the pools a bad
-    request."""
-    if att is None:
-        raise precondition(f"{call} before attach")
-    if index >= len(att.pools):
-        raise bad_request(f"pool {index}: only {len(att.pools)} attached")
-    return att.pools[index]
-
-
 def store_call(att, widths: Widths, req) -> StoreCall:
     """Checks a store request against the attachment and builds the
     kernel's view of it."""
@@ -99,32 +95,6 @@ def store_call(att, widths: Widths, req) -> StoreCall:
 
 def graph_key(req, bits: int) -> GraphKey:
     return GraphKey(req.pool, req.capacity, req.padding, req.rows_offset, req.loc_offset, bits)
-
-
-def label(n: int, i: int) -> str:
-    return "" if n == 1 else f" on call {i}"
-
-
-def labelled(n: int, i: int, fn, *args):
-    """fn(*args), prefixing a batch's errors with the failing call's index
-    (a single Store's error is kept as it is), as the Go SDK's callError."""
-    try:
-        return fn(*args)
-    except RpcError as e:
-        raise e if n == 1 else e.prefixed(f"call {i}")
-
-
-def run_kernel(fn, call, what: str = "store", where: str = ""):
-    """Runs a kernel and returns what it returns; its exception is the
-    call's ABORTED answer (with the traceback on stderr), never the
-    plugin's death."""
-    try:
-        return fn(call)
-    except RpcError:
-        raise
-    except Exception as e:  # noqa: BLE001  a kernel failure is the call's answer
-        traceback.print_exc(file=sys.stderr)
-        raise aborted(f"{what} kernel failed{where}: {type(e).__name__}: {e}")
 
 
 class Stores:
@@ -178,26 +148,65 @@ class Stores:
     def graph(self, att, req, call):
         """The captured graph of call's shape, its static inputs loaded
         with call's."""
-        return self.graph_cache(att).get(graph_key(req, slot_bits(req)), call, lambda c: run_kernel(self.k.store, c))
-
-    @staticmethod
-    def graph_cache(att) -> GraphCache:
-        """The attach's graphs, made on first use."""
-        if att.graphs is None:
-            import torch
-
-            att.graphs = GraphCache(torch, att.device)
-        return att.graphs
+        return graph_cache(att).get(graph_key(req, slot_bits(req)), call, lambda c: run_kernel(self.k.store, c))
 
 
-def sync_or_fault(att, kind: str, err=None) -> None:
-    """Waits for the attach's stream; a failure is a device fault (DATA_LOSS:
-    the harness restarts the plugin), naming the call's own error too."""
-    try:
-        att.ctx.sync()
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc(file=sys.stderr)
-        msg = f"{kind} kernel faulted on the device (the CUDA context is unusable until the plugin restarts): {e}"
-        if err is not None:
-            msg += f" (after: {err.message})"
-        raise device_fault(msg)
+class StoreServicer(store_pb2_grpc.StoreServicer):
+    """The store service on the plugin's service ``core``."""
+
+    def __init__(self, core):
+        self.core = core
+        self.stores = Stores(core.k)
+        core.benches(_Bencher(self.stores))
+
+    def Store(self, request, context):
+        return self.core.rpc(context, self._batch, [request], kv.StoreResponse)
+
+    def StoreBatch(self, request, context):
+        start = time.perf_counter_ns()
+        try:
+            return self.core.rpc(context, self._batch, list(request.calls), kv.StoreBatchResponse)
+        finally:
+            # The handler's own time, which the harness reports apart from
+            # the round trip (as the Go SDK's trailer).
+            ns = time.perf_counter_ns() - start
+            context.set_trailing_metadata(((pb.HANDLER_TIME_KEY, str(ns)),))
+
+    def _batch(self, calls, response):
+        with self.core.lock:
+            self.stores.batch(self.core.att, calls)
+        return response()
+
+
+class _Bencher:
+    """What Bench launches for stores (the base service's bencher)."""
+
+    def __init__(self, stores: Stores):
+        self.stores = stores
+
+    def host_launches(self, att, stores) -> list:
+        k = self.stores.k
+        if SHM not in k.backends or not k.has_store():
+            raise unimplemented(f"{k.name} has no store kernel for host memory")
+        return [k.launcher(store_call(att, self.stores.widths, st)) for st in stores]
+
+    def device_launches(self, att, stores) -> list:
+        return [self._device_launch(att, st) for st in stores]
+
+    def _device_launch(self, att, st):
+        """What one timed launch of store st queues: the kernel's launcher,
+        or the replay of its captured graph. The valid count is written
+        once, before the warmup: it does not change during a bench."""
+        k = self.stores.k
+        if not k.has_store():
+            raise unimplemented(f"{k.name} has no CUDA store kernel (it defines no store): "
+                                "store with a plugin that has one")
+        call = store_call(att, self.stores.widths, st)
+        if st.graph:
+            return self.stores.graph(att, st, call).replay
+        att.ctx.valid_t.fill_(call.valid)
+        return run_kernel(k.launcher, call, "store")
+
+
+KIND = Kind(store_pb2.DESCRIPTOR.services_by_name["Store"], lambda k: k.has_store(), StoreServicer,
+            store_pb2_grpc.add_StoreServicer_to_server)

@@ -25,9 +25,9 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from . import protocol as pb
+from ._gen import load_pb2
 
-kv = pb.kv
+kv = load_pb2
 
 COPY = kv.LOAD_OP_KIND_COPY
 LAUNCH = kv.LOAD_OP_KIND_LAUNCH

@@ -1,7 +1,7 @@
-"""Transfer kernels: a prefill → decode page transfer, checked as the Go
-SDK checks it (harness/sdk/transfer_server.go), with the kernel's view of
-it (:class:`TransferCall`) and the pool names that carry a buffer's
-allocation and page table (transfer_names.go).
+"""The transfer kind: its service (Transfer), a prefill → decode page
+transfer checked as the Go SDK checks it (harness/sdk/transfer), with the
+kernel's view of it (:class:`TransferCall`), its buffers paired from the
+pools' buffer descriptions (allocation and page table: :class:`PoolBuffer`).
 
 A transfer kernel builds descriptors the way a serving engine does (NIXL,
 Mooncake: one contiguous copy each, src = base + page × item_len, length =
@@ -16,72 +16,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
-from . import protocol as pb
-from .attach import go_quote
+from ._gen import transfer_pb2, transfer_pb2_grpc
+from .attach import buffer_of, go_quote
+from .buffers import Buffer, Descriptor, descriptor_fields, pool_pages  # noqa: F401  (Descriptor: re-exported)
+from .calls import run_kernel, sync_or_fault
 from .errors import RpcError, aborted, bad_request, precondition, unimplemented
-from .kernel import CUDA, SHM, Pool
-from .store import run_kernel, sync_or_fault
+from .kernel import CUDA, SHM, SIDE_DST, SIDE_SRC, Pool, Variant
+from .kind import Kind
 
 
-@dataclass(frozen=True)
-class PoolName:
-    """What the harness says about a transfer buffer in its pool's name,
-    ``side/buffer[;alloc=A][;shift=N]`` (e.g. "src/L0.kv",
-    "dst/L0.state;alloc=L0.kv", "src/L0.indexk;shift=11"). Unknown
-    attributes are ignored, so a newer harness can add some."""
-
-    side: str  # "src" (prefill) or "dst" (decode)
-    buffer: str  # the buffer, the same on both sides
-    alloc: str = ""  # the allocation the buffer is carved from; "" when it owns one
-    shift: int = 0  # page table: a room's page p lives in physical page (p + shift) mod pages
-
-    @property
-    def alloc_key(self) -> str:
-        """The allocation the buffer belongs to: buffers of one side with
-        the same key share one registered base address."""
-        return self.alloc or self.buffer
-
-    @staticmethod
-    def parse(s: str) -> "PoolName":
-        attrs = s.split(";")
-        side, sep, buffer = attrs[0].partition("/")
-        if not sep or not buffer or side not in ("src", "dst"):
-            raise ValueError(f"pool name {go_quote(s)}: want side/buffer with side src or dst")
-        alloc, shift = "", 0
-        for a in attrs[1:]:
-            key, _, value = a.partition("=")
-            if key == "alloc":
-                alloc = value
-            elif key == "shift":
-                if not value.isdigit():
-                    raise ValueError(f"pool name {go_quote(s)}: shift {go_quote(value)} is not a page count")
-                shift = int(value)
-        return PoolName(side, buffer, alloc, shift)
-
-
-def pool_pages(p: Pool) -> int:
-    """The number of pages of a pool: its slots, a partial last page included."""
-    return (p.slots + p.layout.page_size - 1) // p.layout.page_size
-
-
-@dataclass(frozen=True)
-class TransferBuffer:
-    """One buffer of a transfer: its pool on the prefill side (src) and on
-    the decode side (dst), and what their names say about it."""
-
-    index: int  # position in the request's buffers: what Descriptor.buffer names
-    name: str
-    src: Pool
-    dst: Pool
-    alloc: str
-    shift: int
-
-    def pages(self) -> int:
-        return pool_pages(self.src)
-
-    def phys(self, page: int) -> int:
-        """A room's page in this buffer's physical pages, through its page table."""
-        return (page + self.shift) % self.pages()
+# TransferBuffer is one buffer of a transfer (buffers.Buffer).
+TransferBuffer = Buffer
 
 
 @dataclass(frozen=True)
@@ -93,23 +38,6 @@ class TransferRoom:
     id: int
     src: Sequence[int]
     dst: Sequence[int]
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """One contiguous copy, as NIXL and Mooncake take them: length bytes
-    from offset src of the buffer's src pool's region to offset dst of its
-    dst pool's region (with one region, both arena offsets). item_len and
-    run say what the kernel believed: the bytes of one page of the buffer
-    and how many consecutive pages the copy covers."""
-
-    room: int
-    buffer: int
-    src: int
-    dst: int
-    length: int
-    item_len: int
-    run: int
 
 
 @dataclass
@@ -172,16 +100,17 @@ def _buffer(att, i: int, bp) -> TransferBuffer:
         raise bad_request(f"buffer {i}: pools {bp.src_pool} → {bp.dst_pool}; want two different pools of the {n} attached")
     src, dst = att.pools[bp.src_pool], att.pools[bp.dst_pool]
     try:
-        sn = PoolName.parse(src.name)
-        dn = PoolName.parse(dst.name)
+        sn = buffer_of(src)
+        dn = buffer_of(dst)
     except ValueError as e:
         raise bad_request(f"buffer {i}: {e}")
-    if sn.side != "src" or dn.side != "dst" or sn.buffer != dn.buffer:
-        raise bad_request(f"buffer {i} pairs pool {go_quote(src.name)} with {go_quote(dst.name)}; want src/B with dst/B")
+    if sn.side != SIDE_SRC or dn.side != SIDE_DST or sn.name != dn.name:
+        raise bad_request(f"buffer {i} pairs pool {go_quote(src.name)} with {go_quote(dst.name)}; "
+                          "want buffer B's src pool with its dst pool")
     if src.layout != dst.layout or src.slots != dst.slots or src.layout.page_size < 1:
-        raise bad_request(f"buffer {sn.buffer}: the two sides differ ({_layout_v(src.layout)}, {src.slots} slots vs "
+        raise bad_request(f"buffer {sn.name}: the two sides differ ({_layout_v(src.layout)}, {src.slots} slots vs "
                           f"{_layout_v(dst.layout)}, {dst.slots} slots)")
-    return TransferBuffer(i, sn.buffer, src, dst, sn.alloc_key, sn.shift)
+    return TransferBuffer(i, sn.name, src, dst, sn.alloc_key, sn.shift)
 
 
 def _room(i: int, r, pages: int) -> TransferRoom:
@@ -207,14 +136,15 @@ def check_transfer(att, req):
     return buffers, rooms
 
 
-def descriptors_pb(ds) -> "pb.kv.TransferResponse":
+def descriptors_pb(ds) -> "transfer_pb2.TransferResponse":
     """The kernel's answer. A negative field cannot be sent, and is the
     kernel's fault."""
-    out = pb.kv.TransferResponse()
+    out = transfer_pb2.TransferResponse()
     for i, d in enumerate(ds):
-        fields = [int(d.room), int(d.buffer), int(d.src), int(d.dst), int(d.length), int(d.item_len), int(d.run)]
-        if any(f < 0 for f in fields[1:]) or fields[0] < 0:
-            raise aborted(f"transfer kernel failed: descriptor {i} {d} has a negative field")
+        try:
+            fields = descriptor_fields(i, d)
+        except ValueError as e:
+            raise aborted(f"transfer kernel failed: {e}") from None
         out.descriptors.add(room=fields[0], buffer=fields[1], src_offset=fields[2], dst_offset=fields[3],
                             length=fields[4], item_len=fields[5], run=fields[6])
     return out
@@ -248,3 +178,22 @@ def run_transfer(kernel, att, req):
     if SHM not in kernel.backends or not kernel.has_transfer():
         raise unimplemented(f"{kernel.name} has no transfer kernel for host memory")
     return descriptors_pb(run_kernel(kernel.transfer, call, "transfer") or ())
+
+
+def transfer_variant(name: str, doc: str) -> Variant:
+    """A variant that changes only the transfer kernel."""
+    return Variant(name, doc, kernel=KIND.name)
+
+
+class TransferServicer(transfer_pb2_grpc.TransferServicer):
+    """The transfer service on the plugin's service ``core``."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def Transfer(self, request, context):
+        return self.core.rpc(context, self.core.locked, run_transfer, self.core.k, self.core.att, request)
+
+
+KIND = Kind(transfer_pb2.DESCRIPTOR.services_by_name["Transfer"], lambda k: k.has_transfer(), TransferServicer,
+            transfer_pb2_grpc.add_TransferServicer_to_server)

@@ -1,10 +1,13 @@
 """Test helpers: a shared-memory arena the test maps too, a gRPC context
 whose abort raises, and loading an example plugin's module by path."""
 
+import importlib
 import importlib.util
 import os
+import pkgutil
 import sys
 import tempfile
+import types
 
 import numpy as np
 
@@ -12,10 +15,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # plugins/python
 sys.path.insert(0, ROOT)
 
+from kvharness_sdk import _gen  # noqa: E402
 from kvharness_sdk import protocol as pb  # noqa: E402
 from kvharness_sdk.service import KernelService  # noqa: E402
 
-kv = pb.kv
+# kv is every message and enum of the protocol's generated modules, by
+# name: the tests speak to every kind.
+kv = types.SimpleNamespace()
+for _info in pkgutil.iter_modules(_gen.__path__):
+    if _info.name.endswith("_pb2"):
+        kv.__dict__.update({k: v for k, v in vars(importlib.import_module(f"{_gen.__name__}.{_info.name}")).items()
+                            if not k.startswith("_")})
 
 
 class Aborted(Exception):
@@ -64,8 +74,14 @@ class ShmArena:
 
 
 def pool_desc(name, layout, head_dim, page_size, slots, off, size, region=0):
-    return kv.PoolDesc(name=name, layout=kv.LayoutRef(name=layout, head_dim=head_dim, page_size=page_size),
-                       slots=slots, pool=kv.Window(offset=off, size=size, region=region))
+    """A pool's description; a pool named side/buffer (a transfer's) carries
+    that buffer, as the harness describes it."""
+    d = kv.PoolDesc(name=name, layout=kv.LayoutRef(name=layout, head_dim=head_dim, page_size=page_size),
+                    slots=slots, pool=kv.Window(offset=off, size=size, region=region))
+    side, _, buffer = name.partition("/")
+    if side in ("src", "dst") and buffer:
+        d.buffer.CopyFrom(kv.PoolBuffer(side=kv.SIDE_SRC if side == "src" else kv.SIDE_DST, name=buffer))
+    return d
 
 
 def load_plugin(name: str):
@@ -78,5 +94,33 @@ def load_plugin(name: str):
     return mod
 
 
-def service(kernel) -> KernelService:
-    return KernelService(kernel)
+class _Registrar:
+    """The part of a grpc server that registering services uses."""
+
+    def __init__(self):
+        self.handlers = []
+
+    def add_generic_rpc_handlers(self, handlers):
+        self.handlers.extend(handlers)
+
+
+class Served:
+    """A plugin's services as one object, as the harness sees them on one
+    connection: a call by method name goes to the service that has it (the
+    base service, then each kind's)."""
+
+    def __init__(self, core: KernelService):
+        self.core = core
+
+    def __getattr__(self, name):
+        for s in [self.core] + self.core.servicers:
+            if name in type(s).__dict__ or (s is self.core and hasattr(s, name)):
+                return getattr(s, name)
+        raise AttributeError(f"no service of {self.core.k.name} serves {name}")
+
+
+def service(kernel) -> Served:
+    """kernel's services, its kinds registered as serve() registers them."""
+    s = KernelService(kernel)
+    s.register(_Registrar())
+    return Served(s)

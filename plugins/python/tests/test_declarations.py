@@ -102,8 +102,8 @@ class TestCheckDeclaration(unittest.TestCase):
         check_declaration(Declared())
 
     def test_variant_kernel_is_checked(self):
-        with self.assertRaisesRegex(ValueError, "kernel 'load'"):
-            Variant("x", kernel="load")
+        with self.assertRaisesRegex(ValueError, "kernel 'nosuchkind'"):
+            Variant("x", kernel="nosuchkind")
 
     def test_unknown_variant_is_invalid_argument(self):
         with self.assertRaises(Aborted) as e:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/fncache"
 )
 
@@ -80,7 +81,7 @@ func (k *kernels) function(dev *cuda.Device, variant string, l sdk.Layout) (*cud
 // kernel, so NVRTC stays out of the first store and of graph capture. A
 // pool of a layout the kernel does not store is left for its first store
 // to refuse, as on the CPU.
-func (s *store) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
+func (s *storer) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	for _, p := range a.Pools {
 		if _, err := placeOf(p.Layout.Name, p.Layout.HeadDim, p.Layout.PageSize); err != nil {
 			continue
@@ -92,8 +93,8 @@ func (s *store) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 	return nil
 }
 
-// StoreDevice implements sdk.DeviceStorer.
-func (s *store) StoreDevice(_ context.Context, c *sdk.DeviceStoreCall) error {
+// StoreDevice implements store.DeviceStorer.
+func (s *storer) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	if want := slotBitsOf(c.Variant); c.SlotBits != want {
 		return fmt.Errorf("loc holds %d-bit slots; the %q kernel reads %d-bit ones", c.SlotBits, c.Variant, want)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
 
@@ -77,12 +78,12 @@ var layouts = []string{"fp8-rows", "fp8-paged", "dsv4-main"}
 
 // store is the kernel on both backends; gpu caches its compiled CUDA
 // kernels (device.go).
-type store struct {
+type storer struct {
 	gpu kernels
 }
 
-// Store implements sdk.Storer.
-func (*store) Store(_ context.Context, c *sdk.StoreCall) error {
+// Store implements store.Storer.
+func (*storer) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
 	g, err := placeOf(l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
@@ -151,5 +152,6 @@ var Plugin = sdk.Plugin{
 		}
 		return out
 	},
-	Kernel: &store{},
+	Kernel: &storer{},
+	Kinds:  []sdk.Kind{store.Kind},
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -56,9 +57,9 @@ func (r *rig) storeN(t *testing.T, variant string, n int) {
 	for _, row := range r.rows {
 		flat = append(flat, row...)
 	}
-	c := &sdk.StoreCall{Variant: variant, Pool: r.pool, Arena: r.arena, Capacity: len(r.rows), Valid: n,
+	c := &store.Call{Variant: variant, Pool: r.pool, Arena: r.arena, Capacity: len(r.rows), Valid: n,
 		Rows: flat, Loc: r.slots, SlotBits: 64}
-	if err := Plugin.Kernel.(sdk.Storer).Store(context.Background(), c); err != nil {
+	if err := Plugin.Kernel.(store.Storer).Store(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 }

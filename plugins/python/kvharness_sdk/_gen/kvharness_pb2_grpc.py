@@ -5,7 +5,7 @@ import grpc
 from . import kvharness_pb2 as kvharness__pb2
 
 
-class KernelStub(object):
+class PluginStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -15,93 +15,28 @@ class KernelStub(object):
             channel: A grpc.Channel.
         """
         self.Describe = channel.unary_unary(
-                '/kvharness.v1.Kernel/Describe',
+                '/kvharness.v1.Plugin/Describe',
                 request_serializer=kvharness__pb2.DescribeRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.DescribeResponse.FromString,
                 )
         self.Attach = channel.unary_unary(
-                '/kvharness.v1.Kernel/Attach',
+                '/kvharness.v1.Plugin/Attach',
                 request_serializer=kvharness__pb2.AttachRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.AttachResponse.FromString,
                 )
         self.Detach = channel.unary_unary(
-                '/kvharness.v1.Kernel/Detach',
+                '/kvharness.v1.Plugin/Detach',
                 request_serializer=kvharness__pb2.DetachRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.DetachResponse.FromString,
                 )
-        self.Store = channel.unary_unary(
-                '/kvharness.v1.Kernel/Store',
-                request_serializer=kvharness__pb2.StoreRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.StoreResponse.FromString,
-                )
-        self.StoreBatch = channel.unary_unary(
-                '/kvharness.v1.Kernel/StoreBatch',
-                request_serializer=kvharness__pb2.StoreBatchRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.StoreBatchResponse.FromString,
-                )
-        self.Read = channel.unary_unary(
-                '/kvharness.v1.Kernel/Read',
-                request_serializer=kvharness__pb2.ReadRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.ReadResponse.FromString,
-                )
-        self.Transfer = channel.unary_unary(
-                '/kvharness.v1.Kernel/Transfer',
-                request_serializer=kvharness__pb2.TransferRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.TransferResponse.FromString,
-                )
         self.Bench = channel.unary_unary(
-                '/kvharness.v1.Kernel/Bench',
+                '/kvharness.v1.Plugin/Bench',
                 request_serializer=kvharness__pb2.BenchRequest.SerializeToString,
                 response_deserializer=kvharness__pb2.BenchResponse.FromString,
                 )
-        self.Load = channel.unary_unary(
-                '/kvharness.v1.Kernel/Load',
-                request_serializer=kvharness__pb2.LoadRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.LoadResponse.FromString,
-                )
-        self.LoadBench = channel.unary_unary(
-                '/kvharness.v1.Kernel/LoadBench',
-                request_serializer=kvharness__pb2.LoadBenchRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.LoadBenchResponse.FromString,
-                )
-        self.AsyncAttach = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncAttach',
-                request_serializer=kvharness__pb2.AsyncAttachRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncAttachResponse.FromString,
-                )
-        self.AsyncReset = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncReset',
-                request_serializer=kvharness__pb2.AsyncResetRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncResetResponse.FromString,
-                )
-        self.AsyncAdmit = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncAdmit',
-                request_serializer=kvharness__pb2.AsyncAdmitRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncAdmitResponse.FromString,
-                )
-        self.AsyncPost = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncPost',
-                request_serializer=kvharness__pb2.AsyncPostRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncPostResponse.FromString,
-                )
-        self.AsyncPoll = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncPoll',
-                request_serializer=kvharness__pb2.AsyncPollRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncPollResponse.FromString,
-                )
-        self.AsyncNotify = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncNotify',
-                request_serializer=kvharness__pb2.AsyncNotifyRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncNotifyResponse.FromString,
-                )
-        self.AsyncAbort = channel.unary_unary(
-                '/kvharness.v1.Kernel/AsyncAbort',
-                request_serializer=kvharness__pb2.AsyncAbortRequest.SerializeToString,
-                response_deserializer=kvharness__pb2.AsyncAbortResponse.FromString,
-                )
 
 
-class KernelServicer(object):
+class PluginServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Describe(self, request, context):
@@ -127,120 +62,17 @@ class KernelServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Store(self, request, context):
-        """Store writes rows into a pool's slots.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def StoreBatch(self, request, context):
-        """StoreBatch runs several stores in order, each on its own pool: the
-        harness checks a case, its repeat and its unpadded twin in one round
-        trip. A plugin may leave it unimplemented; the harness then calls Store.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Read(self, request, context):
-        """Read scores queries against the keys of token lists and returns top-k.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Transfer(self, request, context):
-        """Transfer copies rooms' pages from source pools to destination pools and
-        returns the descriptors it built.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def Bench(self, request, context):
-        """Bench times a kernel inside the plugin, with no RPC in the timed loop.
+        """Bench times a kernel inside the plugin, with no RPC in the timed loop:
+        a store (the store kind's call, store.proto), a copy of the same bytes
+        (the roofline) or an empty launch (the overhead floor).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Load(self, request, context):
-        """Layer loads and stream ordering (the load kind; messages at the end).
-        Load runs one ordering case: the plugin's load (or store) on streams of
-        its own, the harness's consumer behind the plugin's gates, under a
-        latch that holds the case's late copies until the consumer is queued.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
-    def LoadBench(self, request, context):
-        """LoadBench times the plugin's whole load path (every layer's copies
-        and gates, then a wait) against one plain copy of the same bytes.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncAttach(self, request, context):
-        """Asynchronous prefill → decode transfer (kernel "pdasync"; messages
-        below, from AsyncRole on). Two processes of one plugin play the two
-        servers of a disaggregated deployment: the prefill process posts
-        asynchronous copies of a room's pages into the decode arena and
-        notifies completion per handle and per component; the decode process
-        answers the destination pages, tracks each room's completion from the
-        notifications, and reports when it reads a room and when it frees its
-        pages. The harness is the wire between them: it relays page lists and
-        notifications, delays and reorders them, and holds every copy behind a
-        gate it opens, or fails, when it chooses.
-
-        AsyncAttach maps a role's regions; AsyncReset forgets every room (a new
-        case begins); AsyncAdmit, AsyncNotify and AsyncAbort go to the decode
-        process; AsyncPost and AsyncPoll to the prefill process.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncReset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncAdmit(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncPost(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncPoll(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncNotify(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AsyncAbort(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-
-def add_KernelServicer_to_server(servicer, server):
+def add_PluginServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Describe': grpc.unary_unary_rpc_method_handler(
                     servicer.Describe,
@@ -257,84 +89,19 @@ def add_KernelServicer_to_server(servicer, server):
                     request_deserializer=kvharness__pb2.DetachRequest.FromString,
                     response_serializer=kvharness__pb2.DetachResponse.SerializeToString,
             ),
-            'Store': grpc.unary_unary_rpc_method_handler(
-                    servicer.Store,
-                    request_deserializer=kvharness__pb2.StoreRequest.FromString,
-                    response_serializer=kvharness__pb2.StoreResponse.SerializeToString,
-            ),
-            'StoreBatch': grpc.unary_unary_rpc_method_handler(
-                    servicer.StoreBatch,
-                    request_deserializer=kvharness__pb2.StoreBatchRequest.FromString,
-                    response_serializer=kvharness__pb2.StoreBatchResponse.SerializeToString,
-            ),
-            'Read': grpc.unary_unary_rpc_method_handler(
-                    servicer.Read,
-                    request_deserializer=kvharness__pb2.ReadRequest.FromString,
-                    response_serializer=kvharness__pb2.ReadResponse.SerializeToString,
-            ),
-            'Transfer': grpc.unary_unary_rpc_method_handler(
-                    servicer.Transfer,
-                    request_deserializer=kvharness__pb2.TransferRequest.FromString,
-                    response_serializer=kvharness__pb2.TransferResponse.SerializeToString,
-            ),
             'Bench': grpc.unary_unary_rpc_method_handler(
                     servicer.Bench,
                     request_deserializer=kvharness__pb2.BenchRequest.FromString,
                     response_serializer=kvharness__pb2.BenchResponse.SerializeToString,
             ),
-            'Load': grpc.unary_unary_rpc_method_handler(
-                    servicer.Load,
-                    request_deserializer=kvharness__pb2.LoadRequest.FromString,
-                    response_serializer=kvharness__pb2.LoadResponse.SerializeToString,
-            ),
-            'LoadBench': grpc.unary_unary_rpc_method_handler(
-                    servicer.LoadBench,
-                    request_deserializer=kvharness__pb2.LoadBenchRequest.FromString,
-                    response_serializer=kvharness__pb2.LoadBenchResponse.SerializeToString,
-            ),
-            'AsyncAttach': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncAttach,
-                    request_deserializer=kvharness__pb2.AsyncAttachRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncAttachResponse.SerializeToString,
-            ),
-            'AsyncReset': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncReset,
-                    request_deserializer=kvharness__pb2.AsyncResetRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncResetResponse.SerializeToString,
-            ),
-            'AsyncAdmit': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncAdmit,
-                    request_deserializer=kvharness__pb2.AsyncAdmitRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncAdmitResponse.SerializeToString,
-            ),
-            'AsyncPost': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncPost,
-                    request_deserializer=kvharness__pb2.AsyncPostRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncPostResponse.SerializeToString,
-            ),
-            'AsyncPoll': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncPoll,
-                    request_deserializer=kvharness__pb2.AsyncPollRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncPollResponse.SerializeToString,
-            ),
-            'AsyncNotify': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncNotify,
-                    request_deserializer=kvharness__pb2.AsyncNotifyRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncNotifyResponse.SerializeToString,
-            ),
-            'AsyncAbort': grpc.unary_unary_rpc_method_handler(
-                    servicer.AsyncAbort,
-                    request_deserializer=kvharness__pb2.AsyncAbortRequest.FromString,
-                    response_serializer=kvharness__pb2.AsyncAbortResponse.SerializeToString,
-            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'kvharness.v1.Kernel', rpc_method_handlers)
+            'kvharness.v1.Plugin', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
 
 
  # This class is part of an EXPERIMENTAL API.
-class Kernel(object):
+class Plugin(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
@@ -348,7 +115,7 @@ class Kernel(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Describe',
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Plugin/Describe',
             kvharness__pb2.DescribeRequest.SerializeToString,
             kvharness__pb2.DescribeResponse.FromString,
             options, channel_credentials,
@@ -365,7 +132,7 @@ class Kernel(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Attach',
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Plugin/Attach',
             kvharness__pb2.AttachRequest.SerializeToString,
             kvharness__pb2.AttachResponse.FromString,
             options, channel_credentials,
@@ -382,77 +149,9 @@ class Kernel(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Detach',
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Plugin/Detach',
             kvharness__pb2.DetachRequest.SerializeToString,
             kvharness__pb2.DetachResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def Store(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Store',
-            kvharness__pb2.StoreRequest.SerializeToString,
-            kvharness__pb2.StoreResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def StoreBatch(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/StoreBatch',
-            kvharness__pb2.StoreBatchRequest.SerializeToString,
-            kvharness__pb2.StoreBatchResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def Read(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Read',
-            kvharness__pb2.ReadRequest.SerializeToString,
-            kvharness__pb2.ReadResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def Transfer(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Transfer',
-            kvharness__pb2.TransferRequest.SerializeToString,
-            kvharness__pb2.TransferResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -467,161 +166,8 @@ class Kernel(object):
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Bench',
+        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Plugin/Bench',
             kvharness__pb2.BenchRequest.SerializeToString,
             kvharness__pb2.BenchResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def Load(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/Load',
-            kvharness__pb2.LoadRequest.SerializeToString,
-            kvharness__pb2.LoadResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def LoadBench(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/LoadBench',
-            kvharness__pb2.LoadBenchRequest.SerializeToString,
-            kvharness__pb2.LoadBenchResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncAttach(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAttach',
-            kvharness__pb2.AsyncAttachRequest.SerializeToString,
-            kvharness__pb2.AsyncAttachResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncReset(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncReset',
-            kvharness__pb2.AsyncResetRequest.SerializeToString,
-            kvharness__pb2.AsyncResetResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncAdmit(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAdmit',
-            kvharness__pb2.AsyncAdmitRequest.SerializeToString,
-            kvharness__pb2.AsyncAdmitResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncPost(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncPost',
-            kvharness__pb2.AsyncPostRequest.SerializeToString,
-            kvharness__pb2.AsyncPostResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncPoll(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncPoll',
-            kvharness__pb2.AsyncPollRequest.SerializeToString,
-            kvharness__pb2.AsyncPollResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncNotify(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncNotify',
-            kvharness__pb2.AsyncNotifyRequest.SerializeToString,
-            kvharness__pb2.AsyncNotifyResponse.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def AsyncAbort(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/kvharness.v1.Kernel/AsyncAbort',
-            kvharness__pb2.AsyncAbortRequest.SerializeToString,
-            kvharness__pb2.AsyncAbortResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
