@@ -113,6 +113,8 @@ func Build(root, pkg, name string) (string, error) {
 	}
 	out := filepath.Join(cache, "kvharness", "plugins", key, name)
 	if executable(out) {
+		now := time.Now() // a tree in use is a recent one: prune keeps it
+		os.Chtimes(filepath.Dir(out), now, now)
 		return out, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
@@ -179,12 +181,17 @@ func executable(path string) bool {
 }
 
 // keptTrees is how many source trees' builds the cache keeps: a few
-// checkouts, or a few recent edits of one.
-const keptTrees = 6
+// checkouts, or a few recent edits of one. A tree built or looked up in
+// the last keptFor is kept whatever their number: a test run in one
+// checkout must not lose the binary it just resolved to builds in others.
+const (
+	keptTrees = 6
+	keptFor   = time.Hour
+)
 
-// prune removes all but the keep most recently built trees' binaries. A
-// binary that is running keeps running (its file is only unlinked); one
-// that is looked up again is built again.
+// prune removes all but the keep most recently used trees' binaries, and
+// any used within keptFor. A binary that is running keeps running (its
+// file is only unlinked); one that is looked up again is built again.
 func prune(dir string, keep int) {
 	entries, _ := os.ReadDir(dir)
 	type tree struct {
@@ -199,7 +206,9 @@ func prune(dir string, keep int) {
 	}
 	sort.Slice(trees, func(i, j int) bool { return trees[i].mod.After(trees[j].mod) })
 	for _, t := range trees[min(keep, len(trees)):] {
-		os.RemoveAll(t.path)
+		if time.Since(t.mod) > keptFor {
+			os.RemoveAll(t.path)
+		}
 	}
 }
 
