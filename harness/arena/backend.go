@@ -29,6 +29,11 @@ type Options struct {
 	// FDArenas: the plugin imports device memory by file descriptor
 	// (DescribeResponse.cuda_fd_arenas).
 	FDArenas bool
+	// Resident, when above zero and below the arena's size, is the most
+	// its pages will hold: a sparse arena whose pools reach far (past
+	// 4 GiB of offsets) but whose cases touch a few windows of them. Host
+	// shared memory then backs only what is written (shm.NewSparse).
+	Resident int
 }
 
 // OptionsOf reads the options from a plugin's description.
@@ -50,7 +55,9 @@ func OrSHM(b Backend) Backend {
 }
 
 // New implements Backend.
-func (SHM) New(dir *rundir.Dir, size int, _ Options) (Memory, error) { return shm.New(dir, size) }
+func (SHM) New(dir *rundir.Dir, size int, o Options) (Memory, error) {
+	return shm.NewSparse(dir, size, o.Resident)
+}
 
 // CUDA is the device backend: arenas in GPU memory, shared with the
 // plugin by file descriptor when it maps them so (Options.FDArenas), by IPC

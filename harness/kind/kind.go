@@ -109,6 +109,16 @@ type Setup struct {
 	PageSize    int
 	Backend     arena.Backend // nil: host shared memory
 	Graph       bool
+	// Draw says which axes of the geometry each row draws from what the
+	// plugin accepts (see Shapes) instead of taking HeadDim and PageSize:
+	// a check's default, where --head-dim and --page-size pin an axis.
+	// The zero value draws nothing.
+	Draw workload.Axes
+	// Far raises the pools of the kinds that address slots to reach past
+	// 4 GiB of byte offsets, checked in windows of sparse memory (see
+	// kernels/store's reach.go): a check's default, where --slots pins
+	// the pool. On the host it needs a tmpfs run directory.
+	Far bool
 }
 
 // Place is where the run's arenas live.
@@ -120,7 +130,7 @@ func (s Setup) Place() arena.Place {
 func (p Params) Header(s *Session) report.Header {
 	return report.Header{Plugin: s.Desc.GetName(), Version: s.Desc.GetVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
 		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
-		Shard: p.shardName()}
+		Shard: p.shardName(), Far: p.Far}
 }
 
 // shardName is the header's shard: "" for a whole run, else "i/n".

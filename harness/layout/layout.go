@@ -51,6 +51,7 @@ type Layout struct {
 	planes    []planeInfo
 	pageBytes int
 	tokBytes  int
+	builtin   bool // made by Builtin: Reshaped can take it to another head dim
 }
 
 type fieldInfo struct {

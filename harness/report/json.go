@@ -93,6 +93,9 @@ func (r *Run) verdictJSON(row Row) Object {
 	if r.layout {
 		v = append(v, Field{Key: "layout", Value: row.Layout.Name})
 	}
+	if r.Header.Shapes && row.Layout != nil {
+		v = append(v, Field{Key: "head_dim", Value: row.Layout.HeadDim}, Field{Key: "page_size", Value: row.Layout.PageSize})
+	}
 	props := map[oracle.Kind]string{}
 	for i, p := range r.cols {
 		props[p] = row.Cells[i]

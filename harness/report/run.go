@@ -38,6 +38,7 @@ type Key int
 const (
 	LayoutKey Key = iota // the row's layout
 	LabelKey             // the row's label: a padding convention, a profile
+	ShapeKey             // the row layout's head dim and page size, when rows draw them
 )
 
 // Schema is how one kernel kind's check runs read: its table, its failure
@@ -84,9 +85,18 @@ type Header struct {
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
 	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
+	// Far: the pools of each row reach past 4 GiB of byte offsets, more
+	// slots than Slots (a kind's own rule sets each row's).
+	Far bool
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
+	// Coverage is what the run covered, a line each under the title: the
+	// shapes its rows drew and what the plugin would not take, the value
+	// classes its rows held. With Shapes set the table names each row's
+	// shape.
+	Coverage []string
+	Shapes   bool
 	// About is the kind's own words on the run's setup, for its title: a
 	// transfer's geometry.
 	About string
@@ -157,7 +167,7 @@ type Failure struct {
 
 // Build makes the report of a suite's verdicts through the kind's schema.
 func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
-	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: columns(s, vs),
+	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: shapeKeys(s.Keys, h.Shapes), cols: columns(s, vs),
 		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
 	if h.Shard != "" {
 		run.Title += " · shard " + h.Shard + " of the rows"
@@ -170,6 +180,21 @@ func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.V
 		run.Rows = append(run.Rows, row)
 	}
 	return run, nil
+}
+
+// shapeKeys are the schema's key columns, with the row's shape after
+// its layout (or first) when the run's rows draw their shapes.
+func shapeKeys(keys []Key, shapes bool) []Key {
+	if !shapes {
+		return keys
+	}
+	at := 0
+	for i, k := range keys {
+		if k == LayoutKey {
+			at = i + 1
+		}
+	}
+	return append(append(append([]Key(nil), keys[:at]...), ShapeKey), keys[at:]...)
 }
 
 // columns are the schema's columns and those of its extra ones that a

@@ -32,6 +32,9 @@ type Base struct {
 	Arena   *arena.Arena
 	Pools   pool.Geometry // the planned pools and staging
 	Variant string
+	// Resident, when set, is the most bytes the arena's pages will hold:
+	// its pools reach far but are touched in windows (arena.Options).
+	Resident int
 }
 
 // Mem is the memory of the arena's first region, where every pool of
@@ -43,7 +46,7 @@ func (b *Base) Mem() arena.Memory { return b.Arena.Mem() }
 // and fills it: fill is called with the memory before anything is
 // attached.
 func (b *Base) Plan(dir *rundir.Dir, backend arena.Backend, g pool.Geometry, fill func(arena.Memory) error) error {
-	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas()})
+	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas(), Resident: b.Resident})
 	if err != nil {
 		return err
 	}

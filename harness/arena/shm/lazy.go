@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"os"
@@ -40,8 +41,9 @@ type lazyPages struct {
 	holes int // pages whose bit is clear
 	lazy  int // pages inside lazy windows, held or not
 	// used is, per page, the last Materialize call (counted in calls)
-	// that named it: ReleaseIdle keeps the pages named lately.
-	used  []uint32
+	// that named it: ReleaseIdle keeps the pages named lately. A map, not
+	// a slice a page: a sparse arena of tens of GiB names few pages.
+	used  map[int]uint32
 	calls uint32
 }
 
@@ -57,7 +59,8 @@ func newLazyPages(size int) lazyPages {
 // idle reports whether none of the last age Materialize calls named page
 // p (always, for age 0).
 func (l *lazyPages) idle(p, age int) bool {
-	return age == 0 || l.used == nil || l.calls-l.used[p] >= uint32(age)
+	u, ok := l.used[p]
+	return age == 0 || !ok || l.calls-u >= uint32(age)
 }
 
 func (l *lazyPages) has(p int) bool { return l.held[p/64]&(1<<(p%64)) != 0 }
@@ -74,6 +77,7 @@ func (l *lazyPages) clear(p int) {
 		l.held[p/64] &^= 1 << (p % 64)
 		l.holes++
 	}
+	delete(l.used, p)
 }
 
 // dense marks every page w touches as held: a dense Fill wrote them.
@@ -249,7 +253,7 @@ func (s *Memory) Materialize(ws []pool.Window) error {
 // uses: only the pages a case names are.
 func (s *Memory) markUsed(ws []pool.Window) {
 	if s.lazy.used == nil {
-		s.lazy.used = make([]uint32, len(s.lazy.held)*64)
+		s.lazy.used = map[int]uint32{}
 	}
 	s.lazy.calls++
 	for _, w := range ws {
@@ -484,6 +488,23 @@ func (s *Memory) HeldIn(w pool.Window, age int) int {
 		}
 	}
 	return n * pageBytes
+}
+
+// Reserve implements arena.Lazy: it allocates w's pages (fallocate, so a
+// full file system is an error here, not a SIGBUS at the first write)
+// and notes the file's size.
+func (s *Memory) Reserve(w pool.Window) error {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	if err := s.guard(); err != nil {
+		return err
+	}
+	if err := unix.Fallocate(int(s.file.Fd()), 0, int64(w.Off), int64(w.Len)); err != nil &&
+		!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("reserve arena [%d,%d): %w", w.Off, w.End(), err)
+	}
+	return s.note()
 }
 
 // Blocks is the file's allocated size in 512-byte blocks: it grows when

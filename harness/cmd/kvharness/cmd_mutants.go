@@ -17,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 const mutantsExamples = `  kvharness mutants
@@ -49,6 +50,8 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	g := progressOn(e, "mutants", "subjects")
+	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true}
+	cfg.Far = cfg.Slots == 0
 	run := subjectRun{backend: *backend, device: *device, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
 	results, skipped, err := run.all(ctx, g, *names, cfg)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/fuzzing/remote"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/plugins"
 )
 
@@ -44,9 +45,11 @@ func BenchmarkCheckedCases(b *testing.B) {
 }
 
 // BenchmarkCheckedCasesSlots is BenchmarkCheckedCases on larger pools:
-// what the default pool size costs.
+// what the default pool size costs; the last reaches past 4 GiB of byte
+// offsets, checked in windows (reach.go), as a default check's pools do.
 func BenchmarkCheckedCasesSlots(b *testing.B) {
-	for _, slots := range []int{1 << 17, 1 << 20} {
+	bf16, _ := layout.Builtin("bf16", 0, 64)
+	for _, slots := range []int{1 << 17, 1 << 20, FarSlots(bf16)} {
 		b.Run(fmt.Sprintf("layout=bf16/slots=%d", slots), func(b *testing.B) {
 			tg := openTargetSets(b, "fusedstore", "bf16", "", slots, true)
 			tg.Phases = Phases{}

@@ -14,8 +14,19 @@ type Gen struct {
 	PageSize    int
 	Padding     Padding
 	MaxCapacity int // default 512
+	// Live, when set, are the only slots cases name: the windows of a
+	// pool that reaches far (reach.go). Nil: every slot.
+	Live workload.Ranges
 
 	recent []int64
+}
+
+// live is the slots cases may name.
+func (g *Gen) live() workload.Ranges {
+	if g.Live == nil {
+		return workload.Whole(g.Slots)
+	}
+	return g.Live
 }
 
 const recentSlots = 64
@@ -59,10 +70,11 @@ func (g *Gen) capacity(rng *rand.Rand) int {
 
 // usable is how many distinct slots valid rows may take.
 func (g *Gen) usable() int {
-	if g.Padding == PadSink {
-		return g.Slots - 1
+	n := int(g.live().Size())
+	if g.Padding == PadSink && g.live().Contains(0) {
+		return n - 1
 	}
-	return g.Slots
+	return n
 }
 
 func (g *Gen) valid(rng *rand.Rand, c int) int {
@@ -91,17 +103,19 @@ func (g *Gen) lowest() int64 {
 
 // validSlot draws an unused slot, preferring the places kernels get wrong.
 func (g *Gen) validSlot(rng *rand.Rand, chosen []int64, taken map[int64]bool) int64 {
+	live := g.live()
 	for range 16 {
 		s := g.adversarialSlot(rng, chosen)
-		if s >= g.lowest() && s < int64(g.Slots) && !taken[s] {
+		if s >= g.lowest() && live.Contains(s) && !taken[s] {
 			return s
 		}
 	}
-	// Dense corner: scan from a random start for a free slot.
-	start := g.lowest() + rng.Int63n(int64(g.usable()))
-	for i := range int64(g.usable()) {
-		s := g.lowest() + (start-g.lowest()+i)%int64(g.usable())
-		if !taken[s] {
+	// Dense corner: scan the live slots from a random start for a free one.
+	n := live.Size()
+	start := rng.Int63n(n)
+	for i := range n {
+		s := live.Nth((start + i) % n)
+		if s >= g.lowest() && !taken[s] {
 			return s
 		}
 	}
@@ -117,14 +131,14 @@ func (g *Gen) adversarialSlot(rng *rand.Rand, chosen []int64) int64 {
 	case r < 5:
 		return last
 	case r < 9: // page edges: first or last slot of a page
-		page := rng.Int63n(last/p + 1)
+		page := g.live().Random(rng) / p
 		return page*p + []int64{0, p - 1, p, -1}[rng.Intn(4)]
 	case r < 13 && len(chosen) > 0: // neighbours of live slots
 		return chosen[rng.Intn(len(chosen))] + []int64{-1, 1}[rng.Intn(2)]
 	case r < 15 && len(g.recent) > 0: // reuse of a recently freed slot
 		return g.recent[rng.Intn(len(g.recent))]
 	default:
-		return rng.Int63n(last + 1)
+		return g.live().Random(rng)
 	}
 }
 
@@ -140,7 +154,7 @@ func (g *Gen) paddedSlot(rng *rand.Rand, valid []int64) int64 {
 	case r < 17:
 		return 0
 	default:
-		return rng.Int63n(int64(g.Slots))
+		return g.live().Random(rng)
 	}
 }
 

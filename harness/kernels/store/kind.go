@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -28,26 +29,62 @@ var Kind = kind.Kind{
 // Suite is the store properties over layouts × paddings: one target per
 // layout, shared by its paddings' rows.
 func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
+	var cells []Cell
+	for _, l := range p.Layouts {
+		for _, pad := range paddings {
+			cells = append(cells, Cell{Layout: l, Padding: pad})
+		}
+	}
+	return CellSuite(s, p, cells)
+}
+
+// Cell is one row of a store suite: a layout, at the shape the row
+// checks it at, and a padding convention.
+type Cell struct {
+	Layout  *layout.Layout
+	Padding Padding
+}
+
+// CellSuite is the store properties over cells, a row each; consecutive
+// cells of one layout and shape share a target.
+func CellSuite(s *kind.Session, p kind.Params, cells []Cell) *property.Suite[*Target, *Case, *Result] {
 	suite := kind.NewSuite[*Target, *Case, *Result](s, p)
 	suite.Stress = p.Stress
 	sets := AutoSets
 	if p.Stress > 1 {
 		sets = 0 // a stressed case runs on its processes at once, not ahead (property.Suite.Stress)
 	}
-	for _, l := range p.Layouts {
-		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
+	for _, c := range cells {
+		l, pad := c.Layout, c.Padding
+		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
-		for _, pad := range paddings {
-			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
-				Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
-				System: func(t *Target) property.System[*Case, *Result] {
-					sys := NewSystem(t, pad, p.MaxCapacity)
-					sys.Budget = p.Cases
-					return sys
-				}})
-		}
+		key := fmt.Sprintf("%s/D=%d/P=%d", l.Name, l.HeadDim, l.PageSize)
+		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
+			Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
+			System: func(t *Target) property.System[*Case, *Result] {
+				sys := NewSystem(t, pad, p.MaxCapacity)
+				sys.Budget = p.Cases
+				return sys
+			}})
 	}
 	return suite
+}
+
+// cells are a check run's rows: each layout under each padding, at the
+// shape drawn for the padding's turn (its place in Paddings), so a row's
+// shape does not depend on which other paddings the run checks.
+func cells(ctx context.Context, s *kind.Session, p kind.Params, sh *kind.Shapes, paddings []Padding) ([]Cell, error) {
+	var out []Cell
+	for _, l := range p.Layouts {
+		for _, pad := range paddings {
+			rl, err := sh.Row(ctx, s, p, l, slices.Index(Paddings, pad))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Cell{Layout: rl, Padding: pad})
+		}
+	}
+	return out, nil
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
@@ -59,13 +96,25 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		}
 		paddings = []Padding{pad}
 	}
+	// Far pools live in sparse host memory (reach.go); on a GPU, or off
+	// tmpfs, the pools are the flags' as before.
+	p.Far = p.Far && !p.Place().OnDevice() && sparseDir(s.Dir)
+	sh, err := p.Spaces(ctx, s, p.Layouts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cells(ctx, s, p, sh, paddings)
+	if err != nil {
+		return nil, err
+	}
 	h := p.Header(s)
-	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
+	h.Coverage, h.Shapes = sh.Lines(), sh.Drawn()
 	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
-	return kind.RunSuite(ctx, Suite(s, p, paddings), Schema, h)
+	return kind.RunSuite(ctx, CellSuite(s, p, cs), Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {

@@ -36,6 +36,10 @@ const (
 	// maxReplays is how often an exact check runs a case again after it
 	// wrote holes (a replay finds them materialized and is exact).
 	maxReplays = 3
+	// exactRoom is what a far target's exact set may hold materialized
+	// at once, for the arena's room check: exactKeep, and the pages a
+	// batch of the largest capacity names in its three pools.
+	exactRoom = 64 << 20
 )
 
 // sparseDir reports whether arenas made in dir are sparse files (tmpfs).

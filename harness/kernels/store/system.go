@@ -40,7 +40,8 @@ var (
 
 // NewSystem draws store cases for t under padding p.
 func NewSystem(t *Target, p Padding, maxCapacity int) *System {
-	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity}}
+	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity,
+		Live: t.live}}
 }
 
 // firstExact is how many cases a target's first row checks exactly

@@ -1,0 +1,129 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
+)
+
+// Shapes is what a run draws its rows' geometry from: per layout, the
+// space the plugin accepts on the axes the run draws (Setup.Draw), and
+// the shapes its rows took, for the report's header.
+type Shapes struct {
+	axes   workload.Axes
+	spaces map[string]workload.Space
+	names  []string          // layouts in the order the run met them
+	took   map[string][]string // layout → its rows' shapes, in order, once each
+	fixed  map[string]bool     // layouts whose head dim cannot change
+}
+
+// Spaces asks the plugin which head dims and page sizes each of p's
+// layouts takes (target.Accepted), on the axes p draws.
+func (p Params) Spaces(ctx context.Context, s *Session, layouts []*layout.Layout) (*Shapes, error) {
+	sh := &Shapes{axes: p.Draw, spaces: map[string]workload.Space{}, took: map[string][]string{}, fixed: map[string]bool{}}
+	if !p.Draw.Any() {
+		return sh, nil
+	}
+	dims, pages := p.Draw.Candidates()
+	for _, l := range layouts {
+		if _, ok := sh.spaces[l.Name]; ok {
+			continue
+		}
+		sp, err := target.Accepted(ctx, s.Plugin, p.Variant, l, dims, pages)
+		if err != nil {
+			return nil, err
+		}
+		sh.spaces[l.Name] = sp
+		sh.fixed[l.Name] = l.HeadDims() != nil
+	}
+	return sh, nil
+}
+
+// Row is the layout the k-th row of layout l is checked at: l reshaped to
+// the shape drawn for it (workload.Space.Draw, from the run's seed, l's
+// name and k), or l itself when the run draws nothing. A drawn pair the
+// plugin does not list together (its space was asked one axis at a time)
+// keeps the head dim and l's page size, or failing that l's own shape.
+func (sh *Shapes) Row(ctx context.Context, s *Session, p Params, l *layout.Layout, k int) (*layout.Layout, error) {
+	out := l
+	if sp, ok := sh.spaces[l.Name]; ok && !sp.Empty() {
+		x := sp.Draw(workload.RowRand(p.Seed, l.Name, k), k)
+		for _, try := range []workload.Shape{x, {HeadDim: x.HeadDim, PageSize: l.PageSize}} {
+			r, err := l.Reshaped(try.HeadDim, try.PageSize)
+			if err != nil {
+				return nil, err
+			}
+			if ok, err := listed(ctx, s, p.Variant, r); err != nil {
+				return nil, err
+			} else if ok {
+				out = r
+				break
+			}
+		}
+	}
+	sh.note(out)
+	return out, nil
+}
+
+// listed reports whether the plugin's Describe at l's shape lists l.
+func listed(ctx context.Context, s *Session, variant string, l *layout.Layout) (bool, error) {
+	d, err := s.Plugin.Describe(ctx, &kvpb.DescribeRequest{Variant: variant, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)})
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(d.Layouts, func(g *kvpb.Geometry) bool { return g.Layout == l.Name }), nil
+}
+
+func (sh *Shapes) note(l *layout.Layout) {
+	x := workload.Shape{HeadDim: l.HeadDim, PageSize: l.PageSize}.String()
+	if !slices.Contains(sh.names, l.Name) {
+		sh.names = append(sh.names, l.Name)
+	}
+	if !slices.Contains(sh.took[l.Name], x) {
+		sh.took[l.Name] = append(sh.took[l.Name], x)
+	}
+}
+
+// Drawn reports whether the run draws any axis: its table then names each
+// row's shape.
+func (sh *Shapes) Drawn() bool { return sh != nil && sh.axes.Any() }
+
+// Lines are the header's account of the geometry a run covered: per
+// layout, the shapes its rows took, and what the plugin did not accept of
+// the candidates (so was not explored).
+func (sh *Shapes) Lines() []string {
+	if !sh.Drawn() {
+		return nil
+	}
+	var parts, missing []string
+	dims, pages := sh.axes.Candidates()
+	for _, n := range sh.names {
+		parts = append(parts, n+" "+strings.Join(sh.took[n], ", "))
+		d := dims
+		if sh.fixed[n] {
+			d = nil // the layout fixes its head dim: nothing to explore
+		}
+		if u := sh.spaces[n].Unexplored(d, pages); u != "" {
+			missing = append(missing, fmt.Sprintf("%s %s", n, u))
+		}
+	}
+	out := []string{"geometry: " + strings.Join(parts, " · ")}
+	if len(missing) > 0 {
+		out = append(out, "not accepted by the plugin, so not explored: "+strings.Join(missing, " · "))
+	}
+	return out
+}
+
+// Covered is the JSON record of the shapes the rows took, per layout.
+func (sh *Shapes) Covered() map[string][]string {
+	if !sh.Drawn() {
+		return nil
+	}
+	return sh.took
+}
