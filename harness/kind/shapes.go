@@ -18,7 +18,7 @@ import (
 type Shapes struct {
 	axes   workload.Axes
 	spaces map[string]workload.Space
-	names  []string          // layouts in the order the run met them
+	names  []string            // layouts in the order the run met them
 	took   map[string][]string // layout → its rows' shapes, in order, once each
 	fixed  map[string]bool     // layouts whose head dim cannot change
 }
@@ -113,11 +113,30 @@ func (sh *Shapes) Lines() []string {
 			missing = append(missing, fmt.Sprintf("%s %s", n, u))
 		}
 	}
+	if same := sh.sameShapes(); same != "" {
+		parts = []string{strings.Join(sh.names, ", ") + ": " + same}
+	}
 	out := []string{"geometry: " + strings.Join(parts, " · ")}
 	if len(missing) > 0 {
 		out = append(out, "not accepted by the plugin, so not explored: "+strings.Join(missing, " · "))
 	}
 	return out
+}
+
+// sameShapes is the rows' shapes when every layout took the same ones, in
+// the same order (a kind whose rows hold several layouts at one shape),
+// else "".
+func (sh *Shapes) sameShapes() string {
+	if len(sh.names) < 2 {
+		return ""
+	}
+	first := sh.took[sh.names[0]]
+	for _, n := range sh.names[1:] {
+		if !slices.Equal(sh.took[n], first) {
+			return ""
+		}
+	}
+	return strings.Join(first, ", ")
 }
 
 // Covered is the JSON record of the shapes the rows took, per layout.
@@ -126,4 +145,126 @@ func (sh *Shapes) Covered() map[string][]string {
 		return nil
 	}
 	return sh.took
+}
+
+// Joint is the shape of the k-th row of a kind whose rows hold several
+// layouts at one shape (the buffers of a transfer, a layer load): drawn
+// from what the plugin accepts for all of them, and listed for each at
+// the drawn pair, else the layouts' own shape (ls[0]'s). Each layout's
+// shape is noted for the header.
+func (sh *Shapes) Joint(ctx context.Context, s *Session, p Params, ls []*layout.Layout, k int) (workload.Shape, error) {
+	own := workload.Shape{HeadDim: ls[0].HeadDim, PageSize: ls[0].PageSize}
+	out := own
+	if sp, ok := sh.joint(ls); ok {
+		x := sp.Draw(workload.RowRand(p.Seed, "joint", k), k)
+		for _, try := range []workload.Shape{x, {HeadDim: x.HeadDim, PageSize: own.PageSize}} {
+			ok, err := sh.allListed(ctx, s, p, ls, try)
+			if err != nil {
+				return own, err
+			}
+			if ok {
+				out = try
+				break
+			}
+		}
+	}
+	for _, l := range ls {
+		r, err := l.Reshaped(headDimFor(l, out.HeadDim), out.PageSize)
+		if err != nil {
+			return own, err
+		}
+		sh.note(r)
+	}
+	return out, nil
+}
+
+// joint is the space every layout of ls accepts: each axis the values
+// all of them take (a layout with a fixed head dim leaves that axis to
+// the others).
+func (sh *Shapes) joint(ls []*layout.Layout) (workload.Space, bool) {
+	var out workload.Space
+	first := true
+	for _, l := range ls {
+		sp, ok := sh.spaces[l.Name]
+		if !ok {
+			return out, false
+		}
+		if first {
+			out, first = workload.Space{PageSizes: sp.PageSizes}, false
+		} else {
+			out.PageSizes = intersect(out.PageSizes, sp.PageSizes)
+		}
+		if sh.fixed[l.Name] {
+			continue
+		}
+		if out.HeadDims == nil {
+			out.HeadDims = sp.HeadDims
+		} else {
+			out.HeadDims = intersect(out.HeadDims, sp.HeadDims)
+		}
+	}
+	if out.HeadDims == nil {
+		out.HeadDims = []int{ls[0].HeadDim}
+	}
+	return out, !out.Empty()
+}
+
+func intersect(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// headDimFor is the head dim layout l takes in a row of head dim d: d,
+// or its own when it fixes one.
+func headDimFor(l *layout.Layout, d int) int {
+	if l.HeadDims() != nil {
+		return l.HeadDim
+	}
+	return d
+}
+
+// allListed reports whether the plugin lists every layout of ls at shape x.
+func (sh *Shapes) allListed(ctx context.Context, s *Session, p Params, ls []*layout.Layout, x workload.Shape) (bool, error) {
+	for _, l := range ls {
+		r, err := l.Reshaped(headDimFor(l, x.HeadDim), x.PageSize)
+		if err != nil {
+			return false, err
+		}
+		if ok, err := listed(ctx, s, p.Variant, r); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// Profiles is the shape of each profile's row, for the kinds whose rows
+// are profiles over one geometry of several layouts (ls): the k-th of
+// all (the kind's profiles in suite order) draws at turn k (Joint), so a
+// profile's shape does not depend on which others the run checks. Nil
+// when the run draws nothing.
+func (sh *Shapes) Profiles(ctx context.Context, s *Session, p Params, ls []*layout.Layout, profiles, all []string) (map[string]workload.Shape, error) {
+	if !sh.Drawn() {
+		return nil, nil
+	}
+	if len(profiles) == 0 {
+		profiles = all
+	}
+	out := map[string]workload.Shape{}
+	for _, pr := range profiles {
+		k := slices.Index(all, pr)
+		if k < 0 {
+			k = len(out)
+		}
+		x, err := sh.Joint(ctx, s, p, ls, k)
+		if err != nil {
+			return nil, err
+		}
+		out[pr] = x
+	}
+	return out, nil
 }

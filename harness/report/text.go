@@ -64,7 +64,7 @@ func (r *Run) keyHeads() []string {
 		case LayoutKey:
 			out = append(out, "layout")
 		case ShapeKey:
-			out = append(out, "geometry")
+			out = append(out, "shape")
 		default:
 			out = append(out, r.label)
 		}

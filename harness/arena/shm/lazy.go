@@ -76,8 +76,8 @@ func (l *lazyPages) clear(p int) {
 	if l.has(p) {
 		l.held[p/64] &^= 1 << (p % 64)
 		l.holes++
+		delete(l.used, p)
 	}
-	delete(l.used, p)
 }
 
 // dense marks every page w touches as held: a dense Fill wrote them.

@@ -121,11 +121,13 @@ type vecOdd struct {
 }
 
 // The odds of the kinds: of 20 queries 2 are zero, 1 tiny, 2 outliers,
-// none huge; of 25 keys 2 are zero, 2 tiny, 3 outliers, 3 huge. The rest
-// are normal.
+// 1 subnormal, 1 signed zero, 1 on rounding boundaries, none huge; of 25
+// keys 2 are zero, 2 tiny, 3 outliers, 3 huge, 1 subnormal, 1 signed
+// zero, 2 on rounding boundaries. The rest are normal.
 var (
-	queryOdds = []vecOdd{{2, VecZero}, {3, VecTiny}, {5, VecOutlier}}
-	keyOdds   = []vecOdd{{2, VecZero}, {4, VecTiny}, {7, VecOutlier}, {10, VecHuge}}
+	queryOdds = []vecOdd{{2, VecZero}, {3, VecTiny}, {5, VecOutlier}, {6, VecSubnormal}, {7, VecSignedZero}, {8, VecBoundary}}
+	keyOdds   = []vecOdd{{2, VecZero}, {4, VecTiny}, {7, VecOutlier}, {10, VecHuge}, {11, VecSubnormal}, {12, VecSignedZero},
+		{14, VecBoundary}}
 )
 
 // drawVec draws a vector of the first kind of odds whose bound a draw

@@ -39,9 +39,32 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 	return suite
 }
 
+// valueLine is the header's account of the values a read's keys and
+// queries hold (vec.go).
+const valueLine = "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary; queries the same but huge; " +
+	"not drawn: the largest finite values, ±Inf and NaN (a read's scores must stay finite to be ranked)"
+
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	sh, err := p.Spaces(ctx, s, p.Layouts)
+	if err != nil {
+		return nil, err
+	}
+	// Each layout's row draws its shape at its turn (its place in the
+	// run's layouts): a run of three layouts covers an awkward head dim,
+	// page size 1 and an engine's shape.
+	var layouts []*layout.Layout
+	for k, l := range p.Layouts {
+		rl, err := sh.Row(ctx, s, p, l, k)
+		if err != nil {
+			return nil, err
+		}
+		layouts = append(layouts, rl)
+	}
+	p.Layouts = layouts
 	h := p.Header(s)
-	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
+	h.Coverage, h.Shapes = append(sh.Lines(), valueLine), sh.Drawn()
+	h.Far = false // a read's pool is the flags' (Far is the stores')
 	return kind.RunSuite(ctx, Suite(s, p, Config{}), Schema, h)
 }
 

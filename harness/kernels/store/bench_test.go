@@ -71,6 +71,15 @@ func BenchmarkCheckedCasesExact(b *testing.B) {
 			reportPhases(b, tg.Phases)
 		})
 	}
+	// A pool past 4 GiB (reach.go): its exact checks are a shrink step's
+	// cost in a default run.
+	bf16, _ := layout.Builtin("bf16", 0, 64)
+	b.Run("layout=bf16/slots=far", func(b *testing.B) {
+		tg := openTargetSets(b, "fusedstore", "bf16", "", FarSlots(bf16), false)
+		tg.Phases = Phases{}
+		checkCases(b, tg, 64)
+		reportPhases(b, tg.Phases)
+	})
 }
 
 // runCases checks b.N cases of capacity ≤ maxCapacity as a property run
@@ -126,7 +135,7 @@ func reportPhases(b *testing.B, phases Phases) {
 func drawCases(tg *Target, maxCapacity int) []*Case {
 	gens := make([]*Gen, len(Paddings))
 	for i, p := range Paddings {
-		gens[i] = &Gen{Slots: tg.Slots, PageSize: 64, Padding: p, MaxCapacity: maxCapacity}
+		gens[i] = &Gen{Slots: tg.Slots, PageSize: 64, Padding: p, MaxCapacity: maxCapacity, Live: tg.live}
 	}
 	rng := rand.New(rand.NewSource(1))
 	cases := make([]*Case, 1024)

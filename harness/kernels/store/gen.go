@@ -3,6 +3,7 @@ package store
 import (
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -17,6 +18,9 @@ type Gen struct {
 	// Live, when set, are the only slots cases name: the windows of a
 	// pool that reaches far (reach.go). Nil: every slot.
 	Live workload.Ranges
+	// NonFinite lets valid rows hold ±Inf and NaN: the layout's recipe
+	// says what becomes of them (a declared policy, or a bf16 copy).
+	NonFinite bool
 
 	recent []int64
 }
@@ -43,7 +47,7 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 	for i := range n {
 		s.Loc[i] = g.validSlot(rng, s.Loc[:i], taken)
 		taken[s.Loc[i]] = true
-		s.Rows[i] = workload.Row{Kind: validKind(rng), Seed: rng.Uint64()}
+		s.Rows[i] = workload.Row{Kind: validKind(rng, g.NonFinite), Seed: rng.Uint64()}
 	}
 	for i := n; i < c; i++ {
 		s.Loc[i] = g.paddedSlot(rng, s.Loc[:n])
@@ -165,22 +169,66 @@ func (g *Gen) remember(slots []int64) {
 	}
 }
 
-func validKind(rng *rand.Rand) workload.RowKind {
-	switch r := rng.Intn(10); {
-	case r < 7:
+// validKind draws a valid row's value class: normal half the time, each
+// other class real activations hold (zeros, tiny, outliers, subnormals,
+// signed zeros, the largest finite values, rounding boundaries) a few
+// percent, and ±Inf and NaN where nonFinite allows them.
+func validKind(rng *rand.Rand, nonFinite bool) workload.RowKind {
+	switch r := rng.Intn(50); {
+	case r < 25:
 		return workload.RowNormal
-	case r < 8:
+	case r < 28:
 		return workload.RowZero
-	case r < 9:
+	case r < 31:
 		return workload.RowTiny
-	default:
+	case r < 34:
 		return workload.RowOutlier
-	}
-}
-
-func paddedKind(rng *rand.Rand) workload.RowKind {
-	if rng.Intn(5) < 3 {
-		return workload.RowGarbage
+	case r < 38:
+		return workload.RowSubnormal
+	case r < 42:
+		return workload.RowSignedZero
+	case r < 45:
+		return workload.RowMaxFinite
+	case r < 48:
+		return workload.RowBoundary
+	case nonFinite:
+		return workload.RowNonFinite
 	}
 	return workload.RowNormal
+}
+
+// paddedKind draws a padded row's data: garbage (random bits, NaN and Inf
+// among them) half the time, ±Inf and NaN among normal values a sixth,
+// else normal values. A padding-aware kernel reads none of it.
+func paddedKind(rng *rand.Rand) workload.RowKind {
+	switch r := rng.Intn(6); {
+	case r < 3:
+		return workload.RowGarbage
+	case r < 4:
+		return workload.RowNonFinite
+	}
+	return workload.RowNormal
+}
+
+// Fit is c as the target judges it: a valid row of ±Inf and NaN becomes a
+// normal row of the same seed where the layout's recipe declares nothing
+// of them (a fuzz input decodes every class; a drawn case holds only what
+// the target allows).
+func (t *Target) Fit(c *Case) *Case {
+	if t.Layout.NonFinite() != layout.NonFiniteUndeclared {
+		return c
+	}
+	var out *Case
+	for i, r := range c.Rows[:c.Valid] {
+		if r.Kind == workload.RowNonFinite {
+			if out == nil {
+				out = c.Clone()
+			}
+			out.Rows[i].Kind = workload.RowNormal
+		}
+	}
+	if out == nil {
+		return c
+	}
+	return out
 }

@@ -109,7 +109,11 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	}
 	h := p.Header(s)
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
-	h.Coverage, h.Shapes = sh.Lines(), sh.Drawn()
+	values, err := valueCoverage(ctx, s, p, cs) // coverage.go
+	if err != nil {
+		return nil, err
+	}
+	h.Coverage, h.Shapes = append(sh.Lines(), values...), sh.Drawn()
 	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})

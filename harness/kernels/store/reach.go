@@ -66,7 +66,9 @@ func liveRanges(l *layout.Layout, slots int) workload.Ranges {
 	pages := func(n int64) int64 { return (n + p - 1) / p } // pages holding n slots
 	near := pages(max(nearSlots, int64(nearBytes/l.BytesPerToken())))
 	half := pages(edgeSlots)
-	around := func(page int64) workload.Range { return workload.Range{Lo: (page - half) * p, Hi: (page + half + 1) * p} }
+	around := func(page int64) workload.Range {
+		return workload.Range{Lo: (page - half) * p, Hi: (page + half + 1) * p}
+	}
 	rs := []workload.Range{{Lo: 0, Hi: near * p}, around(1 << 16 / p)}
 	for _, edge := range []int64{1 << 31, 1 << 32} {
 		rs = append(rs, around(edge/int64(l.PageBytes())))

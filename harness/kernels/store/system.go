@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 )
@@ -41,7 +42,7 @@ var (
 // NewSystem draws store cases for t under padding p.
 func NewSystem(t *Target, p Padding, maxCapacity int) *System {
 	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity,
-		Live: t.live}}
+		Live: t.live, NonFinite: t.Layout.NonFinite() != layout.NonFiniteUndeclared}}
 }
 
 // firstExact is how many cases a target's first row checks exactly

@@ -253,13 +253,18 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 	}
 }
 
-// fillFar fills a far pool's sets lazily, every page a hole (reach.go):
-// the exact set's pages are materialized where cases name them, the sets
-// checked ahead hold their live windows, written when the first window
-// needs them (after a scan proves nothing wrote there before).
+// fillFar fills a far pool's sets lazily, every page a hole (reach.go),
+// but their live windows: the exact set's now (other pages as cases name
+// them), the sets checked ahead's when the first window needs them (after
+// a scan proves nothing wrote there before).
 func (t *Target) fillFar(mem arena.Memory, regions []pool.Region) error {
 	for _, r := range regions {
 		if err := t.lazy.FillLazy(r.Span(), uint64(t.Seed)); err != nil {
+			return err
+		}
+	}
+	for _, r := range regions[:numPools] {
+		if err := t.lazy.Materialize(liveWindows(t.Layout, r, t.live)); err != nil {
 			return err
 		}
 	}

@@ -272,6 +272,59 @@ func (Rounding) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{4}
 }
 
+// NonFinite is a kernel's policy for ±Inf and NaN in a valid row.
+type NonFinite int32
+
+const (
+	NonFinite_NON_FINITE_UNDECLARED NonFinite = 0
+	NonFinite_NON_FINITE_PROPAGATE  NonFinite = 1 // the recipe's IEEE arithmetic: ∞ makes the group's scale ∞, NaN codes NaN
+	NonFinite_NON_FINITE_SATURATE   NonFinite = 2 // the scale over the finite elements: ±∞ codes ±448, NaN codes NaN
+	NonFinite_NON_FINITE_CONTAINED  NonFinite = 3 // undefined but contained: the row's own record may hold anything, nothing else changes
+)
+
+// Enum value maps for NonFinite.
+var (
+	NonFinite_name = map[int32]string{
+		0: "NON_FINITE_UNDECLARED",
+		1: "NON_FINITE_PROPAGATE",
+		2: "NON_FINITE_SATURATE",
+		3: "NON_FINITE_CONTAINED",
+	}
+	NonFinite_value = map[string]int32{
+		"NON_FINITE_UNDECLARED": 0,
+		"NON_FINITE_PROPAGATE":  1,
+		"NON_FINITE_SATURATE":   2,
+		"NON_FINITE_CONTAINED":  3,
+	}
+)
+
+func (x NonFinite) Enum() *NonFinite {
+	p := new(NonFinite)
+	*p = x
+	return p
+}
+
+func (x NonFinite) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NonFinite) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[5].Descriptor()
+}
+
+func (NonFinite) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[5]
+}
+
+func (x NonFinite) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NonFinite.Descriptor instead.
+func (NonFinite) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
+}
+
 type BenchMode int32
 
 const (
@@ -302,11 +355,11 @@ func (x BenchMode) String() string {
 }
 
 func (BenchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[5].Descriptor()
+	return file_kvharness_proto_enumTypes[6].Descriptor()
 }
 
 func (BenchMode) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[5]
+	return &file_kvharness_proto_enumTypes[6]
 }
 
 func (x BenchMode) Number() protoreflect.EnumNumber {
@@ -315,7 +368,7 @@ func (x BenchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BenchMode.Descriptor instead.
 func (BenchMode) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{5}
+	return file_kvharness_proto_rawDescGZIP(), []int{6}
 }
 
 // LoadOp is what a case exercises.
@@ -349,11 +402,11 @@ func (x LoadOp) String() string {
 }
 
 func (LoadOp) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[6].Descriptor()
+	return file_kvharness_proto_enumTypes[7].Descriptor()
 }
 
 func (LoadOp) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[6]
+	return &file_kvharness_proto_enumTypes[7]
 }
 
 func (x LoadOp) Number() protoreflect.EnumNumber {
@@ -362,7 +415,7 @@ func (x LoadOp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LoadOp.Descriptor instead.
 func (LoadOp) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{6}
+	return file_kvharness_proto_rawDescGZIP(), []int{7}
 }
 
 // LoadOpKind is a stream operation of the trace.
@@ -411,11 +464,11 @@ func (x LoadOpKind) String() string {
 }
 
 func (LoadOpKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[7].Descriptor()
+	return file_kvharness_proto_enumTypes[8].Descriptor()
 }
 
 func (LoadOpKind) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[7]
+	return &file_kvharness_proto_enumTypes[8]
 }
 
 func (x LoadOpKind) Number() protoreflect.EnumNumber {
@@ -424,7 +477,7 @@ func (x LoadOpKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LoadOpKind.Descriptor instead.
 func (LoadOpKind) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{7}
+	return file_kvharness_proto_rawDescGZIP(), []int{8}
 }
 
 // LoadRole says who queued an operation.
@@ -467,11 +520,11 @@ func (x LoadRole) String() string {
 }
 
 func (LoadRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[8].Descriptor()
+	return file_kvharness_proto_enumTypes[9].Descriptor()
 }
 
 func (LoadRole) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[8]
+	return &file_kvharness_proto_enumTypes[9]
 }
 
 func (x LoadRole) Number() protoreflect.EnumNumber {
@@ -480,7 +533,7 @@ func (x LoadRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LoadRole.Descriptor instead.
 func (LoadRole) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{8}
+	return file_kvharness_proto_rawDescGZIP(), []int{9}
 }
 
 // AsyncRole is the server of a disaggregated pair a plugin process plays.
@@ -524,11 +577,11 @@ func (x AsyncRole) String() string {
 }
 
 func (AsyncRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[9].Descriptor()
+	return file_kvharness_proto_enumTypes[10].Descriptor()
 }
 
 func (AsyncRole) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[9]
+	return &file_kvharness_proto_enumTypes[10]
 }
 
 func (x AsyncRole) Number() protoreflect.EnumNumber {
@@ -537,7 +590,7 @@ func (x AsyncRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AsyncRole.Descriptor instead.
 func (AsyncRole) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{9}
+	return file_kvharness_proto_rawDescGZIP(), []int{10}
 }
 
 // AsyncNote is what a notification says.
@@ -580,11 +633,11 @@ func (x AsyncNote) String() string {
 }
 
 func (AsyncNote) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[10].Descriptor()
+	return file_kvharness_proto_enumTypes[11].Descriptor()
 }
 
 func (AsyncNote) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[10]
+	return &file_kvharness_proto_enumTypes[11]
 }
 
 func (x AsyncNote) Number() protoreflect.EnumNumber {
@@ -593,7 +646,7 @@ func (x AsyncNote) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AsyncNote.Descriptor instead.
 func (AsyncNote) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{10}
+	return file_kvharness_proto_rawDescGZIP(), []int{11}
 }
 
 // AsyncEventKind is what the decode did with a room.
@@ -630,11 +683,11 @@ func (x AsyncEventKind) String() string {
 }
 
 func (AsyncEventKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[11].Descriptor()
+	return file_kvharness_proto_enumTypes[12].Descriptor()
 }
 
 func (AsyncEventKind) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[11]
+	return &file_kvharness_proto_enumTypes[12]
 }
 
 func (x AsyncEventKind) Number() protoreflect.EnumNumber {
@@ -643,7 +696,7 @@ func (x AsyncEventKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AsyncEventKind.Descriptor instead.
 func (AsyncEventKind) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{11}
+	return file_kvharness_proto_rawDescGZIP(), []int{12}
 }
 
 type LayoutRef struct {
@@ -853,7 +906,11 @@ type Recipe struct {
 	// scale_ulps is how many float32 ulps a stored scale may lie from the
 	// recipe's (unset: 1), for arithmetic that multiplies by a reciprocal or
 	// divides approximately.
-	ScaleUlps     *uint32 `protobuf:"varint,6,opt,name=scale_ulps,json=scaleUlps,proto3,oneof" json:"scale_ulps,omitempty"`
+	ScaleUlps *uint32 `protobuf:"varint,6,opt,name=scale_ulps,json=scaleUlps,proto3,oneof" json:"scale_ulps,omitempty"`
+	// non_finite is what the kernel does with a ±Inf or NaN element of a
+	// valid row. Undeclared, the harness gives valid rows of the layout's
+	// fp8 fields finite values only.
+	NonFinite     NonFinite `protobuf:"varint,7,opt,name=non_finite,json=nonFinite,proto3,enum=kvharness.v1.NonFinite" json:"non_finite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -928,6 +985,13 @@ func (x *Recipe) GetScaleUlps() uint32 {
 		return *x.ScaleUlps
 	}
 	return 0
+}
+
+func (x *Recipe) GetNonFinite() NonFinite {
+	if x != nil {
+		return x.NonFinite
+	}
+	return NonFinite_NON_FINITE_UNDECLARED
 }
 
 type Variant struct {
@@ -4389,7 +4453,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x06layout\x18\x01 \x01(\tR\x06layout\x12&\n" +
 	"\x0fbytes_per_token\x18\x02 \x01(\x04R\rbytesPerToken\x12$\n" +
 	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\x12,\n" +
-	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\"\x9f\x02\n" +
+	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\"\xd7\x02\n" +
 	"\x06Recipe\x12-\n" +
 	"\x05scale\x18\x01 \x01(\x0e2\x17.kvharness.v1.ScaleRuleR\x05scale\x12\x15\n" +
 	"\x03eps\x18\x02 \x01(\x01H\x00R\x03eps\x88\x01\x01\x122\n" +
@@ -4397,7 +4461,9 @@ const file_kvharness_proto_rawDesc = "" +
 	"\brounding\x18\x04 \x01(\x0e2\x16.kvharness.v1.RoundingR\brounding\x12\x1f\n" +
 	"\bsaturate\x18\x05 \x01(\bH\x01R\bsaturate\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"scale_ulps\x18\x06 \x01(\rH\x02R\tscaleUlps\x88\x01\x01B\x06\n" +
+	"scale_ulps\x18\x06 \x01(\rH\x02R\tscaleUlps\x88\x01\x01\x126\n" +
+	"\n" +
+	"non_finite\x18\a \x01(\x0e2\x17.kvharness.v1.NonFiniteR\tnonFiniteB\x06\n" +
 	"\x04_epsB\v\n" +
 	"\t_saturateB\r\n" +
 	"\v_scale_ulps\"a\n" +
@@ -4680,7 +4746,12 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0fQUANTIZE_DIVIDE\x10\x00\x12\x17\n" +
 	"\x13QUANTIZE_RECIPROCAL\x10\x01*%\n" +
 	"\bRounding\x12\x19\n" +
-	"\x15ROUNDING_NEAREST_EVEN\x10\x00*4\n" +
+	"\x15ROUNDING_NEAREST_EVEN\x10\x00*s\n" +
+	"\tNonFinite\x12\x19\n" +
+	"\x15NON_FINITE_UNDECLARED\x10\x00\x12\x18\n" +
+	"\x14NON_FINITE_PROPAGATE\x10\x01\x12\x17\n" +
+	"\x13NON_FINITE_SATURATE\x10\x02\x12\x18\n" +
+	"\x14NON_FINITE_CONTAINED\x10\x03*4\n" +
 	"\tBenchMode\x12\x14\n" +
 	"\x10BENCH_PER_LAUNCH\x10\x00\x12\x11\n" +
 	"\rBENCH_BATCHED\x10\x01*-\n" +
@@ -4752,7 +4823,7 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_kvharness_proto_goTypes = []any{
 	(Padding)(0),                   // 0: kvharness.v1.Padding
@@ -4760,165 +4831,167 @@ var file_kvharness_proto_goTypes = []any{
 	(ScaleRule)(0),                 // 2: kvharness.v1.ScaleRule
 	(Quantize)(0),                  // 3: kvharness.v1.Quantize
 	(Rounding)(0),                  // 4: kvharness.v1.Rounding
-	(BenchMode)(0),                 // 5: kvharness.v1.BenchMode
-	(LoadOp)(0),                    // 6: kvharness.v1.LoadOp
-	(LoadOpKind)(0),                // 7: kvharness.v1.LoadOpKind
-	(LoadRole)(0),                  // 8: kvharness.v1.LoadRole
-	(AsyncRole)(0),                 // 9: kvharness.v1.AsyncRole
-	(AsyncNote)(0),                 // 10: kvharness.v1.AsyncNote
-	(AsyncEventKind)(0),            // 11: kvharness.v1.AsyncEventKind
-	(*LayoutRef)(nil),              // 12: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),        // 13: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),               // 14: kvharness.v1.Geometry
-	(*Recipe)(nil),                 // 15: kvharness.v1.Recipe
-	(*Variant)(nil),                // 16: kvharness.v1.Variant
-	(*DescribeResponse)(nil),       // 17: kvharness.v1.DescribeResponse
-	(*Arena)(nil),                  // 18: kvharness.v1.Arena
-	(*Window)(nil),                 // 19: kvharness.v1.Window
-	(*PoolDesc)(nil),               // 20: kvharness.v1.PoolDesc
-	(*AttachRequest)(nil),          // 21: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),         // 22: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),          // 23: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),         // 24: kvharness.v1.DetachResponse
-	(*StoreRequest)(nil),           // 25: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),          // 26: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),      // 27: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil),     // 28: kvharness.v1.StoreBatchResponse
-	(*ReadRequest)(nil),            // 29: kvharness.v1.ReadRequest
-	(*ReadResponse)(nil),           // 30: kvharness.v1.ReadResponse
-	(*Room)(nil),                   // 31: kvharness.v1.Room
-	(*BufferPair)(nil),             // 32: kvharness.v1.BufferPair
-	(*TransferRequest)(nil),        // 33: kvharness.v1.TransferRequest
-	(*Descriptor)(nil),             // 34: kvharness.v1.Descriptor
-	(*TransferResponse)(nil),       // 35: kvharness.v1.TransferResponse
-	(*BenchRequest)(nil),           // 36: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),          // 37: kvharness.v1.BenchResponse
-	(*LoadBuffer)(nil),             // 38: kvharness.v1.LoadBuffer
-	(*LoadPage)(nil),               // 39: kvharness.v1.LoadPage
-	(*LoadItem)(nil),               // 40: kvharness.v1.LoadItem
-	(*LoadRequest)(nil),            // 41: kvharness.v1.LoadRequest
-	(*LoadGate)(nil),               // 42: kvharness.v1.LoadGate
-	(*LoadRange)(nil),              // 43: kvharness.v1.LoadRange
-	(*LoadAccess)(nil),             // 44: kvharness.v1.LoadAccess
-	(*LoadResponse)(nil),           // 45: kvharness.v1.LoadResponse
-	(*LoadBenchRequest)(nil),       // 46: kvharness.v1.LoadBenchRequest
-	(*LoadBenchResponse)(nil),      // 47: kvharness.v1.LoadBenchResponse
-	(*AsyncAttachRequest)(nil),     // 48: kvharness.v1.AsyncAttachRequest
-	(*AsyncAttachResponse)(nil),    // 49: kvharness.v1.AsyncAttachResponse
-	(*AsyncResetRequest)(nil),      // 50: kvharness.v1.AsyncResetRequest
-	(*AsyncResetResponse)(nil),     // 51: kvharness.v1.AsyncResetResponse
-	(*AsyncHandle)(nil),            // 52: kvharness.v1.AsyncHandle
-	(*AsyncComponent)(nil),         // 53: kvharness.v1.AsyncComponent
-	(*AsyncRoom)(nil),              // 54: kvharness.v1.AsyncRoom
-	(*AsyncAdmitRequest)(nil),      // 55: kvharness.v1.AsyncAdmitRequest
-	(*AsyncAdmitResponse)(nil),     // 56: kvharness.v1.AsyncAdmitResponse
-	(*AsyncPostRequest)(nil),       // 57: kvharness.v1.AsyncPostRequest
-	(*AsyncHandleDescriptors)(nil), // 58: kvharness.v1.AsyncHandleDescriptors
-	(*AsyncPostResponse)(nil),      // 59: kvharness.v1.AsyncPostResponse
-	(*AsyncNotification)(nil),      // 60: kvharness.v1.AsyncNotification
-	(*AsyncPollRequest)(nil),       // 61: kvharness.v1.AsyncPollRequest
-	(*AsyncPollResponse)(nil),      // 62: kvharness.v1.AsyncPollResponse
-	(*AsyncEvent)(nil),             // 63: kvharness.v1.AsyncEvent
-	(*AsyncNotifyRequest)(nil),     // 64: kvharness.v1.AsyncNotifyRequest
-	(*AsyncNotifyResponse)(nil),    // 65: kvharness.v1.AsyncNotifyResponse
-	(*AsyncAbortRequest)(nil),      // 66: kvharness.v1.AsyncAbortRequest
-	(*AsyncAbortResponse)(nil),     // 67: kvharness.v1.AsyncAbortResponse
+	(NonFinite)(0),                 // 5: kvharness.v1.NonFinite
+	(BenchMode)(0),                 // 6: kvharness.v1.BenchMode
+	(LoadOp)(0),                    // 7: kvharness.v1.LoadOp
+	(LoadOpKind)(0),                // 8: kvharness.v1.LoadOpKind
+	(LoadRole)(0),                  // 9: kvharness.v1.LoadRole
+	(AsyncRole)(0),                 // 10: kvharness.v1.AsyncRole
+	(AsyncNote)(0),                 // 11: kvharness.v1.AsyncNote
+	(AsyncEventKind)(0),            // 12: kvharness.v1.AsyncEventKind
+	(*LayoutRef)(nil),              // 13: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),        // 14: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),               // 15: kvharness.v1.Geometry
+	(*Recipe)(nil),                 // 16: kvharness.v1.Recipe
+	(*Variant)(nil),                // 17: kvharness.v1.Variant
+	(*DescribeResponse)(nil),       // 18: kvharness.v1.DescribeResponse
+	(*Arena)(nil),                  // 19: kvharness.v1.Arena
+	(*Window)(nil),                 // 20: kvharness.v1.Window
+	(*PoolDesc)(nil),               // 21: kvharness.v1.PoolDesc
+	(*AttachRequest)(nil),          // 22: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),         // 23: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),          // 24: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),         // 25: kvharness.v1.DetachResponse
+	(*StoreRequest)(nil),           // 26: kvharness.v1.StoreRequest
+	(*StoreResponse)(nil),          // 27: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),      // 28: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil),     // 29: kvharness.v1.StoreBatchResponse
+	(*ReadRequest)(nil),            // 30: kvharness.v1.ReadRequest
+	(*ReadResponse)(nil),           // 31: kvharness.v1.ReadResponse
+	(*Room)(nil),                   // 32: kvharness.v1.Room
+	(*BufferPair)(nil),             // 33: kvharness.v1.BufferPair
+	(*TransferRequest)(nil),        // 34: kvharness.v1.TransferRequest
+	(*Descriptor)(nil),             // 35: kvharness.v1.Descriptor
+	(*TransferResponse)(nil),       // 36: kvharness.v1.TransferResponse
+	(*BenchRequest)(nil),           // 37: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),          // 38: kvharness.v1.BenchResponse
+	(*LoadBuffer)(nil),             // 39: kvharness.v1.LoadBuffer
+	(*LoadPage)(nil),               // 40: kvharness.v1.LoadPage
+	(*LoadItem)(nil),               // 41: kvharness.v1.LoadItem
+	(*LoadRequest)(nil),            // 42: kvharness.v1.LoadRequest
+	(*LoadGate)(nil),               // 43: kvharness.v1.LoadGate
+	(*LoadRange)(nil),              // 44: kvharness.v1.LoadRange
+	(*LoadAccess)(nil),             // 45: kvharness.v1.LoadAccess
+	(*LoadResponse)(nil),           // 46: kvharness.v1.LoadResponse
+	(*LoadBenchRequest)(nil),       // 47: kvharness.v1.LoadBenchRequest
+	(*LoadBenchResponse)(nil),      // 48: kvharness.v1.LoadBenchResponse
+	(*AsyncAttachRequest)(nil),     // 49: kvharness.v1.AsyncAttachRequest
+	(*AsyncAttachResponse)(nil),    // 50: kvharness.v1.AsyncAttachResponse
+	(*AsyncResetRequest)(nil),      // 51: kvharness.v1.AsyncResetRequest
+	(*AsyncResetResponse)(nil),     // 52: kvharness.v1.AsyncResetResponse
+	(*AsyncHandle)(nil),            // 53: kvharness.v1.AsyncHandle
+	(*AsyncComponent)(nil),         // 54: kvharness.v1.AsyncComponent
+	(*AsyncRoom)(nil),              // 55: kvharness.v1.AsyncRoom
+	(*AsyncAdmitRequest)(nil),      // 56: kvharness.v1.AsyncAdmitRequest
+	(*AsyncAdmitResponse)(nil),     // 57: kvharness.v1.AsyncAdmitResponse
+	(*AsyncPostRequest)(nil),       // 58: kvharness.v1.AsyncPostRequest
+	(*AsyncHandleDescriptors)(nil), // 59: kvharness.v1.AsyncHandleDescriptors
+	(*AsyncPostResponse)(nil),      // 60: kvharness.v1.AsyncPostResponse
+	(*AsyncNotification)(nil),      // 61: kvharness.v1.AsyncNotification
+	(*AsyncPollRequest)(nil),       // 62: kvharness.v1.AsyncPollRequest
+	(*AsyncPollResponse)(nil),      // 63: kvharness.v1.AsyncPollResponse
+	(*AsyncEvent)(nil),             // 64: kvharness.v1.AsyncEvent
+	(*AsyncNotifyRequest)(nil),     // 65: kvharness.v1.AsyncNotifyRequest
+	(*AsyncNotifyResponse)(nil),    // 66: kvharness.v1.AsyncNotifyResponse
+	(*AsyncAbortRequest)(nil),      // 67: kvharness.v1.AsyncAbortRequest
+	(*AsyncAbortResponse)(nil),     // 68: kvharness.v1.AsyncAbortResponse
 }
 var file_kvharness_proto_depIdxs = []int32{
-	15, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	16, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
 	2,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
 	3,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
 	4,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	14, // 4: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	16, // 5: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
-	1,  // 6: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
-	1,  // 7: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	12, // 8: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	19, // 9: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	19, // 10: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	19, // 11: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	18, // 12: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	20, // 13: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	19, // 14: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	18, // 15: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	19, // 16: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	14, // 17: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	0,  // 18: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	25, // 19: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	32, // 20: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	31, // 21: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	34, // 22: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	25, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	5,  // 24: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	25, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	6,  // 26: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
-	38, // 27: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
-	39, // 28: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
-	40, // 29: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
-	40, // 30: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
-	40, // 31: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
-	7,  // 32: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
-	8,  // 33: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
-	43, // 34: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
-	43, // 35: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
-	40, // 36: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
-	42, // 37: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
-	44, // 38: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
-	41, // 39: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
-	9,  // 40: kvharness.v1.AsyncAttachRequest.role:type_name -> kvharness.v1.AsyncRole
-	21, // 41: kvharness.v1.AsyncAttachRequest.attach:type_name -> kvharness.v1.AttachRequest
-	14, // 42: kvharness.v1.AsyncAttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	52, // 43: kvharness.v1.AsyncComponent.handles:type_name -> kvharness.v1.AsyncHandle
-	53, // 44: kvharness.v1.AsyncRoom.components:type_name -> kvharness.v1.AsyncComponent
-	54, // 45: kvharness.v1.AsyncAdmitRequest.room:type_name -> kvharness.v1.AsyncRoom
-	54, // 46: kvharness.v1.AsyncPostRequest.room:type_name -> kvharness.v1.AsyncRoom
-	34, // 47: kvharness.v1.AsyncHandleDescriptors.descriptors:type_name -> kvharness.v1.Descriptor
-	58, // 48: kvharness.v1.AsyncPostResponse.handles:type_name -> kvharness.v1.AsyncHandleDescriptors
-	10, // 49: kvharness.v1.AsyncNotification.note:type_name -> kvharness.v1.AsyncNote
-	60, // 50: kvharness.v1.AsyncPollResponse.notifications:type_name -> kvharness.v1.AsyncNotification
-	11, // 51: kvharness.v1.AsyncEvent.kind:type_name -> kvharness.v1.AsyncEventKind
-	60, // 52: kvharness.v1.AsyncNotifyRequest.notifications:type_name -> kvharness.v1.AsyncNotification
-	63, // 53: kvharness.v1.AsyncNotifyResponse.events:type_name -> kvharness.v1.AsyncEvent
-	63, // 54: kvharness.v1.AsyncAbortResponse.events:type_name -> kvharness.v1.AsyncEvent
-	13, // 55: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	21, // 56: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	23, // 57: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	25, // 58: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	27, // 59: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	29, // 60: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	33, // 61: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	36, // 62: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	41, // 63: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
-	46, // 64: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
-	48, // 65: kvharness.v1.Kernel.AsyncAttach:input_type -> kvharness.v1.AsyncAttachRequest
-	50, // 66: kvharness.v1.Kernel.AsyncReset:input_type -> kvharness.v1.AsyncResetRequest
-	55, // 67: kvharness.v1.Kernel.AsyncAdmit:input_type -> kvharness.v1.AsyncAdmitRequest
-	57, // 68: kvharness.v1.Kernel.AsyncPost:input_type -> kvharness.v1.AsyncPostRequest
-	61, // 69: kvharness.v1.Kernel.AsyncPoll:input_type -> kvharness.v1.AsyncPollRequest
-	64, // 70: kvharness.v1.Kernel.AsyncNotify:input_type -> kvharness.v1.AsyncNotifyRequest
-	66, // 71: kvharness.v1.Kernel.AsyncAbort:input_type -> kvharness.v1.AsyncAbortRequest
-	17, // 72: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	22, // 73: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	24, // 74: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	26, // 75: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	28, // 76: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	30, // 77: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	35, // 78: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	37, // 79: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	45, // 80: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
-	47, // 81: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
-	49, // 82: kvharness.v1.Kernel.AsyncAttach:output_type -> kvharness.v1.AsyncAttachResponse
-	51, // 83: kvharness.v1.Kernel.AsyncReset:output_type -> kvharness.v1.AsyncResetResponse
-	56, // 84: kvharness.v1.Kernel.AsyncAdmit:output_type -> kvharness.v1.AsyncAdmitResponse
-	59, // 85: kvharness.v1.Kernel.AsyncPost:output_type -> kvharness.v1.AsyncPostResponse
-	62, // 86: kvharness.v1.Kernel.AsyncPoll:output_type -> kvharness.v1.AsyncPollResponse
-	65, // 87: kvharness.v1.Kernel.AsyncNotify:output_type -> kvharness.v1.AsyncNotifyResponse
-	67, // 88: kvharness.v1.Kernel.AsyncAbort:output_type -> kvharness.v1.AsyncAbortResponse
-	72, // [72:89] is the sub-list for method output_type
-	55, // [55:72] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	5,  // 4: kvharness.v1.Recipe.non_finite:type_name -> kvharness.v1.NonFinite
+	15, // 5: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	17, // 6: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	1,  // 7: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
+	1,  // 8: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
+	13, // 9: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	20, // 10: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	20, // 11: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	20, // 12: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	19, // 13: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	21, // 14: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	20, // 15: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	19, // 16: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	20, // 17: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	15, // 18: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	0,  // 19: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
+	26, // 20: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	33, // 21: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	32, // 22: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	35, // 23: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	26, // 24: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	6,  // 25: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	26, // 26: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	7,  // 27: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
+	39, // 28: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
+	40, // 29: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
+	41, // 30: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
+	41, // 31: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
+	41, // 32: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
+	8,  // 33: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
+	9,  // 34: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
+	44, // 35: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
+	44, // 36: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
+	41, // 37: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
+	43, // 38: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
+	45, // 39: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
+	42, // 40: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
+	10, // 41: kvharness.v1.AsyncAttachRequest.role:type_name -> kvharness.v1.AsyncRole
+	22, // 42: kvharness.v1.AsyncAttachRequest.attach:type_name -> kvharness.v1.AttachRequest
+	15, // 43: kvharness.v1.AsyncAttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	53, // 44: kvharness.v1.AsyncComponent.handles:type_name -> kvharness.v1.AsyncHandle
+	54, // 45: kvharness.v1.AsyncRoom.components:type_name -> kvharness.v1.AsyncComponent
+	55, // 46: kvharness.v1.AsyncAdmitRequest.room:type_name -> kvharness.v1.AsyncRoom
+	55, // 47: kvharness.v1.AsyncPostRequest.room:type_name -> kvharness.v1.AsyncRoom
+	35, // 48: kvharness.v1.AsyncHandleDescriptors.descriptors:type_name -> kvharness.v1.Descriptor
+	59, // 49: kvharness.v1.AsyncPostResponse.handles:type_name -> kvharness.v1.AsyncHandleDescriptors
+	11, // 50: kvharness.v1.AsyncNotification.note:type_name -> kvharness.v1.AsyncNote
+	61, // 51: kvharness.v1.AsyncPollResponse.notifications:type_name -> kvharness.v1.AsyncNotification
+	12, // 52: kvharness.v1.AsyncEvent.kind:type_name -> kvharness.v1.AsyncEventKind
+	61, // 53: kvharness.v1.AsyncNotifyRequest.notifications:type_name -> kvharness.v1.AsyncNotification
+	64, // 54: kvharness.v1.AsyncNotifyResponse.events:type_name -> kvharness.v1.AsyncEvent
+	64, // 55: kvharness.v1.AsyncAbortResponse.events:type_name -> kvharness.v1.AsyncEvent
+	14, // 56: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	22, // 57: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	24, // 58: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	26, // 59: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	28, // 60: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	30, // 61: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	34, // 62: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	37, // 63: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	42, // 64: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
+	47, // 65: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
+	49, // 66: kvharness.v1.Kernel.AsyncAttach:input_type -> kvharness.v1.AsyncAttachRequest
+	51, // 67: kvharness.v1.Kernel.AsyncReset:input_type -> kvharness.v1.AsyncResetRequest
+	56, // 68: kvharness.v1.Kernel.AsyncAdmit:input_type -> kvharness.v1.AsyncAdmitRequest
+	58, // 69: kvharness.v1.Kernel.AsyncPost:input_type -> kvharness.v1.AsyncPostRequest
+	62, // 70: kvharness.v1.Kernel.AsyncPoll:input_type -> kvharness.v1.AsyncPollRequest
+	65, // 71: kvharness.v1.Kernel.AsyncNotify:input_type -> kvharness.v1.AsyncNotifyRequest
+	67, // 72: kvharness.v1.Kernel.AsyncAbort:input_type -> kvharness.v1.AsyncAbortRequest
+	18, // 73: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	23, // 74: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	25, // 75: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	27, // 76: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	29, // 77: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	31, // 78: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	36, // 79: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	38, // 80: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	46, // 81: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
+	48, // 82: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
+	50, // 83: kvharness.v1.Kernel.AsyncAttach:output_type -> kvharness.v1.AsyncAttachResponse
+	52, // 84: kvharness.v1.Kernel.AsyncReset:output_type -> kvharness.v1.AsyncResetResponse
+	57, // 85: kvharness.v1.Kernel.AsyncAdmit:output_type -> kvharness.v1.AsyncAdmitResponse
+	60, // 86: kvharness.v1.Kernel.AsyncPost:output_type -> kvharness.v1.AsyncPostResponse
+	63, // 87: kvharness.v1.Kernel.AsyncPoll:output_type -> kvharness.v1.AsyncPollResponse
+	66, // 88: kvharness.v1.Kernel.AsyncNotify:output_type -> kvharness.v1.AsyncNotifyResponse
+	68, // 89: kvharness.v1.Kernel.AsyncAbort:output_type -> kvharness.v1.AsyncAbortResponse
+	73, // [73:90] is the sub-list for method output_type
+	56, // [56:73] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -4932,7 +5005,7 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
