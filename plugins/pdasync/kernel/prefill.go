@@ -121,11 +121,14 @@ func (p *prefill) pollComponent(room uint64, c *sendComp) ([]sdk.AsyncNotificati
 
 // state is where a handle is. Under poll-as-completion a poll that
 // answers without error counts as done, though the transfer has only
-// started.
+// started; under failure-unreported a failed handle stays pending.
 func (p *prefill) state(x *sdk.Xfer) (sdk.XferState, error) {
 	st, err := x.State()
-	if err == nil && st == sdk.XferPending && p.a.Variant == PollAsCompletion {
+	switch {
+	case err == nil && st == sdk.XferPending && p.a.Variant == PollAsCompletion:
 		st = sdk.XferDone
+	case err == nil && st == sdk.XferFailed && p.a.Variant == FailureUnreported:
+		st = sdk.XferPending
 	}
 	return st, err
 }
