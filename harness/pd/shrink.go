@@ -122,3 +122,33 @@ func ShrinkIDs[C interface{ Clone() C }, R any](c C, rooms func(C) []R, id func(
 	}
 	return []C{x}
 }
+
+// MaxShrinkGeometries bounds the geometries one shrink opens targets
+// for: a candidate over a geometry of its own costs a new arena, planned,
+// filled and attached (tens to hundreds of milliseconds), where one over
+// the case's geometry costs a run.
+const MaxShrinkGeometries = 16
+
+// Incremental orders a shrinker's candidates for a case over geometry g,
+// keeping each group's order: those over g first (they reuse its target),
+// then those over another geometry, of which only ones over geometries
+// in seen, or new ones while seen holds fewer than MaxShrinkGeometries,
+// are kept; seen gains those. A shrink thus opens a bounded number of
+// arenas, and tries every cheaper step before a costly one.
+func Incremental[C any](cands []C, g Geometry, geometryOf func(C) Geometry, seen map[string]bool) []C {
+	key := g.Key()
+	var same, other []C
+	for _, c := range cands {
+		k := geometryOf(c).Key()
+		switch {
+		case k == key:
+			same = append(same, c)
+		case seen[k]:
+			other = append(other, c)
+		case len(seen) < MaxShrinkGeometries:
+			seen[k] = true
+			other = append(other, c)
+		}
+	}
+	return append(same, other...)
+}

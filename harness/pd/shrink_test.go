@@ -77,3 +77,37 @@ func TestShrinkPoolAndIDs(t *testing.T) {
 		t.Errorf("ShrinkIDs of 0, 1 made %d variants", len(xs))
 	}
 }
+
+// TestIncremental: candidates over the case's geometry come first, in
+// order; those over others follow, in order, and only over the first
+// MaxShrinkGeometries distinct geometries a shrink offers.
+func TestIncremental(t *testing.T) {
+	g := DefaultGeometry(2, 8)
+	type cand struct {
+		id int
+		g  Geometry
+	}
+	var cands []cand
+	for i := range 2 * MaxShrinkGeometries {
+		other := g.Clone()
+		other.Pages = 100 + i
+		cands = append(cands, cand{100 + i, other}, cand{i, g})
+	}
+	seen := map[string]bool{}
+	out := Incremental(cands, g, func(c cand) Geometry { return c.g }, seen)
+	for i := range 2 * MaxShrinkGeometries {
+		if out[i].id != i {
+			t.Fatalf("candidate %d is %d; want the same-geometry ones first, in order", i, out[i].id)
+		}
+	}
+	rest := out[2*MaxShrinkGeometries:]
+	if len(rest) != MaxShrinkGeometries || rest[0].id != 100 || len(seen) != MaxShrinkGeometries {
+		t.Fatalf("%d other-geometry candidates kept, first %v, %d seen; want %d, from 100", len(rest), rest[0].id, len(seen), MaxShrinkGeometries)
+	}
+	// A later step keeps candidates over geometries already offered, and
+	// no new ones.
+	again := Incremental([]cand{{7, cands[0].g}, {8, cands[len(cands)-2].g}}, g, func(c cand) Geometry { return c.g }, seen)
+	if len(again) != 1 || again[0].id != 7 {
+		t.Fatalf("a later step kept %v; want only the one over a geometry already offered", again)
+	}
+}

@@ -104,7 +104,8 @@ func (r *Run) verdictJSON(row Row) Object {
 		Field{Key: "cases", Value: row.Cases}, Field{Key: "properties", Value: props})
 	if f := row.Failure; f != nil {
 		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
-			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
+			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks},
+			{Key: "shrink_cut", Value: f.ShrinkCut, OmitEmpty: true}}
 		jf = append(jf, f.json...)
 		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
 		v = append(v, Field{Key: "failure", Value: jf})

@@ -152,6 +152,7 @@ type Failure struct {
 	CaseIndex            int
 	Seed                 int64
 	Shrinks              int
+	ShrinkCut            bool // the shrink stopped at its bound: Case may shrink further
 	Case                 workload.Case
 	// Rerun is the confirming run's violation count, -1 when it faulted.
 	Rerun int
@@ -230,7 +231,7 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 		return row, nil
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
-		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
+		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, ShrinkCut: fl.ShrinkCut, Reruns: fl.Reruns, Case: fl.Case,
 		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -124,6 +126,9 @@ func WriteFailure(w io.Writer, f *Failure) {
 		}
 		fmt.Fprintf(w, "  found at case %d of seed %d, failed again on re-run %d (%s: it fails only some runs, as a race does), shrunk in %d steps to:\n",
 			f.CaseIndex, f.Seed, f.Reruns, passed, f.Shrinks)
+	case f.ShrinkCut:
+		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps (then stopped: %d candidates checked; it may shrink further) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.DefaultShrinkChecks)
 	default:
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}

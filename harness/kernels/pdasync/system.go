@@ -28,6 +28,9 @@ type System struct {
 	OwnsDecode bool
 
 	targets target.Cache[*Target] // by geometry key
+	// shrunkTo are the geometries the shrink offered candidates over
+	// (pd.Incremental).
+	shrunkTo map[string]bool
 	owner   *Target               // the target the two processes are attached to
 }
 
@@ -39,8 +42,16 @@ const maxTargets = 4
 // NewSystem draws cases of gen (nil for a replay: it checks, not draws)
 // on a prefill and a decode process.
 func NewSystem(prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg,
-		Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}, targets: target.Cache[*Target]{Max: maxTargets}}
+	s := &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg,
+		Cases: kind.Cases[*Case, *Gen]{Gen: gen}, targets: target.Cache[*Target]{Max: maxTargets}, shrunkTo: map[string]bool{}}
+	s.Shrinker = s.shrink
+	return s
+}
+
+// shrink is Shrink, incrementally: steps over the case's geometry first,
+// and over at most pd.MaxShrinkGeometries others in the whole shrink.
+func (s *System) shrink(c *Case) []*Case {
+	return pd.Incremental(Shrink(c), c.Geometry, func(x *Case) pd.Geometry { return x.Geometry }, s.shrunkTo)
 }
 
 // Spawned is NewSystem with a decode process spawned from prefill's, closed
@@ -85,4 +96,10 @@ func (s *System) Close(ctx context.Context) {
 	if s.OwnsDecode {
 		s.Decode.Close()
 	}
+}
+
+// KeepSpare implements property.Sparer: a spare for each of the pair.
+func (s *System) KeepSpare(ctx context.Context) {
+	s.Prefill.KeepSpare(ctx)
+	s.Decode.KeepSpare(ctx)
 }

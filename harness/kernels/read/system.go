@@ -27,3 +27,6 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) { return s
 
 // Restart implements property.System.
 func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Restart(ctx) }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Target.Plugin.KeepSpare(ctx) }

@@ -157,3 +157,6 @@ func (s *System) Crashed(f *plugin.Fault) *Result {
 	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Target.Plugin.KeepSpare(ctx) }
