@@ -24,7 +24,7 @@ type Config struct {
 	// says so (Failure.ShrinkCut): a report comes in seconds, whatever
 	// the case, at the price of a case that could be smaller.
 	MaxShrinkChecks int
-	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
+	MaxFaults       int // stop once the same plugin fault happened this often; 0 means 3
 	// Fresh confirms a shrunk failure once more in a plugin process
 	// started for it (System.Restart): a case that fails only in the
 	// warm process that ran the search needs the plugin's history. Off

@@ -138,7 +138,7 @@ func TestFailureSeenOnceIsFlaky(t *testing.T) {
 // shrink that would take thousands of steps.
 type downSystem struct{ checks int }
 
-func (s *downSystem) Draw(*rand.Rand) int64   { return 5000 }
+func (s *downSystem) Draw(*rand.Rand) int64  { return 5000 }
 func (s *downSystem) Shrink(c int64) []int64 { return []int64{c - 1} }
 func (s *downSystem) Check(_ context.Context, c int64) (fakeResult, error) {
 	s.checks++

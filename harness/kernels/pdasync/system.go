@@ -31,7 +31,7 @@ type System struct {
 	// shrunkTo are the geometries the shrink offered candidates over
 	// (pd.Incremental).
 	shrunkTo map[string]bool
-	owner   *Target               // the target the two processes are attached to
+	owner    *Target // the target the two processes are attached to
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
