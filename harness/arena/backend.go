@@ -9,6 +9,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/cudaarena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -34,10 +35,31 @@ type Options struct {
 	// 4 GiB of offsets) but whose cases touch a few windows of them. Host
 	// shared memory then backs only what is written (shm.NewSparse).
 	Resident int
+	// Backed, when set, are the only windows of such an arena the harness
+	// and its cases touch: device memory backs those alone
+	// (cudaarena.NewSparse), for a plugin that maps sparse arenas
+	// (SparseArenas). Host shared memory ignores it.
+	Backed []pool.Window
+	// SparseArenas: the plugin maps a sparse CUDA arena
+	// (DescribeResponse.cuda_sparse_arenas).
+	SparseArenas bool
 }
 
 // OptionsOf reads the options from a plugin's description.
-func OptionsOf(d *kvpb.DescribeResponse) Options { return Options{FDArenas: d.GetCudaFdArenas()} }
+func OptionsOf(d *kvpb.DescribeResponse) Options {
+	return Options{FDArenas: d.GetCudaFdArenas(), SparseArenas: d.GetCudaSparseArenas()}
+}
+
+// Sparse reports whether backend b makes arenas of which only some
+// windows are backed for a plugin with options o: host shared memory
+// always (a sparse file), a GPU for a plugin that maps sparse arenas by
+// file descriptor.
+func Sparse(b Backend, o Options) bool {
+	if _, ok := b.(CUDA); ok {
+		return o.SparseArenas && Sharing(o) == cudaarena.FD
+	}
+	return true
+}
 
 // SHM is the default backend: host shared memory.
 type SHM struct{}
@@ -72,6 +94,9 @@ func (c CUDA) New(dir *rundir.Dir, size int, o Options) (Memory, error) {
 	path := ""
 	if dir != nil {
 		path = dir.Path
+	}
+	if len(o.Backed) > 0 && Sparse(c, o) {
+		return cudaarena.NewSparse(c.Dev, size, o.Backed, path)
 	}
 	return cudaarena.New(c.Dev, size, Sharing(o), path)
 }

@@ -14,12 +14,15 @@ import (
 )
 
 // NewSuite is a suite with no rows yet, set from a check run's common
-// settings and the session's plugin. Stress is left to the kinds whose
+// settings and the session's plugin. A mutant hunt (StopAtFirst) keeps no
+// spare from the start: its time to kill would share the GPU with the
+// spare's context, and its first failure starts one anyway
+// (property.Sparer). Stress is left to the kinds whose
 // rows run under it: they set Suite.Stress from p.Stress.
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
 		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn,
-		Spare: p.Backend != nil && p.Backend.Place().OnDevice()}
+		Spare: p.Backend != nil && p.Backend.Place().OnDevice() && !p.StopAtFirst}
 }
 
 // RunSuite runs a suite and reports its verdicts under schema, with

@@ -86,8 +86,10 @@ type Header struct {
 	Graph                     bool
 	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
 	// Far: the pools of each row reach past 4 GiB of byte offsets, more
-	// slots than Slots (a kind's own rule sets each row's).
-	Far bool
+	// slots than Slots (a kind's own rule sets each row's). Scaled: each
+	// row's pool is Slots cut to a size in bytes (a GPU without sparse
+	// arenas).
+	Far, Scaled bool
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object

@@ -61,8 +61,10 @@ func (s *server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
 		Backends: s.backends(),
-		// The SDK imports CUDA arenas from a descriptor (deviceArena.open).
-		CudaFdArenas: ServesDevice(s.p.Kernel),
+		// The SDK imports CUDA arenas from a descriptor (deviceArena.open),
+		// sparse ones too (deviceArena.importShared).
+		CudaFdArenas:     ServesDevice(s.p.Kernel),
+		CudaSparseArenas: ServesDevice(s.p.Kernel),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
 		SlotBits:      uint32(s.slotBits(req.Variant)),

@@ -33,8 +33,10 @@ type Base struct {
 	Pools   pool.Geometry // the planned pools and staging
 	Variant string
 	// Resident, when set, is the most bytes the arena's pages will hold:
-	// its pools reach far but are touched in windows (arena.Options).
+	// its pools reach far but are touched in windows (arena.Options);
+	// Backed, the windows a device backs then.
 	Resident int
+	Backed   []pool.Window
 }
 
 // Mem is the memory of the arena's first region, where every pool of
@@ -46,7 +48,8 @@ func (b *Base) Mem() arena.Memory { return b.Arena.Mem() }
 // and fills it: fill is called with the memory before anything is
 // attached.
 func (b *Base) Plan(dir *rundir.Dir, backend arena.Backend, g pool.Geometry, fill func(arena.Memory) error) error {
-	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas(), Resident: b.Resident})
+	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas(), SparseArenas: b.Plugin.MapsSparseArenas(),
+		Resident: b.Resident, Backed: b.Backed})
 	if err != nil {
 		return err
 	}

@@ -252,8 +252,7 @@ func (s *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 // compare: every held page, and the holes the file allocated since (one
 // mincore call finds them).
 func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
-	var vec []byte
-	first := 0
+	var ext []pool.Window // w's allocated pages, once a hole is known written
 	var err error
 	asked, written := false, false // one fstat a scan, not one a stretch of holes
 	s.pages(w, func(lo, hi int, held bool) {
@@ -264,15 +263,15 @@ func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
 		if !asked {
 			asked = true
 			if written, err = s.holesWritten(); written && err == nil {
-				vec, first, err = s.residency(w)
+				ext, err = s.allocated(w)
 			}
 		}
-		if !written {
+		if !written || err != nil {
 			return // no hole was written anywhere
 		}
-		for p := lo / pageBytes; err == nil && p*pageBytes < hi; p++ {
-			if vec[p-first]&1 != 0 {
-				a, b := max(p*pageBytes, lo), min((p+1)*pageBytes, hi)
+		// The stretch's pages the file holds: every one a stray write.
+		for _, e := range ext {
+			if a, b := max(e.Off, lo), min(e.End(), hi); a < b {
 				s.eachBase(pool.Window{Off: a, Len: b - a}, f)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -48,6 +49,11 @@ type Cell struct {
 // CellSuite is the store properties over cells, a row each; consecutive
 // cells of one layout and shape share a target.
 func CellSuite(s *kind.Session, p kind.Params, cells []Cell) *property.Suite[*Target, *Case, *Result] {
+	return cellSuite(s, p, cells, false)
+}
+
+// cellSuite is CellSuite, the pools scaled (RowSlots) when asked.
+func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *property.Suite[*Target, *Case, *Result] {
 	suite := kind.NewSuite[*Target, *Case, *Result](s, p)
 	suite.Stress = p.Stress
 	sets := AutoSets
@@ -56,7 +62,7 @@ func CellSuite(s *kind.Session, p kind.Params, cells []Cell) *property.Suite[*Ta
 	}
 	for _, c := range cells {
 		l, pad := c.Layout, c.Padding
-		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
+		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
 		key := fmt.Sprintf("%s/D=%d/P=%d", l.Name, l.HeadDim, l.PageSize)
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
@@ -96,9 +102,14 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		}
 		paddings = []Padding{pad}
 	}
-	// Far pools live in sparse host memory (reach.go); on a GPU, or off
-	// tmpfs, the pools are the flags' as before.
-	p.Far = p.Far && !p.Place().OnDevice() && sparseDir(s.Dir)
+	// Far pools live in sparse memory (reach.go): host shared memory in a
+	// tmpfs run directory, or a GPU's for a plugin that maps sparse
+	// arenas. Off tmpfs the pools are the flags' as before; on a GPU
+	// whose plugin maps arenas whole the default pool is cut by bytes.
+	dev := p.Place().OnDevice()
+	sparse := arena.Sparse(p.Backend, arena.OptionsOf(s.Desc))
+	scaled := p.Far && dev && !sparse
+	p.Far = p.Far && sparse && (dev || sparseDir(s.Dir))
 	sh, err := p.Spaces(ctx, s, p.Layouts)
 	if err != nil {
 		return nil, err
@@ -108,6 +119,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		return nil, err
 	}
 	h := p.Header(s)
+	h.Scaled = scaled
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
 	values, err := valueCoverage(ctx, s, p, cs) // coverage.go
 	if err != nil {
@@ -118,7 +130,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
-	return kind.RunSuite(ctx, CellSuite(s, p, cs), Schema, h)
+	return kind.RunSuite(ctx, cellSuite(s, p, cs, scaled), Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {

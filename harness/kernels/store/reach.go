@@ -46,14 +46,27 @@ func FarSlots(l *layout.Layout) int {
 	return pages * l.PageSize
 }
 
-// RowSlots is the pool of a row of layout l in a run of slots slots:
-// slots, raised to FarSlots when the run reaches far.
-func RowSlots(l *layout.Layout, slots int, far bool) int {
-	if far {
+// RowSlots is the pool of a row of layout l in a run of slots slots: as
+// asked, or raised to FarSlots when the run reaches far, or, scaled (a
+// GPU whose plugin maps arenas backed whole), cut to deviceBytes a pool
+// (a head dim of 576 would make the default million slots 1.2 GiB a pool,
+// of which a set keeps three and a target up to nine sets), never below
+// 2^17 slots, which pass 16-bit indices.
+func RowSlots(l *layout.Layout, slots int, far, scaled bool) int {
+	switch {
+	case scaled:
+		fit := deviceBytes / l.PageBytes() * l.PageSize
+		least := (1<<17 + l.PageSize - 1) / l.PageSize * l.PageSize
+		return max(min(slots, fit), least)
+	case far:
 		return max(slots, FarSlots(l))
 	}
 	return slots
 }
+
+// deviceBytes is the most a GPU's default pool takes: what a million
+// bf16 slots of head dim 128 take.
+const deviceBytes = 256 << 20
 
 // liveRanges are the windows of slots cases of a pool of slots slots of l
 // are drawn from: every slot of a pool of at most denseMax bytes (nil),

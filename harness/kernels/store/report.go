@@ -48,7 +48,10 @@ func title(h report.Header) string {
 		backend += ", graph replay"
 	}
 	slots := fmt.Sprintf("%d slots", h.Slots)
-	if h.Far {
+	switch {
+	case h.Scaled:
+		slots = fmt.Sprintf("%d slots (fewer where a pool would pass %d MiB)", h.Slots, deviceBytes>>20)
+	case h.Far:
 		slots = "pools past 4 GiB of byte offsets (sparse)"
 	}
 	t := fmt.Sprintf("plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %s, capacity ≤ %d",
@@ -123,7 +126,7 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 		l, mode = j.Layout, j.Mode
 	}
 	return &report.Repro{Version: report.ReproVersion, Kernel: protocol.Store, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: l.Resolved().JSON(), Slots: RowSlots(v.Layout, h.Slots, h.Far), BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
+		Layout: l.Resolved().JSON(), Slots: RowSlots(v.Layout, h.Slots, h.Far, h.Scaled), BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Reruns: report.Intermittent(fl.Reruns), Violations: vs}}, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"math/rand"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -103,8 +104,25 @@ func (s *System) drawWindow() bool {
 	return true
 }
 
-// Shrink implements property.System.
-func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
+// Shrink implements property.System. On a pool checked in windows
+// (reach.go) it keeps to candidates whose slots are in them: elsewhere a
+// sparse GPU arena has no memory, and a host one would materialize pages
+// no drawn case names.
+func (s *System) Shrink(c *Case) []*Case {
+	out := Shrink(c)
+	live := s.Target.live
+	if live == nil {
+		return out
+	}
+	return slices.DeleteFunc(out, func(x *Case) bool {
+		for i, slot := range x.Loc {
+			if (i < x.Valid || x.Padding == PadCount) && !live.Contains(slot) {
+				return true
+			}
+		}
+		return false
+	})
+}
 
 // Check implements property.System. The case Draw handed out last gets
 // its window's verdict (the window and the next are started first, so

@@ -149,7 +149,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 	if bell {
 		g.bellAt = geo.Staging.End() - align(doorbell.Size)
 	}
-	g.Resident = resident(ts, geo)
+	g.Resident, g.Backed = resident(ts, geo), backed(ts, geo)
 	if err := g.Plan(dir, backend, geo, fillTargets(geo, ts)); err != nil {
 		return nil, err
 	}
@@ -288,6 +288,30 @@ func (t *Target) fillFar(mem arena.Memory, regions []pool.Region) error {
 		return nil
 	}
 	return nil
+}
+
+// backed are the windows of the arena of targets planned in geo that a
+// device backs when a target's pools reach far: its staging, each dense
+// target's regions, each far target's live windows in every set (its
+// cases name nothing else: the shrinker keeps to them too). Nil when no
+// pool reaches far: the arena is backed whole.
+func backed(ts []*Target, geo pool.Geometry) []pool.Window {
+	far := false
+	var out []pool.Window
+	for _, t := range ts {
+		for _, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+			if t.live == nil {
+				out = append(out, r.Span())
+				continue
+			}
+			far = true
+			out = append(out, liveWindows(t.Layout, r, t.live)...)
+		}
+	}
+	if !far {
+		return nil
+	}
+	return append(out, geo.Staging)
 }
 
 // resident is what the arena of targets planned in geo will hold at most

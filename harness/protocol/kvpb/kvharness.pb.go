@@ -1095,9 +1095,14 @@ type DescribeResponse struct {
 	// host shared-memory arena when an attach asks (AttachRequest.doorbell):
 	// a round trip of two futex wakes instead of a gRPC call, what a checked
 	// case costs most on a CPU. The harness uses it only when declared.
-	Doorbell      bool `protobuf:"varint,11,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Doorbell bool `protobuf:"varint,11,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
+	// cuda_sparse_arenas says the plugin maps a descriptor-shared CUDA arena
+	// that comes with pieces (Arena.pieces): a reservation of which only
+	// some windows are backed. The harness then places pools past 4 GiB of
+	// offsets on the GPU at the cost of the windows its cases touch.
+	CudaSparseArenas bool `protobuf:"varint,12,opt,name=cuda_sparse_arenas,json=cudaSparseArenas,proto3" json:"cuda_sparse_arenas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -1207,6 +1212,13 @@ func (x *DescribeResponse) GetDoorbell() bool {
 	return false
 }
 
+func (x *DescribeResponse) GetCudaSparseArenas() bool {
+	if x != nil {
+		return x.CudaSparseArenas
+	}
+	return false
+}
+
 // Arena is the memory harness and plugin share. A CUDA arena comes as
 // exactly one of: ipc_handle (open it with cuIpcOpenMemHandle), or
 // fd_socket and mapped_size (connect to the Unix socket, receive one file
@@ -1220,13 +1232,21 @@ type Arena struct {
 	// GPU (cuMemHostRegister) so that copies from it run asynchronously on
 	// its streams: a layer-load kind's host pool. Without a GPU it is plain
 	// shared memory.
-	Pinned        bool   `protobuf:"varint,8,opt,name=pinned,proto3" json:"pinned,omitempty"`
-	Path          string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	IpcHandle     []byte `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
-	Device        int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
-	Size          uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
-	FdSocket      string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
-	MappedSize    uint64 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
+	Pinned     bool   `protobuf:"varint,8,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	Path       string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	IpcHandle  []byte `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
+	Device     int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	Size       uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
+	FdSocket   string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
+	MappedSize uint64 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
+	// pieces, when set, makes a descriptor-shared CUDA arena sparse: only
+	// these windows of its mapped_size bytes are backed (each a multiple of
+	// the allocation granularity, sorted, apart). The exported allocation
+	// holds them back to back, in order: map piece k at its offset from the
+	// allocation's offset sum(sizes of pieces before k), and leave the rest
+	// of the reservation unmapped (an access there faults). Sent only to a
+	// plugin that declares cuda_sparse_arenas.
+	Pieces        []*Window `protobuf:"bytes,9,rep,name=pieces,proto3" json:"pieces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1315,6 +1335,13 @@ func (x *Arena) GetMappedSize() uint64 {
 		return x.MappedSize
 	}
 	return 0
+}
+
+func (x *Arena) GetPieces() []*Window {
+	if x != nil {
+		return x.Pieces
+	}
+	return nil
 }
 
 // Window is a byte range of one region of the arena.
@@ -4485,7 +4512,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\x8a\x03\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xb8\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -4498,7 +4525,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\x12\x1b\n" +
 	"\tslot_bits\x18\n" +
 	" \x01(\rR\bslotBits\x12\x1a\n" +
-	"\bdoorbell\x18\v \x01(\bR\bdoorbell\"\xed\x01\n" +
+	"\bdoorbell\x18\v \x01(\bR\bdoorbell\x12,\n" +
+	"\x12cuda_sparse_arenas\x18\f \x01(\bR\x10cudaSparseArenas\"\x9b\x02\n" +
 	"\x05Arena\x12/\n" +
 	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x16\n" +
 	"\x06pinned\x18\b \x01(\bR\x06pinned\x12\x12\n" +
@@ -4509,7 +4537,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04size\x18\x05 \x01(\x04R\x04size\x12\x1b\n" +
 	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x1f\n" +
 	"\vmapped_size\x18\a \x01(\x04R\n" +
-	"mappedSize\"L\n" +
+	"mappedSize\x12,\n" +
+	"\x06pieces\x18\t \x03(\v2\x14.kvharness.v1.WindowR\x06pieces\"L\n" +
 	"\x06Window\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -4923,92 +4952,93 @@ var file_kvharness_proto_depIdxs = []int32{
 	17, // 6: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
 	1,  // 7: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
 	1,  // 8: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	13, // 9: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	20, // 10: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	20, // 11: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	20, // 12: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	19, // 13: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	21, // 14: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	20, // 15: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	19, // 16: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	20, // 17: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	15, // 18: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	0,  // 19: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	26, // 20: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	33, // 21: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
-	32, // 22: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
-	35, // 23: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
-	26, // 24: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	6,  // 25: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	26, // 26: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	7,  // 27: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
-	39, // 28: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
-	40, // 29: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
-	41, // 30: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
-	41, // 31: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
-	41, // 32: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
-	8,  // 33: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
-	9,  // 34: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
-	44, // 35: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
-	44, // 36: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
-	41, // 37: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
-	43, // 38: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
-	45, // 39: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
-	42, // 40: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
-	10, // 41: kvharness.v1.AsyncAttachRequest.role:type_name -> kvharness.v1.AsyncRole
-	22, // 42: kvharness.v1.AsyncAttachRequest.attach:type_name -> kvharness.v1.AttachRequest
-	15, // 43: kvharness.v1.AsyncAttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	53, // 44: kvharness.v1.AsyncComponent.handles:type_name -> kvharness.v1.AsyncHandle
-	54, // 45: kvharness.v1.AsyncRoom.components:type_name -> kvharness.v1.AsyncComponent
-	55, // 46: kvharness.v1.AsyncAdmitRequest.room:type_name -> kvharness.v1.AsyncRoom
-	55, // 47: kvharness.v1.AsyncPostRequest.room:type_name -> kvharness.v1.AsyncRoom
-	35, // 48: kvharness.v1.AsyncHandleDescriptors.descriptors:type_name -> kvharness.v1.Descriptor
-	59, // 49: kvharness.v1.AsyncPostResponse.handles:type_name -> kvharness.v1.AsyncHandleDescriptors
-	11, // 50: kvharness.v1.AsyncNotification.note:type_name -> kvharness.v1.AsyncNote
-	61, // 51: kvharness.v1.AsyncPollResponse.notifications:type_name -> kvharness.v1.AsyncNotification
-	12, // 52: kvharness.v1.AsyncEvent.kind:type_name -> kvharness.v1.AsyncEventKind
-	61, // 53: kvharness.v1.AsyncNotifyRequest.notifications:type_name -> kvharness.v1.AsyncNotification
-	64, // 54: kvharness.v1.AsyncNotifyResponse.events:type_name -> kvharness.v1.AsyncEvent
-	64, // 55: kvharness.v1.AsyncAbortResponse.events:type_name -> kvharness.v1.AsyncEvent
-	14, // 56: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
-	22, // 57: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
-	24, // 58: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
-	26, // 59: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
-	28, // 60: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	30, // 61: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
-	34, // 62: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
-	37, // 63: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
-	42, // 64: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
-	47, // 65: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
-	49, // 66: kvharness.v1.Kernel.AsyncAttach:input_type -> kvharness.v1.AsyncAttachRequest
-	51, // 67: kvharness.v1.Kernel.AsyncReset:input_type -> kvharness.v1.AsyncResetRequest
-	56, // 68: kvharness.v1.Kernel.AsyncAdmit:input_type -> kvharness.v1.AsyncAdmitRequest
-	58, // 69: kvharness.v1.Kernel.AsyncPost:input_type -> kvharness.v1.AsyncPostRequest
-	62, // 70: kvharness.v1.Kernel.AsyncPoll:input_type -> kvharness.v1.AsyncPollRequest
-	65, // 71: kvharness.v1.Kernel.AsyncNotify:input_type -> kvharness.v1.AsyncNotifyRequest
-	67, // 72: kvharness.v1.Kernel.AsyncAbort:input_type -> kvharness.v1.AsyncAbortRequest
-	18, // 73: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
-	23, // 74: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
-	25, // 75: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
-	27, // 76: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
-	29, // 77: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	31, // 78: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
-	36, // 79: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
-	38, // 80: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
-	46, // 81: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
-	48, // 82: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
-	50, // 83: kvharness.v1.Kernel.AsyncAttach:output_type -> kvharness.v1.AsyncAttachResponse
-	52, // 84: kvharness.v1.Kernel.AsyncReset:output_type -> kvharness.v1.AsyncResetResponse
-	57, // 85: kvharness.v1.Kernel.AsyncAdmit:output_type -> kvharness.v1.AsyncAdmitResponse
-	60, // 86: kvharness.v1.Kernel.AsyncPost:output_type -> kvharness.v1.AsyncPostResponse
-	63, // 87: kvharness.v1.Kernel.AsyncPoll:output_type -> kvharness.v1.AsyncPollResponse
-	66, // 88: kvharness.v1.Kernel.AsyncNotify:output_type -> kvharness.v1.AsyncNotifyResponse
-	68, // 89: kvharness.v1.Kernel.AsyncAbort:output_type -> kvharness.v1.AsyncAbortResponse
-	73, // [73:90] is the sub-list for method output_type
-	56, // [56:73] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	20, // 9: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
+	13, // 10: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	20, // 11: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	20, // 12: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	20, // 13: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	19, // 14: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	21, // 15: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	20, // 16: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	19, // 17: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	20, // 18: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	15, // 19: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	0,  // 20: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
+	26, // 21: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	33, // 22: kvharness.v1.TransferRequest.buffers:type_name -> kvharness.v1.BufferPair
+	32, // 23: kvharness.v1.TransferRequest.rooms:type_name -> kvharness.v1.Room
+	35, // 24: kvharness.v1.TransferResponse.descriptors:type_name -> kvharness.v1.Descriptor
+	26, // 25: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	6,  // 26: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	26, // 27: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	7,  // 28: kvharness.v1.LoadRequest.op:type_name -> kvharness.v1.LoadOp
+	39, // 29: kvharness.v1.LoadRequest.buffers:type_name -> kvharness.v1.LoadBuffer
+	40, // 30: kvharness.v1.LoadRequest.pages:type_name -> kvharness.v1.LoadPage
+	41, // 31: kvharness.v1.LoadRequest.late:type_name -> kvharness.v1.LoadItem
+	41, // 32: kvharness.v1.LoadRequest.late_inputs:type_name -> kvharness.v1.LoadItem
+	41, // 33: kvharness.v1.LoadRequest.fail:type_name -> kvharness.v1.LoadItem
+	8,  // 34: kvharness.v1.LoadAccess.kind:type_name -> kvharness.v1.LoadOpKind
+	9,  // 35: kvharness.v1.LoadAccess.role:type_name -> kvharness.v1.LoadRole
+	44, // 36: kvharness.v1.LoadAccess.reads:type_name -> kvharness.v1.LoadRange
+	44, // 37: kvharness.v1.LoadAccess.writes:type_name -> kvharness.v1.LoadRange
+	41, // 38: kvharness.v1.LoadAccess.item:type_name -> kvharness.v1.LoadItem
+	43, // 39: kvharness.v1.LoadResponse.gates:type_name -> kvharness.v1.LoadGate
+	45, // 40: kvharness.v1.LoadResponse.trace:type_name -> kvharness.v1.LoadAccess
+	42, // 41: kvharness.v1.LoadBenchRequest.load:type_name -> kvharness.v1.LoadRequest
+	10, // 42: kvharness.v1.AsyncAttachRequest.role:type_name -> kvharness.v1.AsyncRole
+	22, // 43: kvharness.v1.AsyncAttachRequest.attach:type_name -> kvharness.v1.AttachRequest
+	15, // 44: kvharness.v1.AsyncAttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	53, // 45: kvharness.v1.AsyncComponent.handles:type_name -> kvharness.v1.AsyncHandle
+	54, // 46: kvharness.v1.AsyncRoom.components:type_name -> kvharness.v1.AsyncComponent
+	55, // 47: kvharness.v1.AsyncAdmitRequest.room:type_name -> kvharness.v1.AsyncRoom
+	55, // 48: kvharness.v1.AsyncPostRequest.room:type_name -> kvharness.v1.AsyncRoom
+	35, // 49: kvharness.v1.AsyncHandleDescriptors.descriptors:type_name -> kvharness.v1.Descriptor
+	59, // 50: kvharness.v1.AsyncPostResponse.handles:type_name -> kvharness.v1.AsyncHandleDescriptors
+	11, // 51: kvharness.v1.AsyncNotification.note:type_name -> kvharness.v1.AsyncNote
+	61, // 52: kvharness.v1.AsyncPollResponse.notifications:type_name -> kvharness.v1.AsyncNotification
+	12, // 53: kvharness.v1.AsyncEvent.kind:type_name -> kvharness.v1.AsyncEventKind
+	61, // 54: kvharness.v1.AsyncNotifyRequest.notifications:type_name -> kvharness.v1.AsyncNotification
+	64, // 55: kvharness.v1.AsyncNotifyResponse.events:type_name -> kvharness.v1.AsyncEvent
+	64, // 56: kvharness.v1.AsyncAbortResponse.events:type_name -> kvharness.v1.AsyncEvent
+	14, // 57: kvharness.v1.Kernel.Describe:input_type -> kvharness.v1.DescribeRequest
+	22, // 58: kvharness.v1.Kernel.Attach:input_type -> kvharness.v1.AttachRequest
+	24, // 59: kvharness.v1.Kernel.Detach:input_type -> kvharness.v1.DetachRequest
+	26, // 60: kvharness.v1.Kernel.Store:input_type -> kvharness.v1.StoreRequest
+	28, // 61: kvharness.v1.Kernel.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	30, // 62: kvharness.v1.Kernel.Read:input_type -> kvharness.v1.ReadRequest
+	34, // 63: kvharness.v1.Kernel.Transfer:input_type -> kvharness.v1.TransferRequest
+	37, // 64: kvharness.v1.Kernel.Bench:input_type -> kvharness.v1.BenchRequest
+	42, // 65: kvharness.v1.Kernel.Load:input_type -> kvharness.v1.LoadRequest
+	47, // 66: kvharness.v1.Kernel.LoadBench:input_type -> kvharness.v1.LoadBenchRequest
+	49, // 67: kvharness.v1.Kernel.AsyncAttach:input_type -> kvharness.v1.AsyncAttachRequest
+	51, // 68: kvharness.v1.Kernel.AsyncReset:input_type -> kvharness.v1.AsyncResetRequest
+	56, // 69: kvharness.v1.Kernel.AsyncAdmit:input_type -> kvharness.v1.AsyncAdmitRequest
+	58, // 70: kvharness.v1.Kernel.AsyncPost:input_type -> kvharness.v1.AsyncPostRequest
+	62, // 71: kvharness.v1.Kernel.AsyncPoll:input_type -> kvharness.v1.AsyncPollRequest
+	65, // 72: kvharness.v1.Kernel.AsyncNotify:input_type -> kvharness.v1.AsyncNotifyRequest
+	67, // 73: kvharness.v1.Kernel.AsyncAbort:input_type -> kvharness.v1.AsyncAbortRequest
+	18, // 74: kvharness.v1.Kernel.Describe:output_type -> kvharness.v1.DescribeResponse
+	23, // 75: kvharness.v1.Kernel.Attach:output_type -> kvharness.v1.AttachResponse
+	25, // 76: kvharness.v1.Kernel.Detach:output_type -> kvharness.v1.DetachResponse
+	27, // 77: kvharness.v1.Kernel.Store:output_type -> kvharness.v1.StoreResponse
+	29, // 78: kvharness.v1.Kernel.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	31, // 79: kvharness.v1.Kernel.Read:output_type -> kvharness.v1.ReadResponse
+	36, // 80: kvharness.v1.Kernel.Transfer:output_type -> kvharness.v1.TransferResponse
+	38, // 81: kvharness.v1.Kernel.Bench:output_type -> kvharness.v1.BenchResponse
+	46, // 82: kvharness.v1.Kernel.Load:output_type -> kvharness.v1.LoadResponse
+	48, // 83: kvharness.v1.Kernel.LoadBench:output_type -> kvharness.v1.LoadBenchResponse
+	50, // 84: kvharness.v1.Kernel.AsyncAttach:output_type -> kvharness.v1.AsyncAttachResponse
+	52, // 85: kvharness.v1.Kernel.AsyncReset:output_type -> kvharness.v1.AsyncResetResponse
+	57, // 86: kvharness.v1.Kernel.AsyncAdmit:output_type -> kvharness.v1.AsyncAdmitResponse
+	60, // 87: kvharness.v1.Kernel.AsyncPost:output_type -> kvharness.v1.AsyncPostResponse
+	63, // 88: kvharness.v1.Kernel.AsyncPoll:output_type -> kvharness.v1.AsyncPollResponse
+	66, // 89: kvharness.v1.Kernel.AsyncNotify:output_type -> kvharness.v1.AsyncNotifyResponse
+	68, // 90: kvharness.v1.Kernel.AsyncAbort:output_type -> kvharness.v1.AsyncAbortResponse
+	74, // [74:91] is the sub-list for method output_type
+	57, // [57:74] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
