@@ -62,17 +62,21 @@ func (s Space) Has(x Shape) bool {
 
 // Draw picks the shape of the k-th row a run checks of one layout. Rows
 // take turns at what kernels get wrong: row 0 an awkward head dim, row 1
-// page size 1 (and, half the time, an awkward head dim), row 2 an engine's head dim and page size, row 3 anything
-// the space holds; then round again. Within a turn rng picks, so seeds
-// differ; a turn the space cannot serve (no awkward head dim accepted)
-// takes any value of that axis. The result is always in the space, which
-// must not be empty.
+// page size 1 (and, half the time, an awkward head dim), row 2 an
+// engine's head dim and page size, row 3 anything the space holds; then
+// round again. Only row 1's turn takes page size 1: a page of one token
+// makes a paged layout's planes one record (the packed and interleaved
+// arrangements coincide), which would hide the bugs that confuse them.
+// Within a turn rng picks, so seeds differ; a turn the space cannot serve
+// (no awkward head dim accepted) takes any value of that axis. The result
+// is always in the space, which must not be empty.
 func (s Space) Draw(rng *rand.Rand, k int) Shape {
 	awkward := func(d int) bool { return Awkward(d) }
 	engineDim := func(d int) bool { return slices.Contains(EngineHeadDims, d) }
-	enginePage := func(p int) bool { return slices.Contains(EnginePageSizes, p) }
+	enginePage := func(p int) bool { return p != 1 && slices.Contains(EnginePageSizes, p) }
 	one := func(p int) bool { return p == 1 }
-	any := func(int) bool { return true }
+	anyDim := func(int) bool { return true }
+	anyPage := func(p int) bool { return p != 1 }
 	var dim, page func(int) bool
 	switch k % 4 {
 	case 0:
@@ -85,7 +89,7 @@ func (s Space) Draw(rng *rand.Rand, k int) Shape {
 	case 2:
 		dim, page = engineDim, enginePage
 	default:
-		dim, page = any, any
+		dim, page = anyDim, anyPage
 	}
 	return Shape{HeadDim: pick(rng, s.HeadDims, dim), PageSize: pick(rng, s.PageSizes, page)}
 }

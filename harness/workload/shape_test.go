@@ -17,6 +17,9 @@ func TestSpaceDraw(t *testing.T) {
 			if !sp.Has(x) {
 				t.Fatalf("seed %d row %d: %v outside the space", seed, k, x)
 			}
+			if k%4 != 1 && x.PageSize == 1 {
+				t.Errorf("seed %d row %d: page size 1 out of its turn", seed, k)
+			}
 			switch k % 4 {
 			case 0:
 				if !Awkward(x.HeadDim) {
