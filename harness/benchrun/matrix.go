@@ -6,15 +6,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/inputfile"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
 // Matrix is what a bench run covers. A JSON matrix file holds the same
 // fields; omitted ones take the defaults.
 type Matrix struct {
+	// Kernel is the kind measured: its cells are the kind's own beside
+	// the references it measures (a copy, an empty launch).
+	Kernel   protocol.Kernel  `json:"kernel,omitempty"`
 	Plugins  []string         `json:"plugins"`
 	Variant  string           `json:"variant,omitempty"`
 	Layouts  []string         `json:"layouts"` // names, or ["all"]: every built-in layout a plugin declares
@@ -122,6 +128,7 @@ var DefaultTokens = []int{1, 32, 512, 4096, 32768, 262144}
 // Default returns the full default matrix for the given plugins.
 func Default(plugins ...string) Matrix {
 	return Matrix{
+		Kernel:  protocol.Store,
 		Plugins: plugins, Layouts: []string{"all"}, Tokens: DefaultTokens,
 		Modes:   []results.Mode{results.Eager, results.Graph},
 		Caches:  []results.Cache{results.Hot, results.Cold},
@@ -186,6 +193,8 @@ func (m Matrix) cacheTimings() int {
 // Validate rejects matrices that cannot run.
 func (m Matrix) Validate() error {
 	switch {
+	case m.Kernel == "":
+		return fmt.Errorf("kernel: name the kind to measure (store, load, ...), or leave the key out for store")
 	case len(m.Plugins) == 0:
 		return fmt.Errorf("no plugins: give plugins (or --plugin)")
 	case len(m.Layouts) == 0 || len(m.Tokens) == 0 || len(m.Modes) == 0 || len(m.Caches) == 0 || len(m.Timings) == 0:
@@ -292,10 +301,10 @@ func nameField(n int) int {
 	return n
 }
 
-func (m Matrix) maxTokens() int {
-	n := 0
-	for _, t := range m.Tokens {
-		n = max(n, t)
-	}
-	return n
+func (m Matrix) maxTokens() int { return m.Setup(nil).MaxTokens() }
+
+// Setup is what the matrix asks of every group's cells, on backend b.
+func (m Matrix) Setup(b arena.Backend) kind.BenchSetup {
+	return kind.BenchSetup{Variant: m.Variant, HeadDim: m.HeadDim, PageSize: m.PageSize, Slots: m.Slots, Seed: m.Seed,
+		Layouts: m.Layouts, Tokens: m.Tokens, Rotate: m.Rotate, SlotRun: m.SlotRun, Backend: b}
 }

@@ -107,7 +107,7 @@ func (r *Run) verdictJSON(row Row) Object {
 			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks},
 			{Key: "shrink_cut", Value: f.ShrinkCut, OmitEmpty: true}}
 		jf = append(jf, f.json...)
-		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true}, Field{Key: "replay", Value: f.Replay(), OmitEmpty: true})
 		v = append(v, Field{Key: "failure", Value: jf})
 	}
 	return v

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -84,7 +85,9 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
-	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
+	// Ran is how the run's cases ran, as its repro files record it.
+	Ran   Ran
+	Shard string // "i/n" when the run checked part i of n of the rows, else ""
 	// Far: the pools of each row reach past 4 GiB of byte offsets, more
 	// slots than Slots (a kind's own rule sets each row's). Scaled: each
 	// row's pool is Slots cut to a size in bytes (a GPU without sparse
@@ -165,7 +168,11 @@ type Failure struct {
 	json      Object
 	Repro     *Repro
 	ReproPath string // set once the repro file is saved
-	Test      string // go test -run line, when a test found it
+	// ReplayPlugin, when set, is the --plugin the replay line names: the
+	// repro file's plugin is a path or a command, which repro runs only
+	// when the command line names it, never from the file alone.
+	ReplayPlugin string
+	Test         string // go test -run line, when a test found it
 }
 
 // Build makes the report of a suite's verdicts through the kind's schema.
@@ -332,4 +339,25 @@ func (r *Run) Faulted() bool {
 		}
 	}
 	return false
+}
+
+// Replay is the command that replays the failure, as printed: empty until
+// its repro file is saved.
+func (f *Failure) Replay() string {
+	if f.ReproPath == "" {
+		return ""
+	}
+	line := "kvharness repro " + ShellQuote(f.ReproPath)
+	if f.ReplayPlugin != "" {
+		line += " --plugin " + ShellQuote(f.ReplayPlugin)
+	}
+	return line
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\!*?;&|<>(){}[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

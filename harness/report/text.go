@@ -22,7 +22,7 @@ func WriteText(w io.Writer, r *Run) {
 		if i == 1 {
 			fmt.Fprintln(w, "\nother failures:")
 		}
-		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
+		fmt.Fprintf(w, "  %s %s: %s\n", r.rowName(f), f.Property, f.Replay())
 	}
 }
 
@@ -144,8 +144,10 @@ func WriteFailure(w io.Writer, f *Failure) {
 			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
 		}
 	}
-	if f.ReproPath != "" {
-		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	if f.ReplayPlugin != "" && f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s   (--plugin named: a repro file alone runs no command)\n", f.Replay())
+	} else if f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s\n", f.Replay())
 	}
 	if f.Test != "" {
 		fmt.Fprintf(w, "  test:   %s\n", f.Test)

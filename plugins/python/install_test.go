@@ -73,8 +73,15 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 		os.WriteFile(filepath.Join(src, f), b, 0o644)
 	}
 	copyTree(t, "kvharness_sdk", filepath.Join(src, "kvharness_sdk"))
+	copyTree(t, "build_backend", filepath.Join(src, "build_backend"))
 	vpy := filepath.Join(venv, "bin", "python")
-	run(t, tmp, vpy, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--quiet", src)
+	// With pip's build isolation, as a user runs it, and no package index:
+	// the SDK's own build backend needs nothing from the network.
+	run(t, tmp, vpy, "-m", "pip", "install", "--no-index", "--quiet", src)
+	eps := run(t, tmp, vpy, "-B", "-c", "import importlib.metadata as m; print([e.value for e in m.entry_points(group='pytest11')])")
+	if !strings.Contains(eps, "kvharness_sdk.pytest_plugin") {
+		t.Errorf("the installed package registers no pytest plugin: pytest11 entry points %s", eps)
+	}
 	where := run(t, tmp, vpy, "-B", "-c", "import kvharness_sdk; print(kvharness_sdk.__file__, kvharness_sdk.__version__)")
 	if !strings.HasPrefix(where, venv) {
 		t.Fatalf("kvharness_sdk imported from %s, not the environment", where)

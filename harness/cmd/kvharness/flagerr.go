@@ -31,9 +31,6 @@ func flagError(fs *pflag.FlagSet, err error) string {
 		return fmt.Sprintf("%s: --%s needs a value, as in %s (kvharness %s --help lists the flags)", cmd, f.Name, example(f), cmd)
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
-		if hint := secondsHint(fs, f, invalid.GetValue()); hint != "" {
-			return fmt.Sprintf("%s: --%s %q: %s", cmd, f.Name, invalid.GetValue(), hint)
-		}
 		return fmt.Sprintf("%s: --%s %q: want %s, as in %s", cmd, f.Name, invalid.GetValue(), want(f), example(f))
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("%s: bad flag syntax %q: write --name VALUE or --name=VALUE", cmd, syntax.GetSpecifiedFlag())
@@ -70,33 +67,6 @@ func firstFlag(fs *pflag.FlagSet) string {
 		}
 	})
 	return name
-}
-
-// secondsHint answers a duration given to a flag of seconds (bench's
-// --timeout takes 20 where check's takes 20s): the number to write instead,
-// and the flag of the same name that takes a duration, if there is one.
-func secondsHint(fs *pflag.FlagSet, f *pflag.Flag, value string) string {
-	_, seconds := f.Annotations[inSeconds]
-	d, err := time.ParseDuration(value)
-	if err != nil || !seconds {
-		return ""
-	}
-	hint := fmt.Sprintf("want seconds without a unit, as in --%s %g", f.Name, d.Seconds())
-	fs.VisitAll(func(g *pflag.Flag) {
-		if g.Value.Type() == "duration" && !g.Hidden && strings.HasSuffix(g.Name, "-"+f.Name) {
-			hint += fmt.Sprintf(" (the flag that takes a duration is --%s)", g.Name)
-		}
-	})
-	return hint
-}
-
-// markSeconds annotates fs's flags names as numbers of seconds.
-func markSeconds(fs *pflag.FlagSet, names ...string) {
-	for _, n := range names {
-		if err := fs.SetAnnotation(n, inSeconds, []string{"true"}); err != nil {
-			panic(err) // a flag name misspelt here: a bug, caught by any run
-		}
-	}
 }
 
 // want says in words what a flag of f's type accepts.
@@ -145,7 +115,6 @@ func (e *valueError) Error() string { return "--" + e.flag.Name + ": " + e.msg }
 const (
 	allowZero     = "kvharness-allow-zero"     // a zero duration means something (none, no limit)
 	allowNegative = "kvharness-allow-negative" // a negative number means something
-	inSeconds     = "kvharness-seconds"        // a number of seconds: a duration given is answered with its number (secondsHint)
 )
 
 // checkValues refuses, for every flag given, the values that parse as

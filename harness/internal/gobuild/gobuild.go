@@ -59,6 +59,11 @@ func isRoot(dir string) bool {
 
 var mu sync.Mutex
 
+// Building, when set, is told of each build as it starts, and the func it
+// returns as it ends: the kvharness command says what it builds, since a
+// checkout's first build takes minutes and nothing else would show.
+var Building func(name string) (done func(error))
+
 // Build compiles the package pkg (as ./plugins/NAME, relative to root)
 // into the cache as name, unless the cache holds it for these sources
 // already, and returns its path. Processes building the same binary take
@@ -96,7 +101,13 @@ func Build(root, pkg, name string) (string, error) {
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	done := func(error) {}
+	if Building != nil {
+		done = Building(name)
+	}
+	err = cmd.Run()
+	done(err)
+	if err != nil {
 		os.Remove(tmp)
 		if out := bytes.TrimSpace(stderr.Bytes()); len(out) > 0 {
 			return "", fmt.Errorf("build %s: %v\n%s", name, err, out)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
@@ -134,7 +135,7 @@ func plantedSystem(t *testing.T, fault string, g pd.Geometry) *System {
 	p := kernel.Plugin
 	p.Kernel = planted{fault: fault, inner: kernel.Plugin.Kernel.(sdk.AsyncKernel)}
 	sys := NewSystem(plugin.InProcess("planted", sdk.NewServer(p)), plugin.InProcess("planted", sdk.NewServer(p)),
-		plugintest.Dir(t), Config{Seed: 1, Wait: 200 * time.Millisecond}, nil)
+		plugintest.Dir(t), Config{PrefillBackend: arena.SHM{}, Seed: 1, Wait: 200 * time.Millisecond}, nil)
 	t.Cleanup(func() { sys.Close(context.Background()) })
 	return sys
 }

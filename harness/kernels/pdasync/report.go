@@ -23,7 +23,7 @@ var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}, {Key: "trace", Value: r.Trace, OmitEmpty: true}}
 	},
 	Repro: repro,
-}, "asynchronous transfers across two processes", "pdasync")
+}, "asynchronous transfers across two processes", string(Name))
 
 // repro saves a failing row: the case carries its whole geometry and
 // schedule; the file's layout is the first buffer's, its slots the tokens

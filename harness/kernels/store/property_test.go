@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -46,7 +47,7 @@ func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, Variant: variant})
 	}
 	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
-		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64}}}
+		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64, Backend: arena.SHM{}}}}
 	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
 }

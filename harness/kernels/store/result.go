@@ -116,7 +116,7 @@ func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta, staging []oracle.Vio
 	case c.Valid == 0:
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
-	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value}}
+	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value, SlotBits: t.Declared.SlotBits}}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}

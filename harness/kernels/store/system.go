@@ -171,7 +171,7 @@ func (s *System) Restart(ctx context.Context) error {
 // the process do before it died.
 func (s *System) Crashed(f *plugin.Fault) *Result {
 	r := crashed(f)
-	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value, SlotBits: s.Target.Declared.SlotBits} // the repro file records it as for any case
 	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }

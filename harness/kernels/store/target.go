@@ -30,7 +30,7 @@ type Config struct {
 	MaxCapacity int           // staging is sized for this many rows
 	Seed        int64         // background seed
 	Graph       bool          // ask for CUDA-graph replay
-	Backend     arena.Backend // where the arena lives; nil means host shared memory
+	Backend     arena.Backend // where the arena lives: the run's (arena.Want.Choose)
 	Phases      Phases        // when set, each case adds its time per stage here
 	Value       layout.Mode   // how fp8 values are judged: by the declared recipe (the default) or bit-exact
 	// Sets is how many pool sets (each a case, repeat and unpadded pool,
@@ -107,7 +107,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...Config) ([]*Target, error) {
 	backend := cfgs[0].Backend
 	if backend == nil {
-		backend = arena.SHM{}
+		return nil, arena.ErrNoBackend
 	}
 	g := &group{Base: target.Base{Plugin: p, Variant: cfgs[0].Variant}, open: len(cfgs)}
 	ts := make([]*Target, len(cfgs))

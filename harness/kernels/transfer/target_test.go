@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -26,7 +27,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (
 	}
 	t.Cleanup(func() { dir.Close() })
 	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.NewServer(p)), dir,
-		Config{Variant: variant, Geometry: g, Seed: 3})
+		Config{Backend: arena.SHM{}, Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })
 	}

@@ -54,7 +54,7 @@ from .read import ReadCall  # noqa: E402
 from .serve import serve  # noqa: E402
 from .transfer import Descriptor, PoolName, TransferBuffer, TransferCall, TransferRoom  # noqa: E402
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 __all__ = [
     "CUDA",
