@@ -131,22 +131,26 @@ const MaxShrinkGeometries = 16
 
 // Incremental orders a shrinker's candidates for a case over geometry g,
 // keeping each group's order: those over g first (they reuse its target),
-// then those over another geometry, of which only ones over geometries
-// in seen, or new ones while seen holds fewer than MaxShrinkGeometries,
-// are kept; seen gains those. A shrink thus opens a bounded number of
-// arenas, and tries every cheaper step before a costly one.
-func Incremental[C any](cands []C, g Geometry, geometryOf func(C) Geometry, seen map[string]bool) []C {
+// then those over another geometry: over ones in opened (the geometries
+// the shrink has opened targets for; the system adds each as it opens
+// it), and over at most MaxShrinkGeometries - len(opened) new ones. A
+// shrink thus opens at most MaxShrinkGeometries arenas, counting those
+// it tries, not those it offers (a step that drops one of three buffers
+// stays open after many offered geometries went untried), and tries
+// every cheaper step before a costly one.
+func Incremental[C any](cands []C, g Geometry, geometryOf func(C) Geometry, opened map[string]bool) []C {
 	key := g.Key()
+	fresh := map[string]bool{}
 	var same, other []C
 	for _, c := range cands {
 		k := geometryOf(c).Key()
 		switch {
 		case k == key:
 			same = append(same, c)
-		case seen[k]:
+		case opened[k] || fresh[k]:
 			other = append(other, c)
-		case len(seen) < MaxShrinkGeometries:
-			seen[k] = true
+		case len(opened)+len(fresh) < MaxShrinkGeometries:
+			fresh[k] = true
 			other = append(other, c)
 		}
 	}

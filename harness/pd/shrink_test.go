@@ -79,8 +79,8 @@ func TestShrinkPoolAndIDs(t *testing.T) {
 }
 
 // TestIncremental: candidates over the case's geometry come first, in
-// order; those over others follow, in order, and only over the first
-// MaxShrinkGeometries distinct geometries a shrink offers.
+// order; those over others follow, in order, over geometries the shrink
+// opened and at most MaxShrinkGeometries - len(opened) new ones a step.
 func TestIncremental(t *testing.T) {
 	g := DefaultGeometry(2, 8)
 	type cand struct {
@@ -93,21 +93,29 @@ func TestIncremental(t *testing.T) {
 		other.Pages = 100 + i
 		cands = append(cands, cand{100 + i, other}, cand{i, g})
 	}
-	seen := map[string]bool{}
-	out := Incremental(cands, g, func(c cand) Geometry { return c.g }, seen)
+	geometryOf := func(c cand) Geometry { return c.g }
+	opened := map[string]bool{}
+	out := Incremental(cands, g, geometryOf, opened)
 	for i := range 2 * MaxShrinkGeometries {
 		if out[i].id != i {
 			t.Fatalf("candidate %d is %d; want the same-geometry ones first, in order", i, out[i].id)
 		}
 	}
 	rest := out[2*MaxShrinkGeometries:]
-	if len(rest) != MaxShrinkGeometries || rest[0].id != 100 || len(seen) != MaxShrinkGeometries {
-		t.Fatalf("%d other-geometry candidates kept, first %v, %d seen; want %d, from 100", len(rest), rest[0].id, len(seen), MaxShrinkGeometries)
+	if len(rest) != MaxShrinkGeometries || rest[0].id != 100 || len(opened) != 0 {
+		t.Fatalf("%d other-geometry candidates kept, first %v, %d opened; want %d, from 100, none opened", len(rest), rest[0].id, len(opened), MaxShrinkGeometries)
 	}
-	// A later step keeps candidates over geometries already offered, and
-	// no new ones.
-	again := Incremental([]cand{{7, cands[0].g}, {8, cands[len(cands)-2].g}}, g, func(c cand) Geometry { return c.g }, seen)
-	if len(again) != 1 || again[0].id != 7 {
-		t.Fatalf("a later step kept %v; want only the one over a geometry already offered", again)
+	// Offered geometries left untried cost nothing: a later step offers
+	// new ones up to the budget the opened ones leave.
+	for i := range MaxShrinkGeometries - 1 {
+		opened[cands[2*i].g.Key()] = true
+	}
+	again := Incremental([]cand{{7, cands[0].g}, {8, cands[len(cands)-2].g}, {9, cands[len(cands)-4].g}}, g, geometryOf, opened)
+	if len(again) != 2 || again[0].id != 7 || again[1].id != 8 {
+		t.Fatalf("a later step kept %v; want the one over an opened geometry and one new one", again)
+	}
+	opened[cands[len(cands)-2].g.Key()] = true
+	if again := Incremental([]cand{{9, cands[len(cands)-4].g}}, g, geometryOf, opened); len(again) != 0 {
+		t.Fatalf("with %d geometries opened a step kept %v; want none new", len(opened), again)
 	}
 }

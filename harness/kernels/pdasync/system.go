@@ -28,10 +28,11 @@ type System struct {
 	OwnsDecode bool
 
 	targets target.Cache[*Target] // by geometry key
-	// shrunkTo are the geometries the shrink offered candidates over
-	// (pd.Incremental).
-	shrunkTo map[string]bool
-	owner    *Target // the target the two processes are attached to
+	// shrunkTo are the geometries the shrink opened targets for
+	// (pd.Incremental), once shrinking began.
+	shrunkTo  map[string]bool
+	shrinking bool
+	owner     *Target // the target the two processes are attached to
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -51,6 +52,7 @@ func NewSystem(prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, gen 
 // shrink is Shrink, incrementally: steps over the case's geometry first,
 // and over at most pd.MaxShrinkGeometries others in the whole shrink.
 func (s *System) shrink(c *Case) []*Case {
+	s.shrinking = true
 	return pd.Incremental(Shrink(c), c.Geometry, func(x *Case) pd.Geometry { return x.Geometry }, s.shrunkTo)
 }
 
@@ -85,6 +87,9 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
 		cfg := s.Config
 		cfg.Geometry = g
+		if s.shrinking {
+			s.shrunkTo[g.Key()] = true
+		}
 		return open(ctx, s.Prefill, s.Decode, s.Dir, cfg, &s.owner)
 	})
 }

@@ -24,9 +24,10 @@ type System struct {
 	Config Config // its Geometry is ignored: each case brings its own
 
 	targets target.Cache[*Target] // by geometry key
-	// shrunkTo are the geometries the shrink offered candidates over
-	// (pd.Incremental).
-	shrunkTo map[string]bool
+	// shrunkTo are the geometries the shrink opened targets for
+	// (pd.Incremental), once shrinking began.
+	shrunkTo  map[string]bool
+	shrinking bool
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -46,6 +47,7 @@ func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System 
 // shrink is Shrink, incrementally: steps over the case's geometry first,
 // and over at most pd.MaxShrinkGeometries others in the whole shrink.
 func (s *System) shrink(c *Case) []*Case {
+	s.shrinking = true
 	return pd.Incremental(Shrink(c), c.Geometry, func(x *Case) pd.Geometry { return x.Geometry }, s.shrunkTo)
 }
 
@@ -63,6 +65,9 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
 		cfg := s.Config
 		cfg.Geometry = g
+		if s.shrinking {
+			s.shrunkTo[g.Key()] = true
+		}
 		return Open(ctx, s.Plugin, s.Dir, cfg)
 	})
 }
