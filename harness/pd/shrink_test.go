@@ -114,6 +114,12 @@ func TestIncremental(t *testing.T) {
 	if len(again) != 2 || again[0].id != 7 || again[1].id != 8 {
 		t.Fatalf("a later step kept %v; want the one over an opened geometry and one new one", again)
 	}
+	// A cut pool goes before the other geometries.
+	cut := g.Clone()
+	cut.Pages = 2
+	if out := Incremental([]cand{{1, cands[2].g}, {2, cut}, {3, g}}, g, geometryOf, map[string]bool{}); out[0].id != 3 || out[1].id != 2 || out[2].id != 1 {
+		t.Fatalf("order %v; want the same geometry, the cut pool, then the rest", out)
+	}
 	opened[cands[len(cands)-2].g.Key()] = true
 	if again := Incremental([]cand{{9, cands[len(cands)-4].g}}, g, geometryOf, opened); len(again) != 0 {
 		t.Fatalf("with %d geometries opened a step kept %v; want none new", len(opened), again)
