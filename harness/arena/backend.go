@@ -6,6 +6,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/cudaarena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -25,6 +26,30 @@ type Options struct {
 	// FDArenas: the plugin imports device memory by file descriptor
 	// (plugin.Description.CUDAFDArenas).
 	FDArenas bool
+	// Resident, when above zero and below the arena's size, is the most
+	// its pages will hold: a sparse arena whose pools reach far (past
+	// 4 GiB of offsets) but whose cases touch a few windows of them. Host
+	// shared memory then backs only what is written (shm.NewSparse).
+	Resident int
+	// Backed, when set, are the only windows of such an arena the harness
+	// and its cases touch: device memory backs those alone
+	// (cudaarena.NewSparse), for a plugin that maps sparse arenas
+	// (SparseArenas). Host shared memory ignores it.
+	Backed []pool.Window
+	// SparseArenas: the plugin maps a sparse CUDA arena
+	// (DescribeResponse.cuda_sparse_arenas).
+	SparseArenas bool
+}
+
+// Sparse reports whether backend b makes arenas of which only some
+// windows are backed for a plugin with options o: host shared memory
+// always (a sparse file), a GPU for a plugin that maps sparse arenas by
+// file descriptor.
+func Sparse(b Backend, o Options) bool {
+	if _, ok := b.(CUDA); ok {
+		return o.SparseArenas && Sharing(o) == cudaarena.FD
+	}
+	return true
 }
 
 // SHM is the host backend: host shared memory.
@@ -34,7 +59,9 @@ type SHM struct{}
 func (SHM) Place() Place { return Place{Space: HostShared} }
 
 // New implements Backend.
-func (SHM) New(dir *rundir.Dir, size int, _ Options) (Memory, error) { return shm.New(dir, size) }
+func (SHM) New(dir *rundir.Dir, size int, o Options) (Memory, error) {
+	return shm.NewSparse(dir, size, o.Resident)
+}
 
 // CUDA is the device backend: arenas in GPU memory, shared with the
 // plugin by file descriptor when it maps them so (Options.FDArenas), by IPC
@@ -51,6 +78,9 @@ func (c CUDA) New(dir *rundir.Dir, size int, o Options) (Memory, error) {
 	path := ""
 	if dir != nil {
 		path = dir.Path
+	}
+	if len(o.Backed) > 0 && Sparse(c, o) {
+		return cudaarena.NewSparse(c.Dev, size, o.Backed, path)
 	}
 	return cudaarena.New(c.Dev, size, Sharing(o), path)
 }

@@ -315,6 +315,12 @@ func (e *Env[T, C, R]) Check(ctx context.Context, data []byte) (*layout.Layout, 
 		l = e.layouts[indexOf(e.targets, t)]
 	}
 	c = e.t.Decode(data)
+	if f, ok := any(*t).(interface{ Fit(C) C }); ok {
+		// A decoder makes every value class; a target whose layout's
+		// recipe says nothing of some (±Inf and NaN in valid rows) fits
+		// the case to what it judges.
+		c = f.Fit(c)
+	}
 	r, err = (*t).Check(ctx, c)
 	if err != nil {
 		e.reset()

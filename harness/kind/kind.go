@@ -151,6 +151,16 @@ type Setup struct {
 	// flags (arena.Want.Choose), never nil.
 	Backend arena.Backend
 	Graph   bool
+	// Draw says which axes of the geometry each row draws from what the
+	// plugin accepts (see Shapes) instead of taking HeadDim and PageSize:
+	// a check's default, where --head-dim and --page-size pin an axis.
+	// The zero value draws nothing.
+	Draw workload.Axes
+	// Far raises the pools of the kinds that address slots to reach past
+	// 4 GiB of byte offsets, checked in windows of sparse memory (see
+	// package pool's FarSlots): a check's default, where --slots pins
+	// the pool. On the host it needs a tmpfs run directory.
+	Far bool
 }
 
 // Place is where the run's arenas live.
@@ -180,7 +190,7 @@ func (p Params) Header(s *Session) report.Header {
 	ran.HeadDim, ran.PageSize, ran.MaxCapacity = p.HeadDim, p.PageSize, p.MaxCapacity
 	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: p.Variant, PluginArg: s.PluginArg,
 		Cases: p.Cases, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed, Backend: p.Place().String(), Graph: p.Graph,
-		Shard: p.shardName(), Ran: ran}
+		Shard: p.shardName(), Ran: ran, Far: p.Far}
 }
 
 // RanOn is how cases on backend b ran, in graph mode or not, as a repro

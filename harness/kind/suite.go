@@ -17,12 +17,15 @@ import (
 // NewSuite is a suite with no rows yet, set from a check run's common
 // settings and the session's plugin. It keeps a spare process for a
 // failure's fresh-process check on a GPU, where a process's start makes a
-// CUDA context, and for a plugin slow to start anywhere (Python). Stress is left to the kinds whose
+// CUDA context, and for a plugin slow to start anywhere (Python). A
+// mutant hunt (StopAtFirst) keeps none from the start: its time to kill
+// would share the GPU with the spare's context, and its first failure
+// starts one anyway (property.Sparer). Stress is left to the kinds whose
 // rows run under it: they set Suite.Stress from p.Stress.
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
 		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn,
-		Spare: p.Place().OnDevice() || s.Plugin.SlowStart()}
+		Spare: (p.Place().OnDevice() || s.Plugin.SlowStart()) && !p.StopAtFirst}
 }
 
 // RunSuite runs a suite and reports its verdicts under schema, with

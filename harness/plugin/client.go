@@ -77,8 +77,9 @@ type Plugin struct {
 	connected bool
 
 	owner any // what the plugin is attached to now (see Attach)
-	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
-	fdArenas bool
+	// fdArenas: the plugin's Describe declared cuda_fd_arenas;
+	// sparseArenas, cuda_sparse_arenas.
+	fdArenas, sparseArenas bool
 	// image is the pinned binary being run (see openImage); nil when the
 	// binary is not pinned or the plugin runs in process.
 	image *os.File
@@ -505,6 +506,10 @@ func refusal(c codes.Code) bool {
 // MapsFDArenas says whether the plugin's last Describe declared that it
 // maps CUDA arenas shared by file descriptor; false before any Describe.
 func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
+
+// MapsSparseArenas says whether the plugin's last Describe declared that
+// it maps sparse CUDA arenas (Arena.pieces); false before any Describe.
+func (p *Plugin) MapsSparseArenas() bool { return p.sparseArenas }
 
 // Attach gives the plugin the arena on behalf of owner. A plugin holds one
 // attachment at a time; AttachedTo tells a caller whether it must attach

@@ -33,6 +33,9 @@ type Description struct {
 	Backends []protocol.Backend
 	// CUDAFDArenas: the plugin maps a CUDA arena shared by file descriptor.
 	CUDAFDArenas bool
+	// CUDASparseArenas: the plugin maps a sparse CUDA arena shared by file
+	// descriptor (an arena that comes with pieces).
+	CUDASparseArenas bool
 	// BenchRotation: Bench takes a rotation's stores in turn.
 	BenchRotation bool
 	// SlotBits is the slot width the store kernel declares: 64, 32, or 0
@@ -98,7 +101,7 @@ func (p *Plugin) Describe(ctx context.Context, q Query) (*Description, error) {
 		return nil, err
 	}
 	d := describedAs(resp)
-	p.fdArenas = d.CUDAFDArenas
+	p.fdArenas, p.sparseArenas = d.CUDAFDArenas, d.CUDASparseArenas
 	if p.described == nil {
 		p.described = map[Query]*Description{}
 	}
@@ -111,7 +114,7 @@ func (p *Plugin) Describe(ctx context.Context, q Query) (*Description, error) {
 func describedAs(r *kvpb.DescribeResponse) *Description {
 	r = printable(proto.CloneOf(r))
 	d := &Description{Name: r.Name, Version: r.Version, Doc: r.Doc, said: r,
-		CUDAFDArenas: r.CudaFdArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
+		CUDAFDArenas: r.CudaFdArenas, CUDASparseArenas: r.CudaSparseArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
 	for _, k := range r.Kernels {
 		d.Kernels = append(d.Kernels, protocol.Kernel(k))
 	}

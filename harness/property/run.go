@@ -18,7 +18,13 @@ type Config struct {
 	Cases      int // passing cases wanted
 	Seed       int64
 	MaxShrinks int // shrink steps at most; 0 means 500
-	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
+	// MaxShrinkChecks bounds the candidates a shrink checks, the steps
+	// that stuck and those that did not together; 0 means
+	// DefaultShrinkChecks. A shrink that reaches it stops where it is and
+	// says so (Failure.ShrinkCut): a report comes in seconds, whatever
+	// the case, at the price of a case that could be smaller.
+	MaxShrinkChecks int
+	MaxFaults       int // stop once the same plugin fault happened this often; 0 means 3
 	// Fresh confirms a shrunk failure once more in a plugin process
 	// started for it (System.Restart): a case that fails only in the
 	// warm process that ran the search needs the plugin's history. Off
@@ -79,6 +85,15 @@ func raceShown[R Result](res R) (hits, runs int) {
 	return 0, 0
 }
 
+// A Sparer keeps a spare plugin process (plugin.Plugin.KeepSpare) for
+// each of its system's processes from the first failure on: confirming,
+// shrinking a crash (a restart each) and the fresh-process check then
+// adopt a process started while the run went on, instead of waiting for
+// one. A run that passes starts none.
+type Sparer interface {
+	KeepSpare(context.Context)
+}
+
 // A Crasher turns a crash of the plugin's process while it ran a case
 // (a panic, a signal, a device fault) into the kind's result, so that the
 // case fails the way one that wrote wrong bytes fails: confirmed, shrunk
@@ -123,7 +138,10 @@ type Failure[C any, R Result] struct {
 	Case     C           // Minimal's case
 	Property oracle.Kind // the property shrinking preserved
 	Shrinks  int
-	Flaky    bool
+	// ShrinkCut: the shrink stopped at Config.MaxShrinkChecks, so Case
+	// may not be minimal.
+	ShrinkCut bool
+	Flaky     bool
 	// Reruns is how many re-runs the confirmation made: 1 when the first
 	// re-run failed the same way, more when earlier ones passed (a race:
 	// the case fails only some runs; shrinking then gives each candidate
@@ -156,7 +174,14 @@ type runner[C any, R Result] struct {
 	faults map[string]int // per fault kind and call
 	streak int            // consecutive faults, for the backoff
 	obs    Observer
+	shrunk int // candidates checked while shrinking
 }
+
+// DefaultShrinkChecks is Config.MaxShrinkChecks's default: a shrink of
+// any kind's case ends in seconds (store checks take a millisecond or
+// two; a transfer's or pdasync's a few, and pd.Incremental bounds the
+// arenas one opens).
+const DefaultShrinkChecks = 1000
 
 // Run checks cfg.Cases generated cases against a system.
 func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Outcome[C, R] {
@@ -165,6 +190,9 @@ func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Ou
 	}
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 3
+	}
+	if cfg.MaxShrinkChecks == 0 {
+		cfg.MaxShrinkChecks = DefaultShrinkChecks
 	}
 	r := &runner[C, R]{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome[C, R]{}, faults: map[string]int{},
 		obs: observer(ctx)}
@@ -240,9 +268,16 @@ func (r *runner[C, R]) generator() gopter.Gen {
 func (r *runner[C, R]) shrinker(v any) gopter.Shrink {
 	cands := r.sys.Shrink(v.(C))
 	return func() (any, bool) {
+		if len(cands) > 0 && r.shrunk >= r.cfg.MaxShrinkChecks {
+			if f := r.out.Failure; f != nil {
+				f.ShrinkCut = true
+			}
+			return nil, false
+		}
 		if len(cands) == 0 {
 			return nil, false
 		}
+		r.shrunk++
 		c := cands[0]
 		cands = cands[1:]
 		return c, true
@@ -301,6 +336,9 @@ const ConfirmRuns = 4
 func (r *runner[C, R]) confirm(c C, res R) bool {
 	f := &Failure[C, R]{Original: res, Minimal: res, Case: c, Property: res.Primary()}
 	r.out.Failure = f // kept even if the re-run faults: the violation was seen
+	if sp, ok := r.sys.(Sparer); ok && r.cfg.Fresh {
+		sp.KeepSpare(r.ctx)
+	}
 	defer func(t0 time.Time) { r.out.Confirming = time.Since(t0) }(time.Now())
 	if p, ok := r.sys.(preferrer); ok {
 		p.prefer(f.Property)

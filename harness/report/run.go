@@ -40,6 +40,7 @@ type Key int
 const (
 	LayoutKey Key = iota // the row's layout
 	LabelKey             // the row's label: a padding convention, a profile
+	ShapeKey             // the row layout's head dim and page size, when rows draw them
 )
 
 // Schema is how one kernel kind's check runs read: its table, its failure
@@ -88,9 +89,20 @@ type Header struct {
 	// Ran is how the run's cases ran, as its repro files record it.
 	Ran   Ran
 	Shard string // "i/n" when the run checked part i of n of the rows, else ""
+	// Far: the pools of each row reach past 4 GiB of byte offsets, more
+	// slots than Slots (a kind's own rule sets each row's). Scaled: each
+	// row's pool is Slots cut to a size in bytes (a GPU without sparse
+	// arenas).
+	Far, Scaled bool
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
+	// Coverage is what the run covered, a line each under the title: the
+	// shapes its rows drew and what the plugin would not take, the value
+	// classes its rows held. With Shapes set the table names each row's
+	// shape.
+	Coverage []string
+	Shapes   bool
 	// About is the kind's own words on the run's setup, for its title: a
 	// transfer's geometry.
 	About string
@@ -146,6 +158,7 @@ type Failure struct {
 	CaseIndex            int
 	Seed                 int64
 	Shrinks              int
+	ShrinkCut            bool // the shrink stopped at its bound: Case may shrink further
 	Case                 workload.Case
 	// Rerun is the confirming run's violation count, -1 when it faulted.
 	Rerun int
@@ -173,7 +186,7 @@ type Failure struct {
 
 // Build makes the report of a suite's verdicts through the kind's schema.
 func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
-	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: columns(s, vs),
+	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: shapeKeys(s.Keys, h.Shapes), cols: columns(s, vs),
 		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
 	if h.Shard != "" {
 		run.Title += " · shard " + h.Shard + " of the rows"
@@ -186,6 +199,21 @@ func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.V
 		run.Rows = append(run.Rows, row)
 	}
 	return run, nil
+}
+
+// shapeKeys are the schema's key columns, with the row's shape after
+// its layout (or first) when the run's rows draw their shapes.
+func shapeKeys(keys []Key, shapes bool) []Key {
+	if !shapes {
+		return keys
+	}
+	at := 0
+	for i, k := range keys {
+		if k == LayoutKey {
+			at = i + 1
+		}
+	}
+	return append(append(append([]Key(nil), keys[:at]...), ShapeKey), keys[at:]...)
 }
 
 // columns are the schema's columns and those of its extra ones that a
@@ -221,7 +249,7 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 		return row, nil
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
-		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
+		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, ShrinkCut: fl.ShrinkCut, Reruns: fl.Reruns, Case: fl.Case,
 		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal), Race: fl.Race, RaceShrunk: fl.RaceShrunk, RaceRuns: fl.RaceRuns, RaceHits: fl.RaceHits,
 		RaceNote: raceNote(fl.Original)}
 	if fl.Reran {

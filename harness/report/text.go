@@ -44,21 +44,35 @@ func (r *Run) rowName(f *Failure) string {
 func (r *Run) keyValues(row Row) []string {
 	var out []string
 	for _, k := range r.keys {
-		if k == LayoutKey {
+		switch k {
+		case LayoutKey:
 			out = append(out, row.Layout.Name)
-		} else {
+		case ShapeKey:
+			out = append(out, shapeOf(row))
+		default:
 			out = append(out, row.Label)
 		}
 	}
 	return out
 }
 
+// shapeOf is a row layout's head dim and page size, as D=120 P=16.
+func shapeOf(row Row) string {
+	if row.Layout == nil {
+		return ""
+	}
+	return fmt.Sprintf("D=%d P=%d", row.Layout.HeadDim, row.Layout.PageSize)
+}
+
 func (r *Run) keyHeads() []string {
 	var out []string
 	for _, k := range r.keys {
-		if k == LayoutKey {
+		switch k {
+		case LayoutKey:
 			out = append(out, "layout")
-		} else {
+		case ShapeKey:
+			out = append(out, "shape")
+		default:
 			out = append(out, r.label)
 		}
 	}
@@ -68,7 +82,11 @@ func (r *Run) keyHeads() []string {
 // WriteTable prints the title, then a row per verdict and a column per
 // property: ok, FAIL, FLAKY, or FAULT when the plugin broke.
 func WriteTable(w io.Writer, r *Run) {
-	fmt.Fprintf(w, "%s\n\n", r.Title)
+	fmt.Fprintf(w, "%s\n", r.Title)
+	for _, l := range r.Header.Coverage {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tcases", strings.Join(r.keyHeads(), "\t"))
 	for _, p := range r.cols {
@@ -120,6 +138,9 @@ func WriteFailure(w io.Writer, f *Failure) {
 		}
 		fmt.Fprintf(w, "  found at case %d of seed %d, failed again on re-run %d (%s: it fails only some runs, as a race does), shrunk in %d steps to:\n",
 			f.CaseIndex, f.Seed, f.Reruns, passed, f.Shrinks)
+	case f.ShrinkCut:
+		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps (then stopped: %d candidates checked; it may shrink further) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.DefaultShrinkChecks)
 	default:
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}

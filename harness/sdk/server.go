@@ -69,8 +69,10 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
 		Backends: s.backends(),
-		// The SDK imports CUDA arenas from a descriptor (DeviceArena.open).
-		CudaFdArenas: s.servesDevice(),
+		// The SDK imports CUDA arenas from a descriptor (DeviceArena.open),
+		// sparse ones too (DeviceArena.importShared).
+		CudaFdArenas:     s.servesDevice(),
+		CudaSparseArenas: s.servesDevice(),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
 		SlotBits:      uint32(s.slotBits(req.Variant)),

@@ -18,6 +18,7 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/shard"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 const checkExamples = `  kvharness check --plugin fusedstore
@@ -42,6 +43,9 @@ type checkFlags struct {
 	json, graph                                                            bool
 	trust                                                                  trust
 	want                                                                   arena.Want // --backend and --device, read once by validate
+	// draw is the geometry axes each row draws (check's default): those
+	// whose flag (--head-dim, --page-size) was not given.
+	draw workload.Axes
 }
 
 func (f *checkFlags) register(fs interface {
@@ -60,8 +64,8 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
 	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+kernels.SlotsHelp()+")")
-	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
-	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
+	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row); without it each row draws one the plugin accepts, awkward ones (not multiples of 16) favoured")
+	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page); without it each row draws one the plugin accepts, page size 1 favoured")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
 	fs.StringVar(&f.results, "results", "kvharness-results", "folder for repro files of failures")
 	fs.DurationVar(&f.timeout, "timeout", plugin.DefaultCallTimeout, "deadline of one plugin call; past it the plugin is killed as hung")
@@ -166,6 +170,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := noArgs(fs); err != nil {
 		return e.errorf("%v", err)
 	}
+	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size")}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
 	}
@@ -351,7 +356,8 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
-		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph}}
+		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph,
+			Draw: f.draw, Far: f.slots == 0}}
 	p.Value, _ = parseValue(f.value) // validated
 	if err := k.CheckParams(p); err != nil {
 		return p, none, err

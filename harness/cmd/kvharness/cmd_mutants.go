@@ -20,6 +20,7 @@ import (
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 const mutantsExamples = `  kvharness mutants
@@ -42,6 +43,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	fs.IntVar(&cfg.HeadDim, "head-dim", layout.DefaultHeadDim, "head dimension D (default: 128, or the fixed head dim of the layouts a plugin declares none at 128 for)")
 	value := fs.String("value", "recipe", valueUsage+"; mutants only: controls are judged by their recipes")
+	showTimings := fs.Bool("timings", false, "print where each subject's time went after the table, on stderr: its process's start (or the wait for one started ahead), each row's opening and cases up to the kill")
 	junitFile := fs.String("junit", "", junitUsage)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -58,8 +60,13 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	start := time.Now()
 	g := progressOn(e, "mutants", "subjects")
+	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true}
+	cfg.Far = cfg.Slots == 0
 	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
+	if *showTimings {
+		run.times = &subjectTimes{}
+	}
 	results, skipped, err := run.all(ctx, g, *names, cfg)
 	g.done()
 	if code, stop := resourceError(e, err, "--slots", cfg.Slots); stop {
@@ -73,6 +80,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if cfg.Value == layout.Exact {
 		fmt.Fprintln(e.stdout, "(mutants' fp8 values judged bit-exact; controls' by their declared recipes)")
 	}
+	run.times.write(e.stderr)
 	for _, s := range skipped {
 		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
 	}
@@ -122,6 +130,7 @@ type subjectRun struct {
 	tr           trust
 	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
 	skipUnserved bool
+	times        *subjectTimes // --timings; nil: none kept
 }
 
 // unserved is a plugin passed over for the backend, and what it serves.
@@ -170,10 +179,18 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	cfg.Backend = b
 	g.grow(len(subjects))
+	tune := onGPU(r.want)
 	var out []mutants.Result
-	for _, s := range subjects {
-		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.want))
+	var next *prestart
+	for i, s := range subjects {
+		cur := next
+		next = nil
+		if i+1 < len(subjects) {
+			next = r.prestart(ctx, name, subjects[i+1], cfg, tune)
+		}
+		res, ok, err := runSubject(r.times.observe(ctx, name, s), name, s, cfg, layouts, lerr, r.tr, tune, cur)
 		if err != nil || ctx.Err() != nil {
+			next.drop()
 			return out, nil, err
 		}
 		var se *shm.SpaceError
@@ -189,6 +206,53 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 		}
 	}
 	return out, nil, nil
+}
+
+// prestart is the next subject's session, started while the current one
+// runs: a subject's time to kill then holds no process start, and on a
+// GPU no CUDA context's creation either (its process opens the GPU as it
+// starts, protocol.WarmGPUEnv), which was most of a GPU mutant's time.
+type prestart struct {
+	done chan struct{}
+	s    *session
+	err  error
+}
+
+// prestart starts subject s's session in the background; nil for a
+// subject the run will skip (runSubject opens it then, or not at all).
+func (r subjectRun) prestart(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, tune func(*plugin.Options)) *prestart {
+	if k, err := kernels.Lookup(s.Kernel); err != nil || cfg.Graph && !k.Graphs {
+		return nil
+	}
+	warm := tune
+	if tune != nil {
+		warm = func(o *plugin.Options) {
+			tune(o)
+			o.Env = append(o.Env, o.SpareEnv...) // the spare's warm-up: open the GPU now
+		}
+	}
+	p := &prestart{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.s, p.err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, r.tr, warm)
+	}()
+	return p
+}
+
+// take waits for the session; nil p gives nil.
+func (p *prestart) take() (*session, error) {
+	if p == nil {
+		return nil, nil
+	}
+	<-p.done
+	return p.s, p.err
+}
+
+// drop closes a session started for a subject that will not run.
+func (p *prestart) drop() {
+	if s, _ := p.take(); s != nil {
+		s.close()
+	}
 }
 
 // probed is what mutants learns of a plugin before running it: its
@@ -241,20 +305,29 @@ func fixedHeadDims() []int {
 	return out
 }
 
-// runSubject runs one subject on a fresh process; ok is false for one the
-// run skips (a read or transfer under --graph).
-func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust, tune func(*plugin.Options)) (mutants.Result, bool, error) {
+// runSubject runs one subject on a fresh process, pre (started ahead) when
+// not nil; ok is false for one the run skips (a read or transfer under
+// --graph).
+func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust,
+	tune func(*plugin.Options), pre *prestart) (mutants.Result, bool, error) {
 	k, err := kernels.Lookup(s.Kernel)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}
 	if cfg.Graph && !k.Graphs {
+		pre.drop()
 		return mutants.Result{}, false, nil // graphs replay stores; reads and transfers run eagerly
 	}
 	if k.Layouts && lerr != nil {
+		pre.drop()
 		return mutants.Result{}, false, lerr
 	}
-	sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
+	t0 := time.Now()
+	sess, err := pre.take()
+	if pre == nil {
+		sess, err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
+	}
+	sessionTook(ctx, time.Since(t0), pre != nil)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}

@@ -91,11 +91,18 @@ func TestReproReplaysAsRecorded(t *testing.T) {
 		t.Fatalf("repro files %v, want one", files)
 	}
 	r := readRepro(t, files[0])
-	if r.Version != report.ReproVersion || r.Backend != report.BackendCPU || r.Graph || r.HeadDim != 128 || r.PageSize != 64 ||
+	var shape struct { // the row's drawn shape, which the file's layout has
+		HeadDim  int `json:"head_dim"`
+		PageSize int `json:"page_size"`
+	}
+	if err := json.Unmarshal(r.Layout, &shape); err != nil || shape.HeadDim == 0 || shape.PageSize == 0 {
+		t.Fatalf("the repro file's layout %s: %v", r.Layout, err)
+	}
+	if r.Version != report.ReproVersion || r.Backend != report.BackendCPU || r.Graph || r.HeadDim != shape.HeadDim || r.PageSize != shape.PageSize ||
 		r.MaxCapacity != 512 || r.SlotBits != 64 || r.Value != "recipe" || r.Identity == nil || r.Identity.Name != "bf16scatter" ||
 		len(r.Identity.SHA256) != 64 {
-		t.Errorf("the repro file records %+v (identity %+v); want version %d on cpu, eager, D=128 P=64 C≤512, 64-bit slots, recipe, bf16scatter's SHA-256",
-			r.Ran, r.Identity, report.ReproVersion)
+		t.Errorf("the repro file records %+v (identity %+v); want version %d on cpu, eager, D=%d P=%d (its layout's) C≤512, 64-bit slots, recipe, bf16scatter's SHA-256",
+			r.Ran, r.Identity, report.ReproVersion, shape.HeadDim, shape.PageSize)
 	}
 	code, out, _ = cli("repro", files[0])
 	if code != exitViolation || firstLine(out) != "replaying on cpu, as the case was found" {

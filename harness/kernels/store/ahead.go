@@ -117,8 +117,15 @@ func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 	if c, ok := b.(arena.CUDA); ok {
 		budget = deviceBudget(c.Dev.TotalMem())
 	}
-	set := numPools * (l.PoolBytes(slots) + 2*max(l.PageBytes(), 4096))
-	n := min(maxSets, budget/max(set, 1)) &^ 1
+	set := numPools * liveBytes(l, slots)
+	most := maxSets
+	if l.PoolBytes(slots) > denseMax {
+		// A pool checked in windows reaches far in address space: the
+		// arena's bound (pool.MaxArenaBytes) holds five sets of pools
+		// past 4 GiB, not nine.
+		most = min(most, int(pool.MaxArenaBytes/(numPools*int64(l.PoolBytes(slots))+1))-1)
+	}
+	n := min(most, budget/max(set, 1)) &^ 1
 	if n < 2 {
 		return 0
 	}
@@ -131,7 +138,7 @@ func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 // is no longer than that (a case failing early wastes the rest of it),
 // and each next one doubles.
 func (t *Target) windows() (first, most int) {
-	set, share := numPools*t.Layout.PoolBytes(t.Slots), hostShare
+	set, share := numPools*liveBytes(t.Layout, t.Slots), hostShare
 	if t.Backend.Place().OnDevice() {
 		share = devShare
 	}

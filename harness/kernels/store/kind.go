@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
@@ -65,26 +66,67 @@ func validate(p kind.Params) error {
 // Suite is the store properties over layouts × paddings: one target per
 // layout, shared by its paddings' rows.
 func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*Target, *Case, *Result] {
+	var cells []Cell
+	for _, l := range p.Layouts {
+		for _, pad := range paddings {
+			cells = append(cells, Cell{Layout: l, Padding: pad})
+		}
+	}
+	return CellSuite(s, p, cells)
+}
+
+// Cell is one row of a store suite: a layout, at the shape the row
+// checks it at, and a padding convention.
+type Cell struct {
+	Layout  *layout.Layout
+	Padding Padding
+}
+
+// CellSuite is the store properties over cells, a row each; consecutive
+// cells of one layout and shape share a target.
+func CellSuite(s *kind.Session, p kind.Params, cells []Cell) *property.Suite[*Target, *Case, *Result] {
+	return cellSuite(s, p, cells, false)
+}
+
+// cellSuite is CellSuite, the pools scaled (RowSlots) when asked.
+func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *property.Suite[*Target, *Case, *Result] {
 	suite := kind.NewSuite[*Target, *Case, *Result](s, p)
 	suite.Stress = p.Stress
 	sets := AutoSets
 	if p.Stress > 1 {
 		sets = 0 // a stressed case runs on its processes at once, not ahead (property.Suite.Stress)
 	}
-	for _, l := range p.Layouts {
-		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
+	for _, c := range cells {
+		l, pad := c.Layout, c.Padding
+		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
-		for _, pad := range paddings {
-			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
-				Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
-				System: func(t *Target) property.System[*Case, *Result] {
-					sys := NewSystem(t, pad, p.MaxCapacity)
-					sys.Budget = p.Cases
-					return sys
-				}})
-		}
+		key := fmt.Sprintf("%s/D=%d/P=%d", l.Name, l.HeadDim, l.PageSize)
+		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
+			Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
+			System: func(t *Target) property.System[*Case, *Result] {
+				sys := NewSystem(t, pad, p.MaxCapacity)
+				sys.Budget = p.Cases
+				return sys
+			}})
 	}
 	return suite
+}
+
+// cells are a check run's rows: each layout under each padding, at the
+// shape drawn for the padding's turn (its place in Paddings), so a row's
+// shape does not depend on which other paddings the run checks.
+func cells(ctx context.Context, s *kind.Session, p kind.Params, sh *kind.Shapes, paddings []Padding) ([]Cell, error) {
+	var out []Cell
+	for _, l := range p.Layouts {
+		for _, pad := range paddings {
+			rl, err := sh.Row(ctx, s, p, l, slices.Index(Paddings, pad))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Cell{Layout: rl, Padding: pad})
+		}
+	}
+	return out, nil
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
@@ -96,13 +138,35 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		}
 		paddings = []Padding{pad}
 	}
+	// Far pools live in sparse memory (reach.go): host shared memory in a
+	// tmpfs run directory, or a GPU's for a plugin that maps sparse
+	// arenas. Off tmpfs the pools are the flags' as before; on a GPU
+	// whose plugin maps arenas whole the default pool is cut by bytes.
+	dev := p.Place().OnDevice()
+	sparse := arena.Sparse(p.Backend, arena.Options{FDArenas: s.Desc.CUDAFDArenas, SparseArenas: s.Desc.CUDASparseArenas})
+	scaled := p.Far && dev && !sparse
+	p.Far = p.Far && sparse && (dev || sparseDir(s.Dir))
+	sh, err := p.Spaces(ctx, s, p.Layouts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cells(ctx, s, p, sh, paddings)
+	if err != nil {
+		return nil, err
+	}
 	h := p.Header(s)
-	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	h.Scaled = scaled
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
+	values, err := valueCoverage(ctx, s, p, cs) // coverage.go
+	if err != nil {
+		return nil, err
+	}
+	h.Coverage, h.Shapes = append(sh.Lines(), values...), sh.Drawn()
 	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
-	return kind.RunSuite(ctx, Suite(s, p, paddings), Schema, h)
+	return kind.RunSuite(ctx, cellSuite(s, p, cs, scaled), Schema, h)
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {

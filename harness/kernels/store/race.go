@@ -80,7 +80,7 @@ func (g *Gen) liveOutside(rng *rand.Rand, valid []int64) int64 {
 		taken[s] = true
 	}
 	for range 8 {
-		s := rng.Int63n(int64(g.Slots))
+		s := g.anySlot(rng)
 		if len(g.recent) > 0 && rng.Intn(3) > 0 {
 			s = g.recent[rng.Intn(len(g.recent))]
 		}
@@ -88,7 +88,16 @@ func (g *Gen) liveOutside(rng *rand.Rand, valid []int64) int64 {
 			return s
 		}
 	}
-	return rng.Int63n(int64(g.Slots)) // a dense batch: a valid row's slot perhaps, a race reported as one
+	return g.anySlot(rng) // a dense batch: a valid row's slot perhaps, a race reported as one
+}
+
+// anySlot is a slot cases may name, uniformly: of the whole pool, or of
+// its live windows when the pool reaches far (Gen.Live).
+func (g *Gen) anySlot(rng *rand.Rand) int64 {
+	if g.Live == nil {
+		return rng.Int63n(int64(g.Slots))
+	}
+	return g.Live.Random(rng)
 }
 
 // raceIn is the race the repeat run of a case showed that its first run

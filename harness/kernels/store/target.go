@@ -16,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Config says what to attach.
@@ -67,10 +68,11 @@ type Target struct {
 	lazy    arena.Lazy // the memory, when the pools are filled lazily (lazy.go)
 	// fillLater fills the sets checked ahead on; nil once they are.
 	fillLater func() error
-	blocks    int64        // its allocated size after the last materialization
-	staging   []*stagedSet // per set: what its staging region must hold (staging.go)
-	rows      rowCache     // rows of small seeds, as oracles build them (oracle.go)
-	phaseMu   sync.Mutex   // Phases is written by the ahead pipeline too
+	blocks    int64           // its allocated size after the last materialization
+	staging   []*stagedSet    // per set: what its staging region must hold (staging.go)
+	rows      rowCache        // rows of small seeds, as oracles build them (oracle.go)
+	live      workload.Ranges // the slots cases draw from, when the pool is checked in windows (reach.go)
+	phaseMu   sync.Mutex      // Phases is written by the ahead pipeline too
 	closed    bool
 }
 
@@ -125,6 +127,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		if err := checkSlotWidth(t.Declared.SlotBits, t.Slots, p.Name); err != nil { // slots.go
 			return nil, err
 		}
+		t.live = liveRanges(t.Layout, t.Slots) // reach.go
 		specs = append(specs, t.specs(len(cfgs) > 1)...)
 		staging += t.numSets() * t.slotBytes()
 		ts[i] = t
@@ -143,6 +146,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 	if bell {
 		g.bellAt = geo.Staging.End() - align(doorbell.Size)
 	}
+	g.Resident, g.Backed = resident(ts, geo), backed(ts, geo)
 	if err := g.Plan(dir, backend, geo, fillTargets(geo, ts)); err != nil {
 		return nil, err
 	}
@@ -213,6 +217,12 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 				t.lazy = lazy
 			}
 			regions := geo.Regions[t.first : t.first+t.numSets()*numPools]
+			if t.live != nil && t.lazy != nil {
+				if err := t.fillFar(mem, regions); err != nil {
+					return err
+				}
+				continue
+			}
 			for _, r := range regions[:numPools] {
 				fill := mem.Fill
 				if t.lazy != nil {
@@ -229,8 +239,94 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 		// Staging (and the doorbell) hold their pages from the start: on
 		// a sparse arena a first write there would grow the file, as a
 		// stray write into a hole does (lazy.go).
+		if lazy, ok := mem.(arena.Lazy); ok && lazy.Sparse() {
+			if err := lazy.Reserve(geo.Staging); err != nil {
+				return err
+			}
+		}
 		return mem.WriteAt(make([]byte, geo.Staging.Len), geo.Staging.Off)
 	}
+}
+
+// fillFar fills a far pool's sets lazily, every page a hole (reach.go),
+// but their live windows: the exact set's now (other pages as cases name
+// them), the sets checked ahead's when the first window needs them (after
+// a scan proves nothing wrote there before).
+func (t *Target) fillFar(mem arena.Memory, regions []pool.Region) error {
+	for _, r := range regions {
+		if err := t.lazy.FillLazy(r.Span(), uint64(t.Seed)); err != nil {
+			return err
+		}
+	}
+	for _, r := range regions[:numPools] {
+		if err := t.lazy.Materialize(liveWindows(t.Layout, r, t.live)); err != nil {
+			return err
+		}
+	}
+	ahead := regions[numPools:]
+	if len(ahead) == 0 {
+		return nil
+	}
+	t.fillLater = func() error {
+		for _, r := range ahead {
+			changed, err := mem.Changed(r.Span())
+			if err != nil {
+				return fmt.Errorf("scan the pools to check ahead on before filling them: %w", err)
+			}
+			if len(changed) > 0 {
+				return &UnfilledWriteError{Region: r.Name, At: changed[0]}
+			}
+			if err := t.lazy.Materialize(liveWindows(t.Layout, r, t.live)); err != nil {
+				return fmt.Errorf("fill the pools to check ahead on: %w", err)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// backed are the windows of the arena of targets planned in geo that a
+// device backs when a target's pools reach far: its staging, each dense
+// target's regions, each far target's live windows in every set (its
+// cases name nothing else: the shrinker keeps to them too). Nil when no
+// pool reaches far: the arena is backed whole.
+func backed(ts []*Target, geo pool.Geometry) []pool.Window {
+	far := false
+	var out []pool.Window
+	for _, t := range ts {
+		for _, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+			if t.live == nil {
+				out = append(out, r.Span())
+				continue
+			}
+			far = true
+			out = append(out, liveWindows(t.Layout, r, t.live)...)
+		}
+	}
+	if !far {
+		return nil
+	}
+	return append(out, geo.Staging)
+}
+
+// resident is what the arena of targets planned in geo will hold at most
+// when a target's pools reach far (reach.go): its staging, each dense
+// target's pools, each far target's live windows in every set and room
+// for what its exact set materializes. Zero (all of it) otherwise.
+func resident(ts []*Target, geo pool.Geometry) int {
+	far := false
+	n := geo.Staging.Len
+	for _, t := range ts {
+		n += t.numSets() * numPools * liveBytes(t.Layout, t.Slots)
+		if t.live != nil {
+			far = true
+			n += exactRoom
+		}
+	}
+	if !far {
+		return 0
+	}
+	return n
 }
 
 // fillAheadSets fills the regions of the sets checked ahead on, once the

@@ -12,6 +12,33 @@
 //   8  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
 //   9  slowed30         rows 0..n-1, then the first 30% of them (rounded down) again (correct, 30% slower)
 //  10  slowed50         rows 0..n-1, then the first half of them (rounded down) again (correct, 50% slower)
+//  11  vec16-no-tail    rows 0..n-1; bf16 rows stored by 16 elements, no tail (store.cuh KV_VEC16_NO_TAIL)
+//  12  page-size-64     rows 0..n-1; fp8-paged addressed in pages of 64 tokens (device.go's geometry)
+//  13  offset-int32     rows 0..n-1; pool offsets in 32 bits, wrapping past 2 GiB (KV_IDX32)
+//  14  denormals-are-zero rows 0..n-1; bf16 subnormals flushed to signed zero (KV_BF16_DAZ)
+//  15  zero-row-sign    rows 0..n-1; fp8 zero rows as +0 codes (KV_ZERO_ROW_FAST)
+//  16  nan-pair-scale   rows 0..n-1; NaN voted over a pair of rows (KV_NAN_PAIR)
+// Rules 11 to 16 store the rows rule 0 does: their bugs are in the shared
+// bodies or the geometry, switched on by gpustore from the variant; the
+// checks below hold each to its switch.
+#if FUSED_RULE == 11 && !KV_VEC16_NO_TAIL
+#error "rule 11 (vec16-no-tail) needs KV_VEC16_NO_TAIL"
+#endif
+#if FUSED_RULE == 12 && KV_FP8 && KV_TOKENS_PER_PAGE != 64 && KV_TOKENS_PER_PAGE != 1
+#error "rule 12 (page-size-64) addresses fp8-paged pages of 64 tokens"
+#endif
+#if FUSED_RULE == 13 && !KV_IDX32
+#error "rule 13 (offset-int32) needs KV_IDX32"
+#endif
+#if FUSED_RULE == 14 && !KV_BF16_DAZ
+#error "rule 14 (denormals-are-zero) needs KV_BF16_DAZ"
+#endif
+#if FUSED_RULE == 15 && !KV_ZERO_ROW_FAST
+#error "rule 15 (zero-row-sign) needs KV_ZERO_ROW_FAST"
+#endif
+#if FUSED_RULE == 16 && !KV_NAN_PAIR
+#error "rule 16 (nan-pair-scale) needs KV_NAN_PAIR"
+#endif
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;

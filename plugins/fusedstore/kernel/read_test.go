@@ -38,7 +38,7 @@ func TestReadSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _, _ := geometry(layout, 128, 64)
+		g, _, _ := geometry("", layout, 128, 64)
 		if s.Kind != kind || s.Values != g || s.Rule != gpuread.Scratch {
 			t.Errorf("%s: %+v", layout, s)
 		}

@@ -37,7 +37,7 @@ func TestOptionsCarryBothGeometries(t *testing.T) {
 
 func TestOptionsRefuse(t *testing.T) {
 	for _, s := range []Spec{
-		{Kind: BF16, HeadDim: 40, Values: cpustore.Rows{Stride: 80, ValueBytes: 80}},
+		{Kind: BF16, HeadDim: 36, Values: cpustore.Rows{Stride: 72, ValueBytes: 72}},
 		{Kind: BF16, HeadDim: 128, Values: cpustore.Rows{Stride: 260, ValueBytes: 256}},
 		{Kind: FP8, HeadDim: 128, Values: cpustore.Paged{P: 64, ValueBytes: 128, ScaleBytes: 2, PageBytes: 130 * 64}},
 	} {
