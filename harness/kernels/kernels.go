@@ -16,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/load"
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kernels/read"
+	"github.com/kvharness/kvharness/harness/kernels/sequence"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -24,7 +25,7 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind, &sequence.Kind}
 
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {

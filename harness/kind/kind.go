@@ -13,6 +13,7 @@ package kind
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -41,6 +42,23 @@ type Kind struct {
 	Decode func(data json.RawMessage, slots int) (workload.Case, error)
 	// Fuzz is the kind's go test fuzz target.
 	Fuzz Fuzz
+	// Uses, for a kind with no service of its own (sequence), is the kinds
+	// whose kernels it drives: a plugin that serves them serves it.
+	Uses []protocol.Kernel
+}
+
+// ServedBy reports whether a plugin whose Describe lists kernels can be
+// checked as this kind: it lists the kind, or every kind it uses.
+func (k *Kind) ServedBy(kernels []protocol.Kernel) bool {
+	if slices.Contains(kernels, k.Name) {
+		return true
+	}
+	for _, u := range k.Uses {
+		if !slices.Contains(kernels, u) {
+			return false
+		}
+	}
+	return len(k.Uses) > 0
 }
 
 // Fuzz is a kind's go test fuzz target (package fuzzing's Lane makes it).
@@ -96,6 +114,9 @@ type Params struct {
 	// Stress checks every case this many times, several at once on plugin
 	// processes of their own (check --stress); 0 or 1: once.
 	Stress int
+	// Trace is a recorded engine trace the sequence kind replays and
+	// draws from (check --trace); empty for none.
+	Trace string
 }
 
 // Setup is the sizes and the place of a run's arenas: the settings a

@@ -1,0 +1,370 @@
+package sequence
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/rundir"
+	"github.com/kvharness/kvharness/harness/target"
+)
+
+// Config says what a sequence target attaches.
+type Config struct {
+	Variant  string
+	Geometry Geometry
+	Seed     int64         // background seed
+	Backend  arena.Backend // nil: host shared memory
+	// Timing, when set, adds the time spent in the plugin's calls and in
+	// the ownership check.
+	Timing *Timing
+}
+
+// Timing splits a run's time: the plugin's store calls (staging
+// included) and the ownership check (digests, diffs, snapshots).
+type Timing struct {
+	Steps        int
+	Store, Check time.Duration
+}
+
+// EagerChunk is the most rows one eager store call carries: a longer
+// prompt or load-back is stored in several calls, one after another.
+const EagerChunk = 256
+
+// Target is a plugin attached to a sequence arena: a bf16 pool per layer,
+// and staging for the eager stores and for each captured capacity's
+// static slot and row tensors, which live for the target's life as a
+// captured graph's do.
+type Target struct {
+	Config
+	target.Base
+	layouts  []*layout.Layout
+	slotBits int
+	eagerLoc int   // staging offsets
+	eagerRow []int // per layer
+	graphLoc []int // per capacity
+	graphRow [][]int
+	direct   []byte // the pool region's bytes when the memory is the host's (SHM)
+}
+
+// Open describes the plugin (it must store every layer's bf16 layout as
+// the layout has it), plans and fills the arena and attaches.
+func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
+	cfg.Backend = arena.OrSHM(cfg.Backend)
+	g := cfg.Geometry
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("sequence geometry: %w", err)
+	}
+	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
+	var specs []pool.Spec
+	for i := range g.HeadDims {
+		l, err := g.Layout(i)
+		if err != nil {
+			return nil, err
+		}
+		dec, bad, err := target.Declared(ctx, p, store.Name, cfg.Variant, l)
+		if err != nil {
+			return nil, err
+		}
+		if bad != nil {
+			return nil, fmt.Errorf("%w: plugin %s declares another geometry for %s (D=%d): %s", target.ErrUnsupported, p.Name, l.Name, l.HeadDim, bad.Detail)
+		}
+		t.slotBits = dec.SlotBits
+		t.layouts = append(t.layouts, l)
+		specs = append(specs, pool.Spec{Name: fmt.Sprintf("L%d", i), Layout: l, Slots: g.PoolTokens()})
+	}
+	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir, specs) }); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Target) slotBytes() int { return t.slotBits / 8 }
+
+func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
+	g := t.Geometry
+	off := 0
+	take := func(n int) int {
+		at := off
+		off += (n + pool.Alignment - 1) / pool.Alignment * pool.Alignment
+		return at
+	}
+	t.eagerLoc = take(EagerChunk * t.slotBytes())
+	for _, l := range t.layouts {
+		t.eagerRow = append(t.eagerRow, take(EagerChunk*l.BytesPerToken()))
+	}
+	for _, c := range g.Capacities {
+		t.graphLoc = append(t.graphLoc, take(c*t.slotBytes()))
+		var rows []int
+		for _, l := range t.layouts {
+			rows = append(rows, take(c*l.BytesPerToken()))
+		}
+		t.graphRow = append(t.graphRow, rows)
+	}
+	geo, err := pool.Plan(specs, off)
+	if err != nil {
+		return err
+	}
+	shift := geo.Staging.Off
+	t.eagerLoc += shift
+	for i := range t.eagerRow {
+		t.eagerRow[i] += shift
+	}
+	for i := range t.graphLoc {
+		t.graphLoc[i] += shift
+		for j := range t.graphRow[i] {
+			t.graphRow[i][j] += shift
+		}
+	}
+	if err := t.Base.Plan(dir, t.Backend, geo, target.FillRegions(geo, t.Seed)); err != nil {
+		return err
+	}
+	if h, ok := t.Mem().(interface{ Bytes() []byte }); ok {
+		t.direct = h.Bytes()
+	}
+	return nil
+}
+
+// page reads layer l's page pg: the mapping itself on the host, a copy
+// into buf elsewhere.
+func (t *Target) page(l, pg int, buf []byte) ([]byte, error) {
+	r := t.Pools.Regions[l]
+	n := t.layouts[l].PageBytes()
+	at := r.Pool.Off + pg*n
+	if t.direct != nil {
+		return t.direct[at : at+n], nil
+	}
+	buf = buf[:n]
+	return buf, t.Mem().ReadAt(buf, at)
+}
+
+// stage writes the rows' slots at loc (from row 0) and their data at each
+// layer's rows.
+func (t *Target) stage(ws []write, loc int, rows []int) error {
+	sb := t.slotBytes()
+	lb := make([]byte, len(ws)*sb)
+	for i, w := range ws {
+		if sb == 4 {
+			binary.LittleEndian.PutUint32(lb[i*4:], uint32(int32(w.Slot)))
+		} else {
+			binary.LittleEndian.PutUint64(lb[i*8:], uint64(w.Slot))
+		}
+	}
+	if err := t.Mem().WriteAt(lb, loc); err != nil {
+		return err
+	}
+	for l, lay := range t.layouts {
+		tok := lay.BytesPerToken()
+		rb := make([]byte, len(ws)*tok)
+		for i, w := range ws {
+			rowBytes(rb[i*tok:(i+1)*tok], l, w.Key)
+		}
+		if err := t.Mem().WriteAt(rb, rows[l]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// request is one layer's store call.
+func (t *Target) request(l, capacity, valid, loc, rows int, graph bool) *kvpb.StoreRequest {
+	pad := kvpb.Padding_PADDING_NONE
+	if graph {
+		pad = kvpb.Padding_PADDING_COUNT
+	}
+	return &kvpb.StoreRequest{Pool: uint32(l), Capacity: uint32(capacity), Valid: uint32(valid), Padding: pad,
+		RowsOffset: uint64(rows), LocOffset: uint64(loc), Graph: graph, SlotBits: uint32(t.slotBits)}
+}
+
+// capture is an engine's graph capture at start: every capacity replayed
+// once with no valid row, its static slots all the padding sink (slot 0,
+// page 0's) and its rows zero.
+func (t *Target) capture(ctx context.Context) error {
+	var reqs []*kvpb.StoreRequest
+	for i, c := range t.Geometry.Capacities {
+		if err := t.Mem().WriteAt(make([]byte, c*t.slotBytes()), t.graphLoc[i]); err != nil {
+			return err
+		}
+		for l, lay := range t.layouts {
+			if err := t.Mem().WriteAt(make([]byte, c*lay.BytesPerToken()), t.graphRow[i][l]); err != nil {
+				return err
+			}
+			reqs = append(reqs, t.request(l, c, 0, t.graphLoc[i], t.graphRow[i][l], true))
+		}
+	}
+	_, err := store.StoreBatch(ctx, t.Plugin, reqs)
+	return err
+}
+
+// run sends a step's store: a graph replay at its capacity over the
+// static tensors, or eager calls of at most EagerChunk rows.
+func (t *Target) run(ctx context.Context, st *storeOp) error {
+	if st.Graph {
+		i := 0
+		for t.Geometry.Capacities[i] != st.Capacity {
+			i++
+		}
+		if err := t.stage(st.Rows, t.graphLoc[i], t.graphRow[i]); err != nil {
+			return err
+		}
+		reqs := make([]*kvpb.StoreRequest, len(t.layouts))
+		for l := range t.layouts {
+			reqs[l] = t.request(l, st.Capacity, len(st.Rows), t.graphLoc[i], t.graphRow[i][l], true)
+		}
+		_, err := store.StoreBatch(ctx, t.Plugin, reqs)
+		return err
+	}
+	for lo := 0; lo < len(st.Rows); lo += EagerChunk {
+		chunk := st.Rows[lo:min(lo+EagerChunk, len(st.Rows))]
+		if err := t.stage(chunk, t.eagerLoc, t.eagerRow); err != nil {
+			return err
+		}
+		reqs := make([]*kvpb.StoreRequest, len(t.layouts))
+		for l := range t.layouts {
+			reqs[l] = t.request(l, len(chunk), len(chunk), t.eagerLoc, t.eagerRow[l], false)
+		}
+		if _, err := store.StoreBatch(ctx, t.Plugin, reqs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Check plays the sequence: the capture, then each step on the plugin,
+// the model and the shadow, and after each step the ownership check of
+// every live page. It stops at the first step with a violation.
+func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
+	if err := t.Ensure(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.capture(ctx); err != nil {
+		return nil, err
+	}
+	pb := make([]int, len(t.layouts))
+	for l, lay := range t.layouts {
+		pb[l] = lay.PageBytes()
+	}
+	m, sh := newModel(c.Geometry), newShadow(c.Geometry, pb)
+	res := &Result{}
+	buf := make([]byte, maxOf(pb))
+	tm := t.Timing
+	for i, s := range c.Steps {
+		p, err := m.plan(i, s)
+		if err != nil {
+			return nil, fmt.Errorf("step %d (%v): %w", i, s, err)
+		}
+		t0 := time.Now()
+		for k, pg := range p.alloc {
+			now := make([][]byte, len(t.layouts))
+			for l := range t.layouts {
+				b, err := t.page(l, pg, buf)
+				if err != nil {
+					return nil, err
+				}
+				now[l] = append([]byte(nil), b...)
+			}
+			sh.allocate(pg, p.owner[k], i, now)
+		}
+		t1 := time.Now()
+		if p.store != nil {
+			if err := t.run(ctx, p.store); err != nil {
+				return nil, err
+			}
+		}
+		t2 := time.Now()
+		wroteNow := t.record(sh, m, p, i)
+		m.apply(p)
+		res.Steps++
+		vs, checked, differ, err := t.judge(sh, i, wroteNow, buf)
+		if err != nil {
+			return nil, err
+		}
+		res.Checked += checked
+		res.Differ += differ
+		if tm != nil {
+			tm.Steps++
+			tm.Store += t2.Sub(t1)
+			tm.Check += t1.Sub(t0) + time.Since(t2)
+		}
+		if len(vs) > 0 {
+			res.Add(oracle.KeepPerKind(vs, Kinds, 4, nil)...)
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// record plays the step's legal writes and frees on the shadow.
+func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool {
+	wroteNow := map[int64]bool{}
+	if p.s.Op == OpArrive {
+		for _, pg := range p.req.pages[:p.req.shared] {
+			sh.share(pg)
+		}
+	}
+	if p.store != nil {
+		var touched []int
+		row := make([][]byte, len(t.layouts))
+		for _, w := range p.store.Rows {
+			for l, lay := range t.layouts {
+				row[l] = make([]byte, lay.BytesPerToken())
+				rowBytes(row[l], l, w.Key)
+			}
+			sh.wrote(w, step, row)
+			wroteNow[w.Slot] = true
+			touched = append(touched, w.Page)
+		}
+		sh.seal(touched)
+	}
+	if p.s.Op == OpFinish || p.s.Op == OpAbort || p.s.Op == OpEvict {
+		if r := m.reqs[p.s.Req]; r.state == resident {
+			for _, pg := range r.pages {
+				sh.release(pg, step)
+			}
+		}
+	}
+	return wroteNow
+}
+
+// judge compares every live page's digest in every layer with the
+// shadow's, and diffs the pages that differ.
+func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]bool, buf []byte) (vs []Violation, checked, differ int, err error) {
+	for pg := 1; pg < len(sh.pages); pg++ {
+		st := &sh.pages[pg]
+		if st.holders == 0 {
+			continue
+		}
+		for l := range t.layouts {
+			got, err := t.page(l, pg, buf)
+			if err != nil {
+				return nil, checked, differ, err
+			}
+			checked++
+			if fingerprint(got) == st.sum[l] {
+				continue
+			}
+			differ++
+			vs = append(vs, sh.diff(step, l, pg, got, wroteNow))
+		}
+	}
+	return vs, checked, differ, nil
+}
+
+// Close detaches and frees the arena.
+func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
