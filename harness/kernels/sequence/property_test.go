@@ -58,3 +58,35 @@ func TestIncidentAcrossSteps(t *testing.T) {
 	}
 	t.Logf("shrinks %d flaky %v\n%v\n%v\n%d candidates", f.Shrinks, f.Flaky, f.Case, f.Minimal.Violations, len(Shrink(f.Case)))
 }
+
+// mutants are gostore's lifecycle variants, with the property each dies
+// of and the row that draws the sequences it needs.
+var mutants = []struct {
+	variant, profile string
+}{
+	{"graph-last-slots", ProfileServe},
+	{"late-landing", ProfileOffload},
+	{"lazy-source", ProfileOffload},
+	{"first-token-back", ProfileServe},
+	{"kernel-cache-no-stride", ProfileServe},
+}
+
+func TestMutantsDie(t *testing.T) {
+	p := bundled(t, "gostore")
+	for _, m := range mutants {
+		for seed := int64(1); seed <= 10; seed++ {
+			vs := run(t, p, m.variant, 200, seed, m.profile)
+			f := vs[0].Outcome.Failure
+			if f == nil {
+				t.Errorf("%s seed %d survived", m.variant, seed)
+				continue
+			}
+			if seed == 1 {
+				t.Logf("%s: %v %d steps: %v\n  %v", m.variant, f.Property, len(f.Case.Steps), f.Case, f.Minimal.Violations[0])
+			}
+			if len(f.Case.Steps) > 4 {
+				t.Errorf("%s seed %d: shrunk to %d steps: %v", m.variant, seed, len(f.Case.Steps), f.Case)
+			}
+		}
+	}
+}

@@ -20,8 +20,12 @@ func mix(x uint64) uint64 {
 // element): finite, nonzero values of magnitude 2^-7..2^8, never equal to
 // another key's first element pair by design of the hash (a collision is
 // possible but only renames a finding, never hides one).
-func rowBytes(dst []byte, layer int, k rowKey) {
-	s := mix(uint64(layer)<<56 ^ uint64(k.Req)<<28 ^ uint64(k.Pos))
+//
+// salt is the case's: each check of a target draws its rows anew, so a
+// write a plugin left pending from an earlier case never matches a row of
+// this one by chance of history.
+func rowBytes(dst []byte, salt uint64, layer int, k rowKey) {
+	s := mix(salt ^ mix(uint64(layer)<<56^uint64(k.Req)<<28^uint64(k.Pos)))
 	for i := 0; i+1 < len(dst); i += 2 {
 		if i%8 == 0 {
 			s = mix(s)

@@ -4,8 +4,9 @@ import (
 	"slices"
 )
 
-// Shrink returns smaller sequences than c, most aggressive first: without
-// a request (every step that names it), without a step, a decode batch
+// Shrink returns smaller sequences than c, most aggressive first: a
+// prefix (up to the failing step is enough), without a request (every
+// step that names it), without a run of steps (halves, quarters, ... one), a decode batch
 // without one request, shorter prompts and shared prefixes, fewer layers,
 // captured capacities and pages, requests numbered from 1. Only valid
 // sequences are offered, each strictly smaller in one measure, so
@@ -18,13 +19,24 @@ func Shrink(c *Case) []*Case {
 			out = append(out, x)
 		}
 	}
+	n := len(c.Steps)
+	for _, k := range []int{n / 2, 3 * n / 4, n - 1} {
+		if k >= 1 && k < n {
+			x := c.Clone()
+			x.Steps = x.Steps[:k]
+			add(x)
+		}
+	}
 	for _, id := range c.requestIDs() {
 		add(c.without(id))
 	}
-	for i := range c.Steps {
-		x := c.Clone()
-		x.Steps = slices.Delete(x.Steps, i, i+1)
-		if len(x.Steps) > 0 {
+	for size := n / 2; size >= 1; size /= 2 {
+		for i := 0; i+size <= n; i += size {
+			if size == n {
+				continue
+			}
+			x := c.Clone()
+			x.Steps = slices.Delete(x.Steps, i, i+size)
 			add(x)
 		}
 	}

@@ -53,6 +53,8 @@ type Target struct {
 	graphLoc []int // per capacity
 	graphRow [][]int
 	direct   []byte // the pool region's bytes when the memory is the host's (SHM)
+	salt     uint64 // this check's rows (rows.go)
+	checks   uint64
 }
 
 // Open describes the plugin (it must store every layer's bf16 layout as
@@ -165,7 +167,7 @@ func (t *Target) stage(ws []write, loc int, rows []int) error {
 		tok := lay.BytesPerToken()
 		rb := make([]byte, len(ws)*tok)
 		for i, w := range ws {
-			rowBytes(rb[i*tok:(i+1)*tok], l, w.Key)
+			rowBytes(rb[i*tok:(i+1)*tok], t.salt, l, w.Key)
 		}
 		if err := t.Mem().WriteAt(rb, rows[l]); err != nil {
 			return err
@@ -248,6 +250,8 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if err := t.capture(ctx); err != nil {
 		return nil, err
 	}
+	t.checks++
+	t.salt = mix(uint64(t.Seed) ^ t.checks<<32)
 	pb := make([]int, len(t.layouts))
 	for l, lay := range t.layouts {
 		pb[l] = lay.PageBytes()
@@ -316,7 +320,7 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool 
 		for _, w := range p.store.Rows {
 			for l, lay := range t.layouts {
 				row[l] = make([]byte, lay.BytesPerToken())
-				rowBytes(row[l], l, w.Key)
+				rowBytes(row[l], t.salt, l, w.Key)
 			}
 			sh.wrote(w, step, row)
 			wroteNow[w.Slot] = true
