@@ -33,6 +33,8 @@ type Kind struct {
 	Layouts bool
 	// Graphs says whether the kind replays captured CUDA graphs (--graph).
 	Graphs bool
+	// Traces says whether the kind replays recorded engine traces (--trace).
+	Traces bool
 	// Check runs the kind's properties against the session's plugin.
 	Check func(ctx context.Context, s *Session, p Params) (*report.Run, error)
 	// Replay checks a repro file's case again; nil when it passes.

@@ -19,8 +19,11 @@ type Gen struct {
 	// NoEvict leaves evictions and load-backs out.
 	NoEvict bool
 	// Trace, when set, is a recorded sequence the generator starts from:
-	// each draw plays a prefix of it, then goes on at random.
+	// the first draw is the trace as recorded, each later one plays a
+	// prefix of it, then goes on at random.
 	Trace *Case
+
+	drawn int
 }
 
 // DefaultSteps is a drawn sequence's least length.
@@ -33,6 +36,9 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 		n = DefaultSteps
 	}
 	n += rng.Intn(n + 1)
+	if g.drawn++; g.drawn == 1 && g.Trace != nil {
+		return g.Trace.Clone()
+	}
 	c := &Case{Geometry: g.Geometry}
 	m := newModel(g.Geometry)
 	next := 1

@@ -24,6 +24,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Uses:   []protocol.Kernel{store.Name},
+	Traces: true,
 }
 
 // The profiles of a suite, a row each.
