@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -25,6 +26,7 @@ var Kind = kind.Kind{
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Uses:   []protocol.Kernel{store.Name},
 	Traces: true,
+	Fuzz:   fuzzing.Lane(FuzzTarget),
 }
 
 // The profiles of a suite, a row each.

@@ -99,7 +99,10 @@ func (k *kernel) storeLifecycle(c *store.Call) {
 		if at < c.Pool.Base || at+stride > c.Pool.Base+c.Pool.Bytes {
 			return // the wrong stride's slot past the pool: a GPU kernel would fault; dropped here
 		}
-		cpustore.PutBF16(c.Arena, at, rows[i*dim:(i+1)*dim])
+		// with the wrong dim the row runs past the staged rows: it takes
+		// what is there, as a kernel reading its staging with a stale
+		// stride reads the neighbour's bytes
+		cpustore.PutBF16(c.Arena, at, rows[min(i*dim, len(rows)):min((i+1)*dim, len(rows))])
 	}
 	n := c.Valid
 	switch {
