@@ -27,8 +27,8 @@ type fuzzSeed struct {
 }
 
 func arrive(req, tokens int) Step { return Step{Op: OpArrive, Req: req, Tokens: tokens} }
-func decode(reqs ...int) Step    { return Step{Op: OpDecode, Batch: reqs} }
-func op(o Op, req int) Step      { return Step{Op: o, Req: req} }
+func decode(reqs ...int) Step     { return Step{Op: OpDecode, Batch: reqs} }
+func op(o Op, req int) Step       { return Step{Op: o, Req: req} }
 func share(req, tokens, from, shared int) Step {
 	return Step{Op: OpArrive, Req: req, Tokens: tokens, From: from, Shared: shared}
 }
