@@ -18,6 +18,8 @@ type Gen struct {
 	Steps int
 	// NoEvict leaves evictions and load-backs out.
 	NoEvict bool
+	// Prompt is the longest prompt drawn; 0: three pages.
+	Prompt int
 	// Trace, when set, is a recorded sequence the generator starts from:
 	// the first draw is the trace as recorded, each later one plays a
 	// prefix of it, then goes on at random.
@@ -82,14 +84,18 @@ func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
 	slices.Sort(live)
 	slices.Sort(out)
 	P := g.Geometry.PageSize
+	prompt := g.Prompt
+	if prompt == 0 {
+		prompt = 3 * P
+	}
 	switch x := rng.Intn(100); {
 	case len(live) == 0 || x < 22:
-		s := Step{Op: OpArrive, Req: *next, Tokens: 1 + rng.Intn(3*P)}
+		s := Step{Op: OpArrive, Req: *next, Tokens: 1 + rng.Intn(prompt)}
 		if len(live) > 0 && rng.Intn(3) == 0 {
 			src := m.reqs[live[rng.Intn(len(live))]]
 			s.From = src.id
 			s.Shared = 1 + rng.Intn(len(src.keys))
-			s.Tokens = s.Shared + 1 + rng.Intn(2*P)
+			s.Tokens = s.Shared + 1 + rng.Intn(max(1, prompt*2/3))
 		}
 		*next++
 		return s

@@ -2,6 +2,7 @@ package sequence
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -28,10 +29,12 @@ type shadow struct {
 	rows  map[uint64]rowKey // fingerprint of every row written → its key
 	// pageBytes per layer
 	pageBytes []int
+	live      []uint64 // a bit per page held by some request: what the check reads
 }
 
 func newShadow(g Geometry, pageBytes []int) *shadow {
-	return &shadow{g: g, pages: make([]pageState, g.Pages), rows: map[uint64]rowKey{}, pageBytes: pageBytes}
+	return &shadow{g: g, pages: make([]pageState, g.Pages), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
+		live: make([]uint64, (g.Pages+63)/64)}
 }
 
 // allocate gives page pg to req at step, its bytes as read now.
@@ -41,6 +44,7 @@ func (s *shadow) allocate(pg, req, step int, now [][]byte) {
 		st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
 	}
 	st.owner, st.holders, st.since = req, 1, step
+	s.live[pg/64] |= 1 << (pg % 64)
 	st.epoch++
 	st.want, st.sum = now, make([]uint64, len(now))
 	for l := range now {
@@ -65,6 +69,7 @@ func (s *shadow) release(pg, step int) {
 	}
 	st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
 	st.owner, st.want, st.sum = 0, nil, nil
+	s.live[pg/64] &^= 1 << (pg % 64)
 }
 
 // wrote records a legal write of row (its bytes per layer) at step.
@@ -86,6 +91,20 @@ func (s *shadow) seal(pages []int) {
 			st.sum[l] = fingerprint(st.want[l])
 		}
 	}
+}
+
+// each calls f on every live page, in order.
+func (s *shadow) each(f func(pg int) error) error {
+	for w, word := range s.live {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			if err := f(w*64 + b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // formerOf is the tenure of page pg that request req held, the latest,

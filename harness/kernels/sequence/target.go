@@ -317,14 +317,18 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool 
 	if p.store != nil {
 		var touched []int
 		row := make([][]byte, len(t.layouts))
+		for l, lay := range t.layouts {
+			row[l] = make([]byte, lay.BytesPerToken())
+		}
 		for _, w := range p.store.Rows {
-			for l, lay := range t.layouts {
-				row[l] = make([]byte, lay.BytesPerToken())
+			for l := range t.layouts {
 				rowBytes(row[l], t.salt, l, w.Key)
 			}
 			sh.wrote(w, step, row)
 			wroteNow[w.Slot] = true
-			touched = append(touched, w.Page)
+			if len(touched) == 0 || touched[len(touched)-1] != w.Page {
+				touched = append(touched, w.Page)
+			}
 		}
 		sh.seal(touched)
 	}
@@ -341,15 +345,12 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool 
 // judge compares every live page's digest in every layer with the
 // shadow's, and diffs the pages that differ.
 func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]bool, buf []byte) (vs []Violation, checked, differ int, err error) {
-	for pg := 1; pg < len(sh.pages); pg++ {
+	err = sh.each(func(pg int) error {
 		st := &sh.pages[pg]
-		if st.holders == 0 {
-			continue
-		}
 		for l := range t.layouts {
 			got, err := t.page(l, pg, buf)
 			if err != nil {
-				return nil, checked, differ, err
+				return err
 			}
 			checked++
 			if fingerprint(got) == st.sum[l] {
@@ -358,8 +359,9 @@ func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]bool, buf []byte
 			differ++
 			vs = append(vs, sh.diff(step, l, pg, got, wroteNow))
 		}
-	}
-	return vs, checked, differ, nil
+		return nil
+	})
+	return vs, checked, differ, err
 }
 
 // Close detaches and frees the arena.
