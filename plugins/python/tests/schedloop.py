@@ -11,12 +11,13 @@ the loop.
 Run it to write a trace: python3 schedloop.py OUT.jsonl [steps] [seed]
 """
 
+import os
 import random
 import sys
 
-from helpers import ROOT  # noqa: F401  (puts the SDK on sys.path)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # plugins/python: the SDK
 
-from kvharness_sdk import trace
+from kvharness_sdk import trace  # noqa: E402  (the recorder needs the standard library alone)
 
 
 class Allocator:
