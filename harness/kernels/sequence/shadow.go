@@ -21,6 +21,7 @@ type pageState struct {
 	sum                          []uint64 // per layer: digest of want
 	last                         []int    // per slot: step of its last legal write, -1 none
 	history                      []tenure // earlier owners, oldest first
+	poisoned                     bool     // freed and filled with poison: it must hold it when taken again
 }
 
 type shadow struct {
@@ -70,6 +71,36 @@ func (s *shadow) release(pg, step int) {
 	st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
 	st.owner, st.want, st.sum = 0, nil, nil
 	s.live[pg/64] &^= 1 << (pg % 64)
+	st.poisoned = true
+}
+
+// whileFree explains why layer l of free page pg, about to be allocated
+// at step, holds got instead of the poison it was filled with when its
+// last holder left: something wrote into it after its writer's epoch
+// ended.
+func (s *shadow) whileFree(step, l, pg int, got, poison []byte) Violation {
+	st := &s.pages[pg]
+	t := st.history[len(st.history)-1]
+	first := 0
+	for i := range poison {
+		if poison[i] != got[i] {
+			first = i
+			break
+		}
+	}
+	tok := s.pageBytes[l] / s.g.PageSize
+	off := first / tok
+	lo, hi := off*tok, (off+1)*tok
+	v := Violation{Kind: Ownership, Step: step, Layer: l, Page: pg, Slot: s.g.Slot(pg, off), Owner: 0, Since: t.to, Epoch: t.epoch,
+		Former: t.req, FormerUntil: t.to, LastWrite: -1, Off: lo, Len: tok,
+		Want: slices.Clone(poison[lo:min(hi, lo+32)]), Got: slices.Clone(got[lo:min(hi, lo+32)])}
+	holds := "bytes no step of this sequence wrote"
+	if k, ok := s.rows[fingerprint(got[lo:hi])]; ok {
+		v.Holds, holds = k.String(), k.String()+"'s row"
+	}
+	v.Detail = fmt.Sprintf("page %d, free since step %d (r%d's until then, epoch %d), taken again at step %d: slot %d was written while the page was free: holds %s",
+		pg, t.to, t.req, t.epoch, step, v.Slot, holds)
+	return v
 }
 
 // wrote records a legal write of row (its bytes per layer) at step.

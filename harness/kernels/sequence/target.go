@@ -52,8 +52,10 @@ type Target struct {
 	eagerRow []int // per layer
 	graphLoc []int // per capacity
 	graphRow [][]int
-	direct   []byte // the pool region's bytes when the memory is the host's (SHM)
-	salt     uint64 // this check's rows (rows.go)
+	direct   []byte   // the pool region's bytes when the memory is the host's (SHM)
+	salt     uint64   // this check's rows (rows.go)
+	poison   [][]byte // per layer: what a freed page is filled with
+	poisonFP []uint64
 	checks   uint64
 }
 
@@ -128,6 +130,10 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	}
 	if err := t.Base.Plan(dir, t.Backend, geo, target.FillRegions(geo, t.Seed)); err != nil {
 		return err
+	}
+	for l, lay := range t.layouts {
+		t.poison = append(t.poison, pool.Background(uint64(mix(uint64(t.Seed)^0x706f69736f6e)), l*lay.PageBytes(), lay.PageBytes()))
+		t.poisonFP = append(t.poisonFP, fingerprint(t.poison[l]))
 	}
 	if h, ok := t.Mem().(interface{ Bytes() []byte }); ok {
 		t.direct = h.Bytes()
@@ -266,12 +272,16 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 			return nil, fmt.Errorf("step %d (%v): %w", i, s, err)
 		}
 		t0 := time.Now()
+		var vs []Violation
 		for k, pg := range p.alloc {
 			now := make([][]byte, len(t.layouts))
 			for l := range t.layouts {
 				b, err := t.page(l, pg, buf)
 				if err != nil {
 					return nil, err
+				}
+				if sh.pages[pg].poisoned && fingerprint(b) != t.poisonFP[l] {
+					vs = append(vs, sh.whileFree(i, l, pg, b, t.poison[l]))
 				}
 				now[l] = append([]byte(nil), b...)
 			}
@@ -284,13 +294,17 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 			}
 		}
 		t2 := time.Now()
-		wroteNow := t.record(sh, m, p, i)
-		m.apply(p)
-		res.Steps++
-		vs, checked, differ, err := t.judge(sh, i, wroteNow, buf)
+		wroteNow, err := t.record(sh, m, p, i)
 		if err != nil {
 			return nil, err
 		}
+		m.apply(p)
+		res.Steps++
+		found, checked, differ, err := t.judge(sh, i, wroteNow, buf)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, found...)
 		res.Checked += checked
 		res.Differ += differ
 		if tm != nil {
@@ -306,8 +320,11 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	return res, nil
 }
 
-// record plays the step's legal writes and frees on the shadow.
-func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool {
+// record plays the step's legal writes and frees on the shadow; a page
+// freed is filled with poison (the seeded background the load kind fills
+// its destinations with), so that a write landing in it before it is
+// taken again shows when it is.
+func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]bool, error) {
 	wroteNow := map[int64]bool{}
 	if p.s.Op == OpArrive {
 		for _, pg := range p.req.pages[:p.req.shared] {
@@ -336,10 +353,18 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) map[int64]bool 
 		if r := m.reqs[p.s.Req]; r.state == resident {
 			for _, pg := range r.pages {
 				sh.release(pg, step)
+				if sh.pages[pg].holders > 0 {
+					continue
+				}
+				for l := range t.layouts {
+					if err := t.Mem().WriteAt(t.poison[l], t.Pools.Regions[l].Pool.Off+pg*len(t.poison[l])); err != nil {
+						return nil, err
+					}
+				}
 			}
 		}
 	}
-	return wroteNow
+	return wroteNow, nil
 }
 
 // judge compares every live page's digest in every layer with the
