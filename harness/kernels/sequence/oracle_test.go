@@ -46,7 +46,7 @@ func TestShadowNamesTheFormerOwner(t *testing.T) {
 		t.Errorf("detail %q", v.Detail)
 	}
 
-	v = sh.diff(4, 0, 1, append(slices.Clone(blank[0][:tok]), blank[0][tok:]...), map[int64]bool{2: true})
+	v = sh.diff(4, 0, 1, append(slices.Clone(blank[0][:tok]), blank[0][tok:]...), map[int64]rowKey{2: r2})
 	if v.Kind != Missing {
 		t.Errorf("unknown bytes in a slot written this step: %v", v.Kind)
 	}

@@ -152,7 +152,7 @@ func (s *shadow) formerOf(pg, req int) (tenure, bool) {
 
 // diff explains why layer l of page pg holds got instead of its bytes:
 // the first wrong slot, whose row it holds, whose page it was.
-func (s *shadow) diff(step, l, pg int, got []byte, wroteNow map[int64]bool) Violation {
+func (s *shadow) diff(step, l, pg int, got []byte, wroteNow map[int64]rowKey) Violation {
 	st := &s.pages[pg]
 	want := st.want[l]
 	tok := s.pageBytes[l] / s.g.PageSize
@@ -193,7 +193,7 @@ func (s *shadow) diff(step, l, pg int, got []byte, wroteNow map[int64]bool) Viol
 	switch {
 	case st.holders > 1:
 		v.Kind = SharedWrite
-	case wroteNow[slot] && v.Holds == "":
+	case hasKey(wroteNow, slot) && v.Holds == "":
 		v.Kind = Missing
 	default:
 		v.Kind = Ownership
@@ -205,3 +205,5 @@ func (s *shadow) diff(step, l, pg int, got []byte, wroteNow map[int64]bool) Viol
 	}
 	return v
 }
+
+func hasKey(m map[int64]rowKey, k int64) bool { _, ok := m[k]; return ok }

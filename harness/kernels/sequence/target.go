@@ -1,6 +1,7 @@
 package sequence
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -324,8 +325,8 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 // freed is filled with poison (the seeded background the load kind fills
 // its destinations with), so that a write landing in it before it is
 // taken again shows when it is.
-func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]bool, error) {
-	wroteNow := map[int64]bool{}
+func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowKey, error) {
+	wroteNow := map[int64]rowKey{}
 	if p.s.Op == OpArrive {
 		for _, pg := range p.req.pages[:p.req.shared] {
 			sh.share(pg)
@@ -342,7 +343,7 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]bool
 				rowBytes(row[l], t.salt, l, w.Key)
 			}
 			sh.wrote(w, step, row)
-			wroteNow[w.Slot] = true
+			wroteNow[w.Slot] = w.Key
 			if len(touched) == 0 || touched[len(touched)-1] != w.Page {
 				touched = append(touched, w.Page)
 			}
@@ -369,7 +370,7 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]bool
 
 // judge compares every live page's digest in every layer with the
 // shadow's, and diffs the pages that differ.
-func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]bool, buf []byte) (vs []Violation, checked, differ int, err error) {
+func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]rowKey, buf []byte) (vs []Violation, checked, differ int, err error) {
 	err = sh.each(func(pg int) error {
 		st := &sh.pages[pg]
 		for l := range t.layouts {
@@ -382,11 +383,39 @@ func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]bool, buf []byte
 				continue
 			}
 			differ++
-			vs = append(vs, sh.diff(step, l, pg, got, wroteNow))
+			v := sh.diff(step, l, pg, got, wroteNow)
+			if v.Kind == Missing {
+				t.locate(&v, wroteNow[v.Slot])
+			}
+			vs = append(vs, v)
 		}
 		return nil
 	})
 	return vs, checked, differ, err
+}
+
+// locate says where a missing row went, when the pool is the host's: a
+// scan of the layer's pool, on the failure path alone.
+func (t *Target) locate(v *Violation, k rowKey) {
+	if t.direct == nil {
+		return
+	}
+	lay := t.layouts[v.Layer]
+	tok := lay.BytesPerToken()
+	row := make([]byte, tok)
+	rowBytes(row, t.salt, v.Layer, k)
+	base := t.Pools.Regions[v.Layer].Pool.Off
+	for s := 0; s < t.Geometry.PoolTokens(); s++ {
+		if bytes.Equal(t.direct[base+s*tok:base+(s+1)*tok], row) {
+			where := fmt.Sprintf("slot %d (page %d)", s, s/t.Geometry.PageSize)
+			if s < t.Geometry.PageSize {
+				where += ", the padding sink's"
+			}
+			v.Detail += "; " + k.String() + "'s row landed in " + where
+			return
+		}
+	}
+	v.Detail += "; " + k.String() + "'s row is nowhere in the pool"
 }
 
 // Close detaches and frees the arena.
