@@ -103,3 +103,18 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %v, want %v", back, c)
 	}
 }
+
+// TestDrawnSequencesAreLong: every drawn sequence has at least the
+// generator's least number of steps (the controls' campaign counts on
+// sequences of at least 20 steps), on both rows' generators.
+func TestDrawnSequencesAreLong(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, noEvict := range []bool{true, false} {
+		gen := &Gen{Geometry: testGeometry, NoEvict: noEvict}
+		for range 2000 {
+			if c := gen.Draw(rng); len(c.Steps) < DefaultSteps {
+				t.Fatalf("a drawn sequence of %d steps: %v", len(c.Steps), c)
+			}
+		}
+	}
+}
