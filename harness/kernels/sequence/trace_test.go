@@ -49,15 +49,15 @@ func traceSuite(t *testing.T, p *plugin.Plugin, tr *Case, cases int) []property.
 
 // TestTraceFromSchedulerLoop: a trace recorded from the Python loop
 // replays against fusedstore (it passes, and so do the sequences drawn
-// from it) and fails bf16scatter, shrunk to a few steps; the first case
-// of the trace row is the trace itself.
+// from it) and fails bf16scatter as recorded (the row's first case is the
+// trace itself), shrunk to a few steps.
 func TestTraceFromSchedulerLoop(t *testing.T) {
-	tr, err := ReadTrace(recordLoop(t, "80", "3"))
+	tr, err := ReadTrace(recordLoop(t, "200", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Steps) != 80 {
-		t.Fatalf("the trace holds %d steps, want 80", len(tr.Steps))
+	if len(tr.Steps) != 200 {
+		t.Fatalf("the trace holds %d steps, want 200", len(tr.Steps))
 	}
 	gen := &Gen{Geometry: tr.Geometry, Trace: tr}
 	if first := gen.Draw(rand.New(rand.NewSource(1))); first.String() != tr.String() {
@@ -66,9 +66,10 @@ func TestTraceFromSchedulerLoop(t *testing.T) {
 	if f := traceSuite(t, bundled(t, "fusedstore"), tr, 100)[0].Outcome.Failure; f != nil {
 		t.Fatalf("fusedstore fails the trace row: %v %v", f.Case, f.Minimal.Violations)
 	}
-	f := traceSuite(t, bundled(t, "bf16scatter"), tr, 100)[0].Outcome.Failure
-	if f == nil {
-		t.Fatal("bf16scatter passes the trace row")
+	out := traceSuite(t, bundled(t, "bf16scatter"), tr, 100)[0].Outcome
+	f := out.Failure
+	if f == nil || out.Cases != 1 {
+		t.Fatalf("bf16scatter: the trace itself passes (failure %v after %d cases)", f != nil, out.Cases)
 	}
 	if f.Property != Ownership || len(f.Case.Steps) > 8 {
 		t.Errorf("bf16scatter: %v, shrunk to %d steps", f.Property, len(f.Case.Steps))
