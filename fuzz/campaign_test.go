@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/internal/testtier"
 )
@@ -43,6 +44,10 @@ func fuzzCmd(t *testing.T, root, pkg, pluginName string, fuzztime time.Duration)
 	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s fuzz output (last lines):\n%s", pluginName, lastLines(string(out), 8))
+	if err != nil && fuzzing.DeadlineRace(out) {
+		t.Logf("%s: no input failed; go test called the end of -fuzztime a failure (Go 1.26's coordinator race, golang/go#75804)", pluginName)
+		err = nil
+	}
 	return string(out), err
 }
 

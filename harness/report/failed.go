@@ -18,7 +18,7 @@ func FailedRepro[C workload.Case, R property.Result](kernel protocol.Kernel, h H
 	if len(vs) > MaxViolations {
 		vs = vs[:MaxViolations]
 	}
-	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant,
+	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant, Ran: h.Ran,
 		Layout: l.JSON(), Slots: slots, BackgroundSeed: h.Seed, Case: fl.Case,
 		Found: &Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
 			Shrinks: fl.Shrinks, Reruns: Intermittent(fl.Reruns), Violations: vs}}

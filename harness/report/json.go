@@ -102,8 +102,15 @@ func (r *Run) verdictJSON(row Row) Object {
 	if f := row.Failure; f != nil {
 		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
 			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
+		if f.Race {
+			jf = append(jf, Field{Key: "race", Value: Object{{Key: "writers", Value: f.RaceNote}, {Key: "runs", Value: f.RaceRuns},
+				{Key: "hits", Value: f.RaceHits}, {Key: "of_case_found", Value: f.RaceShrunk}}})
+		}
 		jf = append(jf, f.json...)
-		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true}, Field{Key: "replay", Value: f.Replay(), OmitEmpty: true})
+		if f.ReproErr != nil {
+			jf = append(jf, Field{Key: "repro_error", Value: f.ReproErr.Error()})
+		}
 		v = append(v, Field{Key: "failure", Value: jf})
 	}
 	return v

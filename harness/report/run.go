@@ -3,7 +3,9 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -83,7 +85,9 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
-	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
+	// Ran is how the run's cases ran, as its repro files record it.
+	Ran   Ran
+	Shard string // "i/n" when the run checked part i of n of the rows, else ""
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
@@ -147,12 +151,24 @@ type Failure struct {
 	Rerun int
 	// Reruns is how many re-runs confirming took (property.Failure.Reruns):
 	// above one, the case fails only some runs.
-	Reruns    int
-	write     func(w io.Writer)
-	json      Object
-	Repro     *Repro
-	ReproPath string // set once the repro file is saved
-	Test      string // go test -run line, when a test found it
+	Reruns int
+	// Race: the case found led with a race, two writers of one slot;
+	// RaceHits of RaceRuns runs showed the violation: runs of the minimal
+	// case, or of the found one when RaceShrunk (it shrank to a case that
+	// shows the bug without a race). RaceNote names the two writers.
+	Race, RaceShrunk   bool
+	RaceRuns, RaceHits int
+	RaceNote           string
+	write              func(w io.Writer)
+	json               Object
+	Repro              *Repro
+	ReproPath          string // set once the repro file is saved
+	ReproErr           error  // why it could not be, when it could not
+	// ReplayPlugin, when set, is the --plugin the replay line names: the
+	// repro file's plugin is a path or a command, which repro runs only
+	// when the command line names it, never from the file alone.
+	ReplayPlugin string
+	Test         string // go test -run line, when a test found it
 }
 
 // Build makes the report of a suite's verdicts through the kind's schema.
@@ -206,7 +222,8 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
 		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
-		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
+		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal), Race: fl.Race, RaceShrunk: fl.RaceShrunk, RaceRuns: fl.RaceRuns, RaceHits: fl.RaceHits,
+		RaceNote: raceNote(fl.Original)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()
 	}
@@ -304,4 +321,39 @@ func (r *Run) Faulted() bool {
 		}
 	}
 	return false
+}
+
+// raceNote is the leading race of a result, in words, when its
+// violations are oracle.Violations that hold one.
+func raceNote(r any) string {
+	vs, ok := r.(interface{ RaceViolation() *oracle.Violation })
+	if !ok {
+		return ""
+	}
+	v := vs.RaceViolation()
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s both wrote slot %d", v.Race.Note, v.Race.Slot)
+}
+
+// Replay is the command that replays the failure, as printed: empty until
+// its repro file is saved.
+func (f *Failure) Replay() string {
+	if f.ReproPath == "" {
+		return ""
+	}
+	line := "kvharness repro " + ShellQuote(f.ReproPath)
+	if f.ReplayPlugin != "" {
+		line += " --plugin " + ShellQuote(f.ReplayPlugin)
+	}
+	return line
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\!*?;&|<>(){}[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -20,7 +23,11 @@ func WriteText(w io.Writer, r *Run) {
 		if i == 1 {
 			fmt.Fprintln(w, "\nother failures:")
 		}
-		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
+		if f.ReproPath == "" {
+			fmt.Fprintf(w, "  %s %s: no repro file (%s)\n", r.rowName(f), f.Property, unsaved(f))
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", r.rowName(f), f.Property, f.Replay())
 	}
 }
 
@@ -99,6 +106,13 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed when re-run; not shrunk\n", f.CaseIndex, f.Seed)
 	case f.Replayed:
 		fmt.Fprintf(w, "  replayed case, confirmed by a re-run:\n")
+	case f.Race && f.RaceShrunk:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, %s in one call, the wrong write last in %d of %d runs;\n"+
+			"  shrunk in %d steps (each candidate given %d checks) to a case that shows the bug without a race:\n",
+			f.CaseIndex, f.Seed, f.RaceNote, f.RaceHits, f.RaceRuns, f.Shrinks, property.RaceRuns)
+	case f.Race:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, two writers of one slot in one call; shrunk in %d steps (each candidate given %d checks) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.RaceRuns)
 	case f.Reruns > 1:
 		passed := "re-run 1 passed"
 		if f.Reruns > 2 {
@@ -110,6 +124,10 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}
 	f.write(w)
+	if f.Race && !f.RaceShrunk {
+		fmt.Fprintf(w, "  race: the wrong write landed last in %d of %d runs of this case; the kernel writes the slot twice in every\n"+
+			"  run, and which write lands last is left to chance: a bug whether or not a run shows it\n", f.RaceHits, f.RaceRuns)
+	}
 	if f.NeedsHistory {
 		fmt.Fprintf(w, "  NEEDS THE PLUGIN'S HISTORY: this case failed in the plugin process that had run the search and passed\n"+
 			"  in a fresh one: the kernel keeps state across calls (a cache, a buffer) that the case alone does not set up\n")
@@ -121,12 +139,24 @@ func WriteFailure(w io.Writer, f *Failure) {
 			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
 		}
 	}
-	if f.ReproPath != "" {
-		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	if f.ReplayPlugin != "" && f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s   (--plugin named: a repro file alone runs no command)\n", f.Replay())
+	} else if f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s\n", f.Replay())
+	} else if f.ReproErr != nil {
+		fmt.Fprintf(w, "  replay: no repro file (%s)\n", unsaved(f))
 	}
 	if f.Test != "" {
 		fmt.Fprintf(w, "  test:   %s\n", f.Test)
 	}
+}
+
+// unsaved says why a failure has no repro file.
+func unsaved(f *Failure) string {
+	if f.ReproErr == nil {
+		return "not saved"
+	}
+	return "not saved: " + textsafe.String(f.ReproErr.Error())
 }
 
 func variantSuffix(v string) string {

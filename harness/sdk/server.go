@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kvharness/kvharness/harness/protocol/wire"
-
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 )
 
 // Server is a plugin process's state: the plugin, the attachment every

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"

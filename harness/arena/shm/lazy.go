@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Lazily filled windows. A pool of a million slots is 256 MiB of bf16
@@ -267,31 +269,58 @@ func (s *Memory) materializeHoles(ws []pool.Window, held func(lo, hi int)) error
 		return err
 	}
 	wrote := false
+	var err error
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
 		}
 		s.pages(w, func(lo, hi int, isHeld bool) {
-			if isHeld {
+			switch {
+			case err != nil:
+			case isHeld:
 				held(lo, hi)
-				return
+			default:
+				err = s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
+				wrote = true
 			}
-			s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
-			wrote = true
 		})
 	}
 	if wrote {
-		return s.note()
+		return errors.Join(err, s.note())
+	}
+	return err
+}
+
+// materialize writes the baseline over pages [p0, p1) and marks them held.
+// The pages are allocated first (allocate): written through the mapping,
+// a hole the file system can no longer back (a /dev/shm filled since the
+// arena was made) would kill the harness with SIGBUS.
+func (s *Memory) materialize(p0, p1 int) error {
+	w := pool.Window{Off: p0 * pageBytes, Len: min(p1*pageBytes, len(s.mem)) - p0*pageBytes}
+	if err := s.allocate(w); err != nil {
+		return err
+	}
+	s.writeBase(w)
+	for p := p0; p < p1; p++ {
+		s.lazy.set(p)
 	}
 	return nil
 }
 
-// materialize writes the baseline over pages [p0, p1) and marks them held.
-func (s *Memory) materialize(p0, p1 int) {
-	s.writeBase(pool.Window{Off: p0 * pageBytes, Len: min(p1*pageBytes, len(s.mem)) - p0*pageBytes})
-	for p := p0; p < p1; p++ {
-		s.lazy.set(p)
+// allocate makes the file back every page of w before the harness writes
+// there: a full file system is then an error naming it, not a SIGBUS.
+func (s *Memory) allocate(w pool.Window) error {
+	lo, hi := w.Off/pageBytes*pageBytes, min((w.End()+pageBytes-1)/pageBytes*pageBytes, len(s.mem))
+	err := unix.Fallocate(int(s.file.Fd()), unix.FALLOC_FL_KEEP_SIZE, int64(lo), int64(hi-lo))
+	switch {
+	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return nil
+	case errors.Is(err, unix.ENOSPC):
+		dir := rundir.RuntimeRoot()
+		free, _ := freeSpace(dir)
+		return &SpaceError{Need: int64(hi - lo), Free: free, Dir: dir, Grew: true}
 	}
+	return fmt.Errorf("allocate arena pages [%d,%d): %w", lo, hi, err)
 }
 
 // Strays lists the pages of w that are holes as far as the harness knows

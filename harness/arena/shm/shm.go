@@ -11,15 +11,19 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Memory is an arena in host shared memory: a 0600 file in a run directory,
 // mapped read-write by the harness and by the plugin.
 //
-// The file is unlinked as soon as it is mapped. The harness keeps it open
-// and hands plugins /proc/<pid>/fd/<n>, which opens the same file: nothing
-// is left in the file system however the harness dies, kill -9 included.
+// The file is unlinked as soon as it is made: nothing is left in the file
+// system however the harness dies, kill -9 included. The harness keeps it
+// open and hands its descriptor to the plugin it attaches, alone, over a
+// Unix socket in the run directory (package fdpass): the arena's Desc
+// names the socket. The harness is not dumpable (plugin.Guard), so no
+// other process of the user opens the file through /proc/<pid>/fd.
 //
 // The baseline is kept as the list of filled windows (package baseline)
 // and, per seed, one copy of its background: the pools of a target share
@@ -27,7 +31,8 @@ import (
 // the caches, instead of each against a copy of its own.
 type Memory struct {
 	file  *os.File
-	path  string // what plugins open
+	fds   *fdpass.Server // hands plugins the file's descriptor
+	path  string         // the socket plugins receive it at
 	mem   []byte
 	bl    baseline.Spans
 	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
@@ -67,10 +72,15 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("map shared memory: %w", err)
+		return nil, fmt.Errorf("map %s of shared memory: %w%s", Bytes(int64(size)), err, addressSpaceHint(err))
 	}
-	path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
-	return &Memory{file: f, path: path, mem: mem, bg: map[uint64][]byte{}, lazy: newLazyPages(size), sparse: onTmpfs(f)}, nil
+	fds, err := fdpass.Serve(dir.Path, func() (int, error) { return unix.Dup(int(f.Fd())) })
+	if err != nil {
+		unix.Munmap(mem)
+		f.Close()
+		return nil, err
+	}
+	return &Memory{file: f, fds: fds, path: fds.Path, mem: mem, bg: map[uint64][]byte{}, lazy: newLazyPages(size), sparse: onTmpfs(f)}, nil
 }
 
 // Bytes is the live mapping, for tests and host-side tools.
@@ -113,6 +123,11 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 	}
 	if s.sparse {
 		if err := s.guard(); err != nil {
+			return err
+		}
+	}
+	if s.lazy.holes > 0 { // the window may cover holes: back them before writing (allocate)
+		if err := s.allocate(w); err != nil {
 			return err
 		}
 	}
@@ -303,7 +318,7 @@ func (s *Memory) Reset(ws []pool.Window) error {
 
 // Close unmaps the arena and closes its file, which frees it.
 func (s *Memory) Close() error {
-	err := unix.Munmap(s.mem)
+	err := errors.Join(s.fds.Close(), unix.Munmap(s.mem))
 	if cerr := s.file.Close(); err == nil {
 		err = cerr
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,18 +10,21 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
 )
 
 const mutantsExamples = `  kvharness mutants
   kvharness mutants --plugin fp8store --cases 5000
+  kvharness mutants --plugin ./my-plugin.json --junit mutants.xml
 `
 
 func runMutants(ctx context.Context, e *env, args []string) int {
@@ -29,7 +33,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize}}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
-	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
+	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+kernels.SlotsHelp()+")")
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
 	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
@@ -38,18 +42,23 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	fs.IntVar(&cfg.HeadDim, "head-dim", layout.DefaultHeadDim, "head dimension D (default: 128, or the fixed head dim of the layouts a plugin declares none at 128 for)")
 	value := fs.String("value", "recipe", valueUsage+"; mutants only: controls are judged by their recipes")
+	junitFile := fs.String("junit", "", junitUsage)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if err := checkMutants(fs, cfg, *names, *backend, *device); err != nil {
+	want, err := checkMutants(fs, cfg, *names, *backend, *device)
+	if err != nil {
 		return e.errorf("%v", err)
 	}
-	var err error
 	if cfg.Value, err = parseValue(*value); err != nil {
 		return e.errorf("%v", err)
 	}
+	if err := checkJUnitFile(*junitFile); err != nil {
+		return e.errorf("%v", err)
+	}
+	start := time.Now()
 	g := progressOn(e, "mutants", "subjects")
-	run := subjectRun{backend: *backend, device: *device, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
+	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
 	results, skipped, err := run.all(ctx, g, *names, cfg)
 	g.done()
@@ -67,6 +76,9 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	for _, s := range skipped {
 		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
 	}
+	if err := writeJUnit(*junitFile, "kvharness mutants", mutantsSuite(results, start)); err != nil {
+		return e.errorf("%v", err)
+	}
 	if interrupted(ctx) {
 		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
 		return exitInterrupted
@@ -79,23 +91,26 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-// checkMutants refuses flags no mutants run means.
-func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) error {
+// checkMutants refuses flags no mutants run means, and reads the
+// backend the run wants.
+func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) (arena.Want, error) {
 	if fs.NArg() > 0 {
-		return noArgs(fs)
+		return arena.Want{}, noArgs(fs)
 	}
-	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.MaxCapacity, cfg.HeadDim, "each kernel's"); err != nil {
-		return err
+	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.HeadDim, "each kernel's"); err != nil {
+		return arena.Want{}, err
 	}
-	switch {
-	case !oneOf(backend, arena.Backends...):
-		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
-	case device < 0:
-		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", device)
-	case len(names) == 0:
-		return fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	if err := kernels.CheckParams(kind.Params{Padding: "all", Setup: cfg.Setup}); err != nil {
+		return arena.Want{}, err
 	}
-	return nil
+	want, err := arena.ParseWant(backend, device)
+	if err != nil {
+		return want, err
+	}
+	if len(names) == 0 {
+		return want, fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	}
+	return want, nil
 }
 
 // subjectRun is how one mutants run reaches its plugins. skipUnserved (no
@@ -103,8 +118,7 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 // --backend cuda the user insisted on (a CPU-only example), where one the
 // user named is an error.
 type subjectRun struct {
-	backend      string
-	device       int
+	want         arena.Want
 	tr           trust
 	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
 	skipUnserved bool
@@ -143,10 +157,10 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
-	if r.skipUnserved && r.backend == "cuda" && !slices.Contains(served, protocol.BackendCUDA) {
+	if r.skipUnserved && r.want.Backend == arena.WantCUDA && !slices.Contains(served, protocol.BackendCUDA) {
 		return nil, &unserved{name: name, served: served}, nil
 	}
-	b, release, err := arena.Choose(r.backend, r.device, served)
+	b, release, err := r.want.Choose(served)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,9 +172,15 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	g.grow(len(subjects))
 	var out []mutants.Result
 	for _, s := range subjects {
-		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.backend, r.device))
+		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.want))
 		if err != nil || ctx.Err() != nil {
 			return out, nil, err
+		}
+		var se *shm.SpaceError
+		if errors.As(res.Err, &se) || errors.Is(res.Err, pool.ErrTooLarge) {
+			// The machine, not the subject: every other subject would
+			// fail the same way. It is the run's error, as check's is.
+			return out, nil, res.Err
 		}
 		g.step(1)
 		if ok {
@@ -245,7 +265,7 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 // subjectLine is a finished subject in one line, as it streams above the
 // progress bar.
 func subjectLine(r mutants.Result) string {
-	name := textsafe.String(r.Plugin)
+	name := textsafe.String(r.Shown())
 	if r.Variant != "" {
 		name += "/" + textsafe.String(r.Variant)
 	}
@@ -268,7 +288,7 @@ func subjectLine(r mutants.Result) string {
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
 	setup := c.Setup
 	if setup.Slots == 0 {
-		setup.Slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
+		setup.Slots = k.PoolSlots(c.Backend.Place(), c.PageSize)
 	}
 	setup.Graph = c.Graph && k.Graphs
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {

@@ -76,3 +76,28 @@ func TestPruneKeepsRecentTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceRootIgnoresWorkingDirectory: standing in a folder whose go.mod
+// claims kvharness's module, SourceRoot is still the tree this test was
+// built from; only SourceEnv names another.
+func TestSourceRootIgnoresWorkingDirectory(t *testing.T) {
+	own, ok := BuiltFrom()
+	if !ok {
+		t.Skip("built with -trimpath: no source tree recorded")
+	}
+	hostile := tree(t, map[string]string{"go.mod": "module " + Module + "\n", "plugins/bf16scatter/main.go": "package main\n"})
+	t.Chdir(hostile)
+	t.Setenv(SourceEnv, "")
+	os.Unsetenv(SourceEnv)
+	if root, ok := SourceRoot(); !ok || root != own {
+		t.Errorf("in %s: SourceRoot %q %v, want the tree built from, %s", hostile, root, ok, own)
+	}
+	t.Setenv(SourceEnv, hostile)
+	if root, ok := SourceRoot(); !ok || root != hostile {
+		t.Errorf("%s=%s: SourceRoot %q %v", SourceEnv, hostile, root, ok)
+	}
+	t.Setenv(SourceEnv, t.TempDir())
+	if _, ok := SourceRoot(); ok {
+		t.Errorf("%s naming a folder without kvharness's go.mod was taken", SourceEnv)
+	}
+}

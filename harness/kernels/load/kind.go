@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -19,6 +20,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,
@@ -79,11 +81,11 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, FlagGeometry(p)))
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	label := r.Tag
 	if label == "" {
 		label = string(Name)

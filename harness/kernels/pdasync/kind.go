@@ -27,6 +27,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a
@@ -130,9 +131,6 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		return nil, err
 	}
 	prefill := p.Backend
-	if prefill == nil {
-		prefill = arena.SHM{}
-	}
 	decode, release, err := NextGPU(prefill)
 	if err != nil {
 		return nil, err
@@ -148,12 +146,18 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, suite, Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys, err := Spawned(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	decode, release, err := NextGPU(b) // as the check placed them
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sys, err := Spawned(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed,
+		PrefillBackend: b, DecodeBackend: decode}, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close(ctx)
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(Name))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }

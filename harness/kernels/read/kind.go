@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -20,6 +21,7 @@ var Kind = kind.Kind{
 	Replay:  replay,
 	Decode:  kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:    fuzzing.Lane(FuzzTarget),
+	Bench:   &Bench,
 }
 
 // Suite is the read properties over layouts: a row and a target per
@@ -44,15 +46,15 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, Suite(s, p, Config{}), Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
 	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots,
-		MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed})
+		MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed, Backend: b})
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	h.Slots = r.Slots
 	return kind.Replay(ctx, &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Shrinker: Shrink}}, Schema, h, r, l, c, Label)
 }

@@ -21,12 +21,11 @@ type Config struct {
 	MaxTokens   int // all lists of a case together; default 256
 	MaxK        int // default 64
 	Seed        int64
-	Backend     arena.Backend // nil: host shared memory
+	Backend     arena.Backend // where the pool lives: the run's (arena.Want.Choose)
 	Options     Options
 }
 
 func (c *Config) defaults() {
-	c.Backend = arena.OrSHM(c.Backend)
 	if c.MaxRequests <= 0 {
 		c.MaxRequests = 8
 	}
@@ -55,6 +54,9 @@ type Target struct {
 // Open describes the plugin, checks that it reads the layout, plans
 // and fills the arena and attaches the plugin.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
+	if cfg.Backend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	cfg.defaults()
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
 	var err error

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 )
 
@@ -19,7 +20,7 @@ import (
 func BenchmarkSequence1Mi(b *testing.B) {
 	g := Geometry{HeadDims: []int{128, 64}, PageSize: 16, Pages: 1 << 16, Capacities: []int{1, 2, 4, 8, 16, 32, 64}}
 	tm := &Timing{}
-	sys := NewSystem(bundled(b, "fusedstore"), plugintest.Dir(b), Config{Seed: 1, Geometry: g, Timing: tm}, nil)
+	sys := NewSystem(bundled(b, "fusedstore"), plugintest.Dir(b), Config{Backend: arena.SHM{}, Seed: 1, Geometry: g, Timing: tm}, nil)
 	defer sys.Close(context.Background())
 	gen := &Gen{Geometry: g, Steps: 200, NoEvict: false, Prompt: 2048}
 	rng := rand.New(rand.NewSource(1))

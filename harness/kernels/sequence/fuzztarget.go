@@ -3,6 +3,8 @@ package sequence
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/arena"
+
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -19,7 +21,7 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Name: "FuzzSequence", Package: "./harness/kernels/sequence",
 	Plugin: "fusedstore",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		return kind.Warmed(ctx, NewSystem(p, dir, Config{Variant: variant, Seed: 1, Geometry: fuzzBase}, nil), fuzzBase)
+		return kind.Warmed(ctx, NewSystem(p, dir, Config{Backend: arena.SHM{}, Variant: variant, Seed: 1, Geometry: fuzzBase}, nil), fuzzBase)
 	},
 	Decode:   func(data []byte) *Case { return Decode(data, fuzzBase) },
 	Write:    WriteCase,

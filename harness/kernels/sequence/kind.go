@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena"
+
 	"github.com/kvharness/kvharness/harness/fuzzing"
-	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -24,7 +25,7 @@ var Kind = kind.Kind{
 	Check:  check,
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
-	Uses:   []protocol.Kernel{store.Name},
+	Uses:   []protocol.Kernel{storeKind},
 	Traces: true,
 	Fuzz:   fuzzing.Lane(FuzzTarget),
 }
@@ -125,13 +126,13 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, g))
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
 	label := r.Tag
 	if label == "" {
 		label = string(Name)
 	}
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, label)
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, label)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -94,7 +95,7 @@ func TestWriteWhileFree(t *testing.T) {
 			return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
 		}}))
 	g := Geometry{HeadDims: []int{16}, PageSize: 4, Pages: 8, Capacities: []int{1}}
-	sys := NewSystem(p, plugintest.Dir(t), Config{Geometry: g, Seed: 1}, nil)
+	sys := NewSystem(p, plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: g, Seed: 1}, nil)
 	defer sys.Close(context.Background())
 	c := &Case{Geometry: g, Steps: []Step{arrive(1, 1), arrive(2, 1), op(OpFinish, 1), decode(2), arrive(3, 1)}}
 	r, err := sys.Check(context.Background(), c)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -37,7 +38,7 @@ var testGeometry = Geometry{HeadDims: []int{64, 32}, PageSize: 4, Pages: 24, Cap
 func run(t testing.TB, p *plugin.Plugin, variant string, cases int, seed int64, profiles ...string) []property.Verdict[*Case, *Result] {
 	t.Helper()
 	s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
-	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: true}
+	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: true, Setup: kind.Setup{Backend: arena.SHM{}}}
 	suite, err := Suite(s, params, SuiteConfig{Geometry: testGeometry, Profiles: profiles})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestSingleLayoutHidesTheKernelCache(t *testing.T) {
 	s := &kind.Session{Plugin: bundled(t, "gostore"), Dir: plugintest.Dir(t)}
 	g := testGeometry
 	g.HeadDims = []int{64}
-	suite, err := Suite(s, kind.Params{Variant: "kernel-cache-no-stride", Cases: 100, Seed: 1}, SuiteConfig{Geometry: g, Profiles: []string{ProfileServe}})
+	suite, err := Suite(s, kind.Params{Variant: "kernel-cache-no-stride", Cases: 100, Seed: 1, Setup: kind.Setup{Backend: arena.SHM{}}}, SuiteConfig{Geometry: g, Profiles: []string{ProfileServe}})
 	if err != nil {
 		t.Fatal(err)
 	}

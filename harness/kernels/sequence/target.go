@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -23,7 +22,7 @@ type Config struct {
 	Variant  string
 	Geometry Geometry
 	Seed     int64         // background seed
-	Backend  arena.Backend // nil: host shared memory
+	Backend  arena.Backend // where the pools live (arena.SHM{}: host shared memory)
 	// Timing, when set, adds the time spent in the plugin's calls and in
 	// the ownership check.
 	Timing *Timing
@@ -63,7 +62,9 @@ type Target struct {
 // Open describes the plugin (it must store every layer's bf16 layout as
 // the layout has it), plans and fills the arena and attaches.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	cfg.Backend = arena.OrSHM(cfg.Backend)
+	if cfg.Backend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	g := cfg.Geometry
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("sequence geometry: %w", err)
@@ -75,7 +76,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		if err != nil {
 			return nil, err
 		}
-		dec, bad, err := target.Declared(ctx, p, store.Name, cfg.Variant, l)
+		dec, bad, err := target.Declared(ctx, p, storeKind, cfg.Variant, l)
 		if err != nil {
 			return nil, err
 		}
@@ -209,8 +210,7 @@ func (t *Target) capture(ctx context.Context) error {
 			reqs = append(reqs, t.request(l, c, 0, t.graphLoc[i], t.graphRow[i][l], true))
 		}
 	}
-	_, err := store.StoreBatch(ctx, t.Plugin, reqs)
-	return err
+	return storeBatch(ctx, t.Plugin, reqs)
 }
 
 // run sends a step's store: a graph replay at its capacity over the
@@ -228,8 +228,7 @@ func (t *Target) run(ctx context.Context, st *storeOp) error {
 		for l := range t.layouts {
 			reqs[l] = t.request(l, st.Capacity, len(st.Rows), t.graphLoc[i], t.graphRow[i][l], true)
 		}
-		_, err := store.StoreBatch(ctx, t.Plugin, reqs)
-		return err
+		return storeBatch(ctx, t.Plugin, reqs)
 	}
 	for lo := 0; lo < len(st.Rows); lo += EagerChunk {
 		chunk := st.Rows[lo:min(lo+EagerChunk, len(st.Rows))]
@@ -240,7 +239,7 @@ func (t *Target) run(ctx context.Context, st *storeOp) error {
 		for l := range t.layouts {
 			reqs[l] = t.request(l, len(chunk), len(chunk), t.eagerLoc, t.eagerRow[l], false)
 		}
-		if _, err := store.StoreBatch(ctx, t.Plugin, reqs); err != nil {
+		if err := storeBatch(ctx, t.Plugin, reqs); err != nil {
 			return err
 		}
 	}

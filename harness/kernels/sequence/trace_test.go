@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -36,7 +37,7 @@ func recordLoop(t *testing.T, steps, seed string) string {
 func traceSuite(t *testing.T, p *plugin.Plugin, tr *Case, cases int) []property.Verdict[*Case, *Result] {
 	t.Helper()
 	s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
-	suite, err := Suite(s, kind.Params{Cases: cases, Seed: 1, StopAtFirst: true}, SuiteConfig{Trace: tr})
+	suite, err := Suite(s, kind.Params{Cases: cases, Seed: 1, StopAtFirst: true, Setup: kind.Setup{Backend: arena.SHM{}}}, SuiteConfig{Trace: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestTraceRefusals(t *testing.T) {
 // and passes fusedstore.
 func TestReproReplaysTheSequence(t *testing.T) {
 	vs := run(t, bundled(t, "bf16scatter"), "", 200, 1, ProfileServe)
-	r, err := Schema.Repro(report.Header{Plugin: "bf16scatter", PluginArg: "bf16scatter", Seed: 1}, vs[0])
+	r, err := Schema.Repro(report.Header{Ran: report.Ran{Backend: report.BackendCPU}, Plugin: "bf16scatter", PluginArg: "bf16scatter", Seed: 1}, vs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestReproReplaysTheSequence(t *testing.T) {
 		t.Fatalf("read back %v, want %v", c, vs[0].Outcome.Failure.Case)
 	}
 	kindtest.Replays(t, map[string]bool{"bf16scatter": true, "fusedstore": false}, Ownership, func(name string) (*Result, error) {
-		sys := NewSystem(bundled(t, name), plugintest.Dir(t), Config{Geometry: c.Geometry, Seed: back.BackgroundSeed}, nil)
+		sys := NewSystem(bundled(t, name), plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: c.Geometry, Seed: back.BackgroundSeed}, nil)
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), c)
 	})

@@ -133,10 +133,10 @@ func (g *Gen) paddedSlot(rng *rand.Rand, valid []int64) int64 {
 		return g.Padding.Canonical()
 	}
 	switch r := rng.Intn(20); {
-	case r < 8 && len(valid) > 0: // stale slot now owned by a live row
+	case r < 2 && len(valid) > 0: // stale slot now owned by a live row of this batch: a race (race.go)
 		return valid[rng.Intn(len(valid))]
-	case r < 14 && len(g.recent) > 0:
-		return g.recent[rng.Intn(len(g.recent))]
+	case r < 14: // a live slot of another request (race.go)
+		return g.liveOutside(rng, valid)
 	case r < 17:
 		return 0
 	default:

@@ -140,13 +140,6 @@ func places(vs []oracle.Violation) []place {
 	return slices.Compact(ps)
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // TestSamePlaces: the device comparison forgives what a race decides
 // (which row's bytes, split where, and a determinism violation) and
 // nothing else.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -15,13 +16,50 @@ import (
 // Kind is the store kernel kind: a batch of rows written into a pool's
 // slots, padded as a CUDA-graph replay pads it.
 var Kind = kind.Kind{
-	Name:    Name,
-	Layouts: true,
-	Graphs:  true,
-	Check:   check,
-	Replay:  replay,
-	Decode:  kind.Decoder(Name, func() *Case { return &Case{} }),
-	Fuzz:    fuzzing.Lane(FuzzTarget),
+	Name:      Name,
+	Layouts:   true,
+	Graphs:    true,
+	Check:     check,
+	Replay:    replay,
+	Decode:    kind.Decoder(Name, func() *Case { return &Case{} }),
+	Fuzz:      fuzzing.Lane(FuzzTarget),
+	Slots:     poolSlots,
+	SlotsHelp: "stores 131072 on cpu and 1048576 on cuda",
+	Validate:  validate,
+	Bench:     &Bench,
+}
+
+// Default pools. A store's pool must be large enough that slot indices
+// past 16 bits occur (a kernel that narrows loc to uint16 dies on the
+// first case that draws one) and that its pages are many; 131,072 slots
+// are three 32 MiB pools a set on the CPU, which checks them at nearly the
+// speed of small ones (only the rows a case names are scanned; a full scan
+// proves a window of cases). On the GPU, which scans at device speed, the
+// default is a serving engine's pool: a million slots.
+const (
+	slotsCPU  = 1 << 17
+	slotsCUDA = 1 << 20
+)
+
+func poolSlots(p arena.Place, _ int) int {
+	if p.OnDevice() {
+		return slotsCUDA
+	}
+	return slotsCPU
+}
+
+// validate refuses a capacity past a store batch's bound and a padding
+// convention that is not one.
+func validate(p kind.Params) error {
+	if p.MaxCapacity < 1 || p.MaxCapacity > MaxCapacity {
+		return fmt.Errorf("--max-capacity %d: want 1..%d", p.MaxCapacity, MaxCapacity)
+	}
+	if p.Padding != "all" {
+		if _, err := ParsePadding(p.Padding); err != nil {
+			return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", p.Padding)
+		}
+	}
+	return nil
 }
 
 // Suite is the store properties over layouts × paddings: one target per
@@ -67,19 +105,19 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, Suite(s, p, paddings), Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
 	mode, err := layout.ParseMode(r.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", report.ErrBadRepro, err)
 	}
 	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(),
-		Seed: r.BackgroundSeed, Value: mode})
+		Seed: r.BackgroundSeed, Value: mode, Backend: b, Graph: r.Graph})
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	h.Slots = r.Slots
 	if mode == layout.Exact {
 		h.About = "fp8 values judged bit-exact"

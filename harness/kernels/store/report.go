@@ -117,7 +117,11 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	if j := fl.Minimal.Judged; j != nil { // the layout as judged: the declared recipe recorded
 		l, mode = j.Layout, j.Mode
 	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: h.PluginArg, Variant: h.Variant,
+	ran := h.Ran
+	if j := fl.Minimal.Judged; j != nil {
+		ran.SlotBits = j.SlotBits
+	}
+	return &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: h.PluginArg, Variant: h.Variant, Ran: ran,
 		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Reruns: report.Intermittent(fl.Reruns), Violations: vs}}, nil

@@ -124,6 +124,9 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 			}
 		}
 		<-w.ready
+		if err := s.Target.idleFault(); err != nil {
+			return nil, err // reported as a fault of the run, the plugin restarted already
+		}
 		if !w.tainted {
 			s.Target.ahead.answered.Add(1)
 			if w.results[i].Failed() {
@@ -151,7 +154,7 @@ func (s *System) Restart(ctx context.Context) error {
 // the process do before it died.
 func (s *System) Crashed(f *plugin.Fault) *Result {
 	r := crashed(f)
-	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value, SlotBits: s.Target.Declared.SlotBits} // the repro file records it as for any case
 	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }

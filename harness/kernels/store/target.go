@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -28,7 +26,7 @@ type Config struct {
 	MaxCapacity int           // staging is sized for this many rows
 	Seed        int64         // background seed
 	Graph       bool          // ask for CUDA-graph replay
-	Backend     arena.Backend // where the arena lives; nil means host shared memory
+	Backend     arena.Backend // where the arena lives: the run's (arena.Want.Choose)
 	Phases      Phases        // when set, each case adds its time per stage here
 	Value       layout.Mode   // how fp8 values are judged: by the declared recipe (the default) or bit-exact
 	// Sets is how many pool sets (each a case, repeat and unpadded pool,
@@ -69,10 +67,10 @@ type Target struct {
 	lazy    arena.Lazy // the memory, when the pools are filled lazily (lazy.go)
 	// fillLater fills the sets checked ahead on; nil once they are.
 	fillLater func() error
-	blocks    int64              // its allocated size after the last materialization
-	staging   [][]target.Segment // per set: what was staged last
-	rows      rowCache           // rows of small seeds, as oracles build them (oracle.go)
-	phaseMu   sync.Mutex         // Phases is written by the ahead pipeline too
+	blocks    int64        // its allocated size after the last materialization
+	staging   []*stagedSet // per set: what its staging region must hold (staging.go)
+	rows      rowCache     // rows of small seeds, as oracles build them (oracle.go)
+	phaseMu   sync.Mutex   // Phases is written by the ahead pipeline too
 	closed    bool
 }
 
@@ -104,7 +102,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...Config) ([]*Target, error) {
 	backend := cfgs[0].Backend
 	if backend == nil {
-		backend = arena.SHM{}
+		return nil, arena.ErrNoBackend
 	}
 	g := &group{Base: target.Base{Plugin: p, Variant: cfgs[0].Variant}, open: len(cfgs)}
 	ts := make([]*Target, len(cfgs))
@@ -514,93 +512,6 @@ func (t *Target) addPhase(stage string, d time.Duration) {
 		t.Phases[stage] += d
 		t.phaseMu.Unlock()
 	}
-}
-
-// checkStaging reads set's inputs back: a store kernel must leave them as
-// staged. One that writes there has a kernel bug (it scribbles on memory
-// its caller still holds), and each run of bytes it changed is a staging
-// violation, shown with its bytes like any other.
-func (t *Target) checkStaging(set int) ([]oracle.Violation, error) {
-	mapped, direct := t.Mem().(interface{ Bytes() []byte })
-	var out []oracle.Violation
-	for _, seg := range t.staging[set] {
-		var got []byte
-		if direct {
-			got = mapped.Bytes()[seg.Off : seg.Off+len(seg.Data)]
-		} else {
-			got = make([]byte, len(seg.Data))
-			if err := t.Mem().ReadAt(got, seg.Off); err != nil {
-				return nil, err
-			}
-		}
-		if !bytes.Equal(got, seg.Data) {
-			// The violation keeps its bytes: got may be the mapped
-			// arena, and seg.Data is staged over by the next case.
-			got, want := bytes.Clone(got), bytes.Clone(seg.Data)
-			per := t.Layout.RowBytes()
-			if seg.Name == "loc" {
-				per = slotWidth(t.Declared.SlotBits)
-			}
-			out = append(out, stagingRuns(seg.Name, per, want, got)...)
-		}
-	}
-	return out, nil
-}
-
-// stagingRuns are the runs of an input segment whose bytes changed, each
-// naming the row (rows of per bytes) it starts in.
-func stagingRuns(name string, per int, want, got []byte) []oracle.Violation {
-	var out []oracle.Violation
-	for i := 0; i < len(want); i++ {
-		if want[i] == got[i] {
-			continue
-		}
-		if n := len(out); n > 0 && i-(out[n-1].Off+out[n-1].Len) <= oracle.MergeGap {
-			out[n-1].Len = i + 1 - out[n-1].Off
-			continue
-		}
-		out = append(out, oracle.Violation{Kind: oracle.Staging, Row: i / per, Field: name, Off: i, Len: 1,
-			Detail: "the kernel wrote into its read-only input: a store may write only its pool"})
-	}
-	for k := range out {
-		v := &out[k]
-		v.Want, v.Got = oracle.Clip(want[v.Off:v.Off+v.Len]), oracle.Clip(got[v.Off:v.Off+v.Len])
-	}
-	return out
-}
-
-// stage writes rows and loc into set's staging, keeping what it wrote for
-// checkStaging.
-func (t *Target) stage(set int, c *Case, rows [][]uint16) error {
-	for _, seg := range t.staged(set, c, rows) {
-		if err := t.Mem().WriteAt(seg.Data, seg.Off); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// staged is a case's staging content: its rows, then its slots, in set's
-// buffers (reused from case to case). Rows are the host's bytes:
-// kvharness runs on little-endian machines only, as the kernels do.
-func (t *Target) staged(set int, c *Case, rows [][]uint16) []target.Segment {
-	if t.staging == nil {
-		t.staging = make([][]target.Segment, t.numSets())
-	}
-	segs := t.staging[set]
-	if segs == nil {
-		segs = []target.Segment{{Name: "rows", Off: t.rowsOffset(set), Data: make([]byte, t.MaxCapacity*t.Layout.RowBytes())},
-			{Name: "loc", Off: t.locOffset(set), Data: make([]byte, 8*t.MaxCapacity)}}
-	}
-	rb := t.Layout.RowBytes()
-	r := segs[0].Data[:c.Capacity()*rb]
-	for i, row := range rows[:c.Capacity()] {
-		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
-	}
-	loc := putSlotsInto(segs[1].Data, c.Loc, t.Declared.SlotBits) // at the declared width (slots.go)
-	segs[0].Data, segs[1].Data = r, loc
-	t.staging[set] = segs
-	return segs
 }
 
 // OpenSupported opens, as one group, a target for each layout of ls the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -28,6 +29,11 @@ var Kind = kind.Kind{
 		return c, err
 	},
 	Fuzz: fuzzing.Lane(FuzzTarget),
+	// A transfer gets 256 pages by default, so runs cross multiples of 64
+	// pages.
+	Slots:     func(_ arena.Place, pageSize int) int { return 256 * pageSize },
+	SlotsHelp: "transfers 256 pages",
+	Bench:     &Bench,
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
@@ -84,9 +90,9 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, g))
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(Name))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 

@@ -5,9 +5,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )

@@ -18,9 +18,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )

@@ -16,9 +16,8 @@ package kernel
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/sdk/pdasync"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 

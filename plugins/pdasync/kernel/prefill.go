@@ -3,9 +3,8 @@ package kernel
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/sdk/pdasync"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 )
 
 // prefill is the prefill server's engine: the rooms it posted, and the
