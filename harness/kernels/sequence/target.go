@@ -282,6 +282,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 				}
 				if sh.pages[pg].poisoned && fingerprint(b) != t.poisonFP[l] {
 					vs = append(vs, sh.whileFree(i, l, pg, b, t.poison[l]))
+					res.Differ++
 				}
 				now[l] = append([]byte(nil), b...)
 			}
