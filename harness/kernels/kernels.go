@@ -17,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/load"
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kernels/read"
+	"github.com/kvharness/kvharness/harness/kernels/sequence"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -25,7 +26,7 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind, &sequence.Kind}
 
 // BenchDefault is the kind kvharness bench measures when neither --kernel
 // nor the matrix names one: the first listed (store).

@@ -16,6 +16,7 @@ package kind
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -35,6 +36,8 @@ type Kind struct {
 	Layouts bool
 	// Graphs says whether the kind replays captured CUDA graphs (--graph).
 	Graphs bool
+	// Traces says whether the kind replays recorded engine traces (--trace).
+	Traces bool
 	// Check runs the kind's properties against the session's plugin.
 	Check func(ctx context.Context, s *Session, p Params) (*report.Run, error)
 	// Replay checks a repro file's case again on backend b (the one the
@@ -58,6 +61,23 @@ type Kind struct {
 	Validate func(p Params) error
 	// Bench is how kvharness bench measures the kind; nil: it does not.
 	Bench *Bench
+	// Uses, for a kind with no service of its own (sequence), is the kinds
+	// whose kernels it drives: a plugin that serves them serves it.
+	Uses []protocol.Kernel
+}
+
+// ServedBy reports whether a plugin whose Describe lists kernels can be
+// checked as this kind: it lists the kind, or every kind it uses.
+func (k *Kind) ServedBy(kernels []protocol.Kernel) bool {
+	if slices.Contains(kernels, k.Name) {
+		return true
+	}
+	for _, u := range k.Uses {
+		if !slices.Contains(kernels, u) {
+			return false
+		}
+	}
+	return len(k.Uses) > 0
 }
 
 // DefaultSlots is the pool of a kind that names none: a read's 4,096
@@ -137,6 +157,9 @@ type Params struct {
 	// Stress checks every case this many times, several at once on plugin
 	// processes of their own (check --stress); 0 or 1: once.
 	Stress int
+	// Trace is a recorded engine trace the sequence kind replays and
+	// draws from (check --trace); empty for none.
+	Trace string
 }
 
 // Setup is the sizes and the place of a run's arenas: the settings a

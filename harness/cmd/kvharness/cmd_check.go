@@ -36,6 +36,7 @@ type checkFlags struct {
 	sanitize                                                               string
 	value                                                                  string
 	shard                                                                  string // check's alone
+	trace                                                                  string // check's alone: a recorded engine trace (sequence kernels)
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	stress                                                                 int
 	seed                                                                   int64
@@ -161,6 +162,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var junitFile string
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	fs.StringVar(&f.trace, "trace", "", "a JSONL trace recorded from an engine (kvharness_sdk.trace): --kernel sequence replays it and draws sequences that start as it does")
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
 	fs.StringVar(&junitFile, "junit", "", junitUsage)
 	fs.BoolVar(&showTimings, "timings", false, "print where the time went after the report, on stderr: setup, each row's opening and search, a failure's re-runs, shrinking and fresh-process check")
@@ -208,6 +210,10 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	defer release()
 	p.Shard = spec
+	if f.trace != "" && !k.Traces {
+		return e.errorf("--trace %s: traces are replayed by --kernel sequence, not %s", f.trace, k.Name)
+	}
+	p.Trace = f.trace
 	g := progressOn(e, "check", "cases")
 	var tm *timings
 	if showTimings {

@@ -224,10 +224,11 @@ func (s *session) kernel(asked string) (*kind.Kind, error) {
 	if asked == "" {
 		return kernels.Lookup(s.desc.Kernels[0])
 	}
-	if !s.desc.Serves(protocol.Kernel(asked)) {
+	k, err := kernels.Lookup(protocol.Kernel(asked))
+	if (err != nil && !s.desc.Serves(protocol.Kernel(asked))) || (err == nil && !k.ServedBy(s.desc.Kernels)) {
 		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, joinKernels(s.desc.Kernels))
 	}
-	return kernels.Lookup(protocol.Kernel(asked))
+	return k, err
 }
 
 // joinKernels lists kinds for a message: "store, read".
