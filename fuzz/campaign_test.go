@@ -41,7 +41,12 @@ func fuzzCmd(t *testing.T, root, pkg, pluginName string, fuzztime time.Duration)
 	cmd := exec.Command("go", "test", "-trimpath", "-run=^$", "-fuzz=^FuzzStore$", "-fuzztime="+fuzztime.String(),
 		"-fuzzminimizetime=5s", "-parallel=1", ".")
 	cmd.Dir = filepath.Join(root, pkg)
-	cmd.Env = append(os.Environ(), "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
+	// go test -trimpath records no source tree in the fuzz binary: its
+	// out-of-process lane builds its checker (kvharness) from this one's.
+	// The checker holds no corpus, so a copied tree's campaign builds it
+	// from the tree this test was built from, as kvharness fuzz does.
+	src, _ := plugin.SourceRoot()
+	cmd.Env = append(os.Environ(), plugin.SourceEnv+"="+src, "KVHARNESS_PLUGIN="+pluginName, "KVHARNESS_FUZZ_MODE=out-of-process")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s fuzz output (last lines):\n%s", pluginName, lastLines(string(out), 8))
 	if err != nil && fuzzing.DeadlineRace(out) {

@@ -86,6 +86,11 @@ func executable(path string) (string, bool) {
 // (package gobuild); never the working directory.
 func SourceRoot() (string, bool) { return gobuild.SourceRoot() }
 
+// SourceEnv names the environment variable that points kvharness (and a
+// kind's out-of-process fuzz lane, which builds kvharness) at a source
+// tree: a test binary built with -trimpath records none of its own.
+const SourceEnv = gobuild.SourceEnv
+
 // build compiles a bundled plugin into the user cache (package gobuild).
 func build(root, name string) (string, error) {
 	return gobuild.Build(root, "./plugins/"+name, name)
