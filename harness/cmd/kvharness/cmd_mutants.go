@@ -197,6 +197,7 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 		if errors.As(res.Err, &se) || errors.Is(res.Err, pool.ErrTooLarge) {
 			// The machine, not the subject: every other subject would
 			// fail the same way. It is the run's error, as check's is.
+			next.drop() // the next subject's process, started ahead, must not outlive the run
 			return out, nil, res.Err
 		}
 		g.step(1)
