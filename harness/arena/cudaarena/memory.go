@@ -153,7 +153,7 @@ func (m *Memory) allocateShared(rounded int) error {
 			return fmt.Errorf("zero cuda arena: %w", err)
 		}
 	}
-	if m.fds, err = fdpass.Serve(m.dir, m.shared.ExportFD); err != nil {
+	if m.fds, err = fdpass.ServeMany(m.dir, m.shared.ExportFDs); err != nil {
 		return fmt.Errorf("export cuda arena: %w", err)
 	}
 	return m.scratch.init(m.dev)
