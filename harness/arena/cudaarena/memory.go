@@ -191,14 +191,7 @@ func (m *Memory) clip(w pool.Window) []pool.Window {
 	if m.backed == nil {
 		return []pool.Window{w}
 	}
-	var out []pool.Window
-	for _, b := range m.backed {
-		lo, hi := max(b.Off, w.Off), min(b.End(), w.End())
-		if lo < hi {
-			out = append(out, pool.Window{Off: lo, Len: hi - lo})
-		}
-	}
-	return out
+	return pool.Intersect(m.backed, w)
 }
 
 // clipAll is clip over sorted windows, in order.
