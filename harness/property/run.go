@@ -144,7 +144,7 @@ type Failure[C any, R Result] struct {
 	// ShrinkChecks is how many candidates the shrink checked, those that
 	// stuck (Shrinks) and those that did not.
 	ShrinkChecks int
-	Flaky     bool
+	Flaky        bool
 	// Reruns is how many re-runs the confirmation made: 1 when the first
 	// re-run failed the same way, more when earlier ones passed (a race:
 	// the case fails only some runs; shrinking then gives each candidate

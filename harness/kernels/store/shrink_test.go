@@ -25,7 +25,7 @@ func (r bugResult) Primary() oracle.Kind {
 // through the property runner with the real shrinker: how many
 // candidates a shrink takes and where it stops, without a plugin.
 type bugSystem struct {
-	gen  *Gen
+	gen   *Gen
 	bug   func(*Case) bool
 	first *Case // the first case that failed
 }

@@ -38,6 +38,10 @@ type Target struct {
 	// plugin declares with other bytes per token or page: the item_len it
 	// will use is wrong before any case runs.
 	GeometryViolations []Violation
+	// lazy is the memory when the pools are filled lazily (a far
+	// geometry, pd.Geometry.Sparse): each case's pages are materialized
+	// before its call (reach.go).
+	lazy arena.Lazy
 }
 
 // Open describes the plugin, checks its geometry, plans and fills
@@ -106,7 +110,17 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Plan(dir, t.Backend, plan, func(mem arena.Memory) error { return fillTransfer(mem, plan, t.Seed) }); err != nil {
+	sparse := g.Sparse() && !t.Backend.Place().OnDevice()
+	if sparse {
+		t.Resident = plan.Staging.Len + residentRoom
+	}
+	if err := t.Plan(dir, t.Backend, plan, func(mem arena.Memory) error {
+		if lazy, ok := mem.(arena.Lazy); ok && lazy.Sparse() && sparse {
+			t.lazy = lazy
+			return fillLazily(lazy, mem, plan, t.Seed)
+		}
+		return fillTransfer(mem, plan, t.Seed)
+	}); err != nil {
 		return err
 	}
 	n := len(g.Buffers)
