@@ -90,13 +90,20 @@ func (g Geometry) EdgePages() []int64 {
 }
 
 // Reaches reports whether a check's edges row runs over far pools: the
-// check's default (p.Far: no --slots), on the host, in a run directory
-// on tmpfs, whose arenas are sparse files. A GPU's pd arenas are backed
-// whole, so there the row keeps the flags' pools.
+// check's default (p.Far: no --slots), in a run directory on tmpfs, whose
+// arenas are sparse files. A GPU's pd arenas are backed whole, so on a
+// GPU far pools live in host shared memory (FarLine says so).
 func Reaches(p kind.Params, s *kind.Session) bool {
 	var st unix.Statfs_t
-	return p.Far && !p.Place().OnDevice() && s.Dir != nil && unix.Statfs(s.Dir.Path, &st) == nil && st.Type == unix.TMPFS_MAGIC
+	return p.Far && s.Dir != nil && unix.Statfs(s.Dir.Path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
 
-// FarLine is the coverage line of a check whose edges row reaches far.
-const FarLine = "reach: the edges row's pools pass 4 GiB of byte offsets (sparse), its pages drawn at 2 GiB and 4 GiB too"
+// FarLine is the coverage line of a check whose edges row reaches far,
+// on a GPU (onDevice) or not.
+func FarLine(onDevice bool) string {
+	where := "sparse"
+	if onDevice {
+		where = "sparse, in host shared memory"
+	}
+	return "reach: the edges row's pools pass 4 GiB of byte offsets (" + where + "), its pages drawn at 2 GiB and 4 GiB too"
+}

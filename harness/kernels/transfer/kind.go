@@ -117,7 +117,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	}
 	h := pd.Header(p, s, g, sh)
 	if h.Far = sc.Far; h.Far {
-		h.Coverage = append(h.Coverage, pd.FarLine)
+		h.Coverage = append(h.Coverage, pd.FarLine(p.Place().OnDevice()))
 	}
 	return kind.RunSuite(ctx, suite, Schema, h)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Far pools (pd.FarPages): the edges row's pools reach past 4 GiB of byte
-// offsets, in a sparse arena on the host. Its pools are filled lazily:
+// offsets, in a sparse arena on the host (on a GPU run too: Open). Its pools are filled lazily:
 // their pages stay holes of the arena's file until a case names them,
 // when they are materialized with their background before the call (a
 // source page the engine reads must hold its bytes; a destination page

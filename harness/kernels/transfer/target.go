@@ -53,6 +53,12 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("transfer geometry: %w", err)
 	}
+	if cfg.Geometry.Sparse() && cfg.Backend.Place().OnDevice() {
+		// A GPU's pd arenas are backed whole: far pools live in host
+		// shared memory, sparse, where the engine's descriptors (built
+		// on the host either way) are checked all the same.
+		cfg.Backend = arena.SHM{}
+	}
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
 	layouts, err := t.layouts()
 	if err != nil {
@@ -110,7 +116,7 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	if err != nil {
 		return err
 	}
-	sparse := g.Sparse() && !t.Backend.Place().OnDevice()
+	sparse := g.Sparse()
 	if sparse {
 		t.Resident = plan.Staging.Len + residentRoom
 	}
