@@ -28,7 +28,7 @@ func TestBundledAgree(t *testing.T) {
 func TestServing(t *testing.T) {
 	for kind, want := range map[protocol.Kernel][]string{
 		"store":    {"fusedstore", "fp8store", "recipestore", "bf16scatter", "gostore"},
-		"read":     {"fusedstore", "fp8store"},
+		"read":     {"fusedstore", "fp8store", "gostore"},
 		"transfer": {"pdtransfer"},
 		"load":     {"layerload"},
 		"pdasync":  {"pdasync"},

@@ -116,7 +116,15 @@ const (
 	// OpLoad brings an evicted request back into fresh pages: its host copy
 	// stored by the plugin's store kernel (a load-back).
 	OpLoad Op = "load"
+	// OpRead runs the plugin's read kernel over each request of Batch:
+	// every token of its page table scored against a query, all of them
+	// returned in order (an attention or indexer read between steps). A
+	// plugin without a read kernel skips it.
+	OpRead Op = "read"
 )
+
+// MaxRead is the most requests one read step reads.
+const MaxRead = 16
 
 // Step is one scheduler step.
 type Step struct {
@@ -135,12 +143,12 @@ func (s Step) String() string {
 			return fmt.Sprintf("arrive r%d %d tokens (shares r%d's first %d)", s.Req, s.Tokens, s.From, s.Shared)
 		}
 		return fmt.Sprintf("arrive r%d %d tokens", s.Req, s.Tokens)
-	case OpDecode:
+	case OpDecode, OpRead:
 		rs := make([]string, len(s.Batch))
 		for i, r := range s.Batch {
 			rs[i] = fmt.Sprintf("r%d", r)
 		}
-		return "decode " + strings.Join(rs, ",")
+		return string(s.Op) + " " + strings.Join(rs, ",")
 	}
 	return fmt.Sprintf("%s r%d", s.Op, s.Req)
 }

@@ -12,13 +12,14 @@ import (
 // every input is a valid sequence. The format:
 //
 //	steps     1   1 + value mod 40 steps; then per step:
-//	op        1   value mod 6: arrive, decode, finish, abort, evict, load
+//	op        1   value mod 7: arrive, decode, finish, abort, evict, load, read
 //	arrive    3   tokens 1 + value mod 3P; from: 0 none, else resident (value-1) mod n;
 //	              shared 1 + value mod from's tokens (tokens raised past it)
 //	decode    1+n batch size 1 + value mod min(resident, largest capacity); then each
 //	              request picked from those not yet in the batch: value mod left
 //	finish    1   resident value mod n (abort: resident or evicted; evict: resident)
 //	load      1   evicted value mod n
+//	read      1+n as decode, up to MaxRead requests
 //
 // Residents and evicted requests are in order of id; requests are
 // numbered 1, 2, ... as they arrive. A step the model refuses (no
@@ -47,7 +48,7 @@ func Decode(data []byte, base Geometry) *Case {
 	return c
 }
 
-var opOrder = []Op{OpArrive, OpDecode, OpFinish, OpAbort, OpEvict, OpLoad}
+var opOrder = []Op{OpArrive, OpDecode, OpFinish, OpAbort, OpEvict, OpLoad, OpRead}
 
 func (m *model) ids(states ...int) []int {
 	var out []int
@@ -75,14 +76,18 @@ func decodeStep(s *workload.Stream, m *model, next *int) (Step, bool) {
 		}
 		*next++
 		return st, true
-	case OpDecode:
+	case OpDecode, OpRead:
 		size := int(s.Byte())
 		if len(res) == 0 {
 			return Step{}, false
 		}
-		size = 1 + size%min(len(res), m.g.Capacities[len(m.g.Capacities)-1])
+		most := m.g.Capacities[len(m.g.Capacities)-1]
+		if op == OpRead {
+			most = MaxRead
+		}
+		size = 1 + size%min(len(res), most)
 		left := slices.Clone(res)
-		st := Step{Op: OpDecode}
+		st := Step{Op: op}
 		for range size {
 			i := int(s.Byte()) % len(left)
 			st.Batch = append(st.Batch, left[i])
@@ -128,7 +133,7 @@ func Encode(c *Case, base Geometry) ([]byte, error) {
 				shared = st.Shared - 1
 			}
 			out = append(out, byte((st.Tokens-1)%(3*base.PageSize)), byte(from), byte(shared))
-		case OpDecode:
+		case OpDecode, OpRead:
 			out = append(out, byte(len(st.Batch)-1))
 			left := slices.Clone(res)
 			for _, r := range st.Batch {

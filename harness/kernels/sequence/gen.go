@@ -20,6 +20,8 @@ type Gen struct {
 	NoEvict bool
 	// Prompt is the longest prompt drawn; 0: three pages.
 	Prompt int
+	// Reads draws read steps: the plugin serves a read kernel.
+	Reads bool
 	// Trace, when set, is a recorded sequence the generator starts from:
 	// the first draw is the trace as recorded, each later one plays a
 	// prefix of it, then goes on at random.
@@ -87,6 +89,11 @@ func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
 	prompt := g.Prompt
 	if prompt == 0 {
 		prompt = 3 * P
+	}
+	if g.Reads && len(live) > 0 && rng.Intn(6) == 0 {
+		batch := slices.Clone(live)
+		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+		return Step{Op: OpRead, Batch: batch[:1+rng.Intn(min(len(live), MaxRead))]}
 	}
 	switch x := rng.Intn(100); {
 	case len(live) == 0 || x < 22:

@@ -114,8 +114,10 @@ func (m *model) plan(i int, s Step) (*plan, error) {
 		err = m.planLeave(p)
 	case OpLoad:
 		err = m.planLoad(p)
+	case OpRead:
+		err = m.planRead(p)
 	default:
-		err = fmt.Errorf("op %q: want arrive, decode, finish, abort, evict or load", s.Op)
+		err = fmt.Errorf("op %q: want arrive, decode, finish, abort, evict, load or read", s.Op)
 	}
 	if err != nil {
 		return nil, err
@@ -229,6 +231,22 @@ func (m *model) planDecode(p *plan) error {
 	p.note = fmt.Sprintf(": graph of capacity %d", c)
 	if len(alloc) > 0 {
 		p.note += "; " + fmt.Sprint(alloc)
+	}
+	return nil
+}
+
+func (m *model) planRead(p *plan) error {
+	s := p.s
+	if len(s.Batch) == 0 || len(s.Batch) > MaxRead {
+		return fmt.Errorf("a read of %d requests: want 1..%d", len(s.Batch), MaxRead)
+	}
+	for i, id := range s.Batch {
+		if _, err := m.resident(id); err != nil {
+			return err
+		}
+		if slices.Contains(s.Batch[:i], id) {
+			return fmt.Errorf("r%d twice in one read", id)
+		}
 	}
 	return nil
 }

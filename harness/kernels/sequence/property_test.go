@@ -97,12 +97,17 @@ func TestIncidentAcrossSteps(t *testing.T) {
 // the sequences it needs.
 var mutants = []struct {
 	variant, profile string
+	steps            int // the most steps its minimal case has; 0: 4
 }{
-	{"graph-last-slots", ProfileServe},
-	{"late-landing", ProfileOffload},
-	{"lazy-source", ProfileOffload},
-	{"first-token-back", ProfileServe},
-	{"kernel-cache-no-stride", ProfileServe},
+	{"graph-last-slots", ProfileServe, 0},
+	{"late-landing", ProfileOffload, 0},
+	{"lazy-source", ProfileOffload, 0},
+	{"first-token-back", ProfileServe, 0},
+	{"kernel-cache-no-stride", ProfileServe, 0},
+	// two reads around a change of hands: an arrival, a read, a free, a
+	// taking, a read (five); a taking by another request's decode needs
+	// that request's arrival too (six)
+	{"stale-read-cache", ProfileServe, 6},
 }
 
 // TestMutantsDie: every lifecycle mutant dies in 10 of 10 seeds, shrunk
@@ -116,7 +121,7 @@ func TestMutantsDie(t *testing.T) {
 				t.Errorf("%s seed %d survived", m.variant, seed)
 				continue
 			}
-			if len(f.Case.Steps) > 4 {
+			if most := max(m.steps, 4); len(f.Case.Steps) > most {
 				t.Errorf("%s seed %d: shrunk to %d steps: %v", m.variant, seed, len(f.Case.Steps), f.Case)
 			}
 		}
@@ -155,4 +160,30 @@ func TestSingleLayoutHidesTheKernelCache(t *testing.T) {
 	if err != nil || vs[0].Outcome.Failure != nil {
 		t.Fatalf("one layout: err %v, failure %+v", err, vs[0].Outcome.Failure)
 	}
+}
+
+// TestReadsBetweenSteps: the controls' read kernels (fusedstore's and
+// gostore's) pass read steps; gostore's stale-read-cache dies of a
+// stale-read that names the former owner whose row its cache still held,
+// shrunk to a read, a free, a reuse and a read.
+func TestReadsBetweenSteps(t *testing.T) {
+	for _, name := range []string{"fusedstore", "gostore"} {
+		p := bundled(t, name)
+		sys := NewSystem(p, plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: testGeometry, Seed: 1}, nil)
+		c := &Case{Geometry: testGeometry, Steps: []Step{arrive(1, 6), read(1), share(2, 9, 1, 5), decode(1, 2), read(2, 1), op(OpFinish, 1), arrive(3, 3), read(3, 2)}}
+		r, err := sys.Check(context.Background(), c)
+		sys.Close(context.Background())
+		if err != nil || r.Failed() || r.Reads != 3 {
+			t.Fatalf("%s: err %v, reads %d, violations %v", name, err, r.Reads, r.Violations)
+		}
+	}
+	f := run(t, bundled(t, "gostore"), "stale-read-cache", 200, 1, ProfileServe)[0].Outcome.Failure
+	if f == nil {
+		t.Fatal("stale-read-cache survived")
+	}
+	v := f.Minimal.Violations[0]
+	if f.Property != StaleRead || v.Former == 0 || v.Former == v.Owner || v.Holds == "" || v.Req == 0 {
+		t.Fatalf("want a stale-read naming the former owner; got %v: %+v", f.Property, v)
+	}
+	t.Logf("%v\n%v", f.Case, v)
 }

@@ -20,6 +20,9 @@ type pageState struct {
 	want                         [][]byte // per layer; nil while free
 	sum                          []uint64 // per layer: digest of want
 	last                         []int    // per slot: step of its last legal write, -1 none
+	keys                         []rowKey // per slot: the row its last legal write stored (zero: none)
+	taken                        [][]byte // per layer: the bytes the page held when it was taken
+	pastKeys                     [][]rowKey // per earlier tenure, oldest first: the rows it left, per slot
 	history                      []tenure // earlier owners, oldest first
 	poisoned                     bool     // freed and filled with poison: it must hold it when taken again
 }
@@ -48,14 +51,18 @@ func (s *shadow) allocate(pg, req, step int, now [][]byte) {
 	s.live[pg/64] |= 1 << (pg % 64)
 	st.epoch++
 	st.want, st.sum = now, make([]uint64, len(now))
+	st.taken = make([][]byte, len(now))
+	for l := range now {
+		st.taken[l] = slices.Clone(now[l])
+	}
 	for l := range now {
 		st.sum[l] = fingerprint(now[l])
 	}
 	if st.last == nil {
-		st.last = make([]int, s.g.PageSize)
+		st.last, st.keys = make([]int, s.g.PageSize), make([]rowKey, s.g.PageSize)
 	}
 	for i := range st.last {
-		st.last[i] = -1
+		st.last[i], st.keys[i] = -1, rowKey{}
 	}
 }
 
@@ -69,7 +76,8 @@ func (s *shadow) release(pg, step int) {
 		return
 	}
 	st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
-	st.owner, st.want, st.sum = 0, nil, nil
+	st.owner, st.want, st.sum, st.taken = 0, nil, nil, nil
+	st.pastKeys = append(st.pastKeys, slices.Clone(st.keys))
 	s.live[pg/64] &^= 1 << (pg % 64)
 	st.poisoned = true
 }
@@ -111,7 +119,7 @@ func (s *shadow) wrote(w write, step int, row [][]byte) {
 		copy(st.want[l][off*len(b):], b)
 		s.rows[fingerprint(b)] = w.Key
 	}
-	st.last[off] = step
+	st.last[off], st.keys[off] = step, w.Key
 }
 
 // seal recomputes the digests of the pages a step wrote.

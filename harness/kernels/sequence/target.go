@@ -31,8 +31,8 @@ type Config struct {
 // Timing splits a run's time: the plugin's store calls (staging
 // included) and the ownership check (digests, diffs, snapshots).
 type Timing struct {
-	Steps        int
-	Store, Check time.Duration
+	Steps              int
+	Store, Read, Check time.Duration
 }
 
 // EagerChunk is the most rows one eager store call carries: a longer
@@ -57,6 +57,8 @@ type Target struct {
 	poison   [][]byte // per layer: what a freed page is filled with
 	poisonFP []uint64
 	checks   uint64
+	reads    bool        // the plugin serves a read kernel: read steps call it
+	rd       readStaging // read.go
 }
 
 // Open describes the plugin (it must store every layer's bf16 layout as
@@ -87,6 +89,10 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		t.layouts = append(t.layouts, l)
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("L%d", i), Layout: l, Slots: g.PoolTokens()})
 	}
+	var err error
+	if t.reads, err = servesRead(ctx, p, cfg.Variant, g); err != nil {
+		return nil, err
+	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir, specs) }); err != nil {
 		return nil, err
 	}
@@ -115,6 +121,9 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 		}
 		t.graphRow = append(t.graphRow, rows)
 	}
+	if t.reads {
+		t.planReads(take)
+	}
 	geo, err := pool.Plan(specs, off)
 	if err != nil {
 		return err
@@ -124,6 +133,7 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	for i := range t.eagerRow {
 		t.eagerRow[i] += shift
 	}
+	t.rd.shift(shift)
 	for i := range t.graphLoc {
 		t.graphLoc[i] += shift
 		for j := range t.graphRow[i] {
@@ -300,6 +310,16 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 			return nil, err
 		}
 		m.apply(p)
+		t3 := time.Now()
+		if s.Op == OpRead && t.reads {
+			found, err := t.readStep(ctx, sh, m, s, i)
+			if err != nil {
+				return nil, err
+			}
+			vs = append(vs, found...)
+			res.Reads++
+		}
+		t4 := time.Now()
 		res.Steps++
 		found, checked, differ, err := t.judge(sh, i, wroteNow, buf)
 		if err != nil {
@@ -311,7 +331,8 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		if tm != nil {
 			tm.Steps++
 			tm.Store += t2.Sub(t1)
-			tm.Check += t1.Sub(t0) + time.Since(t2)
+			tm.Read += t4.Sub(t3)
+			tm.Check += t1.Sub(t0) + t3.Sub(t2) + time.Since(t4)
 		}
 		if len(vs) > 0 {
 			res.Add(oracle.KeepPerKind(vs, Kinds, 4, nil)...)

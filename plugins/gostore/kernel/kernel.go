@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
@@ -41,6 +42,7 @@ const Tile = 256
 type kernel struct {
 	cache scaleCache
 	life  lifecycle // the lifecycle variants' memory (lifecycle.go)
+	keys  keyCache  // the stale-read-cache variant's memory (read.go)
 }
 
 // Store implements store.Storer.
@@ -51,6 +53,9 @@ func (k *kernel) Store(_ context.Context, c *store.Call) error {
 		return err
 	}
 	put := func(i int, src int) { k.put(c, g, c.Loc[i], src) }
+	if c.Variant == "stale-read-cache" && c.Graph && c.Valid == 0 {
+		k.keys.reset() // a capture
+	}
 	if l.Name == "bf16" && slices.ContainsFunc(lifecycleVariants, func(v sdk.Variant) bool { return v.Name == c.Variant }) {
 		k.storeLifecycle(c)
 		return nil
@@ -147,7 +152,7 @@ func geometry(layout string, d, p int) (cpustore.Geometry, error) {
 var Plugin = sdk.Plugin{
 	Name:     "gostore",
 	Version:  "1.0.0",
-	Doc:      "a CPU store for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
+	Doc:      "a CPU store and read for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
 	Variants: append(variants, lifecycleVariants...),
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return []sdk.Geometry{
@@ -157,5 +162,5 @@ var Plugin = sdk.Plugin{
 		}
 	},
 	Kernel: &kernel{},
-	Kinds:  []sdk.Kind{store.Kind},
+	Kinds:  []sdk.Kind{store.Kind, read.Kind},
 }
