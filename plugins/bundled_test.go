@@ -29,7 +29,7 @@ func TestServing(t *testing.T) {
 	for kind, want := range map[protocol.Kernel][]string{
 		"store":    {"fusedstore", "fp8store", "recipestore", "bf16scatter", "gostore"},
 		"read":     {"fusedstore", "fp8store", "gostore"},
-		"transfer": {"pdtransfer"},
+		"transfer": {"gostore", "pdtransfer"},
 		"load":     {"layerload"},
 		"pdasync":  {"pdasync"},
 	} {

@@ -46,6 +46,7 @@ var fuzzSeeds = []fuzzSeed{
 	{"shared-prefix", "gostore", "first-token-back", []Step{arrive(1, 8), share(2, 9, 1, 8)}},
 	{"two-layouts", "gostore", "kernel-cache-no-stride", []Step{arrive(1, 3), arrive(2, 3), decode(1, 2)}},
 	{"stale-page-read", "gostore", "stale-read-cache", []Step{arrive(1, 1), read(1), op(OpFinish, 1), arrive(2, 1), read(2)}},
+	{"resent-transfer", "gostore", "transfer-resend", []Step{arrive(1, 1), op(OpTransfer, 1), arrive(2, 1), op(OpTransfer, 2)}},
 	{"copy-on-write", "", "", []Step{arrive(1, 6), share(2, 8, 1, 5), decode(2, 1)}},
 	{"abort-reuse", "", "", []Step{arrive(1, 5), op(OpAbort, 1), arrive(2, 5), decode(2)}},
 }

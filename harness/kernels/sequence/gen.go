@@ -74,17 +74,29 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 
 // step draws a candidate step.
 func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
-	var live, out []int
+	var live, out, decoding []int
 	for id, r := range m.reqs {
 		switch r.state {
 		case resident:
 			live = append(live, id)
 		case evicted:
 			out = append(out, id)
+		case remote:
+			decoding = append(decoding, id)
 		}
 	}
 	slices.Sort(live)
 	slices.Sort(out)
+	slices.Sort(decoding)
+	if g.Geometry.Decode && (len(live) > 0 || len(decoding) > 0) && rng.Intn(8) == 0 {
+		if len(decoding) > 0 && (len(live) == 0 || rng.Intn(2) == 0) {
+			if g.Reads && rng.Intn(2) == 0 {
+				return Step{Op: OpRead, Batch: []int{decoding[rng.Intn(len(decoding))]}}
+			}
+			return Step{Op: OpFinish, Req: decoding[rng.Intn(len(decoding))]}
+		}
+		return Step{Op: OpTransfer, Req: live[rng.Intn(len(live))]}
+	}
 	P := g.Geometry.PageSize
 	prompt := g.Prompt
 	if prompt == 0 {

@@ -108,6 +108,7 @@ var mutants = []struct {
 	// taking, a read (five); a taking by another request's decode needs
 	// that request's arrival too (six)
 	{"stale-read-cache", ProfileServe, 6},
+	{"transfer-resend", ProfileServe, 0},
 }
 
 // TestMutantsDie: every lifecycle mutant dies in 10 of 10 seeds, shrunk
@@ -184,6 +185,35 @@ func TestReadsBetweenSteps(t *testing.T) {
 	v := f.Minimal.Violations[0]
 	if f.Property != StaleRead || v.Former == 0 || v.Former == v.Owner || v.Holds == "" || v.Req == 0 {
 		t.Fatalf("want a stale-read naming the former owner; got %v: %+v", f.Property, v)
+	}
+	t.Logf("%v\n%v", f.Case, v)
+}
+
+// TestTransfersToDecode: gostore's transfer kernel moves requests to the
+// decode side, where they are read and finish, and the decode pages are
+// reused; transfer-resend dies of an ownership violation on a decode
+// page, shrunk to at most 4 steps.
+func TestTransfersToDecode(t *testing.T) {
+	g := testGeometry
+	g.Decode = true
+	sys := NewSystem(bundled(t, "gostore"), plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: g, Seed: 1}, nil)
+	defer sys.Close(context.Background())
+	c := &Case{Geometry: g, Steps: []Step{arrive(1, 6), arrive(2, 7), op(OpTransfer, 1), read(1, 2), op(OpFinish, 1),
+		share(3, 5, 2, 4), op(OpTransfer, 2), op(OpTransfer, 3), read(3), op(OpAbort, 3), arrive(4, 9), op(OpTransfer, 4), read(2, 4)}}
+	r, err := sys.Check(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() || r.Steps != len(c.Steps) {
+		t.Fatalf("err %v, %d steps, violations %v", err, r.Steps, r.Violations)
+	}
+	f := run(t, bundled(t, "gostore"), "transfer-resend", 200, 1, ProfileServe)[0].Outcome.Failure
+	if f == nil {
+		t.Fatal("transfer-resend survived")
+	}
+	v := f.Minimal.Violations[0]
+	if f.Property != Ownership || v.Page < f.Case.Geometry.Pages || len(f.Case.Steps) > 4 {
+		t.Fatalf("want an ownership violation on a decode page, shrunk; got %v on %v: %+v", f.Property, f.Case, v)
 	}
 	t.Logf("%v\n%v", f.Case, v)
 }

@@ -63,10 +63,25 @@ func (t *Target) planReads(take func(int) int) {
 // holds, in every layer, and judges each answer.
 func (t *Target) readStep(ctx context.Context, sh *shadow, m *model, s Step, step int) ([]Violation, error) {
 	var vs []Violation
-	for lo := 0; lo < len(s.Batch); {
+	for _, side := range []int{resident, remote} {
+		batch := slices.DeleteFunc(slices.Clone(s.Batch), func(id int) bool { return m.reqs[id].state != side })
+		found, err := t.readSide(ctx, sh, m, batch, side == remote, step)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, found...)
+	}
+	return vs, nil
+}
+
+// readSide reads requests of one side: the prefill pools, or the decode
+// side's.
+func (t *Target) readSide(ctx context.Context, sh *shadow, m *model, batch []int, decode bool, step int) ([]Violation, error) {
+	var vs []Violation
+	for lo := 0; lo < len(batch); {
 		hi, k, n := lo, 0, 0
-		for hi < len(s.Batch) {
-			l := len(m.reqs[s.Batch[hi]].keys)
+		for hi < len(batch) {
+			l := len(m.reqs[batch[hi]].keys)
 			nk := max(k, l)
 			if hi > lo && ((hi-lo+1)*nk > ReadTokens || n+l > ReadTokens) {
 				break
@@ -74,7 +89,7 @@ func (t *Target) readStep(ctx context.Context, sh *shadow, m *model, s Step, ste
 			k, n, hi = nk, n+l, hi+1
 		}
 		for l := range t.layouts {
-			found, err := t.readCall(ctx, sh, m, s.Batch[lo:hi], k, l, step)
+			found, err := t.readCall(ctx, sh, m, batch[lo:hi], k, l, decode, step)
 			if err != nil {
 				return nil, err
 			}
@@ -108,7 +123,11 @@ func (m *model) slots(id int) []int64 {
 }
 
 // readCall reads reqs in layer l with k results each and judges them.
-func (t *Target) readCall(ctx context.Context, sh *shadow, m *model, reqs []int, k, l, step int) ([]Violation, error) {
+func (t *Target) readCall(ctx context.Context, sh *shadow, m *model, reqs []int, k, l int, decode bool, step int) ([]Violation, error) {
+	pool, base := l, int64(0) // the pool read, and its first slot's number in the shadow
+	if decode {
+		pool, base = len(t.layouts)+l, int64(t.Geometry.PoolTokens())
+	}
 	d := t.Geometry.HeadDims[l]
 	q := make([]byte, len(reqs)*d*2)
 	indptr := make([]byte, (len(reqs)+1)*8)
@@ -118,7 +137,7 @@ func (t *Target) readCall(ctx context.Context, sh *shadow, m *model, reqs []int,
 		binary.LittleEndian.PutUint16(q[(i*d+t.element(step, id, l))*2:], 0x3f80) // 1.0
 		lists[i] = m.slots(id)
 		for _, s := range lists[i] {
-			tokens = binary.LittleEndian.AppendUint64(tokens, uint64(s))
+			tokens = binary.LittleEndian.AppendUint64(tokens, uint64(s-base))
 		}
 		binary.LittleEndian.PutUint64(indptr[(i+1)*8:], uint64(len(tokens)/8))
 	}
@@ -130,7 +149,7 @@ func (t *Target) readCall(ctx context.Context, sh *shadow, m *model, reqs []int,
 			return nil, err
 		}
 	}
-	req := &kvpb.ReadRequest{Pool: uint32(l), Requests: uint32(len(reqs)), K: uint32(k), QueriesOffset: uint64(t.rd.queries),
+	req := &kvpb.ReadRequest{Pool: uint32(pool), Requests: uint32(len(reqs)), K: uint32(k), QueriesOffset: uint64(t.rd.queries),
 		IndptrOffset: uint64(t.rd.indptr), TokensOffset: uint64(t.rd.tokens), OutSlotsOffset: uint64(t.rd.slots), OutScoresOffset: uint64(t.rd.scores)}
 	if _, err := plugin.Call(ctx, t.Plugin, "Read", kvpb.NewReadClient(t.Plugin.Conn()).Read, req); err != nil {
 		return nil, err
@@ -148,6 +167,9 @@ func (t *Target) readCall(ctx context.Context, sh *shadow, m *model, reqs []int,
 		for j := range got {
 			at := i*k + j
 			got[j] = scored{int64(binary.LittleEndian.Uint64(outSlots[at*8:])), math.Float32frombits(binary.LittleEndian.Uint32(outScores[at*4:]))}
+			if got[j].slot >= 0 {
+				got[j].slot += base
+			}
 		}
 		if v, ok := t.judgeRead(sh, step, l, id, t.element(step, id, l), lists[i], got); !ok {
 			vs = append(vs, v)

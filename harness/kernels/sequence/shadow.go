@@ -17,14 +17,14 @@ type tenure struct{ req, epoch, from, to int }
 
 type pageState struct {
 	owner, holders, epoch, since int
-	want                         [][]byte // per layer; nil while free
-	sum                          []uint64 // per layer: digest of want
-	last                         []int    // per slot: step of its last legal write, -1 none
-	keys                         []rowKey // per slot: the row its last legal write stored (zero: none)
-	taken                        [][]byte // per layer: the bytes the page held when it was taken
+	want                         [][]byte   // per layer; nil while free
+	sum                          []uint64   // per layer: digest of want
+	last                         []int      // per slot: step of its last legal write, -1 none
+	keys                         []rowKey   // per slot: the row its last legal write stored (zero: none)
+	taken                        [][]byte   // per layer: the bytes the page held when it was taken
 	pastKeys                     [][]rowKey // per earlier tenure, oldest first: the rows it left, per slot
-	history                      []tenure // earlier owners, oldest first
-	poisoned                     bool     // freed and filled with poison: it must hold it when taken again
+	history                      []tenure   // earlier owners, oldest first
+	poisoned                     bool       // freed and filled with poison: it must hold it when taken again
 }
 
 type shadow struct {
@@ -37,8 +37,12 @@ type shadow struct {
 }
 
 func newShadow(g Geometry, pageBytes []int) *shadow {
-	return &shadow{g: g, pages: make([]pageState, g.Pages), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
-		live: make([]uint64, (g.Pages+63)/64)}
+	n := g.Pages
+	if g.Decode {
+		n *= 2 // the decode side's pages follow
+	}
+	return &shadow{g: g, pages: make([]pageState, n), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
+		live: make([]uint64, (n+63)/64)}
 }
 
 // allocate gives page pg to req at step, its bytes as read now.
@@ -120,6 +124,20 @@ func (s *shadow) wrote(w write, step int, row [][]byte) {
 		s.rows[fingerprint(b)] = w.Key
 	}
 	st.last[off], st.keys[off] = step, w.Key
+}
+
+// copyPage records a legal copy of page src's bytes (all of them: a
+// transfer moves whole pages) into page dst at step.
+func (s *shadow) copyPage(src, dst, step int) {
+	from, to := &s.pages[src], &s.pages[dst]
+	for l := range to.want {
+		copy(to.want[l], from.want[l])
+	}
+	for off, k := range from.keys {
+		if k != (rowKey{}) {
+			to.keys[off], to.last[off] = k, step
+		}
+	}
 }
 
 // seal recomputes the digests of the pages a step wrote.

@@ -97,6 +97,11 @@ func shrinkGeometry(c *Case, add func(*Case)) {
 			add(x)
 		}
 	}
+	if g.Decode && !slices.ContainsFunc(c.Steps, func(s Step) bool { return s.Op == OpTransfer }) {
+		x := c.Clone()
+		x.Geometry.Decode = false
+		add(x)
+	}
 	for _, n := range []int{(g.Pages + 2) / 2, g.Pages - 1} {
 		if n >= 2 && n < g.Pages {
 			x := c.Clone()

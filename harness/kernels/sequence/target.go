@@ -46,19 +46,20 @@ const EagerChunk = 256
 type Target struct {
 	Config
 	target.Base
-	layouts  []*layout.Layout
-	slotBits int
-	eagerLoc int   // staging offsets
-	eagerRow []int // per layer
-	graphLoc []int // per capacity
-	graphRow [][]int
-	direct   []byte   // the pool region's bytes when the memory is the host's (SHM)
-	salt     uint64   // this check's rows (rows.go)
-	poison   [][]byte // per layer: what a freed page is filled with
-	poisonFP []uint64
-	checks   uint64
-	reads    bool        // the plugin serves a read kernel: read steps call it
-	rd       readStaging // read.go
+	layouts   []*layout.Layout
+	slotBits  int
+	eagerLoc  int   // staging offsets
+	eagerRow  []int // per layer
+	graphLoc  []int // per capacity
+	graphRow  [][]int
+	direct    []byte   // the pool region's bytes when the memory is the host's (SHM)
+	salt      uint64   // this check's rows (rows.go)
+	poison    [][]byte // per layer: what a freed page is filled with
+	poisonFP  []uint64
+	checks    uint64
+	reads     bool        // the plugin serves a read kernel: read steps call it
+	transfers bool        // the plugin serves a transfer kernel: transfer steps call it
+	rd        readStaging // read.go
 }
 
 // Open describes the plugin (it must store every layer's bf16 layout as
@@ -72,6 +73,10 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		return nil, fmt.Errorf("sequence geometry: %w", err)
 	}
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
+	var err error
+	if t.reads, err = servesRead(ctx, p, cfg.Variant, g); err != nil {
+		return nil, err
+	}
 	var specs []pool.Spec
 	for i := range g.HeadDims {
 		l, err := g.Layout(i)
@@ -89,9 +94,11 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		t.layouts = append(t.layouts, l)
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("L%d", i), Layout: l, Slots: g.PoolTokens()})
 	}
-	var err error
-	if t.reads, err = servesRead(ctx, p, cfg.Variant, g); err != nil {
-		return nil, err
+	if g.Decode {
+		if t.transfers, err = servesTransfer(ctx, p, cfg.Variant, g); err != nil {
+			return nil, err
+		}
+		specs = decodeSpecs(specs)
 	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir, specs) }); err != nil {
 		return nil, err
@@ -153,12 +160,21 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	return nil
 }
 
+// pageAt is the arena offset of layer l's page pg (a decode-side page
+// numbered from Pages on is in the layer's decode pool).
+func (t *Target) pageAt(l, pg int) int {
+	n := t.layouts[l].PageBytes()
+	if pg >= t.Geometry.Pages {
+		return t.Pools.Regions[len(t.layouts)+l].Pool.Off + (pg-t.Geometry.Pages)*n
+	}
+	return t.Pools.Regions[l].Pool.Off + pg*n
+}
+
 // page reads layer l's page pg: the mapping itself on the host, a copy
 // into buf elsewhere.
 func (t *Target) page(l, pg int, buf []byte) ([]byte, error) {
-	r := t.Pools.Regions[l]
 	n := t.layouts[l].PageBytes()
-	at := r.Pool.Off + pg*n
+	at := t.pageAt(l, pg)
 	if t.direct != nil {
 		return t.direct[at : at+n], nil
 	}
@@ -304,6 +320,11 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 				return nil, err
 			}
 		}
+		if s.Op == OpTransfer {
+			if err := t.transfer(ctx, p); err != nil {
+				return nil, err
+			}
+		}
 		t2 := time.Now()
 		wroteNow, err := t.record(sh, m, p, i)
 		if err != nil {
@@ -353,13 +374,23 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 			sh.share(pg)
 		}
 	}
+	if p.s.Op == OpTransfer {
+		for i, src := range p.src {
+			sh.copyPage(src, p.alloc[i], step)
+		}
+		for _, w := range p.moved {
+			wroteNow[w.Slot] = w.Key
+		}
+		sh.seal(p.alloc)
+	}
 	if p.store != nil {
+		rows := p.store.Rows
 		var touched []int
 		row := make([][]byte, len(t.layouts))
 		for l, lay := range t.layouts {
 			row[l] = make([]byte, lay.BytesPerToken())
 		}
-		for _, w := range p.store.Rows {
+		for _, w := range rows {
 			for l := range t.layouts {
 				rowBytes(row[l], t.salt, l, w.Key)
 			}
@@ -371,15 +402,15 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 		}
 		sh.seal(touched)
 	}
-	if p.s.Op == OpFinish || p.s.Op == OpAbort || p.s.Op == OpEvict {
-		if r := m.reqs[p.s.Req]; r.state == resident {
+	if p.s.Op == OpFinish || p.s.Op == OpAbort || p.s.Op == OpEvict || p.s.Op == OpTransfer {
+		if r := m.reqs[p.s.Req]; r.holds() {
 			for _, pg := range r.pages {
 				sh.release(pg, step)
 				if sh.pages[pg].holders > 0 {
 					continue
 				}
 				for l := range t.layouts {
-					if err := t.Mem().WriteAt(t.poison[l], t.Pools.Regions[l].Pool.Off+pg*len(t.poison[l])); err != nil {
+					if err := t.Mem().WriteAt(t.poison[l], t.pageAt(l, pg)); err != nil {
 						return nil, err
 					}
 				}

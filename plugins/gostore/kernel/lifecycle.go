@@ -19,6 +19,7 @@ var lifecycleVariants = sdk.KernelVariants("sequence", []sdk.Variant{
 	{Name: "lazy-source", Doc: "an eager store returns before it reads its rows; it reads the staging (the pinned host copy) at the next call, after the caller reused it"},
 	{Name: "first-token-back", Doc: "computes a page's first token's slot from the slot before it: the token lands in the previous page's last slot (after a shared prefix, the shared page's)"},
 	{Name: "stale-read-cache", Doc: "its read caches each slot's key the first time it scores it and never invalidates it: after the page is freed and taken by another request, a read scores the former owner's row"},
+	{Name: "transfer-resend", Doc: "its transfer sends the previous call's descriptors again before its own (delivery at least once, no deduplication: block ids duplicated): the previous room's decode pages are written again from prefill pages freed since, which another request may hold"},
 	{Name: "kernel-cache-no-stride", Doc: "caches its compiled store by capacity alone, not dtype or row stride: a second layout (another head dim) in one process runs with the first's stride"},
 })
 
