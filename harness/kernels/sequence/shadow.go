@@ -33,7 +33,8 @@ type shadow struct {
 	rows  map[uint64]rowKey // fingerprint of every row written → its key
 	// pageBytes per layer
 	pageBytes []int
-	live      []uint64 // a bit per page held by some request: what the check reads
+	live      []uint64            // a bit per page held by some request: what the check reads
+	digest    func([]byte) uint64 // a page's digest, as the check computes it where the pool lives
 }
 
 func newShadow(g Geometry, pageBytes []int) *shadow {
@@ -42,7 +43,7 @@ func newShadow(g Geometry, pageBytes []int) *shadow {
 		n *= 2 // the decode side's pages follow
 	}
 	return &shadow{g: g, pages: make([]pageState, n), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
-		live: make([]uint64, (n+63)/64)}
+		live: make([]uint64, (n+63)/64), digest: fingerprint}
 }
 
 // allocate gives page pg to req at step, its bytes as read now.
@@ -60,7 +61,7 @@ func (s *shadow) allocate(pg, req, step int, now [][]byte) {
 		st.taken[l] = slices.Clone(now[l])
 	}
 	for l := range now {
-		st.sum[l] = fingerprint(now[l])
+		st.sum[l] = s.digest(now[l])
 	}
 	if st.last == nil {
 		st.last, st.keys = make([]int, s.g.PageSize), make([]rowKey, s.g.PageSize)
@@ -145,9 +146,16 @@ func (s *shadow) seal(pages []int) {
 	for _, pg := range pages {
 		st := &s.pages[pg]
 		for l := range st.want {
-			st.sum[l] = fingerprint(st.want[l])
+			st.sum[l] = s.digest(st.want[l])
 		}
 	}
+}
+
+// livePages lists the live pages, in order.
+func (s *shadow) livePages() []int {
+	var out []int
+	s.each(func(pg int) error { out = append(out, pg); return nil })
+	return out
 }
 
 // each calls f on every live page, in order.

@@ -2,12 +2,15 @@ package sequence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -26,6 +29,10 @@ type Config struct {
 	// Timing, when set, adds the time spent in the plugin's calls and in
 	// the ownership check.
 	Timing *Timing
+	// PortableDigest digests host pages with the device kernel's function
+	// (pageDigest) instead of the process's hash: the CUDA path's check,
+	// on the CPU.
+	PortableDigest bool
 }
 
 // Timing splits a run's time: the plugin's store calls (staging
@@ -57,9 +64,11 @@ type Target struct {
 	poison    [][]byte // per layer: what a freed page is filled with
 	poisonFP  []uint64
 	checks    uint64
-	reads     bool        // the plugin serves a read kernel: read steps call it
-	transfers bool        // the plugin serves a transfer kernel: transfer steps call it
-	rd        readStaging // read.go
+	dig       digester            // where page digests are computed (digest.go)
+	sum       func([]byte) uint64 // the same digest, on the shadow's bytes
+	reads     bool                // the plugin serves a read kernel: read steps call it
+	transfers bool                // the plugin serves a transfer kernel: transfer steps call it
+	rd        readStaging         // read.go
 }
 
 // Open describes the plugin (it must store every layer's bf16 layout as
@@ -157,6 +166,30 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	if h, ok := t.Mem().(interface{ Bytes() []byte }); ok {
 		t.direct = h.Bytes()
 	}
+	return t.planDigests()
+}
+
+// planDigests chooses where page digests are computed: in place on the
+// host (the process's hash, or pageDigest when the configuration asks
+// for the device's function), by digest.cu on a CUDA arena.
+func (t *Target) planDigests() error {
+	if t.dig != nil {
+		t.dig.close()
+	}
+	t.dig, t.sum = hostDigests{fingerprint}, fingerprint
+	if t.PortableDigest {
+		t.dig, t.sum = hostDigests{pageDigest}, pageDigest
+	}
+	c, ok := t.Backend.(arena.CUDA)
+	m, onDevice := t.Mem().(interface{ Ptr() cuda.Ptr })
+	if t.direct != nil || !ok || !onDevice {
+		return nil
+	}
+	dd, err := newDeviceDigests(c.Dev, m.Ptr())
+	if err != nil {
+		return err
+	}
+	t.dig, t.sum = dd, pageDigest
 	return nil
 }
 
@@ -289,6 +322,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		pb[l] = lay.PageBytes()
 	}
 	m, sh := newModel(c.Geometry), newShadow(c.Geometry, pb)
+	sh.digest = t.sum
 	res := &Result{}
 	buf := make([]byte, maxOf(pb))
 	tm := t.Timing
@@ -423,27 +457,31 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 // judge compares every live page's digest in every layer with the
 // shadow's, and diffs the pages that differ.
 func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]rowKey, buf []byte) (vs []Violation, checked, differ int, err error) {
-	err = sh.each(func(pg int) error {
-		st := &sh.pages[pg]
-		for l := range t.layouts {
-			got, err := t.page(l, pg, buf)
-			if err != nil {
-				return err
-			}
+	live := sh.livePages()
+	for l := range t.layouts {
+		sums, err := t.dig.digests(t, l, live, buf)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for i, pg := range live {
 			checked++
-			if fingerprint(got) == st.sum[l] {
+			if sums[i] == sh.pages[pg].sum[l] {
 				continue
 			}
 			differ++
+			got, err := t.page(l, pg, buf)
+			if err != nil {
+				return nil, 0, 0, err
+			}
 			v := sh.diff(step, l, pg, got, wroteNow)
 			if v.Kind == Missing {
 				t.locate(&v, wroteNow[v.Slot])
 			}
 			vs = append(vs, v)
 		}
-		return nil
-	})
-	return vs, checked, differ, err
+	}
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Or(a.Page-b.Page, a.Layer-b.Layer) })
+	return vs, checked, differ, nil
 }
 
 // locate says where a missing row went, when the pool is the host's: a
@@ -471,7 +509,13 @@ func (t *Target) locate(v *Violation, k rowKey) {
 }
 
 // Close detaches and frees the arena.
-func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
+func (t *Target) Close(ctx context.Context) {
+	if t.dig != nil {
+		t.dig.close()
+		t.dig = nil
+	}
+	t.Base.Close(ctx)
+}
 
 func maxOf(xs []int) int {
 	m := 0
