@@ -102,6 +102,8 @@ var mutants = []struct {
 	{"graph-last-slots", ProfileServe, 0},
 	{"late-landing", ProfileOffload, 0},
 	{"lazy-source", ProfileOffload, 0},
+	{"host-copy-released", ProfileOffload, 0},
+	{"pinned-staging-reuse", ProfileServe, 0},
 	{"first-token-back", ProfileServe, 0},
 	{"kernel-cache-no-stride", ProfileServe, 0},
 	// two reads around a change of hands: an arrival, a read, a free, a
@@ -116,16 +118,22 @@ var mutants = []struct {
 func TestMutantsDie(t *testing.T) {
 	p := bundled(t, "gostore")
 	for _, m := range mutants {
+		var steps []int
 		for seed := int64(1); seed <= 10; seed++ {
 			f := run(t, p, m.variant, 200, seed, m.profile)[0].Outcome.Failure
 			if f == nil {
 				t.Errorf("%s seed %d survived", m.variant, seed)
 				continue
 			}
+			steps = append(steps, len(f.Case.Steps))
+			if seed == 1 {
+				t.Logf("%s: %v: %v on %v", m.variant, f.Property, f.Minimal.Violations[0], f.Case)
+			}
 			if most := max(m.steps, 4); len(f.Case.Steps) > most {
 				t.Errorf("%s seed %d: shrunk to %d steps: %v", m.variant, seed, len(f.Case.Steps), f.Case)
 			}
 		}
+		t.Logf("%s: killed in %d of 10 seeds, minimal steps %v", m.variant, len(steps), steps)
 	}
 }
 
