@@ -17,9 +17,9 @@ import (
 // layer, as attention or an indexer reads the cache between a step's
 // stores. The query is one-hot: 1.0 on one element, zeros elsewhere, so a
 // slot's score is that element of its row exactly, in any order of
-// accumulation, and k is the longest list, so every token comes back: the
-// read's answer is a function of the live pages alone, and the shadow
-// knows it to the bit. A slot scored otherwise is named: the row of the
+// accumulation, and k is the longest list (up to ReadK), so every token
+// comes back: the read's answer is a function of the live pages alone,
+// and the shadow knows it to the bit. A slot scored otherwise is named: the row of the
 // request that held the page before (a stale page, a cache not
 // invalidated when the page changed hands), the bytes the page held when
 // it was taken (read before the copy that fills it landed: its gate), or
@@ -31,6 +31,11 @@ var readKind = protocol.Kernel("read")
 
 // ReadTokens bounds one read call: its tokens, and its requests times k.
 const ReadTokens = MaxTokens
+
+// ReadK is the most results a read asks a request for: every token of a
+// list up to it (each slot judged), the best ReadK of a longer one (a CUDA
+// read kernel keeps its candidates in shared memory).
+const ReadK = 1024
 
 // readStaging is where a read call's inputs and outputs are staged.
 type readStaging struct{ queries, indptr, tokens, slots, scores int }
@@ -89,7 +94,7 @@ func (t *Target) readSide(ctx context.Context, sh *shadow, m *model, batch []int
 			k, n, hi = nk, n+l, hi+1
 		}
 		for l := range t.layouts {
-			found, err := t.readCall(ctx, sh, m, batch[lo:hi], k, l, decode, step)
+			found, err := t.readCall(ctx, sh, m, batch[lo:hi], min(k, ReadK), l, decode, step)
 			if err != nil {
 				return nil, err
 			}
@@ -213,7 +218,7 @@ func (t *Target) judgeRead(sh *shadow, step, l, id, e int, list []int64, got []s
 			return t.badScore(sh, step, l, id, e, s, w, g), false
 		}
 	}
-	for i, w := range want {
+	for i, w := range want[:min(len(want), len(got))] {
 		if g := got[i]; g.slot != w.slot || math.Float32bits(g.score) != math.Float32bits(w.score) {
 			v := t.readViolation(sh, step, l, id, e, w.slot)
 			v.Kind = ReadWrong
