@@ -44,7 +44,7 @@ var fuzzSeeds = []fuzzSeed{
 	{"prefill", "gostore", "late-landing", []Step{arrive(1, 2)}},
 	{"offload", "gostore", "lazy-source", []Step{arrive(1, 2), op(OpEvict, 1), op(OpLoad, 1)}},
 	{"load-back", "gostore", "host-copy-released", []Step{arrive(1, 3), decode(1), op(OpEvict, 1), op(OpLoad, 1)}},
-	{"decode-staging", "gostore", "pinned-staging-reuse", []Step{arrive(1, 1), decode(1)}},
+	{"decode-staging", "gostore", "pinned-staging-reuse", []Step{arrive(1, 1), arrive(2, 1), arrive(3, 1), decode(1, 2, 3)}},
 	{"shared-prefix", "gostore", "first-token-back", []Step{arrive(1, 8), share(2, 9, 1, 8)}},
 	{"two-layouts", "gostore", "kernel-cache-no-stride", []Step{arrive(1, 3), arrive(2, 3), decode(1, 2)}},
 	{"stale-page-read", "gostore", "stale-read-cache", []Step{arrive(1, 1), read(1), op(OpFinish, 1), arrive(2, 1), read(2)}},

@@ -21,9 +21,9 @@ import (
 // comes back: the read's answer is a function of the live pages alone,
 // and the shadow knows it to the bit. A slot scored otherwise is named: the row of the
 // request that held the page before (a stale page, a cache not
-// invalidated when the page changed hands), the bytes the page held when
-// it was taken (read before the copy that fills it landed: its gate), or
-// neither.
+// invalidated when the page changed hands), the poison a freed page held
+// when it was taken (read before the copy that fills it landed: its
+// gate), or neither.
 
 // readKind is the read service a read step calls, when the plugin
 // serves it.
@@ -291,9 +291,9 @@ func (t *Target) badScore(sh *shadow, step, l, id, e int, slot int64, want, got 
 			whose += fmt.Sprintf(" (r%d held this page from step %d until step %d, epoch %d): a stale page", tn.req, tn.from, tn.to, tn.epoch)
 		}
 	}
-	if v.Kind == ReadWrong && math.Float32bits(t.bf16At(st.taken[l], l, off, e)) == math.Float32bits(got) {
+	if v.Kind == ReadWrong && st.poisoned && math.Float32bits(t.bf16At(t.poison[l], l, off, e)) == math.Float32bits(got) {
 		v.Kind = StaleRead
-		whose = fmt.Sprintf("what the page held when it was taken at step %d, before the write that fills the slot (step %d) landed: read ahead of its gate", st.since, v.LastWrite)
+		whose = fmt.Sprintf("the poison the page held when it was taken at step %d, before the write that fills the slot (step %d) landed: read ahead of its gate", st.since, v.LastWrite)
 	}
 	v.Detail = fmt.Sprintf("r%d's read (query on element %d): slot %d (page %d, %s, last written legally at step %d) scored %g, want %g: %s",
 		id, e, slot, v.Page, v.owner, v.LastWrite, got, want, whose)

@@ -21,7 +21,6 @@ type pageState struct {
 	sum                          []uint64   // per layer: digest of want
 	last                         []int      // per slot: step of its last legal write, -1 none
 	keys                         []rowKey   // per slot: the row its last legal write stored (zero: none)
-	taken                        [][]byte   // per layer: the bytes the page held when it was taken
 	pastKeys                     [][]rowKey // per earlier tenure, oldest first: the rows it left, per slot
 	history                      []tenure   // earlier owners, oldest first
 	poisoned                     bool       // freed and filled with poison: it must hold it when taken again
@@ -56,10 +55,6 @@ func (s *shadow) allocate(pg, req, step int, now [][]byte) {
 	s.live[pg/64] |= 1 << (pg % 64)
 	st.epoch++
 	st.want, st.sum = now, make([]uint64, len(now))
-	st.taken = make([][]byte, len(now))
-	for l := range now {
-		st.taken[l] = slices.Clone(now[l])
-	}
 	for l := range now {
 		st.sum[l] = s.digest(now[l])
 	}
@@ -81,7 +76,7 @@ func (s *shadow) release(pg, step int) {
 		return
 	}
 	st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
-	st.owner, st.want, st.sum, st.taken = 0, nil, nil, nil
+	st.owner, st.want, st.sum = 0, nil, nil
 	st.pastKeys = append(st.pastKeys, slices.Clone(st.keys))
 	s.live[pg/64] &^= 1 << (pg % 64)
 	st.poisoned = true
