@@ -91,13 +91,7 @@ func TestReproReplaysAsRecorded(t *testing.T) {
 		t.Fatalf("repro files %v, want one", files)
 	}
 	r := readRepro(t, files[0])
-	var shape struct { // the row's drawn shape, which the file's layout has
-		HeadDim  int `json:"head_dim"`
-		PageSize int `json:"page_size"`
-	}
-	if err := json.Unmarshal(r.Layout, &shape); err != nil || shape.HeadDim == 0 || shape.PageSize == 0 {
-		t.Fatalf("the repro file's layout %s: %v", r.Layout, err)
-	}
+	shape := drawnShape(t, r)
 	if r.Version != report.ReproVersion || r.Backend != report.BackendCPU || r.Graph || r.HeadDim != shape.HeadDim || r.PageSize != shape.PageSize ||
 		r.MaxCapacity != 512 || r.SlotBits != 64 || r.Value != "recipe" || r.Identity == nil || r.Identity.Name != "bf16scatter" ||
 		len(r.Identity.SHA256) != 64 {
@@ -138,9 +132,11 @@ func TestGPUFindingReplaysAsItRan(t *testing.T) {
 	}
 	path := strings.Fields(m[1])[1]
 	r := readRepro(t, path)
-	if r.Version != report.ReproVersion || r.Backend != report.BackendCUDA || r.Device == "" || !r.Graph || r.HeadDim != 128 ||
-		r.PageSize != 64 || r.SlotBits != 64 || r.Value != "recipe" || r.Identity == nil || len(r.Identity.SHA256) != 64 {
-		t.Errorf("the repro file records %+v (identity %+v); want cuda with its device's name, graph replay, D=128 P=64, 64-bit slots, recipe, a SHA-256", r.Ran, r.Identity)
+	shape := drawnShape(t, r)
+	if r.Version != report.ReproVersion || r.Backend != report.BackendCUDA || r.Device == "" || !r.Graph || r.HeadDim != shape.HeadDim ||
+		r.PageSize != shape.PageSize || r.SlotBits != 64 || r.Value != "recipe" || r.Identity == nil || len(r.Identity.SHA256) != 64 {
+		t.Errorf("the repro file records %+v (identity %+v); want cuda with its device's name, graph replay, D=%d P=%d (its layout's), 64-bit slots, recipe, a SHA-256",
+			r.Ran, r.Identity, shape.HeadDim, shape.PageSize)
 	}
 	if o := os.Getenv("OUT"); o != "" { // the device tool brings $OUT back: a real GPU finding to look at
 		data, _ := os.ReadFile(path)
@@ -154,6 +150,23 @@ func TestGPUFindingReplaysAsItRan(t *testing.T) {
 	if code != exitViolation || !strings.Contains(firstLine(out), "not as found") || !strings.Contains(firstLine(out), "cannot show") {
 		t.Errorf("repro --backend cpu of the GPU finding: exit %d, first line %q; want 1 and the host's caveat", code, firstLine(out))
 	}
+}
+
+// shape is a row's drawn head dim and page size.
+type shape struct {
+	HeadDim  int `json:"head_dim"`
+	PageSize int `json:"page_size"`
+}
+
+// drawnShape is the shape of the row a repro file's case was found in,
+// which the file's layout records: a run draws it per row.
+func drawnShape(t *testing.T, r *report.Repro) shape {
+	t.Helper()
+	var s shape
+	if err := json.Unmarshal(r.Layout, &s); err != nil || s.HeadDim == 0 || s.PageSize == 0 {
+		t.Fatalf("the repro file's layout %s: %v", r.Layout, err)
+	}
+	return s
 }
 
 func firstLine(s string) string {
