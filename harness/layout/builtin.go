@@ -81,8 +81,14 @@ func Names() []string {
 	return names
 }
 
-// Describe returns a built-in layout's one-line description.
-func Describe(name string) string { return builtins[name].doc }
+// Describe returns a built-in layout's one-line description (of a
+// layout of planes, or of an engine's cache; see [ModelNames]).
+func Describe(name string) string {
+	if m, ok := models[name]; ok {
+		return m.doc
+	}
+	return builtins[name].doc
+}
 
 // FixedHeadDim returns the head dimension a built-in layout requires, or 0
 // when it takes any.
@@ -102,6 +108,9 @@ func BufferBuiltin(buffer, name string, headDim, pageSize int) (*Layout, error) 
 // Builtin returns the named built-in layout for a head dimension and page
 // size. A zero headDim takes the layout's fixed dimension or the default.
 func Builtin(name string, headDim, pageSize int) (*Layout, error) {
+	if _, ok := models[name]; ok {
+		return BuiltinDims(name, Dims{HeadDim: headDim, PageSize: pageSize})
+	}
 	b, ok := builtins[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown layout %q (known: %v; or give a layout file)", ErrInvalid, name, Names())

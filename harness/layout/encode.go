@@ -6,40 +6,112 @@ import (
 )
 
 // Encode returns the reference bytes a kernel following the layout's
-// recipes writes for one input row (HeadDim bf16 bit patterns): one record
-// per plane, in plane order. Pad bytes are zero, whatever the layout's pad
-// policy; see [Layout.DontCare] for the bytes a kernel may leave as it
-// likes.
-func (l *Layout) Encode(row []uint16) [][]byte {
-	recs := make([][]byte, len(l.planes))
-	for i, p := range l.planes {
-		recs[i] = make([]byte, p.stride)
-		for _, f := range p.fields {
-			l.encodeField(f, row, recs[i][f.offset:f.offset+f.size])
-		}
+// recipes writes for one input row (RowElems bf16 or fp16 bit patterns:
+// each tensor's heads × head dim, one tensor after another): one record
+// per piece (per plane, for a layout of planes), in piece order. Static
+// scales take 1 (see [Layout.EncodeWith]). Pad bytes are zero, whatever
+// the layout's pad policy; see [Layout.DontCare] for the bytes a kernel
+// may leave as it likes. A short row is taken as zero-extended.
+func (l *Layout) Encode(row []uint16) [][]byte { return l.EncodeWith(row, Inputs{}) }
+
+// EncodeWith is Encode with the kernel's inputs: the static scales the
+// row's codes are divided by.
+func (l *Layout) EncodeWith(row []uint16, in Inputs) [][]byte {
+	row = l.fullRow(row)
+	img := make([]byte, l.tokBytes)
+	for _, f := range l.order {
+		l.encodeField(f, row, in, img[f.img:f.img+f.size])
+	}
+	return l.cut(img)
+}
+
+// fullRow zero-extends a row shorter than the layout's input.
+func (l *Layout) fullRow(row []uint16) []uint16 {
+	if n := l.RowElems(); len(row) < n {
+		r := make([]uint16, n)
+		copy(r, row)
+		return r
+	}
+	return row
+}
+
+// cut slices the token image into the pieces' records.
+func (l *Layout) cut(img []byte) [][]byte {
+	recs := make([][]byte, len(l.pieces))
+	for i, p := range l.pieces {
+		recs[i] = img[p.img : p.img+p.len : p.img+p.len]
 	}
 	return recs
 }
 
-func (l *Layout) encodeField(f *fieldInfo, row []uint16, dst []byte) {
-	switch f.Kind {
-	case KindBF16:
-		for i, e := range row[f.From:f.To] {
-			binary.LittleEndian.PutUint16(dst[2*i:], e)
+// Image joins a slot's pieces (as Footprint spans them, Encode writes
+// them) into the token image: each field's units in head-major order, at
+// the field's image offset (see [Layout.FieldImage]).
+func (l *Layout) Image(recs [][]byte) []byte {
+	img := make([]byte, 0, l.tokBytes)
+	for _, r := range recs {
+		img = append(img, r...)
+	}
+	return img
+}
+
+// FieldImage is where a field's bytes lie in the token image: all heads,
+// head-major, each head's units in order.
+func (l *Layout) FieldImage(name string) (Span, bool) {
+	f, ok := l.fields[name]
+	if !ok {
+		return Span{}, false
+	}
+	return Span{f.img, f.size}, true
+}
+
+// headElems is the input elements of field f's head h.
+func (l *Layout) headElems(f *fieldInfo, row []uint16, h int) []uint16 {
+	at := (f.tensor*l.heads+h)*l.HeadDim + f.From
+	return row[at : at+f.To-f.From]
+}
+
+func (l *Layout) encodeField(f *fieldInfo, row []uint16, in Inputs, dst []byte) {
+	per := f.units * f.ub
+	for h := range l.heads {
+		d := dst[h*per : (h+1)*per]
+		switch f.Kind {
+		case KindBF16, KindFP16:
+			for i, e := range l.headElems(f, row, h) {
+				binary.LittleEndian.PutUint16(d[2*i:], e)
+			}
+		case KindE4M3, KindE5M2:
+			x := l.headElems(f, row, h)
+			if f.Static != "" {
+				f.quant.encodeCodes(x, in.scale(l, f, h), d)
+				continue
+			}
+			for g := 0; g < len(x)/f.Group; g++ {
+				grp := x[g*f.Group : (g+1)*f.Group]
+				f.quant.encodeCodes(grp, f.quant.Scale(grp), d[g*f.Group:])
+			}
+		case KindE2M1:
+			x, gs := l.headElems(f, row, h), nvfp4Global(in.scale(l, f, h))
+			for g := 0; g < len(x)/f.Group; g++ {
+				grp := x[g*f.Group : (g+1)*f.Group]
+				_, sd := nvfp4BlockScale(Amax(grp), gs)
+				nvfp4Codes(grp, gs, sd, d[g*f.Group/2:])
+			}
+		case KindScaleF32, KindScaleUE8M0:
+			q := f.of
+			x := l.headElems(q, row, h)
+			for g := 0; g < len(x)/q.Group; g++ {
+				putScale(d, g, f.Kind, q.quant.Scale(x[g*q.Group:(g+1)*q.Group]))
+			}
+		case KindScaleE4M3:
+			q := f.of
+			x, gs := l.headElems(q, row, h), nvfp4Global(in.scale(l, q, h))
+			for g := 0; g < len(x)/q.Group; g++ {
+				d[g], _ = nvfp4BlockScale(Amax(x[g*q.Group:(g+1)*q.Group]), gs)
+			}
+		case KindPad:
+			clear(d)
 		}
-	case KindE4M3:
-		for g := 0; g < (f.To-f.From)/f.Group; g++ {
-			lo := f.From + g*f.Group
-			f.quant.encodeCodes(row[lo:lo+f.Group], f.quant.Scale(row[lo:lo+f.Group]), dst[g*f.Group:])
-		}
-	case KindScaleF32, KindScaleUE8M0:
-		q := l.fields[f.Of]
-		for g := 0; g < (q.To-q.From)/q.Group; g++ {
-			lo := q.From + g*q.Group
-			putScale(dst, g, f.Kind, q.quant.Scale(row[lo:lo+q.Group]))
-		}
-	case KindPad:
-		clear(dst)
 	}
 }
 
@@ -49,6 +121,10 @@ func (l *Layout) encodeField(f *fieldInfo, row []uint16, dst []byte) {
 func (q Quant) encodeCodes(group []uint16, s float32, dst []byte) {
 	dst = dst[:len(group)]
 	switch {
+	case q.Format != E4M3:
+		for i, e := range group {
+			dst[i] = q.Code(BF16ToFloat32(e), s)
+		}
 	case q.Saturate && q.Reciprocal:
 		r := 1 / s
 		for i, e := range group {

@@ -21,6 +21,19 @@ import (
 // quantize "divide" or "reciprocal", rounding "nearest-even", saturate,
 // scale_ulps) defaults to eps 1e-4, x/s, saturating, 1 ulp; a pad field's
 // policy to "any". A value out of bounds is an error naming the field.
+//
+// Fields may instead be placed (see [Place]): heads, tensors, regions and
+// each field's shape:stride modes, as [BuiltinDims]'s layouts print them:
+//
+//	{"name": "flashinfer-hnd", "head_dim": 128, "page_size": 16, "heads": 8,
+//	 "tensors": ["k", "v"], "regions": [{"name": "kv"}],
+//	 "fields": [{"name": "k", "kind": "bf16", "to": 128, "tensor": "k",
+//	             "place": {"region": "kv", "maps": [
+//	               {"of": ["slot"], "shape": [16], "stride": [256]},
+//	               {"of": ["head"], "shape": [8], "stride": [4096]},
+//	               {"of": ["unit"], "shape": [128], "stride": [2]}]}}, ...]}
+//
+// A layout with placed fields states its page_size.
 func Parse(data []byte, pageSize int) (*Layout, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: %d bytes of description, more than %d", ErrInvalid, len(data), MaxFileBytes)
@@ -30,6 +43,11 @@ func Parse(data []byte, pageSize int) (*Layout, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if l.PageSize == 0 {
+		for _, f := range l.Fields {
+			if f.Place != nil {
+				return nil, fmt.Errorf("%w %q: field %q has a place, whose strides are for one page size: state page_size", ErrInvalid, l.Name, f.Name)
+			}
+		}
 		l.PageSize = pageSize
 	}
 	if err := l.compile(); err != nil {

@@ -57,7 +57,8 @@ const (
 	RuleScale Rule = "scale" // a stored scale is not the recipe's, within its tolerance
 	RuleCode  Rule = "code"  // a code is not the recipe's rounding of x over the stored scale
 	RuleBF16  Rule = "bf16"  // a bf16 element is not the input's, bit for bit
-	RulePad   Rule = "pad"   // a pad byte the layout requires zero is not
+	RuleFP16  Rule = "fp16"  // an fp16 element is not the input's, bit for bit
+	RulePad   Rule = "pad"   // a pad byte the layout requires zero is not (or, kept, changed)
 )
 
 // ScaleDiff is how a stored scale missed the recipe's.
@@ -116,19 +117,31 @@ type CodeDiff struct {
 	Quotient  float64 // x / s for that element
 	Scale     float32 // the scale the codes were judged against: the stored one (the reference's, in exact mode)
 	Exact     bool
+	Format    CodeFormat // the codes' format (e4m3 when not said)
+	// Static says the scale is the kernel's input, not a stored one.
+	Static bool
 }
 
 func (d CodeDiff) String() string {
 	rule := "the rounding of x/s with the stored scale"
-	if d.Exact {
+	switch {
+	case d.Exact:
 		rule = "the reference's"
+	case d.Static:
+		rule = "the rounding of x/s with the kernel's scale input"
+	case d.Format == E2M1:
+		rule = "the rounding of x/s with the stored block scale over the global scale"
 	}
 	off := "not comparable"
 	if d.Off >= 0 {
 		off = plural(int64(d.Off), "code", "codes") + " off"
 	}
-	return fmt.Sprintf("%d of %d codes are not %s (%.8g): element %d holds %#02x (%g), want %#02x (%g), %s, x/s = %.8g",
-		d.Bad, d.Of, rule, d.Scale, d.Elem, d.Got, DecodeE4M3(d.Got), d.Want, DecodeE4M3(d.Want), off, d.Quotient)
+	codes := "codes"
+	if d.Format != E4M3 {
+		codes = d.Format.String() + " codes"
+	}
+	return fmt.Sprintf("%d of %d %s are not %s (%.8g): element %d holds %s (%g), want %s (%g), %s, x/s = %.8g",
+		d.Bad, d.Of, codes, rule, d.Scale, d.Elem, d.Format.hex(d.Got), d.Format.Decode(d.Got), d.Format.hex(d.Want), d.Format.Decode(d.Want), off, d.Quotient)
 }
 
 // EpsMatch says that another floor explains a group's bytes.
@@ -229,8 +242,8 @@ func (q Quant) judgeCodes(x []uint16, s float32, codes []byte, m Mode) (*CodeDif
 		}
 		bad, wants = append(bad, i), append(wants, want)
 		if d == nil {
-			d = &CodeDiff{Of: len(codes), Elem: i, Got: c, Want: want, Off: codesOff(c, want),
-				Quotient: float64(xi) / float64(s), Scale: s, Exact: m == Exact}
+			d = &CodeDiff{Of: len(codes), Elem: i, Got: c, Want: want, Off: codesOff(q.Format, c, want),
+				Quotient: float64(xi) / float64(s), Scale: s, Exact: m == Exact, Format: q.Format, Static: q.Static()}
 		}
 	}
 	if d != nil {
@@ -275,7 +288,7 @@ func (q Quant) JudgeScale(amax, stored float32) (ScaleDiff, bool) {
 // at most 5 significant bits, s 24), so the tie test is exact.
 func (q Quant) AcceptCode(x, s float32, c byte) (byte, bool) {
 	want := q.Code(x, s)
-	if c == want || (isNaNCode(c) && isNaNCode(want)) {
+	if c == want || (q.Format.isNaN(c) && q.Format.isNaN(want)) {
 		return want, true
 	}
 	b, ok := q.boundary(c, want)
@@ -293,32 +306,42 @@ func (q Quant) AcceptCode(x, s float32, c byte) (byte, bool) {
 // boundary is the rounding boundary between two codes of one sign that
 // are neighbours in value, as a magnitude.
 func (q Quant) boundary(a, b byte) (float64, bool) {
-	if a&0x80 != b&0x80 {
+	return boundary(q.Format, q.Saturate, a, b)
+}
+
+// boundary is the rounding boundary between two codes of format f and
+// one sign that are neighbours in value, as a magnitude; without
+// saturation the last one lies between the largest value and the
+// overflow code (e4m3's NaN, e5m2's infinity).
+func boundary(f CodeFormat, saturate bool, a, b byte) (float64, bool) {
+	sign := f.signBit()
+	if a&sign != b&sign {
 		return 0, false
 	}
-	lo, hi := min(a&0x7f, b&0x7f), max(a&0x7f, b&0x7f)
+	lo, hi := min(a&^sign, b&^sign), max(a&^sign, b&^sign)
 	switch {
 	case hi != lo+1:
 		return 0, false
-	case hi == e4m3NaN && !q.Saturate:
+	case f == E4M3 && hi == e4m3NaN && !saturate:
 		return e4m3Overflow, true
-	case hi == e4m3NaN:
+	case f == E5M2 && hi == 0x7c && !saturate:
+		return e5m2Overflow, true
+	case f.isNaN(hi) || f.isInf(hi):
 		return 0, false
 	}
-	return (float64(e4m3Table[lo]) + float64(e4m3Table[hi])) / 2, true
+	return (float64(f.Decode(lo)) + float64(f.Decode(hi))) / 2, true
 }
 
-func isNaNCode(c byte) bool { return c&0x7f == e4m3NaN }
-
-// codesOff is how many codes apart a and b are in value order (±0 both
-// count as zero), or -1 when either is NaN.
-func codesOff(a, b byte) int {
-	if isNaNCode(a) || isNaNCode(b) {
+// codesOff is how many codes apart a and b of format f are in value order
+// (±0 both count as zero), or -1 when either is NaN.
+func codesOff(f CodeFormat, a, b byte) int {
+	if f.isNaN(a) || f.isNaN(b) {
 		return -1
 	}
+	sign := f.signBit()
 	rank := func(c byte) int {
-		if c&0x80 != 0 {
-			return -int(c & 0x7f)
+		if c&sign != 0 {
+			return -int(c &^ sign)
 		}
 		return int(c)
 	}

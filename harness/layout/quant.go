@@ -19,9 +19,9 @@ func Amax(group []uint16) float32 {
 // Floor is the recipe's eps as the float32 the arithmetic compares with.
 func (q Quant) Floor() float32 { return float32(q.Eps) }
 
-// RawScale is max(amax, eps) / 448 in float32 with IEEE division: the
-// recipe's scale before a power-of-two rule rounds it.
-func (q Quant) RawScale(amax float32) float32 { return max(amax, q.Floor()) / E4M3Max }
+// RawScale is max(amax, eps) / 448 (57344 for e5m2) in float32 with IEEE
+// division: the recipe's scale before a power-of-two rule rounds it.
+func (q Quant) RawScale(amax float32) float32 { return max(amax, q.Floor()) / q.Format.maxFinite() }
 
 // ScaleOf is the recipe's scale for a group whose largest magnitude is
 // amax: RawScale, rounded up to a power of two under the ue8m0 rule.
@@ -46,10 +46,16 @@ func (q Quant) Quotient(x, s float32) float32 {
 	return x / s
 }
 
-// Round converts a quotient to a code: nearest even, saturating at ±448
-// or, without saturation, NaN past the last rounding boundary (464).
+// Round converts a quotient to a code: nearest even, saturating at the
+// format's largest value or, without saturation, NaN (e4m3, past 464) or
+// infinity (e5m2, from 61440) past the last rounding boundary.
 func (q Quant) Round(y float32) byte {
-	if q.Saturate {
+	switch {
+	case q.Format == E5M2 && q.Saturate:
+		return EncodeE5M2(y)
+	case q.Format == E5M2:
+		return encodeE5M2Unsaturated(y)
+	case q.Saturate:
 		return EncodeE4M3(y)
 	}
 	return encodeE4M3Unsaturated(y)
@@ -63,6 +69,9 @@ func (q Quant) Code(x, s float32) byte { return q.Round(q.Quotient(x, s)) }
 // on it rounds to the even 448 (PyTorch's and CUDA's non-saturating
 // conversions).
 const e4m3Overflow = 464
+
+// e5m2Overflow is e5m2's: the boundary between 57344 and the infinity.
+const e5m2Overflow = 61440
 
 func encodeE4M3Unsaturated(x float32) byte {
 	u := math.Float32bits(x)

@@ -148,16 +148,30 @@ func FormatEps(e float64) string {
 	return m + "e" + strconv.Itoa(n)
 }
 
-// Quant is a recipe resolved for one e4m3 field: the arithmetic the
-// reference encoder and the value judgement follow. Build it with
+// Quant is a recipe resolved for one e4m3 or e5m2 field: the arithmetic
+// the reference encoder and the value judgement follow. Build it with
 // [Recipe.Quant] or [Layout.Quant].
 type Quant struct {
 	Pow2       bool      // the scale is rounded up to a power of two (the ue8m0 rule)
-	Store      FieldKind // how the scale is stored: KindScaleF32 or KindScaleUE8M0
+	Store      FieldKind // how the scale is stored: KindScaleF32 or KindScaleUE8M0; empty for a static scale
 	Eps        float64   // the floor on amax, as declared; the arithmetic uses it as a float32
 	Reciprocal bool      // codes are e4m3(x * (1/s)), not e4m3(x / s)
-	Saturate   bool      // quotients past ±448 become ±448, not NaN
+	Saturate   bool      // quotients past the largest code saturate, not NaN (e4m3) or infinity (e5m2)
 	ScaleULPs  int       // how far a stored scale may lie from the recipe's
+	Format     CodeFormat
+}
+
+// Static reports whether the scale is a kernel input, not stored.
+func (q Quant) Static() bool { return q.Store == "" }
+
+// staticQuant resolves the recipe for a field whose scale the kernel is
+// given (x/s or x·(1/s), saturating or not): the scale rule and floor
+// have no meaning there and are left as they are.
+func (r Recipe) staticQuant() (Quant, error) {
+	if err := r.Validate(); err != nil {
+		return Quant{}, err
+	}
+	return Quant{Eps: r.EpsOr(), Reciprocal: r.Quantize == Reciprocal, Saturate: r.SaturateOr(), ScaleULPs: r.ScaleULPsOr()}, nil
 }
 
 // Quant resolves the recipe for an e4m3 field whose scale field has kind
@@ -202,39 +216,39 @@ func (q Quant) Recipe() Recipe {
 	return r
 }
 
-// Quant is the resolved recipe of the named e4m3 field.
+// Quant is the resolved recipe of the named e4m3 or e5m2 field.
 func (l *Layout) Quant(field string) (Quant, bool) {
 	f, ok := l.fields[field]
-	if !ok || f.Kind != KindE4M3 {
+	if !ok || !f.Kind.isQuant() {
 		return Quant{}, false
 	}
 	return f.quant, true
 }
 
-// Quantized reports whether the layout has e4m3 fields: whether a recipe
-// means anything for it.
+// Quantized reports whether the layout has e4m3 or e5m2 fields: whether
+// a recipe means anything for it.
 func (l *Layout) Quantized() bool {
 	for _, f := range l.Fields {
-		if f.Kind == KindE4M3 {
+		if f.Kind.isQuant() {
 			return true
 		}
 	}
 	return false
 }
 
-// WithRecipe returns the layout with r as the recipe of every e4m3 field:
-// what a plugin declared for it. A nil r returns l itself (the plugin
-// declared nothing: the layout's own recipes hold). The declaration
-// replaces a field's recipe whole; it does not merge with it.
+// WithRecipe returns the layout with r as the recipe of every e4m3 and
+// e5m2 field: what a plugin declared for it. A nil r returns l itself
+// (the plugin declared nothing: the layout's own recipes hold). The
+// declaration replaces a field's recipe whole; it does not merge with
+// it. On a field whose scale is static only its quantize, saturation and
+// rounding mean anything.
 func (l *Layout) WithRecipe(r *Recipe) (*Layout, error) {
 	if r == nil {
 		return l, nil
 	}
-	c := *l
-	c.Fields = append([]Field(nil), l.Fields...)
-	c.Planes = append([][]string(nil), l.Planes...)
+	c := l.clone()
 	for i := range c.Fields {
-		if c.Fields[i].Kind == KindE4M3 {
+		if c.Fields[i].Kind.isQuant() {
 			rc := *r
 			c.Fields[i].Recipe = &rc
 		}
@@ -242,25 +256,27 @@ func (l *Layout) WithRecipe(r *Recipe) (*Layout, error) {
 	if err := c.compile(); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
 }
 
-// Resolved returns the layout with every e4m3 field's recipe stated in
-// full (rule, eps, quantize, rounding, saturation, ulps): the same
-// arithmetic, written out for a reader — what a repro file records, so
-// that "the default" can be read without knowing what it was.
+// Resolved returns the layout with every e4m3 and e5m2 field's recipe
+// stated in full (rule, eps, quantize, rounding, saturation, ulps; for a
+// static scale quantize, rounding and saturation): the same arithmetic,
+// written out for a reader — what a repro file records, so that "the
+// default" can be read without knowing what it was.
 func (l *Layout) Resolved() *Layout {
-	c := *l
-	c.Fields = append([]Field(nil), l.Fields...)
-	c.Planes = append([][]string(nil), l.Planes...)
+	c := l.clone()
 	for i := range c.Fields {
-		if f := l.fields[c.Fields[i].Name]; f.Kind == KindE4M3 {
+		if f := l.fields[c.Fields[i].Name]; f.Kind.isQuant() {
 			r := f.quant.Recipe()
+			if f.quant.Static() {
+				r = Recipe{Quantize: r.Quantize, Rounding: r.Rounding, Saturate: r.Saturate}
+			}
 			c.Fields[i].Recipe = &r
 		}
 	}
 	if err := c.compile(); err != nil {
 		panic(fmt.Sprintf("layout %s: its own recipes, stated, do not compile: %v", l.Name, err))
 	}
-	return &c
+	return c
 }
