@@ -48,7 +48,7 @@ func (v *classifier) got(w pool.Window) []byte {
 // the footprints, sorted.
 func (v *classifier) collectValid() []pool.Window {
 	sc := v.sc
-	covered := make([]pool.Window, 0, sc.Case.Valid*len(sc.Layout.Planes))
+	covered := make([]pool.Window, 0, sc.Case.Valid*sc.Layout.NumPieces())
 	for i := range sc.Case.Valid {
 		spans := sc.Layout.Footprint(sc.Case.Loc[i])
 		got := make([][]byte, len(spans))
