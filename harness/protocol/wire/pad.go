@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"fmt"
+
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
@@ -32,4 +34,14 @@ func PadPolicyFromProto(p kvpb.PadPolicy) layout.PadPolicy {
 		return layout.PadKeep
 	}
 	return ""
+}
+
+// CheckPadPolicy refuses a pad policy the wire cannot carry: a plugin
+// author sees the one-line error on the first Describe.
+func CheckPadPolicy(p layout.PadPolicy) error {
+	switch p {
+	case "", layout.PadAny, layout.PadZero, layout.PadKeep:
+		return nil
+	}
+	return fmt.Errorf("pad policy %q: want %q, %q or %q (or none: the layout's)", p, layout.PadAny, layout.PadZero, layout.PadKeep)
 }
