@@ -1,0 +1,114 @@
+package store
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/layout"
+)
+
+// engineLayout is the built-in engine layout name at d.
+func engineLayout(t *testing.T, name string, d layout.Dims) *layout.Layout {
+	t.Helper()
+	l, err := layout.BuiltinDims(name, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestDrawDims: every engine layout gets geometries it takes, and over
+// many draws several head counts, head dims and page sizes.
+func TestDrawDims(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, name := range layout.ModelNames() {
+		heads, dims, pages := map[int]bool{}, map[int]bool{}, map[int]bool{}
+		for range 200 {
+			d := DrawDims(rng, name)
+			if _, err := layout.BuiltinDims(name, d); err != nil {
+				t.Fatalf("%s: drew %+v: %v", name, d, err)
+			}
+			heads[d.Heads], dims[d.HeadDim], pages[d.PageSize] = true, true, true
+		}
+		multi := name != "vllm-mla-fp8" && name != "sglang-indexer-preshuffle"
+		if multi && (len(heads) < 5 || !heads[3] && !heads[5] && !heads[7]) {
+			t.Errorf("%s: head counts drawn %v: want several, odd ones among them", name, heads)
+		}
+		if name != "vllm-mla-fp8" && (len(dims) < 2 || len(pages) < 2) {
+			t.Errorf("%s: head dims %v, page sizes %v: want several of each", name, dims, pages)
+		}
+	}
+}
+
+// TestEngineLayoutsPass: fusedstore stores every engine layout, at
+// geometries drawn as engines run them, without a finding under every
+// padding, judged by recipe and bit-exact.
+func TestEngineLayoutsPass(t *testing.T) {
+	geometries, cases := 2, 40
+	if testing.Short() {
+		geometries, cases = 1, 20
+	}
+	rng := rand.New(rand.NewSource(7))
+	for _, name := range layout.ModelNames() {
+		for g := range geometries {
+			d := DrawDims(rng, name)
+			if g == 0 && name != "vllm-mla-fp8" && name != "sglang-indexer-preshuffle" {
+				d.Heads = 3 // an odd head count, always
+				if _, err := layout.BuiltinDims(name, d); err != nil {
+					d.Heads = 1
+				}
+			}
+			t.Run(fmt.Sprintf("%s/H%d-D%d-P%d", name, d.Heads, d.HeadDim, d.PageSize), func(t *testing.T) {
+				s := suite(t, "fusedstore", "")
+				s.Layouts = []*layout.Layout{engineLayout(t, name, d)}
+				s.Cases, s.Slots, s.MaxCapacity = cases, 3*d.PageSize+5, 32
+				if g == 1 {
+					s.Value = layout.Exact
+				}
+				for _, v := range s.verdicts(t) {
+					if !v.Outcome.Passed() {
+						t.Errorf("%s: %+v", v.Label, v.Outcome.Failure)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestEngineMutantsKilled: each engine layout mistake fails on a layout
+// it concerns, under the recipe judgement and bit-exact.
+func TestEngineMutantsKilled(t *testing.T) {
+	for _, tc := range []struct {
+		variant, layout string
+		heads           int
+		padding         Padding
+	}{
+		{"nhd-hnd-swapped", "flashinfer-nhd", 4, PadNone},
+		{"nhd-hnd-swapped", "flashinfer-hnd", 2, PadNone},
+		{"x-split-other-dtype", "vllm-paged", 8, PadNone},
+		{"x-split-other-dtype", "vllm-paged-fp8", 1, PadNone},
+		{"kv-swapped", "vllm-flash", 1, PadNone},
+		{"kv-swapped", "flashinfer-hnd", 2, PadNone},
+		{"scale-multiplied", "vllm-flash-fp8", 8, PadNone},
+		{"scale-multiplied", "vllm-mla-fp8", 1, PadNone},
+		{"e5m2-for-e4m3", "vllm-flash-fp8", 2, PadNone},
+		{"fp4-nibbles-swapped", "nvfp4-kv", 4, PadNone},
+		{"scale-unswizzled", "nvfp4-kv-hnd", 4, PadNone},
+		{"mxfp8-reserved-write", "mxfp8-kv", 2, PadSink},
+	} {
+		for _, mode := range []layout.Mode{layout.ByRecipe, layout.Exact} {
+			t.Run(fmt.Sprintf("%s/%s/%s", tc.variant, tc.layout, mode), func(t *testing.T) {
+				d := layout.Dims{Heads: tc.heads, PageSize: 64}
+				s := suite(t, "fusedstore", tc.variant)
+				s.Layouts = []*layout.Layout{engineLayout(t, tc.layout, d)}
+				s.Cases, s.Slots, s.MaxCapacity, s.Value = 100, 200, 16, mode
+				s.Paddings = []Padding{tc.padding}
+				vs := s.verdicts(t)
+				if len(vs) != 1 || vs[0].Outcome.Passed() {
+					t.Fatalf("%s survived %s on %s", tc.variant, mode, tc.layout)
+				}
+			})
+		}
+	}
+}
