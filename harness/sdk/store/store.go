@@ -74,11 +74,11 @@ type Call struct {
 	// Scales are the static scales of a layout that stores none (vLLM's
 	// k_scale and v_scale), by tensor name: one value, or one per head.
 	// A correct kernel stores code(x / scale).
-	Scales map[string][]float32
-	Loc      []int64  // Capacity slots
-	Loc32    []int32  // the staged 32-bit slots when SlotBits is 32, else nil
-	SlotBits int      // 64 or 32: the width the harness staged
-	Graph    bool     // the harness asked for CUDA-graph replay; CPU kernels ignore it
+	Scales   map[string][]float32
+	Loc      []int64 // Capacity slots
+	Loc32    []int32 // the staged 32-bit slots when SlotBits is 32, else nil
+	SlotBits int     // 64 or 32: the width the harness staged
+	Graph    bool    // the harness asked for CUDA-graph replay; CPU kernels ignore it
 }
 
 // Storer is a store kernel over host memory.

@@ -189,11 +189,11 @@ func declare(_ string, heads, d, p int) []sdk.Geometry {
 
 // Plugin is what the plugin serves; fuzz tests link it in-process.
 var Plugin = sdk.Plugin{
-	Name:     "fusedstore",
-	Version:  "1.0.0",
-	Doc:      "padding-aware store for bf16, fp8-paged and fp8-rows (the fix), and for the engines' K/V caches by their own index formulas",
-	Variants: slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
+	Name:          "fusedstore",
+	Version:       "1.0.0",
+	Doc:           "padding-aware store for bf16, fp8-paged and fp8-rows (the fix), and for the engines' K/V caches by their own index formulas",
+	Variants:      slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
 	GeometryHeads: declare,
-	Kernel: &kernel{},
-	Kinds:  []sdk.Kind{store.Kind, read.Kind},
+	Kernel:        &kernel{},
+	Kinds:         []sdk.Kind{store.Kind, read.Kind},
 }
