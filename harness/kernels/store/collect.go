@@ -25,6 +25,7 @@ type classifier struct {
 	judged    judgement              // value judgement's findings and verdicts (value.go)
 	out       []oracle.Violation
 	run       *oracle.Violation
+	starts    []int // starts[i] is where delta window i's bytes begin in delta.Bytes
 }
 
 // got returns the bytes of window w (pool offsets) after the run.
@@ -32,10 +33,19 @@ func (v *classifier) got(w pool.Window) []byte {
 	out := v.sc.Region.Background(v.sc.Seed, w.Off, w.Len)
 	ws := v.delta.Windows
 	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
-	start := 0
-	for j := 0; j < i; j++ {
-		start += ws[j].Len
+	if i == len(ws) || ws[i].Off >= w.End() {
+		return out
 	}
+	if v.starts == nil {
+		// An engine layout's footprint is a thousand spans a row (vLLM's
+		// paged V: two bytes a head element): summing the windows
+		// before each one's would be quadratic in the case.
+		v.starts = make([]int, len(ws))
+		for j := 1; j < len(ws); j++ {
+			v.starts[j] = v.starts[j-1] + ws[j-1].Len
+		}
+	}
+	start := v.starts[i]
 	for ; i < len(ws) && ws[i].Off < w.End(); i++ {
 		lo, hi := max(ws[i].Off, w.Off), min(ws[i].End(), w.End())
 		copy(out[lo-w.Off:hi-w.Off], v.delta.Bytes[start+lo-ws[i].Off:])
