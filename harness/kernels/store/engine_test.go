@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"math/rand"
 	"testing"
 
@@ -79,24 +82,7 @@ func TestEngineLayoutsPass(t *testing.T) {
 // TestEngineMutantsKilled: each engine layout mistake fails on a layout
 // it concerns, under the recipe judgement and bit-exact.
 func TestEngineMutantsKilled(t *testing.T) {
-	for _, tc := range []struct {
-		variant, layout string
-		heads           int
-		padding         Padding
-	}{
-		{"nhd-hnd-swapped", "flashinfer-nhd", 4, PadNone},
-		{"nhd-hnd-swapped", "flashinfer-hnd", 2, PadNone},
-		{"x-split-other-dtype", "vllm-paged", 8, PadNone},
-		{"x-split-other-dtype", "vllm-paged-fp8", 1, PadNone},
-		{"kv-swapped", "vllm-flash", 1, PadNone},
-		{"kv-swapped", "flashinfer-hnd", 2, PadNone},
-		{"scale-multiplied", "vllm-flash-fp8", 8, PadNone},
-		{"scale-multiplied", "vllm-mla-fp8", 1, PadNone},
-		{"e5m2-for-e4m3", "vllm-flash-fp8", 2, PadNone},
-		{"fp4-nibbles-swapped", "nvfp4-kv", 4, PadNone},
-		{"scale-unswizzled", "nvfp4-kv-hnd", 4, PadNone},
-		{"mxfp8-reserved-write", "mxfp8-kv", 2, PadSink},
-	} {
+	for _, tc := range engineMutants {
 		for _, mode := range []layout.Mode{layout.ByRecipe, layout.Exact} {
 			t.Run(fmt.Sprintf("%s/%s/%s", tc.variant, tc.layout, mode), func(t *testing.T) {
 				d := layout.Dims{Heads: tc.heads, PageSize: 64}
@@ -110,5 +96,73 @@ func TestEngineMutantsKilled(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEngineLayoutsOnCUDA: fusedstore's CUDA stores of the engine
+// layouts pass, eagerly and replayed from CUDA graphs, at drawn
+// geometries, and each engine mutant dies there too. Skips without a GPU.
+func TestEngineLayoutsOnCUDA(t *testing.T) {
+	backend := arena.CUDA{Dev: cudatest.Device(t)}
+	rng := rand.New(rand.NewSource(11))
+	for _, name := range layout.ModelNames() {
+		d := DrawDims(rng, name)
+		for _, graph := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/H%d-D%d-P%d/graph=%v", name, d.Heads, d.HeadDim, d.PageSize, graph), func(t *testing.T) {
+				s := suite(t, "fusedstore", "")
+				s.Layouts = []*layout.Layout{engineLayout(t, name, d)}
+				s.Cases, s.Slots, s.MaxCapacity, s.Backend, s.Graph = 200, 64*d.PageSize+5, 256, backend, graph
+				for _, v := range s.verdicts(t) {
+					if !v.Outcome.Passed() {
+						t.Errorf("%s: %+v", v.Label, v.Outcome.Failure)
+					}
+				}
+			})
+		}
+	}
+	for _, tc := range engineMutants {
+		t.Run(tc.variant+"/"+tc.layout, func(t *testing.T) {
+			s := suite(t, "fusedstore", tc.variant)
+			s.Layouts = []*layout.Layout{engineLayout(t, tc.layout, layout.Dims{Heads: tc.heads, PageSize: 64})}
+			s.Cases, s.Slots, s.MaxCapacity, s.Backend = 100, 200, 16, backend
+			s.Paddings = []Padding{tc.padding}
+			if vs := s.verdicts(t); len(vs) != 1 || vs[0].Outcome.Passed() {
+				t.Fatalf("%s survived on %s on the GPU", tc.variant, tc.layout)
+			}
+		})
+	}
+}
+
+// engineMutants are fusedstore's engine layout mistakes, each on a layout
+// and head count where it shows.
+var engineMutants = []struct {
+	variant, layout string
+	heads           int
+	padding         Padding
+}{
+	{"nhd-hnd-swapped", "flashinfer-nhd", 4, PadNone},
+	{"nhd-hnd-swapped", "flashinfer-hnd", 2, PadNone},
+	{"x-split-other-dtype", "vllm-paged", 8, PadNone},
+	{"x-split-other-dtype", "vllm-paged-fp8", 1, PadNone},
+	{"kv-swapped", "vllm-flash", 1, PadNone},
+	{"kv-swapped", "flashinfer-hnd", 2, PadNone},
+	{"scale-multiplied", "vllm-flash-fp8", 8, PadNone},
+	{"scale-multiplied", "vllm-mla-fp8", 1, PadNone},
+	{"e5m2-for-e4m3", "vllm-flash-fp8", 2, PadNone},
+	{"fp4-nibbles-swapped", "nvfp4-kv", 4, PadNone},
+	{"scale-unswizzled", "nvfp4-kv-hnd", 4, PadNone},
+	{"mxfp8-reserved-write", "mxfp8-kv", 2, PadSink},
+}
+
+// TestNHDSwapNeedsHeads: NHD and HND are the same bytes for one head, so
+// the swap passes there: the mutant dies for what it is, not for a
+// stray difference.
+func TestNHDSwapNeedsHeads(t *testing.T) {
+	s := suite(t, "fusedstore", "nhd-hnd-swapped")
+	s.Layouts = []*layout.Layout{engineLayout(t, "flashinfer-nhd", layout.Dims{Heads: 1, PageSize: 16})}
+	s.Cases, s.Slots, s.MaxCapacity = 60, 100, 16
+	s.Paddings = []Padding{PadNone}
+	if vs := s.verdicts(t); len(vs) != 1 || !vs[0].Outcome.Passed() {
+		t.Fatalf("the NHD/HND swap failed for one head: %+v", vs[0].Outcome.Failure)
 	}
 }

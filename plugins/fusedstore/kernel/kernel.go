@@ -104,7 +104,8 @@ func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
 // kernel is the fused store on both backends; gpu caches its compiled
 // CUDA kernels (device.go).
 type kernel struct {
-	gpu gpustore.Kernels
+	gpu    gpustore.Kernels
+	engine enginestore.Device // the engine layouts' CUDA stores
 }
 
 // Store implements store.Storer.
