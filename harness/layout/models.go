@@ -94,6 +94,14 @@ func ModelNames() []string {
 	return names
 }
 
+// OneHead reports whether built-in layout name holds one head per token
+// whatever the engine's head count: the layouts of planes, MLA's latent
+// cache, the DSA indexer.
+func OneHead(name string) bool {
+	m, ok := models[name]
+	return !ok || m.onlyHeads == 1
+}
+
 // BuiltinDims returns the named built-in layout for the given heads, head
 // dimension and page size (zero: the layout's default). The layouts of
 // planes take one head.

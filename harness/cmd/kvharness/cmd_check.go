@@ -35,6 +35,7 @@ type checkFlags struct {
 	value                                                                  string
 	shard                                                                  string // check's alone
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
+	heads                                                                  int
 	stress                                                                 int
 	seed                                                                   int64
 	timeout                                                                time.Duration
@@ -60,6 +61,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+slotDefaults+")")
 	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
 	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
+	fs.IntVar(&f.heads, "heads", 0, "KV heads per token H of the engines' K/V layouts (0: each layout's default, 8; layouts of one head are left out of all when above 1)")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
 	fs.StringVar(&f.results, "results", "kvharness-results", "folder for repro files of failures")
 	fs.DurationVar(&f.timeout, "timeout", plugin.DefaultCallTimeout, "deadline of one plugin call; past it the plugin is killed as hung")
@@ -316,7 +318,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph}}
 	p.Value, _ = parseValue(f.value) // validated
 	if k.Layouts {
-		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
+		layouts, err := kind.LayoutsHeads(s.desc, f.layout, f.layoutFile, f.heads, f.headDim, f.pageSize)
 		if err != nil {
 			return p, none, err
 		}
