@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -20,6 +22,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	names := fs.StringSlice("plugin", plugins.Serving(store.Name), "plugins to describe")
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
+	heads := fs.Int("heads", 1, "KV heads per token to ask the engines' K/V layouts' geometry for")
 	asJSON := fs.Bool("json", false, "print JSON")
 	sums := fs.Bool("sha256", false, "print each plugin's SHA-256 (of its script for a command plugin), for --plugin-sha256")
 	if code, ok := parse(fs, args); !ok {
@@ -34,6 +37,9 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if *pageSize < 1 || *pageSize > 1<<16 {
 		return e.errorf("plugins: --page-size %d: want 1..65536 tokens", *pageSize)
 	}
+	if *heads < 1 || *heads > layout.MaxHeads {
+		return e.errorf("plugins: --heads %d: want 1..%d", *heads, layout.MaxHeads)
+	}
 	if *sums {
 		return printSums(e, *names)
 	}
@@ -43,34 +49,77 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 		if err != nil {
 			return e.errorf("%v", err)
 		}
-		descs = append(descs, s.desc)
+		d := s.desc
+		if *heads > 1 {
+			d, err = s.plugin.Describe(ctx, plugin.Query{HeadDim: *headDim, PageSize: *pageSize, Heads: *heads})
+		}
 		s.close()
+		if err != nil {
+			return e.errorf("%v", err)
+		}
+		descs = append(descs, d)
 	}
+	dims := layout.Dims{Heads: *heads, HeadDim: *headDim, PageSize: *pageSize}
 	if *asJSON {
-		writeJSON(e, descs)
+		writeJSON(e, withLayouts(descs, dims))
 		return exitPass
 	}
 	for i, d := range descs {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		writeDescription(e, d, *headDim, *pageSize)
+		writeDescription(e, d, dims)
 	}
 	return exitPass
 }
 
-func writeDescription(e *env, d *plugin.Description, headDim, pageSize int) {
+// describedJSON is a plugin's description as plugins --json prints it:
+// with the layout each engine layout it declares stands for, in the
+// layout file form (the placements as shape:stride maps).
+type describedJSON struct {
+	*plugin.Description
+	LayoutModels []json.RawMessage `json:"layout_models,omitempty"`
+}
+
+// withLayouts adds to each description the engine layouts it declares,
+// built at dims.
+func withLayouts(descs []*plugin.Description, dims layout.Dims) []describedJSON {
+	out := make([]describedJSON, len(descs))
+	for i, d := range descs {
+		out[i].Description = d
+		for _, g := range d.Layouts {
+			if !slices.Contains(layout.ModelNames(), g.Layout) {
+				continue // the layouts of planes: the check golden's JSON
+			}
+			if l, err := builtinAt(g.Layout, dims); err == nil {
+				out[i].LayoutModels = append(out[i].LayoutModels, l.JSON())
+			}
+		}
+	}
+	return out
+}
+
+// builtinAt is the built-in layout name at dims, a layout of one head or
+// of a fixed head dim taking its own.
+func builtinAt(name string, dims layout.Dims) (*layout.Layout, error) {
+	if fixed := layout.FixedHeadDim(name); fixed != 0 && dims.HeadDim == layout.DefaultHeadDim {
+		dims.HeadDim = fixed // as check and mutants run it (kind.Layouts)
+	}
+	if layout.OneHead(name) {
+		dims.Heads = 0
+	}
+	return layout.BuiltinDims(name, dims)
+}
+
+func writeDescription(e *env, d *plugin.Description, dims layout.Dims) {
+	headDim, pageSize := dims.HeadDim, dims.PageSize
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
 	fmt.Fprintf(w, "  kernels: %s\n", joinKernels(d.Kernels))
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
 	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	for _, g := range d.Layouts {
-		dim := headDim
-		if fixed := layout.FixedHeadDim(g.Layout); fixed != 0 && dim == layout.DefaultHeadDim {
-			dim = fixed // as check and mutants run it (kind.Layouts)
-		}
-		l, lerr := layout.Builtin(g.Layout, dim, pageSize)
+		l, lerr := builtinAt(g.Layout, dims)
 		mark := ""
 		if lerr == nil && (l.BytesPerToken() != g.BytesPerToken || l.PageBytes() != g.BytesPerPage) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
@@ -78,6 +127,9 @@ func writeDescription(e *env, d *plugin.Description, headDim, pageSize int) {
 		fmt.Fprintf(w, "    %-10s %4d B/token %7d B/page%s\n", g.Layout, g.BytesPerToken, g.BytesPerPage, mark)
 		if r := recipeLine(g, l); r != "" {
 			fmt.Fprintf(w, "      recipe %s\n", r)
+		}
+		if g.PadPolicy != "" {
+			fmt.Fprintf(w, "      pads %s (declared, over the layout's)\n", g.PadPolicy)
 		}
 	}
 	if len(d.Variants) == 0 {
