@@ -1,7 +1,10 @@
 package store
 
 import (
+	"strings"
+
 	"fmt"
+	"github.com/kvharness/kvharness/harness/oracle"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
@@ -164,5 +167,30 @@ func TestNHDSwapNeedsHeads(t *testing.T) {
 	s.Paddings = []Padding{PadNone}
 	if vs := s.verdicts(t); len(vs) != 1 || !vs[0].Outcome.Passed() {
 		t.Fatalf("the NHD/HND swap failed for one head: %+v", vs[0].Outcome.Failure)
+	}
+}
+
+// TestDeclaredPadPolicy: a kernel's declared pad policy replaces the
+// layout's (DeepSeek-V4's pads, don't-care by default, become kept), and
+// one declared for a layout without pads is an error naming both.
+func TestDeclaredPadPolicy(t *testing.T) {
+	l := engineLayout(t, "dsv4-main", layout.Dims{HeadDim: 512, PageSize: 64})
+	kept := func(l *layout.Layout) int {
+		n := 0
+		for p := range l.NumPieces() {
+			n += len(l.Kept(p))
+		}
+		return n
+	}
+	if kept(l) != 0 {
+		t.Fatalf("dsv4-main keeps pads by default; the test wants a layout whose kernel declares it")
+	}
+	got, err := declaredLayout(l, oracle.Declared{PadPolicy: layout.PadKeep}, "p")
+	if err != nil || kept(got) == 0 {
+		t.Fatalf("declared keep: %v, %d kept spans", err, kept(got))
+	}
+	_, err = declaredLayout(engineLayout(t, "vllm-flash", layout.Dims{PageSize: 16}), oracle.Declared{PadPolicy: layout.PadZero}, "p")
+	if err == nil || !strings.Contains(err.Error(), "plugin p declares pad policy") {
+		t.Fatalf("pad policy on a layout without pads: %v", err)
 	}
 }
