@@ -12,6 +12,17 @@
 //   8  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
 //   9  slowed30         rows 0..n-1, then the first 30% of them (rounded down) again (correct, 30% slower)
 //  10  slowed50         rows 0..n-1, then the first half of them (rounded down) again (correct, 50% slower)
+// Rules 11 to 18 are mistakes of the engine layouts only, which
+// plugins/internal/enginestore/enginestore.cu stores (its ES_RULE takes
+// these numbers); on this file's layouts they store rows 0..n-1:
+//  11  nhd-hnd-swapped
+//  12  x-split-other-dtype
+//  13  kv-swapped
+//  14  scale-multiplied
+//  15  e5m2-for-e4m3
+//  16  fp4-nibbles-swapped
+//  17  scale-unswizzled
+//  18  mxfp8-reserved-write
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -33,6 +44,9 @@ struct FusedRule {
 #elif FUSED_RULE == 8
     *slot = (kv_i64)(unsigned short)loc;
     return i < n;
+#elif FUSED_RULE == 11 || FUSED_RULE == 12 || FUSED_RULE == 13 || FUSED_RULE == 14 || FUSED_RULE == 15 || \
+    FUSED_RULE == 16 || FUSED_RULE == 17 || FUSED_RULE == 18
+    return i < n;  // the engine layouts' mistakes: none on these layouts
 #else
     return i < n;
 #endif
