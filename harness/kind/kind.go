@@ -102,7 +102,11 @@ type Params struct {
 // mutants run gives every subject's check alike, so that both runs take
 // them as one struct.
 type Setup struct {
-	Slots       int
+	Slots int
+	// DefaultSlots says Slots is the kind's default, not the user's: a
+	// kind may size it down for a layout whose tokens are large (the
+	// engines' K/V caches: 4 KiB a token at 8 heads × 128).
+	DefaultSlots bool
 	MaxCapacity int
 	HeadDim     int
 	PageSize    int

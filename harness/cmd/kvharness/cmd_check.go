@@ -330,7 +330,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	}
 	p.Backend = backend
 	if p.Slots == 0 {
-		p.Slots = defaultSlots(k.Name, backend.Place(), f.pageSize)
+		p.Slots, p.DefaultSlots = defaultSlots(k.Name, backend.Place(), f.pageSize), true
 	}
 	if f.graph && !backend.Place().OnDevice() {
 		release()

@@ -268,7 +268,7 @@ func subjectLine(r mutants.Result) string {
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
 	setup := c.Setup
 	if setup.Slots == 0 {
-		setup.Slots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize)
+		setup.Slots, setup.DefaultSlots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize), true
 	}
 	setup.Graph = c.Graph && k.Graphs
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {

@@ -34,7 +34,11 @@ func Suite(s *kind.Session, p kind.Params, paddings []Padding) *property.Suite[*
 		sets = 0 // a stressed case runs on its processes at once, not ahead (property.Suite.Stress)
 	}
 	for _, l := range p.Layouts {
-		cfg := Config{Variant: p.Variant, Layout: l, Slots: p.Slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
+		slots := p.Slots
+		if p.DefaultSlots {
+			slots = defaultSlotsFor(l, slots)
+		}
+		cfg := Config{Variant: p.Variant, Layout: l, Slots: slots, MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
 		for _, pad := range paddings {
 			suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: l.Name,
