@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -35,14 +36,14 @@ var (
 // launch, p50-ns/op the median, p99-ns/op the p99 where b.N resolves it;
 // GB/s counts bytes read and written over the median. BenchmarkCopy is the
 // same rows copied: the roofline.
-func BenchmarkStore(b *testing.B) { benchKernel(b, benchrun.KernelStore) }
+func BenchmarkStore(b *testing.B) { benchKernel(b, string(store.Name)) }
 
 // BenchmarkCopy times a copy of each cell's input bytes.
-func BenchmarkCopy(b *testing.B) { benchKernel(b, benchrun.KernelCopy) }
+func BenchmarkCopy(b *testing.B) { benchKernel(b, results.KernelCopy) }
 
 func benchKernel(b *testing.B, kernel string) {
 	for _, pair := range benchPairs {
-		if kernel == benchrun.KernelCopy && pair.plugin != "fusedstore" {
+		if kernel == results.KernelCopy && pair.plugin != "fusedstore" {
 			continue // one roofline per layout is enough
 		}
 		a, p := openBench(b, pair.plugin, pair.layout)
@@ -74,7 +75,7 @@ const maxIterations = 100_000
 // timeCell reports the same numbers, under the same units, as a run's
 // line of kvharness bench's bench.txt: ns/op the mean launch, p50-ns/op
 // the median, p99-ns/op where the run resolves it, GB/s over the median.
-func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Identity) {
+func timeCell(b *testing.B, p *plugin.Plugin, a *store.Arena, id results.Identity) {
 	req := a.Request(id)
 	req.Warmup, req.Mode = 3, kvpb.BenchMode_BENCH_PER_LAUNCH
 	var ns []float64
@@ -97,7 +98,7 @@ func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Iden
 	if measure.Resolvable(sum.N, 0.99) {
 		b.ReportMetric(sum.P99, results.UnitP99)
 	}
-	if gbps, err := measure.GBPerSecond(benchrun.BytesMoved(l, id), sum.P50); err == nil && gbps > 0 {
+	if gbps, err := measure.GBPerSecond(store.BytesMoved(l, id), sum.P50); err == nil && gbps > 0 {
 		b.ReportMetric(gbps, results.UnitGBps)
 	}
 	if tps, err := measure.TokensPerSecond(id.Tokens, sum.P50); err == nil {
@@ -105,7 +106,7 @@ func timeCell(b *testing.B, p *plugin.Plugin, a *benchrun.Arena, id results.Iden
 	}
 }
 
-func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.Plugin) {
+func openBench(b *testing.B, name, layoutName string) (*store.Arena, *plugin.Plugin) {
 	b.Helper()
 	ctx := context.Background()
 	dir, err := rundir.Open()
@@ -124,7 +125,11 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	backend, release, err := arena.Choose(backendName(), 0, []protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
+	want, err := arena.ParseWant(backendName(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	backend, release, err := want.Choose([]protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,9 +138,11 @@ func openBench(b *testing.B, name, layoutName string) (*benchrun.Arena, *plugin.
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := benchrun.Default(name)
+	mx := benchrun.Default(name)
+	mx.Kernel = store.Name
+	m := mx.Setup(backend)
 	m.Tokens, m.Slots = benchTokens, 1<<17
-	a, err := benchrun.OpenArena(ctx, p, dir, backend, l, m)
+	a, err := store.OpenArena(ctx, p, dir, l, m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +160,7 @@ func backendName() string {
 // TestGoTestNamesAreBenchNames: the name go test gives a cell is the one
 // kvharness bench gives it, so that compare matches the two.
 func TestGoTestNamesAreBenchNames(t *testing.T) {
-	id := benchIdentity("fusedstore", benchrun.KernelStore, "bf16", 512)
+	id := benchIdentity("fusedstore", string(store.Name), "bf16", 512)
 	if got, want := "Store/"+subName(id), "Store/plugin=fusedstore/layout=bf16/head_dim=128/page_size=64/tokens=512/mode=eager/cache=hot/timing=per-launch"; got != want {
 		t.Errorf("go test name %q, want %q", got, want)
 	}

@@ -47,6 +47,10 @@ func FuzzLayoutFile(f *testing.F) {
 		l, _ := layout.Builtin(n, 0, 16)
 		f.Add(l.JSON())
 	}
+	for _, n := range layout.ModelNames() {
+		l, _ := layout.Builtin(n, 0, 32)
+		f.Add(l.JSON())
+	}
 	f.Add([]byte(`{"name":"x","head_dim":16,"fields":[{"name":"v","kind":"e4m3","to":16,"group":3}],"planes":[["v"]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := layout.Parse(data, 8)
@@ -55,6 +59,9 @@ func FuzzLayoutFile(f *testing.F) {
 		}
 		if l.BytesPerToken() <= 0 || l.PageBytes() < l.PageSize*l.BytesPerToken() {
 			t.Fatalf("accepted layout with %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
+		}
+		if l, err = l.ForPool(2 * l.PageSize); err != nil {
+			return
 		}
 		for s := range int64(2 * l.PageSize) {
 			for _, sp := range l.Footprint(s) {

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/cuda"
@@ -23,9 +24,12 @@ func TestChooseBackendWithoutGPU(t *testing.T) {
 		{"auto", []protocol.Backend{shm, dev}, "cpu"},
 		{"auto", []protocol.Backend{dev}, ""},
 		{"cuda", []protocol.Backend{shm, dev}, ""},
-		{"gpu", []protocol.Backend{shm}, ""},
 	} {
-		b, release, err := Choose(tc.name, 0, tc.served)
+		w, err := ParseWant(tc.name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, release, err := w.Choose(tc.served)
 		release()
 		where := ""
 		if b != nil {
@@ -37,14 +41,25 @@ func TestChooseBackendWithoutGPU(t *testing.T) {
 	}
 }
 
-// pinned is a backend only OrSHM's test names.
-type pinned struct{ SHM }
-
-func TestOrSHM(t *testing.T) {
-	if b, ok := OrSHM(nil).(SHM); !ok {
-		t.Errorf("OrSHM(nil) = %#v; want SHM{}", b)
+// TestParseWant: every --backend value reads as its own want, and a value
+// or device no run can have is refused, naming the flag.
+func TestParseWant(t *testing.T) {
+	for i, name := range Backends {
+		w, err := ParseWant(name, 2)
+		if err != nil || w.Backend != Wanted(i) || w.Device != 2 || w.Backend.String() != name {
+			t.Errorf("ParseWant(%q, 2) = %+v, %v; want %v on device 2", name, w, err, Wanted(i))
+		}
 	}
-	if b, ok := OrSHM(pinned{}).(pinned); !ok {
-		t.Errorf("OrSHM(pinned{}) = %#v; want the backend given", b)
+	for _, tc := range []struct {
+		name   string
+		device int
+		flag   string
+	}{{"gpu", 0, "--backend"}, {"", 0, "--backend"}, {"cuda", -1, "--device"}} {
+		if _, err := ParseWant(tc.name, tc.device); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("ParseWant(%q, %d): err %v; want one naming %s", tc.name, tc.device, err, tc.flag)
+		}
+	}
+	if (Want{Backend: WantCPU}).MayUseGPU() || !(Want{Backend: WantCUDA}).MayUseGPU() {
+		t.Error("MayUseGPU: want false for cpu, true for cuda")
 	}
 }

@@ -65,6 +65,10 @@ type Lazy interface {
 	HeldIn(w pool.Window, age int) int
 	// Blocks is the allocated size: it grows when a hole is written.
 	Blocks() (int64, error)
+	// Reserve backs w's pages with memory now: a window the harness
+	// writes itself (staging) in an arena made sparse, so that its
+	// writes grow nothing a scan would take for a stray write.
+	Reserve(w pool.Window) error
 }
 
 var (

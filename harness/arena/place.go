@@ -38,8 +38,9 @@ func (s Space) String() string {
 // Place is where a backend's arenas live: a memory space and, on a GPU,
 // the device's name. Reports print it; code branches on Space.
 type Place struct {
-	Space  Space
-	Device string // the GPU's name, for Device
+	Space   Space
+	Device  string // the GPU's name, for Device
+	Ordinal int    // the GPU's CUDA ordinal, for Device
 }
 
 // OnDevice reports whether arenas live in GPU memory.

@@ -71,7 +71,10 @@ func ReadManifest(path string) (Manifest, error) {
 	}
 	// Unmarshal, not a strict decoder: a field a newer kvharness adds
 	// keeps the schema's version (bench/SCHEMA.md), so it is let through;
-	// data after the object is not.
+	// data after the object is not, nor a key given twice.
+	if err := inputfile.UniqueKeys(data); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}

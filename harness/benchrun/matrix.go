@@ -6,15 +6,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/inputfile"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/measure"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
 // Matrix is what a bench run covers. A JSON matrix file holds the same
 // fields; omitted ones take the defaults.
 type Matrix struct {
+	// Kernel is the kind measured: its cells are the kind's own beside
+	// the references it measures (a copy, an empty launch). Empty in a
+	// file that names none: the command fills in its default kind.
+	Kernel   protocol.Kernel  `json:"kernel,omitempty"`
 	Plugins  []string         `json:"plugins"`
 	Variant  string           `json:"variant,omitempty"`
 	Layouts  []string         `json:"layouts"` // names, or ["all"]: every built-in layout a plugin declares
@@ -208,8 +215,8 @@ func (m Matrix) Validate() error {
 		return fmt.Errorf("caches %v with timings %v make no cell: cold caches are timed per launch only (a batch runs hot after its first launch); want per-launch among the timings", m.Caches, m.Timings)
 	}
 	for _, n := range m.Layouts {
-		if n != "all" && layout.Describe(n) == "" {
-			return fmt.Errorf("layout %q: unknown; want \"all\" or one of %v", n, layout.Names())
+		if n != "all" && n != "engines" && layout.Describe(n) == "" {
+			return fmt.Errorf("layout %q: unknown; want \"all\", \"engines\" or one of %v", n, layout.Names())
 		}
 	}
 	for _, t := range m.Tokens {
@@ -292,10 +299,10 @@ func nameField(n int) int {
 	return n
 }
 
-func (m Matrix) maxTokens() int {
-	n := 0
-	for _, t := range m.Tokens {
-		n = max(n, t)
-	}
-	return n
+func (m Matrix) maxTokens() int { return m.Setup(nil).MaxTokens() }
+
+// Setup is what the matrix asks of every group's cells, on backend b.
+func (m Matrix) Setup(b arena.Backend) kind.BenchSetup {
+	return kind.BenchSetup{Variant: m.Variant, HeadDim: m.HeadDim, PageSize: m.PageSize, Slots: m.Slots, Seed: m.Seed,
+		Layouts: m.Layouts, Tokens: m.Tokens, Rotate: m.Rotate, SlotRun: m.SlotRun, Backend: b}
 }

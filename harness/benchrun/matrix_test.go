@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/layout"
-	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
@@ -65,31 +63,10 @@ func TestMeasurable(t *testing.T) {
 	}
 }
 
-// BytesMoved counts a store's rows, slots and token bytes, and a copy's
-// rows read and written: the two differ, which is why only their times
-// are compared.
-func TestBytesMoved(t *testing.T) {
-	l, err := layout.Builtin("bf16", 128, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := results.Identity{Kernel: KernelStore, Tokens: 10}
-	copyID := results.Identity{Kernel: KernelCopy, Tokens: 10}
-	if got, want := BytesMoved(l, store), int64(10*(256+8+256)); got != want { // 128 bf16 in, an 8-byte slot, 256 bytes out
-		t.Errorf("store bytes %d, want %d", got, want)
-	}
-	if got, want := BytesMoved(l, copyID), int64(10*2*256); got != want {
-		t.Errorf("copy bytes %d, want %d", got, want)
-	}
-	if got := BytesMoved(l, results.Identity{Kernel: KernelEmpty, Tokens: 1}); got != 0 {
-		t.Errorf("empty kernel moves %d bytes", got)
-	}
-}
-
 // TestHostPacedWarns: a cell whose plugin kept host-paced samples is named
 // in a warning, with the count; others are not.
 func TestHostPacedWarns(t *testing.T) {
-	id := results.Identity{Plugin: "fusedstore", Kernel: KernelStore, Layout: "bf16", HeadDim: 128, PageSize: 64, Tokens: 512,
+	id := results.Identity{Plugin: "fusedstore", Kernel: "store", Layout: "bf16", HeadDim: 128, PageSize: 64, Tokens: 512,
 		Mode: results.Graph, Cache: results.Hot, Timing: results.Batched}
 	quiet := results.Cell{Identity: id}
 	id.Tokens = 1
@@ -115,19 +92,6 @@ func TestNameField(t *testing.T) {
 	}
 }
 
-func TestCheckRotates(t *testing.T) {
-	old := &plugin.Description{Name: "tritonstore"}
-	if err := checkRotates(old, Matrix{Rotate: 1}); err != nil {
-		t.Errorf("rotate 1 refused for a plugin that does not rotate: %v", err)
-	}
-	if err := checkRotates(old, Matrix{Rotate: 4}); err == nil || !strings.Contains(err.Error(), "tritonstore does not declare bench_rotation") {
-		t.Errorf("rotate 4 for a plugin that does not rotate: %v; want a refusal naming it", err)
-	}
-	if err := checkRotates(&plugin.Description{Name: "p", BenchRotation: true}, Matrix{Rotate: 4}); err != nil {
-		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
-	}
-}
-
 // TestLoadMatrixBounded: a matrix path that is a device of endless bytes,
 // a file past the bound or a folder is an error naming it, read no
 // further than the bound.
@@ -138,9 +102,9 @@ func TestLoadMatrixBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		"/dev/zero":                        "/dev/zero: file too large",
+		"/dev/zero":                        "/dev/zero is not a regular file",
 		big:                                "more than 1048576 bytes",
-		dir:                                "is a folder",
+		dir:                                "is not a regular file (a folder)",
 		filepath.Join(dir, "missing.json"): "give the path of an existing file",
 	} {
 		if _, err := LoadMatrix(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {

@@ -180,7 +180,7 @@ func sortCells(cells []results.Cell, units []string) {
 		}
 	}
 	at := func(c results.Cell) int {
-		if c.Kernel == KernelEmpty {
+		if c.Kernel == results.KernelEmpty {
 			return first[c.Plugin+"/"+c.Layout]
 		}
 		return pos[Unit{c.Plugin, c.Layout, c.Tokens}.Key()]

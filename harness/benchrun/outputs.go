@@ -22,6 +22,10 @@ const (
 	PlotDir      = "plots"
 )
 
+// OutputFiles are the files a night writes into its folder: an input
+// given to bench or merge may be none of them.
+var OutputFiles = []string{JournalFile, LogFile, BenchFile, TableFile, ManifestFile}
+
 // WriteOutputs writes a night's files: cells.jsonl, bench.txt, table.txt,
 // night.json and the plots. Each file is written whole or not at all;
 // warnings (cells with host-paced samples, version 1 cells) are returned.
@@ -74,9 +78,9 @@ func writeBytes(path string, data []byte) error {
 	})
 }
 
-// writePlots draws, per plugin and layout, throughput against tokens with
-// the copy roofline, and per plugin, layout, mode and cache the latency
-// CDFs of the per-launch cells.
+// writePlots draws, per plugin and layout (or geometry), the kernel's
+// throughput against tokens with the copy roofline, and per plugin,
+// layout, mode and cache the latency CDFs of its per-launch cells.
 func writePlots(dir string, cells []results.Cell) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -86,7 +90,7 @@ func writePlots(dir string, cells []results.Cell) error {
 	cdf := map[string][]results.Cell{}
 	for _, c := range cells {
 		group := c.Plugin + "_" + c.Layout
-		if c.Kernel != KernelStore { // the copy shows as the roofline, from CopyGBps
+		if results.IsReference(c.Kernel) { // the copy shows as the roofline, from CopyGBps
 			continue
 		}
 		if _, ok := tput[group]; !ok {
@@ -103,7 +107,7 @@ func writePlots(dir string, cells []results.Cell) error {
 	}
 	for _, k := range tputKeys {
 		if err := plotFile(filepath.Join(dir, "throughput_"+k+".png"), func(w io.Writer) error {
-			return plot.Throughput(w, tput[k], plot.Options{Title: "store throughput: " + k, Footer: footer(tput[k])})
+			return plot.Throughput(w, tput[k], plot.Options{Title: tput[k][0].Kernel + " throughput: " + k, Footer: footer(tput[k])})
 		}); err != nil {
 			return err
 		}

@@ -8,17 +8,18 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
-// A Unit is what a shard owns: one plugin's layout at one token count, with
-// every cell of it — the stores of each mode, cache and timing and their
-// same-size copies. A layout's empty launches, the floor of its smallest
-// cells, go with its first unit. A unit is never split, so a store and the
-// copy it is judged against are always measured by the same machine.
+// A Unit is what a shard owns: one plugin's group (a layout, or the
+// geometry a kind brings) at one token count, with every cell of it — the
+// kind's own of each mode, cache and timing and their same-size copies. A
+// group's empty launches, the floor of its smallest cells, go with its
+// first unit. A unit is never split, so a kernel and the copy it is
+// judged against are always measured by the same machine.
 type Unit struct {
 	Plugin string // as the plugin describes itself
 	Layout string
@@ -28,16 +29,18 @@ type Unit struct {
 // Key is the unit's shard key: plugin/layout/tokens.
 func (u Unit) Key() string { return fmt.Sprintf("%s/%s/%d", u.Plugin, u.Layout, u.Tokens) }
 
-// described is a plugin of the matrix as its Describe answered.
+// described is a plugin of the matrix as its Describe answered, and the
+// groups the kind measures it in.
 type described struct {
-	name string // as the matrix names it (a path or bundled name)
-	desc *plugin.Description
+	name   string // as the matrix names it (a path or bundled name)
+	desc   *plugin.Description
+	groups []kind.BenchGroup
 }
 
-// A groupPlan is one plugin and layout: one arena serves its cells.
+// A groupPlan is one plugin and group: one arena serves its cells.
 type groupPlan struct {
 	plugin described
-	layout *layout.Layout
+	group  kind.BenchGroup
 	units  []Unit
 	cells  []results.Identity // in matrix order
 }
@@ -49,20 +52,16 @@ type Plan struct {
 	all    []Unit // every unit of the matrix, in matrix order
 }
 
-// plan lays out the cells of m for plugins (in the matrix's order) and
-// keeps those of the units spec owns.
-func plan(m Matrix, plugins []described, onGPU bool, spec shard.Spec) (*Plan, error) {
+// plan lays out the cells the kind b makes of m for plugins (in the
+// matrix's order) and keeps those of the units spec owns.
+func plan(m Matrix, b *kind.Bench, plugins []described, onGPU bool, spec shard.Spec) (*Plan, error) {
 	p := &Plan{}
 	var groups []*groupPlan
 	for _, d := range plugins {
-		layouts, err := pickLayouts(d.desc, m)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range layouts {
-			g := &groupPlan{plugin: d, layout: l}
+		for _, gr := range d.groups {
+			g := &groupPlan{plugin: d, group: gr}
 			for _, t := range m.Tokens {
-				u := Unit{d.desc.Name, l.Name, t}
+				u := Unit{d.desc.Name, gr.Name, t}
 				g.units = append(g.units, u)
 				p.all = append(p.all, u)
 			}
@@ -78,22 +77,25 @@ func plan(m Matrix, plugins []described, onGPU bool, spec shard.Spec) (*Plan, er
 		mine[u] = true
 	}
 	for _, g := range groups {
-		if !g.own(m, onGPU, mine) {
-			continue
+		if g.own(m, b, onGPU, mine) {
+			p.groups = append(p.groups, g)
 		}
-		// An arena past the bound is refused now, before a night starts,
-		// rather than at its group's turn in the first pass.
-		if _, _, _, err := planArena(g.layout, m); err != nil {
-			return nil, err
-		}
-		p.groups = append(p.groups, g)
+	}
+	if len(p.all) > 0 && len(p.Cells()) == 0 && len(owned) > 0 {
+		return nil, fmt.Errorf("the matrix's modes %v, caches %v and timings %v make no %s cell: %s kernels are timed %s",
+			m.Modes, m.Caches, m.Timings, m.Kernel, m.Kernel, canTime(b))
 	}
 	return p, nil
 }
 
+// canTime says what a kind times, for a matrix that asks for none of it.
+func canTime(b *kind.Bench) string {
+	return fmt.Sprintf("in modes %v, caches %v and timings %v", b.Modes, b.Caches, b.Timings)
+}
+
 // own keeps the units of g that are mine, and their cells; it reports
 // whether any is left.
-func (g *groupPlan) own(m Matrix, onGPU bool, mine map[Unit]bool) bool {
+func (g *groupPlan) own(m Matrix, b *kind.Bench, onGPU bool, mine map[Unit]bool) bool {
 	first := g.units[0]
 	var units []Unit
 	for _, u := range g.units {
@@ -104,7 +106,7 @@ func (g *groupPlan) own(m Matrix, onGPU bool, mine map[Unit]bool) bool {
 	g.units = units
 	seen := map[results.Key]bool{}
 	for _, u := range units {
-		for _, id := range g.unitCells(m, onGPU, u, u == first) {
+		for _, id := range g.unitCells(m, b, onGPU, u, u == first) {
 			if !seen[id.Key()] {
 				seen[id.Key()] = true
 				g.cells = append(g.cells, id)
@@ -115,20 +117,23 @@ func (g *groupPlan) own(m Matrix, onGPU bool, mine map[Unit]bool) bool {
 }
 
 // unitCells are the cells of one unit: per mode, cache and timing the
-// store and its eager copy, and with empties the empty launch of each.
-func (g *groupPlan) unitCells(m Matrix, onGPU bool, u Unit, empties bool) []results.Identity {
+// kind can time, its own and their eager copy, and with empties the empty
+// launch of each (for a kind that measures them).
+func (g *groupPlan) unitCells(m Matrix, b *kind.Bench, onGPU bool, u Unit, empties bool) []results.Identity {
 	var out []results.Identity
 	for _, mode := range modes(m, onGPU) {
 		for _, cache := range m.Caches {
 			for _, timing := range m.Timings {
-				if !measurable(cache, timing) {
+				if !measurable(cache, timing) || !b.Can(mode, cache, timing) {
 					continue
 				}
-				out = append(out, g.identity(m, KernelCopy, u.Tokens, results.Eager, cache, timing))
-				if empties {
-					out = append(out, g.identity(m, KernelEmpty, 1, mode, cache, timing))
+				if b.Copy && b.Can(results.Eager, cache, timing) {
+					out = append(out, g.identity(m, results.KernelCopy, u.Tokens, results.Eager, cache, timing))
 				}
-				out = append(out, g.identity(m, KernelStore, u.Tokens, mode, cache, timing))
+				if empties && b.Empty {
+					out = append(out, g.identity(m, results.KernelEmpty, 1, mode, cache, timing))
+				}
+				out = append(out, g.identity(m, string(m.Kernel), u.Tokens, mode, cache, timing))
 			}
 		}
 	}
@@ -138,7 +143,7 @@ func (g *groupPlan) unitCells(m Matrix, onGPU bool, u Unit, empties bool) []resu
 func (g *groupPlan) identity(m Matrix, kernel string, tokens int, mode results.Mode, cache results.Cache, timing results.Timing) results.Identity {
 	d := g.plugin.desc
 	return results.Identity{Plugin: d.Name, PluginVersion: d.Version, Variant: m.Variant,
-		Kernel: kernel, Layout: g.layout.Name, HeadDim: g.layout.HeadDim, PageSize: g.layout.PageSize, Tokens: tokens,
+		Kernel: kernel, Layout: g.group.Name, HeadDim: g.group.HeadDim, PageSize: g.group.PageSize, Tokens: tokens,
 		Mode: mode, Cache: cache, Timing: timing, BatchSize: 1, Rotate: nameField(m.Rotate),
 		SlotRun: nameField(m.SlotRun)}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/results"
@@ -19,14 +20,32 @@ func testPlugins() []described {
 		}
 		return out
 	}
-	return []described{
-		{"fusedstore", &plugin.Description{Name: "fusedstore", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")}},
-		{"bf16scatter", &plugin.Description{Name: "bf16scatter", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16")}},
+	var out []described
+	for _, d := range []*plugin.Description{
+		{Name: "fusedstore", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16", "fp8-paged", "fp8-rows")},
+		{Name: "bf16scatter", Version: "1.0.0", Kernels: []protocol.Kernel{"store"}, Layouts: geo("bf16")},
+	} {
+		groups, err := kind.LayoutGroups(d, testMatrix().Setup(nil))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, described{d.Name, d, groups})
 	}
+	return out
+}
+
+// testBench is a kind that times what a store does: every mode, cache
+// and timing, with a copy and an empty launch beside.
+var testBench = &kind.Bench{
+	Modes:   []results.Mode{results.Eager, results.Graph},
+	Caches:  []results.Cache{results.Hot, results.Cold},
+	Timings: []results.Timing{results.PerLaunch, results.Batched},
+	Copy:    true, Empty: true,
 }
 
 func testMatrix() Matrix {
 	m := Default("fusedstore", "bf16scatter")
+	m.Kernel = "store"
 	m.Layouts, m.Tokens = []string{"bf16", "fp8-paged"}, []int{1, 32, 512, 4096}
 	return m
 }
@@ -44,7 +63,7 @@ func keysOf(ids []results.Identity) []results.Key {
 // in its shard.
 func TestShardsUnionIsWhole(t *testing.T) {
 	for _, onGPU := range []bool{false, true} {
-		whole, err := plan(testMatrix(), testPlugins(), onGPU, shard.Whole)
+		whole, err := plan(testMatrix(), testBench, testPlugins(), onGPU, shard.Whole)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +72,7 @@ func TestShardsUnionIsWhole(t *testing.T) {
 			var union []results.Key
 			units := 0
 			for i := 1; i <= n; i++ {
-				p, err := plan(testMatrix(), testPlugins(), onGPU, shard.Spec{Index: i, Count: n})
+				p, err := plan(testMatrix(), testBench, testPlugins(), onGPU, shard.Spec{Index: i, Count: n})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -86,7 +105,7 @@ func checkCopies(t *testing.T, p *Plan) {
 		have[id.Key()] = true
 	}
 	for _, id := range p.Cells() {
-		if cp := withKernel(id, KernelCopy, id.Tokens, results.Eager); id.Kernel == KernelStore && !have[cp.Key()] {
+		if cp := withKernel(id, results.KernelCopy, id.Tokens, results.Eager); !results.IsReference(id.Kernel) && !have[cp.Key()] {
 			t.Errorf("store %s without its copy in its shard", id.Name())
 		}
 	}
@@ -97,7 +116,7 @@ func checkCopies(t *testing.T, p *Plan) {
 // hot batched and cold per-launch, and per plugin and layout three empty
 // launches; graph cells appear on a GPU only.
 func TestPlanCells(t *testing.T) {
-	p, err := plan(testMatrix(), testPlugins(), false, shard.Whole)
+	p, err := plan(testMatrix(), testBench, testPlugins(), false, shard.Whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +128,11 @@ func TestPlanCells(t *testing.T) {
 			t.Errorf("graph cell %s on the CPU", id.Name())
 		}
 	}
-	g, _ := plan(testMatrix(), testPlugins(), true, shard.Whole)
+	g, _ := plan(testMatrix(), testBench, testPlugins(), true, shard.Whole)
 	if n, want := len(g.Cells()), 3*(4*(3+6)+6); n != want {
 		t.Errorf("gpu: %d cells, want %d", n, want)
 	}
-	if _, err := plan(testMatrix(), testPlugins(), false, shard.Spec{Index: 3, Count: 2}); err == nil {
+	if _, err := plan(testMatrix(), testBench, testPlugins(), false, shard.Spec{Index: 3, Count: 2}); err == nil {
 		t.Error("shard 3/2 planned")
 	}
 }
@@ -121,7 +140,7 @@ func TestPlanCells(t *testing.T) {
 // TestOrderShuffles: a pass's order is a permutation of the cells, the
 // same for the same pass and another for another pass.
 func TestOrderShuffles(t *testing.T) {
-	p, _ := plan(testMatrix(), testPlugins(), false, shard.Whole)
+	p, _ := plan(testMatrix(), testBench, testPlugins(), false, shard.Whole)
 	cells := p.groups[0].cells
 	a, b, c := order(cells, 1, 1, 0), order(cells, 1, 1, 0), order(cells, 1, 2, 0)
 	if !slices.Equal(keysOf(a), keysOf(b)) || slices.Equal(keysOf(a), keysOf(c)) {

@@ -3,28 +3,22 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/shard"
 )
 
-// Kernels of the cells a run records besides the store itself.
-const (
-	KernelStore = "store"
-	KernelCopy  = "copy"  // a device (or memory) copy of the same input bytes: the roofline
-	KernelEmpty = "empty" // an empty kernel launch: the floor for tiny batches
-)
-
 // Runner runs a matrix against plugins: Plan, then Run.
 type Runner struct {
-	Matrix   Matrix
+	Matrix Matrix
+	// Kind is the kind the matrix measures (Matrix.Kernel's): its Bench
+	// says which cells a unit has and times them.
+	Kind     *kind.Kind
 	Shard    shard.Spec // the part of the matrix to run; zero: all of it
 	Dir      *rundir.Dir
 	Backend  arena.Backend
@@ -67,31 +61,57 @@ type Night struct {
 // Plan describes every plugin of the matrix and lays out its cells and
 // the units of r.Shard.
 func (r *Runner) Plan(ctx context.Context) (*Plan, error) {
+	b, err := r.bench()
+	if err != nil {
+		return nil, err
+	}
+	if b.Validate != nil {
+		if err := b.Validate(r.setup()); err != nil {
+			return nil, err
+		}
+	}
 	var plugins []described
 	for _, name := range r.Matrix.Plugins {
-		desc, err := r.describe(ctx, name)
+		d, err := r.describe(ctx, b, name)
 		if err != nil {
 			return nil, err
 		}
-		plugins = append(plugins, described{name, desc})
+		plugins = append(plugins, d)
 	}
-	return plan(r.Matrix, plugins, r.OnGPU, r.Shard)
+	return plan(r.Matrix, b, plugins, r.OnGPU, r.Shard)
 }
 
-func (r *Runner) describe(ctx context.Context, name string) (*plugin.Description, error) {
+// bench is the kind's Bench, which must be the matrix's kernel's.
+func (r *Runner) bench() (*kind.Bench, error) {
+	switch {
+	case r.Kind == nil || r.Kind.Name != r.Matrix.Kernel:
+		return nil, fmt.Errorf("the runner's kind is not the matrix's kernel %s", r.Matrix.Kernel)
+	case r.Kind.Bench == nil:
+		return nil, fmt.Errorf("kvharness bench does not measure %s kernels", r.Kind.Name)
+	}
+	return r.Kind.Bench, nil
+}
+
+// setup is what the matrix asks of every group, on the run's backend.
+func (r *Runner) setup() kind.BenchSetup { return r.Matrix.Setup(r.Backend) }
+
+func (r *Runner) describe(ctx context.Context, b *kind.Bench, name string) (described, error) {
 	p, err := r.Start(ctx, name)
 	if err != nil {
-		return nil, err
+		return described{}, err
 	}
 	defer p.Close()
 	desc, err := p.Describe(ctx, r.describeRequest())
 	if err != nil {
-		return nil, err
+		return described{}, err
 	}
-	if !slices.Contains(desc.Kernels, KernelStore) {
-		return nil, fmt.Errorf("plugin %s has no store kernel (it serves %v): kvharness bench measures stores; drop it from the matrix's plugins", name, desc.Kernels)
+	k := r.Matrix.Kernel
+	if !desc.Serves(k) {
+		return described{}, fmt.Errorf("plugin %s has no %s kernel (it serves %v): kvharness bench --kernel %s measures %s kernels; drop it from the matrix's plugins",
+			name, k, desc.Kernels, k, k)
 	}
-	return desc, checkRotates(desc, r.Matrix)
+	groups, err := b.Groups(desc, r.setup())
+	return described{name, desc, groups}, err
 }
 
 func (r *Runner) describeRequest() plugin.Query {
@@ -177,7 +197,7 @@ func (r *Runner) passPlugin(ctx context.Context, groups []*groupPlan, pass, firs
 	}
 	for i, g := range groups {
 		if err := r.passGroup(ctx, pl, g, pass, first+i); err != nil {
-			return fmt.Errorf("%s %s pass %d: %w", name, g.layout.Name, pass, err)
+			return fmt.Errorf("%s %s pass %d: %w", name, g.group.Name, pass, err)
 		}
 	}
 	return nil
@@ -199,21 +219,21 @@ func (r *Runner) passGroup(ctx context.Context, pl *plugin.Plugin, g *groupPlan,
 	if !r.todo([]*groupPlan{g}, pass) {
 		return nil
 	}
-	a, err := OpenArena(ctx, pl, r.Dir, r.Backend, g.layout, r.Matrix)
+	a, err := r.Kind.Bench.Open(ctx, pl, r.Dir, g.group, r.setup())
 	if err != nil {
 		return err
 	}
 	defer a.Close(ctx)
-	if err := warm(ctx, pl, a, g.identity(r.Matrix, KernelStore, r.Matrix.maxTokens(), results.Eager, results.Hot, results.PerLaunch)); err != nil {
+	if err := warm(ctx, a, g.identity(r.Matrix, string(r.Matrix.Kernel), r.Matrix.maxTokens(), results.Eager, results.Hot, results.PerLaunch)); err != nil {
 		return err
 	}
-	return r.interleave(ctx, pl, a, order(g.cells, r.Matrix.Seed, pass, index), pass)
+	return r.interleave(ctx, a, order(g.cells, r.Matrix.Seed, pass, index), pass)
 }
 
 // interleave takes one run of each cell not yet done in pass, the cells
 // taking turns a chunk at a time, in the pass's order, until each run's
 // stopping rule ends it; each finished run is journalled at once.
-func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, cells []results.Identity, pass int) error {
+func (r *Runner) interleave(ctx context.Context, a kind.BenchTarget, cells []results.Identity, pass int) error {
 	type turn struct {
 		id results.Identity
 		s  *sampler
@@ -223,7 +243,7 @@ func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, ce
 		if r.done[results.RunKey{Cell: id.Key(), Pass: pass}] {
 			continue
 		}
-		s, err := newSampler(ctx, pl, a.Request(id), id.Timing, r.Matrix.Criterion(id).PerPass(r.Matrix.passes()), r.batches[id.Key()])
+		s, err := newSampler(ctx, a, id, r.Matrix.Criterion(id).PerPass(r.Matrix.passes()), r.batches[id.Key()])
 		if err != nil {
 			return fmt.Errorf("cell %s: %w", id.Name(), err)
 		}
@@ -249,21 +269,21 @@ func (r *Runner) interleave(ctx context.Context, pl *plugin.Plugin, a *Arena, ce
 	return nil
 }
 
-// warmTime is how long a group runs its largest store before measuring:
+// warmTime is how long a group runs its largest launch before measuring:
 // the first cells of a pass otherwise pay for cold caches, lazy page
 // mapping and clock ramp-up, and would differ from the other passes' for
 // no reason of the kernel's.
 const warmTime = 100 * time.Millisecond
 
-func warm(ctx context.Context, p *plugin.Plugin, a *Arena, id results.Identity) error {
-	req := a.Request(id)
-	req.Warmup, req.Iterations = 1, 1
-	resp, err := p.Bench(ctx, req)
+func warm(ctx context.Context, a kind.BenchTarget, id results.Identity) error {
+	t, err := a.Time(ctx, id, kind.Chunk{Warmup: 1, Iterations: 1, Batch: 1})
 	if err != nil {
 		return err
 	}
-	req.Warmup = uint32(clamp(int(float64(warmTime)/max(resp.Ns[0], 1)), 1, 100000))
-	_, err = p.Bench(ctx, req)
+	if len(t.Ns) == 0 {
+		return fmt.Errorf("cell %s: the plugin timed no launch", id.Name())
+	}
+	_, err = a.Time(ctx, id, kind.Chunk{Warmup: clamp(int(float64(warmTime)/max(t.Ns[0], 1)), 1, 100000), Iterations: 1, Batch: 1})
 	return err
 }
 
@@ -326,12 +346,12 @@ func (r *Runner) assembleGroup(g *groupPlan, byKey map[results.Key][]results.Run
 		if err != nil {
 			return out, err
 		}
-		r.finish(&c, g.layout, runs)
-		if cp, ok := byID[withKernel(id, KernelCopy, id.Tokens, results.Eager).Key()]; ok && id.Kernel == KernelStore {
+		r.finish(&c, g.group, runs)
+		if cp, ok := byID[withKernel(id, results.KernelCopy, id.Tokens, results.Eager).Key()]; ok && !results.IsReference(id.Kernel) {
 			c.CopyNs, c.CopyGBps = cp.Summary.P50, cp.GBps
 			pairRuns(&c, cp)
 		}
-		if err := c.Derive(); err != nil && id.Kernel != KernelEmpty {
+		if err := c.Derive(); err != nil && id.Kernel != results.KernelEmpty {
 			return out, err
 		}
 		byID[id.Key()] = c
@@ -340,7 +360,7 @@ func (r *Runner) assembleGroup(g *groupPlan, byKey map[results.Key][]results.Run
 	return out, nil
 }
 
-// pairRuns gives each run of a store the median of its copy's run of the
+// pairRuns gives each run of a kernel the median of its copy's run of the
 // same pass.
 func pairRuns(c *results.Cell, cp results.Cell) {
 	byPass := map[int]float64{}
@@ -353,8 +373,8 @@ func pairRuns(c *results.Cell, cp results.Cell) {
 }
 
 // finish fills what a cell takes from the night rather than its runs.
-func (r *Runner) finish(c *results.Cell, l *layout.Layout, runs []results.Run) {
-	c.BytesPerLaunch, c.PeakGBps, c.Env = BytesMoved(l, c.Identity), r.PeakGBps, r.Env
+func (r *Runner) finish(c *results.Cell, g kind.BenchGroup, runs []results.Run) {
+	c.BytesPerLaunch, c.PeakGBps, c.Env = r.Kind.Bench.Bytes(g, c.Identity), r.PeakGBps, r.Env
 	if dev := runs[0].Device; dev != "" {
 		c.Env.Device = dev
 	}
@@ -376,73 +396,5 @@ func lacking(cells []results.Cell, m Matrix) []error {
 			out = append(out, fmt.Errorf("cell %s: %w", c.Key(), err))
 		}
 	}
-	return out
-}
-
-// checkRotates refuses a rotating matrix for a plugin that does not
-// declare bench_rotation: it would time its first data set alone under a
-// rotate=N label.
-func checkRotates(desc *plugin.Description, m Matrix) error {
-	if m.rotations() == 1 || desc.BenchRotation {
-		return nil
-	}
-	return fmt.Errorf("plugin %s does not declare bench_rotation: it would time one data set under a rotate=%d label; bench it with --rotate 1 (or drop it from this run's plugins), or serve it with an SDK that rotates (the Go SDK does)",
-		desc.Name, m.rotations())
-}
-
-// pickLayouts keeps the matrix's layouts that the plugin declares: a
-// matrix lists layouts for all its plugins, and bf16scatter has no fp8.
-func pickLayouts(desc *plugin.Description, m Matrix) ([]*layout.Layout, error) {
-	declared := map[string]bool{}
-	for _, g := range desc.Layouts {
-		declared[g.Layout] = true
-	}
-	var names []string
-	for _, n := range m.Layouts {
-		if n != "all" {
-			if declared[n] && !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-			continue
-		}
-		for _, g := range desc.Layouts {
-			if layout.Describe(g.Layout) != "" && !slices.Contains(names, g.Layout) {
-				names = append(names, g.Layout)
-			}
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("plugin %s declares none of the layouts %v (it has %v)", desc.Name, m.Layouts, keys(declared))
-	}
-	var out []*layout.Layout
-	for _, n := range names {
-		l, err := layout.Builtin(n, m.HeadDim, m.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
-}
-
-// BytesMoved counts what one launch of a cell reads and writes: a store
-// reads its rows and slots and writes its tokens; a copy reads and writes
-// the rows' bytes; an empty kernel moves nothing.
-func BytesMoved(l *layout.Layout, id results.Identity) int64 {
-	switch id.Kernel {
-	case KernelCopy:
-		return 2 * int64(id.Tokens*l.RowBytes())
-	case KernelEmpty:
-		return 0
-	}
-	return int64(id.Tokens * (l.RowBytes() + 8 + l.BytesPerToken()))
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -2,14 +2,12 @@ package benchrun
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/measure"
-	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 )
 
@@ -35,54 +33,55 @@ type sampled struct {
 	hostPaced int // samples the plugin said may be host paced
 }
 
-// A sampler takes one run of one cell, a chunk (a Bench call) at a time,
+// A sampler takes one run of one cell, a chunk (a timed call) at a time,
 // so that the runner can interleave the chunks of a group's cells: what
 // the machine does meanwhile (another tenant, a clock change) then falls
 // on all of them alike, and a kernel's ratio to the floor beside it
 // cancels it.
 type sampler struct {
-	p         *plugin.Plugin
-	req       *kvpb.BenchRequest
+	t         kind.BenchTarget
+	id        results.Identity
+	chunk     kind.Chunk
 	crit      measure.Criterion
 	stop      measure.Stopper
 	perSample float64 // wall ns one sample costs, flush and round trip included
-	warmup    uint32
+	warmup    int
 	own       time.Duration // wall time of this run's own chunks: its stopping rule's clock
 	out       sampled
 }
 
-// newSampler probes req: a few launches size the batch (batched timing;
+// newSampler probes cell id: a few launches size the batch (batched timing;
 // batch, when not 0, is the size an earlier run of the cell chose, kept so
 // that every run times the same batch) and the chunks, by the wall time a
 // measurement took, flush and round trip included, so that a cold cell
 // whose flush costs milliseconds does not ask for a chunk of seconds.
-func newSampler(ctx context.Context, p *plugin.Plugin, req *kvpb.BenchRequest, timing results.Timing, crit measure.Criterion, batch int) (*sampler, error) {
-	probe := cloneReq(req)
-	probe.Warmup, probe.Iterations, probe.Mode, probe.Batch = 2, probeIterations, kvpb.BenchMode_BENCH_PER_LAUNCH, 1
+func newSampler(ctx context.Context, t kind.BenchTarget, id results.Identity, crit measure.Criterion, batch int) (*sampler, error) {
 	t0 := time.Now()
-	resp, err := p.Bench(ctx, probe)
+	resp, err := t.Time(ctx, id, kind.Chunk{Warmup: 2, Iterations: probeIterations, Batch: 1})
 	if err != nil {
 		return nil, err
 	}
+	if len(resp.Ns) == 0 {
+		return nil, fmt.Errorf("the plugin timed no launch of %d asked", probeIterations)
+	}
 	wall := float64(time.Since(t0)) / probeIterations
 	launch := max(median3(resp.Ns), 1)
-	s := &sampler{p: p, req: req, crit: crit, out: sampled{batch: 1, dev: resp.Device}}
-	req.Mode = kvpb.BenchMode_BENCH_PER_LAUNCH
-	if timing == results.Batched {
-		req.Mode = kvpb.BenchMode_BENCH_BATCHED
+	s := &sampler{t: t, id: id, crit: crit, out: sampled{batch: 1, dev: resp.Device}}
+	if id.Timing == results.Batched {
+		s.chunk.Batched = true
 		s.out.batch = batch
 		if s.out.batch < 1 {
 			s.out.batch = clamp(int(math.Ceil(float64(100*time.Microsecond)/launch)), 1, 1000)
 		}
 	}
-	req.Batch = uint32(s.out.batch)
+	s.chunk.Batch = s.out.batch
 	s.perSample = max(launch*float64(s.out.batch), min(wall, float64(chunkTime)))
-	if req.Cold {
+	if id.Cache == results.Cold {
 		s.perSample = max(s.perSample, wall) // the flush is paid per sample, outside the timed region
 	}
 	// Each chunk follows other cells' chunks: a few launches, at most a
 	// tenth of its time, bring this cell's data back into the caches.
-	s.warmup = uint32(clamp(int(float64(chunkTime)/10/launch), 1, min(s.out.batch*3, 100)))
+	s.warmup = clamp(int(float64(chunkTime)/10/launch), 1, min(s.out.batch*3, 100))
 	// The run's clock counts its own chunks only: while the other cells
 	// of the group take their turns, its time limit does not run.
 	var epoch time.Time
@@ -97,15 +96,18 @@ func (s *sampler) step(ctx context.Context) (bool, error) {
 	}
 	left := s.crit.MaxSamples - len(s.out.ns)
 	spread := max(ceilDiv(s.crit.MinSamples, minChunks), 1)
-	s.req.Iterations = uint32(clamp(int(float64(chunkTime)/s.perSample), 1, min(500, max(left, 1), spread)))
-	s.req.Warmup = s.warmup
+	s.chunk.Iterations = clamp(int(float64(chunkTime)/s.perSample), 1, min(500, max(left, 1), spread))
+	s.chunk.Warmup = s.warmup
 	t0 := time.Now()
-	resp, err := s.p.Bench(ctx, s.req)
+	resp, err := s.t.Time(ctx, s.id, s.chunk)
 	s.own += time.Since(t0)
 	if err != nil {
 		return false, err
 	}
-	s.out.hostPaced += int(resp.HostPaced)
+	if len(resp.Ns) == 0 {
+		return false, fmt.Errorf("the plugin timed no launch of %d asked", s.chunk.Iterations)
+	}
+	s.out.hostPaced += resp.HostPaced
 	for _, ns := range resp.Ns {
 		v := ns / float64(s.out.batch)
 		s.out.ns = append(s.out.ns, v)
@@ -136,7 +138,5 @@ func median3(ns []float64) float64 {
 	a, b, c := ns[0], ns[1], ns[2]
 	return max(min(a, b), min(max(a, b), c))
 }
-
-func cloneReq(r *kvpb.BenchRequest) *kvpb.BenchRequest { return proto.Clone(r).(*kvpb.BenchRequest) }
 
 func clamp(v, lo, hi int) int { return min(max(v, lo), hi) }

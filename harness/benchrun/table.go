@@ -38,8 +38,9 @@ func ParseFormat(s string) (Format, error) {
 }
 
 // WriteTable prints cells in format f: for text and markdown one line per
-// store cell with the references it is judged against (the same-size copy,
-// the empty launch of its mode); for CSV and JSON every cell.
+// kernel cell (a store, a load) with the references it is judged against
+// (the same-size copy, the empty launch of its mode); for CSV and JSON
+// every cell.
 func WriteTable(w io.Writer, cells []results.Cell, f Format) error {
 	switch f {
 	case Markdown:
@@ -52,23 +53,23 @@ func WriteTable(w io.Writer, cells []results.Cell, f Format) error {
 	return writeText(w, cells)
 }
 
-// row is one store cell with its references, as the tables show it.
+// row is one kernel cell with its references, as the tables show it.
 type row struct {
 	c, cp, em results.Cell
 }
 
-func storeRows(cells []results.Cell) []row {
+func kernelRows(cells []results.Cell) []row {
 	ref := map[string]results.Cell{}
 	for _, c := range cells {
-		if c.Kernel != KernelStore {
+		if results.IsReference(c.Kernel) {
 			ref[refKey(c.Identity)] = c
 		}
 	}
 	var out []row
 	for _, c := range cells {
-		if c.Kernel == KernelStore {
-			out = append(out, row{c, ref[refKey(withKernel(c.Identity, KernelCopy, c.Tokens, results.Eager))],
-				ref[refKey(withKernel(c.Identity, KernelEmpty, 1, c.Mode))]})
+		if !results.IsReference(c.Kernel) {
+			out = append(out, row{c, ref[refKey(withKernel(c.Identity, results.KernelCopy, c.Tokens, results.Eager))],
+				ref[refKey(withKernel(c.Identity, results.KernelEmpty, 1, c.Mode))]})
 		}
 	}
 	return out
@@ -135,7 +136,7 @@ func writeText(w io.Writer, cells []results.Cell) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(columns(cells), "\t")+"\t")
 	qs := quantilesOf(cells)
-	for _, r := range storeRows(cells) {
+	for _, r := range kernelRows(cells) {
 		fmt.Fprintln(tw, strings.Join(r.values(qs), "\t")+"\t")
 	}
 	return tw.Flush()
@@ -147,7 +148,7 @@ func writeMarkdown(w io.Writer, cells []results.Cell) error {
 	cols := columns(cells)
 	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|" + strings.Repeat("---|", len(cols)) + "\n")
 	qs := quantilesOf(cells)
-	for _, r := range storeRows(cells) {
+	for _, r := range kernelRows(cells) {
 		b.WriteString("| " + strings.Join(r.values(qs), " | ") + " |\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -52,6 +52,9 @@ func Compare(baseName string, base io.Reader, newName string, next io.Reader, o 
 	if err != nil {
 		return nil, err
 	}
+	if err := metricIn(o.Metric, old, nw); err != nil {
+		return nil, err
+	}
 	warnings, err := checkConfigs(old, nw, o.AllowConfigDiff)
 	if err != nil {
 		return nil, err
@@ -63,6 +66,28 @@ func Compare(baseName string, base io.Reader, newName string, next io.Reader, o 
 		rep.Cells = append(rep.Cells, judge(name, old, nw, units, d, o))
 	}
 	return rep, nil
+}
+
+// metricIn refuses a metric neither file holds: every cell would fall
+// back to sec/op, and the report would say it was judged on a unit that
+// judged nothing. The default, p50-sec/op, falls back on purpose: go test
+// files have no percentiles.
+func metricIn(metric string, tables ...*table) error {
+	if metric == DefaultMetric || metric == "sec/op" {
+		return nil
+	}
+	var have []string
+	for _, t := range tables {
+		for _, k := range t.order {
+			if k.unit == metric {
+				return nil
+			}
+			if !slices.Contains(have, k.unit) {
+				have = append(have, k.unit)
+			}
+		}
+	}
+	return fmt.Errorf("--metric %s: neither file has that unit; want one they have: %s", metric, strings.Join(have, ", "))
 }
 
 // cellOrder lists every benchmark of either file, in order of first

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A bench file holds, beside each kernel's rows ("Store/..."), the floors
+// A bench file holds, beside each kernel's rows ("Store/...", "Load/..."), the floors
 // the same run measured: a device copy of the same bytes ("Copy/...", in
 // eager mode) and an empty kernel's launch ("Empty/...", at tokens=1).
 // Between two nights the machine itself drifts (clocks, launch overhead:
@@ -25,8 +25,8 @@ type drift struct{ old, next *table }
 // reference returns the name of k's floor row and its change new/old, or
 // ok false when k is not a kernel row or its floor is missing.
 func (d drift) reference(k rowKey) (name string, ratio float64, ok bool) {
-	kind, keys, found := strings.Cut(k.name, "/")
-	if !found || kind != "Store" {
+	_, keys, found := strings.Cut(k.name, "/")
+	if !found || isFloor(k.name) {
 		return "", 0, false
 	}
 	empty := "Empty/" + withKey(keys, "tokens", "1")

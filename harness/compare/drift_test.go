@@ -110,3 +110,23 @@ func TestLatencyRows(t *testing.T) {
 func summary(center, lo, hi float64) benchmath.Summary {
 	return benchmath.Summary{Center: center, Lo: lo, Hi: hi}
 }
+
+// TestNetOfFloorAnyKernel: a kernel of another kind than store (a load)
+// is judged net of the copy measured beside it, as a store is: drifting
+// with its copy is no change, and its floors are references.
+func TestNetOfFloorAnyKernel(t *testing.T) {
+	load := func(loadNs, copyNs float64, seed uint64) []byte {
+		return bytes.ReplaceAll(floorFileTimed("per-launch", 0.005, 4096, loadNs, 1429, copyNs, seed), []byte("BenchmarkStore/"), []byte("BenchmarkLoad/"))
+	}
+	r, err := Compare("base.txt", bytes.NewReader(load(46000, 34800, 1)), "new.txt", bytes.NewReader(load(46000*1.08, 34800*1.08, 2)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := cellFor(t, r, "Load/plugin=p/layout=bf16/tokens=4096/mode=graph/cache=hot/timing=per-launch")
+	if row.Verdict != Same || row.Ref == "" || row.Ref[:5] != "Copy/" {
+		t.Errorf("a load drifting with its copy: %s against %q (net %+.1f%%); want unchanged against the copy", row.Verdict, row.Ref, row.NetDeltaPct)
+	}
+	if cp := cellFor(t, r, "Copy/plugin=p/layout=bf16/tokens=4096/mode=eager/cache=hot/timing=per-launch"); cp.Verdict != Reference {
+		t.Errorf("the load's copy: %s; want a reference, not judged", cp.Verdict)
+	}
+}

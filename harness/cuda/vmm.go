@@ -65,6 +65,10 @@ type Shared struct {
 	ptr    Ptr
 	size   int // mapped bytes, a multiple of the granularity
 	handle uint64
+	// A sparse Shared (AllocSparse) reserves span bytes and maps only
+	// pieces of them, the allocation's size bytes back to back.
+	span   int
+	pieces []Piece
 }
 
 // Ptr is the mapping's device address in this process.
@@ -208,6 +212,9 @@ func (s *Shared) Free() error {
 		return nil
 	}
 	err := s.d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
+		if s.pieces != nil {
+			return errors.Join(s.freeSparse(v), check("cuMemRelease", v.cuMemRelease(s.handle)))
+		}
 		return errors.Join(
 			check("cuMemUnmap", v.cuMemUnmap(uint64(s.ptr), uint64(s.size))),
 			check("cuMemAddressFree", v.cuMemAddressFree(uint64(s.ptr), uint64(s.size))),

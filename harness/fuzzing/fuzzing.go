@@ -6,11 +6,13 @@
 //
 // The plugin under test comes from the environment:
 //
-//	KVHARNESS_PLUGIN     bundled name or path (default: the kind's)
+//	KVHARNESS_PLUGIN     bundled name, binary, manifest or command line, as
+//	                     check's --plugin takes it (default: the kind's)
 //	KVHARNESS_VARIANT    variant (default none)
 //	KVHARNESS_FUZZ_MODE  out-of-process (default) or in-process
 //
-// Out of process, each fuzz worker starts the real plugin binary once and
+// Out of process, each fuzz worker starts the real plugin (a Go binary, or
+// a Python plugin by its manifest or command line) once and
 // talks to it over gRPC, restarting it after a fault: exactly what a user's
 // plugin sees, but the coverage guidance sees only the harness's code. In
 // process (bundled Go plugins only), the kernel is linked into the test
@@ -95,7 +97,7 @@ type Env[T Checker[C, R], C workload.Case, R report.Result] struct {
 	Plugin, Variant, Mode string
 
 	t       *Target[T, C, R]
-	path    string         // the resolved plugin binary, out of process
+	spec    plugin.Spec    // how the plugin starts, out of process
 	servers plugin.Servers // the bundled kernels, in process
 	dir     *rundir.Dir
 	p       *plugin.Plugin
@@ -137,22 +139,24 @@ func NewEnv[T Checker[C, R], C workload.Case, R report.Result](ctx context.Conte
 	return e, nil
 }
 
-// resolve checks the mode and finds (builds) the plugin binary.
+// resolve checks the mode and finds the plugin: out of process, anything
+// --plugin takes (a bundled name, built if need be; a binary; a manifest;
+// a command line), as check resolves it.
 func (e *Env[T, C, R]) resolve() error {
 	switch e.Mode {
 	case "in-process":
 		if _, ok := e.servers(e.Plugin); !ok {
-			return fmt.Errorf("KVHARNESS_FUZZ_MODE=in-process needs a bundled Go plugin, not %q", e.Plugin)
+			return fmt.Errorf("KVHARNESS_FUZZ_MODE=in-process needs a bundled Go plugin, not %q (a manifest, command or binary fuzzes out of process)", e.Plugin)
 		}
 		return nil
 	case "out-of-process":
-		path, err := plugin.Resolve(relativeTo(e.Plugin))
+		spec, err := plugin.ResolveSpec(relativeTo(e.Plugin))
 		if err != nil && isRelativePath(e.Plugin) {
 			wd, _ := os.Getwd()
 			return fmt.Errorf("KVHARNESS_PLUGIN=%s: go test runs in the package's folder (%s), and neither there nor at the module root is there such a plugin; give an absolute path, as in KVHARNESS_PLUGIN=$PWD/%s",
 				e.Plugin, wd, strings.TrimPrefix(e.Plugin, "./"))
 		}
-		e.path = path
+		e.spec = spec
 		return err
 	}
 	return fmt.Errorf("KVHARNESS_FUZZ_MODE=%q: want out-of-process or in-process", e.Mode)
@@ -164,7 +168,16 @@ func (e *Env[T, C, R]) resolve() error {
 // "KVHARNESS_PLUGIN=./mystore go test -fuzz ... ./harness/kernels/store"
 // stands, as the README's commands do, at the module root. A path found
 // from the package's folder is taken as it is.
+// A command line's words are taken the same way, one by one (a line
+// with quotes is left as typed).
 func relativeTo(arg string) string {
+	if strings.ContainsAny(arg, " \t") && !strings.ContainsAny(arg, `'"`) {
+		words := strings.Fields(arg)
+		for i, w := range words {
+			words[i] = relativeTo(w)
+		}
+		return strings.Join(words, " ")
+	}
 	if !isRelativePath(arg) {
 		return arg
 	}
@@ -196,7 +209,7 @@ func (e *Env[T, C, R]) start(ctx context.Context) error {
 		newServer, _ := e.servers(e.Plugin)
 		e.p = plugin.InProcessOf(e.Plugin, newServer)
 	} else {
-		p, err := plugin.Start(ctx, e.Plugin, e.path, plugin.Options{Dir: e.dir})
+		p, err := plugin.StartSpec(ctx, e.spec, plugin.Options{Dir: e.dir})
 		if err != nil {
 			return err
 		}
@@ -302,6 +315,12 @@ func (e *Env[T, C, R]) Check(ctx context.Context, data []byte) (*layout.Layout, 
 		l = e.layouts[indexOf(e.targets, t)]
 	}
 	c = e.t.Decode(data)
+	if f, ok := any(*t).(interface{ Fit(C) C }); ok {
+		// A decoder makes every value class; a target whose layout's
+		// recipe says nothing of some (±Inf and NaN in valid rows) fits
+		// the case to what it judges.
+		c = f.Fit(c)
+	}
 	r, err = (*t).Check(ctx, c)
 	if err != nil {
 		e.reset()
@@ -349,6 +368,9 @@ func (e *Env[T, C, R]) judge(ctx context.Context, data []byte) (*layout.Layout, 
 	var b bytes.Buffer
 	e.t.Write(&b, l, c, r)
 	who := e.Plugin // a kind that brings its own geometry has no layout to name
+	if e.spec.Name != "" {
+		who = e.spec.Name // the plugin's own name, not its manifest's path
+	}
 	if l != nil {
 		who += " " + l.Name
 	}

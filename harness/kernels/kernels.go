@@ -5,8 +5,9 @@
 // package, its protocol messages, its SDK call types and one line here.
 //
 // The commands find every kind here: check dispatches --kernel through
-// Lookup, repro decodes a file's case with Decode, mutants and fuzz find a
-// variant's kind and its fuzz target.
+// Lookup and asks the kind its default pool and whether it takes the
+// flags, bench measures --kernel's kind, repro decodes a file's case with
+// Decode, mutants and fuzz find a variant's kind and its fuzz target.
 package kernels
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/kernels/load"
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kernels/read"
+	"github.com/kvharness/kvharness/harness/kernels/sequence"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -24,7 +26,11 @@ import (
 )
 
 // All lists the kinds, in the order a plugin's kernels are described.
-var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind}
+var All = []*kind.Kind{&store.Kind, &read.Kind, &transfer.Kind, &load.Kind, &pdasync.Kind, &sequence.Kind}
+
+// BenchDefault is the kind kvharness bench measures when neither --kernel
+// nor the matrix names one: the first listed (store).
+func BenchDefault() protocol.Kernel { return All[0].Name }
 
 // Lookup returns the kind named k.
 func Lookup(k protocol.Kernel) (*kind.Kind, error) {
@@ -43,6 +49,29 @@ func Names() string {
 		names[i] = string(x.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// SlotsHelp says each kind's default pool, for --slots's help: the kinds
+// that name one, then every other's (kind.DefaultSlots).
+func SlotsHelp() string {
+	var parts []string
+	for _, x := range All {
+		if x.SlotsHelp != "" {
+			parts = append(parts, x.SlotsHelp)
+		}
+	}
+	return strings.Join(append(parts, fmt.Sprintf("others %d", kind.DefaultSlots)), ", ")
+}
+
+// CheckParams refuses settings any kind refuses: what a run over several
+// kinds (kvharness mutants) checks before it starts.
+func CheckParams(p kind.Params) error {
+	for _, x := range All {
+		if err := x.CheckParams(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FuzzTargets lists the kinds' fuzz targets.

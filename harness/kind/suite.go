@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
@@ -14,12 +15,17 @@ import (
 )
 
 // NewSuite is a suite with no rows yet, set from a check run's common
-// settings and the session's plugin. Stress is left to the kinds whose
+// settings and the session's plugin. It keeps a spare process for a
+// failure's fresh-process check on a GPU, where a process's start makes a
+// CUDA context, and for a plugin slow to start anywhere (Python). A
+// mutant hunt (StopAtFirst) keeps none from the start: its time to kill
+// would share the GPU with the spare's context, and its first failure
+// starts one anyway (property.Sparer). Stress is left to the kinds whose
 // rows run under it: they set Suite.Stress from p.Stress.
 func NewSuite[T property.Target, C any, R property.Result](s *Session, p Params) *property.Suite[T, C, R] {
 	return &property.Suite[T, C, R]{Plugin: s.Plugin, Cases: p.Cases, Seed: p.Seed, MaxFaults: p.MaxFaults,
 		StopAtFirst: p.StopAtFirst, Shard: p.Shard, Jobs: p.Jobs, Spawn: s.Spawn,
-		Spare: p.Backend != nil && p.Backend.Place().OnDevice()}
+		Spare: (p.Place().OnDevice() || s.Plugin.SlowStart()) && !p.StopAtFirst}
 }
 
 // RunSuite runs a suite and reports its verdicts under schema, with
@@ -94,9 +100,11 @@ func CheckOn[G, T, C, R any](ctx context.Context, target func(context.Context, G
 // ReplayHeader is the report header of a repro file's replay on the
 // session's plugin: the file's variant and background seed. Kinds whose
 // header names the pool's slots set them from r.Slots.
-func (s *Session) ReplayHeader(r *report.Repro) report.Header {
+func (s *Session) ReplayHeader(r *report.Repro, b arena.Backend) report.Header {
+	ran := s.ran(b, r.Graph)
+	ran.HeadDim, ran.PageSize, ran.MaxCapacity, ran.SlotBits = r.HeadDim, r.PageSize, r.MaxCapacity, r.SlotBits
 	return report.Header{Plugin: s.pluginName(), Version: s.pluginVersion(), Variant: r.Variant, PluginArg: s.PluginArg,
-		Seed: r.BackgroundSeed}
+		Seed: r.BackgroundSeed, Backend: b.Place().String(), Graph: r.Graph, Ran: ran}
 }
 
 // Decoder is a Kind's Decode for cases of type C: zero gives a zero case

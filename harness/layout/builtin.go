@@ -130,7 +130,8 @@ func Builtin(name string, headDim, pageSize int) (*Layout, error) {
 		return nil, fmt.Errorf("%w: layout %q has head dim %d, not %d", ErrInvalid, name, b.fixedDim, headDim)
 	}
 	fields, planes, align := b.make(headDim)
-	l := &Layout{Name: name, Doc: b.doc, HeadDim: headDim, PageSize: pageSize, Fields: fields, Planes: planes, PageAlign: align}
+	l := &Layout{Name: name, Doc: b.doc, HeadDim: headDim, PageSize: pageSize, Fields: fields, Planes: planes, PageAlign: align,
+		builtin: true}
 	if err := l.compile(); err != nil {
 		return nil, err
 	}

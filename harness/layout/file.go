@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/internal/inputfile"
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 )
 
 // Parse reads a layout description in JSON. The file's page_size may be
@@ -41,6 +42,16 @@ func Parse(data []byte, pageSize int) (*Layout, error) {
 	var l Layout
 	if err := inputfile.DecodeJSON(data, &l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var given struct {
+		PageSize *int `json:"page_size"`
+	}
+	json.Unmarshal(data, &given) // decoded strictly above
+	switch {
+	case given.PageSize != nil && *given.PageSize < 1:
+		return nil, fmt.Errorf("%w: page_size %d: want a page size of 1..65536 tokens, or leave it out to take --page-size", ErrInvalid, *given.PageSize)
+	case l.Name == "" || textsafe.String(l.Name) != l.Name:
+		return nil, fmt.Errorf("%w: name %q: want a name of printable characters", ErrInvalid, textsafe.String(l.Name))
 	}
 	if l.PageSize == 0 {
 		for _, f := range l.Fields {

@@ -190,7 +190,7 @@ func (q Quant) JudgeGroup(x []uint16, stored float32, codes []byte, m Mode) Grou
 
 func (q Quant) judge(x []uint16, stored float32, codes []byte, m Mode) GroupVerdict {
 	var v GroupVerdict
-	amax := Amax(x)
+	amax := q.Amax(x)
 	against := stored
 	if m == Exact {
 		against = q.ScaleOf(amax) // the reference's codes follow the reference's scale
@@ -365,7 +365,7 @@ var commonEps = []float64{1e-8, 1e-4, 1e-6, 1e-5, 1e-7, 1e-9, 1e-10, 1e-12, 1e-3
 // wrong scale would name a bug as a declaration (a scale twice too large
 // on a row of max 0.25 is no eps 0.5).
 func (q Quant) explainEps(x []uint16, stored float32, codes []byte, m Mode) *EpsMatch {
-	amax := Amax(x)
+	amax := q.Amax(x)
 	cands := append([]float64(nil), commonEps...)
 	if implied := roundSig(float64(stored)*E4M3Max, 1); !q.Pow2 && implied > float64(amax) && implied <= 1e-3 {
 		cands = append(cands, implied)

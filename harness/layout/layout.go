@@ -130,6 +130,7 @@ type Layout struct {
 	kept      [][]Span
 	pageBytes int
 	tokBytes  int
+	builtin   bool // made by Builtin: Reshaped can take it to another head dim
 	heads     int
 	planar    bool // every field in a plane: today's planes model, answered by its own closed forms
 	oneBlock  bool // every field's bytes in one piece: judged on the pieces as given
@@ -554,5 +555,5 @@ func (l *Layout) Rearranged(planes [][]string) (*Layout, error) {
 func (l *Layout) clone() *Layout {
 	return &Layout{Name: l.Name, Doc: l.Doc, HeadDim: l.HeadDim, PageSize: l.PageSize,
 		Fields: append([]Field(nil), l.Fields...), Planes: append([][]string(nil), l.Planes...), PageAlign: l.PageAlign,
-		Heads: l.Heads, Tensors: l.Tensors, Input: l.Input, Regions: l.Regions, ReservedSlots: l.ReservedSlots, pages: l.pages}
+		Heads: l.Heads, Tensors: l.Tensors, Input: l.Input, Regions: l.Regions, ReservedSlots: l.ReservedSlots, pages: l.pages, builtin: l.builtin}
 }

@@ -137,7 +137,7 @@ func BuiltinDims(name string, d Dims) (*Layout, error) {
 		return nil, fmt.Errorf("%w: layout %q: head dim %d: %v", ErrInvalid, name, d.HeadDim, err)
 	}
 	l := m.make(d)
-	l.Name, l.Doc, l.HeadDim, l.PageSize = name, m.doc, d.HeadDim, d.PageSize
+	l.Name, l.Doc, l.HeadDim, l.PageSize, l.builtin = name, m.doc, d.HeadDim, d.PageSize, true
 	if d.Heads > 1 {
 		l.Heads = d.Heads
 	}

@@ -34,7 +34,23 @@ func (q Quant) ScaleOf(amax float32) float32 {
 }
 
 // Scale is the recipe's scale of a group of bf16 elements.
-func (q Quant) Scale(group []uint16) float32 { return q.ScaleOf(Amax(group)) }
+func (q Quant) Scale(group []uint16) float32 { return q.ScaleOf(q.Amax(group)) }
+
+// Amax is the group's largest magnitude as the recipe takes it: Amax, or,
+// under the Saturate policy, the largest finite one (±Inf saturate
+// instead of making the scale infinite).
+func (q Quant) Amax(group []uint16) float32 {
+	if q.NonFinite != Saturate {
+		return Amax(group)
+	}
+	var amax uint16
+	for _, e := range group {
+		if a := e &^ 0x8000; a > amax && a < 0x7f80 {
+			amax = a
+		}
+	}
+	return BF16ToFloat32(amax)
+}
 
 // Quotient is x over the scale as the recipe computes it in float32: x/s,
 // or x times the float32 reciprocal 1/s.

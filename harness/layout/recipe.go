@@ -37,6 +37,33 @@ type Rounding string
 // empty rounding means it.
 const NearestEven Rounding = "nearest-even"
 
+// NonFinite is what a kernel declares it does with a ±Inf or NaN element
+// of a valid row: real activations hold them, and engines have shipped
+// kernels where one in a padded row spread into a valid row's scale
+// (FlashInfer #3057). A kernel that declares nothing is never given one
+// in a valid row of a quantized layout (a bf16 field is a copy: every bit
+// is kept, NaN or not, whatever is declared).
+type NonFinite string
+
+// The policies.
+const (
+	// NonFiniteUndeclared: valid rows of the layout hold finite values only.
+	NonFiniteUndeclared NonFinite = ""
+	// Propagate is the recipe's IEEE arithmetic carried through: an
+	// infinite element makes its group's scale infinite (x/∞ codes 0,
+	// ∞/∞ NaN), a NaN element codes NaN and leaves the scale to the rest.
+	Propagate NonFinite = "propagate"
+	// Saturate takes the scale over the finite elements: ±Inf codes ±448,
+	// NaN codes NaN.
+	Saturate NonFinite = "saturate"
+	// Contained is undefined but contained: a row holding one may leave
+	// anything in its own record and must leave every other byte alone.
+	Contained NonFinite = "contained"
+)
+
+// NonFinites lists the declarable policies.
+var NonFinites = []NonFinite{Propagate, Saturate, Contained}
+
 // Recipe defaults and bounds.
 const (
 	// DefaultEps is the floor on amax when a recipe names none: SGLang's
@@ -71,6 +98,9 @@ type Recipe struct {
 	Rounding  Rounding  `json:"rounding,omitempty"`
 	Saturate  *bool     `json:"saturate,omitempty"`   // nil: true
 	ScaleULPs *int      `json:"scale_ulps,omitempty"` // nil: DefaultScaleULPs
+	// NonFinite is the kernel's declared policy for ±Inf and NaN in a
+	// valid row; empty: none declared.
+	NonFinite NonFinite `json:"non_finite,omitempty"`
 }
 
 // EpsOr is the recipe's floor: its Eps, or DefaultEps.
@@ -114,6 +144,12 @@ func (r Recipe) Validate() error {
 	if u := r.ScaleULPsOr(); u < 0 || u > MaxScaleULPs {
 		return fmt.Errorf("recipe scale_ulps %d: want 0 to %d", u, MaxScaleULPs)
 	}
+	switch r.NonFinite {
+	case NonFiniteUndeclared, Propagate, Saturate, Contained:
+	default:
+		return fmt.Errorf("recipe non_finite %q: want %q, %q or %q (or leave it out: no ±Inf or NaN in valid rows)",
+			r.NonFinite, Propagate, Saturate, Contained)
+	}
 	return nil
 }
 
@@ -134,7 +170,11 @@ func (r Recipe) String() string {
 	if !r.SaturateOr() {
 		sat = "not saturating"
 	}
-	return fmt.Sprintf("%s, eps %s, %s, nearest-even, %s, scale ±%d ulp", scale, FormatEps(r.EpsOr()), q, sat, r.ScaleULPsOr())
+	out := fmt.Sprintf("%s, eps %s, %s, nearest-even, %s, scale ±%d ulp", scale, FormatEps(r.EpsOr()), q, sat, r.ScaleULPsOr())
+	if r.NonFinite != NonFiniteUndeclared {
+		out += ", non-finite " + string(r.NonFinite)
+	}
+	return out
 }
 
 // FormatEps writes a floor the way a kernel author writes it: 1e-08 as
@@ -158,6 +198,7 @@ type Quant struct {
 	Reciprocal bool      // codes are e4m3(x * (1/s)), not e4m3(x / s)
 	Saturate   bool      // quotients past the largest code saturate, not NaN (e4m3) or infinity (e5m2)
 	ScaleULPs  int       // how far a stored scale may lie from the recipe's
+	NonFinite  NonFinite // the declared policy for ±Inf and NaN elements
 	Format     CodeFormat
 }
 
@@ -171,7 +212,8 @@ func (r Recipe) staticQuant() (Quant, error) {
 	if err := r.Validate(); err != nil {
 		return Quant{}, err
 	}
-	return Quant{Eps: r.EpsOr(), Reciprocal: r.Quantize == Reciprocal, Saturate: r.SaturateOr(), ScaleULPs: r.ScaleULPsOr()}, nil
+	return Quant{Eps: r.EpsOr(), Reciprocal: r.Quantize == Reciprocal, Saturate: r.SaturateOr(), ScaleULPs: r.ScaleULPsOr(),
+		NonFinite: r.NonFinite}, nil
 }
 
 // Quant resolves the recipe for an e4m3 field whose scale field has kind
@@ -190,7 +232,7 @@ func (r Recipe) Quant(store FieldKind) (Quant, error) {
 	return Quant{
 		Pow2:  r.Scale == ScaleUE8M0 || (r.Scale == ScaleByField && store == KindScaleUE8M0),
 		Store: store, Eps: r.EpsOr(), Reciprocal: r.Quantize == Reciprocal,
-		Saturate: r.SaturateOr(), ScaleULPs: r.ScaleULPsOr(),
+		Saturate: r.SaturateOr(), ScaleULPs: r.ScaleULPsOr(), NonFinite: r.NonFinite,
 	}, nil
 }
 
@@ -206,7 +248,7 @@ func DefaultQuant(store FieldKind) Quant {
 // Recipe is the recipe a resolved Quant came from, every field stated.
 func (q Quant) Recipe() Recipe {
 	r := Recipe{Scale: ScaleF32, Eps: new(q.Eps), Quantize: Divide, Rounding: NearestEven,
-		Saturate: new(q.Saturate), ScaleULPs: new(q.ScaleULPs)}
+		Saturate: new(q.Saturate), ScaleULPs: new(q.ScaleULPs), NonFinite: q.NonFinite}
 	if q.Pow2 {
 		r.Scale = ScaleUE8M0
 	}
@@ -223,6 +265,19 @@ func (l *Layout) Quant(field string) (Quant, bool) {
 		return Quant{}, false
 	}
 	return f.quant, true
+}
+
+// NonFinite is the policy the layout's recipes declare for ±Inf and NaN
+// in a valid row: that of its first e4m3 or e5m2 field (a declaration
+// applies to all of them), Propagate for a layout without one (bf16
+// fields are copied, bit for bit).
+func (l *Layout) NonFinite() NonFinite {
+	for _, f := range l.Fields {
+		if f.Kind.isQuant() {
+			return l.fields[f.Name].quant.NonFinite
+		}
+	}
+	return Propagate
 }
 
 // Quantized reports whether the layout has e4m3 or e5m2 fields: whether

@@ -23,11 +23,14 @@ import (
 
 // Subject is one plugin build under test.
 type Subject struct {
-	Plugin  string
-	Kernel  protocol.Kernel // whose properties judge it
-	Variant string          // "" for the plugin as shipped
-	Doc     string
-	Mutant  bool // must be killed; otherwise a control that must pass
+	// Plugin is how the run named the plugin (a bundled name, a path, a
+	// manifest): what opens it; Name is the plugin's own name, what
+	// tables show.
+	Plugin, Name string
+	Kernel       protocol.Kernel // whose properties judge it
+	Variant      string          // "" for the plugin as shipped
+	Doc          string
+	Mutant       bool // must be killed; otherwise a control that must pass
 }
 
 // Result is a subject's fate.
@@ -76,7 +79,7 @@ func Subjects(name string, d *plugin.Description) []Subject {
 	doc, ref := b.Bug, b.Role == plugin.Reference
 	var out []Subject
 	for _, k := range d.Kernels {
-		c := Subject{Plugin: name, Kernel: protocol.Kernel(k), Doc: d.Doc, Mutant: ref}
+		c := Subject{Plugin: name, Name: d.Name, Kernel: protocol.Kernel(k), Doc: d.Doc, Mutant: ref}
 		if ref {
 			c.Doc = doc
 		}
@@ -87,7 +90,7 @@ func Subjects(name string, d *plugin.Description) []Subject {
 		if k == "" && len(d.Kernels) > 0 { // a plugin built before the SDKs named every variant's kernel
 			k = d.Kernels[0]
 		}
-		out = append(out, Subject{Plugin: name, Kernel: protocol.Kernel(k), Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
+		out = append(out, Subject{Plugin: name, Name: d.Name, Kernel: protocol.Kernel(k), Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
 	}
 	return out
 }
@@ -173,4 +176,13 @@ func firstFailure(run *report.Run) (report.Row, bool) {
 		}
 	}
 	return report.Row{}, false
+}
+
+// Shown is the subject's plugin as tables name it: its own name, or how
+// the run named it when it has none.
+func (s Subject) Shown() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.Plugin
 }

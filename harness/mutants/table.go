@@ -18,7 +18,7 @@ func WriteTable(w io.Writer, rs []Result, withTimes bool) {
 	}
 	fmt.Fprintln(tw)
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", r.Plugin, r.Kernel, orNone(r.Variant), must(r), outcome(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", r.Shown(), r.Kernel, orNone(r.Variant), must(r), outcome(r),
 			orDash(string(r.Property)), where(r), r.Cases)
 		if withTimes {
 			fmt.Fprintf(tw, "\t%s", r.ToKill.Round(time.Millisecond))
@@ -52,7 +52,7 @@ func WriteSummary(w io.Writer, rs []Result, withTimes bool) {
 	fmt.Fprintln(w)
 	for _, r := range rs {
 		if r.Err != nil {
-			fmt.Fprintf(w, "%s %s: %v\n", r.Plugin, orNone(r.Variant), r.Err)
+			fmt.Fprintf(w, "%s %s: %v\n", r.Shown(), orNone(r.Variant), r.Err)
 		}
 	}
 	if bad > 0 {

@@ -62,6 +62,30 @@ type Violation struct {
 	// encode (bf16, e4m3 times its scale, a float32 scale), where the
 	// kind knows the field's format.
 	Values *Values `json:"values,omitempty"`
+	// Race is set when the bytes are one of two writers of one slot in
+	// one call: which write lands last the kernel leaves to chance (a GPU
+	// decides it each run), so the bytes show the bug in some runs only,
+	// and the report names it a race rather than hedge between kinds.
+	Race *Race `json:"race,omitempty"`
+}
+
+// Race is two rows of one call that write the same slot.
+type Race struct {
+	Slot int64 `json:"slot"`
+	// Won is the row whose bytes the slot holds (it wrote last), Lost the
+	// other writer.
+	Won  int    `json:"won"`
+	Lost int    `json:"lost"`
+	Note string `json:"note"` // the two writers in words: "padded row 7 and valid row 1"
+}
+
+// KindText is the violation's kind as reports print it: "padding (race)"
+// for a race.
+func (v Violation) KindText() string {
+	if v.Race != nil {
+		return string(v.Kind) + " (race)"
+	}
+	return string(v.Kind)
 }
 
 // Values are the first elements of a violation's bytes, decoded, want
@@ -77,7 +101,7 @@ type Values struct {
 
 func (v Violation) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s:", v.Kind)
+	fmt.Fprintf(&b, "%s:", v.KindText())
 	if v.Row != NoRow {
 		fmt.Fprintf(&b, " row %d", v.Row)
 	}
@@ -97,7 +121,7 @@ func (v Violation) String() string {
 		fmt.Fprintf(&b, " (%s or %s: both fit)", v.Kind, v.Tie)
 	}
 	if v.Detail != "" {
-		if b.Len() == len(v.Kind)+1 { // nothing but the kind so far
+		if b.Len() == len(v.KindText())+1 { // nothing but the kind so far
 			fmt.Fprintf(&b, " %s", v.Detail)
 		} else {
 			fmt.Fprintf(&b, ": %s", v.Detail)

@@ -200,3 +200,41 @@ func (g Geometry) validBuffer(i int, names map[string]bool) error {
 func (g Geometry) String() string {
 	return fmt.Sprintf("%d×%d-token pages, %d buffers in %d layers", g.Pages, g.PageSize, len(g.Buffers), len(g.Layers()))
 }
+
+// Reshaped is g at another head dim and page size: every buffer takes
+// headDim (one whose layout fixes its head dim keeps it), the pools keep
+// their page count.
+func (g Geometry) Reshaped(headDim, pageSize int) Geometry {
+	g = g.Clone()
+	g.PageSize = pageSize
+	for i := range g.Buffers {
+		if layout.FixedHeadDim(g.Buffers[i].Layout) == 0 {
+			g.Buffers[i].HeadDim = headDim
+		}
+	}
+	return g
+}
+
+// Layouts are the layouts of g's buffers, each once, in order.
+func (g Geometry) Layouts() ([]*layout.Layout, error) {
+	var out []*layout.Layout
+	seen := map[string]bool{}
+	for i, b := range g.Buffers {
+		if seen[b.Layout] {
+			continue
+		}
+		seen[b.Layout] = true
+		l, err := g.Layout(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Outline is g without its page size: what a run whose rows draw their
+// shapes says of its geometry.
+func (g Geometry) Outline() string {
+	return fmt.Sprintf("%d pages a pool, %d buffers in %d layers", g.Pages, len(g.Buffers), len(g.Layers()))
+}

@@ -122,3 +122,48 @@ func ShrinkIDs[C interface{ Clone() C }, R any](c C, rooms func(C) []R, id func(
 	}
 	return []C{x}
 }
+
+// MaxShrinkGeometries bounds the geometries one shrink opens targets
+// for: a candidate over a geometry of its own costs a new arena, planned,
+// filled and attached (tens to hundreds of milliseconds), where one over
+// the case's geometry costs a run.
+const MaxShrinkGeometries = 16
+
+// Incremental orders a shrinker's candidates for a case over geometry g,
+// keeping each group's order: those over g first (they reuse its target),
+// then those over another geometry: over ones in opened (the geometries
+// the shrink has opened targets for; the system adds each as it opens
+// it), and over at most MaxShrinkGeometries - len(opened) new ones. A
+// shrink thus opens at most MaxShrinkGeometries arenas, counting those
+// it tries, not those it offers (a step that drops one of three buffers
+// stays open after many offered geometries went untried), and tries
+// every cheaper step before a costly one. Of the others, those over a
+// smaller pool go first: once a pool is cut to the pages in use, every
+// arena the rest of the shrink opens is as small (a 256-page pool of six
+// D=576 buffers took seconds an arena).
+func Incremental[C any](cands []C, g Geometry, geometryOf func(C) Geometry, opened map[string]bool) []C {
+	key := g.Key()
+	fresh := map[string]bool{}
+	var same, cut, other []C
+	for _, c := range cands {
+		x := geometryOf(c)
+		k := x.Key()
+		keep := func(c C) {
+			if x.Pages < g.Pages {
+				cut = append(cut, c)
+			} else {
+				other = append(other, c)
+			}
+		}
+		switch {
+		case k == key:
+			same = append(same, c)
+		case opened[k] || fresh[k]:
+			keep(c)
+		case len(opened)+len(fresh) < MaxShrinkGeometries:
+			fresh[k] = true
+			keep(c)
+		}
+	}
+	return append(append(same, cut...), other...)
+}

@@ -77,3 +77,51 @@ func TestShrinkPoolAndIDs(t *testing.T) {
 		t.Errorf("ShrinkIDs of 0, 1 made %d variants", len(xs))
 	}
 }
+
+// TestIncremental: candidates over the case's geometry come first, in
+// order; those over others follow, in order, over geometries the shrink
+// opened and at most MaxShrinkGeometries - len(opened) new ones a step.
+func TestIncremental(t *testing.T) {
+	g := DefaultGeometry(2, 8)
+	type cand struct {
+		id int
+		g  Geometry
+	}
+	var cands []cand
+	for i := range 2 * MaxShrinkGeometries {
+		other := g.Clone()
+		other.Pages = 100 + i
+		cands = append(cands, cand{100 + i, other}, cand{i, g})
+	}
+	geometryOf := func(c cand) Geometry { return c.g }
+	opened := map[string]bool{}
+	out := Incremental(cands, g, geometryOf, opened)
+	for i := range 2 * MaxShrinkGeometries {
+		if out[i].id != i {
+			t.Fatalf("candidate %d is %d; want the same-geometry ones first, in order", i, out[i].id)
+		}
+	}
+	rest := out[2*MaxShrinkGeometries:]
+	if len(rest) != MaxShrinkGeometries || rest[0].id != 100 || len(opened) != 0 {
+		t.Fatalf("%d other-geometry candidates kept, first %v, %d opened; want %d, from 100, none opened", len(rest), rest[0].id, len(opened), MaxShrinkGeometries)
+	}
+	// Offered geometries left untried cost nothing: a later step offers
+	// new ones up to the budget the opened ones leave.
+	for i := range MaxShrinkGeometries - 1 {
+		opened[cands[2*i].g.Key()] = true
+	}
+	again := Incremental([]cand{{7, cands[0].g}, {8, cands[len(cands)-2].g}, {9, cands[len(cands)-4].g}}, g, geometryOf, opened)
+	if len(again) != 2 || again[0].id != 7 || again[1].id != 8 {
+		t.Fatalf("a later step kept %v; want the one over an opened geometry and one new one", again)
+	}
+	// A cut pool goes before the other geometries.
+	cut := g.Clone()
+	cut.Pages = 2
+	if out := Incremental([]cand{{1, cands[2].g}, {2, cut}, {3, g}}, g, geometryOf, map[string]bool{}); out[0].id != 3 || out[1].id != 2 || out[2].id != 1 {
+		t.Fatalf("order %v; want the same geometry, the cut pool, then the rest", out)
+	}
+	opened[cands[len(cands)-2].g.Key()] = true
+	if again := Incremental([]cand{{9, cands[len(cands)-4].g}}, g, geometryOf, opened); len(again) != 0 {
+		t.Fatalf("with %d geometries opened a step kept %v; want none new", len(opened), again)
+	}
+}

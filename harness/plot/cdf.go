@@ -96,7 +96,7 @@ func xRange(curves []plotter.XYs) (lo, hi float64) {
 
 func addCurves(p *plot.Plot, legend *plot.Legend, curves []plotter.XYs, names []string, cells []results.Cell) error {
 	for i, xy := range curves {
-		name := fmt.Sprintf("%s (%d)", names[i], len(cells[i].Samples))
+		name := fmt.Sprintf("%s (%d samples)", names[i], len(cells[i].Samples))
 		var thumbs []plot.Thumbnailer
 		if len(xy) > 1 {
 			l, err := plotter.NewLine(xy)

@@ -50,9 +50,9 @@ func Overlay(w io.Writer, pairs []Pair, baseName, newName string, o Options) err
 	if err != nil {
 		return err
 	}
-	p.Y.Min, p.Y.Max = logRange(lo, hi)
+	p.Y.Min, p.Y.Max = logRange(lo/markRoom, hi*markRoom)
 	addKey(p, &legend, baseName, newName)
-	widenSingle(&p.X)
+	padTokens(&p.X)
 	return render(p, legend, w, o)
 }
 
@@ -86,8 +86,8 @@ func addPairs(p *plot.Plot, legend *plot.Legend, pairs []Pair) (lo, hi float64, 
 		if l != nil {
 			legend.Add(name, l)
 		}
-		addMarks(p, ps)
 	}
+	addMarks(p, pairs)
 	if lo <= 0 {
 		return 0, 0, fmt.Errorf("no positive times to plot")
 	}
@@ -156,20 +156,78 @@ func (thickRing) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 	c.Stroke(p)
 }
 
-// addMarks rings the new night's point of each judged cell.
-func addMarks(p *plot.Plot, ps []Pair) {
-	for _, pr := range ps {
-		sty, ok := markStyle(pr.Mark, vg.Points(7))
-		if !ok || pr.New <= 0 {
-			continue
-		}
-		sc, err := plotter.NewScatter(plotter.XYs{{X: float64(pr.Tokens), Y: pr.New / 1e3}})
+// markRoom is how much room, as a factor on a log axis, the data leaves
+// at either end for a mark's ring and its label.
+const markRoom = 1.25
+
+// addMarks rings the new night's point of each judged cell and writes the
+// change beside it (+12%). Marks whose points nearly coincide (two series
+// slower at one size) get rings of growing size and labels one under the
+// other, so each stays visible.
+func addMarks(p *plot.Plot, pairs []Pair) {
+	for _, m := range placeMarks(pairs) {
+		pr, stack := m.Pair, m.stack
+		sty, _ := markStyle(pr.Mark, vg.Points(7+4*float64(stack)))
+		pt := plotter.XYs{{X: float64(pr.Tokens), Y: pr.New / 1e3}}
+		sc, err := plotter.NewScatter(pt)
 		if err != nil {
 			continue // one finite point always makes a scatter
 		}
 		sc.GlyphStyle = sty
 		p.Add(sc)
+		if l := changeLabel(pt, pr, sty, stack); l != nil {
+			p.Add(l)
+		}
 	}
+}
+
+// placed is a mark and how many marks before it its point nearly
+// coincides with.
+type placed struct {
+	Pair
+	stack int
+}
+
+// placeMarks are the pairs that carry a mark, by tokens and time, each
+// with its stack: the marks before it at the same tokens within 30% of
+// its time, whose rings and labels it must not hide.
+func placeMarks(pairs []Pair) []placed {
+	var marked []Pair
+	for _, pr := range pairs {
+		if _, ok := markStyle(pr.Mark, 1); ok && pr.New > 0 {
+			marked = append(marked, pr)
+		}
+	}
+	slices.SortStableFunc(marked, func(a, b Pair) int {
+		return cmp.Or(cmp.Compare(a.Tokens, b.Tokens), cmp.Compare(a.New, b.New))
+	})
+	out := make([]placed, len(marked))
+	for i, pr := range marked {
+		out[i].Pair = pr
+		for j := i - 1; j >= 0 && marked[j].Tokens == pr.Tokens && pr.New/marked[j].New < 1.3; j-- {
+			out[i].stack++
+		}
+	}
+	return out
+}
+
+// changeLabel is a mark's change in percent, written right of its ring
+// (and one line lower per mark stacked on the same point); nil when the
+// base night has no time.
+func changeLabel(pt plotter.XYs, pr Pair, sty draw.GlyphStyle, stack int) *plotter.Labels {
+	if pr.Base <= 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: pt, Labels: []string{fmt.Sprintf("%+.0f%%", (pr.New/pr.Base-1)*100)}})
+	if err != nil {
+		return nil
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Color = sty.Color
+		l.TextStyle[i].YAlign = draw.YCenter
+	}
+	l.Offset = vg.Point{X: sty.Radius + vg.Points(2), Y: -vg.Points(11) * vg.Length(stack)}
+	return l
 }
 
 // addKey explains the line styles and marks in the legend.

@@ -11,6 +11,9 @@ import (
 
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/results"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 func cell(plugin string, mode results.Mode, tokens int, gbps, copyGBps float64, samples []float64) results.Cell {
@@ -277,3 +280,42 @@ func reds(t *testing.T, data []byte) int {
 }
 
 func near8(v uint32, want uint8) bool { d := int(v>>8) - int(want); return d > -30 && d < 30 }
+
+// TestMarksStayVisible: two series slower at the same size, their points
+// almost on each other, get rings of two sizes and labels on two lines;
+// each label is the change in percent; the tokens axis leaves room for a
+// ring past the last point, and its last tick, labelled, is that point.
+func TestMarksStayVisible(t *testing.T) {
+	pairs := []Pair{
+		{Series: "a", Tokens: 512, Base: 1000, New: 1250, Mark: Slower},
+		{Series: "b", Tokens: 512, Base: 1000, New: 1300, Mark: Slower},
+		{Series: "a", Tokens: 32, Base: 1000, New: 800, Mark: Faster},
+		{Series: "a", Tokens: 1, Base: 1000, New: 1000, Mark: Same},
+	}
+	got := placeMarks(pairs)
+	if len(got) != 3 || got[0].Tokens != 32 || got[1].stack != 0 || got[2].stack != 1 {
+		t.Fatalf("placed %+v; want the faster mark, then the two slower ones at 512 stacked 0 and 1", got)
+	}
+	for _, tc := range []struct {
+		pr   Pair
+		want string
+	}{{pairs[0], "+25%"}, {pairs[2], "-20%"}} {
+		l := changeLabel(plotter.XYs{{X: 1, Y: 1}}, tc.pr, draw.GlyphStyle{Radius: 7}, 0)
+		if l == nil || l.Labels[0] != tc.want {
+			t.Errorf("label of %+v: %v, want %q", tc.pr, l, tc.want)
+		}
+	}
+	var a plot.Axis
+	a.Min, a.Max = 1, 512
+	padTokens(&a)
+	ticks := pow2Ticks{}.Ticks(a.Min, a.Max)
+	last := ticks[len(ticks)-1]
+	if a.Max <= 512 || last.Value != 512 || last.Label != "512" {
+		t.Errorf("axis to %g, last tick %+v; want room past 512 and a labelled tick at 512", a.Max, last)
+	}
+	var buf bytes.Buffer
+	if err := Overlay(&buf, pairs, "base", "new", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, buf.Bytes())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -42,7 +43,7 @@ func Throughput(w io.Writer, cells []results.Cell, o Options) error {
 	if err := addSeries(p, &legend, ss, roof); err != nil {
 		return err
 	}
-	widenSingle(&p.X)
+	padTokens(&p.X)
 	return render(p, legend, w, o)
 }
 
@@ -127,10 +128,10 @@ func addSeries(p *plot.Plot, legend *plot.Legend, ss []series, roof plotter.XYs)
 	return nil
 }
 
-// widenSingle gives a log axis holding one value a range around it;
-// gonum would widen it by ±1, which can reach zero.
-func widenSingle(a *plot.Axis) {
-	if a.Min == a.Max {
-		a.Min, a.Max = a.Min/2, a.Max*2
-	}
+// padTokens leaves half a power of two of room on the tokens axis either
+// side of the data: the first and last points sit on ticks inside the
+// frame (not on its edge, where a mark's ring is cut), and an axis of one
+// value gets a range (gonum would widen it by ±1, which can reach zero).
+func padTokens(a *plot.Axis) {
+	a.Min, a.Max = a.Min/math.Sqrt2, a.Max*math.Sqrt2
 }

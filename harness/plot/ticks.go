@@ -13,13 +13,15 @@ type pow2Ticks struct{}
 
 var _ plot.Ticker = pow2Ticks{}
 
+// The labels count back from the last tick, so the largest size measured
+// (the axis's end, the last point) is always labelled.
 func (pow2Ticks) Ticks(lo, hi float64) []plot.Tick {
-	first, last := int(math.Ceil(math.Log2(lo))), int(math.Floor(math.Log2(hi)))
+	first, last := int(math.Ceil(math.Log2(lo)-1e-9)), int(math.Floor(math.Log2(hi)+1e-9))
 	step := max(1, (last-first+8)/8)
 	var ticks []plot.Tick
 	for e := first; e <= last; e++ {
 		t := plot.Tick{Value: math.Exp2(float64(e))}
-		if (e-first)%step == 0 {
+		if (last-e)%step == 0 {
 			t.Label = pow2Label(e)
 		}
 		ticks = append(ticks, t)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
@@ -76,8 +77,9 @@ type Plugin struct {
 	connected bool
 
 	owner any // what the plugin is attached to now (see Attach)
-	// fdArenas: the plugin's Describe declared cuda_fd_arenas.
-	fdArenas bool
+	// fdArenas: the plugin's Describe declared cuda_fd_arenas;
+	// sparseArenas, cuda_sparse_arenas.
+	fdArenas, sparseArenas bool
 	// image is the pinned binary being run (see openImage); nil when the
 	// binary is not pinned or the plugin runs in process.
 	image *os.File
@@ -226,12 +228,15 @@ func (p *Plugin) retire() {
 		p.runner.Kill(context.Background())
 	}
 	p.connected = false
-	client, image := p.client, p.image
+	client, image, runner := p.client, p.image, p.runner
 	p.image = nil // launch pins the binary again; client stays until launch replaces it
 	go func() {
 		client.Kill() // waits for the exit go-plugin watches
 		if image != nil {
 			image.Close()
+		}
+		if runner != nil {
+			runner.killOrphans()
 		}
 	}()
 }
@@ -344,6 +349,9 @@ func (p *Plugin) Close() {
 	if p.client != nil {
 		p.client.Kill()
 	}
+	if p.runner != nil {
+		p.runner.killOrphans() // what left the process group, adopted by this subreaper as the process died
+	}
 	if p.san != nil {
 		p.opts.Sanitizer.adopt(p, p.san.read(true))
 		p.san = nil
@@ -410,6 +418,10 @@ func (p *Plugin) ExitedFindings() []Finding {
 //
 //	plugin.Call(ctx, p, "Read", kvpb.NewReadClient(p.Conn()).Read, req)
 func Call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
+	if err := p.diedIdle(name); err != nil {
+		var zero Resp
+		return zero, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	resp, err := rpc(ctx, req, opts...)
@@ -417,6 +429,26 @@ func Call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(c
 		return resp, p.classify(ctx, name, err)
 	}
 	return resp, nil
+}
+
+// diedIdle is the fault of a process that died while no call ran: found
+// before the next call, never passed over by a silent restart.
+func (p *Plugin) diedIdle(name string) error {
+	if p.runner == nil {
+		return nil
+	}
+	d := p.runner.exitDetail()
+	if d == "" {
+		return nil
+	}
+	f := &Fault{Kind: Crash, Plugin: p.Name, Call: name, Between: true, Stderr: p.stderr.Lines(12)}
+	if p.runner.killedByHarness() {
+		f.Detail = "the harness stopped the process after an earlier fault, and it was not started again"
+		return f
+	}
+	f.Panic = p.lastWords()
+	f.Detail = d + " between calls, before " + name + " (no call was running: something outside the plugin's calls ended it)"
+	return f
 }
 
 // classify turns an RPC error into a Fault. The order matters: a process
@@ -475,11 +507,16 @@ func refusal(c codes.Code) bool {
 // maps CUDA arenas shared by file descriptor; false before any Describe.
 func (p *Plugin) MapsFDArenas() bool { return p.fdArenas }
 
+// MapsSparseArenas says whether the plugin's last Describe declared that
+// it maps sparse CUDA arenas (Arena.pieces); false before any Describe.
+func (p *Plugin) MapsSparseArenas() bool { return p.sparseArenas }
+
 // Attach gives the plugin the arena on behalf of owner. A plugin holds one
 // attachment at a time; AttachedTo tells a caller whether it must attach
 // again before its next call.
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
+	p.Grant(req)
 	resp, err := Call(ctx, p, "Attach", p.base.Attach, req)
 	if err == nil {
 		p.owner = owner
@@ -489,6 +526,23 @@ func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest)
 			Detail: fmt.Sprintf("answered %d geometries for %d pools", len(resp.Geometry), len(req.Pools))}
 	}
 	return resp, err
+}
+
+// Grant lets this plugin's process, alone, receive the descriptors of the
+// arenas req gives it (package fdpass): until an arena is granted, no
+// plugin receives it. Attach grants its request; a call that attaches
+// otherwise (AsyncAttach) is granted by its caller first.
+func (p *Plugin) Grant(req *kvpb.AttachRequest) {
+	if p.runner == nil {
+		return // in process: it is the harness
+	}
+	p.runner.mu.Lock()
+	pgid := p.runner.pid
+	p.runner.mu.Unlock()
+	for _, a := range append([]*kvpb.Arena{req.Arena}, req.Regions...) {
+		fdpass.Grant(a.GetPath(), pgid)
+		fdpass.Grant(a.GetFdSocket(), pgid)
+	}
 }
 
 // AttachedTo reports whether the plugin's attachment is owner's.

@@ -2,6 +2,9 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -31,6 +34,9 @@ type Description struct {
 	Backends []protocol.Backend
 	// CUDAFDArenas: the plugin maps a CUDA arena shared by file descriptor.
 	CUDAFDArenas bool
+	// CUDASparseArenas: the plugin maps a sparse CUDA arena shared by file
+	// descriptor (an arena that comes with pieces).
+	CUDASparseArenas bool
 	// BenchRotation: Bench takes a rotation's stores in turn.
 	BenchRotation bool
 	// SlotBits is the slot width the store kernel declares: 64, 32, or 0
@@ -39,6 +45,18 @@ type Description struct {
 	SlotBits int
 	// Doorbell: StoreBatch answers through a doorbell when an attach asks.
 	Doorbell bool
+	// said is the answer as the plugin gave it, made printable: what
+	// kvharness plugins --json prints.
+	said *kvpb.DescribeResponse
+}
+
+// MarshalJSON writes the plugin's answer as the protocol names its fields
+// (kvharness plugins --json), escaped as every name here is.
+func (d *Description) MarshalJSON() ([]byte, error) {
+	if d.said == nil {
+		return json.Marshal(&kvpb.DescribeResponse{Name: d.Name, Version: d.Version, Doc: d.Doc})
+	}
+	return json.Marshal(d.said)
 }
 
 // Geometry is what the plugin's code believes about a layout: its bytes
@@ -87,7 +105,7 @@ func (p *Plugin) Describe(ctx context.Context, q Query) (*Description, error) {
 		return nil, err
 	}
 	d := describedAs(resp)
-	p.fdArenas = d.CUDAFDArenas
+	p.fdArenas, p.sparseArenas = d.CUDAFDArenas, d.CUDASparseArenas
 	if p.described == nil {
 		p.described = map[Query]*Description{}
 	}
@@ -98,22 +116,38 @@ func (p *Plugin) Describe(ctx context.Context, q Query) (*Description, error) {
 // describedAs converts a Describe answer, escaping the control characters
 // in every name, once, where it enters the harness.
 func describedAs(r *kvpb.DescribeResponse) *Description {
-	d := &Description{Name: textsafe.String(r.Name), Version: textsafe.String(r.Version), Doc: textsafe.String(r.Doc),
-		CUDAFDArenas: r.CudaFdArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
+	r = printable(proto.CloneOf(r))
+	d := &Description{Name: r.Name, Version: r.Version, Doc: r.Doc, said: r,
+		CUDAFDArenas: r.CudaFdArenas, CUDASparseArenas: r.CudaSparseArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
 	for _, k := range r.Kernels {
-		d.Kernels = append(d.Kernels, protocol.Kernel(textsafe.String(k)))
+		d.Kernels = append(d.Kernels, protocol.Kernel(k))
 	}
 	for _, g := range r.Layouts {
 		recipe, err := wire.RecipeFromProto(g.Recipe)
-		d.Layouts = append(d.Layouts, Geometry{Layout: textsafe.String(g.Layout), BytesPerToken: int(g.BytesPerToken),
+		d.Layouts = append(d.Layouts, Geometry{Layout: g.Layout, BytesPerToken: int(g.BytesPerToken),
 			BytesPerPage: int(g.BytesPerPage), Recipe: recipe, RecipeErr: err, PadPolicy: wire.PadPolicyFromProto(g.PadPolicy)})
 	}
 	for _, v := range r.Variants {
-		d.Variants = append(d.Variants, Variant{Name: textsafe.String(v.Name), Doc: textsafe.String(v.Doc), Correct: v.Correct,
-			Kernel: protocol.Kernel(textsafe.String(v.Kernel))})
+		d.Variants = append(d.Variants, Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct,
+			Kernel: protocol.Kernel(v.Kernel)})
 	}
 	for _, b := range r.Backends {
 		d.Backends = append(d.Backends, protocol.Backend(b))
+	}
+	return d
+}
+
+// printable escapes the control characters in every name of d, in place.
+func printable(d *kvpb.DescribeResponse) *kvpb.DescribeResponse {
+	d.Name, d.Version, d.Doc = textsafe.String(d.Name), textsafe.String(d.Version), textsafe.String(d.Doc)
+	for i := range d.Kernels {
+		d.Kernels[i] = textsafe.String(d.Kernels[i])
+	}
+	for _, g := range d.Layouts {
+		g.Layout = textsafe.String(g.Layout)
+	}
+	for _, v := range d.Variants {
+		v.Name, v.Doc, v.Kernel = textsafe.String(v.Name), textsafe.String(v.Doc), textsafe.String(v.Kernel)
 	}
 	return d
 }

@@ -36,6 +36,10 @@ type Fault struct {
 	Panic *Panic
 	Code  codes.Code
 	Err   error
+	// Between says the process had died before the call was made: between
+	// calls, while the plugin was idle (killed from outside, or by
+	// something it left running). No case caused it, and none is blamed.
+	Between bool
 }
 
 func (f *Fault) Error() string {
@@ -80,5 +84,5 @@ var kernelCalls = []string{"Store", "StoreBatch", "Read", "Transfer"}
 // the kernel's bug, to be reported with its case like a violation. A
 // process killed by SIGKILL is not: that is the OOM killer or the harness.
 func (f *Fault) InKernel() bool {
-	return f.Kind == Crash && slices.Contains(kernelCalls, f.Call) && !strings.HasSuffix(f.Detail, "signal killed")
+	return f.Kind == Crash && !f.Between && slices.Contains(kernelCalls, f.Call) && !strings.HasSuffix(f.Detail, "signal killed")
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kernels/store"
@@ -86,7 +87,7 @@ func provoke(t *testing.T, dir *rundir.Dir, path, variant string) *plugin.Fault 
 	}
 	defer p.Close()
 	l := kindtest.Layout(t, "bf16", 128, 64)
-	tg, err := store.Open(ctx, p, dir, store.Config{Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
+	tg, err := store.Open(ctx, p, dir, store.Config{Backend: arena.SHM{}, Variant: variant, Layout: l, Slots: 128, MaxCapacity: 8, Seed: 1})
 	if err != nil {
 		return asFault(t, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // A pinned plugin binary is executed from an image: a sealed in-memory
@@ -25,7 +27,7 @@ const mfdExec = 0x10
 
 // openImage hashes the file at path into an image and checks the sum.
 func openImage(path string, want []byte) (*os.File, error) {
-	src, err := os.Open(path)
+	src, err := inputfile.Open(path, "plugin file")
 	if err != nil {
 		return nil, fmt.Errorf("hash plugin: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -42,7 +43,7 @@ func harnessChild() {
 		panic(err)
 	}
 	l, _ := layout.Builtin("bf16", 128, 64)
-	if _, err := store.Open(ctx, p, dir, store.Config{Layout: l, Slots: 1024, MaxCapacity: 8, Seed: 1}); err != nil {
+	if _, err := store.Open(ctx, p, dir, store.Config{Backend: arena.SHM{}, Layout: l, Slots: 1024, MaxCapacity: 8, Seed: 1}); err != nil {
 		panic(err)
 	}
 	fmt.Println("ready", dir.Path)

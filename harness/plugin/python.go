@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,11 +59,20 @@ func Python(name string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("$%s=%s: %v", PythonEnv, env, err)
 		}
-		return filepath.Abs(p)
+		p, err = filepath.Abs(p)
+		if err == nil {
+			chosen(name, p, "$"+PythonEnv+" names it")
+		}
+		return p, err
 	}
 	var tried []string
 	for _, c := range pythonCandidates(name) {
 		if ok, why := probePython(c); ok {
+			because := "the first " + name + " on PATH, and it imports " + strings.Join(PythonModules, ", ")
+			if len(tried) > 0 {
+				because = "it imports " + strings.Join(PythonModules, ", ") + "; passed over: " + strings.Join(tried, "; ")
+			}
+			chosen(name, c, because)
 			return c, nil
 		} else {
 			tried = append(tried, fmt.Sprintf("%s (%s)", c, why))
@@ -109,10 +119,16 @@ type probeResult struct {
 var probes sync.Map // interpreter path → probeResult
 
 // probePython reports whether the interpreter imports PythonModules, and
-// if not, why (the last line of its error).
+// if not, why (the last line of its error). A success is remembered
+// across runs (probeCache): each probe starts the interpreter and imports
+// grpc and numpy, a second or two of every run's start on a busy machine.
 func probePython(python string) (bool, string) {
 	if r, ok := probes.Load(python); ok {
 		return r.(probeResult).ok, r.(probeResult).why
+	}
+	if probedBefore(python) {
+		probes.Store(python, probeResult{ok: true})
+		return true, ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pythonProbeTimeout)
 	defer cancel()
@@ -127,10 +143,79 @@ func probePython(python string) (bool, string) {
 		}
 	}
 	probes.Store(python, r)
+	if r.ok {
+		rememberProbe(python)
+	}
 	return r.ok, r.why
+}
+
+// probeCache is the file that remembers the interpreters that imported
+// PythonModules, each by its path and its executable's size and time: an
+// interpreter replaced is probed again. A failure is not remembered (the
+// user may install the modules next).
+func probeCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kvharness", "python-probes")
+}
+
+// probeKey is how probeCache names an interpreter, "" if it cannot be
+// read.
+func probeKey(python string) string {
+	st, err := os.Stat(python)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\t%d\t%d\t%s", python, st.Size(), st.ModTime().UnixNano(), strings.Join(PythonModules, ","))
+}
+
+func probedBefore(python string) bool {
+	key, file := probeKey(python), probeCache()
+	if key == "" || file == "" {
+		return false
+	}
+	data, err := os.ReadFile(file)
+	return err == nil && slices.Contains(strings.Split(string(data), "\n"), key)
+}
+
+// rememberProbe adds python to probeCache, best effort: a cache that
+// cannot be written only costs the next run its probe.
+func rememberProbe(python string) {
+	key, file := probeKey(python), probeCache()
+	if key == "" || file == "" || probedBefore(python) {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(file), 0o755) != nil {
+		return
+	}
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(key + "\n") // one short append: whole lines, even from two processes at once
 }
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// PythonChosen, when set, is told once per name which interpreter runs
+// Python plugins and why (the kvharness command says so on stderr: the
+// python first on PATH is often not the one that has the SDK's modules).
+var PythonChosen func(name, path, why string)
+
+var told sync.Map // name → path told to PythonChosen
+
+func chosen(name, path, why string) {
+	if PythonChosen == nil {
+		return
+	}
+	if prev, loaded := told.LoadOrStore(name, path); loaded && prev == path {
+		return
+	}
+	PythonChosen(name, path, why)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -103,5 +104,56 @@ func TestManifestPython(t *testing.T) {
 	}
 	if spec.Argv[0] != chosen || spec.Argv[1] != filepath.Join(plug, "plugin.py") || spec.Dir != plug {
 		t.Errorf("spec %+v; want %s running %s in %s", spec, chosen, filepath.Join(plug, "plugin.py"), plug)
+	}
+}
+
+// TestPythonChoiceIsTold: the interpreter chosen for a bare python3, and
+// why, is told once per name; with KVHARNESS_PYTHON the reason names it.
+func TestPythonChoiceIsTold(t *testing.T) {
+	py, err := Python("python3")
+	if err != nil {
+		t.Skipf("no python for the SDK here: %v", err)
+	}
+	defer func() { PythonChosen = nil; told = sync.Map{} }()
+	told = sync.Map{}
+	var calls []string
+	PythonChosen = func(name, path, why string) { calls = append(calls, name+" "+path+": "+why) }
+	Python("python3")
+	Python("python3")
+	if len(calls) != 1 || !strings.Contains(calls[0], py) || !strings.Contains(calls[0], "imports grpc") {
+		t.Errorf("told %q; want once, naming %s and the modules it imports", calls, py)
+	}
+	t.Setenv(PythonEnv, py)
+	told = sync.Map{}
+	calls = nil
+	Python("python3")
+	if len(calls) != 1 || !strings.Contains(calls[0], "$KVHARNESS_PYTHON names it") {
+		t.Errorf("with %s set, told %q", PythonEnv, calls)
+	}
+}
+
+// TestProbeRemembered: an interpreter that imported the SDK's modules is
+// remembered across runs (a file in the user cache), by its path, size
+// and time; one that failed is not.
+func TestProbeRemembered(t *testing.T) {
+	py, err := Python("python3")
+	if err != nil {
+		t.Skipf("no python for the SDK here: %v", err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if probedBefore(py) {
+		t.Fatal("remembered in an empty cache")
+	}
+	rememberProbe(py)
+	rememberProbe(py)
+	if !probedBefore(py) {
+		t.Errorf("%s not remembered", py)
+	}
+	data, _ := os.ReadFile(probeCache())
+	if n := strings.Count(string(data), "\n"); n != 1 {
+		t.Errorf("the cache holds %d lines, want 1:\n%s", n, data)
+	}
+	if probedBefore("/bin/sh") {
+		t.Error("an interpreter never probed is remembered")
 	}
 }

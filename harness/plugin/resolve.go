@@ -19,9 +19,14 @@ var ErrNotFound = errors.New("plugin not found")
 
 // Resolve turns a plugin argument into an executable path. A path (or any
 // argument with a slash) is used as is. A bundled name is found, in order,
-// in $KVHARNESS_PLUGIN_DIR, built from the source tree into the user cache
-// when the kvharness source and a Go toolchain are at hand, next to the
-// running executable, and on PATH as kvharness-NAME.
+// in $KVHARNESS_PLUGIN_DIR, built into the user cache from the kvharness
+// source tree this binary was built from (or the one --plugin-source
+// names; see SourceRoot) when a Go toolchain is at hand, next to the
+// running executable, and on PATH as kvharness-NAME. The working
+// directory is never a source of code: a bundled name run in someone
+// else's folder runs kvharness's own plugin. A build cache that cannot
+// hold the binary is passed over, not fatal: the binary's own plugins
+// (ResolveSpec) still serve.
 func Resolve(arg string) (string, error) {
 	if strings.ContainsRune(arg, '/') || !IsBundled(arg) {
 		return resolvePath(arg)
@@ -31,9 +36,14 @@ func Resolve(arg string) (string, error) {
 			return p, nil
 		}
 	}
+	var cacheErr error
 	if root, ok := SourceRoot(); ok {
 		if _, err := exec.LookPath("go"); err == nil {
-			return build(root, arg)
+			p, err := build(root, arg)
+			if !errors.Is(err, gobuild.ErrCache) {
+				return p, err
+			}
+			cacheErr = err
 		}
 	}
 	if exe, err := os.Executable(); err == nil {
@@ -46,7 +56,10 @@ func Resolve(arg string) (string, error) {
 	if p, err := exec.LookPath("kvharness-" + arg); err == nil {
 		return filepath.Abs(p)
 	}
-	return "", fmt.Errorf("%w: bundled plugin %q is not built and no kvharness source tree with a Go toolchain is here; "+
+	if cacheErr != nil {
+		return "", fmt.Errorf("%w: %w; make the cache writable (or set XDG_CACHE_HOME), or set KVHARNESS_PLUGIN_DIR to a folder of built plugins", ErrNotFound, cacheErr)
+	}
+	return "", fmt.Errorf("%w: bundled plugin %q is not built and kvharness was not built from a source tree at hand (give --plugin-source DIR to build from one); "+
 		"run `go build -o DIR/%s ./plugins/%s` and set KVHARNESS_PLUGIN_DIR=DIR", ErrNotFound, arg, arg, arg)
 }
 
@@ -68,8 +81,15 @@ func executable(path string) (string, bool) {
 	return abs, err == nil
 }
 
-// SourceRoot finds the kvharness source tree above the working directory.
+// SourceRoot is the kvharness source tree bundled plugins are built from:
+// the one kvharness was built from, or the one $KVHARNESS_SOURCE names
+// (package gobuild); never the working directory.
 func SourceRoot() (string, bool) { return gobuild.SourceRoot() }
+
+// SourceEnv names the environment variable that points kvharness (and a
+// kind's out-of-process fuzz lane, which builds kvharness) at a source
+// tree: a test binary built with -trimpath records none of its own.
+const SourceEnv = gobuild.SourceEnv
 
 // build compiles a bundled plugin into the user cache (package gobuild).
 func build(root, name string) (string, error) {

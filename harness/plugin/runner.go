@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -35,7 +37,8 @@ type groupRunner struct {
 
 	exited chan struct{}
 	mu     sync.Mutex
-	pid    int // once Start has started the process
+	pid    int  // once Start has started the process
+	killed bool // the harness killed it (Kill): its death is no news
 	state  *os.ProcessState
 	werr   error
 }
@@ -59,7 +62,12 @@ func (r *groupRunner) Start(context.Context) error {
 	}
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	forking.Lock() // until it is noted as started: see reaper.go
 	err = startOnSpawner(r.cmd)
+	if err == nil {
+		noteStarted(r.cmd.Process.Pid)
+	}
+	forking.Unlock()
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -71,6 +79,7 @@ func (r *groupRunner) Start(context.Context) error {
 	r.mu.Lock()
 	r.pid = r.cmd.Process.Pid
 	r.mu.Unlock()
+	fdpass.PluginStarted(r.pid) // its process group: Setpgid made it the pid
 	if r.dir != nil {
 		r.dir.RecordGroup(r.cmd.Process.Pid)
 	}
@@ -80,6 +89,8 @@ func (r *groupRunner) Start(context.Context) error {
 
 func (r *groupRunner) reap() {
 	err := r.cmd.Wait()
+	noteExited(r.cmd.Process.Pid)
+	fdpass.PluginExited(r.cmd.Process.Pid)
 	r.mu.Lock()
 	r.state, r.werr = r.cmd.ProcessState, err
 	r.mu.Unlock()
@@ -120,11 +131,29 @@ func (r *groupRunner) Kill(context.Context) error {
 	if r.cmd.Process == nil {
 		return nil
 	}
+	r.mu.Lock()
+	r.killed = true
+	r.mu.Unlock()
 	err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
 	return err
+}
+
+// killOrphans kills what the process left behind outside its group, once
+// it has exited (before, its children are not yet orphans).
+func (r *groupRunner) killOrphans() {
+	select {
+	case <-r.exited:
+	case <-time.After(stopGrace):
+	}
+	r.mu.Lock()
+	pid := r.pid
+	r.mu.Unlock()
+	if r.dir != nil && pid > 0 {
+		KillOrphansOf(r.dir.Path, pid)
+	}
 }
 
 // killStarted is Kill for any goroutine while go-plugin may still be
@@ -134,8 +163,18 @@ func (r *groupRunner) killStarted() {
 	pid := r.pid
 	r.mu.Unlock()
 	if pid > 0 {
+		r.mu.Lock()
+		r.killed = true
+		r.mu.Unlock()
 		syscall.Kill(-pid, syscall.SIGKILL)
 	}
+}
+
+// killedByHarness reports whether the harness killed the process.
+func (r *groupRunner) killedByHarness() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.killed
 }
 
 func (r *groupRunner) Stdout() io.ReadCloser {

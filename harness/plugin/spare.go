@@ -87,3 +87,10 @@ func (p *Plugin) adopt(q *Plugin) {
 	p.client, p.runner, p.conn, p.base, p.stderr, p.san, p.image, p.connected = q.client, q.runner, q.conn, q.base, q.stderr, q.san, q.image, q.connected
 	p.owner, p.described = nil, nil
 }
+
+// SlowStart reports whether a process of the plugin takes long to start:
+// an interpreted plugin (a Python script: the interpreter starts, then
+// imports grpc, numpy and, on a GPU, torch and Triton, which compiles its
+// kernels) takes a second or more even on the CPU, where a Go binary takes
+// milliseconds. Runs keep a spare of such a plugin on the CPU too.
+func (p *Plugin) SlowStart() bool { return p != nil && ScriptOf(p.spec.Argv) != "" }

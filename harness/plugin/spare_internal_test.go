@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,25 @@ func TestSanitizedPluginKeepsNoSpare(t *testing.T) {
 	}
 	if p.spare != nil {
 		t.Fatal("a sanitized plugin keeps a spare")
+	}
+}
+
+// TestSlowStart: a plugin run as an interpreter on a script (Python) is
+// slow to start, so runs keep a spare of it on the CPU too; a binary is
+// not, and neither is a plugin not started at all.
+func TestSlowStart(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "plugin.py")
+	os.WriteFile(script, []byte("pass\n"), 0o644)
+	for _, tc := range []struct {
+		p    *Plugin
+		slow bool
+	}{
+		{&Plugin{spec: Spec{Argv: []string{"/usr/bin/python3", script}}}, true},
+		{&Plugin{spec: Spec{Argv: []string{"/bin/true"}}}, false},
+		{nil, false},
+	} {
+		if got := tc.p.SlowStart(); got != tc.slow {
+			t.Errorf("%v: SlowStart %v, want %v", tc.p, got, tc.slow)
+		}
 	}
 }

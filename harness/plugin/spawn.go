@@ -21,6 +21,7 @@ var spawner struct {
 // startOnSpawner runs cmd.Start on the spawning thread.
 func startOnSpawner(cmd *exec.Cmd) error {
 	spawner.once.Do(func() {
+		Guard()
 		spawner.calls = make(chan func())
 		go func() {
 			runtime.LockOSThread() // for the life of the process

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/kvharness/kvharness/harness/internal/inputfile"
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 )
 
 // Spec says how to start a plugin: a binary, or a command line that runs
@@ -159,11 +160,33 @@ func loadManifest(path string) (Spec, error) {
 	if len(m.Command) == 0 {
 		return Spec{}, fmt.Errorf(`manifest %s: no command; give one, as in "command": ["python3", "plugin.py"]`, path)
 	}
+	if err := m.check(); err != nil {
+		return Spec{}, fmt.Errorf("manifest %s: %w; correct the manifest", path, err)
+	}
 	base, err := filepath.Abs(filepath.Dir(path)) // the plugin runs in base: relative paths would double
 	if err != nil {
 		return Spec{}, fmt.Errorf("manifest %s: %w", path, err)
 	}
 	return m.spec(base)
+}
+
+// check refuses what no manifest means: a name or command word that is
+// empty or holds control characters (printed in every report).
+func (m Manifest) check() error {
+	if textsafe.String(m.Name) != m.Name {
+		return fmt.Errorf("name %q: want printable characters", textsafe.String(m.Name))
+	}
+	for i, w := range m.Command {
+		if w == "" || textsafe.String(w) != w {
+			return fmt.Errorf("command[%d] %q: want a non-empty word of printable characters", i, textsafe.String(w))
+		}
+	}
+	for file := range m.SHA256 {
+		if file == "" {
+			return fmt.Errorf(`sha256: a file named "": want the path of the file pinned`)
+		}
+	}
+	return nil
 }
 
 func (m Manifest) spec(base string) (Spec, error) {

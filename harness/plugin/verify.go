@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // ErrChecksum is returned when a pinned plugin binary is not the file
@@ -30,7 +31,7 @@ func verifyFile(path string, want []byte) error {
 
 // FileSHA256 hashes a file.
 func FileSHA256(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, "plugin file")
 	if err != nil {
 		return nil, fmt.Errorf("hash plugin: %w", err)
 	}

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -95,6 +96,10 @@ const MaxArenaBytes = 64 << 30
 
 func align(n int) int { return (n + Alignment - 1) / Alignment * Alignment }
 
+// ErrTooLarge is wrapped by Plan's error for pools an arena cannot hold:
+// the flags' error, the same for every plugin and kernel.
+var ErrTooLarge = errors.New("arena too large")
+
 // Plan lays out pools and a staging region of stagingBytes. Each guard is
 // at least one page of its pool and at least 4 KiB, so a slot -1 or a slot
 // one past the end lands inside a guard rather than in a neighbour.
@@ -106,8 +111,8 @@ func Plan(specs []Spec, stagingBytes int) (Geometry, error) {
 			return Geometry{}, fmt.Errorf("pool %q: %d slots; want at least 1", s.Name, s.Slots)
 		}
 		if s.Slots/s.Layout.PageSize > MaxArenaBytes/s.Layout.PageBytes() {
-			return Geometry{}, fmt.Errorf("pool %q: %d slots of %s need more than %d GiB; use fewer slots",
-				s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
+			return Geometry{}, fmt.Errorf("%w: pool %q: %d slots of %s need more than %d GiB; use fewer slots",
+				ErrTooLarge, s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
 		}
 		guard := align(max(s.Layout.PageBytes(), 4096))
 		r := Region{Spec: s}
@@ -116,8 +121,8 @@ func Plan(specs []Spec, stagingBytes int) (Geometry, error) {
 		r.GuardAfter = Window{r.Pool.End(), guard}
 		off = r.GuardAfter.End()
 		if off > MaxArenaBytes {
-			return Geometry{}, fmt.Errorf("pool %q: %d slots of %s need more than %d GiB; use fewer slots",
-				s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
+			return Geometry{}, fmt.Errorf("%w: pool %q: %d slots of %s need more than %d GiB; use fewer slots",
+				ErrTooLarge, s.Name, s.Slots, s.Layout.Name, MaxArenaBytes>>30)
 		}
 		g.Regions = append(g.Regions, r)
 	}

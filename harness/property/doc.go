@@ -12,6 +12,11 @@
 // same property — so a padding bug shrinks to a padding counterexample,
 // not to whatever else a smaller case happens to break.
 //
+// A failure that leads with a race (Racer: two writers of one slot in one
+// call, the wrong one last) is never flaky: its case is checked RaceRuns
+// times and the runs that showed the violation are counted, and each
+// shrink candidate gets as many tries.
+//
 // The shrunk case is checked once more in a fresh plugin process
 // (Config.Fresh): one that fails only in the warm process that ran the
 // search needs the plugin's history (Failure.NeedsHistory), which the

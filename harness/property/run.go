@@ -18,7 +18,13 @@ type Config struct {
 	Cases      int // passing cases wanted
 	Seed       int64
 	MaxShrinks int // shrink steps at most; 0 means 500
-	MaxFaults  int // stop once the same plugin fault happened this often; 0 means 3
+	// MaxShrinkChecks bounds the candidates a shrink checks, the steps
+	// that stuck and those that did not together; 0 means
+	// DefaultShrinkChecks. A shrink that reaches it stops where it is and
+	// says so (Failure.ShrinkCut): a report comes in seconds, whatever
+	// the case, at the price of a case that could be smaller.
+	MaxShrinkChecks int
+	MaxFaults       int // stop once the same plugin fault happened this often; 0 means 3
 	// Fresh confirms a shrunk failure once more in a plugin process
 	// started for it (System.Restart): a case that fails only in the
 	// warm process that ran the search needs the plugin's history. Off
@@ -45,6 +51,47 @@ type System[C any, R Result] interface {
 	Shrink(C) []C
 	Check(context.Context, C) (R, error)
 	Restart(context.Context) error
+}
+
+// A Racer is a result that can lead with a race: two writers of one slot
+// in one call, which of them lands last decided anew each run. Such a
+// failure is not flaky when a re-run passes: the case's structure is the
+// bug whichever write wins. It is confirmed over RaceRuns runs, each of
+// its shrink candidates gets as many tries, and the report says in how
+// many runs of the minimal case the wrong write landed last.
+type Racer interface {
+	Race() bool
+	// RaceShown says in how many of the runs the check made of its case
+	// (hits of runs) the race showed: the wrong write landed last.
+	RaceShown() (hits, runs int)
+}
+
+// RaceRuns is how many times a race's case is checked to count how often
+// the wrong write lands last, and the most tries a shrink candidate of a
+// race gets before it counts as passing.
+const RaceRuns = 10
+
+// isRace reports whether res leads with a race.
+func isRace[R Result](res R) bool {
+	r, ok := any(res).(Racer)
+	return ok && r.Race()
+}
+
+// raceShown is res's RaceShown, when it is a Racer.
+func raceShown[R Result](res R) (hits, runs int) {
+	if r, ok := any(res).(Racer); ok {
+		return r.RaceShown()
+	}
+	return 0, 0
+}
+
+// A Sparer keeps a spare plugin process (plugin.Plugin.KeepSpare) for
+// each of its system's processes from the first failure on: confirming,
+// shrinking a crash (a restart each) and the fresh-process check then
+// adopt a process started while the run went on, instead of waiting for
+// one. A run that passes starts none.
+type Sparer interface {
+	KeepSpare(context.Context)
 }
 
 // A Crasher turns a crash of the plugin's process while it ran a case
@@ -91,17 +138,30 @@ type Failure[C any, R Result] struct {
 	Case     C           // Minimal's case
 	Property oracle.Kind // the property shrinking preserved
 	Shrinks  int
-	Flaky    bool
+	// ShrinkCut: the shrink stopped at Config.MaxShrinkChecks, so Case
+	// may not be minimal.
+	ShrinkCut bool
+	Flaky     bool
 	// Reruns is how many re-runs the confirmation made: 1 when the first
 	// re-run failed the same way, more when earlier ones passed (a race:
 	// the case fails only some runs; shrinking then gives each candidate
 	// as many tries), ConfirmRuns when flaky.
 	Reruns int
+	// Tries is how many runs a shrink candidate (or the check in a fresh
+	// process) gets to fail the same way: Reruns, or RaceRuns for a race.
+	Tries int
 	// Fresh says the shrunk case was checked again in a plugin process
 	// started for it; NeedsHistory, that it passed there: it fails only
 	// after what the plugin's process did before (a cache, a buffer kept
 	// across calls).
 	Fresh, NeedsHistory bool
+	// Race: the case found led with a race (Racer); RaceHits of RaceRuns
+	// runs (RaceRuns checks of the case, each of a kind's runs of it)
+	// showed the violation, the wrong write last: runs of the minimal
+	// case, or, when RaceShrunk, of the case found, which shrank to one
+	// that shows the bug without a race.
+	Race, RaceShrunk   bool
+	RaceRuns, RaceHits int
 }
 
 // runner is the state gopter's condition closure works on.
@@ -114,7 +174,14 @@ type runner[C any, R Result] struct {
 	faults map[string]int // per fault kind and call
 	streak int            // consecutive faults, for the backoff
 	obs    Observer
+	shrunk int // candidates checked while shrinking
 }
+
+// DefaultShrinkChecks is Config.MaxShrinkChecks's default: a shrink of
+// any kind's case ends in seconds (store checks take a millisecond or
+// two; a transfer's or pdasync's a few, and pd.Incremental bounds the
+// arenas one opens).
+const DefaultShrinkChecks = 1000
 
 // Run checks cfg.Cases generated cases against a system.
 func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Outcome[C, R] {
@@ -124,6 +191,9 @@ func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Ou
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 3
 	}
+	if cfg.MaxShrinkChecks == 0 {
+		cfg.MaxShrinkChecks = DefaultShrinkChecks
+	}
 	r := &runner[C, R]{ctx: ctx, sys: sys, cfg: cfg, start: time.Now(), out: &Outcome[C, R]{}, faults: map[string]int{},
 		obs: observer(ctx)}
 	params := gopter.DefaultTestParametersWithSeed(cfg.Seed)
@@ -131,6 +201,7 @@ func Run[C any, R Result](ctx context.Context, sys System[C, R], cfg Config) *Ou
 	params.MaxShrinkCount = cfg.MaxShrinks
 	params.Workers = 1
 	prop.ForAll(r.condition, r.generator()).Check(params)
+	r.countRace()
 	r.confirmFresh()
 	r.out.Elapsed = time.Since(r.start)
 	return r.out
@@ -169,7 +240,7 @@ func (r *runner[C, R]) confirmFresh() {
 		return
 	}
 	defer func(t0 time.Time) { r.out.Fresh = time.Since(t0) }(time.Now())
-	for try := 0; try < max(1, f.Reruns); try++ {
+	for try := 0; try < max(1, f.Tries); try++ {
 		if err := r.sys.Restart(r.ctx); err != nil {
 			r.out.Fault, r.out.FaultCase = fmt.Errorf("restart to confirm the failure in a fresh plugin process: %w", err), &f.Case
 			return
@@ -197,9 +268,16 @@ func (r *runner[C, R]) generator() gopter.Gen {
 func (r *runner[C, R]) shrinker(v any) gopter.Shrink {
 	cands := r.sys.Shrink(v.(C))
 	return func() (any, bool) {
+		if len(cands) > 0 && r.shrunk >= r.cfg.MaxShrinkChecks {
+			if f := r.out.Failure; f != nil {
+				f.ShrinkCut = true
+			}
+			return nil, false
+		}
 		if len(cands) == 0 {
 			return nil, false
 		}
+		r.shrunk++
 		c := cands[0]
 		cands = cands[1:]
 		return c, true
@@ -234,7 +312,7 @@ func (r *runner[C, R]) condition(c C) bool {
 	if f.Flaky {
 		return true
 	}
-	for try := 1; !res.Has(f.Property) && try < f.Reruns; try++ {
+	for try := 1; !res.Has(f.Property) && try < f.Tries; try++ {
 		if res, err = r.check(c); err != nil {
 			return r.fault(err, c)
 		}
@@ -258,11 +336,15 @@ const ConfirmRuns = 4
 func (r *runner[C, R]) confirm(c C, res R) bool {
 	f := &Failure[C, R]{Original: res, Minimal: res, Case: c, Property: res.Primary()}
 	r.out.Failure = f // kept even if the re-run faults: the violation was seen
+	if sp, ok := r.sys.(Sparer); ok && r.cfg.Fresh {
+		sp.KeepSpare(r.ctx)
+	}
 	defer func(t0 time.Time) { r.out.Confirming = time.Since(t0) }(time.Now())
 	if p, ok := r.sys.(preferrer); ok {
 		p.prefer(f.Property)
 	}
-	for f.Reruns < ConfirmRuns {
+	confirmed := false
+	for !confirmed && f.Reruns < ConfirmRuns {
 		again, err := r.check(c)
 		if err != nil {
 			f.Flaky = true // not confirmed; the fault is reported beside it
@@ -271,12 +353,52 @@ func (r *runner[C, R]) confirm(c C, res R) bool {
 		}
 		f.Reruns++
 		f.Rerun, f.Reran = again, true
-		if again.Has(f.Property) {
-			return false
-		}
+		confirmed = again.Has(f.Property)
 	}
-	f.Flaky = true
+	f.Tries = f.Reruns
+	switch {
+	case isRace(res):
+		// Two writers of one slot: the structure is the bug, whatever the
+		// re-runs showed. Each shrink candidate gets the tries a race
+		// needs, and the found case's runs are counted.
+		f.Race, f.Tries = true, RaceRuns
+		r.count(c, res)
+	case !confirmed:
+		f.Flaky = true
+	}
 	return false
+}
+
+// count checks c, whose check res showed its race, RaceRuns-1 more times
+// and counts the runs that show it: how often the wrong write lands last.
+func (r *runner[C, R]) count(c C, res R) {
+	f := r.out.Failure
+	f.RaceHits, f.RaceRuns = raceShown(res)
+	for range RaceRuns - 1 {
+		again, err := r.check(c)
+		if err != nil {
+			r.fault(err, c)
+			return
+		}
+		hits, runs := raceShown(again)
+		f.RaceHits, f.RaceRuns = f.RaceHits+hits, f.RaceRuns+runs
+	}
+}
+
+// countRace counts, when shrinking kept the race, the minimal case's runs
+// instead of the found one's; when it did not (it found a smaller case
+// that fails every run, as a padded row aimed at another request's slot
+// does), the found case's count stands, and RaceShrunk says so.
+func (r *runner[C, R]) countRace() {
+	f := r.out.Failure
+	if f == nil || !f.Race || r.out.Fault != nil || r.ctx.Err() != nil || f.Shrinks == 0 {
+		return
+	}
+	if !isRace(f.Minimal) {
+		f.RaceShrunk = true
+		return
+	}
+	r.count(f.Case, f.Minimal)
 }
 
 // fault handles a failed call. A plugin fault is recorded with its case,

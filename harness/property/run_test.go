@@ -133,3 +133,34 @@ func TestFailureSeenOnceIsFlaky(t *testing.T) {
 		t.Fatalf("failure %+v: want flaky after %d clean re-runs, unshrunk", f, ConfirmRuns)
 	}
 }
+
+// downSystem fails every case above 1000 and shrinks a case by one: a
+// shrink that would take thousands of steps.
+type downSystem struct{ checks int }
+
+func (s *downSystem) Draw(*rand.Rand) int64  { return 5000 }
+func (s *downSystem) Shrink(c int64) []int64 { return []int64{c - 1} }
+func (s *downSystem) Check(_ context.Context, c int64) (fakeResult, error) {
+	s.checks++
+	if c > 1000 {
+		return fakeResult{kinds: []oracle.Kind{oracle.Value}}, nil
+	}
+	return fakeResult{}, nil
+}
+func (s *downSystem) Restart(context.Context) error { return nil }
+
+// TestShrinkIsBounded: a shrink stops at MaxShrinkChecks candidates and
+// says so; one that ends by itself does not.
+func TestShrinkIsBounded(t *testing.T) {
+	sys := &downSystem{}
+	o := Run(context.Background(), sys, Config{Cases: 10, Seed: 1, MaxShrinks: 100000, MaxShrinkChecks: 300})
+	f := o.Failure
+	if f == nil || !f.ShrinkCut || f.Case != 5000-300 || sys.checks > 300+10 {
+		t.Fatalf("bounded shrink: failure %+v after %d checks; want the case 4700, cut, about 300 checks", f, sys.checks)
+	}
+	sys = &downSystem{}
+	o = Run(context.Background(), sys, Config{Cases: 10, Seed: 1, MaxShrinks: 100000, MaxShrinkChecks: 10000})
+	if f := o.Failure; f == nil || f.ShrinkCut || f.Case != 1001 {
+		t.Fatalf("unbounded shrink: failure %+v; want the case 1001, not cut", f)
+	}
+}

@@ -40,6 +40,8 @@ type Suite[T Target, C any, R Result] struct {
 	Cases     int   // passing cases wanted per row
 	Seed      int64 // row i draws from Seed+i
 	MaxFaults int   // see Config.MaxFaults
+	// MaxShrinkChecks: see Config.MaxShrinkChecks (0: its default).
+	MaxShrinkChecks int
 	// StopAtFirst ends the suite at the first failing row (the mutant
 	// runner wants time-to-kill, not a full table).
 	StopAtFirst bool
@@ -136,12 +138,15 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 		t0 := time.Now()
 		j.close(ctx)
 		if err := j.openTargets(ctx, row); err != nil {
+			if ctx.Err() != nil { // interrupted while opening: the row stopped, as one interrupted mid-run does
+				return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: j.suite.Seed + int64(i), Outcome: &Outcome[C, R]{Fault: ctx.Err()}}, nil
+			}
 			return Verdict[C, R]{}, err
 		}
 		opening = time.Since(t0)
 	}
 	seed := j.suite.Seed + int64(i)
-	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, Fresh: j.p.Restartable()})
+	o := Run(ctx, j.system(row), Config{Cases: j.suite.Cases, Seed: seed, MaxFaults: j.suite.MaxFaults, MaxShrinkChecks: j.suite.MaxShrinkChecks, Fresh: j.p.Restartable()})
 	name := ""
 	if row.Layout != nil {
 		name = row.Layout.Name

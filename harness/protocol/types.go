@@ -42,4 +42,12 @@ type ArenaDesc struct {
 	Size       int // the bytes the pools and staging use, from offset 0
 	FDSocket   string
 	MappedSize int // the exported allocation's size: Size rounded up to its granularity
+	// Pieces, when set, make a descriptor-shared CUDA arena sparse: only
+	// these windows of its MappedSize bytes are backed, sorted and apart,
+	// held back to back in the exported allocation. Sent only to a
+	// plugin that declares CUDASparseArenas.
+	Pieces []Piece
 }
+
+// Piece is a backed window of a sparse arena: Len bytes at offset Off.
+type Piece struct{ Off, Len int }

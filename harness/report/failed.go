@@ -18,7 +18,9 @@ func FailedRepro[C workload.Case, R property.Result](kernel protocol.Kernel, h H
 	if len(vs) > MaxViolations {
 		vs = vs[:MaxViolations]
 	}
-	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant,
+	ran := h.Ran
+	ran.HeadDim, ran.PageSize = l.HeadDim, l.PageSize // the row's own shape, drawn or pinned
+	return &Repro{Version: ReproVersion, Kernel: kernel, Plugin: h.PluginArg, Variant: h.Variant, Ran: ran,
 		Layout: l.JSON(), Slots: slots, BackgroundSeed: h.Seed, Case: fl.Case,
 		Found: &Found{Property: fl.Property, Flaky: fl.Flaky, Seed: v.Seed, CaseIndex: v.Outcome.Cases,
 			Shrinks: fl.Shrinks, Reruns: Intermittent(fl.Reruns), Violations: vs}}

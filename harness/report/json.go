@@ -93,6 +93,9 @@ func (r *Run) verdictJSON(row Row) Object {
 	if r.layout {
 		v = append(v, Field{Key: "layout", Value: row.Layout.Name})
 	}
+	if r.Header.Shapes && row.Layout != nil {
+		v = append(v, Field{Key: "head_dim", Value: row.Layout.HeadDim}, Field{Key: "page_size", Value: row.Layout.PageSize})
+	}
 	props := map[oracle.Kind]string{}
 	for i, p := range r.cols {
 		props[p] = row.Cells[i]
@@ -101,9 +104,17 @@ func (r *Run) verdictJSON(row Row) Object {
 		Field{Key: "cases", Value: row.Cases}, Field{Key: "properties", Value: props})
 	if f := row.Failure; f != nil {
 		jf := Object{{Key: "property", Value: f.Property}, {Key: "flaky", Value: f.Flaky, OmitEmpty: true},
-			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks}}
+			{Key: "needs_history", Value: f.NeedsHistory, OmitEmpty: true}, {Key: "shrinks", Value: f.Shrinks},
+			{Key: "shrink_cut", Value: f.ShrinkCut, OmitEmpty: true}}
+		if f.Race {
+			jf = append(jf, Field{Key: "race", Value: Object{{Key: "writers", Value: f.RaceNote}, {Key: "runs", Value: f.RaceRuns},
+				{Key: "hits", Value: f.RaceHits}, {Key: "of_case_found", Value: f.RaceShrunk}}})
+		}
 		jf = append(jf, f.json...)
-		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true})
+		jf = append(jf, Field{Key: "repro", Value: f.ReproPath, OmitEmpty: true}, Field{Key: "replay", Value: f.Replay(), OmitEmpty: true})
+		if f.ReproErr != nil {
+			jf = append(jf, Field{Key: "repro_error", Value: f.ReproErr.Error()})
+		}
 		v = append(v, Field{Key: "failure", Value: jf})
 	}
 	return v

@@ -17,15 +17,21 @@ import (
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
-// ReproVersion is the repro file format this harness writes and reads.
-const ReproVersion = 1
+// ReproVersion is the repro file format this harness writes: version 2
+// records how the case ran (Ran). It reads version 1 too, whose files
+// record none of it and replay on the host, as they always did.
+const ReproVersion = 2
 
-// Repro is a saved failing case: everything needed to run it again.
+// Repro is a saved failing case: everything needed to run it again, the
+// way it ran.
 type Repro struct {
-	Version        int             `json:"version"`
-	Kernel         protocol.Kernel `json:"kernel"`
-	Plugin         string          `json:"plugin"`
-	Variant        string          `json:"variant,omitempty"`
+	Version int             `json:"version"`
+	Kernel  protocol.Kernel `json:"kernel"`
+	Plugin  string          `json:"plugin"`
+	Variant string          `json:"variant,omitempty"`
+	// Ran is the backend, mode, geometry and plugin the case ran with
+	// (version 2 on; zero in a version 1 file).
+	Ran
 	Layout         json.RawMessage `json:"layout"`
 	Slots          int             `json:"slots"`
 	BackgroundSeed int64           `json:"background_seed"`
@@ -41,6 +47,70 @@ type Repro struct {
 	// Count is how many times a replay checks the case (repro --count);
 	// 0 or 1: once, and once more to confirm a failure.
 	Count int `json:"-"`
+	// Own is the plugin's own name (its Describe's): what the file is
+	// named after, where Plugin may be a manifest's path.
+	Own string `json:"-"`
+}
+
+// Ran is how a case ran: what a repro file records so that its replay
+// runs on the same backend, in the same mode, at the same geometry, and
+// can tell whether the plugin is the one that failed.
+type Ran struct {
+	Backend       string `json:"backend,omitempty"`        // "cpu" or "cuda"
+	Device        string `json:"device,omitempty"`         // the GPU's name, on cuda
+	DeviceOrdinal int    `json:"device_ordinal,omitempty"` // its CUDA ordinal, on cuda
+	// Graph: stores captured in a CUDA graph at their capacity and
+	// replayed, as serving engines run them.
+	Graph       bool `json:"graph"`
+	HeadDim     int  `json:"head_dim,omitempty"`
+	PageSize    int  `json:"page_size,omitempty"`
+	MaxCapacity int  `json:"max_capacity,omitempty"` // stores: the largest capacity the search drew
+	// SlotBits is the width of the slot indices the plugin declared it
+	// reads (stores: 32 or 64).
+	SlotBits int             `json:"slot_bits,omitempty"`
+	Identity *PluginIdentity `json:"plugin_identity,omitempty"`
+}
+
+// PluginIdentity is the plugin that ran: its name and version as it
+// described itself, and the SHA-256 of what started it (Of: its binary, a
+// command plugin's script, or its manifest).
+type PluginIdentity struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256,omitempty"`
+	Of      string `json:"of,omitempty"` // "binary", "script" or "manifest", and its path
+}
+
+// Backends a repro file may record.
+const (
+	BackendCPU  = "cpu"
+	BackendCUDA = "cuda"
+)
+
+// OnBackend is the backend the case ran on: a version 1 file's, which
+// records none, is the host's (where such files always replayed).
+func (r Ran) OnBackend() string {
+	if r.Backend == "" {
+		return BackendCPU
+	}
+	return r.Backend
+}
+
+// Where says where and how the case ran, for a replay's first line:
+// "cuda (NVIDIA H100 80GB HBM3, device 0) with graph replay", "cpu".
+func (r Ran) Where() string {
+	s := r.OnBackend()
+	if r.Backend == BackendCUDA {
+		if r.Device != "" {
+			s += fmt.Sprintf(" (%s, device %d)", r.Device, r.DeviceOrdinal)
+		} else {
+			s += fmt.Sprintf(" (device %d)", r.DeviceOrdinal)
+		}
+	}
+	if r.Graph {
+		s += " with graph replay"
+	}
+	return s
 }
 
 // reproFile is Repro as stored: the case stays raw until the kernel field
@@ -110,6 +180,12 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 	case len(f.Case) == 0:
 		return nil, nil, fmt.Errorf("%w: no case", ErrBadRepro)
 	}
+	if err := f.check(); err != nil { // repro_check.go
+		return nil, nil, err
+	}
+	if err := f.checkRan(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
+	}
 	l, err := layout.Parse(f.Layout, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadRepro, err)
@@ -123,12 +199,35 @@ func ParseRepro(data []byte, decode CaseDecoder) (*Repro, *layout.Layout, error)
 	return &r, l, nil
 }
 
-// Name is a stable file name: plugin, variant, layout, padding, property
-// and a hash of the content, so the same finding overwrites itself.
+// checkRan refuses a record of how the case ran that no replay can
+// follow: a version 2 file names its backend; a version 1 file has none
+// of it.
+func (f *reproFile) checkRan() error {
+	switch {
+	case f.Version == 1 && f.Ran != (Ran{}):
+		return fmt.Errorf("a version 1 file records no backend, mode or plugin identity; this one does (backend %q): write version %d", f.Backend, ReproVersion)
+	case f.Version == 1:
+		return nil
+	case f.Backend != BackendCPU && f.Backend != BackendCUDA:
+		return fmt.Errorf("backend %q: want %q or %q", f.Backend, BackendCPU, BackendCUDA)
+	case f.Graph && f.Backend != BackendCUDA:
+		return fmt.Errorf("graph replay on the %s backend: CUDA graphs need backend %q", f.Backend, BackendCUDA)
+	case f.DeviceOrdinal < 0:
+		return fmt.Errorf("device_ordinal %d: want 0 or more", f.DeviceOrdinal)
+	}
+	return nil
+}
+
+// Name is a stable file name: plugin (its own name where known),
+// variant, layout, padding, property and a hash of the content, so the
+// same finding overwrites itself.
 func (r *Repro) Name() string {
 	body, _ := json.Marshal(r.Case)
 	sum := sha256.Sum256(append(append([]byte(r.Plugin+r.Variant), r.Layout...), body...))
 	parts := []string{displayName(r.Plugin)}
+	if r.Own != "" {
+		parts[0] = r.Own
+	}
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}
@@ -144,7 +243,22 @@ func (r *Repro) Name() string {
 		parts = append(parts, string(r.Found.Property))
 	}
 	parts = append(parts, hex.EncodeToString(sum[:4]))
-	return safeName(strings.Join(parts, "-")) + ".json"
+	return boundedName(safeName(strings.Join(parts, "-"))) + ".json"
+}
+
+// maxNameBytes bounds a repro file's name without its .json: a file name
+// holds 255 bytes, and the file is first written as .NAME.tmp-NNNNNNNNN.
+const maxNameBytes = 160
+
+// boundedName keeps a name within maxNameBytes: a longer one (a variant or
+// layout named at length) keeps its start and ends in a hash of the whole
+// (ASCII, as safeName leaves it), so two long names still differ.
+func boundedName(name string) string {
+	if len(name) <= maxNameBytes {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:maxNameBytes-9] + "~" + hex.EncodeToString(sum[:4])
 }
 
 // displayName is how a file name shows the plugin: a bundled name as it

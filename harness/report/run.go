@@ -3,7 +3,9 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -38,6 +40,7 @@ type Key int
 const (
 	LayoutKey Key = iota // the row's layout
 	LabelKey             // the row's label: a padding convention, a profile
+	ShapeKey             // the row layout's head dim and page size, when rows draw them
 )
 
 // Schema is how one kernel kind's check runs read: its table, its failure
@@ -83,10 +86,23 @@ type Header struct {
 	Seed                      int64
 	Backend                   string // "cpu" or "cuda:<device>"
 	Graph                     bool
-	Shard                     string // "i/n" when the run checked part i of n of the rows, else ""
+	// Ran is how the run's cases ran, as its repro files record it.
+	Ran   Ran
+	Shard string // "i/n" when the run checked part i of n of the rows, else ""
+	// Far: the pools of each row reach past 4 GiB of byte offsets, more
+	// slots than Slots (a kind's own rule sets each row's). Scaled: each
+	// row's pool is Slots cut to a size in bytes (a GPU without sparse
+	// arenas).
+	Far, Scaled bool
 	// JSON is the kind's top-level JSON after the seed: slots for stores
 	// and reads, the geometry for transfers.
 	JSON Object
+	// Coverage is what the run covered, a line each under the title: the
+	// shapes its rows drew and what the plugin would not take, the value
+	// classes its rows held. With Shapes set the table names each row's
+	// shape.
+	Coverage []string
+	Shapes   bool
 	// About is the kind's own words on the run's setup, for its title: a
 	// transfer's geometry.
 	About string
@@ -142,22 +158,35 @@ type Failure struct {
 	CaseIndex            int
 	Seed                 int64
 	Shrinks              int
+	ShrinkCut            bool // the shrink stopped at its bound: Case may shrink further
 	Case                 workload.Case
 	// Rerun is the confirming run's violation count, -1 when it faulted.
 	Rerun int
 	// Reruns is how many re-runs confirming took (property.Failure.Reruns):
 	// above one, the case fails only some runs.
-	Reruns    int
-	write     func(w io.Writer)
-	json      Object
-	Repro     *Repro
-	ReproPath string // set once the repro file is saved
-	Test      string // go test -run line, when a test found it
+	Reruns int
+	// Race: the case found led with a race, two writers of one slot;
+	// RaceHits of RaceRuns runs showed the violation: runs of the minimal
+	// case, or of the found one when RaceShrunk (it shrank to a case that
+	// shows the bug without a race). RaceNote names the two writers.
+	Race, RaceShrunk   bool
+	RaceRuns, RaceHits int
+	RaceNote           string
+	write              func(w io.Writer)
+	json               Object
+	Repro              *Repro
+	ReproPath          string // set once the repro file is saved
+	ReproErr           error  // why it could not be, when it could not
+	// ReplayPlugin, when set, is the --plugin the replay line names: the
+	// repro file's plugin is a path or a command, which repro runs only
+	// when the command line names it, never from the file alone.
+	ReplayPlugin string
+	Test         string // go test -run line, when a test found it
 }
 
 // Build makes the report of a suite's verdicts through the kind's schema.
 func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.Verdict[C, R], runErr error) (*Run, error) {
-	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: s.Keys, cols: columns(s, vs),
+	run := &Run{Kernel: s.Kernel, Header: h, Title: s.Title(h), keys: shapeKeys(s.Keys, h.Shapes), cols: columns(s, vs),
 		label: s.LabelJSON, layout: s.JSONLayout, Err: runErr}
 	if h.Shard != "" {
 		run.Title += " · shard " + h.Shard + " of the rows"
@@ -170,6 +199,21 @@ func Build[C workload.Case, R Result](s *Schema[C, R], h Header, vs []property.V
 		run.Rows = append(run.Rows, row)
 	}
 	return run, nil
+}
+
+// shapeKeys are the schema's key columns, with the row's shape after
+// its layout (or first) when the run's rows draw their shapes.
+func shapeKeys(keys []Key, shapes bool) []Key {
+	if !shapes {
+		return keys
+	}
+	at := 0
+	for i, k := range keys {
+		if k == LayoutKey {
+			at = i + 1
+		}
+	}
+	return append(append(append([]Key(nil), keys[:at]...), ShapeKey), keys[at:]...)
 }
 
 // columns are the schema's columns and those of its extra ones that a
@@ -205,8 +249,9 @@ func buildRow[C workload.Case, R Result](s *Schema[C, R], h Header, v property.V
 		return row, nil
 	}
 	f := &Failure{Plugin: h.Plugin, Variant: h.Variant, Headline: s.Headline(v.Layout, v.Label), Property: fl.Property,
-		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, Reruns: fl.Reruns, Case: fl.Case,
-		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal)}
+		Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, CaseIndex: o.Cases, Seed: v.Seed, Shrinks: fl.Shrinks, ShrinkCut: fl.ShrinkCut, Reruns: fl.Reruns, Case: fl.Case,
+		Rerun: -1, json: s.FailureJSON(fl.Case, fl.Minimal), Race: fl.Race, RaceShrunk: fl.RaceShrunk, RaceRuns: fl.RaceRuns, RaceHits: fl.RaceHits,
+		RaceNote: raceNote(fl.Original)}
 	if fl.Reran {
 		f.Rerun = fl.Rerun.NumViolations()
 	}
@@ -304,4 +349,39 @@ func (r *Run) Faulted() bool {
 		}
 	}
 	return false
+}
+
+// raceNote is the leading race of a result, in words, when its
+// violations are oracle.Violations that hold one.
+func raceNote(r any) string {
+	vs, ok := r.(interface{ RaceViolation() *oracle.Violation })
+	if !ok {
+		return ""
+	}
+	v := vs.RaceViolation()
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s both wrote slot %d", v.Race.Note, v.Race.Slot)
+}
+
+// Replay is the command that replays the failure, as printed: empty until
+// its repro file is saved.
+func (f *Failure) Replay() string {
+	if f.ReproPath == "" {
+		return ""
+	}
+	line := "kvharness repro " + ShellQuote(f.ReproPath)
+	if f.ReplayPlugin != "" {
+		line += " --plugin " + ShellQuote(f.ReplayPlugin)
+	}
+	return line
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\!*?;&|<>(){}[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -5,6 +5,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
+	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -20,7 +24,11 @@ func WriteText(w io.Writer, r *Run) {
 		if i == 1 {
 			fmt.Fprintln(w, "\nother failures:")
 		}
-		fmt.Fprintf(w, "  %s %s: kvharness repro %s\n", r.rowName(f), f.Property, f.ReproPath)
+		if f.ReproPath == "" {
+			fmt.Fprintf(w, "  %s %s: no repro file (%s)\n", r.rowName(f), f.Property, unsaved(f))
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", r.rowName(f), f.Property, f.Replay())
 	}
 }
 
@@ -37,21 +45,40 @@ func (r *Run) rowName(f *Failure) string {
 func (r *Run) keyValues(row Row) []string {
 	var out []string
 	for _, k := range r.keys {
-		if k == LayoutKey {
+		switch k {
+		case LayoutKey:
 			out = append(out, row.Layout.Name)
-		} else {
+		case ShapeKey:
+			out = append(out, shapeOf(row))
+		default:
 			out = append(out, row.Label)
 		}
 	}
 	return out
 }
 
+// shapeOf is a row layout's head dim and page size, as D=120 P=16, its
+// heads first when several (H=3 D=128 P=16).
+func shapeOf(row Row) string {
+	if row.Layout == nil {
+		return ""
+	}
+	x := workload.Shape{HeadDim: row.Layout.HeadDim, PageSize: row.Layout.PageSize}
+	if h := row.Layout.NumHeads(); h > 1 {
+		x.Heads = h
+	}
+	return x.String()
+}
+
 func (r *Run) keyHeads() []string {
 	var out []string
 	for _, k := range r.keys {
-		if k == LayoutKey {
+		switch k {
+		case LayoutKey:
 			out = append(out, "layout")
-		} else {
+		case ShapeKey:
+			out = append(out, "shape")
+		default:
 			out = append(out, r.label)
 		}
 	}
@@ -61,7 +88,11 @@ func (r *Run) keyHeads() []string {
 // WriteTable prints the title, then a row per verdict and a column per
 // property: ok, FAIL, FLAKY, or FAULT when the plugin broke.
 func WriteTable(w io.Writer, r *Run) {
-	fmt.Fprintf(w, "%s\n\n", r.Title)
+	fmt.Fprintf(w, "%s\n", r.Title)
+	for _, l := range r.Header.Coverage {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tcases", strings.Join(r.keyHeads(), "\t"))
 	for _, p := range r.cols {
@@ -99,6 +130,13 @@ func WriteFailure(w io.Writer, f *Failure) {
 		fmt.Fprintf(w, "  case %d of seed %d failed once, then passed when re-run; not shrunk\n", f.CaseIndex, f.Seed)
 	case f.Replayed:
 		fmt.Fprintf(w, "  replayed case, confirmed by a re-run:\n")
+	case f.Race && f.RaceShrunk:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, %s in one call, the wrong write last in %d of %d runs;\n"+
+			"  shrunk in %d steps (each candidate given %d checks) to a case that shows the bug without a race:\n",
+			f.CaseIndex, f.Seed, f.RaceNote, f.RaceHits, f.RaceRuns, f.Shrinks, property.RaceRuns)
+	case f.Race:
+		fmt.Fprintf(w, "  found at case %d of seed %d: a race, two writers of one slot in one call; shrunk in %d steps (each candidate given %d checks) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.RaceRuns)
 	case f.Reruns > 1:
 		passed := "re-run 1 passed"
 		if f.Reruns > 2 {
@@ -106,10 +144,17 @@ func WriteFailure(w io.Writer, f *Failure) {
 		}
 		fmt.Fprintf(w, "  found at case %d of seed %d, failed again on re-run %d (%s: it fails only some runs, as a race does), shrunk in %d steps to:\n",
 			f.CaseIndex, f.Seed, f.Reruns, passed, f.Shrinks)
+	case f.ShrinkCut:
+		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps (then stopped: %d candidates checked; it may shrink further) to:\n",
+			f.CaseIndex, f.Seed, f.Shrinks, property.DefaultShrinkChecks)
 	default:
 		fmt.Fprintf(w, "  found at case %d of seed %d, confirmed by a re-run, shrunk in %d steps to:\n", f.CaseIndex, f.Seed, f.Shrinks)
 	}
 	f.write(w)
+	if f.Race && !f.RaceShrunk {
+		fmt.Fprintf(w, "  race: the wrong write landed last in %d of %d runs of this case; the kernel writes the slot twice in every\n"+
+			"  run, and which write lands last is left to chance: a bug whether or not a run shows it\n", f.RaceHits, f.RaceRuns)
+	}
 	if f.NeedsHistory {
 		fmt.Fprintf(w, "  NEEDS THE PLUGIN'S HISTORY: this case failed in the plugin process that had run the search and passed\n"+
 			"  in a fresh one: the kernel keeps state across calls (a cache, a buffer) that the case alone does not set up\n")
@@ -121,12 +166,24 @@ func WriteFailure(w io.Writer, f *Failure) {
 			fmt.Fprintf(w, "  re-run: the plugin faulted (see the fault below)\n")
 		}
 	}
-	if f.ReproPath != "" {
-		fmt.Fprintf(w, "  replay: kvharness repro %s\n", f.ReproPath)
+	if f.ReplayPlugin != "" && f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s   (--plugin named: a repro file alone runs no command)\n", f.Replay())
+	} else if f.ReproPath != "" {
+		fmt.Fprintf(w, "  replay: %s\n", f.Replay())
+	} else if f.ReproErr != nil {
+		fmt.Fprintf(w, "  replay: no repro file (%s)\n", unsaved(f))
 	}
 	if f.Test != "" {
 		fmt.Fprintf(w, "  test:   %s\n", f.Test)
 	}
+}
+
+// unsaved says why a failure has no repro file.
+func unsaved(f *Failure) string {
+	if f.ReproErr == nil {
+		return "not saved"
+	}
+	return "not saved: " + textsafe.String(f.ReproErr.Error())
 }
 
 func variantSuffix(v string) string {

@@ -35,13 +35,24 @@ const (
 	Batched   Timing = "batched"    // one sample per BatchSize launches, divided by BatchSize
 )
 
+// Kernels of the reference cells a bench measures beside a kind's own
+// (whose kernel is the kind's name: "store", "load").
+const (
+	KernelCopy  = "copy"  // a copy of the same bytes: the roofline
+	KernelEmpty = "empty" // an empty launch (one token): the floor of tiny batches
+)
+
+// IsReference reports whether cells of kernel are references, measured
+// beside a kind's own cells: a copy or an empty launch.
+func IsReference(kernel string) bool { return kernel == KernelCopy || kernel == KernelEmpty }
+
 // An Identity names a cell of the benchmark matrix. Two cells with the
 // same Identity measure the same thing.
 type Identity struct {
 	Plugin        string `json:"plugin"`
 	PluginVersion string `json:"plugin_version"`
 	Variant       string `json:"variant,omitempty"`
-	Kernel        string `json:"kernel"` // "store"
+	Kernel        string `json:"kernel"` // the kind's ("store", "load"), or a reference's (KernelCopy, KernelEmpty)
 	Layout        string `json:"layout"`
 	HeadDim       int    `json:"head_dim"`
 	PageSize      int    `json:"page_size"`

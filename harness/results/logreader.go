@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/kvharness/kvharness/harness/internal/inputfile"
 )
 
 // A Log is what ReadLog found in a results log.
@@ -78,13 +80,9 @@ const MaxLogBytes = 1 << 30
 // is not a regular file (a device such as /dev/zero, a folder) is refused,
 // and reading past MaxLogBytes is an error.
 func openLog(path, what string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, what)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s %s is not a regular file; give the file kvharness bench wrote", what, path)
+		return nil, err
 	}
 	return &boundedFile{f: f, left: MaxLogBytes + 1, what: what}, nil
 }

@@ -6,11 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 

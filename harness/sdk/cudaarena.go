@@ -63,11 +63,28 @@ func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (
 	return a, nil
 }
 
+// importShared maps a descriptor-shared arena: whole, or, when the
+// harness sends pieces, as the sparse reservation they describe (only
+// their windows backed).
+func (a *DeviceArena) importShared(desc *kvpb.Arena, fd int) (*cuda.Shared, error) {
+	if len(desc.Pieces) == 0 {
+		return a.gpu.dev.ImportShared(fd, int(desc.MappedSize))
+	}
+	pieces := make([]cuda.Piece, len(desc.Pieces))
+	for i, w := range desc.Pieces {
+		if w.Offset > desc.MappedSize || w.Size > desc.MappedSize-w.Offset {
+			return nil, BadRequest("arena piece %d [%d,+%d) outside the %d-byte reservation", i, w.Offset, w.Size, desc.MappedSize)
+		}
+		pieces[i] = cuda.Piece{Off: int(w.Offset), Len: int(w.Size)}
+	}
+	return a.gpu.dev.ImportSparse(fd, int(desc.MappedSize), pieces)
+}
+
 // open maps the arena: from fd when the harness shares it so, else from
 // the IPC handle.
 func (a *DeviceArena) open(desc *kvpb.Arena, fd int) error {
 	if fd >= 0 {
-		s, err := a.gpu.dev.ImportShared(fd, int(desc.MappedSize))
+		s, err := a.importShared(desc, fd)
 		if err != nil {
 			return err
 		}

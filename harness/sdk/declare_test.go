@@ -7,17 +7,15 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/protocol/wire"
-
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // storeRecorder keeps the last store call it was given.

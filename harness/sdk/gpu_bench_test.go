@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // benchRig is fusedstore attached to a bf16 and an fp8-paged pool of slots

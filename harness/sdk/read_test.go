@@ -9,13 +9,12 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 

@@ -3,9 +3,8 @@ package sdk
 import (
 	"google.golang.org/grpc"
 
-	"github.com/kvharness/kvharness/harness/protocol"
-
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 // Variant is a named build of the kernel, usually a mutant that reproduces

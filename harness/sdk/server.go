@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kvharness/kvharness/harness/protocol/wire"
-
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 )
 
 // Server is a plugin process's state: the plugin, the attachment every
@@ -70,8 +69,10 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		Name: s.p.Name, Version: s.p.Version, Doc: s.p.Doc,
 		Kernels:  s.kernels(),
 		Backends: s.backends(),
-		// The SDK imports CUDA arenas from a descriptor (DeviceArena.open).
-		CudaFdArenas: s.servesDevice(),
+		// The SDK imports CUDA arenas from a descriptor (DeviceArena.open),
+		// sparse ones too (DeviceArena.importShared).
+		CudaFdArenas:     s.servesDevice(),
+		CudaSparseArenas: s.servesDevice(),
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
 		SlotBits:      uint32(s.slotBits(req.Variant)),

@@ -8,13 +8,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/kvharness/kvharness/harness/sdk/load"
-	"github.com/kvharness/kvharness/harness/sdk/pdasync"
-	"github.com/kvharness/kvharness/harness/sdk/read"
-	"github.com/kvharness/kvharness/harness/sdk/transfer"
-
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +16,11 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/load"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/store"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 	fused "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 )
 

@@ -7,15 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
-
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/transfer"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 

@@ -6,17 +6,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/protocol"
-	"github.com/kvharness/kvharness/harness/sdk/transfer"
-
 	"google.golang.org/grpc/codes"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 	"github.com/kvharness/kvharness/harness/target"
 )
 

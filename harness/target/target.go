@@ -31,6 +31,11 @@ type Base struct {
 	Arena   *arena.Arena
 	Pools   pool.Geometry // the planned pools and staging
 	Variant string
+	// Resident, when set, is the most bytes the arena's pages will hold:
+	// its pools reach far but are touched in windows (arena.Options);
+	// Backed, the windows a device backs then.
+	Resident int
+	Backed   []pool.Window
 }
 
 // Mem is the memory of the arena's first region, where every pool of
@@ -42,7 +47,8 @@ func (b *Base) Mem() arena.Memory { return b.Arena.Mem() }
 // and fills it: fill is called with the memory before anything is
 // attached.
 func (b *Base) Plan(dir *rundir.Dir, backend arena.Backend, g pool.Geometry, fill func(arena.Memory) error) error {
-	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas()})
+	mem, err := backend.New(dir, g.Size, arena.Options{FDArenas: b.Plugin.MapsFDArenas(), SparseArenas: b.Plugin.MapsSparseArenas(),
+		Resident: b.Resident, Backed: b.Backed})
 	if err != nil {
 		return err
 	}
@@ -161,8 +167,12 @@ func LayoutRef(l *layout.Layout) *kvpb.LayoutRef {
 
 // arenaDesc is a region's description on the wire.
 func arenaDesc(d protocol.ArenaDesc) *kvpb.Arena {
-	return &kvpb.Arena{Backend: kvpb.Backend(d.Backend), Pinned: d.Pinned, Path: d.Path, IpcHandle: d.IPCHandle,
+	a := &kvpb.Arena{Backend: kvpb.Backend(d.Backend), Pinned: d.Pinned, Path: d.Path, IpcHandle: d.IPCHandle,
 		Device: int32(d.Device), Size: uint64(d.Size), FdSocket: d.FDSocket, MappedSize: uint64(d.MappedSize)}
+	for _, w := range d.Pieces {
+		a.Pieces = append(a.Pieces, &kvpb.Window{Offset: uint64(w.Off), Size: uint64(w.Len)})
+	}
+	return a
 }
 
 // bufferDesc is a pool's buffer on the wire; nil for a pool of no

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/protocol/wire"
-
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -16,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
+	"github.com/kvharness/kvharness/harness/protocol/wire"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -103,7 +103,7 @@ func TestExamplesPass(t *testing.T) {
 			dir := runDir(t)
 			p := start(t, dir, e.manifest(), variant)
 			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
-				Cases: 60, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64}}, store.Paddings)
+				Cases: 60, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64, Backend: arena.SHM{}}}, store.Paddings)
 			vs, err := s.Run(context.Background())
 			if err != nil {
 				t.Fatalf("%s %q: %v", e.dir, variant, err)
@@ -141,7 +141,7 @@ func TestExampleUndeclaredEpsIsNamed(t *testing.T) {
 		for _, variant := range []string{"", "undeclared-eps"} {
 			dir := runDir(t)
 			p := start(t, dir, e.manifest(), variant)
-			tg, err := store.Open(context.Background(), p, dir, store.Config{Variant: variant, Layout: e.layoutOf(t), Slots: 1024,
+			tg, err := store.Open(context.Background(), p, dir, store.Config{Backend: arena.SHM{}, Variant: variant, Layout: e.layoutOf(t), Slots: 1024,
 				MaxCapacity: 64, Seed: 1})
 			noErr(t, err)
 			for _, c := range cases {

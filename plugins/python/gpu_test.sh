@@ -191,7 +191,7 @@ fi
 echo
 echo "== 7. bench: eager and graph, rotated over 4 pools"
 expect 0 "" "bench" "$kvh" bench --plugin "$idx" --plugin "$tri" --plugin fusedstore --layout fp8-paged --tokens 1,512,32768 \
-	--mode eager,graph --cache hot --rotate 4 --quick --backend cuda --call-timeout 60s --out "$out/bench"
+	--mode eager,graph --cache hot --rotate 4 --quick --backend cuda --timeout 60s --out "$out/bench"
 
 echo
 if [ -s "$out/logs/failed" ]; then

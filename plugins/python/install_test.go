@@ -73,8 +73,15 @@ func TestInstalledOutsideTheTree(t *testing.T) {
 		os.WriteFile(filepath.Join(src, f), b, 0o644)
 	}
 	copyTree(t, "kvharness_sdk", filepath.Join(src, "kvharness_sdk"))
+	copyTree(t, "build_backend", filepath.Join(src, "build_backend"))
 	vpy := filepath.Join(venv, "bin", "python")
-	run(t, tmp, vpy, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--quiet", src)
+	// With pip's build isolation, as a user runs it, and no package index:
+	// the SDK's own build backend needs nothing from the network.
+	run(t, tmp, vpy, "-m", "pip", "install", "--no-index", "--quiet", src)
+	eps := run(t, tmp, vpy, "-B", "-c", "import importlib.metadata as m; print([e.value for e in m.entry_points(group='pytest11')])")
+	if !strings.Contains(eps, "kvharness_sdk.pytest_plugin") {
+		t.Errorf("the installed package registers no pytest plugin: pytest11 entry points %s", eps)
+	}
 	where := run(t, tmp, vpy, "-B", "-c", "import kvharness_sdk; print(kvharness_sdk.__file__, kvharness_sdk.__version__)")
 	if !strings.HasPrefix(where, venv) {
 		t.Fatalf("kvharness_sdk imported from %s, not the environment", where)
@@ -127,10 +134,36 @@ func TestFDPassFromTheHarness(t *testing.T) {
 	prog := `import os, sys
 sys.path.insert(0, sys.argv[1])
 from kvharness_sdk import fdpass
-fd = fdpass.receive(sys.argv[2])
-print(os.read(fd, 5).decode())`
-	if out := run(t, ".", py, "-B", "-c", prog, abs(t, "."), srv.Path); strings.TrimSpace(out) != "arena" {
+sys.stdin.readline()
+try:
+    fd = fdpass.receive(sys.argv[2])
+    print(os.read(fd, 5).decode())
+except fdpass.FDPassError as e:
+    print(e)`
+	// The socket serves only the plugin an arena is granted to: python is
+	// started as a plugin is, in a process group of its own, and asks
+	// once it is granted (or not).
+	ask := func(grant bool) string {
+		cmd := exec.Command(py, "-B", "-c", prog, abs(t, "."), srv.Path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		in, _ := cmd.StdinPipe()
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		noErr(t, cmd.Start())
+		if grant {
+			fdpass.PluginStarted(cmd.Process.Pid)
+			defer fdpass.PluginExited(cmd.Process.Pid)
+			fdpass.Grant(srv.Path, cmd.Process.Pid)
+		}
+		in.Write([]byte("go\n"))
+		cmd.Wait()
+		return strings.TrimSpace(out.String())
+	}
+	if out := ask(true); out != "arena" {
 		t.Errorf("read %q through the received descriptor; want arena", out)
+	}
+	if out := ask(false); !strings.Contains(out, "the harness refused the arena to this process") {
+		t.Errorf("a process the arena was not granted to: %q; want it refused", out)
 	}
 }
 

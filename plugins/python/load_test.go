@@ -47,7 +47,7 @@ func TestPythonLoadControlAndMutants(t *testing.T) {
 	dir := runDir(t)
 	began := time.Now()
 	n := 0
-	for _, v := range loadRun(t, start(t, dir, abs(t, torchload), ""), "", nil, cases, false) {
+	for _, v := range loadRun(t, start(t, dir, abs(t, torchload), ""), "", arena.SHM{}, cases, false) {
 		n += v.Outcome.Cases
 		if !v.Outcome.Passed() {
 			t.Errorf("torchload row %s: %+v", v.Label, v.Outcome.Failure)
@@ -55,7 +55,7 @@ func TestPythonLoadControlAndMutants(t *testing.T) {
 	}
 	t.Logf("torchload passed %d cases (%d per row) in %v", n, cases, time.Since(began).Round(time.Millisecond))
 	for variant, row := range map[string]string{"indexk-gate-missing": load.ProfileLoad, "store-no-join": load.ProfileReuse} {
-		vs := loadRun(t, start(t, dir, abs(t, torchload), variant), variant, nil, 10, true)
+		vs := loadRun(t, start(t, dir, abs(t, torchload), variant), variant, arena.SHM{}, 10, true)
 		v := vs[len(vs)-1]
 		if f := v.Outcome.Failure; f == nil || f.Flaky || v.Label != row {
 			t.Errorf("torchload %s: row %s, failure %+v; want killed in row %s", variant, v.Label, f, row)

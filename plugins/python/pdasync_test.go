@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/kernels/pdasync"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/internal/testtier"
@@ -17,7 +18,7 @@ func pyasyncSuite(t *testing.T, variant string, cases int) {
 	python(t)
 	dir := runDir(t)
 	p := start(t, dir, "pyasync/kvharness-plugin.json", variant)
-	s, err := pdasync.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Cases: cases, Seed: 1, StopAtFirst: variant != ""},
+	s, err := pdasync.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Cases: cases, Seed: 1, StopAtFirst: variant != "", Setup: kind.Setup{Backend: arena.SHM{}}},
 		pdasync.SuiteConfig{Profiles: []string{pdasync.ProfileMixed, pdasync.ProfileAborts}})
 	noErr(t, err)
 	vs, err := s.Run(context.Background())

@@ -41,8 +41,10 @@ func (m *Memory) changed(w pool.Window, keep bool) (ws []pool.Window, got []byte
 		m.mu.Lock() // always after the device thread: see Batch
 		defer m.mu.Unlock()
 		d := diff{keep: keep}
-		if err := m.collect(c, w, &d); err != nil {
-			return err
+		for _, part := range m.clip(w) { // a sparse arena scans what has memory
+			if err := m.collect(c, part, &d); err != nil {
+				return err
+			}
 		}
 		ws, got = d.ranges, d.bytes
 		return nil

@@ -24,8 +24,10 @@ func (m *Memory) Fill(w pool.Window, seed uint64) error {
 		if w.Len == 0 {
 			return nil
 		}
-		if err := m.k.fillRange(m.base, w.Off, w.End(), seed, w.Off); err != nil {
-			return err
+		for _, part := range m.clip(w) { // a sparse arena fills what has memory
+			if err := m.k.fillRange(m.base, part.Off, part.End(), seed, w.Off); err != nil {
+				return err
+			}
 		}
 		return m.sync("fill")
 	})
@@ -44,7 +46,7 @@ func (m *Memory) Reset(ws []pool.Window) error {
 			return err
 		}
 	}
-	small, big := m.windowPieces(ws)
+	small, big := m.windowPieces(m.clipAll(ws))
 	var lists [][]byte
 	for rest := small; len(rest) > 0; {
 		chunk := rest[:min(len(rest), maxPieces)]

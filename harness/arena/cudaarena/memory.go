@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -52,6 +51,10 @@ type Memory struct {
 	fds    *fdpass.Server // FD
 	k      *kernels
 
+	// backed, when set, are the only windows of the arena with memory
+	// behind them (NewSparse): every operation keeps to them.
+	backed []pool.Window
+
 	mu      sync.Mutex // guards the baseline and the scan buffers
 	bl      baseline.Spans
 	scratch scanBuffers
@@ -71,6 +74,27 @@ func New(dev *cuda.Device, size int, how Sharing, dir string) (*Memory, error) {
 		return nil, fmt.Errorf("cuda arena device thread: %w", err)
 	}
 	m := &Memory{dev: own, size: size, how: how, dir: dir}
+	if err := m.open(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewSparse is New for an arena shared by file descriptor whose memory
+// backs only the windows backed (rounded out to the allocation
+// granularity): pools past 4 GiB of offsets cost the windows their cases
+// touch. Fill, Reset and the scans keep to those windows; ReadAt and
+// WriteAt refuse anything else; a plugin's access elsewhere faults.
+func NewSparse(dev *cuda.Device, size int, backed []pool.Window, dir string) (*Memory, error) {
+	if size <= 0 || size > pool.MaxArenaBytes || len(backed) == 0 {
+		return nil, fmt.Errorf("sparse cuda arena of %d bytes, %d windows: want 1 to %d bytes and windows", size, len(backed), pool.MaxArenaBytes)
+	}
+	own, err := dev.Thread()
+	if err != nil {
+		return nil, fmt.Errorf("cuda arena device thread: %w", err)
+	}
+	m := &Memory{dev: own, size: size, how: FD, dir: dir, backed: backed}
 	if err := m.open(); err != nil {
 		m.Close()
 		return nil, err
@@ -115,17 +139,78 @@ func (m *Memory) allocate() error {
 // it up further, and a socket hands out its descriptor.
 func (m *Memory) allocateShared(rounded int) error {
 	var err error
-	if m.shared, err = m.dev.AllocShared(rounded); err != nil {
+	if m.backed != nil {
+		err = m.allocateSparse(rounded)
+	} else {
+		m.shared, err = m.dev.AllocShared(rounded)
+	}
+	if err != nil {
 		return fmt.Errorf("cuda arena: %w (set %s=ipc to share it by IPC handle instead)", err, SharingEnv)
 	}
 	m.base = m.shared.Ptr()
-	if err := m.dev.Memset8(m.base, 0, m.shared.Size()); err != nil {
-		return fmt.Errorf("zero cuda arena: %w", err)
+	for _, w := range m.backedOr() {
+		if err := m.dev.Memset8(m.base.Add(w.Off), 0, w.Len); err != nil {
+			return fmt.Errorf("zero cuda arena: %w", err)
+		}
 	}
 	if m.fds, err = fdpass.Serve(m.dir, m.shared.ExportFD); err != nil {
 		return fmt.Errorf("export cuda arena: %w", err)
 	}
 	return m.scratch.init(m.dev)
+}
+
+// allocateSparse reserves the arena and backs its windows, which become
+// the windows the driver rounded them to.
+func (m *Memory) allocateSparse(rounded int) error {
+	want := make([]cuda.Piece, len(m.backed))
+	for i, w := range m.backed {
+		want[i] = cuda.Piece{Off: w.Off, Len: w.Len}
+	}
+	var err error
+	if m.shared, err = m.dev.AllocSparse(rounded, want); err != nil {
+		return err
+	}
+	m.backed = m.backed[:0]
+	for _, p := range m.shared.Pieces() {
+		m.backed = append(m.backed, pool.Window{Off: p.Off, Len: p.Len})
+	}
+	return nil
+}
+
+// backedOr is the backed windows: all of the mapping for a dense arena.
+func (m *Memory) backedOr() []pool.Window {
+	if m.backed != nil {
+		return m.backed
+	}
+	return []pool.Window{{Off: 0, Len: m.shared.Size()}}
+}
+
+// clip is the parts of w with memory behind them: w itself in a dense
+// arena.
+func (m *Memory) clip(w pool.Window) []pool.Window {
+	if m.backed == nil {
+		return []pool.Window{w}
+	}
+	var out []pool.Window
+	for _, b := range m.backed {
+		lo, hi := max(b.Off, w.Off), min(b.End(), w.End())
+		if lo < hi {
+			out = append(out, pool.Window{Off: lo, Len: hi - lo})
+		}
+	}
+	return out
+}
+
+// clipAll is clip over sorted windows, in order.
+func (m *Memory) clipAll(ws []pool.Window) []pool.Window {
+	if m.backed == nil {
+		return ws
+	}
+	var out []pool.Window
+	for _, w := range ws {
+		out = append(out, m.clip(w)...)
+	}
+	return out
 }
 
 // SharingEnv set to "ipc" makes the harness share every CUDA arena by IPC
@@ -137,7 +222,10 @@ const SharingEnv = "KVHARNESS_CUDA_SHARING"
 func (m *Memory) Desc() protocol.ArenaDesc {
 	a := protocol.ArenaDesc{Backend: protocol.BackendCUDA, Device: m.dev.Ordinal(), Size: m.size}
 	if m.how == FD {
-		a.FDSocket, a.MappedSize = m.fds.Path, m.shared.Size()
+		a.FDSocket, a.MappedSize = m.fds.Path, m.shared.Span()
+		for _, w := range m.backed {
+			a.Pieces = append(a.Pieces, protocol.Piece{Off: w.Off, Len: w.Len})
+		}
 	} else {
 		a.IPCHandle = append([]byte(nil), m.handle[:]...)
 	}
@@ -153,6 +241,20 @@ func (m *Memory) Ptr() cuda.Ptr { return m.base }
 // Size is the arena's size in bytes.
 func (m *Memory) Size() int { return m.size }
 
+// checkBacked is check, and in a sparse arena that the range has memory
+// behind it.
+func (m *Memory) checkBacked(off, n int) error {
+	if err := m.check(off, n); err != nil || m.backed == nil || n == 0 {
+		return err
+	}
+	for _, b := range m.backed {
+		if off >= b.Off && off+n <= b.End() {
+			return nil
+		}
+	}
+	return fmt.Errorf("arena range [%d,%d) is not backed in this sparse arena (its pools are checked in windows)", off, off+n)
+}
+
 // check has pool.SHM's bounds rule and message.
 func (m *Memory) check(off, n int) error {
 	if off < 0 || n < 0 || off+n > m.size {
@@ -163,7 +265,7 @@ func (m *Memory) check(off, n int) error {
 
 // ReadAt implements pool.Memory.
 func (m *Memory) ReadAt(p []byte, off int) error {
-	if err := m.check(off, len(p)); err != nil {
+	if err := m.checkBacked(off, len(p)); err != nil {
 		return err
 	}
 	return m.toHost(p, m.base.Add(off))
@@ -171,7 +273,7 @@ func (m *Memory) ReadAt(p []byte, off int) error {
 
 // WriteAt implements pool.Memory.
 func (m *Memory) WriteAt(p []byte, off int) error {
-	if err := m.check(off, len(p)); err != nil {
+	if err := m.checkBacked(off, len(p)); err != nil {
 		return err
 	}
 	return m.dev.Do(func(*cuda.Ctx) error {

@@ -39,6 +39,7 @@ func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 			return nil, nil, err
 		}
 	}
+	ws = m.clipAll(ws) // a sparse arena scans what has memory
 	small, big := m.windowPieces(ws)
 	if len(small)+len(big) == 0 {
 		return nil, nil, nil

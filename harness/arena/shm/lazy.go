@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Lazily filled windows. A pool of a million slots is 256 MiB of bf16
@@ -40,8 +42,9 @@ type lazyPages struct {
 	holes int // pages whose bit is clear
 	lazy  int // pages inside lazy windows, held or not
 	// used is, per page, the last Materialize call (counted in calls)
-	// that named it: ReleaseIdle keeps the pages named lately.
-	used  []uint32
+	// that named it: ReleaseIdle keeps the pages named lately. A map, not
+	// a slice a page: a sparse arena of tens of GiB names few pages.
+	used  map[int]uint32
 	calls uint32
 }
 
@@ -57,7 +60,8 @@ func newLazyPages(size int) lazyPages {
 // idle reports whether none of the last age Materialize calls named page
 // p (always, for age 0).
 func (l *lazyPages) idle(p, age int) bool {
-	return age == 0 || l.used == nil || l.calls-l.used[p] >= uint32(age)
+	u, ok := l.used[p]
+	return age == 0 || !ok || l.calls-u >= uint32(age)
 }
 
 func (l *lazyPages) has(p int) bool { return l.held[p/64]&(1<<(p%64)) != 0 }
@@ -73,6 +77,7 @@ func (l *lazyPages) clear(p int) {
 	if l.has(p) {
 		l.held[p/64] &^= 1 << (p % 64)
 		l.holes++
+		delete(l.used, p)
 	}
 }
 
@@ -197,13 +202,15 @@ func (s *Memory) settle() error {
 		return nil
 	}
 	for _, r := range s.lazyRanges {
-		vec, first, err := s.residency(r)
+		ext, err := s.allocated(r)
 		if err != nil {
 			return err
 		}
-		for i, v := range vec {
-			if v&1 != 0 && !s.lazy.has(first+i) {
-				return nil
+		for _, e := range ext {
+			for p := e.Off / pageBytes; p < e.End()/pageBytes; p++ {
+				if !s.lazy.has(p) {
+					return nil
+				}
 			}
 		}
 	}
@@ -249,7 +256,7 @@ func (s *Memory) Materialize(ws []pool.Window) error {
 // uses: only the pages a case names are.
 func (s *Memory) markUsed(ws []pool.Window) {
 	if s.lazy.used == nil {
-		s.lazy.used = make([]uint32, len(s.lazy.held)*64)
+		s.lazy.used = map[int]uint32{}
 	}
 	s.lazy.calls++
 	for _, w := range ws {
@@ -267,31 +274,58 @@ func (s *Memory) materializeHoles(ws []pool.Window, held func(lo, hi int)) error
 		return err
 	}
 	wrote := false
+	var err error
 	for _, w := range ws {
 		if err := s.check(w.Off, w.Len); err != nil {
 			return err
 		}
 		s.pages(w, func(lo, hi int, isHeld bool) {
-			if isHeld {
+			switch {
+			case err != nil:
+			case isHeld:
 				held(lo, hi)
-				return
+			default:
+				err = s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
+				wrote = true
 			}
-			s.materialize(lo/pageBytes, (hi+pageBytes-1)/pageBytes)
-			wrote = true
 		})
 	}
 	if wrote {
-		return s.note()
+		return errors.Join(err, s.note())
+	}
+	return err
+}
+
+// materialize writes the baseline over pages [p0, p1) and marks them held.
+// The pages are allocated first (allocate): written through the mapping,
+// a hole the file system can no longer back (a /dev/shm filled since the
+// arena was made) would kill the harness with SIGBUS.
+func (s *Memory) materialize(p0, p1 int) error {
+	w := pool.Window{Off: p0 * pageBytes, Len: min(p1*pageBytes, len(s.mem)) - p0*pageBytes}
+	if err := s.allocate(w); err != nil {
+		return err
+	}
+	s.writeBase(w)
+	for p := p0; p < p1; p++ {
+		s.lazy.set(p)
 	}
 	return nil
 }
 
-// materialize writes the baseline over pages [p0, p1) and marks them held.
-func (s *Memory) materialize(p0, p1 int) {
-	s.writeBase(pool.Window{Off: p0 * pageBytes, Len: min(p1*pageBytes, len(s.mem)) - p0*pageBytes})
-	for p := p0; p < p1; p++ {
-		s.lazy.set(p)
+// allocate makes the file back every page of w before the harness writes
+// there: a full file system is then an error naming it, not a SIGBUS.
+func (s *Memory) allocate(w pool.Window) error {
+	lo, hi := w.Off/pageBytes*pageBytes, min((w.End()+pageBytes-1)/pageBytes*pageBytes, len(s.mem))
+	err := unix.Fallocate(int(s.file.Fd()), unix.FALLOC_FL_KEEP_SIZE, int64(lo), int64(hi-lo))
+	switch {
+	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return nil
+	case errors.Is(err, unix.ENOSPC):
+		dir := rundir.RuntimeRoot()
+		free, _ := freeSpace(dir)
+		return &SpaceError{Need: int64(hi - lo), Free: free, Dir: dir, Grew: true}
 	}
+	return fmt.Errorf("allocate arena pages [%d,%d): %w", lo, hi, err)
 }
 
 // Strays lists the pages of w that are holes as far as the harness knows
@@ -303,14 +337,14 @@ func (s *Memory) Strays(w pool.Window) ([]pool.Window, error) {
 	if written, err := s.holesWritten(); !written || err != nil {
 		return nil, err
 	}
-	vec, first, err := s.residency(w)
+	ext, err := s.allocated(w)
 	if err != nil {
 		return nil, err
 	}
 	var out []pool.Window
-	s.pages(w, func(lo, hi int, held bool) {
-		for p := lo / pageBytes; !held && p*pageBytes < hi; p++ {
-			if vec[p-first]&1 == 0 {
+	for _, e := range ext {
+		for p := e.Off / pageBytes; p < e.End()/pageBytes; p++ {
+			if s.lazy.has(p) {
 				continue
 			}
 			if n := len(out); n > 0 && out[n-1].End() == p*pageBytes {
@@ -319,21 +353,64 @@ func (s *Memory) Strays(w pool.Window) ([]pool.Window, error) {
 				out = append(out, pool.Window{Off: p * pageBytes, Len: pageBytes})
 			}
 		}
-	})
+	}
 	return out, nil
 }
 
-// residency is mincore over the pages of w: vec[i]&1 is set when the file
-// holds page first+i.
-func (s *Memory) residency(w pool.Window) (vec []byte, first int, err error) {
-	first = w.Off / pageBytes
-	n := (w.End()+pageBytes-1)/pageBytes - first
-	vec = make([]byte, n)
-	lo := first * pageBytes
-	if err := mincore(s.mem[lo:min(lo+n*pageBytes, len(s.mem))], vec); err != nil {
-		return nil, 0, fmt.Errorf("mincore arena [%d,%d): %w", w.Off, w.End(), err)
+// allocated lists the whole pages of w (rounded out to pages) the file
+// holds, whoever wrote them, as sorted windows: its data extents, from
+// lseek's SEEK_DATA and SEEK_HOLE, which cost a call an extent where
+// mincore walks every page of w (a pool past 4 GiB is a million pages of
+// holes). Where the file system cannot seek so, mincore answers.
+func (s *Memory) allocated(w pool.Window) ([]pool.Window, error) {
+	lo := w.Off / pageBytes * pageBytes
+	hi := min((w.End()+pageBytes-1)/pageBytes*pageBytes, len(s.mem))
+	var out []pool.Window
+	fd := int(s.file.Fd())
+	for at := lo; at < hi; {
+		d, err := unix.Seek(fd, int64(at), unix.SEEK_DATA)
+		switch {
+		case errors.Is(err, unix.ENXIO):
+			return out, nil // no data from at on
+		case errors.Is(err, unix.EINVAL):
+			return s.residentPages(pool.Window{Off: lo, Len: hi - lo})
+		case err != nil:
+			return nil, fmt.Errorf("seek arena data from %d: %w", at, err)
+		}
+		if int(d) >= hi {
+			return out, nil
+		}
+		h, err := unix.Seek(fd, d, unix.SEEK_HOLE)
+		if err != nil {
+			return nil, fmt.Errorf("seek arena hole from %d: %w", d, err)
+		}
+		a, b := int(d)/pageBytes*pageBytes, min(int(h), hi)
+		out = append(out, pool.Window{Off: a, Len: b - a})
+		at = b
 	}
-	return vec, first, nil
+	return out, nil
+}
+
+// residentPages is allocated by mincore over every page of w.
+func (s *Memory) residentPages(w pool.Window) ([]pool.Window, error) {
+	first := w.Off / pageBytes
+	vec := make([]byte, (w.Len+pageBytes-1)/pageBytes)
+	if err := mincore(s.mem[w.Off:min(w.Off+len(vec)*pageBytes, len(s.mem))], vec); err != nil {
+		return nil, fmt.Errorf("mincore arena [%d,%d): %w", w.Off, w.End(), err)
+	}
+	var out []pool.Window
+	for i, v := range vec {
+		if v&1 == 0 {
+			continue
+		}
+		p := (first + i) * pageBytes
+		if n := len(out); n > 0 && out[n-1].End() == p {
+			out[n-1].Len += pageBytes
+		} else {
+			out = append(out, pool.Window{Off: p, Len: pageBytes})
+		}
+	}
+	return out, nil
 }
 
 // Release makes the whole pages of lazy windows in w holes again. The
@@ -484,6 +561,23 @@ func (s *Memory) HeldIn(w pool.Window, age int) int {
 		}
 	}
 	return n * pageBytes
+}
+
+// Reserve implements arena.Lazy: it allocates w's pages (fallocate, so a
+// full file system is an error here, not a SIGBUS at the first write)
+// and notes the file's size.
+func (s *Memory) Reserve(w pool.Window) error {
+	if err := s.check(w.Off, w.Len); err != nil {
+		return err
+	}
+	if err := s.guard(); err != nil {
+		return err
+	}
+	if err := unix.Fallocate(int(s.file.Fd()), 0, int64(w.Off), int64(w.Len)); err != nil &&
+		!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("reserve arena [%d,%d): %w", w.Off, w.End(), err)
+	}
+	return s.note()
 }
 
 // Blocks is the file's allocated size in 512-byte blocks: it grows when

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -255,7 +256,7 @@ func strayWrite(t *testing.T, m *Memory, how string, off int, b []byte) {
 	case "mapping":
 		copy(m.Bytes()[off:], b)
 	case "other-mapping":
-		f, err := os.OpenFile(m.Desc().Path, os.O_RDWR, 0)
+		f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", m.file.Fd()), os.O_RDWR, 0) // another open file of the arena
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +268,7 @@ func strayWrite(t *testing.T, m *Memory, how string, off int, b []byte) {
 		copy(other[off:], b)
 		unix.Munmap(other)
 	case "pwrite":
-		f, err := os.OpenFile(m.Desc().Path, os.O_RDWR, 0)
+		f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", m.file.Fd()), os.O_RDWR, 0) // another open file of the arena
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,15 +11,19 @@ import (
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Memory is an arena in host shared memory: a 0600 file in a run directory,
 // mapped read-write by the harness and by the plugin.
 //
-// The file is unlinked as soon as it is mapped. The harness keeps it open
-// and hands plugins /proc/<pid>/fd/<n>, which opens the same file: nothing
-// is left in the file system however the harness dies, kill -9 included.
+// The file is unlinked as soon as it is made: nothing is left in the file
+// system however the harness dies, kill -9 included. The harness keeps it
+// open and hands its descriptor to the plugin it attaches, alone, over a
+// Unix socket in the run directory (package fdpass): the arena's Desc
+// names the socket. The harness is not dumpable (plugin.Guard), so no
+// other process of the user opens the file through /proc/<pid>/fd.
 //
 // The baseline is kept as the list of filled windows (package baseline)
 // and, per seed, one copy of its background: the pools of a target share
@@ -27,7 +31,8 @@ import (
 // the caches, instead of each against a copy of its own.
 type Memory struct {
 	file  *os.File
-	path  string // what plugins open
+	fds   *fdpass.Server // hands plugins the file's descriptor
+	path  string         // the socket plugins receive it at
 	mem   []byte
 	bl    baseline.Spans
 	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
@@ -42,7 +47,17 @@ type Memory struct {
 }
 
 // New creates and maps a shared-memory arena of size bytes in dir.
-func New(dir *rundir.Dir, size int) (*Memory, error) {
+func New(dir *rundir.Dir, size int) (*Memory, error) { return NewSparse(dir, size, 0) }
+
+// NewSparse is New for an arena whose pages mostly stay holes: resident
+// is what its dense fills and materializations will hold at most (0: the
+// whole size). Only that must fit; the file is sized without backing the
+// rest (a reserve would write every page), so a pool of 4 GiB whose cases
+// touch a few windows of it costs those windows. It needs a tmpfs
+// directory, where holes are free and a write to one allocates it: on
+// another file system a sparse file's holes read back through the page
+// cache, and the arena is backed whole as New's.
+func NewSparse(dir *rundir.Dir, size, resident int) (*Memory, error) {
 	f, err := os.CreateTemp(dir.Path, "arena-")
 	if err != nil {
 		return nil, fmt.Errorf("create shared-memory file: %w", err)
@@ -52,11 +67,20 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := checkRoom(dir.Path, int64(size)); err != nil {
+	sparse := onTmpfs(f)
+	if resident <= 0 || resident > size || !sparse {
+		resident = size
+	}
+	if err := checkRoom(dir.Path, int64(resident)); err != nil {
 		f.Close()
 		return nil, named(err)
 	}
-	if err := reserve(f, int64(size)); err != nil {
+	if resident < size {
+		err = f.Truncate(int64(size))
+	} else {
+		err = reserve(f, int64(size))
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, unix.ENOSPC) {
 			free, _ := freeSpace(dir.Path)
@@ -67,10 +91,18 @@ func New(dir *rundir.Dir, size int) (*Memory, error) {
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("map shared memory: %w", err)
+		return nil, fmt.Errorf("map %s of shared memory: %w%s", Bytes(int64(size)), err, addressSpaceHint(err))
 	}
-	path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
-	return &Memory{file: f, path: path, mem: mem, bg: map[uint64][]byte{}, lazy: newLazyPages(size), sparse: onTmpfs(f)}, nil
+	fds, err := fdpass.Serve(dir.Path, func() (int, error) { return unix.Dup(int(f.Fd())) })
+	if err != nil {
+		unix.Munmap(mem)
+		f.Close()
+		return nil, err
+	}
+	// A sparse arena's pages start as holes that read as zeros, the
+	// baseline of bytes never filled; its caller fills every window it
+	// scans, lazily or not, before the first scan.
+	return &Memory{file: f, fds: fds, path: fds.Path, mem: mem, bg: map[uint64][]byte{}, lazy: newLazyPages(size), sparse: sparse}, nil
 }
 
 // Bytes is the live mapping, for tests and host-side tools.
@@ -113,6 +145,11 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 	}
 	if s.sparse {
 		if err := s.guard(); err != nil {
+			return err
+		}
+	}
+	if s.lazy.holes > 0 { // the window may cover holes: back them before writing (allocate)
+		if err := s.allocate(w); err != nil {
 			return err
 		}
 	}
@@ -178,15 +215,19 @@ func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
 				hi := min(lo+chunkBytes, p.End())
 				f(lo, hi, s.zeros[:hi-lo])
 			}
-		case p.End()-p.Origin > max(len(bg), copyBytes) && p.Len <= pieceBytes:
-			// A small piece far beyond the copy (a page deep in a lazy
-			// pool of a million slots): its background alone, not the
-			// copy grown to reach it.
-			if len(s.piece) < p.Len {
+		case p.End()-p.Origin > max(len(bg), copyBytes):
+			// A piece far beyond the copy (a page deep in a lazy pool
+			// of a million slots, a window past 4 GiB of a sparse one):
+			// its background alone, a piece at a time, not the copy
+			// grown to reach it.
+			if len(s.piece) < pieceBytes {
 				s.piece = make([]byte, pieceBytes)
 			}
-			pool.FillBackground(s.piece[:p.Len], p.Seed, p.Off-p.Origin)
-			f(p.Off, p.End(), s.piece[:p.Len])
+			for lo := p.Off; lo < p.End(); lo += pieceBytes {
+				hi := min(lo+pieceBytes, p.End())
+				pool.FillBackground(s.piece[:hi-lo], p.Seed, lo-p.Origin)
+				f(lo, hi, s.piece[:hi-lo])
+			}
 		default:
 			bg = s.background(p.Seed, p.End()-p.Origin)
 			f(p.Off, p.End(), bg[p.Off-p.Origin:p.End()-p.Origin])
@@ -226,8 +267,7 @@ func (s *Memory) Changed(w pool.Window) ([]pool.Window, error) {
 // compare: every held page, and the holes the file allocated since (one
 // mincore call finds them).
 func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
-	var vec []byte
-	first := 0
+	var ext []pool.Window // w's allocated pages, once a hole is known written
 	var err error
 	asked, written := false, false // one fstat a scan, not one a stretch of holes
 	s.pages(w, func(lo, hi int, held bool) {
@@ -238,15 +278,15 @@ func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
 		if !asked {
 			asked = true
 			if written, err = s.holesWritten(); written && err == nil {
-				vec, first, err = s.residency(w)
+				ext, err = s.allocated(w)
 			}
 		}
-		if !written {
+		if !written || err != nil {
 			return // no hole was written anywhere
 		}
-		for p := lo / pageBytes; err == nil && p*pageBytes < hi; p++ {
-			if vec[p-first]&1 != 0 {
-				a, b := max(p*pageBytes, lo), min((p+1)*pageBytes, hi)
+		// The stretch's pages the file holds: every one a stray write.
+		for _, e := range ext {
+			if a, b := max(e.Off, lo), min(e.End(), hi); a < b {
 				s.eachBase(pool.Window{Off: a, Len: b - a}, f)
 			}
 		}
@@ -303,7 +343,7 @@ func (s *Memory) Reset(ws []pool.Window) error {
 
 // Close unmaps the arena and closes its file, which frees it.
 func (s *Memory) Close() error {
-	err := unix.Munmap(s.mem)
+	err := errors.Join(s.fds.Close(), unix.Munmap(s.mem))
 	if cerr := s.file.Close(); err == nil {
 		err = cerr
 	}

@@ -1,12 +1,18 @@
 package shm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -104,11 +110,22 @@ func TestDirIsPrivateAndRemoved(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("arena file mode %v, err %v; want 0600", st.Mode(), err)
 	}
-	if entries, _ := os.ReadDir(d.Path); len(entries) != 1 || entries[0].Name() != "lock" {
-		t.Errorf("run directory holds %v; the arena file must be unlinked once mapped", entries)
+	entries, _ := os.ReadDir(d.Path)
+	if len(entries) != 2 || !strings.HasPrefix(entries[0].Name(), "fd-") || entries[1].Name() != "lock" {
+		t.Errorf("run directory holds %v; want the lock and the arena's socket folder: the arena file must be unlinked once mapped", entries)
 	}
-	if _, err := os.Stat(m.Desc().Path); err != nil {
-		t.Errorf("plugins cannot open the arena at %s: %v", m.Desc().Path, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fd, err := fdpass.Receive(ctx, m.Desc().Path) // this process asks: a plugin linked in
+	if err != nil {
+		t.Fatalf("plugins cannot receive the arena at %s: %v", m.Desc().Path, err)
+	}
+	var got, want unix.Stat_t
+	unix.Fstat(fd, &got)
+	unix.Fstat(int(m.file.Fd()), &want)
+	unix.Close(fd)
+	if got.Ino != want.Ino || got.Dev != want.Dev {
+		t.Errorf("received inode %d, the arena is %d", got.Ino, want.Ino)
 	}
 	m.Close()
 	d.Close()

@@ -23,9 +23,17 @@ type SpaceError struct {
 	Dir string
 	// Instead is a directory with room for the arena, when one was found.
 	Instead string
+	// Grew: the arena was made, and its file system filled up as it ran
+	// (something else wrote there): pages it held as holes could not be
+	// backed when a case needed them.
+	Grew bool
 }
 
 func (e *SpaceError) Error() string {
+	if e.Grew {
+		return fmt.Sprintf("%s filled up during the run: %s more of the arena's pages did not fit (%s free); free room there (another process filled it), or set KVHARNESS_RUNTIME_DIR to a directory with more room",
+			e.Dir, Bytes(e.Need), Bytes(e.Free))
+	}
 	if e.Dir == "" {
 		return fmt.Sprintf("a shared-memory arena of %s and its baseline copy need %s of memory; %s is available: use fewer slots",
 			Bytes(e.Need/2), Bytes(e.Need), Bytes(e.Free))
@@ -130,4 +138,14 @@ func reserve(f *os.File, size int64) error {
 		return f.Truncate(size)
 	}
 	return err
+}
+
+// addressSpaceHint says, for a mapping refused for want of address space,
+// what limit refused it and what to do.
+func addressSpaceHint(err error) string {
+	var lim unix.Rlimit
+	if !errors.Is(err, unix.ENOMEM) || unix.Getrlimit(unix.RLIMIT_AS, &lim) != nil || lim.Cur == unix.RLIM_INFINITY {
+		return ""
+	}
+	return fmt.Sprintf(" (the address-space limit, ulimit -v, is %s): raise the limit, or use fewer slots", Bytes(int64(lim.Cur)))
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -207,7 +208,7 @@ var badInputs = []badInput{
 	{[]string{"gpu", "--json=x"}, `--json "x"`},
 	{[]string{"gpu", "stray"}, `unexpected argument "stray"`},
 	{[]string{"gpu", "--jsn"}, "did you mean --json?"},
-	{[]string{"fuzz", "--mode", "sideways"}, `--mode "sideways"`},
+	{[]string{"fuzz", "--lane", "sideways"}, `--lane "sideways"`},
 	{[]string{"fuzz", "--time", "0"}, "--time 0s"},
 	{[]string{"fuzz", "--time", "abc"}, `--time "abc"`},
 	{[]string{"fuzz", "--parallel", "-1"}, "--parallel -1"},
@@ -220,11 +221,11 @@ var badInputs = []badInput{
 
 	// bench and compare: what the command-line framework refuses for them.
 	{[]string{"bench", "--tokns", "5"}, "did you mean --tokens?"},
-	{[]string{"bench", "--call-timeout", "0"}, "--call-timeout 0s: want a positive duration"},
-	{[]string{"bench", "--timeout", "-1"}, "--timeout -1"},
-	{[]string{"bench", "--timeout", "0"}, "--timeout 0: want a positive number"},
-	{[]string{"bench", "--timeout", "60s"}, `--timeout "60s": want seconds without a unit, as in --timeout 60 (the flag that takes a duration is --call-timeout)`},
-	{[]string{"bench", "--min-time", "500ms"}, `--min-time "500ms": want seconds without a unit, as in --min-time 0.5`},
+	{[]string{"bench", "--timeout", "0"}, "--timeout 0s: want a positive duration"},
+	{[]string{"bench", "--timeout", "60"}, `--timeout "60": want a duration with a unit`},
+	{[]string{"bench", "--max-time", "-1s"}, "--max-time -1s: want a positive duration"},
+	{[]string{"bench", "--max-time", "20"}, `--max-time "20": want a duration with a unit (300ms, 10s, 2m), as in --max-time 10s`},
+	{[]string{"bench", "--min-time", "0.5"}, `--min-time "0.5": want a duration with a unit`},
 	{[]string{"compare", "--alpha", "1s", "a", "b"}, `--alpha "1s": want a number, as in --alpha`},
 	{[]string{"bench", "--rotate", "x"}, `--rotate "x"`},
 	{[]string{"bench", "--plugin"}, "--plugin needs a value"},
@@ -235,6 +236,90 @@ var badInputs = []badInput{
 	{[]string{"compare", "--threshold", "-0.1", "a", "b"}, "--threshold -0.1"},
 	{[]string{"compare", "--latency-threshold", "-1", "a", "b"}, "--latency-threshold -1"},
 	{[]string{"compare", "--ignore"}, "--ignore needs a value"},
+
+	// No code from the working directory: another source tree only when
+	// named, and only a kvharness tree.
+	{[]string{"check", "--plugin-source", "$DIR", "--plugin", "bf16scatter"}, "want the folder of a kvharness checkout"},
+	{[]string{"check", "--plugin-source", "$FILE/plain.txt", "--plugin", "bf16scatter"}, "is not a folder"},
+	{[]string{"repro", "$FILE/repro-ok.json", "--plugin-source", "$DIR/nosuch"}, "is not a folder"},
+	{[]string{"mutants", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"bench", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"plugins", "--plugin-source", "$FILE/hostile-gomod/go.mod"}, "is not a folder"},
+	{[]string{"fuzz", "--plugin-source", "$DIR"}, "holds no go.mod of module"},
+	{[]string{"gpu", "--plugin-source", "$DIR"}, "unknown flag --plugin-source"},
+	{[]string{"compare", "--plugin-source", "x", "a", "b"}, "unknown flag --plugin-source"},
+
+	// Inputs that are no regular file are refused at once: a FIFO with no
+	// writer would hang a read forever.
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"repro", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"check", "--plugin", "$FILE/fifo.json"}, "is not a regular file (a FIFO)"},
+	{[]string{"bench", "--matrix", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "$FILE/fifo", "$FILE/bench-a.txt"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "$FILE/bench-a.txt", "$FILE/fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"compare", "/dev/zero", "$FILE/bench-a.txt"}, "is not a regular file (a character device)"},
+	{[]string{"merge", "--out", "$DIR/night", "$FILE/shard-fifo"}, "is not a regular file (a FIFO)"},
+	{[]string{"repro", "/dev/null"}, "is not a regular file"},
+	{[]string{"merge", "--out", "$DIR/night", "$FILE/shard-dup"}, `duplicate key "schema"`},
+	{[]string{"check", "--plugin", "fusedstore", "--results", "$FILE/fifo"}, "is a file, not a folder"},
+
+	// No command writes over what it reads.
+	{[]string{"merge", "--out", "$FILE/shard-fifo", "$FILE/shard-fifo"}, "would write over shard"},
+	{[]string{"merge", "--out", "$FILE/shard-fifo/", "$FILE/shard-fifo"}, "would write over shard"},
+	{[]string{"bench", "--out", "$FILE/night", "--matrix", "$FILE/night/night.json"}, "would write over --matrix"},
+
+	// Strict files: a key twice, a value out of range, a field not there.
+	{[]string{"repro", "$FILE/repro-dupkey.json"}, `duplicate key "slots"`},
+	{[]string{"repro", "$FILE/repro-dupcase.json"}, `duplicate key "case.valid"`},
+	{[]string{"repro", "$FILE/repro-negseed.json"}, "background_seed -1: want 0 or more"},
+	{[]string{"repro", "$FILE/repro-slots0.json"}, "slots 0: want 1.."},
+	{[]string{"repro", "$FILE/repro-value.json"}, `value "fuzzy": want recipe or exact`},
+	{[]string{"repro", "$FILE/repro-found-property.json"}, "found.property"},
+	{[]string{"repro", "$FILE/repro-found-violations.json"}, "found.violations"},
+	{[]string{"repro", "$FILE/repro-found-seed.json"}, "found.seed -3"},
+	{[]string{"repro", "$FILE/repro-found-junk.json"}, `unknown field "junk"`},
+	{[]string{"repro", "$FILE/repro-escape-plugin.json"}, "want printable names"},
+	{[]string{"repro", "$FILE/repro2-nobackend.json"}, `backend "": want "cpu" or "cuda"`},
+	{[]string{"repro", "$FILE/repro2-tpu.json"}, `backend "tpu"`},
+	{[]string{"repro", "$FILE/repro2-graph-cpu.json"}, "CUDA graphs need backend"},
+	{[]string{"repro", "$FILE/repro2-ordinal.json"}, "device_ordinal -1"},
+	{[]string{"repro", "$FILE/repro2-headdim.json"}, "head_dim -16"},
+	{[]string{"repro", "$FILE/repro2-pagesize.json"}, "page_size 70000"},
+	{[]string{"repro", "$FILE/repro2-capacity.json"}, "max_capacity -5"},
+	{[]string{"repro", "$FILE/repro2-slotbits.json"}, "slot_bits 48: want 32 or 64"},
+	{[]string{"repro", "$FILE/repro2-device.json"}, `device "H100`},
+	{[]string{"repro", "$FILE/repro2-identity.json"}, "plugin_identity"},
+	{[]string{"repro", "$FILE/repro2-sha.json"}, "plugin_identity.sha256"},
+	{[]string{"repro", "$FILE/repro1-backend.json"}, "a version 1 file records no backend"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/page0-layout.json"}, "page_size 0"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/dupkey-layout.json"}, `duplicate key "head_dim"`},
+	{[]string{"check", "--plugin", "fusedstore", "--layout-file", "$FILE/escape-layout.json"}, "want a name of printable characters"},
+	{[]string{"check", "--plugin", "$FILE/manifest-dup.json"}, `duplicate key "command"`},
+	{[]string{"check", "--plugin", "$FILE/manifest-emptyword.json"}, "command[1]"},
+	{[]string{"check", "--plugin", "$FILE/manifest-escape.json"}, "want printable characters"},
+	{[]string{"bench", "--matrix", "$FILE/matrix-dup.json"}, `duplicate key "slots"`},
+	{[]string{"compare", "--metric", "nosuch", "--strict", "$FILE/bench-a.txt", "$FILE/bench-a.txt"}, "--metric nosuch: neither file has that unit"},
+	{[]string{"compare", "--metric", "GB/s", "$FILE/bench-a.txt", "$FILE/bench-a.txt"}, "--metric GB/s"},
+
+	// Whole numbers in decimal only; no negative counts or seeds; seconds
+	// within a year.
+	{[]string{"check", "--cases", "010"}, `--cases "010": want a whole number written in decimal`},
+	{[]string{"check", "--slots", "0x10"}, `--slots "0x10"`},
+	{[]string{"check", "--max-capacity", "0o7"}, `--max-capacity "0o7"`},
+	{[]string{"check", "--seed", "-5"}, "--seed -5: want 0 or more"},
+	{[]string{"check", "--head-dim", "0128"}, `--head-dim "0128"`},
+	{[]string{"mutants", "--cases", "010"}, `--cases "010"`},
+	{[]string{"mutants", "--seed", "-1"}, "--seed -1: want 0 or more"},
+	{[]string{"repro", "$FILE/repro-ok.json", "--count", "0x2"}, `--count "0x2"`},
+	{[]string{"bench", "--passes", "010"}, `--passes "010"`},
+	{[]string{"bench", "--timeout", "1e308"}, `--timeout "1e308": want a duration with a unit`},
+	{[]string{"bench", "--min-time", "1e12"}, `--min-time "1e12": want a duration with a unit`},
+	{[]string{"bench", "--max-time", "9999999h"}, "--max-time"},
+	{[]string{"fuzz", "--parallel", "010"}, `--parallel "010"`},
+	{[]string{"plugins", "--page-size", "0x40"}, `--page-size "0x40"`},
+
+	// mutants refuses what does not fit as check does.
+	{[]string{"mutants", "--plugin", "fusedstore", "--backend", "cpu", "--slots", "2000000000"}, "2000000000 slots"},
 }
 
 // badFiles are the inputs the cases above name as $FILE/NAME.
@@ -277,6 +362,52 @@ var badFiles = map[string]string{
 	"repro-padding.json":      reproWith(`"plugin": "fusedstore"`, `{"padding": "none", "valid": 1, "loc": [3, 4], "rows": [{"kind": "normal", "seed": 1}, {"kind": "normal", "seed": 2}]}`),
 	"repro-big.json":          bigFile + "68157440",
 	"repro-ok.json":           reproWith(`"plugin": "fusedstore"`, okCase),
+
+	"fifo":                        fifoFile,
+	"fifo.json":                   fifoFile,
+	"shard-fifo/night.json":       fifoFile,
+	"shard-dup/night.json":        `{"schema": "a", "schema": "b"}`,
+	"night/night.json":            `{"version": 1}`,
+	"hostile-gomod/go.mod":        "module github.com/kvharness/kvharness\n",
+	"bench-a.txt":                 "goos: linux\n" + strings.Repeat("BenchmarkStore/a-2 \t 100\t 1000 ns/op\n", 6),
+	"repro-dupkey.json":           strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8,`, `"slots": 8, "slots": 9,`, 1),
+	"repro-dupcase.json":          reproWith(`"plugin": "fusedstore"`, `{"padding": "none", "valid": 1, "loc": [3], "valid": 1, "rows": [{"kind": "normal", "seed": 1}]}`),
+	"repro-negseed.json":          strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"background_seed": 1`, `"background_seed": -1`, 1),
+	"repro-slots0.json":           strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 0`, 1),
+	"repro-value.json":            strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "value": "fuzzy"`, 1),
+	"repro-found-property.json":   reproFound(`{"property": "\u001b[2J", "seed": 1, "case_index": 1, "shrinks": 0, "violations": []}`),
+	"repro-found-violations.json": reproFound(`{"property": "padding", "seed": 1, "case_index": 1, "shrinks": 0, "violations": "none"}`),
+	"repro-found-seed.json":       reproFound(`{"property": "padding", "seed": -3, "case_index": 1, "shrinks": 0, "violations": null}`),
+	"repro-found-junk.json":       reproFound(`{"property": "padding", "seed": 1, "junk": true, "violations": null}`),
+	"repro-escape-plugin.json":    reproWith(`"plugin": "fusedstore", "variant": "v\u001b]0;x\u0007"`, okCase),
+	"repro2-nobackend.json":       reproV2(`"graph": false`),
+	"repro2-tpu.json":             reproV2(`"backend": "tpu"`),
+	"repro2-graph-cpu.json":       reproV2(`"backend": "cpu", "graph": true`),
+	"repro2-ordinal.json":         reproV2(`"backend": "cuda", "device_ordinal": -1`),
+	"repro2-headdim.json":         reproV2(`"backend": "cpu", "head_dim": -16`),
+	"repro2-pagesize.json":        reproV2(`"backend": "cpu", "page_size": 70000`),
+	"repro2-capacity.json":        reproV2(`"backend": "cpu", "max_capacity": -5`),
+	"repro2-slotbits.json":        reproV2(`"backend": "cpu", "slot_bits": 48`),
+	"repro2-device.json":          reproV2(`"backend": "cuda", "device": "H100\u001b]0;x\u0007"`),
+	"repro2-identity.json":        reproV2(`"backend": "cpu", "plugin_identity": {"name": "fusedstore\u001b[2J", "version": "1"}`),
+	"repro2-sha.json":             reproV2(`"backend": "cpu", "plugin_identity": {"name": "fusedstore", "version": "1", "sha256": "xyz"}`),
+	"repro1-backend.json":         strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "backend": "cpu"`, 1),
+	"page0-layout.json":           `{"name":"x","head_dim":16,"page_size":0,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"dupkey-layout.json":          `{"name":"x","head_dim":16,"head_dim":32,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"escape-layout.json":          `{"name":"x\u001b]0;pwned\u0007","head_dim":16,"fields":[{"name":"v","kind":"bf16","to":16}],"planes":[["v"]]}`,
+	"manifest-dup.json":           `{"name": "x", "command": ["true"], "command": ["sh"]}`,
+	"manifest-emptyword.json":     `{"name": "x", "command": ["true", ""]}`,
+	"manifest-escape.json":        `{"name": "x\u001b[2J", "command": ["true"]}`,
+	"matrix-dup.json":             `{"plugins": ["fusedstore"], "slots": 64, "slots": 128}`,
+}
+
+// fifoFile marks a file made as a FIFO (no writer: a read of it would
+// wait forever).
+const fifoFile = "\x00fifo"
+
+// reproFound is the ok repro file with found set to found.
+func reproFound(found string) string {
+	return strings.Replace(reproWith(`"plugin": "fusedstore"`, okCase), `"slots": 8`, `"slots": 8, "found": `+found, 1)
 }
 
 // bigFile marks a file made when a case needs it: a JSON string of the
@@ -294,6 +425,12 @@ func fileContent(name string) []byte {
 
 const okCase = `{"padding": "none", "valid": 1, "loc": [3], "rows": [{"kind": "normal", "seed": 1}]}`
 
+// reproV2 is a valid version 2 repro file but for its record of the run,
+// ran (JSON members).
+func reproV2(ran string) string {
+	return strings.Replace(reproWith(`"plugin": "fusedstore", `+ran, okCase), `"version": 1`, `"version": 2`, 1)
+}
+
 func reproWith(plugin, c string) string {
 	return `{"version": 1, "kernel": "store", ` + plugin + `, "layout": {"name": "bf16", "head_dim": 16, "page_size": 4, "fields": [{"name": "v", "kind": "bf16", "to": 16}], "planes": [["v"]]}, "slots": 8, "background_seed": 1, "case": ` + c + `}`
 }
@@ -306,8 +443,8 @@ func TestBadInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins for the cases past the flags")
 	}
-	if len(badInputs) < 150 {
-		t.Errorf("%d bad inputs; the suite promises at least 150", len(badInputs))
+	if len(badInputs) < 200 {
+		t.Errorf("%d bad inputs; the suite promises at least 200", len(badInputs))
 	}
 	seen := map[string]bool{}
 	pkgBefore := listDir(t, ".")
@@ -332,11 +469,7 @@ func checkBadInput(t *testing.T, bi badInput) {
 	args := make([]string, len(bi.args))
 	for i, a := range bi.args {
 		if strings.HasPrefix(a, "$FILE/") {
-			name := strings.SplitN(strings.TrimPrefix(a, "$FILE/"), "/", 2)[0]
-			if _, ok := badFiles[name]; !ok {
-				t.Fatalf("no bad file %s", name)
-			}
-			os.WriteFile(filepath.Join(files, name), fileContent(name), 0o644)
+			makeBadFile(t, files, strings.TrimPrefix(a, "$FILE/"))
 			a = filepath.Join(files, strings.TrimPrefix(a, "$FILE/"))
 		}
 		args[i] = strings.ReplaceAll(a, "$DIR", dir)
@@ -377,6 +510,32 @@ func checkBadInput(t *testing.T, bi badInput) {
 		t.Errorf("%q: processes left running: %v", bi.args, kids)
 	}
 	t.Logf("%v in %v: %s", bi.args, time.Since(start).Round(time.Millisecond), line)
+}
+
+// makeBadFile makes the bad file a $FILE/ argument names in files: the
+// file itself, or, for a path into a folder (shard-fifo/cells.jsonl given
+// as shard-fifo), the files badFiles holds under it.
+func makeBadFile(t *testing.T, files, arg string) {
+	t.Helper()
+	made := false
+	for name := range badFiles {
+		if name != arg && !strings.HasPrefix(name, strings.TrimSuffix(arg, "/")+"/") && !strings.HasPrefix(arg, name+"/") {
+			continue
+		}
+		path := filepath.Join(files, name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if badFiles[name] == fifoFile {
+			if err := syscall.Mkfifo(path, 0o600); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+		} else {
+			os.WriteFile(path, fileContent(name), 0o644)
+		}
+		made = true
+	}
+	if !made {
+		t.Fatalf("no bad file %s", arg)
+	}
 }
 
 func hasFlag(args []string, flag string) bool {

@@ -75,7 +75,7 @@ func TestBenchCtrlC(t *testing.T) {
 	}{{"hung", "4096", time.Second}, {"staging", "1048576", 300 * time.Millisecond}} {
 		folder := filepath.Join(t.TempDir(), tc.name)
 		cmd, _, stderr := startCLI(t, bin, runtime, "bench", "--plugin", "faulty", "--variant", "hang", "--layout", "bf16", "--tokens", "1",
-			"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--call-timeout", "60s",
+			"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--timeout", "60s",
 			"--slots", tc.slots, "--out", folder)
 		waitForRunDir(t, runtime)
 		time.Sleep(tc.wait)

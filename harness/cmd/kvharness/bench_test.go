@@ -224,9 +224,9 @@ func TestBenchFormats(t *testing.T) {
 // needed in another).
 func TestBenchStrict(t *testing.T) {
 	long(t)
-	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000000", "--timeout", "0.05")
+	starve := append(slices.Clone(tinyBench), "--tokens", "32", "--min-samples", "100000000", "--max-time", "50ms")
 	code, _, stderr := runCLI(t, append(starve, "--strict", "--out", filepath.Join(t.TempDir(), "s"))...)
-	if code != exitError || !strings.Contains(stderr, "samples < min 100000000") || !strings.Contains(stderr, "raise --timeout") {
+	if code != exitError || !strings.Contains(stderr, "samples < min 100000000") || !strings.Contains(stderr, "raise --max-time") {
 		t.Errorf("--strict with unreachable minimum samples: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCLI(t, append(starve, "--out", filepath.Join(t.TempDir(), "w"))...)
@@ -276,7 +276,7 @@ func TestBenchSlotRuns(t *testing.T) {
 		t.Errorf("table.txt does not say how the slots were drawn:\n%s", table)
 	}
 	for _, c := range readCells(t, out) {
-		if c.Kernel == benchrun.KernelStore && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
+		if c.Kernel == "store" && (c.SlotRun != 16 || !strings.Contains(c.Name(), "/slot_run=16/")) {
 			t.Errorf("cell %s: slot_run %d; want 16 in the cell and its name", c.Name(), c.SlotRun)
 		}
 	}
@@ -290,11 +290,11 @@ func TestBuildMatrixRotateAndRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := benchFlags{matrix: path, rotate: 1, slotRun: 1}
-	m, err := f.buildMatrix(func(string) bool { return false })
+	m, err := f.buildMatrix(func(string) bool { return false }, nil)
 	if err != nil || m.Rotate != 4 || m.SlotRun != 64 {
 		t.Errorf("matrix alone: rotate %d, slot_run %d, %v; want 4 and 64", m.Rotate, m.SlotRun, err)
 	}
-	m, err = f.buildMatrix(func(name string) bool { return name == "rotate" || name == "slot-run" })
+	m, err = f.buildMatrix(func(name string) bool { return name == "rotate" || name == "slot-run" }, nil)
 	if err != nil || m.Rotate != 1 || m.SlotRun != 1 {
 		t.Errorf("--rotate 1 --slot-run 1 over the matrix: rotate %d, slot_run %d, %v; want 1 and 1", m.Rotate, m.SlotRun, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -29,16 +30,40 @@ type command struct {
 	hidden  bool // left out of the command list (serve-plugin: the harness runs it)
 }
 
-// env is what every command writes to.
+// env is what every command writes to, and the command table (for the
+// commands that list the others: completion).
 type env struct {
 	stdout, stderr io.Writer
+	commands       map[string]command
 }
 
 // errorf prints one line on stderr and returns the usage-or-input exit
 // code. Messages name the input and, where it is known, the fix.
+//
+// One exception: a plugin that failed with last words (a Python
+// traceback, a Go panic, its stderr's last lines) has them printed whole
+// under that line, as it wrote them: an import error folded onto one line
+// is hard to read.
 func (e *env) errorf(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "kvharness: %s\n", oneLine(fmt.Sprintf(format, args...)))
+	msg := fmt.Sprintf(format, args...)
+	if head, words, ok := strings.Cut(msg, "\n"); ok && hasLastWords(args) {
+		fmt.Fprintf(e.stderr, "kvharness: %s\n%s\n", oneLine(head), strings.TrimRight(words, "\n"))
+		return exitError
+	}
+	fmt.Fprintf(e.stderr, "kvharness: %s\n", oneLine(msg))
 	return exitError
+}
+
+// hasLastWords reports whether an argument is a plugin fault carrying the
+// plugin's own last words.
+func hasLastWords(args []any) bool {
+	for _, a := range args {
+		var f *plugin.Fault
+		if err, ok := a.(error); ok && errors.As(err, &f) && (f.Panic != nil || strings.TrimSpace(f.Stderr) != "") {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine folds a message onto one line: errors wrapped from elsewhere
@@ -53,6 +78,7 @@ func oneLine(s string) string {
 var commands = map[string]command{
 	"bench":             {summary: "measure throughput and tail latency over a matrix of cells", run: runBench},
 	"check":             {summary: "run the store properties against a plugin", run: runCheck},
+	"completion":        {summary: "print a shell completion script: kvharness completion bash (or zsh)", run: runCompletion},
 	"compare":           {summary: "compare two bench.txt files, a verdict per cell; exit 1 when a cell is slower", run: runCompare},
 	"fuzz":              {summary: "fuzz a plugin with go test -fuzz (needs the kvharness source and Go)", run: runFuzz},
 	"fuzz-check":        {summary: "check a fuzz worker's inputs (go test -fuzz runs it for a kind's out-of-process lane)", run: runFuzzCheck, hidden: true},
@@ -64,8 +90,17 @@ var commands = map[string]command{
 	plugin.ServeCommand: {summary: "serve a bundled plugin from this binary (the harness runs it; so can a wrapper script)", run: runServe},
 }
 
+// run runs the command args name, its output checked: a write to stdout
+// or stderr that fails stops the run and makes it exit 2 (checkOutput).
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	out, errw := newCheckedWriter(stdout, "stdout", stop), newCheckedWriter(stderr, "stderr", stop)
+	return checkOutput(runCommand(ctx, out, errw, args), out, errw)
+}
+
+func runCommand(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	e := &env{stdout: stdout, stderr: stderr, commands: commands}
 	if len(args) == 0 {
 		usage(stdout)
 		return exitPass
@@ -81,12 +116,18 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	if !ok {
 		return unknownCommand(e, args[0])
 	}
+	defer keepSourceEnv()()
+	if sourceCommands[args[0]] { // the commands that start plugins
+		if err := addressSpace(); err != nil {
+			return e.errorf("%v", err)
+		}
+	}
 	return exitCode(ctx, c.run(ctx, e, args[1:]))
 }
 
 // help prints the command list, or one command's help on stdout.
 func help(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
+	if len(args) == 0 || oneOf(args[0], "help", "-h", "--help") { // kvharness help help: the command list is help's help
 		usage(e.stdout)
 		return exitPass
 	}
@@ -150,6 +191,7 @@ func flags(name, synopsis, examples string, e *env) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(e.stderr) // in ContinueOnError mode pflag prints nothing itself: parse prints errors
 	fs.SortFlags = false
+	addSourceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stdout, "Usage: kvharness %s %s\n\nFlags:\n%s\nExamples:\n%s", name, synopsis,
 			fs.FlagUsages(), examples)
@@ -161,9 +203,13 @@ func flags(name, synopsis, examples string, e *env) *pflag.FlagSet {
 // 0 after --help, 2 after an error, which it prints as one line naming the
 // flag and the fix.
 func parse(fs *pflag.FlagSet, args []string) (code int, ok bool) {
+	decimalOnly(fs)
 	err := fs.Parse(args)
 	if err == nil {
 		err = checkValues(fs)
+	}
+	if err == nil {
+		err = applySource(fs)
 	}
 	if err == pflag.ErrHelp {
 		return exitPass, false

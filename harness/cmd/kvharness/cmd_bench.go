@@ -15,6 +15,8 @@ import (
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/benchrun"
+	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/measure"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
@@ -24,14 +26,17 @@ import (
 )
 
 const benchExamples = `  kvharness bench --plugin fusedstore --out bench-out
+  kvharness bench --kernel load --plugin layerload --out load-out
+  kvharness bench --kernel transfer --plugin pdtransfer --out transfer-out
   kvharness bench --plugin fusedstore --plugin bf16scatter --layout bf16 --tokens 1,512,262144 --out night
   kvharness bench --matrix bench/matrix-cpu.json --out night --resume --strict
   kvharness bench --matrix bench/matrix-gpu.json --shard 2/3 --out shard-2   # then kvharness merge
-  kvharness bench --plugin fusedstore --min-samples 1000 --max-noise 0.5 --timeout 20 --quantiles 0.5,0.2,0.8
+  kvharness bench --plugin fusedstore --min-samples 1000 --max-noise 0.5 --max-time 20s --quantiles 0.5,0.2,0.8
   kvharness compare bench/baselines/cpu.txt night/bench.txt
 `
 
 type benchFlags struct {
+	kernel                                string
 	plugins, layouts                      []string
 	tokens, matrix, out, backend, variant string
 	modes, caches, timings                []string
@@ -46,21 +51,25 @@ type benchFlags struct {
 	noMTLS                                bool
 }
 
-// stopFlags are nvbench's stopping rules, in nvbench's units, applied to
-// every cell of the matrix over its per-timing rules.
+// stopFlags are nvbench's stopping rules (its --min-samples, --max-noise,
+// --min-time and --timeout, which kvharness calls --max-time: --timeout is
+// a plugin call's deadline in every command), applied to every cell of
+// the matrix over its per-timing rules. Times are durations with units,
+// as every duration flag of kvharness takes them.
 type stopFlags struct {
-	minSamples      int
-	maxNoise        float64 // percent
-	minTime, cellTO float64 // seconds
+	minSamples       int
+	maxNoise         float64 // percent
+	minTime, maxTime time.Duration
 }
 
 func runBench(ctx context.Context, e *env, args []string) int {
 	var f benchFlags
 	fs := flags("bench", "--plugin P [flags] | --matrix FILE [flags]", benchExamples, e)
+	fs.StringVar(&f.kernel, "kernel", "", "kernel to measure: "+kernels.Names()+" (default: the matrix's, else store)")
 	fs.StringSliceVar(&f.plugins, "plugin", nil, "plugins to measure (repeat or comma-separate)")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant")
 	fs.StringSliceVar(&f.layouts, "layout", []string{"all"}, "layouts, or all")
-	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default 1,32,512,4096,32768,262144 on a GPU, 1,32,512,4096 on the cpu backend)")
+	fs.StringVar(&f.tokens, "tokens", "", "comma-separated batch sizes (default: the kernel's; stores 1,32,512,4096,32768,262144 on a GPU, 1,32,512,4096 on the cpu backend; page movers 1, 8 and 64 pages)")
 	fs.StringSliceVar(&f.modes, "mode", []string{"eager", "graph"}, "eager and/or graph (graph needs the cuda backend)")
 	fs.StringSliceVar(&f.caches, "cache", []string{"hot", "cold"}, "hot and/or cold (caches flushed before each launch; cold is timed per launch only)")
 	fs.StringSliceVar(&f.timings, "timing", []string{"per-launch", "batched"}, "per-launch (tail latency) and/or batched (throughput)")
@@ -70,9 +79,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.Float64SliceVar(&f.quantiles, "quantiles", benchrun.DefaultQuantiles, "quantiles to report, as do_bench's quantiles= (0.5 is the median, 0.99 the p99)")
 	fs.IntVar(&f.stop.minSamples, "min-samples", 0, "nvbench --min-samples: samples a cell takes at least, over all its runs (default: the matrix's, per timing)")
 	fs.Float64Var(&f.stop.maxNoise, "max-noise", 0, "nvbench --max-noise: relative standard deviation, in percent, under which a cell stops (default: the matrix's; per-launch cells: none)")
-	fs.Float64Var(&f.stop.minTime, "min-time", 0, "nvbench --min-time: seconds of timed launches a cell takes at least")
-	fs.Float64Var(&f.stop.cellTO, "timeout", 0, "nvbench --timeout: seconds of wall time after which a cell stops, unconverged (default: the matrix's, per timing)")
-	markSeconds(fs, "min-time", "timeout")
+	fs.DurationVar(&f.stop.minTime, "min-time", 0, "nvbench --min-time: timed launches a cell takes at least, summed, as a duration (500ms)")
+	fs.DurationVar(&f.stop.maxTime, "max-time", 0, "nvbench's --timeout: wall time after which a cell stops, unconverged, as a duration (20s; default: the matrix's, per timing)")
 	fs.StringVar(&f.matrix, "matrix", "", "JSON matrix file (flags given explicitly override it)")
 	fs.StringVar(&f.out, "out", "kvharness-bench", "output folder: runs.jsonl, cells.jsonl, bench.txt, table.txt, night.json, plots/")
 	fs.StringVar(&f.shard, "shard", "", "run part i of n of the matrix (units of plugin × layout × tokens), as 2/3; join the parts with kvharness merge")
@@ -85,7 +93,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&f.noMTLS, "no-mtls", false, "no mutual TLS on the plugin channel (for plugins that cannot negotiate go-plugin's AutoMTLS)")
 	fs.StringVar(&f.backend, "backend", "auto", "cpu, cuda or auto")
 	fs.IntVar(&f.device, "device", 0, "CUDA device ordinal")
-	fs.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "deadline of one plugin call")
+	fs.DurationVar(&f.callTimeout, "timeout", 30*time.Second, "deadline of one plugin call; past it the plugin is killed as hung (as in check)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -95,13 +103,22 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	return benchRun(ctx, e, &f, fs.Changed)
 }
 
-func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, error) {
+// buildMatrix is the matrix the flags ask for, over the matrix file's or
+// the defaults; tokens, when not nil, gives the kernel's default batch
+// sizes for a run that names none (neither --tokens nor a matrix file).
+func (f *benchFlags) buildMatrix(changed func(string) bool, tokens func(k protocol.Kernel, pageSize int) ([]int, error)) (benchrun.Matrix, error) {
 	m := benchrun.Default()
 	if f.matrix != "" {
 		var err error
 		if m, err = benchrun.LoadMatrix(f.matrix); err != nil {
 			return m, err
 		}
+	}
+	if changed("kernel") {
+		m.Kernel = protocol.Kernel(f.kernel)
+	}
+	if m.Kernel == "" {
+		m.Kernel = kernels.BenchDefault()
 	}
 	if len(f.plugins) > 0 {
 		m.Plugins = f.plugins
@@ -127,10 +144,17 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 	if changed("slots") {
 		m.Slots = f.slots
 	}
-	if f.tokens != "" {
+	switch {
+	case f.tokens != "":
 		toks, err := parseInts(f.tokens)
 		if err != nil {
 			return m, fmt.Errorf("--tokens: %w", err)
+		}
+		m.Tokens = toks
+	case f.matrix == "" && tokens != nil:
+		toks, err := tokens(m.Kernel, m.PageSize)
+		if err != nil {
+			return m, err
 		}
 		m.Tokens = toks
 	}
@@ -142,9 +166,6 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 		m.Batched.MinSamples, m.Batched.TimeLimit = 12, 300*time.Millisecond
 		m.Cold.MinSamples, m.Cold.TimeLimit = 12, 600*time.Millisecond
 	}
-	if changed("timeout") && f.stop.cellTO == 0 {
-		return m, fmt.Errorf("--timeout 0: want a positive number of seconds a cell may take, as in --timeout 20 (leave it out for the matrix's)")
-	}
 	if err := f.stop.apply(&m); err != nil {
 		return m, err
 	}
@@ -153,8 +174,8 @@ func (f *benchFlags) buildMatrix(changed func(string) bool) (benchrun.Matrix, er
 
 // apply sets the given stopping rules on every timing's criterion.
 func (s stopFlags) apply(m *benchrun.Matrix) error {
-	if s.minSamples < 0 || s.maxNoise < 0 || s.minTime < 0 || s.cellTO < 0 {
-		return fmt.Errorf("--min-samples, --max-noise, --min-time and --timeout must not be negative")
+	if s.minSamples < 0 || s.maxNoise < 0 {
+		return fmt.Errorf("--min-samples and --max-noise must not be negative")
 	}
 	for _, c := range []*measure.Criterion{&m.PerLaunch, &m.Batched, &m.Cold} {
 		if s.minSamples > 0 {
@@ -164,16 +185,14 @@ func (s stopFlags) apply(m *benchrun.Matrix) error {
 			c.MaxNoise = s.maxNoise / 100
 		}
 		if s.minTime > 0 {
-			c.MinTime = seconds(s.minTime)
+			c.MinTime = s.minTime
 		}
-		if s.cellTO > 0 {
-			c.TimeLimit = seconds(s.cellTO)
+		if s.maxTime > 0 {
+			c.TimeLimit = s.maxTime
 		}
 	}
 	return nil
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func (f *benchFlags) enums(m *benchrun.Matrix, changed func(string) bool) error {
 	var err error
@@ -219,13 +238,30 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// cpuTokens are the default batch sizes on the cpu backend: a CPU store of
-// 262,144 fp8 tokens takes half a second a launch, so a matrix with it
-// would take minutes per cell to sample.
-var cpuTokens = []int{1, 32, 512, 4096}
-
 func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) bool) int {
-	m, err := f.buildMatrix(changed)
+	if in := overwrites(f.out, benchrun.OutputFiles, f.matrix); f.matrix != "" && in != "" {
+		return e.errorf("bench: --out %s would write over --matrix %s, which it reads; give the matrix from elsewhere, or another --out", f.out, in)
+	}
+	want, err := arena.ParseWant(f.backend, f.device)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	backend, release, err := want.Choose([]protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer release()
+	m, err := f.buildMatrix(changed, func(name protocol.Kernel, pageSize int) ([]int, error) {
+		k, err := benchKind(name)
+		if err != nil || k.Bench.Tokens == nil {
+			return benchrun.DefaultTokens, err
+		}
+		return k.Bench.Tokens(backend.Place().OnDevice(), pageSize), nil
+	})
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	k, err := benchKind(m.Kernel)
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -249,26 +285,15 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if err := refuseNight(f.out, f.resume); err != nil {
 		return e.errorf("%v", err)
 	}
-	backend, release, err := arena.Choose(f.backend, f.device, []protocol.Backend{protocol.BackendSHM, protocol.BackendCUDA})
-	if err != nil {
-		return e.errorf("%v", err)
-	}
-	defer release()
-	if !backend.Place().OnDevice() && f.tokens == "" && f.matrix == "" {
-		m.Tokens = cpuTokens
-		if err := m.Validate(); err != nil {
-			return e.errorf("%v", err)
-		}
-	}
 	dir, err := openDir()
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer dir.Close()
-	r := &benchrun.Runner{Matrix: m, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
+	r := &benchrun.Runner{Matrix: m, Kind: k, Shard: spec, Dir: dir, Backend: backend, OnGPU: backend.Place().OnDevice(), Env: benchEnv()}
 	r.PeakGBps = peakGBps(r.OnGPU, f.device)
 	r.Start = func(ctx context.Context, name string) (*plugin.Plugin, error) {
-		spec, err := plugin.ResolveSpec(name)
+		spec, err := resolve(name)
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +314,7 @@ func benchRun(ctx context.Context, e *env, f *benchFlags, changed func(string) b
 	if len(p.Units()) == 0 {
 		return e.errorf("shard %s owns no unit of this matrix (it has fewer units than shards); run fewer shards", spec)
 	}
-	benchNotes(e, r.OnGPU, m)
+	benchNotes(e, r.OnGPU, m, k.Bench)
 	return benchMeasure(ctx, e, f, r, p, format)
 }
 
@@ -338,6 +363,19 @@ func benchMeasure(ctx context.Context, e *env, f *benchFlags, r *benchrun.Runner
 	return benchFinish(ctx, e, f, format, night, benchrun.NewManifest(p, r.Matrix, r.Shard, r.Env), runErr)
 }
 
+// benchKind is the kind a night measures, which must be one bench
+// measures.
+func benchKind(name protocol.Kernel) (*kind.Kind, error) {
+	k, err := kernels.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("--kernel %s: %w", name, err)
+	}
+	if k.Bench == nil {
+		return nil, fmt.Errorf("--kernel %s: kvharness bench does not measure %s kernels", name, name)
+	}
+	return k, nil
+}
+
 // benchPins reads --plugin-sha256: a bare sum pins a matrix's only
 // plugin; NAME=SUM pins the plugin the matrix names NAME. Each sum is
 // checked as check checks its pin.
@@ -365,13 +403,27 @@ func benchPins(flags, plugins []string) (map[string]string, error) {
 	return pins, nil
 }
 
-func benchNotes(e *env, onGPU bool, m benchrun.Matrix) {
-	if !onGPU && hasGraph(m) {
+func benchNotes(e *env, onGPU bool, m benchrun.Matrix, b *kind.Bench) {
+	if !onGPU && hasGraph(m) && slices.Contains(b.Modes, results.Graph) {
 		fmt.Fprintln(e.stderr, "kvharness: note: graph cells are skipped on the cpu backend (no CUDA graphs)")
 	}
-	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) {
+	if slices.Contains(m.Caches, results.Cold) && slices.Contains(m.Timings, results.Batched) && slices.Contains(b.Caches, results.Cold) &&
+		slices.Contains(b.Timings, results.Batched) {
 		fmt.Fprintln(e.stderr, "kvharness: note: cold cells are timed per launch only (a batch runs hot after its first launch)")
 	}
+	if len(m.Modes) > len(b.Modes) || len(m.Caches) > len(b.Caches) || len(m.Timings) > len(b.Timings) {
+		fmt.Fprintf(e.stderr, "kvharness: note: %s kernels are timed %s, %s, %s: the matrix's other modes, caches and timings make no cell of them\n",
+			m.Kernel, joinAs(b.Modes), joinAs(b.Caches), joinAs(b.Timings))
+	}
+}
+
+// joinAs lists values with "or": "eager or graph".
+func joinAs[T ~string](vs []T) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return strings.Join(out, " or ")
 }
 
 // benchFinish writes the night and picks the exit status. An interrupted
@@ -455,7 +507,7 @@ func lackingCells(e *env, lacking []error, strict bool) int {
 		}
 		b.WriteString(err.Error())
 	}
-	msg := fmt.Sprintf("%d cells lack the runs or samples a comparison needs (%s): raise --timeout or lower --min-samples (or --resume a cut-short night)", len(lacking), b.String())
+	msg := fmt.Sprintf("%d cells lack the runs or samples a comparison needs (%s): raise --max-time or lower --min-samples (or --resume a cut-short night)", len(lacking), b.String())
 	if strict {
 		return e.errorf("%s", msg)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +12,13 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/kernels"
-	"github.com/kvharness/kvharness/harness/kernels/store"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/shard"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 const checkExamples = `  kvharness check --plugin fusedstore
@@ -25,6 +26,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin bf16scatter --padding sink
   kvharness check --plugin ./my-plugin --variant my-mutant --json
   kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
+  kvharness check --plugin ./my-plugin.json --junit results.xml   # also a JUnit report for CI
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -34,6 +36,7 @@ type checkFlags struct {
 	sanitize                                                               string
 	value                                                                  string
 	shard                                                                  string // check's alone
+	trace                                                                  string // check's alone: a recorded engine trace (sequence kernels)
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	heads                                                                  int
 	stress                                                                 int
@@ -41,6 +44,10 @@ type checkFlags struct {
 	timeout                                                                time.Duration
 	json, graph                                                            bool
 	trust                                                                  trust
+	want                                                                   arena.Want // --backend and --device, read once by validate
+	// draw is the geometry axes each row draws (check's default): those
+	// whose flag (--head-dim, --page-size) was not given.
+	draw workload.Axes
 }
 
 func (f *checkFlags) register(fs interface {
@@ -53,15 +60,15 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.BundledNames())+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
 	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: "+kernels.Names()+" (default: the plugin's first)")
-	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
+	fs.StringVar(&f.layout, "layout", "all", "layout name, or a group: all (the built-in layouts of one record per slot the plugin declares, or its engine caches when it declares none of those) or engines (every engine cache it declares: vllm-flash, flashinfer-nhd, nvfp4-kv, ...)")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
-	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+slotDefaults+")")
-	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row)")
-	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page)")
-	fs.IntVar(&f.heads, "heads", 0, "KV heads per token H of the engines' K/V layouts (0: each layout's default, 8; layouts of one head are left out of all when above 1)")
+	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+kernels.SlotsHelp()+")")
+	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row); without it each row draws one the plugin accepts, awkward ones (not multiples of 16) favoured")
+	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page); without it each row draws one the plugin accepts, page size 1 favoured")
+	fs.IntVar(&f.heads, "heads", 0, "KV heads per token H of the engines' K/V layouts; without it each row draws a count the plugin accepts, odd ones favoured (layouts of one head are left out of a group when above 1)")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
 	fs.StringVar(&f.results, "results", "kvharness-results", "folder for repro files of failures")
 	fs.DurationVar(&f.timeout, "timeout", plugin.DefaultCallTimeout, "deadline of one plugin call; past it the plugin is killed as hung")
@@ -81,7 +88,7 @@ func (f *checkFlags) validate() error {
 	if f.plugin == "" {
 		return fmt.Errorf("--plugin is required (one of %s, or a path)", quoteList(plugin.BundledNames()))
 	}
-	if err := checkCaseFlags(f.cases, f.slots, f.maxCapacity, f.headDim, "the kernel's"); err != nil {
+	if err := checkCaseFlags(f.cases, f.slots, f.headDim, "the kernel's"); err != nil {
 		return err
 	}
 	switch {
@@ -91,38 +98,32 @@ func (f *checkFlags) validate() error {
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
 	case f.stress < 0 || f.stress > 1000:
 		return fmt.Errorf("--stress %d: want 0 (each case once) to 1000", f.stress)
-	case f.device < 0:
-		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", f.device)
 	case f.maxFaults < 1:
 		return fmt.Errorf("--max-faults %d: want at least 1", f.maxFaults)
 	case f.timeout <= 0:
 		return fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	case f.layoutFile != "" && f.layout != "all":
 		return fmt.Errorf("--layout and --layout-file conflict: give one")
-	case !oneOf(f.backend, arena.Backends...):
-		return fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
 	case f.sanitize != "" && !oneOf(f.sanitize, plugin.SanitizerTools...):
 		return fmt.Errorf("--sanitize %q: want one of %s", f.sanitize, strings.Join(plugin.SanitizerTools, ", "))
-	case f.padding != "all" && !oneOf(f.padding, "none", "count", "sink", "minus1"):
-		return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", f.padding)
 	}
 	if _, err := parseValue(f.value); err != nil {
 		return err
 	}
-	return nil
+	var err error
+	f.want, err = arena.ParseWant(f.backend, f.device)
+	return err
 }
 
 // checkCaseFlags refuses the case flags check and mutants share: --cases,
-// --slots, --max-capacity and --head-dim. whose is the kernel (or
-// kernels) whose default --slots 0 stands for.
-func checkCaseFlags(cases, slots, maxCapacity, headDim int, whose string) error {
+// --slots and --head-dim (each kind refuses its own: kind.Kind.Validate).
+// whose is the kernel (or kernels) whose default --slots 0 stands for.
+func checkCaseFlags(cases, slots, headDim int, whose string) error {
 	switch {
 	case cases < 1:
 		return fmt.Errorf("--cases %d: want at least 1", cases)
 	case slots != 0 && slots < 2:
 		return fmt.Errorf("--slots %d: want at least 2 (slot 0 may be reserved), or 0 for %s default", slots, whose)
-	case maxCapacity < 1 || maxCapacity > store.MaxCapacity:
-		return fmt.Errorf("--max-capacity %d: want 1..%d", maxCapacity, store.MaxCapacity)
 	case layout.CheckHeadDim(headDim) != nil:
 		return fmt.Errorf("--head-dim %d: %v", headDim, layout.CheckHeadDim(headDim))
 	}
@@ -160,9 +161,12 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	start := time.Now()
 	var f checkFlags
 	var showTimings bool
+	var junitFile string
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	fs.StringVar(&f.trace, "trace", "", "a JSONL trace recorded from an engine (kvharness_sdk.trace): --kernel sequence replays it and draws sequences that start as it does")
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
+	fs.StringVar(&junitFile, "junit", "", junitUsage)
 	fs.BoolVar(&showTimings, "timings", false, "print where the time went after the report, on stderr: setup, each row's opening and search, a failure's re-runs, shrinking and fresh-process check")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -170,6 +174,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := noArgs(fs); err != nil {
 		return e.errorf("%v", err)
 	}
+	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size"), Heads: !fs.Changed("heads")}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
 	}
@@ -180,14 +185,19 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write, as in --results /tmp/kvharness-results", f.results, err)
 	}
+	if err := checkJUnitFile(junitFile); err != nil {
+		return e.errorf("%v", err)
+	}
+	watch := watchFolder(f.results)
 	if f.sanitize != "" && !fs.Changed("timeout") {
 		f.timeout = plugin.SanitizerCallTimeout // a sanitizer instruments every kernel
 	}
-	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, onGPU(f.backend, f.device))
+	s, err := openTrusted(ctx, f.plugin, f.variant, f.headDim, f.pageSize, f.timeout, f.trust, onGPU(f.want))
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
+	s.identify(f.plugin)
 	san, err := f.sanitizer(ctx, s)
 	if err != nil {
 		return e.errorf("%v", err)
@@ -202,6 +212,10 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	defer release()
 	p.Shard = spec
+	if f.trace != "" && !k.Traces {
+		return e.errorf("--trace %s: traces are replayed by --kernel sequence, not %s", f.trace, k.Name)
+	}
+	p.Trace = f.trace
 	g := progressOn(e, "check", "cases")
 	var tm *timings
 	if showTimings {
@@ -224,11 +238,46 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("--shard %s owns no row of this check (it has fewer rows than shards); run fewer shards", spec)
 	}
 	code := finishCheck(e, run, f.json, f.results)
+	if err := writeJUnit(junitFile, "kvharness check", checkSuite(run, start)); err != nil {
+		return e.errorf("%v", err)
+	}
 	tm.write(e.stderr, time.Since(start))
 	if san != nil && unclaimed(e, s, san) && code == exitPass {
 		code = exitViolation
 	}
-	return code
+	s.plugin.Close() // nothing of the plugin runs on while its leavings are looked for
+	var logs []string
+	if san != nil {
+		logs = append(logs, filepath.Join(f.results, "sanitizer"))
+	}
+	return planted(e, code, watch, run, logs...)
+}
+
+// planted names the files that appeared in the results folder during the
+// run that kvharness did not write (a plugin can write anywhere its user
+// may): a run that found them exits 2, or 1 when a violation was found.
+func planted(e *env, code int, w *folderWatch, run *report.Run, toolLogs ...string) int {
+	var ours []string
+	for _, f := range run.Failures() {
+		ours = append(ours, f.ReproPath)
+	}
+	strange := w.strangers(ours, toolLogs...)
+	if len(strange) == 0 {
+		return code
+	}
+	fmt.Fprintf(e.stderr, "kvharness: --results %s: %d file%s appeared during the run that kvharness did not write: %s; a plugin (or another process) put %s there: do not replay %s; remove %s\n",
+		w.dir, len(strange), report.Plural(len(strange)), strings.Join(strange, ", "), them(len(strange)), them(len(strange)), them(len(strange)))
+	if code == exitViolation {
+		return code
+	}
+	return exitError
+}
+
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // finishCheck saves the repro files, prints the run and picks the exit status.
@@ -243,7 +292,7 @@ func finishCheck(e *env, run *report.Run, asJSON bool, results string) int {
 	}
 	code := verdictCode(e, run)
 	if saveErr != nil {
-		return e.errorf("%v: the failure above has no repro file; give --results a folder you can write", saveErr)
+		return e.errorf("%v: a failure above has no repro file (the report says which); give --results a folder you can write", saveErr)
 	}
 	return code
 }
@@ -254,7 +303,7 @@ func (f *checkFlags) sanitizer(ctx context.Context, s *session) (*plugin.Sanitiz
 	if f.sanitize == "" {
 		return nil, nil
 	}
-	if f.backend == "cpu" {
+	if f.want.Backend == arena.WantCPU {
 		return nil, fmt.Errorf("--sanitize runs CUDA kernels under compute-sanitizer: it needs the cuda backend, not --backend cpu")
 	}
 	san, err := plugin.NewSanitizer(f.sanitize, filepath.Join(f.results, "sanitizer"))
@@ -315,8 +364,12 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
 	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
-		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph}}
+		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph,
+			Draw: f.draw, Far: f.slots == 0}}
 	p.Value, _ = parseValue(f.value) // validated
+	if err := k.CheckParams(p); err != nil {
+		return p, none, err
+	}
 	if k.Layouts {
 		layouts, err := kind.LayoutsHeads(s.desc, f.layout, f.layoutFile, f.heads, f.headDim, f.pageSize)
 		if err != nil {
@@ -324,13 +377,13 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		}
 		p.Layouts = layouts
 	}
-	backend, release, err := arena.Choose(f.backend, f.device, s.desc.Backends)
+	backend, release, err := f.want.Choose(s.desc.Backends)
 	if err != nil {
 		return p, none, err
 	}
 	p.Backend = backend
 	if p.Slots == 0 {
-		p.Slots, p.DefaultSlots = defaultSlots(k.Name, backend.Place(), f.pageSize), true
+		p.Slots = k.PoolSlots(backend.Place(), f.pageSize)
 	}
 	if f.graph && !backend.Place().OnDevice() {
 		release()
@@ -345,16 +398,35 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 }
 
 // saveFailures writes a repro file per failure before anything is
-// reported, and puts its path into the failure.
+// reported, named after the plugin's own name, and puts its path into
+// the failure, with the --plugin its replay line must name when the
+// plugin is no bundled one. A failure whose file could not be saved notes
+// why (the report prints it there); the first such error is returned.
 func saveFailures(dir string, run *report.Run) error {
+	var first error
 	for _, f := range run.Failures() {
+		f.Repro.Own = f.Plugin
 		path, err := f.Repro.Save(dir)
 		if err != nil {
-			return err
+			f.ReproErr = err
+			first = cmp.Or(first, err)
+			continue
 		}
 		f.ReproPath = path
+		f.ReplayPlugin = replayPlugin(f.Repro.Plugin)
 	}
-	return nil
+	return first
+}
+
+// replayPlugin is the --plugin a replay line names for a plugin named arg
+// in the repro file: none for a bundled plugin, which repro runs from the
+// file; the path or command itself otherwise, since repro runs no path or
+// command a file names unless the command line names it too.
+func replayPlugin(arg string) string {
+	if plugin.IsBundled(arg) {
+		return ""
+	}
+	return arg
 }
 
 // verdictCode prints plugin faults and picks the exit status: a

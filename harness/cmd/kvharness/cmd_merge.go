@@ -25,6 +25,9 @@ func runMerge(_ context.Context, e *env, args []string) int {
 	if fs.NArg() == 0 {
 		return e.errorf("merge takes the shards' --out folders; got none: give them after the flags, as in kvharness merge --out night shard-1 shard-2")
 	}
+	if in := overwrites(*out, benchrun.OutputFiles, fs.Args()...); in != "" {
+		return e.errorf("merge: --out %s would write over shard %s, which it reads; give another --out, as in --out night", *out, in)
+	}
 	if err := benchrun.CheckOut(*out); err != nil {
 		return e.errorf("%v", err)
 	}

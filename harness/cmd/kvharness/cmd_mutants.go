@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,18 +10,22 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/arena/shm"
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 const mutantsExamples = `  kvharness mutants
   kvharness mutants --plugin fp8store --cases 5000
+  kvharness mutants --plugin ./my-plugin.json --junit mutants.xml
 `
 
 func runMutants(ctx context.Context, e *env, args []string) int {
@@ -29,7 +34,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize}}
 	fs.IntVar(&cfg.Cases, "cases", 1000, "largest per-combination budget: controls run this many, mutants escalate 20, 200, then this")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed")
-	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+slotDefaults+")")
+	fs.IntVar(&cfg.Slots, "slots", 0, "slots in the pool (0: each kernel's default: "+kernels.SlotsHelp()+")")
 	fs.IntVar(&cfg.MaxCapacity, "max-capacity", 512, "largest batch capacity drawn")
 	noTimes := fs.Bool("no-times", false, "leave wall times out of the table (for golden files)")
 	backend := fs.String("backend", "auto", "cpu, cuda or auto (see check --help)")
@@ -38,19 +43,30 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&cfg.Graph, "graph", false, "replay stores from captured CUDA graphs")
 	fs.IntVar(&cfg.HeadDim, "head-dim", layout.DefaultHeadDim, "head dimension D (default: 128, or the fixed head dim of the layouts a plugin declares none at 128 for)")
 	value := fs.String("value", "recipe", valueUsage+"; mutants only: controls are judged by their recipes")
+	showTimings := fs.Bool("timings", false, "print where each subject's time went after the table, on stderr: its process's start (or the wait for one started ahead), each row's opening and cases up to the kill")
+	junitFile := fs.String("junit", "", junitUsage)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if err := checkMutants(fs, cfg, *names, *backend, *device); err != nil {
+	want, err := checkMutants(fs, cfg, *names, *backend, *device)
+	if err != nil {
 		return e.errorf("%v", err)
 	}
-	var err error
 	if cfg.Value, err = parseValue(*value); err != nil {
 		return e.errorf("%v", err)
 	}
+	if err := checkJUnitFile(*junitFile); err != nil {
+		return e.errorf("%v", err)
+	}
+	start := time.Now()
 	g := progressOn(e, "mutants", "subjects")
-	run := subjectRun{backend: *backend, device: *device, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
+	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true, Heads: true}
+	cfg.Far = cfg.Slots == 0
+	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
+	if *showTimings {
+		run.times = &subjectTimes{}
+	}
 	results, skipped, err := run.all(ctx, g, *names, cfg)
 	g.done()
 	if code, stop := resourceError(e, err, "--slots", cfg.Slots); stop {
@@ -64,8 +80,12 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	if cfg.Value == layout.Exact {
 		fmt.Fprintln(e.stdout, "(mutants' fp8 values judged bit-exact; controls' by their declared recipes)")
 	}
+	run.times.write(e.stderr)
 	for _, s := range skipped {
 		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
+	}
+	if err := writeJUnit(*junitFile, "kvharness mutants", mutantsSuite(results, start)); err != nil {
+		return e.errorf("%v", err)
 	}
 	if interrupted(ctx) {
 		fmt.Fprintf(e.stderr, "\nkvharness: interrupted: %d subjects finished and are reported; the rest did not run\n", len(results))
@@ -79,23 +99,26 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-// checkMutants refuses flags no mutants run means.
-func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) error {
+// checkMutants refuses flags no mutants run means, and reads the
+// backend the run wants.
+func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend string, device int) (arena.Want, error) {
 	if fs.NArg() > 0 {
-		return noArgs(fs)
+		return arena.Want{}, noArgs(fs)
 	}
-	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.MaxCapacity, cfg.HeadDim, "each kernel's"); err != nil {
-		return err
+	if err := checkCaseFlags(cfg.Cases, cfg.Slots, cfg.HeadDim, "each kernel's"); err != nil {
+		return arena.Want{}, err
 	}
-	switch {
-	case !oneOf(backend, arena.Backends...):
-		return fmt.Errorf("--backend %q: want auto, cpu or cuda", backend)
-	case device < 0:
-		return fmt.Errorf("--device %d: want a CUDA device ordinal, 0 or more", device)
-	case len(names) == 0:
-		return fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	if err := kernels.CheckParams(kind.Params{Padding: "all", Setup: cfg.Setup}); err != nil {
+		return arena.Want{}, err
 	}
-	return nil
+	want, err := arena.ParseWant(backend, device)
+	if err != nil {
+		return want, err
+	}
+	if len(names) == 0 {
+		return want, fmt.Errorf("--plugin: give at least one plugin (%s)", quoteList(plugin.UnderTestNames()))
+	}
+	return want, nil
 }
 
 // subjectRun is how one mutants run reaches its plugins. skipUnserved (no
@@ -103,11 +126,11 @@ func checkMutants(fs *pflag.FlagSet, cfg mutants.Config, names []string, backend
 // --backend cuda the user insisted on (a CPU-only example), where one the
 // user named is an error.
 type subjectRun struct {
-	backend      string
-	device       int
+	want         arena.Want
 	tr           trust
 	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
 	skipUnserved bool
+	times        *subjectTimes // --timings; nil: none kept
 }
 
 // unserved is a plugin passed over for the backend, and what it serves.
@@ -143,10 +166,10 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	subjects := mutants.Subjects(name, probe.desc)
 	layouts, lerr, served := probe.layouts, probe.lerr, probe.desc.Backends
-	if r.skipUnserved && r.backend == "cuda" && !slices.Contains(served, protocol.BackendCUDA) {
+	if r.skipUnserved && r.want.Backend == arena.WantCUDA && !slices.Contains(served, protocol.BackendCUDA) {
 		return nil, &unserved{name: name, served: served}, nil
 	}
-	b, release, err := arena.Choose(r.backend, r.device, served)
+	b, release, err := r.want.Choose(served)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,11 +179,26 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	}
 	cfg.Backend = b
 	g.grow(len(subjects))
+	tune := onGPU(r.want)
 	var out []mutants.Result
-	for _, s := range subjects {
-		res, ok, err := runSubject(ctx, name, s, cfg, layouts, lerr, r.tr, onGPU(r.backend, r.device))
+	var next *prestart
+	for i, s := range subjects {
+		cur := next
+		next = nil
+		if i+1 < len(subjects) {
+			next = r.prestart(ctx, name, subjects[i+1], cfg, tune)
+		}
+		res, ok, err := runSubject(r.times.observe(ctx, name, s), name, s, cfg, layouts, lerr, r.tr, tune, cur)
 		if err != nil || ctx.Err() != nil {
+			next.drop()
 			return out, nil, err
+		}
+		var se *shm.SpaceError
+		if errors.As(res.Err, &se) || errors.Is(res.Err, pool.ErrTooLarge) {
+			// The machine, not the subject: every other subject would
+			// fail the same way. It is the run's error, as check's is.
+			next.drop() // the next subject's process, started ahead, must not outlive the run
+			return out, nil, res.Err
 		}
 		g.step(1)
 		if ok {
@@ -169,6 +207,53 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 		}
 	}
 	return out, nil, nil
+}
+
+// prestart is the next subject's session, started while the current one
+// runs: a subject's time to kill then holds no process start, and on a
+// GPU no CUDA context's creation either (its process opens the GPU as it
+// starts, protocol.WarmGPUEnv), which was most of a GPU mutant's time.
+type prestart struct {
+	done chan struct{}
+	s    *session
+	err  error
+}
+
+// prestart starts subject s's session in the background; nil for a
+// subject the run will skip (runSubject opens it then, or not at all).
+func (r subjectRun) prestart(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, tune func(*plugin.Options)) *prestart {
+	if k, err := kernels.Lookup(s.Kernel); err != nil || cfg.Graph && !k.Graphs {
+		return nil
+	}
+	warm := tune
+	if tune != nil {
+		warm = func(o *plugin.Options) {
+			tune(o)
+			o.Env = append(o.Env, o.SpareEnv...) // the spare's warm-up: open the GPU now
+		}
+	}
+	p := &prestart{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.s, p.err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, r.tr, warm)
+	}()
+	return p
+}
+
+// take waits for the session; nil p gives nil.
+func (p *prestart) take() (*session, error) {
+	if p == nil {
+		return nil, nil
+	}
+	<-p.done
+	return p.s, p.err
+}
+
+// drop closes a session started for a subject that will not run.
+func (p *prestart) drop() {
+	if s, _ := p.take(); s != nil {
+		s.close()
+	}
 }
 
 // probed is what mutants learns of a plugin before running it: its
@@ -221,20 +306,29 @@ func fixedHeadDims() []int {
 	return out
 }
 
-// runSubject runs one subject on a fresh process; ok is false for one the
-// run skips (a read or transfer under --graph).
-func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust, tune func(*plugin.Options)) (mutants.Result, bool, error) {
+// runSubject runs one subject on a fresh process, pre (started ahead) when
+// not nil; ok is false for one the run skips (a read or transfer under
+// --graph).
+func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, layouts []*layout.Layout, lerr error, tr trust,
+	tune func(*plugin.Options), pre *prestart) (mutants.Result, bool, error) {
 	k, err := kernels.Lookup(s.Kernel)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}
 	if cfg.Graph && !k.Graphs {
+		pre.drop()
 		return mutants.Result{}, false, nil // graphs replay stores; reads and transfers run eagerly
 	}
 	if k.Layouts && lerr != nil {
+		pre.drop()
 		return mutants.Result{}, false, lerr
 	}
-	sess, err := openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
+	t0 := time.Now()
+	sess, err := pre.take()
+	if pre == nil {
+		sess, err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
+	}
+	sessionTook(ctx, time.Since(t0), pre != nil)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}
@@ -245,7 +339,7 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 // subjectLine is a finished subject in one line, as it streams above the
 // progress bar.
 func subjectLine(r mutants.Result) string {
-	name := textsafe.String(r.Plugin)
+	name := textsafe.String(r.Shown())
 	if r.Variant != "" {
 		name += "/" + textsafe.String(r.Variant)
 	}
@@ -268,7 +362,7 @@ func subjectLine(r mutants.Result) string {
 func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
 	setup := c.Setup
 	if setup.Slots == 0 {
-		setup.Slots, setup.DefaultSlots = defaultSlots(k.Name, c.Backend.Place(), c.PageSize), true
+		setup.Slots = k.PoolSlots(c.Backend.Place(), c.PageSize)
 	}
 	setup.Graph = c.Graph && k.Graphs
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {

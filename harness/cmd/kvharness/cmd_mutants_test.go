@@ -18,7 +18,7 @@ import (
 // the same plugin named with --plugin is an error about the backend.
 func TestMutantsPassOverUnservedBackend(t *testing.T) {
 	cfg := mutants.Config{Setup: kind.Setup{PageSize: layout.DefaultPageSize, HeadDim: layout.DefaultHeadDim, MaxCapacity: 64}, Cases: 20, Seed: 1}
-	run := subjectRun{backend: "cuda", anyDim: true, skipUnserved: true}
+	run := subjectRun{want: arena.Want{Backend: arena.WantCUDA}, anyDim: true, skipUnserved: true}
 	rs, skip, err := run.of(context.Background(), nil, "gostore", cfg)
 	if err != nil || len(rs) != 0 {
 		t.Fatalf("bundled run over gostore on cuda: results %d, err %v; want it passed over", len(rs), err)

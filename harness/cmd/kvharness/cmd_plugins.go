@@ -4,22 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 
-	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
-	"github.com/kvharness/kvharness/plugins"
+	"github.com/kvharness/kvharness/harness/protocol"
 )
 
 const pluginsExamples = `  kvharness plugins
+  kvharness plugins --kernel read
   kvharness plugins --plugin ./my-plugin --head-dim 64 --page-size 16
   kvharness plugins --json
 `
 
 func runPlugins(ctx context.Context, e *env, args []string) int {
 	fs := flags("plugins", "[--plugin P]... [flags]", pluginsExamples, e)
-	names := fs.StringSlice("plugin", plugins.Serving(store.Name), "plugins to describe")
+	names := fs.StringSlice("plugin", nil, "plugins to describe (default: every bundled Go plugin and, in a source tree, the Python examples)")
+	kernel := fs.String("kernel", "", "list only the plugins that serve this kernel: "+kernels.Names())
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
 	heads := fs.Int("heads", 1, "KV heads per token to ask the engines' K/V layouts' geometry for")
@@ -40,37 +45,145 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if *heads < 1 || *heads > layout.MaxHeads {
 		return e.errorf("plugins: --heads %d: want 1..%d", *heads, layout.MaxHeads)
 	}
-	if *sums {
-		return printSums(e, *names)
+	if *kernel != "" {
+		if _, err := kernels.Lookup(protocol.Kernel(*kernel)); err != nil {
+			return e.errorf("plugins: --kernel %q: want one of %s", *kernel, kernels.Names())
+		}
 	}
-	var descs []*plugin.Description
-	for _, n := range *names {
-		s, err := open(ctx, n, "", *headDim, *pageSize, plugin.DefaultCallTimeout)
-		if err != nil {
-			return e.errorf("%v", err)
+	listed, pyNote := *names, ""
+	if !fs.Changed("plugin") {
+		listed, pyNote = defaultPlugins()
+	}
+	if *sums {
+		return printSums(e, listed)
+	}
+	descs, err := describeAll(ctx, listed, layout.Dims{Heads: *heads, HeadDim: *headDim, PageSize: *pageSize})
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	var shown []described
+	for _, d := range descs {
+		if *kernel == "" || d.desc.Serves(protocol.Kernel(*kernel)) {
+			shown = append(shown, d)
 		}
-		d := s.desc
-		if *heads > 1 {
-			d, err = s.plugin.Describe(ctx, plugin.Query{HeadDim: *headDim, PageSize: *pageSize, Heads: *heads})
-		}
-		s.close()
-		if err != nil {
-			return e.errorf("%v", err)
-		}
-		descs = append(descs, d)
 	}
 	dims := layout.Dims{Heads: *heads, HeadDim: *headDim, PageSize: *pageSize}
 	if *asJSON {
-		writeJSON(e, withLayouts(descs, dims))
+		out := make([]*plugin.Description, len(shown))
+		for i, d := range shown {
+			out[i] = d.desc
+		}
+		writeJSON(e, withLayouts(out, dims))
 		return exitPass
 	}
-	for i, d := range descs {
+	for i, d := range shown {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		writeDescription(e, d, dims)
+		writeDescription(e, d.desc, dims, roleNote(d.arg))
+	}
+	if pyNote != "" {
+		fmt.Fprintf(e.stdout, "\n%s\n", pyNote)
 	}
 	return exitPass
+}
+
+// defaultPlugins are what plugins lists unasked: every bundled Go plugin,
+// then the Python examples of the source tree (plugins/python/*/, by their
+// manifests), when a python that runs the SDK is found; else note says
+// why they are left out.
+func defaultPlugins() (names []string, note string) {
+	names = plugin.BundledNames()
+	examples := pythonExamples()
+	if len(examples) == 0 {
+		return names, ""
+	}
+	if _, err := plugin.Python("python3"); err != nil {
+		return names, fmt.Sprintf("(%d Python examples in plugins/python not described: %v)", len(examples), err)
+	}
+	for _, ex := range examples {
+		names = append(names, ex.manifest)
+	}
+	return names, ""
+}
+
+// pythonExample is a Python plugin of the source tree: its name (its
+// folder's) and its manifest, relative to the working directory.
+type pythonExample struct{ name, manifest string }
+
+// pythonExamples are the source tree's Python plugins, by name; none
+// outside a source tree.
+func pythonExamples() []pythonExample {
+	root, ok := plugin.SourceRoot()
+	if !ok {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "plugins", "python", "*", "kvharness-plugin.json"))
+	wd, _ := os.Getwd()
+	var out []pythonExample
+	for _, f := range files {
+		if rel, err := filepath.Rel(wd, f); err == nil && wd != "" {
+			f = rel
+		}
+		out = append(out, pythonExample{name: filepath.Base(filepath.Dir(f)), manifest: f})
+	}
+	return out
+}
+
+// described is one plugin's description, by the argument that named it.
+type described struct {
+	arg  string
+	desc *plugin.Description
+}
+
+// describeAll starts and describes the plugins a few at a time, the
+// listing in their order; the first error, by that order, stops it.
+func describeAll(ctx context.Context, names []string, dims layout.Dims) ([]described, error) {
+	out := make([]described, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s, err := open(ctx, n, "", dims.HeadDim, dims.PageSize, plugin.DefaultCallTimeout)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.close()
+			d := s.desc
+			if dims.Heads > 1 {
+				d, err = s.plugin.Describe(ctx, plugin.Query{HeadDim: dims.HeadDim, PageSize: dims.PageSize, Heads: dims.Heads})
+			}
+			out[i], errs[i] = described{arg: n, desc: d}, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// roleNote says what a bundled plugin that is not a kernel under test is
+// for, and how to name a plugin that is no bundled name.
+func roleNote(arg string) string {
+	if b, ok := plugin.BundledByName(arg); ok {
+		switch b.Role {
+		case plugin.Reference:
+			return "kept broken on purpose: " + b.Bug
+		case plugin.FaultInjection:
+			return "misbehaves on purpose (crashes, hangs, garbage): the harness's fault tests run it"
+		}
+		return ""
+	}
+	return "run it: --plugin " + shellQuote(arg)
 }
 
 // describedJSON is a plugin's description as plugins --json prints it:
@@ -111,13 +224,20 @@ func builtinAt(name string, dims layout.Dims) (*layout.Layout, error) {
 	return layout.BuiltinDims(name, dims)
 }
 
-func writeDescription(e *env, d *plugin.Description, dims layout.Dims) {
+// writeDescription prints what a plugin declares at dims; note, when not
+// empty, is a line under its name (what it is for, how to name it).
+func writeDescription(e *env, d *plugin.Description, dims layout.Dims, note string) {
 	headDim, pageSize := dims.HeadDim, dims.PageSize
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
+	if note != "" {
+		fmt.Fprintf(w, "  %s\n", note)
+	}
 	fmt.Fprintf(w, "  kernels: %s\n", joinKernels(d.Kernels))
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
-	fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
+	if len(d.Layouts) > 0 {
+		fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
+	}
 	for _, g := range d.Layouts {
 		l, lerr := builtinAt(g.Layout, dims)
 		mark := ""
@@ -188,7 +308,7 @@ func recipeLine(g plugin.Geometry, l *layout.Layout) string {
 
 func printSums(e *env, names []string) int {
 	for _, n := range names {
-		spec, err := plugin.ResolveSpec(n)
+		spec, err := resolve(n)
 		if err != nil {
 			return e.errorf("%v", err)
 		}

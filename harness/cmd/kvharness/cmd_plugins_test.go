@@ -1,13 +1,13 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/plugin"
-
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/protocol/wire"
 )
@@ -39,6 +39,34 @@ func TestRecipeLine(t *testing.T) {
 		got := recipeLine(plugin.Geometry{Recipe: r, RecipeErr: err}, tc.l)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want one containing %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPluginsKernelFilter: --kernel lists only the plugins that serve the
+// kernel; a kernel no kind has is refused in one line.
+func TestPluginsKernelFilter(t *testing.T) {
+	code, out, errOut := runCLI(t, "plugins", "--plugin", "fusedstore", "--plugin", "pdtransfer", "--kernel", "transfer")
+	if code != exitPass || !strings.HasPrefix(out, "pdtransfer ") || strings.Contains(out, "fusedstore") {
+		t.Errorf("plugins --kernel transfer: exit %d, stdout %q, stderr %q; want pdtransfer alone", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "plugins", "--kernel", "stroe")
+	if code != exitError || out != "" || !strings.Contains(errOut, `--kernel "stroe": want one of`) || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("plugins --kernel stroe: exit %d, stdout %q, stderr %q; want one line naming the flag", code, out, errOut)
+	}
+}
+
+// TestPluginTypo: a plugin name close to a bundled plugin's gets it as a
+// suggestion; a Python example's name gets its manifest, the way to
+// name it.
+func TestPluginTypo(t *testing.T) {
+	for arg, want := range map[string]string{
+		"fusedstor":    "did you mean fusedstore?",
+		"torchscatter": "--plugin " + filepath.Join("..", "..", "..", "plugins", "python", "torchscatter", "kvharness-plugin.json"),
+	} {
+		code, out, errOut := runCLI(t, "check", "--plugin", arg)
+		if code != exitError || out != "" || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("check --plugin %s: exit %d, stdout %q, stderr %q; want one line with %q", arg, code, out, errOut, want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
@@ -17,15 +16,19 @@ const reproExamples = `  kvharness repro kvharness-results/bf16scatter-bf16-sink
   kvharness repro FILE --plugin fusedstore            # does the fix pass the case?
   kvharness repro FILE --plugin fusedstore --variant ignore-count
   kvharness repro FILE --count 20                     # how often does a flaky case fail?
+  kvharness repro FILE --backend cpu                  # a GPU finding's bytes, on the host
 `
 
 func runRepro(ctx context.Context, e *env, args []string) int {
-	fs := flags("repro", "FILE [--plugin P] [--variant V] [--value recipe|exact]", reproExamples, e)
+	fs := flags("repro", "FILE [--plugin P] [--variant V] [--value recipe|exact] [--backend cpu|cuda] [--graph]", reproExamples, e)
 	pluginArg := fs.String("plugin", "", "plugin to replay against (default: the file's, when it names a bundled plugin)")
 	variant := fs.String("variant", "", "variant to replay against (default: the one in the file)")
 	timeout := fs.Duration("timeout", plugin.DefaultCallTimeout, "deadline of one plugin call")
 	count := fs.Int("count", 1, "check the case this many times and say how many failed (a flaky finding fails some of them)")
 	value := fs.String("value", "", valueUsage+" (default: as the file records)")
+	backend := fs.String("backend", "", "replay on this backend instead of the file's: cpu replays a GPU finding's bytes on the host (where graph replay and device ordering cannot show), cuda or auto")
+	device := fs.Int("device", 0, "CUDA device ordinal (default: the file's)")
+	graph := fs.Bool("graph", false, "replay stores from captured CUDA graphs, or not with --graph=false (default: as the file records)")
 	fromFile := fs.Bool("plugin-from-file", false, "run the plugin the file names even when it is a path or command, not a bundled plugin (a repro file may come from anyone: only trust your own)")
 	var tr trust
 	tr.register(fs)
@@ -47,6 +50,13 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return e.errorf("%v", err)
 	}
+	on, err := replayWhere(r, fs.Changed, *backend, *device, *graph)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	if err := on.present(path); err != nil {
+		return e.errorf("%v", err)
+	}
 	if *pluginArg == "" {
 		if !plugin.IsBundled(r.Plugin) && !*fromFile {
 			return e.errorf("%s names plugin %q, a path or command rather than a bundled plugin; a repro file may come from anyone, so kvharness runs no command from it: give --plugin %s to run it (or --plugin-from-file)",
@@ -61,20 +71,34 @@ func runRepro(ctx context.Context, e *env, args []string) int {
 		r.Value = mode.String()
 	}
 	r.Count = *count
-	return replay(ctx, e, r, l, *pluginArg, *timeout, tr, path)
+	return replay(ctx, e, r, l, on, *pluginArg, *timeout, tr, path)
 }
 
-func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, pluginArg string, timeout time.Duration, tr trust, path string) int {
+func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, on replayOn, pluginArg string, timeout time.Duration, tr trust, path string) int {
 	k, err := kernels.Lookup(r.Kernel)
 	if err != nil {
 		return e.errorf("%s: %v", path, err)
 	}
-	s, err := openTrusted(ctx, pluginArg, r.Variant, l.HeadDim, l.PageSize, timeout, tr, nil)
+	s, err := openTrusted(ctx, pluginArg, r.Variant, l.HeadDim, l.PageSize, timeout, tr, onGPU(on.want))
 	if err != nil {
 		return e.errorf("%v", err)
 	}
 	defer s.close()
-	f, err := k.Replay(ctx, s.kind(pluginArg), r, l)
+	b, release, err := on.choose(s.desc.Backends, path)
+	if err != nil {
+		return e.errorf("%v", err)
+	}
+	defer release()
+	if on.graph && !k.Graphs {
+		return e.errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
+	}
+	r.Graph = on.graph
+	fmt.Fprintln(e.stdout, on.firstLine(b))
+	s.identify(pluginArg)
+	if note := identityNote(r.Identity, s.identity); note != "" {
+		fmt.Fprintln(e.stdout, note)
+	}
+	f, err := k.Replay(ctx, s.kind(pluginArg), r, l, b)
 	if code, stop := resourceError(e, err, path+": slots", r.Slots); stop {
 		return code
 	}
@@ -93,7 +117,7 @@ func replay(ctx context.Context, e *env, r *report.Repro, l *layout.Layout, plug
 		}
 		return exitPass
 	}
-	f.ReproPath = path
+	f.ReproPath, f.ReplayPlugin = path, replayPlugin(pluginArg)
 	report.WriteFailure(e.stdout, f)
 	return exitViolation
 }
@@ -107,12 +131,7 @@ func runsNote(count int) string {
 }
 
 // shellQuote quotes s for a shell when it needs quoting.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\!*?;&|<>(){}[]#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return report.ShellQuote(s) }
 
 func variantSuffix(v string) string {
 	if v == "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,11 +30,12 @@ func flagError(fs *pflag.FlagSet, err error) string {
 	case errors.As(err, &required):
 		f := required.GetFlag()
 		return fmt.Sprintf("%s: --%s needs a value, as in %s (kvharness %s --help lists the flags)", cmd, f.Name, example(f), cmd)
+	case errors.As(err, &invalid) && errors.Is(err, errNotDecimal):
+		f := invalid.GetFlag()
+		return fmt.Sprintf("%s: --%s %q: want a whole number written in decimal, without a leading 0, 0x or 0o (nothing is read as octal or hex), as in %s",
+			cmd, f.Name, invalid.GetValue(), example(f))
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
-		if hint := secondsHint(fs, f, invalid.GetValue()); hint != "" {
-			return fmt.Sprintf("%s: --%s %q: %s", cmd, f.Name, invalid.GetValue(), hint)
-		}
 		return fmt.Sprintf("%s: --%s %q: want %s, as in %s", cmd, f.Name, invalid.GetValue(), want(f), example(f))
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("%s: bad flag syntax %q: write --name VALUE or --name=VALUE", cmd, syntax.GetSpecifiedFlag())
@@ -70,33 +72,6 @@ func firstFlag(fs *pflag.FlagSet) string {
 		}
 	})
 	return name
-}
-
-// secondsHint answers a duration given to a flag of seconds (bench's
-// --timeout takes 20 where check's takes 20s): the number to write instead,
-// and the flag of the same name that takes a duration, if there is one.
-func secondsHint(fs *pflag.FlagSet, f *pflag.Flag, value string) string {
-	_, seconds := f.Annotations[inSeconds]
-	d, err := time.ParseDuration(value)
-	if err != nil || !seconds {
-		return ""
-	}
-	hint := fmt.Sprintf("want seconds without a unit, as in --%s %g", f.Name, d.Seconds())
-	fs.VisitAll(func(g *pflag.Flag) {
-		if g.Value.Type() == "duration" && !g.Hidden && strings.HasSuffix(g.Name, "-"+f.Name) {
-			hint += fmt.Sprintf(" (the flag that takes a duration is --%s)", g.Name)
-		}
-	})
-	return hint
-}
-
-// markSeconds annotates fs's flags names as numbers of seconds.
-func markSeconds(fs *pflag.FlagSet, names ...string) {
-	for _, n := range names {
-		if err := fs.SetAnnotation(n, inSeconds, []string{"true"}); err != nil {
-			panic(err) // a flag name misspelt here: a bug, caught by any run
-		}
-	}
 }
 
 // want says in words what a flag of f's type accepts.
@@ -145,7 +120,6 @@ func (e *valueError) Error() string { return "--" + e.flag.Name + ": " + e.msg }
 const (
 	allowZero     = "kvharness-allow-zero"     // a zero duration means something (none, no limit)
 	allowNegative = "kvharness-allow-negative" // a negative number means something
-	inSeconds     = "kvharness-seconds"        // a number of seconds: a duration given is answered with its number (secondsHint)
 )
 
 // checkValues refuses, for every flag given, the values that parse as
@@ -175,6 +149,10 @@ func checkValue(f *pflag.Flag) error {
 		case x < 0 && !negOK:
 			return &valueError{f, "want a number of at least 0, as in " + example(f)}
 		}
+	case "int", "int64", "int32":
+		if x, _ := strconv.ParseInt(f.Value.String(), 10, 64); x < 0 && !negOK {
+			return &valueError{f, "want 0 or more, as in " + example(f)}
+		}
 	case "duration":
 		d, _ := time.ParseDuration(f.Value.String())
 		switch {
@@ -183,6 +161,37 @@ func checkValue(f *pflag.Flag) error {
 		}
 	}
 	return nil
+}
+
+// errNotDecimal is a whole number written other than in plain decimal:
+// pflag reads 010 as octal and 0x10 as hex, which no one typing a count
+// means.
+var errNotDecimal = errors.New("not a decimal number")
+
+// plainDecimal matches a whole number as people write one.
+var plainDecimal = regexp.MustCompile(`^[+-]?(0|[1-9][0-9]*)$`)
+
+// decimalValue is a whole-number flag's value that takes plain decimal
+// only (see errNotDecimal).
+type decimalValue struct{ pflag.Value }
+
+func (d decimalValue) Set(s string) error {
+	if !plainDecimal.MatchString(s) {
+		return errNotDecimal
+	}
+	return d.Value.Set(s)
+}
+
+// decimalOnly makes every whole-number flag of fs take plain decimal.
+func decimalOnly(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int", "int64", "int32", "uint", "uint64", "uint32":
+			if _, done := f.Value.(decimalValue); !done {
+				f.Value = decimalValue{f.Value}
+			}
+		}
+	})
 }
 
 // suggest is the candidate closest to s by edit distance, if it is close

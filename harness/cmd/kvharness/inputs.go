@@ -47,3 +47,34 @@ func writableFolder(dir string) error {
 		}
 	}
 }
+
+// samePath reports whether a and b name the same file or folder: the same
+// one found by Stat (through links, or spelt two ways), or, for paths that
+// do not exist yet, the same absolute path.
+func samePath(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
+}
+
+// overwrites names the input among inputs that writing the files outputs
+// of folder out would overwrite, or "": no command writes over what it
+// reads (merge --out X X destroyed shard X).
+func overwrites(out string, outputs []string, inputs ...string) string {
+	for _, in := range inputs {
+		if samePath(in, out) {
+			return in
+		}
+		for _, o := range outputs {
+			if samePath(in, filepath.Join(out, o)) {
+				return in
+			}
+		}
+	}
+	return ""
+}

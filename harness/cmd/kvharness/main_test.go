@@ -161,7 +161,12 @@ func TestMutantsTable(t *testing.T) {
 		"--plugin", goldenPlugins(plugin.UnderTestNames()))
 }
 
+// TestPlugins: kvharness plugins lists every bundled Go plugin and the
+// Python examples of the tree, each as it describes itself.
 func TestPlugins(t *testing.T) {
+	if _, err := plugin.Python("python3"); err != nil {
+		t.Skipf("the listing describes the Python examples, and no python runs them here: %v", err)
+	}
 	goldenRun(t, "plugins", exitPass, "plugins")
 }
 
@@ -250,4 +255,16 @@ func TestMutantsExact(t *testing.T) {
 	long(t)
 	goldenRun(t, "mutants-exact", exitPass, "mutants", "--cases", "100", "--no-times", "--backend", "cpu", "--value", "exact",
 		"--plugin", goldenPlugins(plugins.Serving(store.Name)))
+}
+
+// TestHelpHelp: kvharness help help is the command list, as kvharness help
+// is, not an unknown command.
+func TestHelpHelp(t *testing.T) {
+	var help, helpHelp, stderr bytes.Buffer
+	if code := run(context.Background(), &help, &stderr, []string{"help"}); code != exitPass {
+		t.Fatalf("help: exit %d", code)
+	}
+	if code := run(context.Background(), &helpHelp, &stderr, []string{"help", "help"}); code != exitPass || helpHelp.String() != help.String() {
+		t.Errorf("help help: exit %d, %q; want help's command list\n%s", code, helpHelp.String(), stderr.String())
+	}
 }

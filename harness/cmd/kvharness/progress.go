@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -19,17 +18,21 @@ import (
 	"github.com/kvharness/kvharness/harness/results"
 )
 
-// progress is what a long command shows on a terminal while it works: a
-// bar of cases checked with cases/s, elapsed time and ETA, and above it
-// one line per row as each finishes. Off a terminal (a pipe, a CI log) it
-// shows nothing: the report on stdout is the record. It draws on stderr,
-// so stdout stays the report alone either way.
+// progress is what a long command shows while it works, on stderr (stdout
+// stays the report alone).
 //
-// The bar is mpb's (github.com/vbauerster/mpb): it keeps lines printed
-// above a live bar in place, which a bar redrawn by hand gets wrong as
-// soon as a line is longer than the terminal.
+// On a terminal it is a bar of units done (cases, subjects, runs) with
+// their rate, elapsed time and ETA, and above it one line per row as each
+// finishes. The bar is mpb's (github.com/vbauerster/mpb): it keeps lines
+// printed above a live bar in place, which a bar redrawn by hand gets
+// wrong as soon as a line is longer than the terminal.
+//
+// Off a terminal (a pipe, a file: a CI log) it is a log: the same line
+// per finished row, written as the row finishes, and a heartbeat line
+// (units done, rate, elapsed) whenever heartbeatEvery has passed with
+// nothing written, so that a long row does not look like a hung job.
 type progress struct {
-	p *mpb.Progress
+	p *mpb.Progress // nil for a log
 	// refresh asks mpb to draw: every refreshEvery, and once more when
 	// the display ends, so that the lines of the last rows (mpb prints
 	// lines at its next draw) are not dropped with the bar.
@@ -40,20 +43,33 @@ type progress struct {
 	total   int64
 	what    string // "cases", "mutants"
 	label   string
+
+	log      io.Writer // off a terminal: where lines go
+	start    time.Time
+	count    int64         // units done, for the heartbeat
+	lastLine time.Time     // when the log was last written
+	beating  chan struct{} // closed when the heartbeat's goroutine ends
 }
 
-// progressOn is a progress display on e's stderr when it is a terminal,
-// else nil (every method of a nil *progress does nothing).
+// progressOn is a progress display on e's stderr: a bar on a terminal, a
+// log on a pipe or a file; nil (every method of a nil *progress does
+// nothing) when stderr is not a file at all (a test's buffer).
 func progressOn(e *env, label, what string) *progress {
-	f, ok := e.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := terminalFile(e.stderr)
+	if !ok {
 		return nil
+	}
+	if !term.IsTerminal(int(f.Fd())) {
+		return newLog(e.stderr, label, what) // through the checked, escaping stream
 	}
 	return newProgress(f, label, what)
 }
 
 // refreshEvery is how often the display is drawn.
 const refreshEvery = 200 * time.Millisecond
+
+// heartbeatEvery is how long a log stays silent before a heartbeat line.
+var heartbeatEvery = 30 * time.Second
 
 func newProgress(w io.Writer, label, what string) *progress {
 	g := &progress{refresh: make(chan any), stop: make(chan struct{}), what: what, label: label}
@@ -77,6 +93,51 @@ func newProgress(w io.Writer, label, what string) *progress {
 	return g
 }
 
+// newLog is a progress that writes lines to w as they come, and a
+// heartbeat when it has been silent for heartbeatEvery.
+func newLog(w io.Writer, label, what string) *progress {
+	now := time.Now()
+	g := &progress{stop: make(chan struct{}), what: what, label: label, log: w, start: now, lastLine: now, beating: make(chan struct{})}
+	go func() {
+		defer close(g.beating)
+		t := time.NewTicker(min(heartbeatEvery/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				g.heartbeat()
+			case <-g.stop:
+				return
+			}
+		}
+	}()
+	return g
+}
+
+// heartbeat writes the log's heartbeat line when it is due.
+func (g *progress) heartbeat() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	if now.Sub(g.lastLine) < heartbeatEvery || g.total == 0 {
+		return
+	}
+	elapsed := now.Sub(g.start)
+	fmt.Fprintf(g.log, "  … %s: %d/%d %s, %s, %v elapsed\n", g.label, g.count, g.total, g.what,
+		rate(g.count, elapsed, g.what), elapsed.Round(time.Second))
+	g.lastLine = now
+}
+
+// rate is count units over elapsed as a heartbeat says it: per second,
+// or per minute when that is under one.
+func rate(count int64, elapsed time.Duration, what string) string {
+	per := float64(count) / elapsed.Seconds()
+	if per >= 1 || count == 0 {
+		return fmt.Sprintf("%.1f %s/s", per, what)
+	}
+	return fmt.Sprintf("%.1f %s/min", per*60, what)
+}
+
 // grow adds n units to the bar's total, making the bar on first use.
 func (g *progress) grow(n int) {
 	if g == nil {
@@ -85,6 +146,9 @@ func (g *progress) grow(n int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.total += int64(n)
+	if g.log != nil {
+		return
+	}
 	if g.bar != nil {
 		g.bar.SetTotal(g.total, false)
 		return
@@ -103,15 +167,23 @@ func (g *progress) step(n int) {
 		return
 	}
 	g.mu.Lock()
+	g.count += int64(n)
 	if g.bar != nil {
 		g.bar.IncrBy(n)
 	}
 	g.mu.Unlock()
 }
 
-// line prints a finished row above the bar.
+// line prints a finished row above the bar, or into the log.
 func (g *progress) line(format string, args ...any) {
 	if g == nil {
+		return
+	}
+	if g.log != nil {
+		g.mu.Lock()
+		fmt.Fprintf(g.log, format+"\n", args...)
+		g.lastLine = time.Now()
+		g.mu.Unlock()
 		return
 	}
 	fmt.Fprintf(g.p, format+"\n", args...)
@@ -124,6 +196,10 @@ func (g *progress) done() {
 		return
 	}
 	close(g.stop)
+	if g.log != nil {
+		<-g.beating // no heartbeat after the report
+		return
+	}
 	// mpb takes one draw request at a time: once it has taken the second,
 	// it has drawn the first, which printed every line written before.
 	for range 2 {

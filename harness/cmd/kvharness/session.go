@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -11,12 +12,14 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/kernels"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/report"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -27,6 +30,9 @@ type session struct {
 	desc   *plugin.Description
 	spec   plugin.Spec // how plugin was started, for spawn
 	opts   plugin.Options
+	// identity is what started the plugin, hashed (identify); nil until
+	// a run that writes repro files asks.
+	identity *report.PluginIdentity
 }
 
 // openDir makes the private run directory for plugins and arenas.
@@ -75,7 +81,7 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 		return nil, err
 	}
 	s := &session{dir: dir}
-	spec, err := plugin.ResolveSpec(arg)
+	spec, err := resolve(arg)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -102,8 +108,32 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 	return s, nil
 }
 
-// onGPU is how the plugin's processes start for a run with these
-// --backend and --device values when it will attach its arenas on a GPU
+// resolve is plugin.ResolveSpec, with a suggestion when a plugin name
+// that is no path is not found: the bundled name it is a typo of, or the
+// manifest of the Python example it names.
+func resolve(arg string) (plugin.Spec, error) {
+	spec, err := plugin.ResolveSpec(arg)
+	if err == nil || !errors.Is(err, plugin.ErrNotFound) || strings.ContainsAny(arg, "/ \t") {
+		return spec, err
+	}
+	var names []string
+	manifests := map[string]string{}
+	for _, ex := range pythonExamples() {
+		names = append(names, ex.name)
+		manifests[ex.name] = ex.manifest
+	}
+	names = append(names, plugin.BundledNames()...)
+	s := suggest(arg, names)
+	switch {
+	case s == "":
+		return spec, err
+	case manifests[s] != "":
+		return spec, fmt.Errorf("%w; did you mean the Python example %s? Name it by its manifest: --plugin %s", err, s, shellQuote(manifests[s]))
+	}
+	return spec, fmt.Errorf("%w; did you mean %s?", err, s)
+}
+
+// onGPU is how the plugin's processes start for a run that wants w when it will attach its arenas on a GPU
 // (cuda, or auto on a machine with a driver); nil otherwise. A spare
 // process (plugin.KeepSpare, which a suite whose rows run one after
 // another asks for on a GPU) is told to open the GPU as it starts
@@ -112,12 +142,12 @@ func openTrusted(ctx context.Context, arg, variant string, headDim, pageSize int
 // measured on an H100, a row's process warmed as it starts opens its row
 // sooner but slows the harness's setup and the spare's context by about
 // as much (the incident's report after 0.75–0.88 s, against 0.77–0.81).
-func onGPU(backend string, device int) func(*plugin.Options) {
-	if backend == "cpu" || backend == "auto" && cuda.Available() != nil {
+func onGPU(w arena.Want) func(*plugin.Options) {
+	if !w.MayUseGPU() {
 		return nil
 	}
 	return func(o *plugin.Options) {
-		o.SpareEnv = append(o.SpareEnv, protocol.WarmGPUEnv+"="+strconv.Itoa(device))
+		o.SpareEnv = append(o.SpareEnv, protocol.WarmGPUEnv+"="+strconv.Itoa(w.Device))
 	}
 }
 
@@ -137,14 +167,40 @@ func (s *session) close() {
 // kind is the session as a kind's check sees it; pluginArg is how the
 // user named the plugin, what repro files of the run start again.
 func (s *session) kind(pluginArg string) *kind.Session {
-	return &kind.Session{Plugin: s.plugin, Dir: s.dir, Desc: s.desc, PluginArg: replayable(pluginArg), Spawn: s.spawn}
+	return &kind.Session{Plugin: s.plugin, Dir: s.dir, Desc: s.desc, PluginArg: replayable(pluginArg), Spawn: s.spawn,
+		Identity: s.identity}
+}
+
+// identify hashes what started the plugin named arg — its manifest, a
+// command plugin's script, else its binary — for the repro files of the
+// run: a replay then tells whether the plugin is still the one that
+// failed. A file that cannot be read leaves the sum out.
+func (s *session) identify(arg string) {
+	file, of := s.spec.Argv[0], "binary"
+	switch script := plugin.ScriptOf(s.spec.Argv); {
+	case strings.HasSuffix(arg, ".json"):
+		file, of = arg, "manifest"
+	case script != "":
+		file, of = script, "script"
+	}
+	// Escaped as the report prints them: repro files refuse what a
+	// terminal would obey.
+	id := &report.PluginIdentity{Name: textsafe.String(s.desc.Name), Version: textsafe.String(s.desc.Version), Of: of + " " + textsafe.String(file)}
+	if abs, err := filepath.Abs(file); err == nil {
+		id.Of = of + " " + textsafe.String(abs)
+	}
+	if sum, err := plugin.FileSHA256(file); err == nil {
+		id.SHA256 = hex.EncodeToString(sum)
+	}
+	s.identity = id
 }
 
 // replayable is how a repro file names the plugin: a bundled name as it
 // is, a path (a binary, a manifest) made absolute, so the file replays
 // from any folder. A command line stays as typed.
 func replayable(arg string) string {
-	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !strings.ContainsRune(arg, '/') {
+	isPath := strings.ContainsRune(arg, '/') || strings.HasSuffix(arg, ".json") // a manifest in the working folder too
+	if plugin.IsBundled(arg) || strings.IndexFunc(arg, unicode.IsSpace) >= 0 || !isPath {
 		return arg
 	}
 	if abs, err := filepath.Abs(arg); err == nil {
@@ -168,10 +224,11 @@ func (s *session) kernel(asked string) (*kind.Kind, error) {
 	if asked == "" {
 		return kernels.Lookup(s.desc.Kernels[0])
 	}
-	if !s.desc.Serves(protocol.Kernel(asked)) {
+	k, err := kernels.Lookup(protocol.Kernel(asked))
+	if (err != nil && !s.desc.Serves(protocol.Kernel(asked))) || (err == nil && !k.ServedBy(s.desc.Kernels)) {
 		return nil, fmt.Errorf("--kernel %s: plugin %s has no %s kernel; want one it serves: %s", asked, s.desc.Name, asked, joinKernels(s.desc.Kernels))
 	}
-	return kernels.Lookup(protocol.Kernel(asked))
+	return k, err
 }
 
 // joinKernels lists kinds for a message: "store, read".

@@ -112,7 +112,7 @@ func TestInterruptReportsFinishedRows(t *testing.T) {
 	if code != exitInterrupted {
 		t.Errorf("exit %d, want %d\n%s%s", code, exitInterrupted, out, stderr.String())
 	}
-	if !regexp.MustCompile(`bf16\s+none\s+3000\s+ok`).MatchString(out) || !strings.Contains(out, "stopped") || strings.Contains(out, "FAULT") {
+	if !regexp.MustCompile(`bf16\s+(D=\d+ P=\d+\s+)?none\s+3000\s+ok`).MatchString(out) || !strings.Contains(out, "stopped") || strings.Contains(out, "FAULT") {
 		t.Errorf("want the first row finished (ok), the next stopped, no FAULT:\n%s", out)
 	}
 	if !strings.Contains(stderr.String(), "interrupted: 1 rows finished") {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 )
 
@@ -20,8 +21,9 @@ var errInterrupted = errors.New("interrupted")
 // stopGrace is how long a run may take to stop after the first signal
 // before it is ended as after a second one. Stopping means cancelling the
 // plugin calls in flight (at once), closing targets (their detach has a
-// short deadline of its own) and writing what finished.
-const stopGrace = 10 * time.Second
+// short deadline of its own) and writing what finished; every command
+// exits within 2 s of the signal, whatever a plugin does meanwhile.
+const stopGrace = 1500 * time.Millisecond
 
 // interruptible is the context every command runs under: SIGINT, SIGTERM
 // and SIGHUP cancel it, with errInterrupted as its cause, and the command
@@ -32,6 +34,12 @@ func interruptible(stderr io.Writer, exit func(int)) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// A closed stdout (kvharness ... | head) must not kill the process
+	// before it cleans up: with SIGPIPE caught, the write fails with EPIPE,
+	// which stops the run (checkedWriter) and exits 2 after its plugins
+	// and their children are gone. The signal itself needs no answer.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
 		var sig os.Signal
@@ -50,11 +58,13 @@ func interruptible(stderr io.Writer, exit func(int)) (context.Context, func()) {
 		case <-done:
 			return
 		}
-		rundir.RemoveAll() // kill this run's plugins and free its arenas
+		rundir.RemoveAll()    // kill this run's plugins and free its arenas
+		plugin.KillChildren() // and whatever they started
 		exit(exitInterrupted)
 	}()
 	return ctx, func() {
 		signal.Stop(sigs)
+		signal.Stop(pipe)
 		close(done)
 		cancel(nil)
 	}

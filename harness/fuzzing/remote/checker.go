@@ -58,18 +58,13 @@ func checkerBinary() (string, error) {
 	}
 	root, ok := gobuild.SourceRoot()
 	if !ok {
-		return "", fmt.Errorf("the out-of-process fuzz lane runs in the kvharness source tree, which is not above %s; or set %s to a kvharness binary", mustGetwd(), CheckerEnv)
+		return "", fmt.Errorf("the out-of-process fuzz lane builds kvharness from the source tree this test was built from, and found none (a -trimpath build records none); set %s to the tree, or %s to a kvharness binary", gobuild.SourceEnv, CheckerEnv)
 	}
 	bin, err := gobuild.Build(root, "./harness/cmd/kvharness", "kvharness")
 	if err != nil {
 		return "", fmt.Errorf("the out-of-process fuzz lane's checker: %w (or set %s to a kvharness binary)", err, CheckerEnv)
 	}
 	return bin, nil
-}
-
-func mustGetwd() string {
-	wd, _ := os.Getwd()
-	return wd
 }
 
 // start launches the checker on a fresh doorbell and waits until it has

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,22 +30,48 @@ import (
 // Module is the module path that marks the kvharness source tree.
 const Module = "github.com/kvharness/kvharness"
 
-// SourceRoot finds the kvharness source tree above the working directory.
+// SourceEnv names the environment variable that points kvharness at a
+// source tree to build bundled plugins from, other than the one it was
+// built from (kvharness's --plugin-source sets it).
+const SourceEnv = "KVHARNESS_SOURCE"
+
+// SourceRoot is the kvharness source tree bundled plugins are built from:
+// the tree named by $KVHARNESS_SOURCE when it is set (an explicit choice),
+// else the tree this binary was compiled from, found by the path the
+// compiler recorded for this file, when that tree is still there. It never
+// looks at the working directory: a folder the user stands in (a bug
+// report's, say) may hold anyone's go.mod and plugins/, and building
+// from it would run their code. A binary built with -trimpath records no
+// tree; its bundled plugins come from the binary itself (serve-plugin).
 func SourceRoot() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
+	if dir := os.Getenv(SourceEnv); dir != "" {
+		abs, err := filepath.Abs(dir)
+		return abs, err == nil && isRoot(abs)
+	}
+	return BuiltFrom()
+}
+
+// BuiltFrom is the source tree this binary was compiled from, when the
+// compiler recorded it (no -trimpath) and it is still a kvharness tree.
+func BuiltFrom() (string, bool) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
 		return "", false
 	}
-	for {
-		if isRoot(dir) {
-			return dir, true
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", false
-		}
-		dir = up
+	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // harness/internal/gobuild/gobuild.go
+	return root, isRoot(root)
+}
+
+// CheckRoot reports why dir is not a kvharness source tree, for a user
+// who named it.
+func CheckRoot(dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s is not a folder", dir)
 	}
+	if !isRoot(dir) {
+		return fmt.Errorf("%s holds no go.mod of module %s", dir, Module)
+	}
+	return nil
 }
 
 func isRoot(dir string) bool {
@@ -58,6 +85,16 @@ func isRoot(dir string) bool {
 }
 
 var mu sync.Mutex
+
+// ErrCache is wrapped by Build's error when the user cache cannot hold the
+// binary (not writable, full): the sources may be fine, and a caller may
+// take the binary from elsewhere.
+var ErrCache = errors.New("the build cache cannot hold it")
+
+// Building, when set, is told of each build as it starts, and the func it
+// returns as it ends: the kvharness command says what it builds, since a
+// checkout's first build takes minutes and nothing else would show.
+var Building func(name string) (done func(error))
 
 // Build compiles the package pkg (as ./plugins/NAME, relative to root)
 // into the cache as name, unless the cache holds it for these sources
@@ -76,14 +113,16 @@ func Build(root, pkg, name string) (string, error) {
 	}
 	out := filepath.Join(cache, "kvharness", "plugins", key, name)
 	if executable(out) {
+		now := time.Now() // a tree in use is a recent one: prune keeps it
+		os.Chtimes(filepath.Dir(out), now, now)
 		return out, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", fmt.Errorf("build %s: %w", name, err)
+		return "", fmt.Errorf("build %s: %w: %w", name, ErrCache, err)
 	}
 	unlock, err := lock(out + ".lock")
 	if err != nil {
-		return "", fmt.Errorf("build %s: %w", name, err)
+		return "", fmt.Errorf("build %s: %w: %w", name, ErrCache, err)
 	}
 	defer unlock()
 	if executable(out) { // built while this one waited
@@ -96,15 +135,24 @@ func Build(root, pkg, name string) (string, error) {
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	done := func(error) {}
+	if Building != nil {
+		done = Building(name)
+	}
+	err = cmd.Run()
+	done(err)
+	if err != nil {
 		os.Remove(tmp)
+		if !writable(filepath.Dir(out)) { // the output could not be written: the cache, not the sources
+			return "", fmt.Errorf("build %s: %w: %v", name, ErrCache, err)
+		}
 		if out := bytes.TrimSpace(stderr.Bytes()); len(out) > 0 {
 			return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
 		}
 		return "", fmt.Errorf("build %s: %v", name, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return "", fmt.Errorf("install %s: %w", name, err)
+		return "", fmt.Errorf("install %s: %w: %w", name, ErrCache, err)
 	}
 	prune(filepath.Dir(filepath.Dir(out)), keptTrees)
 	return out, nil
@@ -124,18 +172,26 @@ func lock(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// writable reports whether this user may create files in dir.
+func writable(dir string) bool { return syscall.Access(dir, 0x2|0x1) == nil }
+
 func executable(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // keptTrees is how many source trees' builds the cache keeps: a few
-// checkouts, or a few recent edits of one.
-const keptTrees = 6
+// checkouts, or a few recent edits of one. A tree built or looked up in
+// the last keptFor is kept whatever their number: a test run in one
+// checkout must not lose the binary it just resolved to builds in others.
+const (
+	keptTrees = 6
+	keptFor   = time.Hour
+)
 
-// prune removes all but the keep most recently built trees' binaries. A
-// binary that is running keeps running (its file is only unlinked); one
-// that is looked up again is built again.
+// prune removes all but the keep most recently used trees' binaries, and
+// any used within keptFor. A binary that is running keeps running (its
+// file is only unlinked); one that is looked up again is built again.
 func prune(dir string, keep int) {
 	entries, _ := os.ReadDir(dir)
 	type tree struct {
@@ -150,7 +206,9 @@ func prune(dir string, keep int) {
 	}
 	sort.Slice(trees, func(i, j int) bool { return trees[i].mod.After(trees[j].mod) })
 	for _, t := range trees[min(keep, len(trees)):] {
-		os.RemoveAll(t.path)
+		if time.Since(t.mod) > keptFor {
+			os.RemoveAll(t.path)
+		}
 	}
 }
 

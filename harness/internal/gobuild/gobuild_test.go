@@ -59,20 +59,48 @@ func TestSourceKeyFollowsSources(t *testing.T) {
 	}
 }
 
-// TestPruneKeepsRecentTrees: the cache keeps the most recently built
-// trees' plugins and removes the rest.
+// TestPruneKeepsRecentTrees: the cache keeps the most recently used
+// trees' plugins, and any used within the hour, and removes the rest.
 func TestPruneKeepsRecentTrees(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
-	for i, name := range []string{"old", "mid", "new"} {
+	for name, age := range map[string]time.Duration{"old": 5 * time.Hour, "mid": 4 * time.Hour, "new": 3 * time.Hour,
+		"in-use-a": 20 * time.Minute, "in-use-b": 10 * time.Minute, "in-use-c": time.Minute} {
 		p := filepath.Join(dir, name)
 		os.Mkdir(p, 0o755)
-		os.Chtimes(p, now, now.Add(time.Duration(i)*time.Hour))
+		os.Chtimes(p, now, now.Add(-age))
 	}
-	prune(dir, 2)
-	for name, kept := range map[string]bool{"old": false, "mid": true, "new": true} {
+	prune(dir, 4)
+	// The four most recent stay (new among them, though hours old), and so
+	// does every tree used within the hour; the rest go.
+	for name, kept := range map[string]bool{"old": false, "mid": false, "new": true, "in-use-a": true, "in-use-b": true, "in-use-c": true} {
 		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != kept {
 			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
 		}
+	}
+}
+
+// TestSourceRootIgnoresWorkingDirectory: standing in a folder whose go.mod
+// claims kvharness's module, SourceRoot is still the tree this test was
+// built from; only SourceEnv names another.
+func TestSourceRootIgnoresWorkingDirectory(t *testing.T) {
+	own, ok := BuiltFrom()
+	if !ok {
+		t.Skip("built with -trimpath: no source tree recorded")
+	}
+	hostile := tree(t, map[string]string{"go.mod": "module " + Module + "\n", "plugins/bf16scatter/main.go": "package main\n"})
+	t.Chdir(hostile)
+	t.Setenv(SourceEnv, "")
+	os.Unsetenv(SourceEnv)
+	if root, ok := SourceRoot(); !ok || root != own {
+		t.Errorf("in %s: SourceRoot %q %v, want the tree built from, %s", hostile, root, ok, own)
+	}
+	t.Setenv(SourceEnv, hostile)
+	if root, ok := SourceRoot(); !ok || root != hostile {
+		t.Errorf("%s=%s: SourceRoot %q %v", SourceEnv, hostile, root, ok)
+	}
+	t.Setenv(SourceEnv, t.TempDir())
+	if _, ok := SourceRoot(); ok {
+		t.Errorf("%s naming a folder without kvharness's go.mod was taken", SourceEnv)
 	}
 }

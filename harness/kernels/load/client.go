@@ -3,9 +3,8 @@ package load
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/protocol"
-
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -20,7 +21,7 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Name: "FuzzLoad", Package: "./harness/kernels/load",
 	Plugin: "layerload",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1, Geometry: fuzzBase}, nil)
+		sys := NewSystem(p, dir, Config{Backend: arena.SHM{}, Variant: variant, Seed: 1, Geometry: fuzzBase}, nil)
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without loads: ErrUnsupported
 	},
 	Decode:   func(data []byte) *Case { return Decode(data, fuzzBase) },

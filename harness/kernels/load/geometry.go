@@ -110,3 +110,24 @@ func (g Geometry) String() string {
 	}
 	return fmt.Sprintf("%d layers × %s; %d pages of %d tokens per pool", g.Layers, strings.Join(names, ", "), g.Pages, g.PageSize)
 }
+
+// Reshaped is g at another head dim and page size: the buffers that take
+// the flags' head dim (all but the scales) take headDim, the pools keep
+// their page count.
+func (g Geometry) Reshaped(headDim, pageSize int) Geometry {
+	out := g
+	out.PageSize = pageSize
+	out.Buffers = append([]Buffer(nil), g.Buffers...)
+	for i := range out.Buffers {
+		if out.Buffers[i].Name != BufferScales && layout.FixedHeadDim(out.Buffers[i].Layout) == 0 {
+			out.Buffers[i].HeadDim = headDim
+		}
+	}
+	return out
+}
+
+// Outline is g without its page size: what a run whose rows draw their
+// shapes says of its geometry.
+func (g Geometry) Outline() string {
+	return fmt.Sprintf("%d layers of %d buffers, %d pages a pool", g.Layers, len(g.Buffers), g.Pages)
+}

@@ -37,7 +37,7 @@ func checkOne(t testing.TB, p *plugin.Plugin, variant string, backend arena.Back
 func TestHappensBeforeSeesWhatTimingHid(t *testing.T) {
 	off := missingGate()
 	off.NoLatch = true
-	r := checkOne(t, inProcess(), "indexk-gate-missing", nil, off)
+	r := checkOne(t, inProcess(), "indexk-gate-missing", arena.SHM{}, off)
 	if r.Has(ReadEarly) || !r.Has(Race) {
 		t.Fatalf("latch off: %v; want no stale read, and a happens-before violation", r.Violations)
 	}
@@ -49,11 +49,11 @@ func TestHappensBeforeSeesWhatTimingHid(t *testing.T) {
 	if r.Held != 0 {
 		t.Errorf("%d operations held with the latch off", r.Held)
 	}
-	if r := checkOne(t, inProcess(), "indexk-gate-missing", nil, missingGate()); !r.Has(ReadEarly) || !r.Has(Race) {
+	if r := checkOne(t, inProcess(), "indexk-gate-missing", arena.SHM{}, missingGate()); !r.Has(ReadEarly) || !r.Has(Race) {
 		t.Errorf("latch on: %v; want the stale read and the race", r.Violations)
 	}
 	for _, c := range []*Case{off, missingGate()} {
-		if r := checkOne(t, inProcess(), "", nil, c); r.Failed() {
+		if r := checkOne(t, inProcess(), "", arena.SHM{}, c); r.Failed() {
 			t.Errorf("the correct plugin on %v: %v", c, r.Violations)
 		}
 	}
@@ -65,7 +65,7 @@ func TestHappensBeforeSeesWhatTimingHid(t *testing.T) {
 func TestLatchOffRandomCases(t *testing.T) {
 	for _, variant := range []string{"", "indexk-gate-missing", "gate-previous-layer", "record-before-copies"} {
 		g := &Gen{Geometry: testGeometry(), Profile: ProfileLoad}
-		sys := NewSystem(inProcess(), plugintest.Dir(t), Config{Variant: variant, Seed: 1, Geometry: g.Geometry}, g)
+		sys := NewSystem(inProcess(), plugintest.Dir(t), Config{Backend: arena.SHM{}, Variant: variant, Seed: 1, Geometry: g.Geometry}, g)
 		hidden, flagged, n := 0, 0, 200
 		if testing.Short() {
 			n = 50

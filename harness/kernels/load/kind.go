@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Kind is the load kernel kind: layer loads and stream ordering.
@@ -19,6 +21,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: four DeepSeek-V4-like layers of kv,
@@ -32,6 +35,18 @@ const (
 type SuiteConfig struct {
 	Geometry Geometry // zero: DefaultGeometry(DefaultLayers, DefaultPages, the flags' page size)
 	Profiles []string // nil: Profiles
+	// Shapes, when set, is each profile's head dim and page size: its
+	// row runs over Geometry reshaped to it (a check draws them).
+	Shapes map[string]workload.Shape
+}
+
+// geometryOf is a profile's geometry: g, reshaped to the profile's shape
+// when sc gives one.
+func (sc SuiteConfig) geometryOf(g Geometry, profile string) Geometry {
+	if x, ok := sc.Shapes[profile]; ok {
+		return g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	return g
 }
 
 // Suite is the load properties over profiles, one row and one system
@@ -52,9 +67,17 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend, Geometry: g}
 	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
 		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
+			g := sc.geometryOf(g, profile)
+			cfg := cfg
+			cfg.Geometry = g
 			sys := NewSystem(pl, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
 			return kind.Warmed(ctx, sys, g)
 		})
+	for i, r := range suite.Rows {
+		if suite.Rows[i].Layout, err = sc.geometryOf(g, r.Label).Layout(0); err != nil {
+			return nil, err
+		}
+	}
 	return suite, nil
 }
 
@@ -72,18 +95,44 @@ func FlagGeometry(p kind.Params) Geometry {
 }
 
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
-	suite, err := Suite(s, p, SuiteConfig{})
+	g := FlagGeometry(p)
+	sc := SuiteConfig{Geometry: g}
+	var ls []*layout.Layout
+	for i, b := range g.Buffers {
+		if b.Name == BufferScales {
+			continue // a fixed 16 elements a token: not a head dim to draw
+		}
+		l, err := g.Layout(i)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	sh, err := p.Spaces(ctx, s, ls)
 	if err != nil {
 		return nil, err
 	}
-	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, FlagGeometry(p)))
+	if sc.Shapes, err = sh.Profiles(ctx, s, p, ls, nil, Profiles); err != nil {
+		return nil, err
+	}
+	suite, err := Suite(s, p, sc)
+	if err != nil {
+		return nil, err
+	}
+	h := p.GeometryHeader(s, g)
+	if sh.Drawn() {
+		h.About = g.Outline()
+		h.Coverage, h.Shapes = sh.Lines(), true
+		h.JSON = append(h.JSON, report.Field{Key: "shapes", Value: sh.Covered()})
+	}
+	return kind.RunSuite(ctx, suite, Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	label := r.Tag
 	if label == "" {
 		label = string(Name)

@@ -99,11 +99,11 @@ func TestControlsPass(t *testing.T) {
 			total = n
 		}
 	}
-	passesControls(t, "", inProcess, nil, total/len(Profiles))
+	passesControls(t, "", inProcess, arena.SHM{}, total/len(Profiles))
 }
 
 // passesControls runs every control variant, perRow cases a row, each on
-// a plugin start starts, on backend (nil: host shared memory): every row
+// a plugin start starts, on backend: every row
 // must pass. where starts the messages ("GPU " or "").
 func passesControls(t *testing.T, where string, start func() *plugin.Plugin, backend arena.Backend, perRow int) {
 	t.Helper()
@@ -206,7 +206,7 @@ func TestMutantsKilledEverySeed(t *testing.T) {
 	case long():
 		seeds = 10
 	}
-	killTable(t, inProcess, nil, seeds)
+	killTable(t, inProcess, arena.SHM{}, seeds)
 }
 
 // killTable hunts every mutant under seeds seeds and logs the kills.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
@@ -20,14 +21,14 @@ import (
 // header is a report header of a test run.
 func header(variant string) report.Header {
 	g := testGeometry()
-	return report.Header{Plugin: "layerload", Version: "1.0.0", Variant: variant, PluginArg: "layerload", Cases: 10, Seed: 1,
+	return report.Header{Ran: report.Ran{Backend: report.BackendCPU}, Plugin: "layerload", Version: "1.0.0", Variant: variant, PluginArg: "layerload", Cases: 10, Seed: 1,
 		Backend: "cpu", JSON: report.Object{{Key: "geometry", Value: g}}, About: g.String()}
 }
 
 // runReport is the report of a mutant's suite, 10 cases a row, seed 1.
 func runReport(t *testing.T, variant string) (*report.Run, []property.Verdict[*Case, *Result]) {
 	t.Helper()
-	vs := run(t, inProcess(), variant, nil, 10, 1, true)
+	vs := run(t, inProcess(), variant, arena.SHM{}, 10, 1, true)
 	r, err := report.Build(Schema, header(variant), vs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestLoadReproRoundTrips(t *testing.T) {
 		t.Fatalf("loaded %+v (layout %s); case diff:\n%s", back, l.Name, diff)
 	}
 	kindtest.Replays(t, map[string]bool{"gate-previous-layer": true, "": false}, ReadEarly, func(variant string) (*Result, error) {
-		return checkOne(t, inProcess(), variant, nil, back.Case.(*Case)), nil
+		return checkOne(t, inProcess(), variant, arena.SHM{}, back.Case.(*Case)), nil
 	})
 }
 
@@ -105,7 +106,7 @@ func TestLoadJSON(t *testing.T) {
 // naming the field, not as kernel failures.
 func TestOtherRefusals(t *testing.T) {
 	p := inProcess()
-	sys := NewSystem(p, plugintest.Dir(t), Config{Seed: 1, Geometry: testGeometry()}, nil)
+	sys := NewSystem(p, plugintest.Dir(t), Config{Backend: arena.SHM{}, Seed: 1, Geometry: testGeometry()}, nil)
 	tg, err := sys.Target(context.Background(), testGeometry())
 	if err != nil {
 		t.Fatal(err)

@@ -64,3 +64,6 @@ func (s *System) Close(ctx context.Context) {
 		s.target = nil
 	}
 }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Plugin.KeepSpare(ctx) }

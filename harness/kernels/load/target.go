@@ -17,7 +17,7 @@ type Config struct {
 	Variant  string
 	Geometry Geometry
 	Seed     int64         // background seed
-	Backend  arena.Backend // where the device pools live; nil: host shared memory
+	Backend  arena.Backend // where the device pools live: the run's (arena.Want.Choose)
 }
 
 // Regions of a load arena.
@@ -54,7 +54,9 @@ const (
 // Open describes the plugin, plans and fills the arena and attaches the
 // plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	cfg.Backend = arena.OrSHM(cfg.Backend)
+	if cfg.Backend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("load geometry: %w", err)
 	}

@@ -2,22 +2,27 @@ package pdasync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
-	"github.com/kvharness/kvharness/harness/cuda"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/results"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // BenchCase is a throughput case: rooms of pages consecutive on both
 // sides (the prefill's first pages to the decode's), each one component
 // of every buffer split into handles, and no steps: the bench opens every
 // gate at once.
-func BenchCase(g pd.Geometry, rooms, handles int) *Case {
+func BenchCase(g pd.Geometry, rooms, handles int) *Case { return pagesCase(g, g.Pages, rooms, handles) }
+
+// pagesCase is BenchCase over the first pages pages of g.
+func pagesCase(g pd.Geometry, pages, rooms, handles int) *Case {
 	c := &Case{Geometry: g}
-	per := g.Pages / rooms
+	per := pages / rooms
 	var bufs []int
 	for b := range g.Buffers {
 		bufs = append(bufs, b)
@@ -138,53 +143,138 @@ func (c *Case) bytes(bufs []pd.BufferPools) int {
 // leaves the decode arena for the next reset to restore.
 func (t *Target) referenceCopy(n int) (time.Duration, error) {
 	n = min(n, t.pPlan.Staging.Off, t.dPlan.Staging.Off)
-	src, dst := t.pa.Mem(), t.da.Mem()
-	type bytesOf interface{ Bytes() []byte }
-	if s, ok := src.(bytesOf); ok {
-		d, ok := dst.(bytesOf)
-		if !ok {
-			return 0, errors.New("reference copy: the decode arena is not host memory like the prefill's")
-		}
-		start := time.Now()
-		copy(d.Bytes()[:n], s.Bytes()[:n])
-		return time.Since(start), nil
-	}
-	return t.deviceCopy(n)
+	return arena.TimeCopy(t.DecodeBackend, t.da.Mem(), 0, t.PrefillBackend, t.pa.Mem(), 0, n)
 }
 
-// deviceCopy times one device-to-device copy of n bytes between the two
-// arenas with CUDA events, on the prefill GPU's stream, with peer access
-// enabled when the decode arena lives on another GPU.
-func (t *Target) deviceCopy(n int) (time.Duration, error) {
-	pc, ok1 := t.PrefillBackend.(arena.CUDA)
-	dc, ok2 := t.DecodeBackend.(arena.CUDA)
-	sp, ok3 := t.pa.Mem().(interface{ Ptr() cuda.Ptr })
-	dp, ok4 := t.da.Mem().(interface{ Ptr() cuda.Ptr })
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return 0, errors.New("reference copy: both arenas must be CUDA arenas")
-	}
-	dev := pc.Dev
-	if err := dev.EnablePeer(dc.Dev); err != nil {
-		return 0, fmt.Errorf("reference copy: peer access from GPU %d to GPU %d: %w", dev.Ordinal(), dc.Dev.Ordinal(), err)
-	}
-	s, err := dev.NewStream()
+// Bench is how kvharness bench measures pdasync engines: the unit's pages
+// of every buffer moved in rooms from the prefill process's arena into
+// the decode process's, from the moment every gate opens to the last
+// handle's notification, beside one copy of the same bytes between the
+// two arenas in the harness's process (the roofline; a peer copy when they
+// live on two GPUs). The harness times both (Target.Bench), and judges
+// each unit's first transfer: one that is fast and wrong is an error, not
+// a figure. A unit's tokens are the tokens of every pool moved: whole
+// pages.
+var Bench = kind.Bench{
+	Modes:    kind.EagerHotPerLaunch.Modes,
+	Caches:   kind.EagerHotPerLaunch.Caches,
+	Timings:  kind.EagerHotPerLaunch.Timings,
+	Copy:     true,
+	Tokens:   func(_ bool, pageSize int) []int { return kind.PageTokens(pageSize, pd.MaxTransferPages) },
+	Validate: func(s kind.BenchSetup) error { return kind.WholePages(s, "a pdasync transfer", pd.MaxTransferPages) },
+	Groups: func(_ *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+		g, err := benchNight(s)
+		if err != nil {
+			return nil, err
+		}
+		l, err := g.Layout(0)
+		if err != nil {
+			return nil, err
+		}
+		return []kind.BenchGroup{{Name: "kv+state+indexk", HeadDim: s.HeadDim, PageSize: s.PageSize, Layout: l, About: g.String()}}, nil
+	},
+	Open: openBench,
+	Bytes: func(_ kind.BenchGroup, id results.Identity) int64 {
+		g, err := sizedBench(id.Tokens, id.PageSize, id.HeadDim)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for i := range g.Buffers {
+			if l, err := g.Layout(i); err == nil {
+				n += l.PageBytes()
+			}
+		}
+		return int64(n * id.Tokens / id.PageSize)
+	},
+}
+
+// sizedBench is the default layers and buffers with room for tokens
+// tokens a pool in pages of pageSize, at least 8 pages.
+func sizedBench(tokens, pageSize, headDim int) (pd.Geometry, error) {
+	return pd.SizedGeometry(Name, DefaultLayers, max(tokens/pageSize, 8), pageSize, headDim)
+}
+
+// benchNight is the geometry of a night: room for its largest unit.
+func benchNight(s kind.BenchSetup) (pd.Geometry, error) {
+	return sizedBench(s.MaxTokens(), s.PageSize, s.HeadDim)
+}
+
+// benchTarget times a night's transfers on a pair of processes: the
+// plugin as prefill, a process spawned from it as decode, one target.
+type benchTarget struct {
+	sys     *System
+	t       *Target
+	judged  map[int]bool // units whose first transfer was judged
+	release func()
+}
+
+func openBench(ctx context.Context, pl *plugin.Plugin, dir *rundir.Dir, _ kind.BenchGroup, s kind.BenchSetup) (kind.BenchTarget, error) {
+	g, err := benchNight(s)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer s.Destroy()
-	e0, err := dev.NewEvent()
+	decode, release, err := NextGPU(s.Backend)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer e0.Destroy()
-	e1, err := dev.NewEvent()
+	sys, err := Spawned(ctx, pl, dir, Config{Variant: s.Variant, Seed: s.Seed, PrefillBackend: s.Backend, DecodeBackend: decode}, nil)
 	if err != nil {
-		return 0, err
+		release()
+		return nil, err
 	}
-	defer e1.Destroy()
-	err = errors.Join(e0.Record(s), s.DtoDAsync(dp.Ptr(), sp.Ptr(), n), e1.Record(s))
+	t, err := sys.Target(ctx, g)
 	if err != nil {
-		return 0, err
+		sys.Close(ctx)
+		release()
+		return nil, err
 	}
-	return cuda.Elapsed(e0, e1)
+	return &benchTarget{sys: sys, t: t, judged: map[int]bool{}, release: release}, nil
+}
+
+// Time implements kind.BenchTarget: per sample, one transfer of the
+// unit's pages (the engine's time) or its reference copy.
+func (b *benchTarget) Time(ctx context.Context, id results.Identity, c kind.Chunk) (kind.Timed, error) {
+	if c.Batched {
+		return kind.Timed{}, fmt.Errorf("pdasync benches time each transfer: no batched timing")
+	}
+	pages := max(id.Tokens/b.t.Geometry.PageSize, 1)
+	rooms := 16
+	for pages%rooms != 0 {
+		rooms /= 2 // every page in a room: the bytes moved are the unit's
+	}
+	bc := pagesCase(b.t.Geometry, pages, rooms, min(4, pages/rooms))
+	out := kind.Timed{Device: "cpu"}
+	if p := b.t.PrefillBackend.Place(); p.OnDevice() {
+		out.Device = p.Device
+	}
+	for i := range c.Warmup + c.Iterations {
+		d, err := b.one(ctx, id, bc, pages)
+		if err != nil {
+			return kind.Timed{}, err
+		}
+		if i >= c.Warmup {
+			out.Ns = append(out.Ns, float64(d.Nanoseconds()))
+		}
+	}
+	return out, nil
+}
+
+// one is one sample: the engine's transfer of bc (the unit's first one
+// judged), or the copy of as many bytes.
+func (b *benchTarget) one(ctx context.Context, id results.Identity, bc *Case, pages int) (time.Duration, error) {
+	if id.Kernel == results.KernelCopy {
+		d, err := b.t.referenceCopy(bc.bytes(b.t.Buffers))
+		b.t.clean = false // the next reset restores what the copy left
+		return d, err
+	}
+	r, err := b.t.Bench(ctx, bc, !b.judged[pages])
+	b.judged[pages] = err == nil
+	return r.Engine, err
+}
+
+// Close implements kind.BenchTarget.
+func (b *benchTarget) Close(ctx context.Context) {
+	b.sys.Close(ctx)
+	b.release()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/pd"
 )
@@ -22,7 +23,7 @@ var benchGeometry = pd.DefaultGeometry(1, 512)
 //	go test -run '^$' -bench BenchmarkTransfer -benchtime 20x ./harness/kernels/pdasync
 func BenchmarkTransfer(b *testing.B) {
 	p, dir := plugintest.Start(b, "pdasync")
-	sys, err := Spawned(context.Background(), p, dir, Config{Seed: 1}, nil)
+	sys, err := Spawned(context.Background(), p, dir, Config{PrefillBackend: arena.SHM{}, Seed: 1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -118,6 +118,8 @@ var fuzzSeeds = []fuzzSeed{
 		"virtual page 0 lives in physical page 7 after compaction"},
 	{"poll-held", kernel.PollAsCompletion, seedSpec{rooms: []seedRoom{oneRoom}, steps: [][]byte{sPoll()}},
 		"a poll while every gate is held: nothing can be done"},
+	{"failed-handle", kernel.FailureUnreported, seedSpec{rooms: []seedRoom{oneRoom}, steps: [][]byte{sFail(0), sDeliver(0, 0, 0)}},
+		"a room's only handle failed and delivered: the engine must report the failure, not wait on it"},
 	{"successor", "", seedSpec{rooms: []seedRoom{{src: []byte{0, 0}, virt: []byte{3, 3}, comps: 3, handles: [][]int{{2}, {1, 1}, {2}}}},
 		successor: &seedRoom{src: []byte{6}, comps: 1, handles: [][]int{{1}}},
 		steps:     [][]byte{sRelease(1), sRelease(0), sDeliver(0, 1, 2), sDeliver(0, 1, 1), sRelease(2), sRelease(3), sDeliver(0, 0, 0), sDeliver(0, 2, 0)}},

@@ -3,6 +3,7 @@ package pdasync
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -27,7 +28,7 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 		if err != nil {
 			return nil, err
 		}
-		sys := NewSystem(p, decode, dir, Config{Variant: variant, Seed: 1}, nil)
+		sys := NewSystem(p, decode, dir, Config{PrefillBackend: arena.SHM{}, Variant: variant, Seed: 1}, nil)
 		sys.OwnsDecode = true
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without pdasync: ErrUnsupported
 	},

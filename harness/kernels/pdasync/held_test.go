@@ -53,7 +53,7 @@ func checkReverseOpened(t *testing.T, prefill, decode arena.Backend) {
 // TestManyHeldHandlesOpenedInReverse: on the host backend.
 func TestManyHeldHandlesOpenedInReverse(t *testing.T) {
 	testtier.SkipShort(t, "80 handles held and opened one at a time")
-	checkReverseOpened(t, nil, nil)
+	checkReverseOpened(t, arena.SHM{}, nil)
 }
 
 // TestGPUManyHeldHandlesOpenedInReverse: on CUDA arenas, where each held

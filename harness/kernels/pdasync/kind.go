@@ -15,6 +15,7 @@ import (
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Name is the kernel kind on the wire.
@@ -27,6 +28,7 @@ var Kind = kind.Kind{
 	Replay: replay,
 	Decode: kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:   fuzzing.Lane(FuzzTarget),
+	Bench:  &Bench,
 }
 
 // The default geometry of a suite: one DeepSeek-V4-like layer (bf16 KV, a
@@ -47,6 +49,18 @@ type SuiteConfig struct {
 	// Spawn starts a row's decode process beside its prefill process; nil:
 	// another process of the prefill's plugin (plugin.Plugin.Spawn).
 	Spawn func(ctx context.Context, prefill *plugin.Plugin) (*plugin.Plugin, error)
+	// Shapes, when set, is each profile's head dim and page size: its
+	// row runs over Geometry reshaped to it (a check draws them).
+	Shapes map[string]workload.Shape
+}
+
+// geometryOf is a profile's geometry: g, reshaped to the profile's shape
+// when sc gives one.
+func (sc SuiteConfig) geometryOf(g pd.Geometry, profile string) pd.Geometry {
+	if x, ok := sc.Shapes[profile]; ok {
+		return g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	return g
 }
 
 // Suite is the pdasync properties over profiles, one row and one pair of
@@ -69,10 +83,16 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 			if err != nil {
 				return nil, fmt.Errorf("start the decode process: %w", err)
 			}
+			g := sc.geometryOf(g, profile)
 			sys := NewSystem(pl, decode, s.Dir, cfg, &Gen{Geometry: g, Profile: profile})
 			sys.OwnsDecode = true
 			return kind.Warmed(ctx, sys, g)
 		})
+	for i, r := range suite.Rows {
+		if suite.Rows[i].Layout, err = sc.geometryOf(g, r.Label).Layout(0); err != nil {
+			return nil, err
+		}
+	}
 	return suite, nil
 }
 
@@ -130,30 +150,45 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		return nil, err
 	}
 	prefill := p.Backend
-	if prefill == nil {
-		prefill = arena.SHM{}
-	}
 	decode, release, err := NextGPU(prefill)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	suite, err := Suite(s, p, SuiteConfig{Geometry: g, Decode: decode})
+	sc := SuiteConfig{Geometry: g, Decode: decode}
+	ls, err := g.Layouts()
 	if err != nil {
 		return nil, err
 	}
-	h := p.GeometryHeader(s, g)
+	sh, err := p.Spaces(ctx, s, ls)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Shapes, err = sh.Profiles(ctx, s, p, ls, nil, Profiles); err != nil {
+		return nil, err
+	}
+	suite, err := Suite(s, p, sc)
+	if err != nil {
+		return nil, err
+	}
+	h := pd.Header(p, s, g, sh)
 	h.JSON = append(h.JSON, report.Field{Key: "arenas", Value: Where(prefill, decode)})
 	h.About += ", " + Where(prefill, decode)
 	return kind.RunSuite(ctx, suite, Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys, err := Spawned(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	decode, release, err := NextGPU(b) // as the check placed them
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sys, err := Spawned(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed,
+		PrefillBackend: b, DecodeBackend: decode}, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close(ctx)
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(Name))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }

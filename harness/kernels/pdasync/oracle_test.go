@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	sdkpdasync "github.com/kvharness/kvharness/harness/sdk/pdasync"
-
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/sdk"
+	sdkpdasync "github.com/kvharness/kvharness/harness/sdk/pdasync"
 	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
 )
 
@@ -136,7 +136,7 @@ func plantedSystem(t *testing.T, fault string, g pd.Geometry) *System {
 	p := kernel.Plugin
 	p.Kernel = planted{fault: fault, inner: kernel.Plugin.Kernel.(sdkpdasync.Kernel)}
 	sys := NewSystem(plugin.InProcess("planted", sdk.Services(p)), plugin.InProcess("planted", sdk.Services(p)),
-		plugintest.Dir(t), Config{Seed: 1, Wait: 200 * time.Millisecond}, nil)
+		plugintest.Dir(t), Config{PrefillBackend: arena.SHM{}, Seed: 1, Wait: 200 * time.Millisecond}, nil)
 	t.Cleanup(func() { sys.Close(context.Background()) })
 	return sys
 }

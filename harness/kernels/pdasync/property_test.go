@@ -10,6 +10,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -52,7 +53,7 @@ func runSuite(t *testing.T, p *plugin.Plugin, variant string, cases int, seed in
 	if p.Path == "(in process)" {
 		sc.Spawn = inProcessSpawn
 	}
-	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop}, sc)
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Setup: kind.Setup{Backend: arena.SHM{}}}, sc)
 }
 
 // suiteRun runs the suite of params and sc on p.

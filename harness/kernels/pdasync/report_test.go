@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
@@ -32,7 +33,7 @@ func killed(t *testing.T, variant string) property.Verdict[*Case, *Result] {
 }
 
 func header(variant string) report.Header {
-	return report.Header{Plugin: "pdasync", Version: "1.0.0", Variant: variant, PluginArg: "pdasync", Cases: 50, Seed: 1,
+	return report.Header{Ran: report.Ran{Backend: report.BackendCPU}, Plugin: "pdasync", Version: "1.0.0", Variant: variant, PluginArg: "pdasync", Cases: 50, Seed: 1,
 		Backend: "cpu", About: "20×64-token pages, 3 buffers in 1 layers, both arenas on host shared memory"}
 }
 
@@ -52,7 +53,7 @@ func TestReproRoundTrips(t *testing.T) {
 	dir := plugintest.Dir(t)
 	kindtest.Replays(t, map[string]bool{kernel.AbortFreesInFlight: true, "": false}, Reuse, func(variant string) (*Result, error) {
 		sys := NewSystem(plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)),
-			dir, Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
+			dir, Config{PrefillBackend: arena.SHM{}, Variant: variant, Seed: back.BackgroundSeed}, nil)
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), back.Case.(*Case))
 	})

@@ -25,7 +25,14 @@ type run struct {
 	touched map[pageKey]bool // pages that changed: by a copy, or by a reassignment
 	stop    bool             // a hung engine, or one that lied about completion, ended the run
 	polled  bool             // the prefill was polled since the last gate was set or room posted
+	settled bool             // the last poll's transport was quiet: no copy was in flight (AsyncPollResponse.settled)
 }
+
+// settledPolls is how many polls in a row, each after every opened
+// handle had ended, may find a note still missing before the engine is
+// called hung: an engine notices a handle's end when it polls, and a
+// correct one says so at the first of them.
+const settledPolls = 3
 
 // Check plays a case on the target and judges every answer.
 func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
@@ -144,10 +151,14 @@ func (r *run) open(his []int, v uint32) error {
 }
 
 // await polls the prefill until every handle of his has its note and every
-// component they leave with no handle pending has its own, or the wait
-// runs out: then the engine is hung, and the run stops.
+// component they leave with no handle pending has its own. The engine is
+// hung, and the run stops, when settledPolls polls in a row found a note
+// missing though no copy was in flight (the SDK's transport says so: a
+// plugin that answers is alive, and waiting longer shows nothing), or,
+// from an SDK that cannot tell, when the wait runs out.
 func (r *run) await(his []int) error {
 	deadline := time.Now().Add(r.t.Wait)
+	quiet := 0
 	for {
 		missing := r.missing(his)
 		if len(missing) == 0 || r.stop {
@@ -156,14 +167,31 @@ func (r *run) await(his []int) error {
 		if err := r.poll(min(time.Until(deadline), 100*time.Millisecond)); err != nil {
 			return err
 		}
-		if len(r.missing(his)) > 0 && time.Now().After(deadline) {
-			v := r.violation(Liveness)
-			v.Detail = fmt.Sprintf("the prefill never told %s within %v of the harness opening or failing the gate", missing[0], r.t.Wait)
-			r.res.Add(v)
-			r.stop = true
+		if len(r.missing(his)) == 0 {
+			continue
+		}
+		if r.settled {
+			quiet++
+		}
+		switch {
+		case quiet >= settledPolls:
+			r.hung(fmt.Sprintf("the prefill never told %s: every copy of the handles opened had ended, and %d polls after that raised no note for it",
+				missing[0], settledPolls))
+			return nil
+		case time.Now().After(deadline):
+			r.hung(fmt.Sprintf("the prefill never told %s within %v of the harness opening or failing the gate", missing[0], r.t.Wait))
 			return nil
 		}
 	}
+}
+
+// hung records the engine as hung (a liveness violation) and stops the
+// run.
+func (r *run) hung(detail string) {
+	v := r.violation(Liveness)
+	v.Detail = detail
+	r.res.Add(v)
+	r.stop = true
 }
 
 // missing lists the notes await still waits for.

@@ -28,7 +28,11 @@ type System struct {
 	OwnsDecode bool
 
 	targets target.Cache[*Target] // by geometry key
-	owner   *Target               // the target the two processes are attached to
+	// shrunkTo are the geometries the shrink opened targets for
+	// (pd.Incremental), once shrinking began.
+	shrunkTo  map[string]bool
+	shrinking bool
+	owner     *Target // the target the two processes are attached to
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -39,8 +43,17 @@ const maxTargets = 4
 // NewSystem draws cases of gen (nil for a replay: it checks, not draws)
 // on a prefill and a decode process.
 func NewSystem(prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg,
-		Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}, targets: target.Cache[*Target]{Max: maxTargets}}
+	s := &System{Prefill: prefill, Decode: decode, Dir: dir, Config: cfg,
+		Cases: kind.Cases[*Case, *Gen]{Gen: gen}, targets: target.Cache[*Target]{Max: maxTargets}, shrunkTo: map[string]bool{}}
+	s.Shrinker = s.shrink
+	return s
+}
+
+// shrink is Shrink, incrementally: steps over the case's geometry first,
+// and over at most pd.MaxShrinkGeometries others in the whole shrink.
+func (s *System) shrink(c *Case) []*Case {
+	s.shrinking = true
+	return pd.Incremental(Shrink(c), c.Geometry, func(x *Case) pd.Geometry { return x.Geometry }, s.shrunkTo)
 }
 
 // Spawned is NewSystem with a decode process spawned from prefill's, closed
@@ -74,6 +87,9 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
 		cfg := s.Config
 		cfg.Geometry = g
+		if s.shrinking {
+			s.shrunkTo[g.Key()] = true
+		}
 		return open(ctx, s.Prefill, s.Decode, s.Dir, cfg, &s.owner)
 	})
 }
@@ -85,4 +101,10 @@ func (s *System) Close(ctx context.Context) {
 	if s.OwnsDecode {
 		s.Decode.Close()
 	}
+}
+
+// KeepSpare implements property.Sparer: a spare for each of the pair.
+func (s *System) KeepSpare(ctx context.Context) {
+	s.Prefill.KeepSpare(ctx)
+	s.Decode.KeepSpare(ctx)
 }

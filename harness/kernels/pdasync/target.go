@@ -28,8 +28,9 @@ type Config struct {
 	Variant  string
 	Geometry pd.Geometry
 	Seed     int64 // background seed
-	// PrefillBackend and DecodeBackend are where the two arenas live: nil means host
-	// shared memory; a nil DecodeBackend takes the prefill's. On a GPU machine
+	// PrefillBackend and DecodeBackend are where the two arenas live: the
+	// run's backend (arena.Want.Choose) for the prefill; a nil DecodeBackend
+	// takes the prefill's. On a GPU machine
 	// each is one GPU's memory; two GPUs make every copy a peer copy.
 	PrefillBackend, DecodeBackend arena.Backend
 	Wait                          time.Duration // see DefaultWait
@@ -71,7 +72,9 @@ func Open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, 
 
 // open is Open for a target that shares its processes with others (owner).
 func open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, cfg Config, owner **Target) (*Target, error) {
-	cfg.PrefillBackend = arena.OrSHM(cfg.PrefillBackend)
+	if cfg.PrefillBackend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	if cfg.DecodeBackend == nil {
 		cfg.DecodeBackend = cfg.PrefillBackend
 	}
@@ -174,13 +177,14 @@ func (t *Target) attach(ctx context.Context) error {
 		r.Mem = 1
 		g.Regions = append(g.Regions, r)
 	}
-	_, err := asyncAttach(ctx, t.Prefill, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL,
-		Attach: target.Request(both, g, t.Variant)})
+	preq, dreq := target.Request(both, g, t.Variant), target.Request(t.da, t.dPlan, t.Variant)
+	t.Prefill.Grant(preq) // each process receives the descriptors of its own attach alone
+	t.Decode.Grant(dreq)
+	_, err := asyncAttach(ctx, t.Prefill, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_PREFILL, Attach: preq})
 	if err != nil {
 		return fmt.Errorf("attach the prefill process: %w", err)
 	}
-	_, err = asyncAttach(ctx, t.Decode, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE,
-		Attach: target.Request(t.da, t.dPlan, t.Variant)})
+	_, err = asyncAttach(ctx, t.Decode, &kvpb.AsyncAttachRequest{Role: kvpb.AsyncRole_ASYNC_ROLE_DECODE, Attach: dreq})
 	if err != nil {
 		return fmt.Errorf("attach the decode process: %w", err)
 	}

@@ -171,6 +171,7 @@ func (r *run) poll(wait time.Duration) error {
 		return err
 	}
 	r.polled = true
+	r.settled = resp.Settled != nil && *resp.Settled
 	for _, n := range resp.Notifications {
 		r.judgeNote(n)
 		r.queue = append(r.queue, n)

@@ -153,8 +153,8 @@ func (r *Case) checkKeys(slots int) (map[int64]Vec, error) {
 }
 
 func checkReadList(i int, q Request, keys map[int64]Vec, used map[int64]bool) error {
-	if q.Query.Kind >= VecHuge {
-		return fmt.Errorf("request %d: query kind %s (queries are zero, normal, tiny or outlier)", i, q.Query.Kind)
+	if q.Query.Kind == VecHuge || q.Query.Kind >= numVecKinds {
+		return fmt.Errorf("request %d: query kind %s (queries are zero, normal, tiny, outlier, subnormal, signed-zero or boundary)", i, q.Query.Kind)
 	}
 	seen := make(map[int64]bool, len(q.Tokens))
 	for _, t := range q.Tokens {

@@ -3,9 +3,8 @@ package read
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/protocol"
-
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 

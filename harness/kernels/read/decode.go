@@ -2,6 +2,7 @@ package read
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -20,12 +21,14 @@ type Limits struct {
 //
 //	k          1   1 + value mod MaxK
 //	requests   1   1 + value mod MaxRequests
-//	per request:   query kind 1 (mod 4: zero, normal, tiny, outlier),
-//	               query seed 1, list length 1 (mod MaxList+1, cut to the
-//	               tokens left), then a slot choice per token
-//	per key, in order of first appearance: kind 1 (mod 6: the five kinds,
-//	               or 5: the previous key's vector again, an exact tie),
-//	               seed 1
+//	per request:   query kind 1 (mod 7: zero, normal, tiny, outlier,
+//	               subnormal, signed zero, boundary), query seed 1, list
+//	               length 1 (mod MaxList+1, cut to the tokens left), then
+//	               a slot choice per token
+//	per key, in order of first appearance: kind 1 (mod 9: zero, normal,
+//	               tiny, outlier, huge, 5: the previous key's vector
+//	               again, an exact tie, then subnormal, signed zero,
+//	               boundary), seed 1
 //
 // A slot choice is one byte selecting a rule — slot 0, the last slot, a
 // page edge (2 more bytes: page), the neighbour of the list's previous
@@ -35,7 +38,15 @@ type Limits struct {
 const (
 	readChoiceShared = workload.NumChoices // after the store's five rules
 	numReadChoices   = workload.NumChoices + 1
-	keyKindRepeat    = byte(numVecKinds)
+	keyKindRepeat    = 5
+)
+
+// queryKinds and keyKinds are the kinds a kind byte picks among, by index
+// (keyKinds[keyKindRepeat] stands for the repeat): the kinds that were
+// first keep the values they had, so old corpora read as they did.
+var (
+	queryKinds = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecSubnormal, VecSignedZero, VecBoundary}
+	keyKinds   = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecHuge, numVecKinds, VecSubnormal, VecSignedZero, VecBoundary}
 )
 
 // Decode turns fuzz bytes into a valid read case.
@@ -46,7 +57,7 @@ func Decode(data []byte, lim Limits) *Case {
 	budget := lim.MaxTokens
 	var named []int64
 	for i := range c.Requests {
-		q := Vec{Kind: VecKind(s.Byte() % byte(VecHuge)), Seed: uint64(s.Byte())}
+		q := Vec{Kind: queryKinds[int(s.Byte())%len(queryKinds)], Seed: uint64(s.Byte())}
 		n := min(int(s.Byte())%(lim.MaxList+1), budget, lim.Slots)
 		budget -= n
 		c.Requests[i] = Request{Query: q, Tokens: decodeList(s, lim, n, named)}
@@ -97,8 +108,8 @@ func decodeKeys(s *workload.Stream, named []int64) []Key {
 			continue
 		}
 		seen[slot] = true
-		kind, seed := s.Byte()%(keyKindRepeat+1), uint64(s.Byte())
-		v := Vec{Kind: VecKind(kind), Seed: seed}
+		kind, seed := int(s.Byte())%len(keyKinds), uint64(s.Byte())
+		v := Vec{Kind: keyKinds[kind], Seed: seed}
 		if kind == keyKindRepeat {
 			v = Vec{Kind: VecNormal, Seed: seed}
 			if len(keys) > 0 {
@@ -116,14 +127,14 @@ func decodeKeys(s *workload.Stream, named []int64) []Key {
 func Encode(c *Case, lim Limits) []byte {
 	out := []byte{byte((c.K - 1) % lim.MaxK), byte((len(c.Requests) - 1) % lim.MaxRequests)}
 	for _, q := range c.Requests {
-		out = append(out, byte(q.Query.Kind), byte(q.Query.Seed), byte(len(q.Tokens)))
+		out = append(out, byte(slices.Index(queryKinds, q.Query.Kind)), byte(q.Query.Seed), byte(len(q.Tokens)))
 		for _, t := range q.Tokens {
 			out = append(out, workload.ChoiceRaw)
 			out = binary.LittleEndian.AppendUint32(out, uint32(t))
 		}
 	}
 	for _, k := range c.Keys {
-		out = append(out, byte(k.Kind), byte(k.Seed))
+		out = append(out, byte(slices.Index(keyKinds, k.Kind)), byte(k.Seed))
 	}
 	return out
 }

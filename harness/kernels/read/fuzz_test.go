@@ -5,14 +5,13 @@ import (
 	"slices"
 	"testing"
 
-	sdkread "github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/internal/golden"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	sdkread "github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins"
 )
 

@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -27,7 +28,7 @@ var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 	Name: "FuzzRead", Package: "./harness/kernels/read",
 	Plugin: "fusedstore", Layouts: fuzzLayouts, PageSize: fuzzPageSize,
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, variant string) (*Target, error) {
-		return Open(ctx, p, dir, Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxRequests: fuzzLimits.MaxRequests,
+		return Open(ctx, p, dir, Config{Backend: arena.SHM{}, Variant: variant, Layout: l, Slots: fuzzSlots, MaxRequests: fuzzLimits.MaxRequests,
 			MaxTokens: fuzzLimits.MaxTokens, MaxK: fuzzLimits.MaxK, Seed: 1})
 	},
 	Decode:   func(data []byte) *Case { return Decode(data, fuzzLimits) },

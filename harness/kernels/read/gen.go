@@ -1,6 +1,10 @@
 package read
 
-import "math/rand"
+import (
+	"math/rand"
+
+	"github.com/kvharness/kvharness/harness/workload"
+)
 
 // Gen draws adversarial read cases for one pool: empty lists, lists
 // shorter than k, slots at 0, at the last slot and at page edges, slots
@@ -12,6 +16,17 @@ type Gen struct {
 	MaxRequests int // default 8
 	MaxTokens   int // all lists together; default 256
 	MaxK        int // default 64
+	// Live, when set, are the only slots cases name: the windows of a
+	// pool past 4 GiB of offsets (pool.LiveRanges). Nil: every slot.
+	Live workload.Ranges
+}
+
+// live is the slots cases may name.
+func (g *Gen) live() workload.Ranges {
+	if g.Live == nil {
+		return workload.Whole(g.Slots)
+	}
+	return g.Live
 }
 
 func (g *Gen) limits() (requests, tokens, k int) {
@@ -81,14 +96,16 @@ func (g *Gen) list(rng *rand.Rand, n int, shared []int64) []int64 {
 }
 
 func (g *Gen) freeSlot(rng *rand.Rand, list, shared []int64, taken map[int64]bool) int64 {
+	live := g.live()
 	for range 16 {
-		if s := g.slot(rng, list, shared); s >= 0 && s < int64(g.Slots) && !taken[s] {
+		if s := g.slot(rng, list, shared); live.Contains(s) && !taken[s] {
 			return s
 		}
 	}
-	start := rng.Int63n(int64(g.Slots))
-	for i := range int64(g.Slots) {
-		if s := (start + i) % int64(g.Slots); !taken[s] {
+	n := live.Size()
+	start := rng.Int63n(n)
+	for i := range n {
+		if s := live.Nth((start + i) % n); !taken[s] {
 			return s
 		}
 	}
@@ -103,13 +120,13 @@ func (g *Gen) slot(rng *rand.Rand, list, shared []int64) int64 {
 	case r < 4:
 		return last
 	case r < 8:
-		return rng.Int63n(last/p+1)*p + []int64{0, p - 1, p, -1}[rng.Intn(4)]
+		return g.live().Random(rng)/p*p + []int64{0, p - 1, p, -1}[rng.Intn(4)]
 	case r < 11 && len(list) > 0:
 		return list[len(list)-1] + []int64{-1, 1}[rng.Intn(2)]
 	case r < 14 && len(shared) > 0:
 		return shared[rng.Intn(len(shared))]
 	}
-	return rng.Int63n(last + 1)
+	return g.live().Random(rng)
 }
 
 func (g *Gen) query(rng *rand.Rand) Vec { return drawVec(rng, 20, queryOdds) }
@@ -121,11 +138,13 @@ type vecOdd struct {
 }
 
 // The odds of the kinds: of 20 queries 2 are zero, 1 tiny, 2 outliers,
-// none huge; of 25 keys 2 are zero, 2 tiny, 3 outliers, 3 huge. The rest
-// are normal.
+// 1 subnormal, 1 signed zero, 1 on rounding boundaries, none huge; of 25
+// keys 2 are zero, 2 tiny, 3 outliers, 3 huge, 1 subnormal, 1 signed
+// zero, 2 on rounding boundaries. The rest are normal.
 var (
-	queryOdds = []vecOdd{{2, VecZero}, {3, VecTiny}, {5, VecOutlier}}
-	keyOdds   = []vecOdd{{2, VecZero}, {4, VecTiny}, {7, VecOutlier}, {10, VecHuge}}
+	queryOdds = []vecOdd{{2, VecZero}, {3, VecTiny}, {5, VecOutlier}, {6, VecSubnormal}, {7, VecSignedZero}, {8, VecBoundary}}
+	keyOdds   = []vecOdd{{2, VecZero}, {4, VecTiny}, {7, VecOutlier}, {10, VecHuge}, {11, VecSubnormal}, {12, VecSignedZero},
+		{14, VecBoundary}}
 )
 
 // drawVec draws a vector of the first kind of odds whose bound a draw

@@ -3,12 +3,17 @@ package read
 import (
 	"context"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/harness/rundir"
 )
 
 // Kind is the read kernel kind: queries scored against the keys of token
@@ -20,6 +25,7 @@ var Kind = kind.Kind{
 	Replay:  replay,
 	Decode:  kind.Decoder(Name, func() *Case { return &Case{} }),
 	Fuzz:    fuzzing.Lane(FuzzTarget),
+	Bench:   &Bench,
 }
 
 // Suite is the read properties over layouts: a row and a target per
@@ -30,7 +36,7 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 	suite.Stress = p.Stress
 	for _, l := range p.Layouts {
 		c := cfg
-		c.Variant, c.Layout, c.Slots, c.Seed, c.Backend = p.Variant, l, p.Slots, p.Seed, p.Backend
+		c.Variant, c.Layout, c.Slots, c.Seed, c.Backend = p.Variant, l, RowSlots(l, p.Slots, p.Far), p.Seed, p.Backend
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: Label, Key: l.Name,
 			Open:   func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, c) },
 			System: func(t *Target) property.System[*Case, *Result] { return NewSystem(t) }})
@@ -38,21 +44,62 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 	return suite
 }
 
+// valueLine is the header's account of the values a read's keys and
+// queries hold (vec.go).
+const valueLine = "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary; queries the same but huge; " +
+	"not drawn: the largest finite values, ±Inf and NaN (a read's scores must stay finite to be ranked)"
+
+// RowSlots is the pool of a row of layout l in a run of slots slots: as
+// asked, or, when the run reaches far, raised to pool.FarSlots.
+func RowSlots(l *layout.Layout, slots int, far bool) int {
+	if far {
+		return max(slots, pool.FarSlots(l))
+	}
+	return slots
+}
+
+// sparseDir reports whether arenas made in dir are sparse files (tmpfs).
+func sparseDir(dir *rundir.Dir) bool {
+	var st unix.Statfs_t
+	return dir != nil && unix.Statfs(dir.Path, &st) == nil && st.Type == unix.TMPFS_MAGIC
+}
+
 func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	sh, err := p.Spaces(ctx, s, p.Layouts)
+	if err != nil {
+		return nil, err
+	}
+	// Each layout's row draws its shape at its turn (its place in the
+	// run's layouts): a run of three layouts covers an awkward head dim,
+	// page size 1 and an engine's shape.
+	var layouts []*layout.Layout
+	for k, l := range p.Layouts {
+		rl, err := sh.Row(ctx, s, p, l, k)
+		if err != nil {
+			return nil, err
+		}
+		layouts = append(layouts, rl)
+	}
+	p.Layouts = layouts
+	// Far pools live in sparse memory (pool.FarSlots): host shared memory
+	// in a tmpfs run directory, or a GPU's for a plugin that maps sparse
+	// arenas; elsewhere the pool is the flags' as before.
+	p.Far = p.Far && arena.Sparse(p.Backend, arena.Options{FDArenas: s.Desc.CUDAFDArenas, SparseArenas: s.Desc.CUDASparseArenas}) && (p.Place().OnDevice() || sparseDir(s.Dir))
 	h := p.Header(s)
-	h.JSON = report.Object{{Key: "slots", Value: p.Slots}}
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
+	h.Coverage, h.Shapes = append(sh.Lines(), valueLine), sh.Drawn()
 	return kind.RunSuite(ctx, Suite(s, p, Config{}), Schema, h)
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
 	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots,
-		MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed})
+		MaxRequests: len(c.Requests), MaxTokens: max(1, c.TotalTokens()), MaxK: c.K, Seed: r.BackgroundSeed, Backend: b})
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close(ctx)
-	h := s.ReplayHeader(r)
+	h := s.ReplayHeader(r, b)
 	h.Slots = r.Slots
 	return kind.Replay(ctx, &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Shrinker: Shrink}}, Schema, h, r, l, c, Label)
 }

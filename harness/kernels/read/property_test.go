@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -28,7 +29,7 @@ func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result]
 func readSuite(t *testing.T, name, variant string, cases int, layouts ...string) *testSuite {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
-	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Params: kind.Params{Variant: variant, Cases: cases, Seed: 1, Setup: kind.Setup{Slots: 4096}}}
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir}, Params: kind.Params{Variant: variant, Cases: cases, Seed: 1, Setup: kind.Setup{Slots: 4096, Backend: arena.SHM{}}}}
 	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
 }

@@ -24,8 +24,12 @@ var Schema = &report.Schema[*Case, *Result]{
 	LabelJSON:  "padding",
 	JSONLayout: true,
 	Title: func(h report.Header) string {
-		return fmt.Sprintf("plugin %s %s, variant %s, read kernel on %s: up to %d cases per layout, seed %d, %d slots",
-			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, h.Slots)
+		slots := fmt.Sprintf("%d slots", h.Slots)
+		if h.Far {
+			slots = "pools past 4 GiB of byte offsets (sparse)"
+		}
+		return fmt.Sprintf("plugin %s %s, variant %s, read kernel on %s: up to %d cases per layout, seed %d, %s",
+			h.Plugin, h.Version, h.VariantOrNone(), h.Backend, h.Cases, h.Seed, slots)
 	},
 	Headline:  func(l *layout.Layout, _ string) []string { return []string{l.Name, "read"} },
 	WriteCase: WriteCase,
@@ -33,7 +37,7 @@ var Schema = &report.Schema[*Case, *Result]{
 		return report.Object{{Key: "case", Value: c}, {Key: "violations", Value: r.Violations}}
 	},
 	Repro: func(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-		return report.FailedRepro(Name, h, v, v.Layout, h.Slots, v.Outcome.Failure.Minimal.Violations), nil
+		return report.FailedRepro(Name, h, v, v.Layout, RowSlots(v.Layout, h.Slots, h.Far), v.Outcome.Failure.Minimal.Violations), nil
 	},
 }
 

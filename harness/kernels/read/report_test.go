@@ -48,7 +48,7 @@ func TestWriteReadResultShowsSets(t *testing.T) {
 
 func TestReadReproRoundTrip(t *testing.T) {
 	l, c, res := readFixture(t)
-	r := &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: "fusedstore", Variant: "unmasked-tail", Layout: l.JSON(),
+	r := &report.Repro{Version: report.ReproVersion, Ran: report.Ran{Backend: report.BackendCPU}, Kernel: Name, Plugin: "fusedstore", Variant: "unmasked-tail", Layout: l.JSON(),
 		Slots: 64, BackgroundSeed: 1, Case: c, Found: &report.Found{Property: TopK, Violations: res.Violations}}
 	path, back, bl := kindtest.SavedAndLoaded(t, &Kind, r, "bf16-read-result")
 	if !strings.HasSuffix(filepath.Base(path), ".json") {
@@ -76,7 +76,7 @@ func TestReadTableAndJSON(t *testing.T) {
 	l, c, res := readFixture(t)
 	f := &property.Failure[*Case, *Result]{Original: res, Minimal: res, Rerun: res, Reran: true, Case: c, Property: res.Primary()}
 	vs := []property.Verdict[*Case, *Result]{{Layout: l, Label: Label, Seed: 1, Outcome: &property.Outcome[*Case, *Result]{Cases: 3, Failure: f}}}
-	h := report.Header{Plugin: "fusedstore", Version: "1.0.0", Variant: "unmasked-tail", Cases: 10, Slots: 64, Seed: 1, Backend: "cpu",
+	h := report.Header{Ran: report.Ran{Backend: report.BackendCPU}, Plugin: "fusedstore", Version: "1.0.0", Variant: "unmasked-tail", Cases: 10, Slots: 64, Seed: 1, Backend: "cpu",
 		JSON: report.Object{{Key: "slots", Value: 64}}}
 	run, err := report.Build(Schema, h, vs, nil)
 	if err != nil {

@@ -102,15 +102,28 @@ func shrinkK(c *Case) []*Case {
 }
 
 // shrinkReadSlots moves each key toward slot 0, renaming the slot in every
-// list, when the target slot is free.
+// list, when the target slot is free: to the lowest free slot, then by
+// half the way, a quarter, an eighth… and by one. A key far into a pool
+// (past 4 GiB of offsets, where a far pool's window is) gallops to its
+// window's edge in a few dozen steps instead of walking it slot by slot.
 func shrinkReadSlots(c *Case) []*Case {
 	keys := c.KeyMap()
+	free := int64(0)
+	for _, taken := keys[free]; taken; _, taken = keys[free] {
+		free++
+	}
 	var out []*Case
 	for i, k := range c.Keys {
-		for _, to := range []int64{0, k.Slot / 2, k.Slot - 1} {
-			if _, taken := keys[to]; to < 0 || to >= k.Slot || taken {
+		steps := []int64{free}
+		for d := k.Slot / 2; d >= 1; d /= 2 {
+			steps = append(steps, k.Slot-d)
+		}
+		tried := map[int64]bool{}
+		for _, to := range steps {
+			if _, taken := keys[to]; to < 0 || to >= k.Slot || taken || tried[to] {
 				continue
 			}
+			tried[to] = true
 			out = append(out, c.moved(i, to))
 		}
 	}

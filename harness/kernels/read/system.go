@@ -2,6 +2,7 @@ package read
 
 import (
 	"context"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/property"
@@ -18,8 +19,22 @@ var _ property.System[*Case, *Result] = (*System)(nil)
 
 // NewSystem draws read cases sized for t's staging.
 func NewSystem(t *Target) *System {
-	gen := &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, MaxRequests: t.MaxRequests, MaxTokens: t.MaxTokens, MaxK: t.MaxK}
-	return &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}}
+	gen := &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, MaxRequests: t.MaxRequests, MaxTokens: t.MaxTokens, MaxK: t.MaxK,
+		Live: t.live}
+	return &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: t.shrink}}
+}
+
+// shrink is Shrink, kept to a far pool's live windows: elsewhere a sparse
+// GPU arena has no memory, and a host one would materialize pages no drawn
+// case names.
+func (t *Target) shrink(c *Case) []*Case {
+	out := Shrink(c)
+	if t.live == nil {
+		return out
+	}
+	return slices.DeleteFunc(out, func(x *Case) bool {
+		return slices.ContainsFunc(x.Keys, func(k Key) bool { return !t.live.Contains(k.Slot) })
+	})
 }
 
 // Check implements property.System.
@@ -27,3 +42,6 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) { return s
 
 // Restart implements property.System.
 func (s *System) Restart(ctx context.Context) error { return s.Target.Plugin.Restart(ctx) }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Target.Plugin.KeepSpare(ctx) }

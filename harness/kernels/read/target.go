@@ -10,6 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/pool"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Config says what to attach for reads. The maxima size staging.
@@ -21,12 +22,11 @@ type Config struct {
 	MaxTokens   int // all lists of a case together; default 256
 	MaxK        int // default 64
 	Seed        int64
-	Backend     arena.Backend // nil: host shared memory
+	Backend     arena.Backend // where the pool lives: the run's (arena.Want.Choose)
 	Options     Options
 }
 
 func (c *Config) defaults() {
-	c.Backend = arena.OrSHM(c.Backend)
 	if c.MaxRequests <= 0 {
 		c.MaxRequests = 8
 	}
@@ -50,11 +50,17 @@ type Target struct {
 	// differs from the layout's.
 	GeometryViolation *oracle.Violation
 	staging           readStaging
+	// live are the slots cases name when the pool is checked in windows
+	// (pool.LiveRanges: a pool past 4 GiB of offsets); nil: every slot.
+	live workload.Ranges
 }
 
 // Open describes the plugin, checks that it reads the layout, plans
 // and fills the arena and attaches the plugin.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
+	if cfg.Backend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	cfg.defaults()
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
 	var err error
@@ -69,7 +75,9 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 }
 
 // plan lays out one pool and the staging windows, and fills both with the
-// background, so that any byte a read changes shows in Changed.
+// background, so that any byte a read changes shows in Changed. A pool
+// checked in windows (far) is filled lazily but for its live windows: its
+// other pages stay holes (host) or unbacked (a GPU's sparse arena).
 func (t *Target) plan(dir *rundir.Dir) error {
 	t.staging = planReadStaging(t.Config)
 	g, err := pool.Plan([]pool.Spec{{Name: "read", Layout: t.Layout, Slots: t.Slots}}, t.staging.size)
@@ -77,8 +85,27 @@ func (t *Target) plan(dir *rundir.Dir) error {
 		return err
 	}
 	t.staging.base = g.Staging.Off
+	r := g.Regions[0]
+	t.live = pool.LiveRanges(t.Layout, t.Slots)
+	if t.live != nil {
+		live := pool.LiveWindows(t.Layout, r, t.live)
+		t.Backed = append(live, g.Staging)
+		t.Resident = g.Staging.Len + pool.LiveBytes(t.Layout, t.Slots) + liveRoom
+	}
 	return t.Plan(dir, t.Backend, g, func(mem arena.Memory) error {
-		for _, w := range []pool.Window{g.Regions[0].Span(), g.Staging} {
+		if lazy, ok := mem.(arena.Lazy); ok && lazy.Sparse() && t.live != nil {
+			if err := lazy.Reserve(g.Staging); err != nil {
+				return err
+			}
+			if err := lazy.FillLazy(r.Span(), uint64(t.Seed)); err != nil {
+				return err
+			}
+			if err := lazy.Materialize(pool.LiveWindows(t.Layout, r, t.live)); err != nil {
+				return err
+			}
+			return mem.Fill(g.Staging, uint64(t.Seed))
+		}
+		for _, w := range []pool.Window{r.Span(), g.Staging} {
 			if err := mem.Fill(w, uint64(t.Seed)); err != nil {
 				return err
 			}
@@ -86,6 +113,10 @@ func (t *Target) plan(dir *rundir.Dir) error {
 		return nil
 	})
 }
+
+// liveRoom is what a far pool's arena may hold beyond its live windows,
+// for the room check: pages a replayed case's keys name elsewhere.
+const liveRoom = 16 << 20
 
 // Region is the pool the oracle judges.
 func (t *Target) Region() pool.Region { return t.Pools.Regions[0] }

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -15,7 +16,7 @@ func readTarget(t testing.TB, name, layoutName, variant string) *Target {
 	t.Helper()
 	p, dir := plugintest.Start(t, name)
 	l := kindtest.Layout(t, layoutName, 128, 64)
-	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: 1024, Seed: 7})
+	tg, err := Open(context.Background(), p, dir, Config{Backend: arena.SHM{}, Variant: variant, Layout: l, Slots: 1024, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestReadLeavesNothingBehind(t *testing.T) {
 func TestReadUnsupported(t *testing.T) {
 	p, dir := plugintest.Start(t, "bf16scatter")
 	l, _ := layout.Builtin("bf16", 128, 64)
-	if _, err := Open(context.Background(), p, dir, Config{Layout: l, Slots: 64}); err == nil {
+	if _, err := Open(context.Background(), p, dir, Config{Backend: arena.SHM{}, Layout: l, Slots: 64}); err == nil {
 		t.Fatal("a plugin without a read kernel was opened for reads")
 	}
 }

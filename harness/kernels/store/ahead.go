@@ -49,6 +49,12 @@ type ahead struct {
 	owner   any         // the System whose windows run now
 	last    *window     // the last window started; the next one waits for it
 	stopped atomic.Bool // set while Stop waits: running windows taint themselves
+	// idle is the fault of a plugin process that died of no case's doing
+	// (killed from outside, or dead between calls) while a window ran: the
+	// exact checks that replace the window pass in the restarted process,
+	// so the fault is handed to the next Check, to be reported, never
+	// passed over by the restart.
+	idle atomic.Pointer[plugin.Fault]
 
 	answered, tainted atomic.Int64 // verdicts handed out; windows tainted
 }
@@ -111,8 +117,15 @@ func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 	if c, ok := b.(arena.CUDA); ok {
 		budget = deviceBudget(c.Dev.TotalMem())
 	}
-	set := numPools * (l.PoolBytes(slots) + 2*max(l.PageBytes(), 4096))
-	n := min(maxSets, budget/max(set, 1)) &^ 1
+	set := numPools * liveBytes(l, slots)
+	most := maxSets
+	if l.PoolBytes(slots) > denseMax {
+		// A pool checked in windows reaches far in address space: the
+		// arena's bound (pool.MaxArenaBytes) holds five sets of pools
+		// past 4 GiB, not nine.
+		most = min(most, int(pool.MaxArenaBytes/(numPools*int64(l.PoolBytes(slots))+1))-1)
+	}
+	n := min(most, budget/max(set, 1)) &^ 1
 	if n < 2 {
 		return 0
 	}
@@ -125,7 +138,7 @@ func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 // is no longer than that (a case failing early wastes the rest of it),
 // and each next one doubles.
 func (t *Target) windows() (first, most int) {
-	set, share := numPools*t.Layout.PoolBytes(t.Slots), hostShare
+	set, share := numPools*liveBytes(t.Layout, t.Slots), hostShare
 	if t.Backend.Place().OnDevice() {
 		share = devShare
 	}
@@ -375,9 +388,24 @@ func (t *Target) wait(ctx context.Context, w *window, f *flight) bool {
 	}
 	w.tainted = true
 	if flt, ok := plugin.AsFault(f.err); ok && (flt.Kind == plugin.Crash || flt.Kind == plugin.Hang) {
+		if flt.Kind == plugin.Crash && !flt.InKernel() {
+			t.ahead.idle.CompareAndSwap(nil, flt)
+		}
 		t.Plugin.Restart(ctx) // a failed restart shows at the next exact check
 	}
 	return false
+}
+
+// idleFault returns, once, the fault of a process that died of no case's
+// doing while a window ran (see ahead.idle).
+func (t *Target) idleFault() error {
+	if t.ahead == nil {
+		return nil
+	}
+	if f := t.ahead.idle.Swap(nil); f != nil {
+		return f
+	}
+	return nil
 }
 
 // judge scans and restores the footprints of f's runs and hands its

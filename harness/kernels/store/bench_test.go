@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/fuzzing/remote"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/plugins"
 )
 
@@ -46,9 +47,11 @@ func BenchmarkCheckedCases(b *testing.B) {
 }
 
 // BenchmarkCheckedCasesSlots is BenchmarkCheckedCases on larger pools:
-// what the default pool size costs.
+// what the default pool size costs; the last reaches past 4 GiB of byte
+// offsets, checked in windows (reach.go), as a default check's pools do.
 func BenchmarkCheckedCasesSlots(b *testing.B) {
-	for _, slots := range []int{1 << 17, 1 << 20} {
+	bf16, _ := layout.Builtin("bf16", 0, 64)
+	for _, slots := range []int{1 << 17, 1 << 20, FarSlots(bf16)} {
 		b.Run(fmt.Sprintf("layout=bf16/slots=%d", slots), func(b *testing.B) {
 			tg := openTargetSets(b, "fusedstore", "bf16", "", slots, true)
 			tg.Phases = Phases{}
@@ -70,6 +73,15 @@ func BenchmarkCheckedCasesExact(b *testing.B) {
 			reportPhases(b, tg.Phases)
 		})
 	}
+	// A pool past 4 GiB (reach.go): its exact checks are a shrink step's
+	// cost in a default run.
+	bf16, _ := layout.Builtin("bf16", 0, 64)
+	b.Run("layout=bf16/slots=far", func(b *testing.B) {
+		tg := openTargetSets(b, "fusedstore", "bf16", "", FarSlots(bf16), false)
+		tg.Phases = Phases{}
+		checkCases(b, tg, 64)
+		reportPhases(b, tg.Phases)
+	})
 }
 
 // runCases checks b.N cases of capacity ≤ maxCapacity as a property run
@@ -125,7 +137,7 @@ func reportPhases(b *testing.B, phases Phases) {
 func drawCases(tg *Target, maxCapacity int) []*Case {
 	gens := make([]*Gen, len(Paddings))
 	for i, p := range Paddings {
-		gens[i] = &Gen{Slots: tg.Slots, PageSize: 64, Padding: p, MaxCapacity: maxCapacity}
+		gens[i] = &Gen{Slots: tg.Slots, PageSize: 64, Padding: p, MaxCapacity: maxCapacity, Live: tg.live}
 	}
 	rng := rand.New(rand.NewSource(1))
 	cases := make([]*Case, 1024)

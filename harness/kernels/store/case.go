@@ -67,7 +67,7 @@ func (s *Case) Validate(slots int) error {
 		}
 		seen[slot] = true
 		if s.Rows[i].Kind == workload.RowGarbage {
-			return fmt.Errorf("row %d: valid rows must be finite, not garbage", i)
+			return fmt.Errorf("row %d: valid rows hold a value class, not garbage", i)
 		}
 	}
 	for i := s.Valid; i < c; i++ {

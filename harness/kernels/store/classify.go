@@ -79,6 +79,8 @@ type explanation struct {
 	by     string               // who wrote the bytes, for a tie's note: "padded row 3"
 	fits   func(wrongByte) bool // nil: fits every byte (a unit's plain kind)
 	n      int                  // wrong bytes of the unit it fits
+	race   *oracle.Race         // the bytes are one of two writers of the slot (race.go)
+	writer int                  // the row whose record it is, for a race: row, but for another valid row's record (otherRow)
 }
 
 // accounts says whether an explanation fitting n of a unit's total wrong
@@ -93,6 +95,9 @@ func (v *classifier) explainUnit(u unit) {
 	plain := v.plain(u)
 	cands := v.candidates(u)
 	best := strongest(cands, len(u.bytes))
+	if r, ok := v.race(u, cands); ok { // two writers of one slot: named as a race (race.go)
+		best = &r
+	}
 	if best == nil && len(u.bytes) == 1 {
 		plain = tieOne(plain, cands)
 	}
@@ -194,7 +199,7 @@ func (v *classifier) candidates(u unit) []explanation {
 func (v *classifier) paddedRow(u unit, j int, inPool bool) explanation {
 	sc := v.sc
 	rec := sc.record(j)
-	e := explanation{kind: oracle.Padding, row: j, by: "padded row " + itoa(j), fits: func(b wrongByte) bool {
+	e := explanation{kind: oracle.Padding, row: j, writer: j, by: "padded row " + itoa(j), fits: func(b wrongByte) bool {
 		x, ok := sc.placed(rec, u.slot, b.off)
 		return ok && (x == b.got || v.holdsRow(u.slot, j)) // holdsRow: the row as its recipe accepts it (value.go)
 	}}
@@ -218,7 +223,7 @@ func (v *classifier) otherRow(u unit, inPool bool) (explanation, bool) {
 	if !ok || (valid && owner == k) {
 		return explanation{}, false
 	}
-	e := explanation{kind: oracle.Alias, row: k, by: "valid row " + itoa(k), fits: func(wrongByte) bool { return true },
+	e := explanation{kind: oracle.Alias, row: k, writer: k, by: "valid row " + itoa(k), fits: func(wrongByte) bool { return true },
 		detail: "holds valid row " + itoa(k) + "'s record (slot " + i64toa(sc.Case.Loc[k]) + "'s): a row stored into another slot"}
 	switch {
 	case !inPool:

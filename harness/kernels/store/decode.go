@@ -40,17 +40,28 @@ func Decode(data []byte, slots, pageSize, maxCapacity int) *Case {
 		out.Loc[i] = g.free(g.choose(s, out.Loc[:i]), taken)
 		at, _ := slices.BinarySearch(taken, out.Loc[i])
 		taken = slices.Insert(taken, at, out.Loc[i])
-		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % int(workload.RowGarbage)), Seed: uint64(s.Byte())}
+		out.Rows[i] = workload.Row{Kind: validKinds[int(s.Byte())%len(validKinds)], Seed: uint64(s.Byte())}
 	}
 	for i := n; i < c; i++ {
 		out.Loc[i] = g.Padding.Canonical()
 		if g.Padding == PadCount {
 			out.Loc[i] = g.clamp(g.choose(s, out.Loc[:n]))
 		}
-		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % int(workload.RowGarbage+1)), Seed: uint64(s.Byte())}
+		out.Rows[i] = workload.Row{Kind: workload.RowKind(int(s.Byte()) % numRowKinds), Seed: uint64(s.Byte())}
 	}
 	return out
 }
+
+// validKinds are the value classes a valid row's kind byte picks among,
+// by index: every class but garbage, the first four where the byte's
+// value was their kind before the others came, so old corpora read as
+// they did.
+var validKinds = []workload.RowKind{workload.RowZero, workload.RowNormal, workload.RowTiny, workload.RowOutlier,
+	workload.RowSubnormal, workload.RowSignedZero, workload.RowMaxFinite, workload.RowBoundary, workload.RowNonFinite}
+
+// numRowKinds is how many kinds a padded row's kind byte picks among:
+// every one, garbage included.
+const numRowKinds = int(workload.RowNonFinite) + 1
 
 // choose applies one slot-choice rule (workload.Stream.Slot); the result
 // may be out of range or taken, which the caller fixes.
@@ -100,7 +111,11 @@ func Encode(c *Case, maxCapacity int) []byte {
 			out = append(out, workload.ChoiceRaw)
 			put(uint64(c.Loc[i]), 4)
 		}
-		out = append(out, byte(c.Rows[i].Kind), byte(c.Rows[i].Seed))
+		kind := byte(c.Rows[i].Kind)
+		if i < c.Valid {
+			kind = byte(slices.Index(validKinds, c.Rows[i].Kind))
+		}
+		out = append(out, kind, byte(c.Rows[i].Seed))
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"math/rand"
-	"slices"
 
 	"github.com/kvharness/kvharness/harness/layout"
 )
@@ -34,22 +33,4 @@ func DrawDims(rng *rand.Rand, name string) layout.Dims {
 		}
 	}
 	return layout.Dims{}
-}
-
-// engineBudget is the most bytes a pool of an engine layout takes when
-// the user gave no slot count: a 4096-slot pool of 8 heads × 128 bf16 K
-// and V. The kind's default slot count is sized for records of a few
-// hundred bytes; at 4 KiB a token its pools (three a set, several sets)
-// would take gigabytes.
-const engineBudget = 16 << 20
-
-// defaultSlotsFor is the default slot count for layout l: slots, or for
-// an engine layout (not one of the planes layouts) as many whole pages
-// as engineBudget holds, at least two.
-func defaultSlotsFor(l *layout.Layout, slots int) int {
-	if slices.Contains(layout.Names(), l.Name) {
-		return slots
-	}
-	pages := max(engineBudget/max(l.PageBytes(), 1), 2)
-	return min(slots, pages*l.PageSize)
 }

@@ -1,17 +1,15 @@
 package store
 
 import (
-	"strings"
-
 	"fmt"
-	"github.com/kvharness/kvharness/harness/oracle"
+	"math/rand"
+	"strings"
+	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
-	"math/rand"
-	"testing"
-
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/oracle"
 )
 
 // engineLayout is the built-in engine layout name at d.

@@ -73,6 +73,10 @@ var fuzzSeeds = []fuzzSeed{
 		"a slot index past 16 bits: a narrowed loc aliases slot 5"},
 	{"padding-only", "bf16", &Case{Padding: PadSink, Valid: 0, Loc: []int64{0}, Rows: rows(garbage)},
 		"a batch that is all padding"},
+	{"subnormal-row", "bf16", &Case{Padding: PadNone, Valid: 1, Loc: []int64{7}, Rows: rows(workload.RowSubnormal)},
+		"bf16 subnormals of both signs: a store built with denormals flushed to zero writes zeros"},
+	{"signed-zero-row", "fp8-paged", &Case{Padding: PadNone, Valid: 1, Loc: []int64{11}, Rows: rows(workload.RowSignedZero)},
+		"a row of +0 and -0 whose max |x| is 0: a zero-row fast path loses the sign"},
 	{"ue8m0-tiles", "dsv4-main", &Case{Padding: PadCount, Valid: 2, Loc: []int64{3, 64, 9}, Rows: rows(normal, normal, garbage)},
 		"power-of-two tile scales: exact ties, which nearest even decides, and the exponent's rounding direction"},
 }
@@ -98,6 +102,13 @@ func TestSeedCorpus(t *testing.T) {
 var beyondCorpus = map[string]string{
 	"tile-offset": "needs 257 rows; fuzz cases have at most 64",
 	"race":        "drops a row only when its writers are starved: nondeterministic",
+	// The fuzz target's pools have one geometry (head dim 128, page size
+	// 64, 131,072 slots); a check draws the others and reaches past 4 GiB,
+	// which kills these at a default run's first cases (the mutants golden
+	// in harness/cmd/kvharness, TestMutantsTable).
+	"vec16-no-tail": "needs a head dim that is not a multiple of 16; the fuzzed layouts have 128",
+	"page-size-64":  "bakes in page size 64, the fuzzed pools' own",
+	"offset-int32":  "needs byte offsets past 2 GiB; the fuzzed pools hold 131,072 slots",
 }
 
 // engineOnly are the engine layouts' mistakes: the fuzz target's layouts

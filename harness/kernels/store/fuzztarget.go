@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -39,7 +40,7 @@ var FuzzTarget = &fuzzing.Target[*Target, *Case, *Result]{
 }
 
 func fuzzConfig(l *layout.Layout, variant string) Config {
-	return Config{Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1}
+	return Config{Backend: arena.SHM{}, Variant: variant, Layout: l, Slots: fuzzSlots, MaxCapacity: fuzzMaxCapacity, Seed: 1}
 }
 
 // Features names what a store case over a pool of slots in pages of

@@ -3,6 +3,7 @@ package store
 import (
 	"math/rand"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -14,8 +15,22 @@ type Gen struct {
 	PageSize    int
 	Padding     Padding
 	MaxCapacity int // default 512
+	// Live, when set, are the only slots cases name: the windows of a
+	// pool that reaches far (reach.go). Nil: every slot.
+	Live workload.Ranges
+	// NonFinite lets valid rows hold ±Inf and NaN: the layout's recipe
+	// says what becomes of them (a declared policy, or a bf16 copy).
+	NonFinite bool
 
 	recent []int64
+}
+
+// live is the slots cases may name.
+func (g *Gen) live() workload.Ranges {
+	if g.Live == nil {
+		return workload.Whole(g.Slots)
+	}
+	return g.Live
 }
 
 const recentSlots = 64
@@ -32,7 +47,7 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 	for i := range n {
 		s.Loc[i] = g.validSlot(rng, s.Loc[:i], taken)
 		taken[s.Loc[i]] = true
-		s.Rows[i] = workload.Row{Kind: validKind(rng), Seed: rng.Uint64()}
+		s.Rows[i] = workload.Row{Kind: validKind(rng, g.NonFinite), Seed: rng.Uint64()}
 	}
 	for i := n; i < c; i++ {
 		s.Loc[i] = g.paddedSlot(rng, s.Loc[:n])
@@ -59,10 +74,11 @@ func (g *Gen) capacity(rng *rand.Rand) int {
 
 // usable is how many distinct slots valid rows may take.
 func (g *Gen) usable() int {
-	if g.Padding == PadSink {
-		return g.Slots - 1
+	n := int(g.live().Size())
+	if g.Padding == PadSink && g.live().Contains(0) {
+		return n - 1
 	}
-	return g.Slots
+	return n
 }
 
 func (g *Gen) valid(rng *rand.Rand, c int) int {
@@ -91,17 +107,19 @@ func (g *Gen) lowest() int64 {
 
 // validSlot draws an unused slot, preferring the places kernels get wrong.
 func (g *Gen) validSlot(rng *rand.Rand, chosen []int64, taken map[int64]bool) int64 {
+	live := g.live()
 	for range 16 {
 		s := g.adversarialSlot(rng, chosen)
-		if s >= g.lowest() && s < int64(g.Slots) && !taken[s] {
+		if s >= g.lowest() && live.Contains(s) && !taken[s] {
 			return s
 		}
 	}
-	// Dense corner: scan from a random start for a free slot.
-	start := g.lowest() + rng.Int63n(int64(g.usable()))
-	for i := range int64(g.usable()) {
-		s := g.lowest() + (start-g.lowest()+i)%int64(g.usable())
-		if !taken[s] {
+	// Dense corner: scan the live slots from a random start for a free one.
+	n := live.Size()
+	start := rng.Int63n(n)
+	for i := range n {
+		s := live.Nth((start + i) % n)
+		if s >= g.lowest() && !taken[s] {
 			return s
 		}
 	}
@@ -117,14 +135,14 @@ func (g *Gen) adversarialSlot(rng *rand.Rand, chosen []int64) int64 {
 	case r < 5:
 		return last
 	case r < 9: // page edges: first or last slot of a page
-		page := rng.Int63n(last/p + 1)
+		page := g.live().Random(rng) / p
 		return page*p + []int64{0, p - 1, p, -1}[rng.Intn(4)]
 	case r < 13 && len(chosen) > 0: // neighbours of live slots
 		return chosen[rng.Intn(len(chosen))] + []int64{-1, 1}[rng.Intn(2)]
 	case r < 15 && len(g.recent) > 0: // reuse of a recently freed slot
 		return g.recent[rng.Intn(len(g.recent))]
 	default:
-		return rng.Int63n(last + 1)
+		return g.live().Random(rng)
 	}
 }
 
@@ -133,14 +151,14 @@ func (g *Gen) paddedSlot(rng *rand.Rand, valid []int64) int64 {
 		return g.Padding.Canonical()
 	}
 	switch r := rng.Intn(20); {
-	case r < 8 && len(valid) > 0: // stale slot now owned by a live row
+	case r < 2 && len(valid) > 0: // stale slot now owned by a live row of this batch: a race (race.go)
 		return valid[rng.Intn(len(valid))]
-	case r < 14 && len(g.recent) > 0:
-		return g.recent[rng.Intn(len(g.recent))]
+	case r < 14: // a live slot of another request (race.go)
+		return g.liveOutside(rng, valid)
 	case r < 17:
 		return 0
 	default:
-		return rng.Int63n(int64(g.Slots))
+		return g.live().Random(rng)
 	}
 }
 
@@ -151,22 +169,66 @@ func (g *Gen) remember(slots []int64) {
 	}
 }
 
-func validKind(rng *rand.Rand) workload.RowKind {
-	switch r := rng.Intn(10); {
-	case r < 7:
+// validKind draws a valid row's value class: normal half the time, each
+// other class real activations hold (zeros, tiny, outliers, subnormals,
+// signed zeros, the largest finite values, rounding boundaries) a few
+// percent, and ±Inf and NaN where nonFinite allows them.
+func validKind(rng *rand.Rand, nonFinite bool) workload.RowKind {
+	switch r := rng.Intn(50); {
+	case r < 25:
 		return workload.RowNormal
-	case r < 8:
+	case r < 28:
 		return workload.RowZero
-	case r < 9:
+	case r < 31:
 		return workload.RowTiny
-	default:
+	case r < 34:
 		return workload.RowOutlier
-	}
-}
-
-func paddedKind(rng *rand.Rand) workload.RowKind {
-	if rng.Intn(5) < 3 {
-		return workload.RowGarbage
+	case r < 38:
+		return workload.RowSubnormal
+	case r < 42:
+		return workload.RowSignedZero
+	case r < 45:
+		return workload.RowMaxFinite
+	case r < 48:
+		return workload.RowBoundary
+	case nonFinite:
+		return workload.RowNonFinite
 	}
 	return workload.RowNormal
+}
+
+// paddedKind draws a padded row's data: garbage (random bits, NaN and Inf
+// among them) half the time, ±Inf and NaN among normal values a sixth,
+// else normal values. A padding-aware kernel reads none of it.
+func paddedKind(rng *rand.Rand) workload.RowKind {
+	switch r := rng.Intn(6); {
+	case r < 3:
+		return workload.RowGarbage
+	case r < 4:
+		return workload.RowNonFinite
+	}
+	return workload.RowNormal
+}
+
+// Fit is c as the target judges it: a valid row of ±Inf and NaN becomes a
+// normal row of the same seed where the layout's recipe declares nothing
+// of them (a fuzz input decodes every class; a drawn case holds only what
+// the target allows).
+func (t *Target) Fit(c *Case) *Case {
+	if t.Layout.NonFinite() != layout.NonFiniteUndeclared {
+		return c
+	}
+	var out *Case
+	for i, r := range c.Rows[:c.Valid] {
+		if r.Kind == workload.RowNonFinite {
+			if out == nil {
+				out = c.Clone()
+			}
+			out.Rows[i].Kind = workload.RowNormal
+		}
+	}
+	if out == nil {
+		return c
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // TestAheadOnCUDA: checking ahead works on device memory. On a correct
@@ -140,13 +141,6 @@ func places(vs []oracle.Violation) []place {
 	return slices.Compact(ps)
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // TestSamePlaces: the device comparison forgives what a race decides
 // (which row's bytes, split where, and a determinism violation) and
 // nothing else.
@@ -172,5 +166,137 @@ func TestSamePlaces(t *testing.T) {
 		if got := samePlaces(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: samePlaces = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestFarOnCUDA: a pool past 4 GiB of offsets lives on the GPU as a
+// sparse reservation whose live windows alone are backed (reach.go,
+// cudaarena.NewSparse): the correct kernel passes cases that name slots
+// past 2^31 and 2^32 bytes, at every head dim a run draws, eagerly and in
+// graphs; the offset-int32 mutant, whose offsets wrap there, fails; and
+// the arena's backed bytes are a sliver of its reservation.
+func TestFarOnCUDA(t *testing.T) {
+	backend := arena.CUDA{Dev: cudatest.Device(t)}
+	for _, tc := range []struct {
+		variant  string
+		d, p     int
+		graph    bool
+		wantFail bool
+	}{
+		{"", 8, 1, false, false}, {"", 120, 16, true, false}, {"", 576, 64, false, false},
+		{"offset-int32", 128, 64, false, true},
+	} {
+		name := fmt.Sprintf("variant=%s/D=%d/P=%d/graph=%v", cmp.Or(tc.variant, "correct"), tc.d, tc.p, tc.graph)
+		t.Run(name, func(t *testing.T) {
+			p, dir := plugintest.Start(t, "fusedstore")
+			l := kindtest.Layout(t, "bf16", tc.d, tc.p)
+			tg, err := Open(context.Background(), p, dir, Config{Variant: tc.variant, Layout: l, Slots: FarSlots(l), MaxCapacity: 64,
+				Seed: 7, Backend: backend, Sets: AutoSets, Graph: tc.graph})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tg.Close(context.Background()) })
+			if tg.live == nil || tg.Layout.PoolBytes(tg.Slots) <= 1<<32 {
+				t.Fatalf("pool of %d slots (%d bytes) not checked in windows", tg.Slots, tg.Layout.PoolBytes(tg.Slots))
+			}
+			far := 0
+			failed := false
+			for k, pad := range Paddings {
+				sys := NewSystem(tg, pad, 64)
+				sys.Budget = 200
+				rng := rand.New(rand.NewSource(int64(k + 1)))
+				for i := range sys.Budget {
+					c := sys.Draw(rng)
+					for _, s := range c.Loc[:c.Valid] {
+						if l.Footprint(s)[0].Off >= 1<<31 {
+							far++
+						}
+					}
+					res, err := property.CheckOnce(context.Background(), sys, c) // a crash is the case's failure
+					if err != nil {
+						t.Fatalf("%s case %d: %v", pad, i, err)
+					}
+					if res.Failed() {
+						if !tc.wantFail {
+							t.Fatalf("%s case %d failed: %s", pad, i, listed(res.Violations))
+						}
+						failed = true
+						break
+					}
+				}
+			}
+			if far == 0 {
+				t.Errorf("no case named a slot past 2 GiB of offsets")
+			}
+			if tc.wantFail != failed {
+				t.Errorf("failed %v, want %v", failed, tc.wantFail)
+			}
+		})
+	}
+}
+
+// TestShapesOnCUDA: the bundled CUDA stores are exact at the shapes a run
+// draws (head dims that are not multiples of 16, page size 1, the engines'
+// largest), eagerly and in graphs, and each GPU-class mutant of the value
+// classes and shapes dies where its CPU twin does.
+func TestShapesOnCUDA(t *testing.T) {
+	backend := arena.CUDA{Dev: cudatest.Device(t)}
+	type subject struct {
+		plugin, variant, layout string
+		d, p                    int
+		graph, wantFail         bool
+	}
+	var subjects []subject
+	for _, sh := range [][2]int{{8, 1}, {24, 16}, {120, 64}, {136, 1}, {576, 256}} {
+		for _, l := range []string{"bf16", "fp8-paged", "fp8-rows"} {
+			subjects = append(subjects, subject{"fusedstore", "", l, sh[0], sh[1], sh[0] == 120, false})
+			if l != "bf16" {
+				subjects = append(subjects, subject{"fp8store", "", l, sh[0], sh[1], false, false})
+			}
+		}
+	}
+	subjects = append(subjects,
+		subject{"fusedstore", "vec16-no-tail", "bf16", 120, 16, false, true},
+		subject{"fusedstore", "denormals-are-zero", "bf16", 128, 64, false, true},
+		subject{"fusedstore", "page-size-64", "fp8-paged", 128, 16, false, true},
+		subject{"fusedstore", "zero-row-sign", "fp8-paged", 128, 64, false, true},
+		subject{"fusedstore", "nan-pair-scale", "fp8-paged", 128, 64, true, true},
+	)
+	for _, s := range subjects {
+		name := fmt.Sprintf("%s/%s/%s/D=%d/P=%d/graph=%v", s.plugin, cmp.Or(s.variant, "correct"), s.layout, s.d, s.p, s.graph)
+		t.Run(name, func(t *testing.T) {
+			p, dir := plugintest.Start(t, s.plugin)
+			tg, err := Open(context.Background(), p, dir, Config{Variant: s.variant, Layout: kindtest.Layout(t, s.layout, s.d, s.p),
+				Slots: 1 << 17, MaxCapacity: 64, Seed: 7, Backend: backend, Sets: AutoSets, Graph: s.graph})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tg.Close(context.Background()) })
+			failed := ""
+			for k, pad := range Paddings {
+				sys := NewSystem(tg, pad, 64)
+				sys.Budget = 60
+				rng := rand.New(rand.NewSource(int64(k + 1)))
+				for i := range sys.Budget {
+					res, err := property.CheckOnce(context.Background(), sys, sys.Draw(rng))
+					if err != nil {
+						t.Fatalf("%s case %d: %v", pad, i, err)
+					}
+					if res.Failed() {
+						failed = fmt.Sprintf("%s case %d: %s", pad, i, listed(res.Violations))
+						break
+					}
+				}
+				if failed != "" {
+					break
+				}
+			}
+			switch {
+			case s.wantFail && failed == "":
+				t.Errorf("the mutant passed 60 cases a padding")
+			case !s.wantFail && failed != "":
+				t.Errorf("the correct kernel failed: %s", failed)
+			}
+		})
 	}
 }

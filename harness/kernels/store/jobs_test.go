@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -69,7 +70,7 @@ func hangSuite(t *testing.T, paddings []Padding, n int) *testSuite {
 		t.Fatal(err)
 	}
 	return &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: start}, Paddings: paddings,
-		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 8}, Layouts: kindtest.Layouts(t, 128, 64, "bf16"), Jobs: n}}
+		Params: kind.Params{Variant: "hang", Cases: 20, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 8, Backend: arena.SHM{}}, Layouts: kindtest.Layouts(t, 128, 64, "bf16"), Jobs: n}}
 }
 
 // summary is what a verdict says, without timings.

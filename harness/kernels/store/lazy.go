@@ -36,6 +36,10 @@ const (
 	// maxReplays is how often an exact check runs a case again after it
 	// wrote holes (a replay finds them materialized and is exact).
 	maxReplays = 3
+	// exactRoom is what a far target's exact set may hold materialized
+	// at once, for the arena's room check: exactKeep, and the pages a
+	// batch of the largest capacity names in its three pools.
+	exactRoom = 64 << 20
 )
 
 // sparseDir reports whether arenas made in dir are sparse files (tmpfs).
@@ -120,8 +124,10 @@ func (t *Target) release() error {
 	return t.batch(func() error {
 		for _, age := range []int{exactAge, 0} {
 			for p := range numPools {
-				if err := t.lazy.ReleaseIdle(t.regionOf(run{pool: p}).Span(), age); err != nil {
-					return err
+				for _, w := range t.releasable(t.regionOf(run{pool: p})) {
+					if err := t.lazy.ReleaseIdle(w, age); err != nil {
+						return err
+					}
 				}
 			}
 			if t.held(0) <= exactKeep/2 {
@@ -132,12 +138,37 @@ func (t *Target) release() error {
 	})
 }
 
-// held is how many bytes the exact set's pools hold materialized, of the
-// pages idle for age materializations (every page, for age 0).
+// releasable are the parts of an exact-set region release may give back:
+// all of it, or, for a far pool (reach.go), what lies outside its live
+// windows, which stay held as the sets checked ahead hold theirs (cases
+// keep naming them; a shrunk or replayed case may name other pages).
+func (t *Target) releasable(r pool.Region) []pool.Window {
+	if t.live == nil {
+		return []pool.Window{r.Span()}
+	}
+	var out []pool.Window
+	at := r.Span().Off
+	for _, w := range liveWindows(t.Layout, r, t.live) {
+		if w.Off > at {
+			out = append(out, pool.Window{Off: at, Len: w.Off - at})
+		}
+		at = max(at, w.End())
+	}
+	if end := r.Span().End(); end > at {
+		out = append(out, pool.Window{Off: at, Len: end - at})
+	}
+	return out
+}
+
+// held is how many bytes the exact set's pools hold materialized outside
+// what stays held (releasable), of the pages idle for age
+// materializations (every page, for age 0).
 func (t *Target) held(age int) int {
 	n := 0
 	for p := range numPools {
-		n += t.lazy.HeldIn(t.regionOf(run{pool: p}).Span(), age)
+		for _, w := range t.releasable(t.regionOf(run{pool: p})) {
+			n += t.lazy.HeldIn(w, age)
+		}
 	}
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
@@ -19,10 +20,15 @@ type testSuite struct {
 	kind.Params
 	session  *kind.Session
 	Paddings []Padding
+	// MaxShrinkChecks: the suite's bound on shrink candidates (0: the
+	// default).
+	MaxShrinkChecks int
 }
 
 func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result], error) {
-	return Suite(s.session, s.Params, s.Paddings).Run(ctx)
+	ps := Suite(s.session, s.Params, s.Paddings)
+	ps.MaxShrinkChecks = s.MaxShrinkChecks
+	return ps.Run(ctx)
 }
 
 // verdicts runs the suite; an error ends the test.
@@ -46,7 +52,7 @@ func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, Variant: variant})
 	}
 	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
-		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64}}}
+		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64, Backend: arena.SHM{}}}}
 	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
 }
@@ -157,6 +163,25 @@ func TestStagingWriteIsAKernelBug(t *testing.T) {
 	v := f.Minimal.Violations[0]
 	if v.Kind != oracle.Staging || v.Field != "rows" || v.Row != 0 || v.Off != 0 || len(v.Got) != v.Len || v.Got[0] != 0xc1 {
 		t.Errorf("violation %v (got % x): want row 0's first element, 0x7fc1 written over it", v, v.Got)
+	}
+}
+
+// TestStagingTailWriteIsCaught: a store that overwrites the 64 bytes just past
+// its staged rows, into staging its call does not use, fails the staging
+// property on the case that did it, however small the batch: the whole
+// staging region is compared after every call, not only what was staged.
+func TestStagingTailWriteIsCaught(t *testing.T) {
+	s := suite(t, "faulty", "scribble-tail", "bf16")
+	s.Paddings = []Padding{PadNone}
+	vs := s.verdicts(t)
+	f := vs[0].Outcome.Failure
+	if f == nil || f.Property != oracle.Staging || f.Case.Capacity() != 1 || vs[0].Outcome.Cases != 1 {
+		t.Fatalf("outcome %+v: want a staging failure at the first case, shrunk to one row", vs[0].Outcome)
+	}
+	v := f.Minimal.Violations[0]
+	if v.Kind != oracle.Staging || v.Field != "rows past the batch" || v.Off != s.Layouts[0].RowBytes() || v.Len != 64 ||
+		!strings.Contains(v.Detail, "past the rows of its batch (1)") {
+		t.Errorf("violation %+v: want the 64 bytes after row 0, named as past the batch", v)
 	}
 }
 

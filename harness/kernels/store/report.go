@@ -46,8 +46,15 @@ func title(h report.Header) string {
 	if h.Graph {
 		backend += ", graph replay"
 	}
-	t := fmt.Sprintf("plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %d slots, capacity ≤ %d",
-		h.Plugin, h.Version, variant, backend, h.Cases, h.Seed, h.Slots, h.MaxCapacity)
+	slots := fmt.Sprintf("%d slots", h.Slots)
+	switch {
+	case h.Scaled:
+		slots = fmt.Sprintf("%d slots (fewer where a pool would pass %d MiB)", h.Slots, deviceBytes>>20)
+	case h.Far:
+		slots = "pools past 4 GiB of byte offsets (sparse)"
+	}
+	t := fmt.Sprintf("plugin %s %s, variant %s, on %s: up to %d cases per row, seed %d, %s, capacity ≤ %d",
+		h.Plugin, h.Version, variant, backend, h.Cases, h.Seed, slots, h.MaxCapacity)
 	if h.About != "" {
 		t += ", " + h.About
 	}
@@ -117,8 +124,13 @@ func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, 
 	if j := fl.Minimal.Judged; j != nil { // the layout as judged: the declared recipe recorded
 		l, mode = j.Layout, j.Mode
 	}
-	return &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: h.PluginArg, Variant: h.Variant,
-		Layout: l.Resolved().JSON(), Slots: h.Slots, BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
+	ran := h.Ran
+	ran.HeadDim, ran.PageSize = l.HeadDim, l.PageSize // the row's own shape, drawn or pinned
+	if j := fl.Minimal.Judged; j != nil {
+		ran.SlotBits = j.SlotBits
+	}
+	return &report.Repro{Version: report.ReproVersion, Kernel: Name, Plugin: h.PluginArg, Variant: h.Variant, Ran: ran,
+		Layout: l.Resolved().JSON(), Slots: RowSlots(v.Layout, h.Slots, h.Far, h.Scaled), BackgroundSeed: h.Seed, Case: fl.Case, Tag: v.Label, Value: mode.String(),
 		Found: &report.Found{Property: fl.Property, Flaky: fl.Flaky, NeedsHistory: fl.NeedsHistory, Seed: v.Seed,
 			CaseIndex: v.Outcome.Cases, Shrinks: fl.Shrinks, Reruns: report.Intermittent(fl.Reruns), Violations: vs}}, nil
 }

@@ -22,6 +22,15 @@ type Result struct {
 	// Judged is what the case's values were judged by: the layout with
 	// the declared recipe, and the mode (a repro file records both).
 	Judged *Judgement
+	// raceHits counts the case's two runs that showed a race (RaceShown).
+	raceHits int
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // addFindings adds the sanitizer's findings as violations.
@@ -116,12 +125,18 @@ func (t *Target) verdict(sc *Oracle, deltas []oracle.Delta, staging []oracle.Vio
 	case c.Valid == 0:
 		unpadded = oracle.Delta{} // storing no rows changes nothing
 	}
-	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value}}
+	res := &Result{Judged: &Judgement{Layout: t.Layout, Mode: t.Value, SlotBits: t.Declared.SlotBits}}
 	if t.GeometryViolation != nil {
 		res.Violations = append(res.Violations, *t.GeometryViolation)
 	}
 	res.Violations = append(res.Violations, staging...)
 	res.Violations = append(res.Violations, sc.Check(first)...)
+	res.raceHits = 2 * b2i(hasRace(res.Violations)) // both runs, when they agree
+	if !first.Equal(again) {
+		more, shown := raceIn(sc, again, res.Violations) // race.go
+		res.Violations = append(res.Violations, more...)
+		res.raceHits = b2i(res.raceHits > 0) + b2i(shown)
+	}
 	if !first.Equal(again) {
 		res.Violations = append(res.Violations, oracle.Compare(oracle.Determinism, first, again,
 			"running the same case twice left different bytes"))

@@ -14,7 +14,7 @@ func (v *classifier) add(e explanation, u unit, b wrongByte) {
 	o, owned := v.ownerAt(b.off)
 	r := v.run
 	if r != nil && r.Kind == e.kind && r.Row == e.row && r.Slot == u.slot && r.Field == o.Field && r.Tie == e.tie &&
-		r.Detail == e.detail && b.off >= r.Off+r.Len && v.near(e.kind, r, b.off) {
+		r.Detail == e.detail && r.Race == e.race && b.off >= r.Off+r.Len && v.near(e.kind, r, b.off) {
 		contiguous := b.off == r.Off+r.Len && len(r.Got) == r.Len
 		r.Len = b.off + 1 - r.Off
 		if contiguous && len(r.Got) < oracle.MaxShown {
@@ -24,7 +24,7 @@ func (v *classifier) add(e explanation, u unit, b wrongByte) {
 	}
 	v.flush()
 	v.run = &oracle.Violation{Kind: e.kind, Row: e.row, Slot: u.slot, Page: v.page(u.slot), HasSlot: owned, Field: o.Field,
-		Off: b.off, Len: 1, Got: []byte{b.got}, Want: []byte{b.want}, Tie: e.tie, Detail: e.detail}
+		Off: b.off, Len: 1, Got: []byte{b.got}, Want: []byte{b.want}, Tie: e.tie, Detail: e.detail, Race: e.race}
 }
 
 // near reports whether wrong byte off continues run r: within MergeGap

@@ -146,8 +146,11 @@ func packedSlots(s *Case, lowest int64) (*Case, bool) {
 	return c, changed
 }
 
-// eachSlot moves one valid slot at a time down: to the lowest slot, half
-// way, or by one, where no other valid row holds the target.
+// eachSlot moves one valid slot at a time down, where no other valid row
+// holds the target: to the lowest slot, then by half the way, a quarter,
+// an eighth… and by one. A slot whose bug holds over a band (a 32-bit
+// offset wraps past 2 GiB: every slot above one fails alike) gallops to
+// the band's edge in a few dozen steps instead of walking it slot by slot.
 func eachSlot(s *Case, lowest int64) []*Case {
 	taken := make(map[int64]bool, s.Valid)
 	for _, slot := range s.Loc[:s.Valid] {
@@ -155,7 +158,7 @@ func eachSlot(s *Case, lowest int64) []*Case {
 	}
 	var out []*Case
 	for i, slot := range s.Loc[:s.Valid] {
-		for _, to := range []int64{lowest, lowest + (slot-lowest)/2, slot - 1} {
+		for _, to := range slotSteps(slot, lowest) {
 			if to < lowest || to >= slot || taken[to] {
 				continue
 			}
@@ -163,6 +166,20 @@ func eachSlot(s *Case, lowest int64) []*Case {
 			c.Loc[i] = to
 			out = append(out, c)
 		}
+	}
+	return out
+}
+
+// slotSteps are the slots a shrinker tries for slot, most aggressive
+// first: the lowest, then slot less half its distance from it, a quarter,
+// and so on down to one.
+func slotSteps(slot, lowest int64) []int64 {
+	out := []int64{lowest}
+	for d := (slot - lowest) / 2; d >= 1; d /= 2 {
+		out = append(out, slot-d)
+	}
+	if out[len(out)-1] != slot-1 {
+		out = append(out, slot-1)
 	}
 	return out
 }

@@ -88,12 +88,15 @@ func TestInt32SlotsStaged(t *testing.T) {
 		if res.Failed() {
 			t.Errorf("%v: %v", c, res.Violations)
 		}
-		rows := make([][]uint16, c.Capacity())
-		for i := range rows {
-			rows[i] = c.Rows[i].Data(tg.Layout.HeadDim)
+		s := tg.stagedFor(tg.exact)
+		loc := s.want[tg.rowsBytes():]
+		if s.slotW != 4 || s.capacity != c.Capacity() {
+			t.Errorf("loc staged at %d bytes a slot for %d slots; want 4 for %d", s.slotW, s.capacity, c.Capacity())
 		}
-		if seg := tg.staged(0, c, rows)[1]; seg.Name != "loc" || len(seg.Data) != 4*c.Capacity() {
-			t.Errorf("loc staged in %d bytes for %d slots", len(seg.Data), c.Capacity())
+		for i, slot := range c.Loc {
+			if got := int32(binary.LittleEndian.Uint32(loc[4*i:])); int64(got) != slot {
+				t.Errorf("staged slot %d is %d, want %d", i, got, slot)
+			}
 		}
 	}
 }

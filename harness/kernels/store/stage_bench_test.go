@@ -3,6 +3,7 @@ package store
 import (
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -13,7 +14,7 @@ func BenchmarkPrepareStage(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			l, _ := layout.Builtin(name, 128, 64)
 			g, _ := pool.Plan([]pool.Spec{{Name: "p", Layout: l, Slots: 4096}}, 0)
-			tg := &Target{Config: Config{Layout: l, Slots: 4096}}
+			tg := &Target{Config: Config{Backend: arena.SHM{}, Layout: l, Slots: 4096}}
 			cases := drawCases(tg, 64)
 			for i := 0; b.Loop(); i++ {
 				NewOracle(l, g.Regions[0], 7, cases[i%len(cases)], oracle.Declared{})

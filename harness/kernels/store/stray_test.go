@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kvharness/kvharness/harness/pool"
+	"github.com/kvharness/kvharness/harness/protocol/fdpass"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -40,10 +42,13 @@ func TestStrayWriteAnywhereIsCaught(t *testing.T) {
 // mapping of the arena file at path.
 func strayByte(t *testing.T, path string, off int) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fd, err := fdpass.Receive(ctx, path) // the arena's descriptor, as a plugin receives it
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	page := off &^ (os.Getpagesize() - 1)
 	m, err := unix.Mmap(int(f.Fd()), int64(page), os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"math/rand"
+	"slices"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 )
@@ -40,7 +42,8 @@ var (
 
 // NewSystem draws store cases for t under padding p.
 func NewSystem(t *Target, p Padding, maxCapacity int) *System {
-	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity}}
+	return &System{Target: t, Gen: &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, Padding: p, MaxCapacity: maxCapacity,
+		Live: t.live, NonFinite: t.Layout.NonFinite() != layout.NonFiniteUndeclared}}
 }
 
 // firstExact is how many cases a target's first row checks exactly
@@ -101,8 +104,25 @@ func (s *System) drawWindow() bool {
 	return true
 }
 
-// Shrink implements property.System.
-func (s *System) Shrink(c *Case) []*Case { return Shrink(c) }
+// Shrink implements property.System. On a pool checked in windows
+// (reach.go) it keeps to candidates whose slots are in them: elsewhere a
+// sparse GPU arena has no memory, and a host one would materialize pages
+// no drawn case names.
+func (s *System) Shrink(c *Case) []*Case {
+	out := Shrink(c)
+	live := s.Target.live
+	if live == nil {
+		return out
+	}
+	return slices.DeleteFunc(out, func(x *Case) bool {
+		for i, slot := range x.Loc {
+			if (i < x.Valid || x.Padding == PadCount) && !live.Contains(slot) {
+				return true
+			}
+		}
+		return false
+	})
+}
 
 // Check implements property.System. The case Draw handed out last gets
 // its window's verdict (the window and the next are started first, so
@@ -124,6 +144,9 @@ func (s *System) Check(ctx context.Context, c *Case) (*Result, error) {
 			}
 		}
 		<-w.ready
+		if err := s.Target.idleFault(); err != nil {
+			return nil, err // reported as a fault of the run, the plugin restarted already
+		}
 		if !w.tainted {
 			s.Target.ahead.answered.Add(1)
 			if w.results[i].Failed() {
@@ -151,7 +174,10 @@ func (s *System) Restart(ctx context.Context) error {
 // the process do before it died.
 func (s *System) Crashed(f *plugin.Fault) *Result {
 	r := crashed(f)
-	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value} // the repro file records it as for any case
+	r.Judged = &Judgement{Layout: s.Target.Layout, Mode: s.Target.Value, SlotBits: s.Target.Declared.SlotBits} // the repro file records it as for any case
 	r.addFindings(s.Target.Plugin.ExitedFindings())
 	return r
 }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Target.Plugin.KeepSpare(ctx) }

@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -18,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/target"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // Config says what to attach.
@@ -28,7 +27,7 @@ type Config struct {
 	MaxCapacity int           // staging is sized for this many rows
 	Seed        int64         // background seed
 	Graph       bool          // ask for CUDA-graph replay
-	Backend     arena.Backend // where the arena lives; nil means host shared memory
+	Backend     arena.Backend // where the arena lives: the run's (arena.Want.Choose)
 	Phases      Phases        // when set, each case adds its time per stage here
 	Value       layout.Mode   // how fp8 values are judged: by the declared recipe (the default) or bit-exact
 	// Sets is how many pool sets (each a case, repeat and unpadded pool,
@@ -73,10 +72,11 @@ type Target struct {
 	lazy    arena.Lazy // the memory, when the pools are filled lazily (lazy.go)
 	// fillLater fills the sets checked ahead on; nil once they are.
 	fillLater func() error
-	blocks    int64              // its allocated size after the last materialization
-	staging   [][]target.Segment // per set: what was staged last
-	rows      rowCache           // rows of small seeds, as oracles build them (oracle.go)
-	phaseMu   sync.Mutex         // Phases is written by the ahead pipeline too
+	blocks    int64           // its allocated size after the last materialization
+	staging   []*stagedSet    // per set: what its staging region must hold (staging.go)
+	rows      rowCache        // rows of small seeds, as oracles build them (oracle.go)
+	live      workload.Ranges // the slots cases draw from, when the pool is checked in windows (reach.go)
+	phaseMu   sync.Mutex      // Phases is written by the ahead pipeline too
 	closed    bool
 }
 
@@ -108,7 +108,7 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...Config) ([]*Target, error) {
 	backend := cfgs[0].Backend
 	if backend == nil {
-		backend = arena.SHM{}
+		return nil, arena.ErrNoBackend
 	}
 	g := &group{Base: target.Base{Plugin: p, Variant: cfgs[0].Variant}, open: len(cfgs)}
 	ts := make([]*Target, len(cfgs))
@@ -137,6 +137,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		if err := checkSlotWidth(t.Declared.SlotBits, t.Slots, p.Name); err != nil { // slots.go
 			return nil, err
 		}
+		t.live = liveRanges(t.Layout, t.Slots) // reach.go
 		specs = append(specs, t.specs(len(cfgs) > 1)...)
 		staging += t.numSets() * t.slotBytes()
 		ts[i] = t
@@ -155,6 +156,7 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 	if bell {
 		g.bellAt = geo.Staging.End() - align(doorbell.Size)
 	}
+	g.Resident, g.Backed = resident(ts, geo), backed(ts, geo)
 	if err := g.Plan(dir, backend, geo, fillTargets(geo, ts)); err != nil {
 		return nil, err
 	}
@@ -225,6 +227,12 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 				t.lazy = lazy
 			}
 			regions := geo.Regions[t.first : t.first+t.numSets()*numPools]
+			if t.live != nil && t.lazy != nil {
+				if err := t.fillFar(mem, regions); err != nil {
+					return err
+				}
+				continue
+			}
 			for _, r := range regions[:numPools] {
 				fill := mem.Fill
 				if t.lazy != nil {
@@ -241,8 +249,94 @@ func fillTargets(geo pool.Geometry, ts []*Target) func(arena.Memory) error {
 		// Staging (and the doorbell) hold their pages from the start: on
 		// a sparse arena a first write there would grow the file, as a
 		// stray write into a hole does (lazy.go).
+		if lazy, ok := mem.(arena.Lazy); ok && lazy.Sparse() {
+			if err := lazy.Reserve(geo.Staging); err != nil {
+				return err
+			}
+		}
 		return mem.WriteAt(make([]byte, geo.Staging.Len), geo.Staging.Off)
 	}
+}
+
+// fillFar fills a far pool's sets lazily, every page a hole (reach.go),
+// but their live windows: the exact set's now (other pages as cases name
+// them), the sets checked ahead's when the first window needs them (after
+// a scan proves nothing wrote there before).
+func (t *Target) fillFar(mem arena.Memory, regions []pool.Region) error {
+	for _, r := range regions {
+		if err := t.lazy.FillLazy(r.Span(), uint64(t.Seed)); err != nil {
+			return err
+		}
+	}
+	for _, r := range regions[:numPools] {
+		if err := t.lazy.Materialize(liveWindows(t.Layout, r, t.live)); err != nil {
+			return err
+		}
+	}
+	ahead := regions[numPools:]
+	if len(ahead) == 0 {
+		return nil
+	}
+	t.fillLater = func() error {
+		for _, r := range ahead {
+			changed, err := mem.Changed(r.Span())
+			if err != nil {
+				return fmt.Errorf("scan the pools to check ahead on before filling them: %w", err)
+			}
+			if len(changed) > 0 {
+				return &UnfilledWriteError{Region: r.Name, At: changed[0]}
+			}
+			if err := t.lazy.Materialize(liveWindows(t.Layout, r, t.live)); err != nil {
+				return fmt.Errorf("fill the pools to check ahead on: %w", err)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// backed are the windows of the arena of targets planned in geo that a
+// device backs when a target's pools reach far: its staging, each dense
+// target's regions, each far target's live windows in every set (its
+// cases name nothing else: the shrinker keeps to them too). Nil when no
+// pool reaches far: the arena is backed whole.
+func backed(ts []*Target, geo pool.Geometry) []pool.Window {
+	far := false
+	var out []pool.Window
+	for _, t := range ts {
+		for _, r := range geo.Regions[t.first : t.first+t.numSets()*numPools] {
+			if t.live == nil {
+				out = append(out, r.Span())
+				continue
+			}
+			far = true
+			out = append(out, liveWindows(t.Layout, r, t.live)...)
+		}
+	}
+	if !far {
+		return nil
+	}
+	return append(out, geo.Staging)
+}
+
+// resident is what the arena of targets planned in geo will hold at most
+// when a target's pools reach far (reach.go): its staging, each dense
+// target's pools, each far target's live windows in every set and room
+// for what its exact set materializes. Zero (all of it) otherwise.
+func resident(ts []*Target, geo pool.Geometry) int {
+	far := false
+	n := geo.Staging.Len
+	for _, t := range ts {
+		n += t.numSets() * numPools * liveBytes(t.Layout, t.Slots)
+		if t.live != nil {
+			far = true
+			n += exactRoom
+		}
+	}
+	if !far {
+		return 0
+	}
+	return n
 }
 
 // fillAheadSets fills the regions of the sets checked ahead on, once the
@@ -524,93 +618,6 @@ func (t *Target) addPhase(stage string, d time.Duration) {
 		t.Phases[stage] += d
 		t.phaseMu.Unlock()
 	}
-}
-
-// checkStaging reads set's inputs back: a store kernel must leave them as
-// staged. One that writes there has a kernel bug (it scribbles on memory
-// its caller still holds), and each run of bytes it changed is a staging
-// violation, shown with its bytes like any other.
-func (t *Target) checkStaging(set int) ([]oracle.Violation, error) {
-	mapped, direct := t.Mem().(interface{ Bytes() []byte })
-	var out []oracle.Violation
-	for _, seg := range t.staging[set] {
-		var got []byte
-		if direct {
-			got = mapped.Bytes()[seg.Off : seg.Off+len(seg.Data)]
-		} else {
-			got = make([]byte, len(seg.Data))
-			if err := t.Mem().ReadAt(got, seg.Off); err != nil {
-				return nil, err
-			}
-		}
-		if !bytes.Equal(got, seg.Data) {
-			// The violation keeps its bytes: got may be the mapped
-			// arena, and seg.Data is staged over by the next case.
-			got, want := bytes.Clone(got), bytes.Clone(seg.Data)
-			per := t.Layout.RowBytes()
-			if seg.Name == "loc" {
-				per = slotWidth(t.Declared.SlotBits)
-			}
-			out = append(out, stagingRuns(seg.Name, per, want, got)...)
-		}
-	}
-	return out, nil
-}
-
-// stagingRuns are the runs of an input segment whose bytes changed, each
-// naming the row (rows of per bytes) it starts in.
-func stagingRuns(name string, per int, want, got []byte) []oracle.Violation {
-	var out []oracle.Violation
-	for i := 0; i < len(want); i++ {
-		if want[i] == got[i] {
-			continue
-		}
-		if n := len(out); n > 0 && i-(out[n-1].Off+out[n-1].Len) <= oracle.MergeGap {
-			out[n-1].Len = i + 1 - out[n-1].Off
-			continue
-		}
-		out = append(out, oracle.Violation{Kind: oracle.Staging, Row: i / per, Field: name, Off: i, Len: 1,
-			Detail: "the kernel wrote into its read-only input: a store may write only its pool"})
-	}
-	for k := range out {
-		v := &out[k]
-		v.Want, v.Got = oracle.Clip(want[v.Off:v.Off+v.Len]), oracle.Clip(got[v.Off:v.Off+v.Len])
-	}
-	return out
-}
-
-// stage writes rows and loc into set's staging, keeping what it wrote for
-// checkStaging.
-func (t *Target) stage(set int, c *Case, rows [][]uint16) error {
-	for _, seg := range t.staged(set, c, rows) {
-		if err := t.Mem().WriteAt(seg.Data, seg.Off); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// staged is a case's staging content: its rows, then its slots, in set's
-// buffers (reused from case to case). Rows are the host's bytes:
-// kvharness runs on little-endian machines only, as the kernels do.
-func (t *Target) staged(set int, c *Case, rows [][]uint16) []target.Segment {
-	if t.staging == nil {
-		t.staging = make([][]target.Segment, t.numSets())
-	}
-	segs := t.staging[set]
-	if segs == nil {
-		segs = []target.Segment{{Name: "rows", Off: t.rowsOffset(set), Data: make([]byte, t.MaxCapacity*t.Layout.RowBytes())},
-			{Name: "loc", Off: t.locOffset(set), Data: make([]byte, 8*t.MaxCapacity)}}
-	}
-	rb := t.Layout.RowBytes()
-	r := segs[0].Data[:c.Capacity()*rb]
-	for i, row := range rows[:c.Capacity()] {
-		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
-	}
-	loc := putSlotsInto(segs[1].Data, c.Loc, t.Declared.SlotBits) // at the declared width (slots.go)
-	segs[0].Data, segs[1].Data = r, loc
-	t.staging[set] = segs
-	return segs
 }
 
 // OpenSupported opens, as one group, a target for each layout of ls the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -31,7 +32,7 @@ func openTargetSets(t testing.TB, name, layoutName, variant string, slots int, a
 	if ahead {
 		sets = AutoSets
 	}
-	tg, err := Open(context.Background(), p, dir, Config{Variant: variant, Layout: l, Slots: slots, MaxCapacity: 64, Seed: 7, Sets: sets})
+	tg, err := Open(context.Background(), p, dir, Config{Backend: arena.SHM{}, Variant: variant, Layout: l, Slots: slots, MaxCapacity: 64, Seed: 7, Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}

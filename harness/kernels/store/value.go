@@ -41,11 +41,13 @@ type rowFinding struct {
 }
 
 // Judgement is how a target judges values: its layout with the plugin's
-// declared recipe applied, and the mode. Results carry it so that a repro
-// file records what the case was judged by.
+// declared recipe applied, the mode, and the slot width the plugin
+// declared. Results carry it so that a repro file records what the case
+// was judged by and staged at.
 type Judgement struct {
-	Layout *layout.Layout
-	Mode   layout.Mode
+	Layout   *layout.Layout
+	Mode     layout.Mode
+	SlotBits int
 }
 
 // declaredLayout is l with the recipe the plugin declared for it in
@@ -95,8 +97,8 @@ func (v *classifier) judgeRow(i int, spans []layout.Span, got [][]byte) []wrongB
 		k := len(v.judged.findings)
 		v.judged.findings = append(v.judged.findings, rowFinding{row: i, Finding: f})
 		for j, at := range f.Bytes {
-			if b := got[f.Plane][at]; b != f.Want[j] {
-				off := spans[f.Plane].Off + at
+			if b := got[f.PieceOf(j)][at]; b != f.Want[j] {
+				off := spans[f.PieceOf(j)].Off + at
 				out = append(out, wrongByte{off: off, got: b, want: f.Want[j], row: i})
 				if v.judged.at == nil {
 					v.judged.at = map[int]int{}

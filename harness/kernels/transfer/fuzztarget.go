@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -29,7 +30,7 @@ var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{
 	Name: "FuzzTransfer", Package: "./harness/kernels/transfer",
 	Plugin: "pdtransfer",
 	Open: func(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, _ *layout.Layout, variant string) (*System, error) {
-		sys := NewSystem(p, dir, Config{Variant: variant, Seed: 1}, nil)
+		sys := NewSystem(p, dir, Config{Backend: arena.SHM{}, Variant: variant, Seed: 1}, nil)
 		return kind.Warmed(ctx, sys, fuzzBase) // a plugin without transfers: ErrUnsupported
 	},
 	Decode:   func(data []byte) *Case { return Decode(data, fuzzBase, fuzzMaxRooms, fuzzMaxPages) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -28,6 +29,11 @@ var Kind = kind.Kind{
 		return c, err
 	},
 	Fuzz: fuzzing.Lane(FuzzTarget),
+	// A transfer gets 256 pages by default, so runs cross multiples of 64
+	// pages.
+	Slots:     func(_ arena.Place, pageSize int) int { return 256 * pageSize },
+	SlotsHelp: "transfers 256 pages",
+	Bench:     &Bench,
 }
 
 // The default transfer geometry of a suite: two DeepSeek-V4-like layers
@@ -44,6 +50,18 @@ type SuiteConfig struct {
 	Geometry pd.Geometry // zero: DefaultGeometry(DefaultLayers, DefaultPages)
 	Profiles []string    // nil: Profiles
 	MaxRooms int         // rooms per case at most; 0: the generator's default (4)
+	// Shapes, when set, is each profile's head dim and page size: its
+	// row runs over Geometry reshaped to it (a check draws them).
+	Shapes map[string]workload.Shape
+}
+
+// geometryOf is a profile's geometry: g, reshaped to the profile's shape
+// when sc gives one.
+func (sc SuiteConfig) geometryOf(g pd.Geometry, profile string) pd.Geometry {
+	if x, ok := sc.Shapes[profile]; ok {
+		return g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	return g
 }
 
 // Suite is the transfer properties over profiles (mixed, runs, singles,
@@ -59,9 +77,15 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend}
 	suite.Rows = kind.ProfileRows[*Case, *Result](l, sc.Profiles, Profiles,
 		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
+			g := sc.geometryOf(g, profile)
 			sys := NewSystem(pl, s.Dir, cfg, &Gen{Geometry: g, Profile: profile, MaxRooms: sc.MaxRooms})
 			return kind.Warmed(ctx, sys, g)
 		})
+	for i, r := range suite.Rows {
+		if suite.Rows[i].Layout, err = sc.geometryOf(g, r.Label).Layout(0); err != nil {
+			return nil, err
+		}
+	}
 	return suite, nil
 }
 
@@ -77,16 +101,35 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if err != nil {
 		return nil, err
 	}
-	suite, err := Suite(s, p, SuiteConfig{Geometry: g})
+	sc, sh, err := shapes(ctx, s, p, g, SuiteConfig{Geometry: g})
 	if err != nil {
 		return nil, err
 	}
-	return kind.RunSuite(ctx, suite, Schema, p.GeometryHeader(s, g))
+	suite, err := Suite(s, p, sc)
+	if err != nil {
+		return nil, err
+	}
+	return kind.RunSuite(ctx, suite, Schema, pd.Header(p, s, g, sh))
 }
 
-func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout) (*report.Failure, error) {
+// shapes draws each profile's shape over g's layouts, when the run draws
+// them.
+func shapes(ctx context.Context, s *kind.Session, p kind.Params, g pd.Geometry, sc SuiteConfig) (SuiteConfig, *kind.Shapes, error) {
+	ls, err := g.Layouts()
+	if err != nil {
+		return sc, nil, err
+	}
+	sh, err := p.Spaces(ctx, s, ls)
+	if err != nil {
+		return sc, nil, err
+	}
+	sc.Shapes, err = sh.Profiles(ctx, s, p, ls, sc.Profiles, Profiles)
+	return sc, sh, err
+}
+
+func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
 	c := r.Case.(*Case)
-	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed}, nil)
+	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r), r, l, c, string(Name))
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }

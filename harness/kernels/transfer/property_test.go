@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/oracle"
@@ -40,7 +41,7 @@ func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result]
 func transferSuite(t testing.TB, p *plugin.Plugin, variant string, cases int) *testSuite {
 	t.Helper()
 	return &testSuite{session: &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}, t: t,
-		Params: kind.Params{Variant: variant, Cases: cases, Seed: 1}}
+		Params: kind.Params{Variant: variant, Cases: cases, Seed: 1, Setup: kind.Setup{Backend: arena.SHM{}}}}
 }
 
 func inProcess() *plugin.Plugin {

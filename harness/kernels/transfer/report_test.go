@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -40,7 +41,7 @@ func killed(t *testing.T, variant string) (property.Verdict[*Case, *Result], *ru
 // header is a report header of a killing run.
 func header(variant string) report.Header {
 	g := pd.DefaultGeometry(2, 40)
-	return report.Header{Plugin: "pdtransfer", Version: "1.0.0", Variant: variant, PluginArg: "pdtransfer", Cases: 20, Seed: 1,
+	return report.Header{Ran: report.Ran{Backend: report.BackendCPU}, Plugin: "pdtransfer", Version: "1.0.0", Variant: variant, PluginArg: "pdtransfer", Cases: 20, Seed: 1,
 		Backend: "cpu", JSON: report.Object{{Key: "geometry", Value: g}}, About: g.String()}
 }
 
@@ -60,7 +61,7 @@ func TestTransferReproRoundTrips(t *testing.T) {
 	}
 	kindtest.Replays(t, map[string]bool{"legacy-page-map": true, "": false}, Coverage, func(variant string) (*Result, error) {
 		sys := NewSystem(plugin.InProcess("pdtransfer", sdk.Services(pdtransfer.Plugin)), dir,
-			Config{Variant: variant, Seed: back.BackgroundSeed}, nil)
+			Config{Backend: arena.SHM{}, Variant: variant, Seed: back.BackgroundSeed}, nil)
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), back.Case.(*Case))
 	})

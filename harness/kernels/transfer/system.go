@@ -24,6 +24,10 @@ type System struct {
 	Config Config // its Geometry is ignored: each case brings its own
 
 	targets target.Cache[*Target] // by geometry key
+	// shrunkTo are the geometries the shrink opened targets for
+	// (pd.Incremental), once shrinking began.
+	shrunkTo  map[string]bool
+	shrinking bool
 }
 
 var _ property.System[*Case, *Result] = (*System)(nil)
@@ -34,8 +38,17 @@ const maxTargets = 4
 // NewSystem draws cases of one profile over cfg.Geometry. A replay
 // system (no generator) passes a nil gen: it can check, not draw.
 func NewSystem(p *plugin.Plugin, dir *rundir.Dir, cfg Config, gen *Gen) *System {
-	return &System{Plugin: p, Dir: dir, Config: cfg,
-		Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: Shrink}, targets: target.Cache[*Target]{Max: maxTargets}}
+	s := &System{Plugin: p, Dir: dir, Config: cfg,
+		Cases: kind.Cases[*Case, *Gen]{Gen: gen}, targets: target.Cache[*Target]{Max: maxTargets}, shrunkTo: map[string]bool{}}
+	s.Shrinker = s.shrink
+	return s
+}
+
+// shrink is Shrink, incrementally: steps over the case's geometry first,
+// and over at most pd.MaxShrinkGeometries others in the whole shrink.
+func (s *System) shrink(c *Case) []*Case {
+	s.shrinking = true
+	return pd.Incremental(Shrink(c), c.Geometry, func(x *Case) pd.Geometry { return x.Geometry }, s.shrunkTo)
 }
 
 // Check implements property.System.
@@ -52,6 +65,9 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 	return s.targets.Get(ctx, g.Key(), func() (*Target, error) {
 		cfg := s.Config
 		cfg.Geometry = g
+		if s.shrinking {
+			s.shrunkTo[g.Key()] = true
+		}
 		return Open(ctx, s.Plugin, s.Dir, cfg)
 	})
 }
@@ -60,3 +76,6 @@ func (s *System) Target(ctx context.Context, g pd.Geometry) (*Target, error) {
 func (s *System) Close(ctx context.Context) {
 	s.targets.Close(ctx)
 }
+
+// KeepSpare implements property.Sparer.
+func (s *System) KeepSpare(ctx context.Context) { s.Plugin.KeepSpare(ctx) }

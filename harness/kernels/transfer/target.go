@@ -20,7 +20,7 @@ type Config struct {
 	Variant  string
 	Geometry pd.Geometry   // the buffers, pools and page size
 	Seed     int64         // background seed
-	Backend  arena.Backend // nil: host shared memory
+	Backend  arena.Backend // where the pools live: the run's (arena.Want.Choose)
 }
 
 // Target is a plugin attached to a transfer arena: for every buffer
@@ -43,7 +43,9 @@ type Target struct {
 // Open describes the plugin, checks its geometry, plans and fills
 // the arena and attaches the plugin to it.
 func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*Target, error) {
-	cfg.Backend = arena.OrSHM(cfg.Backend)
+	if cfg.Backend == nil {
+		return nil, arena.ErrNoBackend
+	}
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("transfer geometry: %w", err)
 	}

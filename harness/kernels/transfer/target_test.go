@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
-
+	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/rundir"
 	"github.com/kvharness/kvharness/harness/sdk"
+	sdktransfer "github.com/kvharness/kvharness/harness/sdk/transfer"
 	"github.com/kvharness/kvharness/harness/target"
 	fusedstore "github.com/kvharness/kvharness/plugins/fusedstore/kernel"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
@@ -28,7 +28,7 @@ func transferTarget(t *testing.T, p sdk.Plugin, variant string, g pd.Geometry) (
 	}
 	t.Cleanup(func() { dir.Close() })
 	tg, err := Open(context.Background(), plugin.InProcess(p.Name, sdk.Services(p)), dir,
-		Config{Variant: variant, Geometry: g, Seed: 3})
+		Config{Backend: arena.SHM{}, Variant: variant, Geometry: g, Seed: 3})
 	if err == nil {
 		t.Cleanup(func() { tg.Close(context.Background()) })
 	}

@@ -18,30 +18,36 @@ import (
 	"time"
 )
 
-// Server hands out descriptors at Path until Close.
+// Server hands out descriptors at Path until Close, to the plugins it may
+// (peers.go).
 type Server struct {
 	Path string
 
-	dir    string
-	ln     *net.UnixListener
-	export func() (int, error)
-	wg     sync.WaitGroup
+	dir     string
+	ln      *net.UnixListener
+	export  func() (int, error)
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	granted map[int]bool // process groups Grant named
 }
 
 // Serve listens on a new socket in a private directory under base ("" for
 // the system's temporary directory). Each connection gets one descriptor
 // from export, which the server closes after sending.
 func Serve(base string, export func() (int, error)) (*Server, error) {
-	dir, err := os.MkdirTemp(base, "kvharness-fd-")
+	dir, err := os.MkdirTemp(base, "fd-") // short: a socket's path holds at most 107 bytes
 	if err != nil {
 		return nil, fmt.Errorf("fd socket directory: %w", err)
 	}
-	s := &Server{Path: filepath.Join(dir, "arena.sock"), dir: dir, export: export}
+	s := &Server{Path: filepath.Join(dir, "s"), dir: dir, export: export, granted: map[int]bool{}}
 	s.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: s.Path, Net: "unix"})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("fd socket: %w", err)
 	}
+	servers.Lock()
+	servers.byPath[s.Path] = s
+	servers.Unlock()
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -70,8 +76,13 @@ func (s *Server) accept() {
 }
 
 // send writes one descriptor, or on an export failure a message the
-// receiver reports: a byte 0 means a descriptor follows, 1 an error text.
+// receiver reports: a byte 0 means a descriptor follows, 1 an error text,
+// 2 a refusal (the peer is not a plugin the arena was given to).
 func (s *Server) send(c *net.UnixConn) {
+	if err := s.allowed(c); err != nil {
+		c.Write(append([]byte{2}, err.Error()...))
+		return
+	}
 	fd, err := s.export()
 	if err != nil {
 		c.Write(append([]byte{1}, err.Error()+"; set KVHARNESS_CUDA_SHARING=ipc to share arenas by IPC handle instead"...))
@@ -87,6 +98,9 @@ func (s *Server) Close() error {
 	if s == nil {
 		return nil
 	}
+	servers.Lock()
+	delete(servers.byPath, s.Path)
+	servers.Unlock()
 	err := s.ln.Close()
 	s.wg.Wait()
 	return errors.Join(err, os.RemoveAll(s.dir))
@@ -118,6 +132,9 @@ func Receive(ctx context.Context, path string) (int, error) {
 	case n > 0 && buf[0] == 1:
 		closeAll(fds)
 		return -1, fmt.Errorf("the harness could not export the arena: %s", buf[1:n])
+	case n > 0 && buf[0] == 2:
+		closeAll(fds)
+		return -1, fmt.Errorf("the harness refused the arena to this process: %s", buf[1:n])
 	case perr != nil:
 		return -1, perr
 	case n != 1 || buf[0] != 0 || len(fds) != 1:

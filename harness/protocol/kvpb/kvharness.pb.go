@@ -281,6 +281,59 @@ func (Rounding) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{4}
 }
 
+// NonFinite is a kernel's policy for ±Inf and NaN in a valid row.
+type NonFinite int32
+
+const (
+	NonFinite_NON_FINITE_UNDECLARED NonFinite = 0
+	NonFinite_NON_FINITE_PROPAGATE  NonFinite = 1 // the recipe's IEEE arithmetic: ∞ makes the group's scale ∞, NaN codes NaN
+	NonFinite_NON_FINITE_SATURATE   NonFinite = 2 // the scale over the finite elements: ±∞ codes ±448, NaN codes NaN
+	NonFinite_NON_FINITE_CONTAINED  NonFinite = 3 // undefined but contained: the row's own record may hold anything, nothing else changes
+)
+
+// Enum value maps for NonFinite.
+var (
+	NonFinite_name = map[int32]string{
+		0: "NON_FINITE_UNDECLARED",
+		1: "NON_FINITE_PROPAGATE",
+		2: "NON_FINITE_SATURATE",
+		3: "NON_FINITE_CONTAINED",
+	}
+	NonFinite_value = map[string]int32{
+		"NON_FINITE_UNDECLARED": 0,
+		"NON_FINITE_PROPAGATE":  1,
+		"NON_FINITE_SATURATE":   2,
+		"NON_FINITE_CONTAINED":  3,
+	}
+)
+
+func (x NonFinite) Enum() *NonFinite {
+	p := new(NonFinite)
+	*p = x
+	return p
+}
+
+func (x NonFinite) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NonFinite) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[5].Descriptor()
+}
+
+func (NonFinite) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[5]
+}
+
+func (x NonFinite) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NonFinite.Descriptor instead.
+func (NonFinite) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
+}
+
 // Side is which server of a disaggregated pair a pool belongs to.
 type Side int32
 
@@ -315,11 +368,11 @@ func (x Side) String() string {
 }
 
 func (Side) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[5].Descriptor()
+	return file_kvharness_proto_enumTypes[6].Descriptor()
 }
 
 func (Side) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[5]
+	return &file_kvharness_proto_enumTypes[6]
 }
 
 func (x Side) Number() protoreflect.EnumNumber {
@@ -328,7 +381,7 @@ func (x Side) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Side.Descriptor instead.
 func (Side) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{5}
+	return file_kvharness_proto_rawDescGZIP(), []int{6}
 }
 
 type BenchMode int32
@@ -361,11 +414,11 @@ func (x BenchMode) String() string {
 }
 
 func (BenchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[6].Descriptor()
+	return file_kvharness_proto_enumTypes[7].Descriptor()
 }
 
 func (BenchMode) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[6]
+	return &file_kvharness_proto_enumTypes[7]
 }
 
 func (x BenchMode) Number() protoreflect.EnumNumber {
@@ -374,7 +427,7 @@ func (x BenchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BenchMode.Descriptor instead.
 func (BenchMode) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{6}
+	return file_kvharness_proto_rawDescGZIP(), []int{7}
 }
 
 type LayoutRef struct {
@@ -613,7 +666,11 @@ type Recipe struct {
 	// scale_ulps is how many float32 ulps a stored scale may lie from the
 	// recipe's (unset: 1), for arithmetic that multiplies by a reciprocal or
 	// divides approximately.
-	ScaleUlps     *uint32 `protobuf:"varint,6,opt,name=scale_ulps,json=scaleUlps,proto3,oneof" json:"scale_ulps,omitempty"`
+	ScaleUlps *uint32 `protobuf:"varint,6,opt,name=scale_ulps,json=scaleUlps,proto3,oneof" json:"scale_ulps,omitempty"`
+	// non_finite is what the kernel does with a ±Inf or NaN element of a
+	// valid row. Undeclared, the harness gives valid rows of the layout's
+	// fp8 fields finite values only.
+	NonFinite     NonFinite `protobuf:"varint,7,opt,name=non_finite,json=nonFinite,proto3,enum=kvharness.v1.NonFinite" json:"non_finite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -688,6 +745,13 @@ func (x *Recipe) GetScaleUlps() uint32 {
 		return *x.ScaleUlps
 	}
 	return 0
+}
+
+func (x *Recipe) GetNonFinite() NonFinite {
+	if x != nil {
+		return x.NonFinite
+	}
+	return NonFinite_NON_FINITE_UNDECLARED
 }
 
 type Variant struct {
@@ -791,9 +855,14 @@ type DescribeResponse struct {
 	// host shared-memory arena when an attach asks (AttachRequest.doorbell):
 	// a round trip of two futex wakes instead of a gRPC call, what a checked
 	// case costs most on a CPU. The harness uses it only when declared.
-	Doorbell      bool `protobuf:"varint,11,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Doorbell bool `protobuf:"varint,11,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
+	// cuda_sparse_arenas says the plugin maps a descriptor-shared CUDA arena
+	// that comes with pieces (Arena.pieces): a reservation of which only
+	// some windows are backed. The harness then places pools past 4 GiB of
+	// offsets on the GPU at the cost of the windows its cases touch.
+	CudaSparseArenas bool `protobuf:"varint,12,opt,name=cuda_sparse_arenas,json=cudaSparseArenas,proto3" json:"cuda_sparse_arenas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -903,6 +972,13 @@ func (x *DescribeResponse) GetDoorbell() bool {
 	return false
 }
 
+func (x *DescribeResponse) GetCudaSparseArenas() bool {
+	if x != nil {
+		return x.CudaSparseArenas
+	}
+	return false
+}
+
 // Arena is the memory harness and plugin share. A CUDA arena comes as
 // exactly one of: ipc_handle (open it with cuIpcOpenMemHandle), or
 // fd_socket and mapped_size (connect to the Unix socket, receive one file
@@ -916,13 +992,21 @@ type Arena struct {
 	// GPU (cuMemHostRegister) so that copies from it run asynchronously on
 	// its streams: a layer-load kind's host pool. Without a GPU it is plain
 	// shared memory.
-	Pinned        bool   `protobuf:"varint,8,opt,name=pinned,proto3" json:"pinned,omitempty"`
-	Path          string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	IpcHandle     []byte `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
-	Device        int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
-	Size          uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
-	FdSocket      string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
-	MappedSize    uint64 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
+	Pinned     bool   `protobuf:"varint,8,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	Path       string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	IpcHandle  []byte `protobuf:"bytes,3,opt,name=ipc_handle,json=ipcHandle,proto3" json:"ipc_handle,omitempty"`
+	Device     int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	Size       uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // the bytes the pools and staging use, from offset 0
+	FdSocket   string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
+	MappedSize uint64 `protobuf:"varint,7,opt,name=mapped_size,json=mappedSize,proto3" json:"mapped_size,omitempty"` // the exported allocation's size: size rounded up to its granularity
+	// pieces, when set, makes a descriptor-shared CUDA arena sparse: only
+	// these windows of its mapped_size bytes are backed (each a multiple of
+	// the allocation granularity, sorted, apart). The exported allocation
+	// holds them back to back, in order: map piece k at its offset from the
+	// allocation's offset sum(sizes of pieces before k), and leave the rest
+	// of the reservation unmapped (an access there faults). Sent only to a
+	// plugin that declares cuda_sparse_arenas.
+	Pieces        []*Window `protobuf:"bytes,9,rep,name=pieces,proto3" json:"pieces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,6 +1095,13 @@ func (x *Arena) GetMappedSize() uint64 {
 		return x.MappedSize
 	}
 	return 0
+}
+
+func (x *Arena) GetPieces() []*Window {
+	if x != nil {
+		return x.Pieces
+	}
+	return nil
 }
 
 // Window is a byte range of one region of the arena.
@@ -1786,7 +1877,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\x12,\n" +
 	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\x126\n" +
 	"\n" +
-	"pad_policy\x18\x05 \x01(\x0e2\x17.kvharness.v1.PadPolicyR\tpadPolicy\"\x9f\x02\n" +
+	"pad_policy\x18\x05 \x01(\x0e2\x17.kvharness.v1.PadPolicyR\tpadPolicy\"\xd7\x02\n" +
 	"\x06Recipe\x12-\n" +
 	"\x05scale\x18\x01 \x01(\x0e2\x17.kvharness.v1.ScaleRuleR\x05scale\x12\x15\n" +
 	"\x03eps\x18\x02 \x01(\x01H\x00R\x03eps\x88\x01\x01\x122\n" +
@@ -1794,7 +1885,9 @@ const file_kvharness_proto_rawDesc = "" +
 	"\brounding\x18\x04 \x01(\x0e2\x16.kvharness.v1.RoundingR\brounding\x12\x1f\n" +
 	"\bsaturate\x18\x05 \x01(\bH\x01R\bsaturate\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"scale_ulps\x18\x06 \x01(\rH\x02R\tscaleUlps\x88\x01\x01B\x06\n" +
+	"scale_ulps\x18\x06 \x01(\rH\x02R\tscaleUlps\x88\x01\x01\x126\n" +
+	"\n" +
+	"non_finite\x18\a \x01(\x0e2\x17.kvharness.v1.NonFiniteR\tnonFiniteB\x06\n" +
 	"\x04_epsB\v\n" +
 	"\t_saturateB\r\n" +
 	"\v_scale_ulps\"a\n" +
@@ -1802,7 +1895,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\x8a\x03\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xb8\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1815,7 +1908,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0ebench_rotation\x18\t \x01(\bR\rbenchRotation\x12\x1b\n" +
 	"\tslot_bits\x18\n" +
 	" \x01(\rR\bslotBits\x12\x1a\n" +
-	"\bdoorbell\x18\v \x01(\bR\bdoorbell\"\xed\x01\n" +
+	"\bdoorbell\x18\v \x01(\bR\bdoorbell\x12,\n" +
+	"\x12cuda_sparse_arenas\x18\f \x01(\bR\x10cudaSparseArenas\"\x9b\x02\n" +
 	"\x05Arena\x12/\n" +
 	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x16\n" +
 	"\x06pinned\x18\b \x01(\bR\x06pinned\x12\x12\n" +
@@ -1826,7 +1920,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x04size\x18\x05 \x01(\x04R\x04size\x12\x1b\n" +
 	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x1f\n" +
 	"\vmapped_size\x18\a \x01(\x04R\n" +
-	"mappedSize\"L\n" +
+	"mappedSize\x12,\n" +
+	"\x06pieces\x18\t \x03(\v2\x14.kvharness.v1.WindowR\x06pieces\"L\n" +
 	"\x06Window\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -1909,7 +2004,12 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x0fQUANTIZE_DIVIDE\x10\x00\x12\x17\n" +
 	"\x13QUANTIZE_RECIPROCAL\x10\x01*%\n" +
 	"\bRounding\x12\x19\n" +
-	"\x15ROUNDING_NEAREST_EVEN\x10\x00*8\n" +
+	"\x15ROUNDING_NEAREST_EVEN\x10\x00*s\n" +
+	"\tNonFinite\x12\x19\n" +
+	"\x15NON_FINITE_UNDECLARED\x10\x00\x12\x18\n" +
+	"\x14NON_FINITE_PROPAGATE\x10\x01\x12\x17\n" +
+	"\x13NON_FINITE_SATURATE\x10\x02\x12\x18\n" +
+	"\x14NON_FINITE_CONTAINED\x10\x03*8\n" +
 	"\x04Side\x12\x14\n" +
 	"\x10SIDE_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bSIDE_SRC\x10\x01\x12\f\n" +
@@ -1935,7 +2035,7 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_kvharness_proto_goTypes = []any{
 	(Backend)(0),             // 0: kvharness.v1.Backend
@@ -1943,65 +2043,68 @@ var file_kvharness_proto_goTypes = []any{
 	(ScaleRule)(0),           // 2: kvharness.v1.ScaleRule
 	(Quantize)(0),            // 3: kvharness.v1.Quantize
 	(Rounding)(0),            // 4: kvharness.v1.Rounding
-	(Side)(0),                // 5: kvharness.v1.Side
-	(BenchMode)(0),           // 6: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),        // 7: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),  // 8: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),         // 9: kvharness.v1.Geometry
-	(*Recipe)(nil),           // 10: kvharness.v1.Recipe
-	(*Variant)(nil),          // 11: kvharness.v1.Variant
-	(*DescribeResponse)(nil), // 12: kvharness.v1.DescribeResponse
-	(*Arena)(nil),            // 13: kvharness.v1.Arena
-	(*Window)(nil),           // 14: kvharness.v1.Window
-	(*PoolDesc)(nil),         // 15: kvharness.v1.PoolDesc
-	(*PoolBuffer)(nil),       // 16: kvharness.v1.PoolBuffer
-	(*AttachRequest)(nil),    // 17: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),   // 18: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),    // 19: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),   // 20: kvharness.v1.DetachResponse
-	(*Descriptor)(nil),       // 21: kvharness.v1.Descriptor
-	(*BenchRequest)(nil),     // 22: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),    // 23: kvharness.v1.BenchResponse
-	(*StoreRequest)(nil),     // 24: kvharness.v1.StoreRequest
+	(NonFinite)(0),           // 5: kvharness.v1.NonFinite
+	(Side)(0),                // 6: kvharness.v1.Side
+	(BenchMode)(0),           // 7: kvharness.v1.BenchMode
+	(*LayoutRef)(nil),        // 8: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),  // 9: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),         // 10: kvharness.v1.Geometry
+	(*Recipe)(nil),           // 11: kvharness.v1.Recipe
+	(*Variant)(nil),          // 12: kvharness.v1.Variant
+	(*DescribeResponse)(nil), // 13: kvharness.v1.DescribeResponse
+	(*Arena)(nil),            // 14: kvharness.v1.Arena
+	(*Window)(nil),           // 15: kvharness.v1.Window
+	(*PoolDesc)(nil),         // 16: kvharness.v1.PoolDesc
+	(*PoolBuffer)(nil),       // 17: kvharness.v1.PoolBuffer
+	(*AttachRequest)(nil),    // 18: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),   // 19: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),    // 20: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),   // 21: kvharness.v1.DetachResponse
+	(*Descriptor)(nil),       // 22: kvharness.v1.Descriptor
+	(*BenchRequest)(nil),     // 23: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),    // 24: kvharness.v1.BenchResponse
+	(*StoreRequest)(nil),     // 25: kvharness.v1.StoreRequest
 }
 var file_kvharness_proto_depIdxs = []int32{
-	10, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	11, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
 	1,  // 1: kvharness.v1.Geometry.pad_policy:type_name -> kvharness.v1.PadPolicy
 	2,  // 2: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
 	3,  // 3: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
 	4,  // 4: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	9,  // 5: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	11, // 6: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
-	0,  // 7: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
-	0,  // 8: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	7,  // 9: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	14, // 10: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	14, // 11: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	14, // 12: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	16, // 13: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
-	5,  // 14: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
-	13, // 15: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	15, // 16: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	14, // 17: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	13, // 18: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	14, // 19: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	9,  // 20: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	24, // 21: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	6,  // 22: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	24, // 23: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	8,  // 24: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
-	17, // 25: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
-	19, // 26: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
-	22, // 27: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
-	12, // 28: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
-	18, // 29: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
-	20, // 30: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
-	23, // 31: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
-	28, // [28:32] is the sub-list for method output_type
-	24, // [24:28] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	5,  // 5: kvharness.v1.Recipe.non_finite:type_name -> kvharness.v1.NonFinite
+	10, // 6: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	12, // 7: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	0,  // 8: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
+	0,  // 9: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
+	15, // 10: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
+	8,  // 11: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	15, // 12: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	15, // 13: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	15, // 14: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	17, // 15: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
+	6,  // 16: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
+	14, // 17: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	16, // 18: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	15, // 19: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	14, // 20: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	15, // 21: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	10, // 22: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	25, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	7,  // 24: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	25, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	9,  // 26: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
+	18, // 27: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
+	20, // 28: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
+	23, // 29: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
+	13, // 30: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
+	19, // 31: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
+	21, // 32: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
+	24, // 33: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -2016,7 +2119,7 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,

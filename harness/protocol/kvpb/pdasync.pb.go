@@ -936,6 +936,13 @@ func (x *AsyncPollRequest) GetWaitUs() uint32 {
 type AsyncPollResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Notifications []*AsyncNotification   `protobuf:"bytes,1,rep,name=notifications,proto3" json:"notifications,omitempty"`
+	// settled, when set, says the transport was quiet before the engine
+	// polled: every handle whose gate the harness had opened or failed had
+	// ended (its copies landed, or it failed). An engine that raises no
+	// note for such a handle then is not waiting for a copy: the harness
+	// calls it hung after a few such polls instead of waiting out a
+	// timeout. Unset (an SDK that cannot tell): the harness waits.
+	Settled       *bool `protobuf:"varint,2,opt,name=settled,proto3,oneof" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +982,13 @@ func (x *AsyncPollResponse) GetNotifications() []*AsyncNotification {
 		return x.Notifications
 	}
 	return nil
+}
+
+func (x *AsyncPollResponse) GetSettled() bool {
+	if x != nil && x.Settled != nil {
+		return *x.Settled
+	}
+	return false
 }
 
 type AsyncEvent struct {
@@ -1267,9 +1281,12 @@ const file_pdasync_proto_rawDesc = "" +
 	"\x06handle\x18\x03 \x01(\rR\x06handle\x12+\n" +
 	"\x04note\x18\x04 \x01(\x0e2\x17.kvharness.v1.AsyncNoteR\x04note\"+\n" +
 	"\x10AsyncPollRequest\x12\x17\n" +
-	"\await_us\x18\x01 \x01(\rR\x06waitUs\"Z\n" +
+	"\await_us\x18\x01 \x01(\rR\x06waitUs\"\x85\x01\n" +
 	"\x11AsyncPollResponse\x12E\n" +
-	"\rnotifications\x18\x01 \x03(\v2\x1f.kvharness.v1.AsyncNotificationR\rnotifications\"l\n" +
+	"\rnotifications\x18\x01 \x03(\v2\x1f.kvharness.v1.AsyncNotificationR\rnotifications\x12\x1d\n" +
+	"\asettled\x18\x02 \x01(\bH\x00R\asettled\x88\x01\x01B\n" +
+	"\n" +
+	"\b_settled\"l\n" +
 	"\n" +
 	"AsyncEvent\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\x04R\x04room\x120\n" +
@@ -1394,6 +1411,7 @@ func file_pdasync_proto_init() {
 		return
 	}
 	file_kvharness_proto_init()
+	file_pdasync_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

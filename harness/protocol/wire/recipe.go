@@ -27,8 +27,24 @@ func RecipeToProto(r *layout.Recipe) *kvpb.Recipe {
 	if r.ScaleULPs != nil {
 		p.ScaleUlps = new(uint32(max(*r.ScaleULPs, 0)))
 	}
+	p.NonFinite = nonFiniteToProto[r.NonFinite]
 	return p
 }
+
+// The non-finite policies on the wire.
+var (
+	nonFiniteToProto = map[layout.NonFinite]kvpb.NonFinite{
+		layout.Propagate: kvpb.NonFinite_NON_FINITE_PROPAGATE,
+		layout.Saturate:  kvpb.NonFinite_NON_FINITE_SATURATE,
+		layout.Contained: kvpb.NonFinite_NON_FINITE_CONTAINED,
+	}
+	nonFiniteFromProto = map[kvpb.NonFinite]layout.NonFinite{
+		kvpb.NonFinite_NON_FINITE_UNDECLARED: layout.NonFiniteUndeclared,
+		kvpb.NonFinite_NON_FINITE_PROPAGATE:  layout.Propagate,
+		kvpb.NonFinite_NON_FINITE_SATURATE:   layout.Saturate,
+		kvpb.NonFinite_NON_FINITE_CONTAINED:  layout.Contained,
+	}
+)
 
 // RecipeFromProto reads a declared recipe; nil is nil. An enum value this
 // harness does not know is an error naming the field: a newer plugin's
@@ -61,6 +77,11 @@ func RecipeFromProto(p *kvpb.Recipe) (*layout.Recipe, error) {
 	if p.ScaleUlps != nil {
 		r.ScaleULPs = new(int(min(*p.ScaleUlps, 1<<20)))
 	}
+	nf, ok := nonFiniteFromProto[p.GetNonFinite()]
+	if !ok {
+		return nil, fmt.Errorf("recipe non_finite %v: this harness knows propagate, saturate and contained", p.GetNonFinite())
+	}
+	r.NonFinite = nf
 	return r, nil
 }
 

@@ -80,22 +80,31 @@ func (s *server) AsyncPost(ctx context.Context, req *kvpb.AsyncPostRequest) (*kv
 // AsyncPoll answers the prefill engine's notifications since the last poll.
 func (s *server) AsyncPoll(ctx context.Context, req *kvpb.AsyncPollRequest) (*kvpb.AsyncPollResponse, error) {
 	return onRole(s, "AsyncPoll", kvpb.AsyncRole_ASYNC_ROLE_PREFILL, func(st *asyncState) (*kvpb.AsyncPollResponse, error) {
-		ns, err := st.poll(ctx, time.Duration(req.WaitUs)*time.Microsecond)
+		ns, settled, err := st.poll(ctx, time.Duration(req.WaitUs)*time.Microsecond)
 		if err != nil {
 			return nil, engineFailed("Poll", err)
 		}
-		return &kvpb.AsyncPollResponse{Notifications: notificationsPB(ns)}, nil
+		return &kvpb.AsyncPollResponse{Notifications: notificationsPB(ns), Settled: new(settled)}, nil
 	})
 }
 
-// poll polls the engine until it has notifications or wait has passed.
-func (st *asyncState) poll(ctx context.Context, wait time.Duration) ([]Notification, error) {
+// poll polls the engine until it has notifications or wait has passed, or
+// until a poll finds none though the transport was quiet before it (every
+// opened handle had ended: the engine saw all there is to see, and
+// waiting longer shows nothing new). settled says the last poll was such
+// a one.
+func (st *asyncState) poll(ctx context.Context, wait time.Duration) (ns []Notification, settled bool, err error) {
 	deadline := time.Now().Add(wait)
 	pause := 2 * time.Microsecond
 	for {
-		ns, err := st.pre.Poll(ctx)
-		if err != nil || len(ns) > 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			return ns, err
+		if st.t != nil {
+			if settled, err = st.t.quiet(); err != nil {
+				return nil, false, err
+			}
+		}
+		ns, err = st.pre.Poll(ctx)
+		if err != nil || len(ns) > 0 || settled || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return ns, settled, err
 		}
 		time.Sleep(min(pause, time.Until(deadline)))
 		pause = min(2*pause, 50*time.Microsecond)

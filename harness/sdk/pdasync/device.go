@@ -189,6 +189,24 @@ func (t *deviceTransport) check(dx *deviceXfer) (XferState, error) {
 	return XferDone, nil
 }
 
+// quiet implements transport: a handle whose gate the window shows set is
+// pending until its event is reached.
+func (t *deviceTransport) quiet() (bool, error) {
+	gates := make([]byte, 4*t.nGates)
+	if err := t.dev.DtoH(gates, t.gates); err != nil {
+		return false, fmt.Errorf("read the gate window: %w", err)
+	}
+	for _, dx := range t.live {
+		if dx.ended || binary.LittleEndian.Uint32(gates[4*dx.handle:]) == gateHeld {
+			continue
+		}
+		if s, err := dx.x.State(); err != nil || s == XferPending {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // end returns a finished handle's stream and frees its event.
 func (t *deviceTransport) end(dx *deviceXfer) {
 	if dx.ended {

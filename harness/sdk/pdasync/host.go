@@ -35,6 +35,7 @@ type hostTransport struct {
 	cancel   atomic.Bool
 	wg       sync.WaitGroup // the watcher and every copy
 	live     []*Xfer
+	posted   []*hostXfer // every handle posted since the last drain
 }
 
 // hostXfer is one posted handle of the host transport.
@@ -62,7 +63,19 @@ func (t *hostTransport) post(handle uint32, ds []sdk.Descriptor) (*Xfer, error) 
 	t.mu.Unlock()
 	x := &Xfer{Handle: handle, check: func() (XferState, error) { return XferState(hx.state.Load()), nil }}
 	t.live = append(t.live, x)
+	t.posted = append(t.posted, hx)
 	return x, nil
+}
+
+// quiet implements transport: a handle whose gate is set is pending until
+// its copies ran.
+func (t *hostTransport) quiet() (bool, error) {
+	for _, hx := range t.posted {
+		if atomic.LoadUint32(hx.gate) != gateHeld && XferState(hx.state.Load()) == XferPending {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // watch polls the held handles' gates until none is held, spinning
@@ -153,7 +166,7 @@ func (t *hostTransport) drain(ctx context.Context) error {
 		<-done
 		t.cancel.Store(false)
 	}
-	t.live = nil
+	t.live, t.posted = nil, nil
 	return err
 }
 

@@ -215,5 +215,9 @@ type transport interface {
 	// drain waits for every posted handle to end (the harness has opened
 	// every gate) and forgets them.
 	drain(ctx context.Context) error
+	// quiet reports whether every posted handle whose gate the harness
+	// opened (or failed) has ended: no copy is in flight, so an engine
+	// that polls now sees every handle's end.
+	quiet() (bool, error)
 	close() error
 }

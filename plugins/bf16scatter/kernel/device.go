@@ -5,9 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )

@@ -8,10 +8,12 @@ package kernel
 import (
 	"context"
 	"fmt"
-
-	"github.com/kvharness/kvharness/harness/sdk/store"
+	"math/rand/v2"
+	"sync"
+	"time"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -28,11 +30,29 @@ func (*scatter) Store(_ context.Context, c *store.Call) error {
 	if c.Pool.Layout.Name != "bf16" {
 		return fmt.Errorf("bf16scatter stores the bf16 layout only, not %s", c.Pool.Layout.Name)
 	}
+	put := func(i int) { cpustore.PutBF16(c.Arena, c.Pool.Base+int(c.Loc[i])*2*d, c.Rows[i*d:(i+1)*d]) }
+	if c.Variant == "goroutines" {
+		racing(c.Capacity, put)
+		return nil
+	}
 	for i := range c.Capacity { // all C rows: the bug
-		at := c.Pool.Base + int(c.Loc[i])*2*d
-		cpustore.PutBF16(c.Arena, at, c.Rows[i*d:(i+1)*d])
+		put(i)
 	}
 	return nil
+}
+
+// racing runs put for every row at once, each on a goroutine of its own
+// that starts after a random pause, as a GPU's blocks run: when two rows
+// aim at one slot, which lands last changes from call to call.
+func racing(n int, put func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+			put(i)
+		})
+	}
+	wg.Wait()
 }
 
 // Plugin is what the plugin serves; fuzz tests link it in-process.
@@ -43,6 +63,8 @@ var Plugin = sdk.Plugin{
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
 	},
+	Variants: []sdk.Variant{{Name: "goroutines", Doc: "the same scatter, each row written by a goroutine of its own after a random pause: " +
+		"which of two writers of a slot lands last changes from run to run, as on a GPU (the cpu backend only)"}},
 	Kernel: &scatter{},
 	Kinds:  []sdk.Kind{store.Kind},
 }

@@ -2,8 +2,9 @@
 // way per variant, so the harness's fault handling can be tested against
 // real process failures: a panic, a segmentation fault, an exit, a hang, a
 // broken or incompatible handshake, inconsistent answers, a slow start, a
-// leaked child process, and writes into its input staging. Without a
-// variant it is a correct bf16 store.
+// leaked child process, writes into its input staging, and the hostile
+// acts of hostile.go (other jobs' arenas, an escaping process, a planted
+// file). Without a variant it is a correct bf16 store.
 //
 // Variants that act before any RPC (bad-handshake, wrong-version,
 // slow-start) read KVHARNESS_VARIANT from the environment, which the
@@ -34,6 +35,7 @@ import (
 
 var variants = []sdk.Variant{
 	{Name: "panic", Doc: "panics inside Store"},
+	{Name: "panic-escape", Doc: "panics inside Store with terminal escapes in its message (a title, a screen clear)"},
 	{Name: "segfault", Doc: "dies of SIGSEGV inside Store, like a native kernel"},
 	{Name: "exit", Doc: "calls exit(3) inside Store"},
 	{Name: "hang", Doc: "never returns from Store"},
@@ -44,6 +46,10 @@ var variants = []sdk.Variant{
 	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
 	{Name: "device-fault", Doc: "answers StoreBatch as the SDK does when a CUDA kernel faults (DATA_LOSS)"},
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
+	{Name: "scribble-tail", Doc: "stores correctly but also overwrites the 64 bytes just past its staged rows"},
+	{Name: "scan-fds", Doc: "stores correctly, but first tries to open other jobs' arenas through /proc/PPID/fd and the run directory's sockets"},
+	{Name: "setsid-child", Doc: "stores correctly, but first starts a child in a session of its own, to outlive the run"},
+	{Name: "plant-file", Doc: "stores correctly, but first writes a file into the harness's results folder"},
 }
 
 type kernel struct{}
@@ -57,13 +63,22 @@ func (kernel) Store(_ context.Context, c *store.Call) error {
 	if c.Variant == "scribble-staging" && len(c.Rows) > 0 {
 		c.Rows[0] = 0x7fc1 // a NaN no harness row holds
 	}
+	if c.Variant == "scribble-tail" && len(c.Rows) > 0 {
+		past := unsafe.Slice(&c.Rows[0], len(c.Rows)+32)[len(c.Rows):] // staging the call does not use
+		for i := range past {
+			past[i] = 0x7fc1
+		}
+	}
 	return nil
 }
 
 func misbehave(variant string, c *store.Call) {
+	hostile(variant)
 	switch variant {
 	case "panic":
 		panic(fmt.Sprintf("faulty: deliberate panic storing %d rows", c.Capacity))
+	case "panic-escape":
+		panic("faulty: \x1b]0;pwned\x07\x1b[2J\x1b[31mred\u009b1m deliberate panic")
 	case "segfault":
 		segfault()
 	case "exit":
@@ -142,6 +157,7 @@ func serve(hs goplugin.HandshakeConfig, services protocol.Services) {
 
 // Main serves the plugin, misbehaving as KVHARNESS_VARIANT says.
 func Main() {
+	noteInherited()
 	p := sdk.Plugin{Name: "faulty", Version: "1.0.0", Doc: "misbehaves on purpose, one way per variant",
 		Variants: variants, Geometry: geometry, Kernel: kernel{}, Kinds: []sdk.Kind{store.Kind}}
 	switch os.Getenv("KVHARNESS_VARIANT") {

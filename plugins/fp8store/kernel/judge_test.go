@@ -6,10 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // TestArithmeticMutantsFailTheRecipe: judged by the recipe the kernel

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/enginestore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
@@ -27,16 +26,26 @@ func rule(variant string) int {
 // spec is the CUDA kernel of a variant and layout, built from the CPU
 // kernel's geometry.
 func spec(variant string, l sdk.Layout) (gpustore.Spec, error) {
-	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	g, _, err := geometry(variant, l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
 		return gpustore.Spec{}, err
 	}
 	s := gpustore.Spec{Name: "fusedstore/" + l.Name, Source: source, Entry: "fusedstore_fp8", Kind: gpustore.FP8,
-		HeadDim: l.HeadDim, PageSize: l.PageSize, Geometry: g, Defines: []string{fmt.Sprintf("-DFUSED_RULE=%d", rule(variant))}}
+		HeadDim: l.HeadDim, PageSize: l.PageSize, Geometry: g, Defines: []string{fmt.Sprintf("-DFUSED_RULE=%d", rule(variant))},
+		Mutation: mutations[variant], Offsets32: variant == "offset-int32"}
 	if l.Name == "bf16" {
 		s.Kind, s.Entry = gpustore.BF16, "fusedstore_bf16"
 	}
 	return s, nil
+}
+
+// mutations are the variants whose bug lives in the shared store bodies
+// (store.cuh), switched on by gpustore rather than by FUSED_RULE.
+var mutations = map[string]gpustore.Mutation{
+	"vec16-no-tail":      gpustore.Vec16NoTail,
+	"denormals-are-zero": gpustore.DenormalsAreZero,
+	"zero-row-sign":      gpustore.ZeroRowSign,
+	"nan-pair-scale":     gpustore.NaNPairScale,
 }
 
 // PrepareDevice implements sdk.DevicePreparer: it compiles every pool's kernel.

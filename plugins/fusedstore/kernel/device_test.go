@@ -39,7 +39,7 @@ func TestSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _, _ := geometry(layout, 128, 64)
+		g, _, _ := geometry("", layout, 128, 64)
 		if s.Entry != entry || s.Geometry != g || !strings.Contains(source, entry+"(") {
 			t.Errorf("%s: entry %s geometry %+v; want %s %+v", layout, s.Entry, s.Geometry, entry, g)
 		}

@@ -12,17 +12,45 @@
 //   8  slot-u16         rows 0..n-1, each into slot (unsigned short)loc
 //   9  slowed30         rows 0..n-1, then the first 30% of them (rounded down) again (correct, 30% slower)
 //  10  slowed50         rows 0..n-1, then the first half of them (rounded down) again (correct, 50% slower)
-// Rules 11 to 18 are mistakes of the engine layouts only, which
-// plugins/internal/enginestore/enginestore.cu stores (its ES_RULE takes
-// these numbers); on this file's layouts they store rows 0..n-1:
-//  11  nhd-hnd-swapped
-//  12  x-split-other-dtype
-//  13  kv-swapped
-//  14  scale-multiplied
-//  15  e5m2-for-e4m3
-//  16  fp4-nibbles-swapped
-//  17  scale-unswizzled
-//  18  mxfp8-reserved-write
+//  11  vec16-no-tail    rows 0..n-1; bf16 rows stored by 16 elements, no tail (store.cuh KV_VEC16_NO_TAIL)
+//  12  page-size-64     rows 0..n-1; fp8-paged addressed in pages of 64 tokens (device.go's geometry)
+//  13  offset-int32     rows 0..n-1; pool offsets in 32 bits, wrapping past 2 GiB (KV_IDX32)
+//  14  denormals-are-zero rows 0..n-1; bf16 subnormals flushed to signed zero (KV_BF16_DAZ)
+//  15  zero-row-sign    rows 0..n-1; fp8 zero rows as +0 codes (KV_ZERO_ROW_FAST)
+//  16  nan-pair-scale   rows 0..n-1; NaN voted over a pair of rows (KV_NAN_PAIR)
+// Rules 11 to 16 store the rows rule 0 does: their bugs are in the shared
+// bodies or the geometry, switched on by gpustore from the variant; the
+// checks below hold each to its switch.
+// Rules 17 to 24 are mistakes of the engine layouts only, which
+// plugins/internal/enginestore/enginestore.cu stores (its ES_BUG_* switches;
+// its ES_RULE takes rules 1 to 8 by these numbers); on this file's layouts
+// they store rows 0..n-1:
+//  17  nhd-hnd-swapped
+//  18  x-split-other-dtype
+//  19  kv-swapped
+//  20  scale-multiplied
+//  21  e5m2-for-e4m3
+//  22  fp4-nibbles-swapped
+//  23  scale-unswizzled
+//  24  mxfp8-reserved-write
+#if FUSED_RULE == 11 && !KV_VEC16_NO_TAIL
+#error "rule 11 (vec16-no-tail) needs KV_VEC16_NO_TAIL"
+#endif
+#if FUSED_RULE == 12 && KV_FP8 && KV_TOKENS_PER_PAGE != 64 && KV_TOKENS_PER_PAGE != 1
+#error "rule 12 (page-size-64) addresses fp8-paged pages of 64 tokens"
+#endif
+#if FUSED_RULE == 13 && !KV_IDX32
+#error "rule 13 (offset-int32) needs KV_IDX32"
+#endif
+#if FUSED_RULE == 14 && !KV_BF16_DAZ
+#error "rule 14 (denormals-are-zero) needs KV_BF16_DAZ"
+#endif
+#if FUSED_RULE == 15 && !KV_ZERO_ROW_FAST
+#error "rule 15 (zero-row-sign) needs KV_ZERO_ROW_FAST"
+#endif
+#if FUSED_RULE == 16 && !KV_NAN_PAIR
+#error "rule 16 (nan-pair-scale) needs KV_NAN_PAIR"
+#endif
 struct FusedRule {
   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot) {
     *slot = loc;
@@ -44,8 +72,8 @@ struct FusedRule {
 #elif FUSED_RULE == 8
     *slot = (kv_i64)(unsigned short)loc;
     return i < n;
-#elif FUSED_RULE == 11 || FUSED_RULE == 12 || FUSED_RULE == 13 || FUSED_RULE == 14 || FUSED_RULE == 15 || \
-    FUSED_RULE == 16 || FUSED_RULE == 17 || FUSED_RULE == 18
+#elif FUSED_RULE == 17 || FUSED_RULE == 18 || FUSED_RULE == 19 || FUSED_RULE == 20 || FUSED_RULE == 21 || \
+    FUSED_RULE == 22 || FUSED_RULE == 23 || FUSED_RULE == 24
     return i < n;  // the engine layouts' mistakes: none on these layouts
 #else
     return i < n;

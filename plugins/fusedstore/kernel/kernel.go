@@ -7,14 +7,15 @@ package kernel
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/enginestore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
@@ -31,6 +32,12 @@ var variants = []sdk.Variant{
 	{Name: "slot-u16", Doc: "reads slot indices as 16 bits (a uint16 loc): in a pool past 65,536 slots, slot s lands on s mod 65,536"},
 	{Name: "slowed30", Doc: "correct, but stores the first 30% of the rows (rounded down) again: 30% more work, a regression between slowed10 and slowed for measuring the smallest one kvharness compare flags", Correct: true},
 	{Name: "slowed50", Doc: "correct, but stores the first half of the rows (rounded down) again: 50% more work", Correct: true},
+	{Name: "vec16-no-tail", Doc: "bf16: copies each row in 16-element vectors with no scalar tail: at a head dim that is not a multiple of 16 (120, 72) the last 8 elements are never stored"},
+	{Name: "page-size-64", Doc: "fp8-paged: addresses pages of 64 tokens whatever the pool's page size (a page size baked into the address math)"},
+	{Name: "offset-int32", Doc: "computes a token's byte offset, slot × bytes per token, in 32-bit integers: past 2 GiB into a pool it wraps, and the row lands 4 GiB before its slot (a crash on the CPU, a silent write on a GPU)"},
+	{Name: "denormals-are-zero", Doc: "bf16: stores rows through float32 arithmetic built with denormals flushed to zero (fast math): a subnormal element becomes a zero of its sign"},
+	{Name: "zero-row-sign", Doc: "fp8: stores a row whose max |x| is 0 by a fast path of +0 codes and the floor scale: its -0 elements lose their sign"},
+	{Name: "nan-pair-scale", Doc: "fp8: quantizes rows in pairs (two rows to a warp) and propagates NaN by a vote over the pair: a NaN in one row, a padded one included, makes its partner's scale and codes NaN (FlashInfer #3057)"},
 	// The engine layouts' mistakes (enginestore.Bugs); each leaves the
 	// layouts it does not concern stored correctly.
 	{Name: "nhd-hnd-swapped", Doc: "FlashInfer caches: writes NHD where HND is declared and HND where NHD is: the same bytes for one head, wrong for more"},
@@ -89,13 +96,21 @@ func stores(variant string, i, n int, loc, slots int64) (int64, bool) {
 // and x/s, as the CUDA stores compute it.
 var recipe = cpustore.Recipe
 
-func geometry(layout string, d, p int) (cpustore.Geometry, int, error) {
+// bakedPageSize is the page size page-size-64 addresses by.
+const bakedPageSize = 64
+
+// geometry is where a variant's kernel puts a token of a layout, and its
+// bytes per token: page-size-64 addresses fp8-paged pages as 64 tokens.
+func geometry(variant, layout string, d, p int) (cpustore.Geometry, int, error) {
 	switch layout {
 	case "bf16":
 		return cpustore.Rows{Stride: 2 * d, ValueBytes: 2 * d}, 2 * d, nil
 	case "fp8-rows":
 		return cpustore.Rows{Stride: d + 4, ValueBytes: d}, d + 4, nil
 	case "fp8-paged":
+		if variant == "page-size-64" {
+			p = bakedPageSize
+		}
 		return cpustore.Paged{P: p, ValueBytes: d, ScaleBytes: 4, PageBytes: (d + 4) * p}, d + 4, nil
 	}
 	return nil, 0, fmt.Errorf("fusedstore has no layout %s", layout)
@@ -114,7 +129,7 @@ func (*kernel) Store(_ context.Context, c *store.Call) error {
 	if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
 		return storeEngine(c)
 	}
-	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
 		return err
 	}
@@ -137,14 +152,71 @@ func (*kernel) Store(_ context.Context, c *store.Call) error {
 			continue
 		}
 		value, scale := g.Offsets(slot)
+		if c.Variant == "offset-int32" {
+			value, scale = int(int32(value)), int(int32(scale)) // the 32-bit product wraps
+		}
 		row := c.Rows[i*d : (i+1)*d]
 		if l.Name == "bf16" {
-			cpustore.PutBF16(c.Arena, c.Pool.Base+value, row)
+			putBF16(c.Variant, c.Arena, c.Pool.Base+value, row)
 		} else {
-			cpustore.Exact.PutFP8(c.Arena, c.Pool.Base+value, c.Pool.Base+scale, row)
+			putFP8(c.Variant, c, i, c.Pool.Base+value, c.Pool.Base+scale, row)
 		}
 	}
 	return nil
+}
+
+// putBF16 copies a bf16 row as a variant does: whole, in 16-element
+// vectors only (vec16-no-tail), or through flushing arithmetic
+// (denormals-are-zero).
+func putBF16(variant string, arena []byte, at int, row []uint16) {
+	switch variant {
+	case "vec16-no-tail":
+		row = row[:len(row)/16*16]
+	case "denormals-are-zero":
+		flushed := make([]uint16, len(row))
+		for i, e := range row {
+			if e&0x7f80 == 0 {
+				e &= 0x8000 // a subnormal (or zero) becomes a zero of its sign
+			}
+			flushed[i] = e
+		}
+		row = flushed
+	}
+	cpustore.PutBF16(arena, at, row)
+}
+
+// putFP8 quantizes row i of call c as a variant does: exactly, with a
+// +0 fast path for zero rows (zero-row-sign), or with NaN voted over the
+// pair of rows a warp holds (nan-pair-scale).
+func putFP8(variant string, c *store.Call, i, value, scale int, row []uint16) {
+	switch {
+	case variant == "zero-row-sign" && layout.Amax(row) == 0:
+		clear(c.Arena[value : value+len(row)])
+		binary.LittleEndian.PutUint32(c.Arena[scale:], math.Float32bits(layout.ScaleFloor/layout.E4M3Max))
+		return
+	case variant == "nan-pair-scale" && (hasNaN(c, i) || hasNaN(c, i^1)):
+		for k := range row {
+			c.Arena[value+k] = 0x7f
+		}
+		binary.LittleEndian.PutUint32(c.Arena[scale:], 0x7fc00000)
+		return
+	}
+	cpustore.Exact.PutFP8(c.Arena, value, scale, row)
+}
+
+// hasNaN reports whether row i of the call's batch (valid or padded)
+// holds a NaN; false past the batch.
+func hasNaN(c *store.Call, i int) bool {
+	d := c.Pool.Layout.HeadDim
+	if i >= c.Capacity {
+		return false
+	}
+	for _, e := range c.Rows[i*d : (i+1)*d] {
+		if e&0x7fff > 0x7f80 {
+			return true
+		}
+	}
+	return false
 }
 
 // storeEngine stores an engine layout's rows by the engine's own index
@@ -176,12 +248,12 @@ func declare(_ string, heads, d, p int) []sdk.Geometry {
 	var out []sdk.Geometry
 	if heads == 1 {
 		out = cpustore.Declare([]string{"bf16", "fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
-			_, perToken, _ := geometry(name, d, p)
+			_, perToken, _ := geometry("", name, d, p)
 			return perToken
 		})
 	}
 	for _, name := range enginestore.Names {
-		if n, ok := enginestore.BytesPerToken(name, heads, d); ok {
+		if n, ok := enginestore.BytesPerToken(name, heads, d); ok && enginestore.Takes(name, heads, d, p) {
 			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: n, BytesPerPage: n * p})
 		}
 	}

@@ -5,9 +5,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )
@@ -34,7 +33,7 @@ func readRule(variant string) gpuread.Rule {
 // Read implements read.Reader.
 func (*kernel) Read(_ context.Context, c *read.Call) error {
 	l := c.Pool.Layout
-	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	g, _, err := geometry("", l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ var reads gpuread.Kernels
 // readSpec is the CUDA read kernel of a variant and layout, from the CPU
 // kernel's geometry.
 func readSpec(variant string, l sdk.Layout) (gpuread.Spec, error) {
-	g, _, err := geometry(l.Name, l.HeadDim, l.PageSize)
+	g, _, err := geometry("", l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
 		return gpuread.Spec{}, err
 	}

@@ -4,9 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )
 
@@ -39,7 +38,7 @@ func TestReadSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _, _ := geometry(layout, 128, 64)
+		g, _, _ := geometry("", layout, 128, 64)
 		if s.Kind != kind || s.Values != g || s.Rule != gpuread.Scratch {
 			t.Errorf("%s: %+v", layout, s)
 		}

@@ -16,10 +16,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/kvharness/kvharness/harness/sdk/store"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
@@ -40,6 +40,7 @@ const Tile = 256
 // kernel is the store; cache is the stale-scale-cache variant's memory.
 type kernel struct {
 	cache scaleCache
+	life  lifecycle // the lifecycle variants' memory (lifecycle.go)
 }
 
 // Store implements store.Storer.
@@ -50,6 +51,10 @@ func (k *kernel) Store(_ context.Context, c *store.Call) error {
 		return err
 	}
 	put := func(i int, src int) { k.put(c, g, c.Loc[i], src) }
+	if l.Name == "bf16" && slices.ContainsFunc(lifecycleVariants, func(v sdk.Variant) bool { return v.Name == c.Variant }) {
+		k.storeLifecycle(c)
+		return nil
+	}
 	switch c.Variant {
 	case "race":
 		race(c.Valid, func(i int) { put(i, i) })
@@ -143,7 +148,7 @@ var Plugin = sdk.Plugin{
 	Name:     "gostore",
 	Version:  "1.0.0",
 	Doc:      "a CPU store for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
-	Variants: variants,
+	Variants: append(variants, lifecycleVariants...),
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return []sdk.Geometry{
 			{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p},

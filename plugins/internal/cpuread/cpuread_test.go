@@ -7,9 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )

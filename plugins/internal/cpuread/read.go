@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
 

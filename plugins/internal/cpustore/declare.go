@@ -7,8 +7,10 @@ import (
 
 // Recipe is Exact's arithmetic as a store declares it: the scale
 // max(1e-4, amax)/448 and the codes x/s, as the bundled CUDA stores
-// compute them too.
-var Recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide}
+// compute them too, IEEE through ±Inf and NaN (an infinite element makes
+// the scale infinite, a NaN one codes NaN: both quantizers' max ignores
+// NaN by comparison).
+var Recipe = &layout.Recipe{Eps: new(1e-4), Quantize: layout.Divide, NonFinite: layout.Propagate}
 
 // Declare is a store's geometry for each named layout, as its plugin
 // describes it: perToken(name) bytes a token and p tokens a page, and on

@@ -44,6 +44,33 @@ var Names = []string{
 	"sglang-mha", "vllm-flash", "vllm-flash-e5m2", "vllm-flash-fp8", "vllm-mla-fp8", "vllm-paged", "vllm-paged-fp8",
 }
 
+// Takes reports whether the engine's store takes a cache of heads KV
+// heads, head dim d and page size p: the divisibility its index formulas
+// need (vLLM paged's x of 16 bytes, NVFP4's 16-element blocks in 4-token
+// by 4-block swizzle tiles, MXFP8's 32-element blocks interleaved over
+// 32 tokens, the indexer's 16×16 tiles), one head for the layouts of one
+// latent or indexer row, and 576 elements for MLA's.
+func Takes(name string, heads, d, p int) bool {
+	if _, ok := BytesPerToken(name, heads, d); !ok || heads < 1 || d < 1 || p < 1 {
+		return false
+	}
+	switch name {
+	case "vllm-paged":
+		return d%8 == 0
+	case "vllm-paged-fp8":
+		return d%16 == 0
+	case "nvfp4-kv", "nvfp4-kv-hnd":
+		return d%64 == 0 && p%4 == 0
+	case "mxfp8-kv":
+		return d%32 == 0 && p%32 == 0
+	case "sglang-indexer-preshuffle":
+		return heads == 1 && d%16 == 0 && p%16 == 0
+	case "vllm-mla-fp8":
+		return heads == 1 && d == 576
+	}
+	return true
+}
+
 // BytesPerToken is a layout's bytes per token, from the engine's tensor
 // shapes; false for a layout Store does not write.
 func BytesPerToken(name string, heads, d int) (int, bool) {
@@ -267,7 +294,7 @@ func (w *writer) nvfp4(hnd bool) {
 			for g := range D / 16 {
 				var amax float32
 				for k := range 16 {
-					amax = max(amax, abs(fp8.BF16(w.x(kv, h, g*16+k))))
+					amax = fmaxf(amax, abs(fp8.BF16(w.x(kv, h, g*16+k))))
 				}
 				sf := fp8.FromFloat32(gs * amax / 6)
 				sd := layout.DecodeE4M3(sf)
@@ -320,7 +347,7 @@ func (w *writer) mxfp8() {
 			for blk := range sf {
 				var amax float32 = 1e-30
 				for k := range 32 {
-					amax = max(amax, abs(fp8.BF16(w.x(kv, h, blk*32+k))))
+					amax = fmaxf(amax, abs(fp8.BF16(w.x(kv, h, blk*32+k))))
 				}
 				e := int(math.Ceil(math.Log2(float64(amax) / 448)))
 				e = min(max(e, -127), 127)
@@ -344,3 +371,12 @@ func (w *writer) mxfp8() {
 }
 
 func abs(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+// fmaxf is CUDA's fmaxf, which the engines' block maxima use: a NaN
+// element leaves the maximum to the others (Go's max would return NaN).
+func fmaxf(a, b float32) float32 {
+	if b != b || a > b {
+		return a
+	}
+	return b
+}

@@ -13,7 +13,7 @@
 // below every token. Slots must be below 2^32 - 1 (the host checks).
 //
 // Macros (set by gpuread from the plugin's CPU geometry, never by hand):
-//   KV_HEAD_DIM               elements per key, a multiple of 16
+//   KV_HEAD_DIM               elements per key, a multiple of 8
 //   KV_FP8                    1: keys are e4m3 codes times a float32 scale; 0: bf16
 //   KV_TOKENS_PER_PAGE        tokens per addressing page of the values (1 for rows)
 //   KV_PAGE_BYTES             bytes per addressing page of the values

@@ -65,8 +65,8 @@ func (s Spec) scales() cpustore.Geometry {
 
 // Options are the NVRTC options of the spec.
 func (s Spec) Options() ([]string, error) {
-	if s.HeadDim <= 0 || s.HeadDim%16 != 0 {
-		return nil, fmt.Errorf("head dim %d: the CUDA read kernel needs a positive multiple of 16; use the shm backend", s.HeadDim)
+	if s.HeadDim <= 0 || s.HeadDim%8 != 0 {
+		return nil, fmt.Errorf("head dim %d: the CUDA read kernel needs a positive multiple of 8; use the shm backend", s.HeadDim)
 	}
 	var opts []string
 	def := func(name string, v int) { opts = append(opts, fmt.Sprintf("-D%s=%d", name, v)) }

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/read"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
@@ -38,7 +37,7 @@ func TestOptionsCarryBothGeometries(t *testing.T) {
 
 func TestOptionsRefuse(t *testing.T) {
 	for _, s := range []Spec{
-		{Kind: BF16, HeadDim: 40, Values: cpustore.Rows{Stride: 80, ValueBytes: 80}},
+		{Kind: BF16, HeadDim: 36, Values: cpustore.Rows{Stride: 72, ValueBytes: 72}},
 		{Kind: BF16, HeadDim: 128, Values: cpustore.Rows{Stride: 260, ValueBytes: 256}},
 		{Kind: FP8, HeadDim: 128, Values: cpustore.Paged{P: 64, ValueBytes: 128, ScaleBytes: 2, PageBytes: 130 * 64}},
 	} {

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 )
 
 // SpecFunc is a plugin's kernel for a variant and layout, or an error for

@@ -42,11 +42,33 @@ type Spec struct {
 	Geometry cpustore.Geometry
 	Quant    Quantizer
 	Defines  []string // the plugin's own -D options, e.g. its variant's rule
+	// Mutation, when set, is a bug the shared bodies put in on purpose:
+	// a plugin's mutant of a GPU bug class.
+	Mutation Mutation
+	// Offsets32 computes pool offsets in 32 bits whatever the tuning
+	// (KV_IDX32): past 2 GiB they wrap (a mutant).
+	Offsets32 bool
 	// Tune lays the kernel out on the GPU; nil is the kind's default
 	// (DefaultBF16, DefaultFP8, or TuningEnv's), by capacity (For). It
 	// never changes a stored byte.
 	Tune *Tuning
 }
+
+// Mutation is a bug class the shared store bodies can carry, as a
+// mutant's kernel: each is a macro of store.cuh.
+type Mutation int
+
+// The mutations.
+const (
+	NoMutation       Mutation = iota
+	Vec16NoTail               // KV_VEC16_NO_TAIL: bf16 rows copied by 16 elements, no tail
+	DenormalsAreZero          // KV_BF16_DAZ: bf16 elements through flushing float32 arithmetic
+	ZeroRowSign               // KV_ZERO_ROW_FAST: fp8 zero rows stored as +0 codes
+	NaNPairScale              // KV_NAN_PAIR: NaN voted over the pair of rows a warp holds
+)
+
+// mutationMacros are the mutations' macros, by Mutation.
+var mutationMacros = []string{"", "KV_VEC16_NO_TAIL", "KV_BF16_DAZ", "KV_ZERO_ROW_FAST", "KV_NAN_PAIR"}
 
 // Tuning is how a store kernel runs: block shape, rows in flight, cache
 // hints and the form of the fp8 arithmetic. Every tuning stores the same
@@ -282,10 +304,12 @@ func (s Spec) checkTuning(t Tuning) error {
 }
 
 // check rejects what the kernels cannot do: vectors need head dims that
-// are multiples of 16 and addresses aligned for their width.
+// are multiples of 8 (a bf16 row of whole 16-byte vectors, an fp8 lane's
+// 8 elements; every head dim a layout takes) and addresses aligned for
+// their width.
 func (s Spec) check() error {
-	if s.HeadDim <= 0 || s.HeadDim%16 != 0 {
-		return fmt.Errorf("head dim %d: the CUDA store kernels need a positive multiple of 16; use the shm backend", s.HeadDim)
+	if s.HeadDim <= 0 || s.HeadDim%8 != 0 {
+		return fmt.Errorf("head dim %d: the CUDA store kernels need a positive multiple of 8; use the shm backend", s.HeadDim)
 	}
 	if s.PageSize <= 0 {
 		return fmt.Errorf("page size %d: want at least 1", s.PageSize)
@@ -327,7 +351,10 @@ func (s Spec) Options() ([]string, error) {
 	def("KV_ROWS_PER_THREAD", t.RowsPerThread)
 	def("KV_LOAD_HINT", t.LoadHint)
 	def("KV_STORE_HINT", t.StoreHint)
-	def("KV_IDX32", b2i(t.Idx32))
+	def("KV_IDX32", b2i(t.Idx32 || s.Offsets32))
+	for m, name := range mutationMacros[1:] {
+		def(name, b2i(s.Mutation == Mutation(m+1)))
+	}
 	if s.Kind == FP8 {
 		def("KV_FP8", 1)
 		def("KV_FP8_LPR", t.FP8Lanes)

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvharness/kvharness/harness/sdk/store"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/kerneltest"
 )
@@ -91,8 +90,8 @@ func TestCheckRefuses(t *testing.T) {
 		spec Spec
 		says string
 	}{
-		{bf16Spec(40), "multiple of 16"},
-		{fp8Spec(0, 64), "multiple of 16"},
+		{bf16Spec(36), "multiple of 8"},
+		{fp8Spec(0, 64), "multiple of 8"},
 		{fp8Spec(128, 0), "page size"},
 		{badScale, "float32 scales"},
 		{oddStride, "16-byte multiples"},

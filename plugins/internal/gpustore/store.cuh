@@ -7,7 +7,7 @@
 // description.
 //
 // Macros (set by gpustore, never by hand). What is stored:
-//   KV_HEAD_DIM          elements per row, a multiple of 16
+//   KV_HEAD_DIM          elements per row, a multiple of 8
 //   KV_PAGE_SIZE         the layout's page size
 //   KV_TOKENS_PER_PAGE   tokens per addressing page (the page size for a
 //                        paged layout, 1 for a row layout)
@@ -42,7 +42,21 @@
 //   KV_FP8_FMAX          1: the row max by fmaxf, 0: by comparison (equal
 //                        here: the running max is never NaN)
 //   KV_IDX32             1: 32-bit offsets inside the pool (pools under 2 GiB
-//                        and slots in int range only)
+//                        and slots in int range only; forced on by the
+//                        offset-int32 mutant, whose offsets then wrap)
+// Mutations (gpustore.Mutation; 0 in every correct kernel): a mutant's bug
+// in the shared bodies, as the CPU kernel of the same mutant makes it:
+//   KV_VEC16_NO_TAIL     bf16: rows stored in 16-element vectors only, the
+//                        last 8 elements of a head dim that is not a
+//                        multiple of 16 never stored
+//   KV_BF16_DAZ          bf16: each element flushed as float32 arithmetic
+//                        built with denormals-are-zero would: a subnormal
+//                        becomes a zero of its sign
+//   KV_ZERO_ROW_FAST     fp8: a row whose max |x| is 0 stored as +0 codes
+//                        and the floor scale (its -0 elements lose the sign)
+//   KV_NAN_PAIR          fp8: NaN propagated by a ballot over the lanes of
+//                        two rows: a NaN in either row (a padded one too)
+//                        makes both rows' scales and codes NaN
 //
 // A Rule is a struct with
 //   __device__ static bool store(int i, int n, kv_i64 loc, kv_i64 slots, kv_i64* slot);
@@ -204,6 +218,29 @@ __device__ __forceinline__ void kv_st4(unsigned* p, unsigned v) {
 #define KV_BF16_CHUNKS (KV_HEAD_DIM * 2 / 16)                          /* uint4 per row */
 #define KV_BF16_CPT ((KV_BF16_CHUNKS + KV_BF16_TPR - 1) / KV_BF16_TPR) /* uint4 per thread and row */
 #define KV_BF16_GROUPS (KV_BLOCK_THREADS / KV_BF16_TPR)                /* rows per block and pass */
+#if KV_VEC16_NO_TAIL
+#define KV_BF16_STORED (KV_HEAD_DIM / 16 * 2) /* uint4 stored per row: whole 16-element vectors only (a mutant) */
+#else
+#define KV_BF16_STORED KV_BF16_CHUNKS
+#endif
+
+// kv_daz2 flushes the subnormal halves of a word of two bf16 to zeros of
+// their sign: the denormals-are-zero mutant.
+__device__ __forceinline__ unsigned kv_daz2(unsigned w) {
+  if ((w & 0x00007f80u) == 0) w &= 0xffff8000u;
+  if ((w & 0x7f800000u) == 0) w &= 0x8000ffffu;
+  return w;
+}
+
+__device__ __forceinline__ uint4 kv_daz(uint4 v) {
+#if KV_BF16_DAZ
+  v.x = kv_daz2(v.x);
+  v.y = kv_daz2(v.y);
+  v.z = kv_daz2(v.z);
+  v.w = kv_daz2(v.w);
+#endif
+  return v;
+}
 
 // kv_bf16_store: a block of KV_BF16_GROUPS groups of KV_BF16_TPR threads
 // covers KV_BF16_GROUPS * KV_ROWS_PER_THREAD rows; each group moves
@@ -242,7 +279,7 @@ __device__ __forceinline__ void kv_bf16_store(char* __restrict__ pool, const uin
 #pragma unroll
     for (int c = 0; c < KV_BF16_CPT; c++) {
       const int ch = lane + c * KV_BF16_TPR;
-      if (ch < KV_BF16_CHUNKS) kv_st16(dst + ch, v[k][c]);
+      if (ch < KV_BF16_STORED) kv_st16(dst + ch, kv_daz(v[k][c]));
     }
   }
 }
@@ -434,6 +471,24 @@ __device__ __forceinline__ void kv_put_codes(char* dst, const float* x, const kv
 #endif
 }
 
+// kv_put_same stores EPL codes all equal to byte b at dst (the mutants'
+// fast paths).
+__device__ __forceinline__ void kv_put_same(char* dst, unsigned b) {
+  const unsigned w = b * 0x01010101u;
+#pragma unroll
+  for (int m = 0; m < KV_FP8_EPL / 4; m++) kv_st4((unsigned*)dst + m, w);
+}
+
+// kv_pair_nan is whether any lane of the two rows this lane's row is
+// paired with (in a warp, rows two by two) saw a NaN: the nan-pair-scale
+// mutant's vote. Every lane of the warp calls it.
+__device__ __forceinline__ bool kv_pair_nan(bool nan) {
+  const unsigned votes = __ballot_sync(0xffffffffu, nan);
+  const int width = 2 * KV_FP8_LPR < 32 ? 2 * KV_FP8_LPR : 32;
+  const unsigned mask = width == 32 ? 0xffffffffu : ((1u << width) - 1u);
+  return ((votes >> ((threadIdx.x % 32) / width * width)) & mask) != 0;
+}
+
 // kv_fp8_store: a block holds KV_FP8_GROUPS groups of KV_FP8_LPR lanes; each
 // group quantizes KV_ROWS_PER_THREAD rows, loading them all first. In each
 // chunk of a row, lane l holds elements l·EPL .. l·EPL+EPL-1 (one 8- or
@@ -480,7 +535,37 @@ __device__ __forceinline__ void kv_fp8_store(char* __restrict__ pool, const unsi
       for (int j = 0; j < KV_FP8_EPL; j++) amax = kv_max(amax, fabsf(x[k][c][j]));
 #pragma unroll
     for (int o = KV_FP8_LPR / 2; o > 0; o >>= 1) amax = kv_max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+#if KV_NAN_PAIR
+    bool nan = false;
+#pragma unroll
+    for (int c = 0; c < KV_FP8_CHUNKS; c++)
+#pragma unroll
+      for (int j = 0; j < KV_FP8_EPL; j++) nan |= x[k][c][j] != x[k][c][j];
+    const bool pair_nan = kv_pair_nan(nan);
+#endif
     if (!put[k]) continue;
+#if KV_NAN_PAIR
+    if (pair_nan) {
+#pragma unroll
+      for (int c = 0; c < KV_FP8_CHUNKS; c++) {
+        const int e = c * KV_FP8_SPAN + lane * KV_FP8_EPL;
+        if (e < KV_HEAD_DIM) kv_put_same(pool + value[k] + e, 0x7fu);
+      }
+      if (lane == 0) kv_st4((unsigned*)(pool + scale[k]), 0x7fc00000u);
+      continue;
+    }
+#endif
+#if KV_ZERO_ROW_FAST
+    if (amax == 0.0f) {
+#pragma unroll
+      for (int c = 0; c < KV_FP8_CHUNKS; c++) {
+        const int e = c * KV_FP8_SPAN + lane * KV_FP8_EPL;
+        if (e < KV_HEAD_DIM) kv_put_same(pool + value[k] + e, 0u);
+      }
+      if (lane == 0) kv_st4((unsigned*)(pool + scale[k]), __float_as_uint(kv_scale(0.0f)));
+      continue;
+    }
+#endif
     const kv_divisor s = kv_divisor_of(kv_scale(amax));
 #pragma unroll
     for (int c = 0; c < KV_FP8_CHUNKS; c++) {

@@ -26,10 +26,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk/load"
-
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/load"
 )
 
 // The variants. Correct ones are controls; the rest are mutants.

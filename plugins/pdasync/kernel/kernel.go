@@ -16,9 +16,8 @@ package kernel
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/sdk/pdasync"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 	pdtransfer "github.com/kvharness/kvharness/plugins/pdtransfer/kernel"
 )
 
@@ -29,6 +28,7 @@ const (
 	FirstFailureFrees  = "first-failure-frees"
 	VirtualAsPhysical  = "virtual-as-physical"
 	PollAsCompletion   = "poll-as-completion"
+	FailureUnreported  = "failure-unreported"
 )
 
 var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
@@ -42,6 +42,8 @@ var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
 		Doc: "the decode sends its virtual page indices as physical ones, which differ once pages were compacted (sglang PR #31471)"},
 	{Name: PollAsCompletion,
 		Doc: "the prefill takes a successful poll for completion, though it only means the transfer started (ai-dynamo/nixl #182)"},
+	{Name: FailureUnreported,
+		Doc: "the prefill never reports a failed handle: it waits for the transfer to succeed, and the room never completes (a swallowed transfer error)"},
 })
 
 // kernel starts an engine per role.

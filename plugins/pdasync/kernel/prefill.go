@@ -3,9 +3,8 @@ package kernel
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/sdk/pdasync"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/pdasync"
 )
 
 // prefill is the prefill server's engine: the rooms it posted, and the
@@ -123,11 +122,14 @@ func (p *prefill) pollComponent(room uint64, c *sendComp) ([]pdasync.Notificatio
 
 // state is where a handle is. Under poll-as-completion a poll that
 // answers without error counts as done, though the transfer has only
-// started.
+// started; under failure-unreported a failed handle stays pending.
 func (p *prefill) state(x *pdasync.Xfer) (pdasync.XferState, error) {
 	st, err := x.State()
-	if err == nil && st == pdasync.XferPending && p.a.Variant == PollAsCompletion {
+	switch {
+	case err == nil && st == pdasync.XferPending && p.a.Variant == PollAsCompletion:
 		st = pdasync.XferDone
+	case err == nil && st == pdasync.XferFailed && p.a.Variant == FailureUnreported:
+		st = pdasync.XferPending
 	}
 	return st, err
 }

@@ -3,9 +3,8 @@ package kernel
 import (
 	"fmt"
 
-	"github.com/kvharness/kvharness/harness/sdk/transfer"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 )
 
 // engine builds the descriptors of one transfer.

@@ -13,9 +13,8 @@ package kernel
 import (
 	"context"
 
-	"github.com/kvharness/kvharness/harness/sdk/transfer"
-
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 )
 
 var variants = []sdk.Variant{

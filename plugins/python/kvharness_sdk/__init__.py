@@ -53,7 +53,7 @@ from .read import ReadCall, read_variant  # noqa: E402
 from .serve import serve  # noqa: E402
 from .transfer import Descriptor, TransferBuffer, TransferCall, TransferRoom, transfer_variant  # noqa: E402
 
-__version__ = "1.1.0"
+__version__ = "2.0.0"
 
 __all__ = [
     "CUDA",

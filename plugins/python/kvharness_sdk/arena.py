@@ -32,16 +32,16 @@ from .kernel import CUDA, SHM
 
 class HostRegion:
     """A host shared-memory region: the harness's file, mapped read-write
-    and shared. The path is /proc/<harness pid>/fd/<n> (the file itself is
-    already unlinked), which opens the same file for a process of the same
-    user."""
+    and shared. The path is a Unix socket that hands this plugin the
+    file's descriptor (the file itself is already unlinked); see
+    fdpass.open_arena."""
 
     backend = SHM
     device = None
 
     def __init__(self, path: str, size: int, pinned: bool = False):
         try:
-            fd = os.open(path, os.O_RDWR)
+            fd = fdpass.open_arena(path)
         except OSError as e:  # worded as the Go SDK's
             raise precondition(f"open arena: open {path}: {_go_errno(e)}")
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import os
 import socket
+import stat
 
 
 class FDPassError(Exception):
@@ -43,10 +44,30 @@ def receive(path: str, timeout: float = 10.0) -> int:
     if msg[:1] == b"\x01":
         _close(fds)
         raise FDPassError(f"the harness could not export the arena: {msg[1:].decode(errors='replace')}")
+    if msg[:1] == b"\x02":
+        _close(fds)
+        raise FDPassError(f"the harness refused the arena to this process: {msg[1:].decode(errors='replace')}")
     if len(msg) != 1 or msg[0] != 0 or len(fds) != 1:
         _close(fds)
         raise FDPassError(f"the fd socket sent {len(msg)} bytes and {len(fds)} descriptors; want 1 and 1")
     return fds[0]
+
+
+def open_arena(path: str) -> int:
+    """Opens a shared-memory arena read-write and returns its descriptor.
+    The harness names a Unix socket that hands this process, alone, the
+    arena's descriptor (the harness is not dumpable: /proc/<pid>/fd of it
+    is closed to plugins); a path that is no socket is the arena file."""
+    try:
+        is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        is_socket = False
+    if not is_socket:
+        return os.open(path, os.O_RDWR)
+    try:
+        return receive(path)
+    except FDPassError as e:
+        raise OSError(0, str(e)) from None
 
 
 def _rights(anc) -> list:

@@ -73,6 +73,7 @@ class Variant:
 SCALE_RULES = ("default", "f32", "ue8m0")
 QUANTIZE_RULES = ("divide", "reciprocal")
 ROUNDINGS = ("nearest-even",)
+NON_FINITE = ("propagate", "saturate", "contained")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,13 @@ class Recipe:
     - ``rounding``: "nearest-even";
     - ``saturate``: clamp codes past the e4m3 range to ±448 (None: true);
     - ``scale_ulps``: how many float32 ulps a stored scale may lie from the
-      recipe's (None: 1), for approximate division.
+      recipe's (None: 1), for approximate division;
+    - ``non_finite``: what the kernel does with a ±Inf or NaN element of a
+      valid row: "propagate" (the recipe's IEEE arithmetic: ∞ makes the
+      group's scale ∞, NaN codes NaN), "saturate" (the scale over the
+      finite elements, ±∞ codes ±448) or "contained" (the row's own
+      record may hold anything, nothing else may change); "" (the
+      default) declares nothing, and valid rows then hold finite values.
 
     The SDK checks names and types; the harness judges the values' sanity
     (a recipe outside its bounds is a usage error naming the field)."""
@@ -102,12 +109,14 @@ class Recipe:
     rounding: str = "nearest-even"
     saturate: Optional[bool] = None
     scale_ulps: Optional[int] = None
+    non_finite: str = ""
 
     def __post_init__(self):
         for field, value, allowed in (("scale", self.scale, SCALE_RULES), ("quantize", self.quantize, QUANTIZE_RULES),
-                                      ("rounding", self.rounding, ROUNDINGS)):
+                                      ("rounding", self.rounding, ROUNDINGS),
+                                      ("non_finite", self.non_finite, ("",) + NON_FINITE)):
             if value not in allowed:
-                raise ValueError(f"recipe {field} {value!r}: want one of {', '.join(allowed)}")
+                raise ValueError(f"recipe {field} {value!r}: want one of {', '.join(a for a in allowed if a)}")
         if self.eps is not None and (isinstance(self.eps, bool) or not isinstance(self.eps, (int, float))
                                      or math.isnan(self.eps)):
             raise ValueError(f"recipe eps {self.eps!r}: want a number (or None for the layout's default)")

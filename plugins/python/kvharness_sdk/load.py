@@ -29,7 +29,7 @@ from typing import Any, List
 
 import numpy as np
 
-from . import protocol as pb
+from . import fdpass, protocol as pb
 from ._gen import load_pb2, load_pb2_grpc
 from .errors import RpcError, aborted, bad_request, device_fault, precondition, unimplemented
 from .kind import Kind
@@ -187,7 +187,7 @@ def map_host_regions(req) -> list:
         if a.backend != pb.BACKEND_SHM:
             raise unimplemented(f"region {i} on {pb.kv.Backend.Name(a.backend)}: host regions after the first must be shared memory")
         try:
-            fd = os.open(a.path, os.O_RDWR)
+            fd = fdpass.open_arena(a.path)
         except OSError as e:
             raise precondition(f"open arena: open {a.path}: {e.strerror}")
         try:

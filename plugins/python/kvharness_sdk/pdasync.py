@@ -132,6 +132,7 @@ class _HostTransport:
         self.src, self.dst, self.gates = src, dst, gates
         self.lock = threading.Lock()
         self.held: list = []
+        self.posted: list = []  # every handle posted since the last drain
         self.thread = None
         self.cancel = False
 
@@ -144,6 +145,7 @@ class _HostTransport:
         x = Xfer(handle)
         with self.lock:
             self.held.append((x, list(ds)))
+            self.posted.append(x)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._watch, daemon=True)
                 self.thread.start()
@@ -174,12 +176,20 @@ class _HostTransport:
             self.dst[d.dst : d.dst + d.length] = self.src[d.src : d.src + d.length]
         x._state = FAILED if v == _GATE_FAIL else DONE
 
+    def quiet(self) -> bool:
+        """Whether every handle whose gate the harness opened or failed has
+        ended: no copy is in flight (the poll's ``settled``)."""
+        with self.lock:
+            return all(self.gates[x.handle] == _GATE_HELD or x.state() != PENDING for x in self.posted)
+
     def drain(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             with self.lock:
                 t = self.thread
             if t is None:
+                with self.lock:
+                    self.posted = []
                 return
             if time.monotonic() > deadline:
                 self.cancel = True
@@ -419,12 +429,15 @@ class PDAsyncServicer(pdasync_pb2_grpc.PDAsyncServicer):
             deadline = time.monotonic() + req.wait_us * 1e-6
             pause = 2e-6
             while True:
+                # quiet before the engine polls: it then sees every end
+                # there is, and a poll that finds no note need not wait.
+                settled = st["transport"].quiet()
                 ns = self._engine("Poll", st["engine"].poll)
-                if ns or time.monotonic() >= deadline:
+                if ns or settled or time.monotonic() >= deadline:
                     break
                 time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(2 * pause, 5e-5)
-            out = kv.AsyncPollResponse()
+            out = kv.AsyncPollResponse(settled=settled)
             for n in ns:
                 out.notifications.add(room=n.room, component=n.component, handle=n.handle, note=n.note)
             return out

@@ -49,6 +49,8 @@ kv = pb.kv
 _SCALE = {"default": kv.SCALE_RULE_DEFAULT, "f32": kv.SCALE_RULE_F32, "ue8m0": kv.SCALE_RULE_UE8M0}
 _QUANTIZE = {"divide": kv.QUANTIZE_DIVIDE, "reciprocal": kv.QUANTIZE_RECIPROCAL}
 _ROUNDING = {"nearest-even": kv.ROUNDING_NEAREST_EVEN}
+_NON_FINITE = {"": kv.NON_FINITE_UNDECLARED, "propagate": kv.NON_FINITE_PROPAGATE, "saturate": kv.NON_FINITE_SATURATE,
+               "contained": kv.NON_FINITE_CONTAINED}
 
 
 def recipe_pb(r):
@@ -60,6 +62,7 @@ def recipe_pb(r):
         m.saturate = r.saturate
     if r.scale_ulps is not None:
         m.scale_ulps = r.scale_ulps
+    m.non_finite = _NON_FINITE[r.non_finite]
     return m
 
 

@@ -36,12 +36,21 @@ class TestRecipe(unittest.TestCase):
         for kw, field in [({"scale": "fp32"}, "scale"), ({"quantize": "multiply"}, "quantize"),
                           ({"rounding": "toward-zero"}, "rounding"), ({"eps": "1e-8"}, "eps"),
                           ({"eps": float("nan")}, "eps"), ({"saturate": 1}, "saturate"), ({"scale_ulps": -1}, "scale_ulps"),
-                          ({"scale_ulps": 1.5}, "scale_ulps")]:
+                          ({"scale_ulps": 1.5}, "scale_ulps"), ({"non_finite": "ignore"}, "non_finite")]:
             with self.assertRaisesRegex(ValueError, f"recipe {field}"):
                 Recipe(**kw)
 
     def test_zero_eps_is_a_value(self):
         self.assertEqual(Recipe(eps=0).eps, 0)
+
+    def test_non_finite_policy_is_sent(self):
+        class Saturating(Declared):
+            def geometry(self, variant, head_dim, page_size):
+                return [Geometry("fp8-paged", 132, 132 * 64, Recipe(non_finite="saturate"))]
+
+        r = call(service(Saturating()), "Describe", kv.DescribeRequest(head_dim=128, page_size=64)).layouts[0].recipe
+        self.assertEqual(r.non_finite, kv.NON_FINITE_SATURATE)
+        self.assertEqual(Recipe().non_finite, "")
 
 
 class TestDescribe(unittest.TestCase):

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from . import kvharness_pb2 as kvharness__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rpdasync.proto\x12\x0ckvharness.v1\x1a\x0fkvharness.proto\"h\n\x12\x41syncAttachRequest\x12%\n\x04role\x18\x01 \x01(\x0e\x32\x17.kvharness.v1.AsyncRole\x12+\n\x06\x61ttach\x18\x02 \x01(\x0b\x32\x1b.kvharness.v1.AttachRequest\"?\n\x13\x41syncAttachResponse\x12(\n\x08geometry\x18\x01 \x03(\x0b\x32\x16.kvharness.v1.Geometry\"\x13\n\x11\x41syncResetRequest\"\x14\n\x12\x41syncResetResponse\"<\n\x0b\x41syncHandle\x12\n\n\x02id\x18\x01 \x01(\r\x12\x12\n\nfirst_page\x18\x02 \x01(\r\x12\r\n\x05pages\x18\x03 \x01(\r\"Y\n\x0e\x41syncComponent\x12\n\n\x02id\x18\x01 \x01(\r\x12\x0f\n\x07\x62uffers\x18\x02 \x03(\r\x12*\n\x07handles\x18\x03 \x03(\x0b\x32\x19.kvharness.v1.AsyncHandle\"I\n\tAsyncRoom\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x30\n\ncomponents\x18\x02 \x03(\x0b\x32\x1c.kvharness.v1.AsyncComponent\"e\n\x11\x41syncAdmitRequest\x12%\n\x04room\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.AsyncRoom\x12\x15\n\rvirtual_pages\x18\x02 \x03(\x04\x12\x12\n\npage_table\x18\x03 \x03(\x04\"\'\n\x12\x41syncAdmitResponse\x12\x11\n\tdst_pages\x18\x01 \x03(\x04\"_\n\x10\x41syncPostRequest\x12%\n\x04room\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.AsyncRoom\x12\x11\n\tsrc_pages\x18\x02 \x03(\x04\x12\x11\n\tdst_pages\x18\x03 \x03(\x04\"W\n\x16\x41syncHandleDescriptors\x12\x0e\n\x06handle\x18\x01 \x01(\r\x12-\n\x0b\x64\x65scriptors\x18\x02 \x03(\x0b\x32\x18.kvharness.v1.Descriptor\"J\n\x11\x41syncPostResponse\x12\x35\n\x07handles\x18\x01 \x03(\x0b\x32$.kvharness.v1.AsyncHandleDescriptors\"k\n\x11\x41syncNotification\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12\x11\n\tcomponent\x18\x02 \x01(\r\x12\x0e\n\x06handle\x18\x03 \x01(\r\x12%\n\x04note\x18\x04 \x01(\x0e\x32\x17.kvharness.v1.AsyncNote\"#\n\x10\x41syncPollRequest\x12\x0f\n\x07wait_us\x18\x01 \x01(\r\"K\n\x11\x41syncPollResponse\x12\x36\n\rnotifications\x18\x01 \x03(\x0b\x32\x1f.kvharness.v1.AsyncNotification\"W\n\nAsyncEvent\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.kvharness.v1.AsyncEventKind\x12\x0f\n\x07\x64igests\x18\x03 \x03(\x0c\"L\n\x12\x41syncNotifyRequest\x12\x36\n\rnotifications\x18\x01 \x03(\x0b\x32\x1f.kvharness.v1.AsyncNotification\"?\n\x13\x41syncNotifyResponse\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.AsyncEvent\"!\n\x11\x41syncAbortRequest\x12\x0c\n\x04room\x18\x01 \x01(\x04\">\n\x12\x41syncAbortResponse\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.AsyncEvent*V\n\tAsyncRole\x12\x1a\n\x16\x41SYNC_ROLE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x41SYNC_ROLE_PREFILL\x10\x01\x12\x15\n\x11\x41SYNC_ROLE_DECODE\x10\x02*\xa1\x01\n\tAsyncNote\x12\x1a\n\x16\x41SYNC_NOTE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41SYNC_NOTE_HANDLE_DONE\x10\x01\x12\x1c\n\x18\x41SYNC_NOTE_HANDLE_FAILED\x10\x02\x12\x1d\n\x19\x41SYNC_NOTE_COMPONENT_DONE\x10\x03\x12\x1f\n\x1b\x41SYNC_NOTE_COMPONENT_FAILED\x10\x04*[\n\x0e\x41syncEventKind\x12\x1b\n\x17\x41SYNC_EVENT_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41SYNC_EVENT_READY\x10\x01\x12\x15\n\x11\x41SYNC_EVENT_FREED\x10\x02\x32\xc0\x04\n\x07PDAsync\x12R\n\x0b\x41syncAttach\x12 .kvharness.v1.AsyncAttachRequest\x1a!.kvharness.v1.AsyncAttachResponse\x12O\n\nAsyncReset\x12\x1f.kvharness.v1.AsyncResetRequest\x1a .kvharness.v1.AsyncResetResponse\x12O\n\nAsyncAdmit\x12\x1f.kvharness.v1.AsyncAdmitRequest\x1a .kvharness.v1.AsyncAdmitResponse\x12L\n\tAsyncPost\x12\x1e.kvharness.v1.AsyncPostRequest\x1a\x1f.kvharness.v1.AsyncPostResponse\x12L\n\tAsyncPoll\x12\x1e.kvharness.v1.AsyncPollRequest\x1a\x1f.kvharness.v1.AsyncPollResponse\x12R\n\x0b\x41syncNotify\x12 .kvharness.v1.AsyncNotifyRequest\x1a!.kvharness.v1.AsyncNotifyResponse\x12O\n\nAsyncAbort\x12\x1f.kvharness.v1.AsyncAbortRequest\x1a .kvharness.v1.AsyncAbortResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rpdasync.proto\x12\x0ckvharness.v1\x1a\x0fkvharness.proto\"h\n\x12\x41syncAttachRequest\x12%\n\x04role\x18\x01 \x01(\x0e\x32\x17.kvharness.v1.AsyncRole\x12+\n\x06\x61ttach\x18\x02 \x01(\x0b\x32\x1b.kvharness.v1.AttachRequest\"?\n\x13\x41syncAttachResponse\x12(\n\x08geometry\x18\x01 \x03(\x0b\x32\x16.kvharness.v1.Geometry\"\x13\n\x11\x41syncResetRequest\"\x14\n\x12\x41syncResetResponse\"<\n\x0b\x41syncHandle\x12\n\n\x02id\x18\x01 \x01(\r\x12\x12\n\nfirst_page\x18\x02 \x01(\r\x12\r\n\x05pages\x18\x03 \x01(\r\"Y\n\x0e\x41syncComponent\x12\n\n\x02id\x18\x01 \x01(\r\x12\x0f\n\x07\x62uffers\x18\x02 \x03(\r\x12*\n\x07handles\x18\x03 \x03(\x0b\x32\x19.kvharness.v1.AsyncHandle\"I\n\tAsyncRoom\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x30\n\ncomponents\x18\x02 \x03(\x0b\x32\x1c.kvharness.v1.AsyncComponent\"e\n\x11\x41syncAdmitRequest\x12%\n\x04room\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.AsyncRoom\x12\x15\n\rvirtual_pages\x18\x02 \x03(\x04\x12\x12\n\npage_table\x18\x03 \x03(\x04\"\'\n\x12\x41syncAdmitResponse\x12\x11\n\tdst_pages\x18\x01 \x03(\x04\"_\n\x10\x41syncPostRequest\x12%\n\x04room\x18\x01 \x01(\x0b\x32\x17.kvharness.v1.AsyncRoom\x12\x11\n\tsrc_pages\x18\x02 \x03(\x04\x12\x11\n\tdst_pages\x18\x03 \x03(\x04\"W\n\x16\x41syncHandleDescriptors\x12\x0e\n\x06handle\x18\x01 \x01(\r\x12-\n\x0b\x64\x65scriptors\x18\x02 \x03(\x0b\x32\x18.kvharness.v1.Descriptor\"J\n\x11\x41syncPostResponse\x12\x35\n\x07handles\x18\x01 \x03(\x0b\x32$.kvharness.v1.AsyncHandleDescriptors\"k\n\x11\x41syncNotification\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12\x11\n\tcomponent\x18\x02 \x01(\r\x12\x0e\n\x06handle\x18\x03 \x01(\r\x12%\n\x04note\x18\x04 \x01(\x0e\x32\x17.kvharness.v1.AsyncNote\"#\n\x10\x41syncPollRequest\x12\x0f\n\x07wait_us\x18\x01 \x01(\r\"m\n\x11\x41syncPollResponse\x12\x36\n\rnotifications\x18\x01 \x03(\x0b\x32\x1f.kvharness.v1.AsyncNotification\x12\x14\n\x07settled\x18\x02 \x01(\x08H\x00\x88\x01\x01\x42\n\n\x08_settled\"W\n\nAsyncEvent\x12\x0c\n\x04room\x18\x01 \x01(\x04\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.kvharness.v1.AsyncEventKind\x12\x0f\n\x07\x64igests\x18\x03 \x03(\x0c\"L\n\x12\x41syncNotifyRequest\x12\x36\n\rnotifications\x18\x01 \x03(\x0b\x32\x1f.kvharness.v1.AsyncNotification\"?\n\x13\x41syncNotifyResponse\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.AsyncEvent\"!\n\x11\x41syncAbortRequest\x12\x0c\n\x04room\x18\x01 \x01(\x04\">\n\x12\x41syncAbortResponse\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.kvharness.v1.AsyncEvent*V\n\tAsyncRole\x12\x1a\n\x16\x41SYNC_ROLE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x41SYNC_ROLE_PREFILL\x10\x01\x12\x15\n\x11\x41SYNC_ROLE_DECODE\x10\x02*\xa1\x01\n\tAsyncNote\x12\x1a\n\x16\x41SYNC_NOTE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41SYNC_NOTE_HANDLE_DONE\x10\x01\x12\x1c\n\x18\x41SYNC_NOTE_HANDLE_FAILED\x10\x02\x12\x1d\n\x19\x41SYNC_NOTE_COMPONENT_DONE\x10\x03\x12\x1f\n\x1b\x41SYNC_NOTE_COMPONENT_FAILED\x10\x04*[\n\x0e\x41syncEventKind\x12\x1b\n\x17\x41SYNC_EVENT_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41SYNC_EVENT_READY\x10\x01\x12\x15\n\x11\x41SYNC_EVENT_FREED\x10\x02\x32\xc0\x04\n\x07PDAsync\x12R\n\x0b\x41syncAttach\x12 .kvharness.v1.AsyncAttachRequest\x1a!.kvharness.v1.AsyncAttachResponse\x12O\n\nAsyncReset\x12\x1f.kvharness.v1.AsyncResetRequest\x1a .kvharness.v1.AsyncResetResponse\x12O\n\nAsyncAdmit\x12\x1f.kvharness.v1.AsyncAdmitRequest\x1a .kvharness.v1.AsyncAdmitResponse\x12L\n\tAsyncPost\x12\x1e.kvharness.v1.AsyncPostRequest\x1a\x1f.kvharness.v1.AsyncPostResponse\x12L\n\tAsyncPoll\x12\x1e.kvharness.v1.AsyncPollRequest\x1a\x1f.kvharness.v1.AsyncPollResponse\x12R\n\x0b\x41syncNotify\x12 .kvharness.v1.AsyncNotifyRequest\x1a!.kvharness.v1.AsyncNotifyResponse\x12O\n\nAsyncAbort\x12\x1f.kvharness.v1.AsyncAbortRequest\x1a .kvharness.v1.AsyncAbortResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pdasync_pb2', globals())
@@ -22,12 +22,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z4github.com/kvharness/kvharness/harness/protocol/kvpb'
-  _ASYNCROLE._serialized_start=1450
-  _ASYNCROLE._serialized_end=1536
-  _ASYNCNOTE._serialized_start=1539
-  _ASYNCNOTE._serialized_end=1700
-  _ASYNCEVENTKIND._serialized_start=1702
-  _ASYNCEVENTKIND._serialized_end=1793
+  _ASYNCROLE._serialized_start=1484
+  _ASYNCROLE._serialized_end=1570
+  _ASYNCNOTE._serialized_start=1573
+  _ASYNCNOTE._serialized_end=1734
+  _ASYNCEVENTKIND._serialized_start=1736
+  _ASYNCEVENTKIND._serialized_end=1827
   _ASYNCATTACHREQUEST._serialized_start=48
   _ASYNCATTACHREQUEST._serialized_end=152
   _ASYNCATTACHRESPONSE._serialized_start=154
@@ -57,17 +57,17 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ASYNCPOLLREQUEST._serialized_start=1005
   _ASYNCPOLLREQUEST._serialized_end=1040
   _ASYNCPOLLRESPONSE._serialized_start=1042
-  _ASYNCPOLLRESPONSE._serialized_end=1117
-  _ASYNCEVENT._serialized_start=1119
-  _ASYNCEVENT._serialized_end=1206
-  _ASYNCNOTIFYREQUEST._serialized_start=1208
-  _ASYNCNOTIFYREQUEST._serialized_end=1284
-  _ASYNCNOTIFYRESPONSE._serialized_start=1286
-  _ASYNCNOTIFYRESPONSE._serialized_end=1349
-  _ASYNCABORTREQUEST._serialized_start=1351
-  _ASYNCABORTREQUEST._serialized_end=1384
-  _ASYNCABORTRESPONSE._serialized_start=1386
-  _ASYNCABORTRESPONSE._serialized_end=1448
-  _PDASYNC._serialized_start=1796
-  _PDASYNC._serialized_end=2372
+  _ASYNCPOLLRESPONSE._serialized_end=1151
+  _ASYNCEVENT._serialized_start=1153
+  _ASYNCEVENT._serialized_end=1240
+  _ASYNCNOTIFYREQUEST._serialized_start=1242
+  _ASYNCNOTIFYREQUEST._serialized_end=1318
+  _ASYNCNOTIFYRESPONSE._serialized_start=1320
+  _ASYNCNOTIFYRESPONSE._serialized_end=1383
+  _ASYNCABORTREQUEST._serialized_start=1385
+  _ASYNCABORTREQUEST._serialized_end=1418
+  _ASYNCABORTRESPONSE._serialized_start=1420
+  _ASYNCABORTRESPONSE._serialized_end=1482
+  _PDASYNC._serialized_start=1830
+  _PDASYNC._serialized_end=2406
 # @@protoc_insertion_point(module_scope)

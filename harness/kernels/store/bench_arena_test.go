@@ -1,14 +1,17 @@
-package benchrun
+package store
 
 import (
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/arena/shm"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/results"
 	"github.com/kvharness/kvharness/harness/rundir"
@@ -29,8 +32,7 @@ func TestArenaRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Default("p")
-	m.Tokens, m.Slots, m.Rotate = []int{8, 64}, 256, 3
+	m := kind.BenchSetup{Tokens: []int{8, 64}, Slots: 256, Rotate: 3, Seed: 1, HeadDim: 128, PageSize: 16}
 	a, err := stageArena(func(size int) (arena.Memory, error) { return shm.New(dir, size) }, l, m)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +71,7 @@ func TestArenaRotation(t *testing.T) {
 	if len(rows) != 3 {
 		t.Errorf("the sets' first rows: %d distinct of 3", len(rows))
 	}
-	req := a.Request(results.Identity{Kernel: KernelStore, Tokens: 8, Mode: results.Graph, Cache: results.Hot})
+	req := a.Request(results.Identity{Kernel: string(Name), Tokens: 8, Mode: results.Graph, Cache: results.Hot})
 	stores := append([]*kvpb.StoreRequest{req.GetStore()}, req.Rotation...)
 	if len(stores) != 3 {
 		t.Fatalf("request rotates over %d stores, want 3", len(stores))
@@ -106,5 +108,39 @@ func TestDrawSlots(t *testing.T) {
 	}
 	if a, b := drawSlots(rand.New(rand.NewPCG(1, 2)), 1<<20, 1, 64), drawSlots(rand.New(rand.NewPCG(1, 2)), 1<<20, 1, 64); !slices.Equal(a, b) {
 		t.Error("the same seed drew other slots")
+	}
+}
+
+// BytesMoved counts a store's rows, slots and token bytes, and a copy's
+// rows read and written: the two differ, which is why only their times
+// are compared.
+func TestBytesMoved(t *testing.T) {
+	l, err := layout.Builtin("bf16", 128, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := results.Identity{Kernel: string(Name), Tokens: 10}
+	copyID := results.Identity{Kernel: results.KernelCopy, Tokens: 10}
+	if got, want := BytesMoved(l, store), int64(10*(256+8+256)); got != want { // 128 bf16 in, an 8-byte slot, 256 bytes out
+		t.Errorf("store bytes %d, want %d", got, want)
+	}
+	if got, want := BytesMoved(l, copyID), int64(10*2*256); got != want {
+		t.Errorf("copy bytes %d, want %d", got, want)
+	}
+	if got := BytesMoved(l, results.Identity{Kernel: results.KernelEmpty, Tokens: 1}); got != 0 {
+		t.Errorf("empty kernel moves %d bytes", got)
+	}
+}
+
+func TestCheckRotates(t *testing.T) {
+	old := &plugin.Description{Name: "tritonstore"}
+	if err := checkRotates(old, kind.BenchSetup{Rotate: 1}); err != nil {
+		t.Errorf("rotate 1 refused for a plugin that does not rotate: %v", err)
+	}
+	if err := checkRotates(old, kind.BenchSetup{Rotate: 4}); err == nil || !strings.Contains(err.Error(), "tritonstore does not declare bench_rotation") {
+		t.Errorf("rotate 4 for a plugin that does not rotate: %v; want a refusal naming it", err)
+	}
+	if err := checkRotates(&plugin.Description{Name: "p", BenchRotation: true}, kind.BenchSetup{Rotate: 4}); err != nil {
+		t.Errorf("rotate 4 for a plugin that rotates: %v", err)
 	}
 }

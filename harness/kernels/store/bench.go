@@ -1,4 +1,4 @@
-package benchrun
+package store
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/pool"
@@ -17,16 +18,89 @@ import (
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
+// Bench is how kvharness bench measures stores: per mode, cache and
+// timing, a store of the unit's tokens beside a copy of its rows (the
+// roofline) and an empty launch (the floor), all timed inside the plugin
+// by the common Bench call (CUDA events on a GPU, the monotonic clock on
+// the CPU), so that no RPC sits inside a timed loop.
+var Bench = kind.Bench{
+	Modes:   []results.Mode{results.Eager, results.Graph},
+	Caches:  []results.Cache{results.Hot, results.Cold},
+	Timings: []results.Timing{results.PerLaunch, results.Batched},
+	Copy:    true, Empty: true,
+	Tokens: benchTokens,
+	Groups: benchGroups,
+	Open: func(ctx context.Context, pl *plugin.Plugin, dir *rundir.Dir, g kind.BenchGroup, s kind.BenchSetup) (kind.BenchTarget, error) {
+		return OpenArena(ctx, pl, dir, g.Layout, s)
+	},
+	Bytes: func(g kind.BenchGroup, id results.Identity) int64 { return BytesMoved(g.Layout, id) },
+}
+
+// benchTokens are a night's batch sizes: one decode token to a large
+// prefill chunk on a GPU; on the CPU, where a store of 262,144 fp8 tokens
+// takes half a second a launch, up to 4,096, so that a cell samples in
+// seconds.
+func benchTokens(onGPU bool, _ int) []int {
+	if onGPU {
+		return []int{1, 32, 512, 4096, 32768, 262144}
+	}
+	return []int{1, 32, 512, 4096}
+}
+
+// benchGroups are the layouts of the setup the plugin declares, each with
+// an arena that fits: one past the bound is refused before a night
+// starts, rather than at its group's turn in the first pass.
+func benchGroups(d *plugin.Description, s kind.BenchSetup) ([]kind.BenchGroup, error) {
+	if err := checkRotates(d, s); err != nil {
+		return nil, err
+	}
+	gs, err := kind.LayoutGroups(d, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		if _, _, _, err := planArena(g.Layout, s); err != nil {
+			return nil, err
+		}
+	}
+	return gs, nil
+}
+
+// checkRotates refuses a rotating setup for a plugin that does not
+// declare bench_rotation: it would time its first data set alone under a
+// rotate=N label.
+func checkRotates(desc *plugin.Description, s kind.BenchSetup) error {
+	if s.Rotations() == 1 || desc.BenchRotation {
+		return nil
+	}
+	return fmt.Errorf("plugin %s does not declare bench_rotation: it would time one data set under a rotate=%d label; bench it with --rotate 1 (or drop it from this run's plugins), or serve it with an SDK that rotates (the Go SDK does)",
+		desc.Name, s.Rotations())
+}
+
+// BytesMoved counts what one launch of a cell reads and writes: a store
+// reads its rows and slots and writes its tokens; a copy reads and writes
+// the rows' bytes; an empty kernel moves nothing.
+func BytesMoved(l *layout.Layout, id results.Identity) int64 {
+	switch id.Kernel {
+	case results.KernelCopy:
+		return 2 * int64(id.Tokens*l.RowBytes())
+	case results.KernelEmpty:
+		return 0
+	}
+	return int64(id.Tokens * (l.RowBytes() + 8 + l.BytesPerToken()))
+}
+
 // Arena is one pool and staging for the largest batch of a matrix, with
 // rows and a slot list already staged (for a rotation, a pool, rows and
 // slots per data set, as a model has per layer): every cell of a plugin
 // and layout reads a prefix of them.
 type Arena struct {
-	p      *plugin.Plugin
-	mem    arena.Memory
-	geo    pool.Geometry
-	layout *layout.Layout
-	sets   []staged
+	p       *plugin.Plugin
+	variant string
+	mem     arena.Memory
+	geo     pool.Geometry
+	layout  *layout.Layout
+	sets    []staged
 }
 
 // staged is one data set: its pool, and where its rows and slots lie.
@@ -36,7 +110,11 @@ type staged struct{ pool, rowsOff, locOff int }
 // slots are distinct and drawn at random from the whole pool, as a serving
 // engine's free list hands them out after a while, or in whole pages
 // (Matrix.SlotRun).
-func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.Backend, l *layout.Layout, m Matrix) (*Arena, error) {
+func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, l *layout.Layout, m kind.BenchSetup) (*Arena, error) {
+	b := m.Backend
+	if b == nil {
+		return nil, arena.ErrNoBackend
+	}
 	opts := arena.Options{FDArenas: p.MapsFDArenas()}
 	a, err := stageInterruptibly(ctx, func() (*Arena, error) {
 		return stageArena(func(size int) (arena.Memory, error) { return b.New(dir, size, opts) }, l, m)
@@ -45,6 +123,7 @@ func OpenArena(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, b arena.B
 		return nil, err
 	}
 	a.p = p
+	a.variant = m.Variant
 	if _, err := p.Attach(ctx, a, target.Request(arena.One(b.Place().Space, a.mem), a.geo, m.Variant)); err != nil {
 		a.mem.Close()
 		return nil, err
@@ -82,10 +161,10 @@ func stageInterruptibly(ctx context.Context, stage func() (*Arena, error)) (*Are
 
 // planArena lays out the arena of a layout's cells: a pool per data set,
 // and staging for each set's rows and slots.
-func planArena(l *layout.Layout, m Matrix) (g pool.Geometry, rowsBytes, locBytes int, err error) {
-	n := m.maxTokens()
+func planArena(l *layout.Layout, m kind.BenchSetup) (g pool.Geometry, rowsBytes, locBytes int, err error) {
+	n := m.MaxTokens()
 	rowsBytes, locBytes = alignUp(n*l.RowBytes()), alignUp(8*n)
-	sets := m.rotations()
+	sets := m.Rotations()
 	specs := []pool.Spec{{Name: "bench", Layout: l, Slots: m.Slots}}
 	for k := 1; k < sets; k++ {
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("bench%d", k), Layout: l, Slots: m.Slots})
@@ -98,8 +177,8 @@ func planArena(l *layout.Layout, m Matrix) (g pool.Geometry, rowsBytes, locBytes
 }
 
 // stageArena plans the arena, allocates it with alloc and stages it.
-func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m Matrix) (*Arena, error) {
-	n, sets := m.maxTokens(), m.rotations()
+func stageArena(alloc func(size int) (arena.Memory, error), l *layout.Layout, m kind.BenchSetup) (*Arena, error) {
+	n, sets := m.MaxTokens(), m.Rotations()
 	g, rowsBytes, locBytes, err := planArena(l, m)
 	if err != nil {
 		return nil, err
@@ -152,7 +231,7 @@ func alignUp(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * poo
 
 // stage fills each data set's pool and writes its n rows and n distinct
 // slots of that pool.
-func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
+func (a *Arena) stage(l *layout.Layout, m kind.BenchSetup, n int) error {
 	rows := make([]byte, n*l.RowBytes())
 	row := make([]uint16, l.HeadDim)
 	loc := make([]byte, 8*n)
@@ -160,7 +239,7 @@ func (a *Arena) stage(l *layout.Layout, m Matrix, n int) error {
 		if err := a.mem.Fill(a.geo.Regions[set.pool].Span(), uint64(m.Seed)); err != nil {
 			return err
 		}
-		slots := drawSlots(rand.New(rand.NewPCG(uint64(m.Seed), uint64(7+k))), m.Slots, m.slotRun(), n)
+		slots := drawSlots(rand.New(rand.NewPCG(uint64(m.Seed), uint64(7+k))), m.Slots, max(m.SlotRun, 1), n)
 		for i := range n {
 			workload.Row{Kind: workload.RowNormal, Seed: uint64(k*n + i)}.Fill(row)
 			for j, e := range row {
@@ -196,6 +275,22 @@ func (a *Arena) Request(id results.Identity) *kvpb.BenchRequest {
 			Graph: id.Mode == results.Graph})
 	}
 	return &kvpb.BenchRequest{Store: stores[0], Rotation: stores[1:],
-		Cold: id.Cache == results.Cold, Copy: id.Kernel == KernelCopy,
-		CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == KernelEmpty}
+		Cold: id.Cache == results.Cold, Copy: id.Kernel == results.KernelCopy,
+		CopyBytes: uint64(id.Tokens * a.layout.RowBytes()), Empty: id.Kernel == results.KernelEmpty}
+}
+
+// Time implements kind.BenchTarget: one Bench call, timed inside the
+// plugin.
+func (a *Arena) Time(ctx context.Context, id results.Identity, c kind.Chunk) (kind.Timed, error) {
+	req := a.Request(id)
+	req.Warmup, req.Iterations, req.Batch = uint32(c.Warmup), uint32(c.Iterations), uint32(max(c.Batch, 1))
+	req.Mode = kvpb.BenchMode_BENCH_PER_LAUNCH
+	if c.Batched {
+		req.Mode = kvpb.BenchMode_BENCH_BATCHED
+	}
+	resp, err := a.p.Bench(ctx, req)
+	if err != nil {
+		return kind.Timed{}, err
+	}
+	return kind.Timed{Ns: resp.Ns, Device: resp.Device, HostPaced: int(resp.HostPaced)}, nil
 }

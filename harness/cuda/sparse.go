@@ -1,0 +1,179 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Piece is a backed stretch of a sparse reservation: bytes [Off, Off+Len)
+// of it. The allocation behind a sparse Shared holds its pieces back to
+// back, in order.
+type Piece struct{ Off, Len int }
+
+// End is the first byte after the piece.
+func (p Piece) End() int { return p.Off + p.Len }
+
+// AllocSparse reserves span bytes of address space and backs only the
+// pieces want (rounded out to the allocation granularity, merged where
+// they meet) with one allocation that ExportFD shares: a pool reaching
+// past 4 GiB of offsets whose cases touch a few windows costs those
+// windows. An access anywhere else faults. Pieces gives the rounded
+// pieces, which an importer maps with ImportSparse. The memory is not
+// cleared.
+func (d *Device) AllocSparse(span int, want []Piece) (*Shared, error) {
+	if span <= 0 || len(want) == 0 {
+		return nil, fmt.Errorf("cuda: AllocSparse(%d, %d pieces): want a positive span and pieces", span, len(want))
+	}
+	s := &Shared{d: d}
+	err := d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
+		prop := d.sharedProp()
+		g, err := granularity(v, &prop)
+		if err != nil {
+			return err
+		}
+		s.span = int((uint64(span) + g - 1) / g * g)
+		if s.pieces, err = roundPieces(want, int(g), s.span); err != nil {
+			return err
+		}
+		for _, p := range s.pieces {
+			s.size += p.Len
+		}
+		if err := check("cuMemCreate", v.cuMemCreate(&s.handle, uint64(s.size), &prop, 0)); err != nil {
+			return err
+		}
+		if err := s.mapSparse(v, g); err != nil {
+			v.cuMemRelease(s.handle)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reserve %d bytes of shareable device memory, %d pieces backed: %w", span, len(want), err)
+	}
+	return s, nil
+}
+
+// ImportSparse maps a sparse reservation another process made with
+// AllocSparse and exported with ExportFD: span is its Span, pieces its
+// Pieces. The caller may close fd afterwards.
+func (d *Device) ImportSparse(fd, span int, pieces []Piece) (*Shared, error) {
+	s := &Shared{d: d, span: span, pieces: slices.Clone(pieces)}
+	err := d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
+		prop := d.sharedProp()
+		g, err := granularity(v, &prop)
+		if err != nil {
+			return err
+		}
+		if err := checkPieces(s.pieces, int(g), span); err != nil {
+			return err
+		}
+		for _, p := range s.pieces {
+			s.size += p.Len
+		}
+		if err := check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(&s.handle, uintptr(fd), memHandleTypePosixFD)); err != nil {
+			return err
+		}
+		if err := s.mapSparse(v, g); err != nil {
+			v.cuMemRelease(s.handle)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import sparse device memory from fd %d: %w", fd, err)
+	}
+	return s, nil
+}
+
+// Pieces are a sparse Shared's backed pieces; nil for a dense one.
+func (s *Shared) Pieces() []Piece { return slices.Clone(s.pieces) }
+
+// Span is the reserved address range: Size for a dense Shared, more for a
+// sparse one.
+func (s *Shared) Span() int {
+	if s.pieces == nil {
+		return s.size
+	}
+	return s.span
+}
+
+// roundPieces rounds want out to multiples of g, merges what meets or
+// overlaps and checks that it fits span.
+func roundPieces(want []Piece, g, span int) ([]Piece, error) {
+	var ps []Piece
+	for _, p := range want {
+		if p.Len <= 0 {
+			continue
+		}
+		lo, hi := p.Off/g*g, (p.End()+g-1)/g*g
+		ps = append(ps, Piece{lo, hi - lo})
+	}
+	slices.SortFunc(ps, func(a, b Piece) int { return a.Off - b.Off })
+	var out []Piece
+	for _, p := range ps {
+		if n := len(out); n > 0 && p.Off <= out[n-1].End() {
+			out[n-1].Len = max(out[n-1].End(), p.End()) - out[n-1].Off
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, checkPieces(out, g, span)
+}
+
+// checkPieces checks pieces as an importer takes them: sorted, apart,
+// granularity multiples, inside span.
+func checkPieces(ps []Piece, g, span int) error {
+	if len(ps) == 0 {
+		return errors.New("cuda: a sparse reservation needs pieces")
+	}
+	end := 0
+	for i, p := range ps {
+		if p.Off < end || p.Len <= 0 || p.Off%g != 0 || p.Len%g != 0 || p.End() > span {
+			return fmt.Errorf("cuda: piece %d [%d,%d) of a %d-byte reservation: want sorted, apart, in it, multiples of %d",
+				i, p.Off, p.End(), span, g)
+		}
+		end = p.End()
+	}
+	return nil
+}
+
+// mapSparse reserves span bytes aligned to align and maps each piece of
+// the allocation there, the allocation's bytes in piece order, readable
+// and writable by this device.
+func (s *Shared) mapSparse(v *vmmAPI, align uint64) error {
+	var p uint64
+	if err := check("cuMemAddressReserve", v.cuMemAddressReserve(&p, uint64(s.span), align, 0, 0)); err != nil {
+		return err
+	}
+	phys := 0
+	desc := memAccessDesc{location: s.d.location(), flags: memAccessReadWrite}
+	for i, pc := range s.pieces {
+		err := check("cuMemMap", v.cuMemMap(p+uint64(pc.Off), uint64(pc.Len), uint64(phys), s.handle, 0))
+		if err == nil {
+			if err = check("cuMemSetAccess", v.cuMemSetAccess(p+uint64(pc.Off), uint64(pc.Len), &desc, 1)); err != nil {
+				v.cuMemUnmap(p+uint64(pc.Off), uint64(pc.Len))
+			}
+		}
+		if err != nil {
+			for _, q := range s.pieces[:i] {
+				v.cuMemUnmap(p+uint64(q.Off), uint64(q.Len))
+			}
+			v.cuMemAddressFree(p, uint64(s.span))
+			return err
+		}
+		phys += pc.Len
+	}
+	s.ptr = Ptr(p)
+	return nil
+}
+
+// freeSparse unmaps every piece and frees the reservation.
+func (s *Shared) freeSparse(v *vmmAPI) error {
+	var errs []error
+	for _, pc := range s.pieces {
+		errs = append(errs, check("cuMemUnmap", v.cuMemUnmap(uint64(s.ptr)+uint64(pc.Off), uint64(pc.Len))))
+	}
+	errs = append(errs, check("cuMemAddressFree", v.cuMemAddressFree(uint64(s.ptr), uint64(s.span))))
+	return errors.Join(errs...)
+}

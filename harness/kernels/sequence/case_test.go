@@ -1,0 +1,120 @@
+package sequence
+
+import (
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/internal/kindtest"
+)
+
+// TestValidateRefuses: a sequence the scheduler could not take is an
+// error naming the step and why.
+func TestValidateRefuses(t *testing.T) {
+	g := testGeometry
+	for _, c := range []struct {
+		steps []Step
+		want  string
+	}{
+		{[]Step{decode(1)}, "step 0 (decode r1): request r1 is not resident"},
+		{[]Step{arrive(1, 3), arrive(1, 3)}, "want a new request id"},
+		{[]Step{arrive(1, 3), share(2, 3, 1, 3)}, "shares 3 tokens"},
+		{[]Step{arrive(1, 3), decode(1, 1)}, "r1 twice"},
+		{[]Step{arrive(1, 200)}, "free pages"},
+		{[]Step{arrive(1, 3), op(OpLoad, 1)}, "not evicted"},
+		{[]Step{arrive(1, 3), op(OpEvict, 1), op(OpFinish, 1)}, "load it back first"},
+		{[]Step{arrive(1, 3), op(OpFinish, 1), decode(1)}, "not resident"},
+		{[]Step{{Op: "sleep"}}, `op "sleep"`},
+	} {
+		err := (&Case{Geometry: g, Steps: c.steps}).Validate(0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.steps, err, c.want)
+		}
+	}
+	if err := (&Case{Geometry: Geometry{HeadDims: []int{64}, PageSize: 4, Pages: 8, Capacities: []int{4, 2}}, Steps: []Step{arrive(1, 1)}}).Validate(0); err == nil {
+		t.Error("descending capacities accepted")
+	}
+}
+
+// TestModelPages: the allocator hands out the last page freed first, a
+// shared prefix's full pages are shared and its partial page copied (r2
+// holds page 1 with r1, and its own page 3 starts with r1's token 4), and
+// a decode crossing a page boundary takes a page.
+func TestModelPages(t *testing.T) {
+	m := newModel(testGeometry)
+	play := func(s Step) *plan {
+		p, err := m.plan(0, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.apply(p)
+		return p
+	}
+	if p := play(arrive(1, 6)); !equal(p.alloc, []int{1, 2}) || len(p.store.Rows) != 6 {
+		t.Fatalf("arrive: pages %v, %d rows", p.alloc, len(p.store.Rows))
+	}
+	if p := play(share(2, 8, 1, 5)); !equal(p.alloc, []int{3}) || p.cow != 2 || len(p.store.Rows) != 4 || m.refs[1] != 2 {
+		t.Fatalf("shared arrive: pages %v, copied %d, %d rows, page 1 held %d times", p.alloc, p.cow, len(p.store.Rows), m.refs[1])
+	}
+	if p := play(op(OpFinish, 1)); !equal(p.frees, []int{2}) {
+		t.Fatalf("finish r1 frees %v; want [2] (page 1 is still r2's)", p.frees)
+	}
+	if p := play(arrive(3, 1)); !equal(p.alloc, []int{2}) {
+		t.Fatalf("arrive r3 takes %v; want the page just freed, [2]", p.alloc)
+	}
+	if p := play(decode(3, 2)); p.store.Capacity != 2 || !equal(p.alloc, []int{4}) || p.store.Rows[1].Slot != testGeometry.Slot(4, 0) {
+		t.Fatalf("decode: capacity %d, pages %v, rows %+v", p.store.Capacity, p.alloc, p.store.Rows)
+	}
+}
+
+func equal(a, b []int) bool { return slices.Equal(a, b) }
+
+// TestShrinkSmallerAndValid: every shrink of a drawn sequence is valid
+// and smaller.
+func TestShrinkSmallerAndValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	gen := &Gen{Geometry: testGeometry}
+	for range 30 {
+		c := gen.Draw(rng)
+		kindtest.Shrinks(t, c, 0, Shrink, func(x, c *Case) bool {
+			return len(x.Steps) < len(c.Steps) || x.Requests() < c.Requests() || x.size() < c.size()
+		})
+	}
+}
+
+// size is a sequence's measure beyond its steps: tokens, batch rows,
+// shared tokens, layers, capacities, pages and request numbering.
+func (c *Case) size() int {
+	n := len(c.Geometry.HeadDims) + len(c.Geometry.Capacities) + c.Geometry.Pages
+	for _, s := range c.Steps {
+		n += s.Tokens + len(s.Batch) + s.Shared + s.Req + s.From
+		for _, r := range s.Batch {
+			n += r
+		}
+	}
+	return n
+}
+
+// TestJSONRoundTrip: a sequence survives a repro file.
+func TestJSONRoundTrip(t *testing.T) {
+	c := (&Gen{Geometry: testGeometry}).Draw(rand.New(rand.NewSource(4)))
+	if back := kindtest.JSONRoundTrip(t, &Kind, c, 0); back.String() != c.String() {
+		t.Fatalf("round trip: %v, want %v", back, c)
+	}
+}
+
+// TestDrawnSequencesAreLong: every drawn sequence has at least the
+// generator's least number of steps (the controls' campaign counts on
+// sequences of at least 20 steps), on both rows' generators.
+func TestDrawnSequencesAreLong(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, noEvict := range []bool{true, false} {
+		gen := &Gen{Geometry: testGeometry, NoEvict: noEvict}
+		for range 2000 {
+			if c := gen.Draw(rng); len(c.Steps) < DefaultSteps {
+				t.Fatalf("a drawn sequence of %d steps: %v", len(c.Steps), c)
+			}
+		}
+	}
+}

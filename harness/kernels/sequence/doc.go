@@ -1,0 +1,61 @@
+// Package sequence is the engine-lifecycle kind: the harness plays a
+// serving engine's scheduler over many steps and checks, after every
+// step, that every page holds what its owner wrote there and nothing
+// else. The incident was not one call: a graph captured at a batch size
+// was replayed with its static slot tensor still holding the previous
+// step's slots, which by then belonged to other requests; it showed only
+// after allocations, frees and reuse had moved pages between requests.
+// The recent engine bugs are of that kind too (a prefix-cache insert
+// freeing slots an in-flight copy still wrote, host KV released before a
+// load-back finished, a connector writing prefix-shared blocks, a
+// compiled-kernel cache reused for a second layout, a pinned staging
+// buffer overwritten under an async copy). A kind of one call cannot see
+// them; this one plays the lifecycle that produces them.
+//
+// It has no service of its own: a step calls the plugin's existing store
+// kernel (Kind.Uses), so any plugin that stores the bf16 layout is
+// checked as it is.
+//
+//  1. A Case is a geometry (a bf16 pool per layer, pages of P tokens,
+//     page 0 the padding sink, the batch sizes decode graphs were captured
+//     at) and steps: arrive (pages allocated, the prompt stored eagerly; a
+//     prefix shared with a resident request: full pages shared, a partial
+//     one copied on write), decode (a token per request of the batch,
+//     stored by a graph replay at the smallest captured capacity: the
+//     static slot and row tensors live across steps, so the rows past the
+//     batch hold the last replay's slots, padding by count, as a replay
+//     sees it), finish and abort (pages freed, a shared one when its last
+//     holder goes), evict (pages freed, the request waits on the host)
+//     and load (a load-back into fresh pages, stored by the plugin). The
+//     model (model.go) is the scheduler: its allocator hands out the page
+//     freed last first, as engines' free lists do, so a case's steps say
+//     where every token lands, and Validate plays a case on it.
+//  2. The ownership oracle (shadow.go) gives every page an owner, an
+//     epoch, the step that allocated it and the bytes it must hold in
+//     each layer, and every slot the step that last wrote it legally.
+//     After each step it compares a digest of every live page (never the
+//     whole pool) with the shadow's and diffs only a page that differs:
+//     the violation names the step, layer, page and slot, the owner and
+//     since when, the row the slot holds instead (rows are a function of
+//     request, position and the check's salt, so found bytes are named)
+//     and the former owner whose row it is. A freed page is filled with
+//     poison and checked when it is taken again: a write that landed in it
+//     while it was free is named with the holder that left. Shared pages
+//     must never change; a row the step stored must be there when the
+//     call returns.
+//  3. Gen draws serving-like sequences (a trace, when given, is the first
+//     case and the start of the others); Shrink drops prefixes, requests,
+//     runs of steps, batch rows, prompt and prefix tokens, layers,
+//     capacities and pages, and renumbers requests; Decode reads fuzz
+//     bytes (FuzzSequence). Schema is how reports read: a row per profile.
+//  4. A trace (trace.go) is a sequence recorded from an engine with
+//     kvharness_sdk.trace: check --kernel sequence --trace FILE replays it
+//     and draws from it (docs/sequences.md).
+//
+// On the host the pool is the harness's own mapping, so digests are
+// computed in place. On CUDA the same digest would run as a kernel over
+// the live pages' list (one block per page, a 64-bit hash per page,
+// copied back as one array): the per-step check then moves 8 bytes a
+// page, and only a differing page's bytes. That kernel is not written
+// yet; a CUDA arena is read page by page.
+package sequence

@@ -1,0 +1,119 @@
+package sequence
+
+import (
+	"math/rand"
+	"slices"
+)
+
+// Gen draws sequences over a geometry as a busy scheduler produces them:
+// arrivals (some sharing a resident request's prefix), decode batches of
+// every size up to the largest capacity (so that a replay pads), finishes
+// and aborts that free pages the next arrival takes (last freed, first
+// reused), evictions and load-backs. Every drawn step is one the model
+// accepts; a step the pool cannot hold is not drawn.
+type Gen struct {
+	Geometry Geometry
+	// Steps is the least number of steps a sequence has (it has up to
+	// twice as many); 0: DefaultSteps.
+	Steps int
+	// NoEvict leaves evictions and load-backs out.
+	NoEvict bool
+	// Prompt is the longest prompt drawn; 0: three pages.
+	Prompt int
+	// Trace, when set, is a recorded sequence the generator starts from:
+	// the first draw is the trace as recorded, each later one plays a
+	// prefix of it, then goes on at random.
+	Trace *Case
+
+	drawn int
+}
+
+// DefaultSteps is a drawn sequence's least length.
+const DefaultSteps = 20
+
+// Draw draws one sequence.
+func (g *Gen) Draw(rng *rand.Rand) *Case {
+	n := g.Steps
+	if n == 0 {
+		n = DefaultSteps
+	}
+	n += rng.Intn(n + 1)
+	if g.drawn++; g.drawn == 1 && g.Trace != nil {
+		return g.Trace.Clone()
+	}
+	c := &Case{Geometry: g.Geometry}
+	m := newModel(g.Geometry)
+	next := 1
+	if g.Trace != nil && len(g.Trace.Steps) > 0 {
+		keep := 1 + rng.Intn(len(g.Trace.Steps))
+		for _, s := range g.Trace.Steps[:keep] {
+			p, err := m.plan(len(c.Steps), s)
+			if err != nil {
+				break
+			}
+			m.apply(p)
+			c.Steps = append(c.Steps, s)
+			if s.Op == OpArrive {
+				next = max(next, s.Req+1)
+			}
+		}
+	}
+	for tries := 0; len(c.Steps) < n && tries < 50*n; tries++ {
+		s := g.step(rng, m, &next)
+		p, err := m.plan(len(c.Steps), s)
+		if err != nil {
+			continue
+		}
+		m.apply(p)
+		c.Steps = append(c.Steps, s)
+	}
+	return c
+}
+
+// step draws a candidate step.
+func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
+	var live, out []int
+	for id, r := range m.reqs {
+		switch r.state {
+		case resident:
+			live = append(live, id)
+		case evicted:
+			out = append(out, id)
+		}
+	}
+	slices.Sort(live)
+	slices.Sort(out)
+	P := g.Geometry.PageSize
+	prompt := g.Prompt
+	if prompt == 0 {
+		prompt = 3 * P
+	}
+	switch x := rng.Intn(100); {
+	case len(live) == 0 || x < 22:
+		s := Step{Op: OpArrive, Req: *next, Tokens: 1 + rng.Intn(prompt)}
+		if len(live) > 0 && rng.Intn(3) == 0 {
+			src := m.reqs[live[rng.Intn(len(live))]]
+			s.From = src.id
+			s.Shared = 1 + rng.Intn(len(src.keys))
+			s.Tokens = s.Shared + 1 + rng.Intn(max(1, prompt*2/3))
+		}
+		*next++
+		return s
+	case x < 70:
+		max := g.Geometry.Capacities[len(g.Geometry.Capacities)-1]
+		b := 1 + rng.Intn(min(len(live), max))
+		batch := slices.Clone(live)
+		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+		return Step{Op: OpDecode, Batch: batch[:b]}
+	case x < 82:
+		return Step{Op: OpFinish, Req: live[rng.Intn(len(live))]}
+	case x < 88:
+		return Step{Op: OpAbort, Req: live[rng.Intn(len(live))]}
+	case g.NoEvict:
+		return Step{Op: OpFinish, Req: live[rng.Intn(len(live))]}
+	case len(out) > 0 && x < 95:
+		return Step{Op: OpLoad, Req: out[rng.Intn(len(out))]}
+	default:
+		return Step{Op: OpEvict, Req: live[rng.Intn(len(live))]}
+	}
+}

@@ -1,0 +1,103 @@
+package sequence
+
+import (
+	"context"
+	"math/rand"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/plugin"
+)
+
+// The GPU half of the sequence kind's tests: the plugins' CUDA stores on
+// pools in GPU memory, decode steps replayed as CUDA graphs captured once
+// per capacity. ./scripts/gpu-test runs them on the GPU machine; without a
+// driver they skip.
+
+// TestSequencesOnGPU: fusedstore's CUDA store passes
+// KVHARNESS_SEQUENCE_CASES sequences (default 10,000; 1,000 under
+// -short) of at least 20 steps; the incident's CUDA scatter and
+// fusedstore's ignore-count die under ten seeds each, shrunk.
+func TestSequencesOnGPU(t *testing.T) {
+	dev := cudatest.Device(t)
+	backend := arena.CUDA{Dev: dev}
+	total := 10000
+	if testing.Short() {
+		total = 1000
+	}
+	if n, err := strconv.Atoi(os.Getenv("KVHARNESS_SEQUENCE_CASES")); err == nil && n > 0 {
+		total = n
+	}
+	start := func(name string) *plugin.Plugin {
+		p, _ := plugintest.Start(t, name)
+		return p
+	}
+	gpuRun := func(p *plugin.Plugin, variant string, cases int, seed int64, profiles ...string) *Result {
+		s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
+		params := kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: true, Setup: kind.Setup{Backend: backend}}
+		suite, err := Suite(s, params, SuiteConfig{Geometry: testGeometry, Profiles: profiles})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := suite.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if f := v.Outcome.Failure; f != nil {
+				t.Logf("%s %q seed %d %s: %v, shrunk to %d steps: %v", p.Name, variant, seed, v.Label, f.Property, len(f.Case.Steps), f.Case)
+				return f.Minimal
+			}
+		}
+		return nil
+	}
+	t0 := time.Now()
+	if r := gpuRun(start("fusedstore"), "", total/len(Profiles), 1); r != nil {
+		t.Errorf("fusedstore fails on the GPU: %v", r.Violations)
+	}
+	t.Logf("fusedstore: %d sequences in %s", total, time.Since(t0).Round(time.Millisecond))
+	for _, m := range []struct{ plugin, variant string }{{"bf16scatter", ""}, {"fusedstore", "ignore-count"}} {
+		p := start(m.plugin)
+		for seed := int64(1); seed <= 10; seed++ {
+			if r := gpuRun(p, m.variant, 200, seed, ProfileServe); r == nil || r.Primary() != Ownership {
+				t.Errorf("%s %q seed %d: %v; want an ownership violation", m.plugin, m.variant, seed, r)
+			}
+		}
+	}
+}
+
+// TestStepRateOnGPU reports the step rate at 1 Mi slots a layer and the
+// share of time in the ownership check, as BenchmarkSequence1Mi does on
+// the CPU (fusedstore out of process, pools in GPU memory).
+func TestStepRateOnGPU(t *testing.T) {
+	dev := cudatest.Device(t)
+	g := Geometry{HeadDims: []int{128, 64}, PageSize: 16, Pages: 1 << 16, Capacities: []int{1, 2, 4, 8, 16, 32, 64}}
+	tm := &Timing{}
+	p, dir := plugintest.Start(t, "fusedstore")
+	sys := NewSystem(p, dir, Config{Seed: 1, Geometry: g, Timing: tm, Backend: arena.CUDA{Dev: dev}}, nil)
+	defer sys.Close(context.Background())
+	gen := &Gen{Geometry: g, Steps: 200, Prompt: 2048}
+	rng := rand.New(rand.NewSource(1))
+	if _, err := sys.Check(context.Background(), gen.Draw(rng)); err != nil { // opens the arena
+		t.Fatal(err)
+	}
+	*tm = Timing{}
+	start := time.Now()
+	pages := 0
+	for i := 0; i < 8; i++ {
+		r, err := sys.Check(context.Background(), gen.Draw(rng))
+		if err != nil || r.Failed() {
+			t.Fatalf("%v %v", err, r)
+		}
+		pages += r.Checked
+	}
+	total := time.Since(start).Seconds()
+	t.Logf("GPU, 1 Mi slots a layer: %.1f steps/s, %.0f%% of the time in the ownership check, %.0f live pages a step (all layers)",
+		float64(tm.Steps)/total, 100*tm.Check.Seconds()/total, float64(pages)/float64(tm.Steps))
+}

@@ -1,0 +1,325 @@
+package sequence
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The scheduler model: which request holds which page, where each step's
+// tokens go, and what each token's row is. It needs no pool: Validate
+// plays a case on it, and the target plays the same plan on the pool and
+// on the shadow (shadow.go).
+
+// rowKey names a token's row: the request whose prompt or decode produced
+// it and its position. A token copied from a shared prefix keeps its
+// source's key, so its bytes are the source's.
+type rowKey struct{ Req, Pos int }
+
+func (k rowKey) String() string { return fmt.Sprintf("r%d token %d", k.Req, k.Pos) }
+
+// Request states.
+const (
+	resident = iota + 1
+	evicted
+	gone
+)
+
+type request struct {
+	id     int
+	state  int
+	pages  []int    // the page table
+	keys   []rowKey // per token
+	shared int      // leading pages shared with another request
+}
+
+// model is the scheduler's state.
+type model struct {
+	g     Geometry
+	free  []int // a stack: the last page freed is the first reused
+	refs  []int // per page, how many page tables hold it
+	epoch []int // per page, how many times it was allocated
+	reqs  map[int]*request
+}
+
+func newModel(g Geometry) *model {
+	m := &model{g: g, refs: make([]int, g.Pages), epoch: make([]int, g.Pages), reqs: map[int]*request{}}
+	for p := g.Pages - 1; p >= 1; p-- {
+		m.free = append(m.free, p)
+	}
+	return m
+}
+
+// write is one store's row: the slot it lands in, its page, its request
+// and its data's key.
+type write struct {
+	Slot int64
+	Page int
+	Req  int
+	Key  rowKey
+}
+
+// storeOp is a step's store: eager (a prefill, a copy-on-write, a
+// load-back) or a graph replay at a captured capacity.
+type storeOp struct {
+	Graph    bool
+	Capacity int // graph: the captured capacity; eager: len(Rows)
+	Rows     []write
+}
+
+// plan is what a step does, worked out before it is done.
+type plan struct {
+	step   int
+	s      Step
+	alloc  []int // pages allocated, in order, to s.Req (or the batch's requests: allocFor)
+	owner  []int // per allocated page, its request
+	frees  []int // pages whose last holder left
+	store  *storeOp
+	cow    int // arrive: the page copied on write (-1 for none)
+	note   string
+	req    *request // the request arriving or coming back (not yet in the model)
+	tokens []int    // decode: each batch request's new token count
+}
+
+func (m *model) take(n int) ([]int, error) {
+	if n > len(m.free) {
+		return nil, fmt.Errorf("needs %d free pages; %d are free (the pool has %d, page 0 reserved)", n, len(m.free), m.g.Pages)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = m.free[len(m.free)-1-i]
+	}
+	return out, nil
+}
+
+func pagesFor(tokens, p int) int { return (tokens + p - 1) / p }
+
+func (m *model) resident(id int) (*request, error) {
+	r := m.reqs[id]
+	if r == nil || r.state != resident {
+		return nil, fmt.Errorf("request r%d is not resident", id)
+	}
+	return r, nil
+}
+
+// plan works out step i without changing the model.
+func (m *model) plan(i int, s Step) (*plan, error) {
+	p := &plan{step: i, s: s, cow: -1}
+	var err error
+	switch s.Op {
+	case OpArrive:
+		err = m.planArrive(p)
+	case OpDecode:
+		err = m.planDecode(p)
+	case OpFinish, OpAbort, OpEvict:
+		err = m.planLeave(p)
+	case OpLoad:
+		err = m.planLoad(p)
+	default:
+		err = fmt.Errorf("op %q: want arrive, decode, finish, abort, evict or load", s.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (m *model) planArrive(p *plan) error {
+	s, P := p.s, m.g.PageSize
+	switch {
+	case s.Req < 1 || m.reqs[s.Req] != nil:
+		return fmt.Errorf("request r%d: want a new request id from 1", s.Req)
+	case s.Tokens < 1 || s.Tokens > MaxTokens:
+		return fmt.Errorf("%d prompt tokens: want 1..%d", s.Tokens, MaxTokens)
+	case len(s.Batch) > 0:
+		return fmt.Errorf("an arrival has no batch")
+	}
+	r := &request{id: s.Req, state: resident}
+	if s.From != 0 || s.Shared != 0 {
+		src, err := m.resident(s.From)
+		if err != nil {
+			return fmt.Errorf("shares a prefix: %w", err)
+		}
+		if s.Shared < 1 || s.Shared >= s.Tokens || s.Shared > len(src.keys) {
+			return fmt.Errorf("shares %d tokens: want 1..%d (fewer than its prompt, at most r%d's %d)",
+				s.Shared, s.Tokens-1, s.From, len(src.keys))
+		}
+		r.shared = s.Shared / P
+		r.pages = slices.Clone(src.pages[:r.shared])
+		r.keys = slices.Clone(src.keys[:s.Shared])
+		if s.Shared%P != 0 {
+			p.cow = src.pages[r.shared]
+		}
+	}
+	for pos := len(r.keys); pos < s.Tokens; pos++ {
+		r.keys = append(r.keys, rowKey{s.Req, pos})
+	}
+	pages, err := m.take(pagesFor(s.Tokens, P) - r.shared)
+	if err != nil {
+		return err
+	}
+	p.alloc = pages
+	for range pages {
+		p.owner = append(p.owner, s.Req)
+	}
+	r.pages = append(r.pages, pages...)
+	st := &storeOp{}
+	for pos := r.shared * P; pos < s.Tokens; pos++ {
+		pg := r.pages[pos/P]
+		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%P), Page: pg, Req: s.Req, Key: r.keys[pos]})
+	}
+	st.Capacity = len(st.Rows)
+	p.store, p.req = st, r
+	p.note = fmt.Sprintf(": pages %v", r.pages)
+	if r.shared > 0 {
+		p.note += fmt.Sprintf(" (first %d shared)", r.shared)
+	}
+	if p.cow >= 0 {
+		p.note += fmt.Sprintf(", page %d copied on write into page %d", p.cow, r.pages[r.shared])
+	}
+	return nil
+}
+
+func (m *model) planDecode(p *plan) error {
+	s, P := p.s, m.g.PageSize
+	if len(s.Batch) == 0 {
+		return fmt.Errorf("an empty batch")
+	}
+	c := m.g.capacityFor(len(s.Batch))
+	if c == 0 {
+		return fmt.Errorf("a batch of %d: more than the largest captured capacity %d", len(s.Batch), m.g.Capacities[len(m.g.Capacities)-1])
+	}
+	need := 0
+	for i, id := range s.Batch {
+		r, err := m.resident(id)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(s.Batch[:i], id) {
+			return fmt.Errorf("r%d twice in one batch", id)
+		}
+		if len(r.keys) >= MaxTokens {
+			return fmt.Errorf("r%d holds %d tokens already", id, len(r.keys))
+		}
+		if len(r.keys)%P == 0 {
+			need++
+		}
+	}
+	pages, err := m.take(need)
+	if err != nil {
+		return err
+	}
+	st := &storeOp{Graph: true, Capacity: c}
+	k := 0
+	var alloc []string
+	for _, id := range s.Batch {
+		r := m.reqs[id]
+		pos := len(r.keys)
+		pg := 0
+		if pos%P == 0 {
+			pg = pages[k]
+			k++
+			p.alloc, p.owner = append(p.alloc, pg), append(p.owner, id)
+			alloc = append(alloc, fmt.Sprintf("r%d gets page %d", id, pg))
+		} else {
+			pg = r.pages[pos/P]
+		}
+		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%P), Page: pg, Req: id, Key: rowKey{id, pos}})
+	}
+	p.store = st
+	p.note = fmt.Sprintf(": graph of capacity %d", c)
+	if len(alloc) > 0 {
+		p.note += "; " + fmt.Sprint(alloc)
+	}
+	return nil
+}
+
+func (m *model) planLeave(p *plan) error {
+	s := p.s
+	r := m.reqs[s.Req]
+	switch {
+	case r == nil || r.state == gone:
+		return fmt.Errorf("request r%d has not arrived or has left", s.Req)
+	case s.Op != OpAbort && r.state != resident:
+		return fmt.Errorf("request r%d is evicted: load it back first (or abort it)", s.Req)
+	}
+	if r.state == resident {
+		for _, pg := range r.pages {
+			if m.refs[pg] == 1 {
+				p.frees = append(p.frees, pg)
+			}
+		}
+	}
+	if len(p.frees) > 0 {
+		p.note = fmt.Sprintf(": frees pages %v", p.frees)
+	}
+	return nil
+}
+
+func (m *model) planLoad(p *plan) error {
+	s := p.s
+	r := m.reqs[s.Req]
+	if r == nil || r.state != evicted {
+		return fmt.Errorf("request r%d is not evicted", s.Req)
+	}
+	pages, err := m.take(pagesFor(len(r.keys), m.g.PageSize))
+	if err != nil {
+		return err
+	}
+	x := &request{id: r.id, state: resident, keys: r.keys, pages: pages}
+	p.alloc, p.req = pages, x
+	st := &storeOp{}
+	for pos, k := range r.keys {
+		pg := pages[pos/m.g.PageSize]
+		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%m.g.PageSize), Page: pg, Req: r.id, Key: k})
+	}
+	for range pages {
+		p.owner = append(p.owner, r.id)
+	}
+	st.Capacity = len(st.Rows)
+	p.store = st
+	p.note = fmt.Sprintf(": into pages %v", pages)
+	return nil
+}
+
+// apply makes the planned step the model's state.
+func (m *model) apply(p *plan) {
+	m.free = m.free[:len(m.free)-len(p.alloc)]
+	for _, pg := range p.alloc {
+		m.refs[pg] = 1
+		m.epoch[pg]++
+	}
+	switch p.s.Op {
+	case OpArrive:
+		for _, pg := range p.req.pages[:p.req.shared] {
+			m.refs[pg]++
+		}
+		m.reqs[p.s.Req] = p.req
+	case OpLoad:
+		m.reqs[p.s.Req] = p.req
+	case OpDecode:
+		k := 0
+		for _, id := range p.s.Batch {
+			r := m.reqs[id]
+			if len(r.keys)%m.g.PageSize == 0 {
+				r.pages = append(r.pages, p.alloc[k])
+				k++
+			}
+			r.keys = append(r.keys, rowKey{id, len(r.keys)})
+		}
+	case OpFinish, OpAbort, OpEvict:
+		r := m.reqs[p.s.Req]
+		if r.state == resident {
+			for _, pg := range r.pages {
+				m.refs[pg]--
+			}
+		}
+		r.pages, r.shared = nil, 0
+		r.state = gone
+		if p.s.Op == OpEvict {
+			r.state = evicted
+		}
+	}
+	for _, pg := range p.frees {
+		m.free = append(m.free, pg)
+	}
+}
