@@ -71,7 +71,7 @@ type Geometry struct {
 	RecipeErr     error
 	// PadPolicy is what the kernel leaves in the layout's pad bytes, over
 	// the layout's own policy; "" when it declares none.
-	PadPolicy layout.PadPolicy
+	PadPolicy layout.PadPolicy `json:",omitempty"`
 }
 
 // Variant is a named build of the plugin's kernel: Kernel is the kind it
@@ -81,6 +81,9 @@ type Variant struct {
 	Name, Doc string
 	Correct   bool
 	Kernel    protocol.Kernel
+	// Layouts are where the variant's bug lives (sdk.Variant.Layouts);
+	// nil: the run's layouts.
+	Layouts []string `json:",omitempty"`
 }
 
 // Serves reports whether the plugin serves kind k.
@@ -129,7 +132,7 @@ func describedAs(r *kvpb.DescribeResponse) *Description {
 	}
 	for _, v := range r.Variants {
 		d.Variants = append(d.Variants, Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct,
-			Kernel: protocol.Kernel(v.Kernel)})
+			Kernel: protocol.Kernel(v.Kernel), Layouts: v.Layouts})
 	}
 	for _, b := range r.Backends {
 		d.Backends = append(d.Backends, protocol.Backend(b))

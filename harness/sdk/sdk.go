@@ -20,6 +20,11 @@ type Variant struct {
 	// "transfer", ...); "" is the plugin's first kind. The mutant suite
 	// runs each variant against its kind's properties.
 	Kernel string
+	// Layouts are the layouts the variant's bug lives in, where the
+	// mutant suite checks it instead of the run's (an engine cache's
+	// mistake, on the engine layouts a default run leaves out); nil: the
+	// run's.
+	Layouts []string
 	// SlotBits, when not zero, is the variant's slot index width in place
 	// of the plugin's (Plugin.SlotBits).
 	SlotBits int

@@ -87,7 +87,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		if k == "" && len(resp.Kernels) > 0 {
 			k = resp.Kernels[0]
 		}
-		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: k})
+		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: k, Layouts: v.Layouts})
 	}
 	return resp, nil
 }

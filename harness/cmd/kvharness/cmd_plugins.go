@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/kernels"
@@ -258,6 +259,9 @@ func writeDescription(e *env, d *plugin.Description, dims layout.Dims, note stri
 	fmt.Fprintf(w, "  variants:\n")
 	for _, v := range d.Variants {
 		fmt.Fprintf(w, "    %-26s %s\n", v.Name, v.Doc)
+		if len(v.Layouts) > 0 {
+			fmt.Fprintf(w, "    %-26s (mutants checks it on %s)\n", "", strings.Join(v.Layouts, ", "))
+		}
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 )
 
 // The geometries engines run: KV heads per token (tensor-parallel shards
-// leave odd counts), head dims and page sizes.
+// leave odd counts), head dims of K/V caches (up to 256, what
+// FlashAttention and FlashInfer read; MLA's 576 is its layout's fixed
+// dim) and page sizes.
 var (
 	drawHeads    = []int{1, 2, 4, 8, 16, 3, 5, 7}
-	drawHeadDims = []int{64, 96, 128, 192, 256, 512, 576}
+	drawHeadDims = []int{64, 96, 128, 192, 256}
 	drawPages    = []int{1, 16, 32, 64, 128, 256}
 )
 

@@ -765,7 +765,11 @@ type Variant struct {
 	// against the read properties, where it dies. The SDKs always set it;
 	// the harness reads an empty one (from an older plugin) as the plugin's
 	// first kernel.
-	Kernel        string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	Kernel string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	// layouts are the layouts a mutant's bug lives in, where the mutant
+	// suite checks it instead of the run's layouts (the engines' caches,
+	// which a default run leaves out); empty: the run's.
+	Layouts       []string `protobuf:"bytes,5,rep,name=layouts,proto3" json:"layouts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -826,6 +830,13 @@ func (x *Variant) GetKernel() string {
 		return x.Kernel
 	}
 	return ""
+}
+
+func (x *Variant) GetLayouts() []string {
+	if x != nil {
+		return x.Layouts
+	}
+	return nil
 }
 
 type DescribeResponse struct {
@@ -1890,12 +1901,13 @@ const file_kvharness_proto_rawDesc = "" +
 	"non_finite\x18\a \x01(\x0e2\x17.kvharness.v1.NonFiniteR\tnonFiniteB\x06\n" +
 	"\x04_epsB\v\n" +
 	"\t_saturateB\r\n" +
-	"\v_scale_ulps\"a\n" +
+	"\v_scale_ulps\"{\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xb8\x03\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\x12\x18\n" +
+	"\alayouts\x18\x05 \x03(\tR\alayouts\"\xb8\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +

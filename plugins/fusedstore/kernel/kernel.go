@@ -39,15 +39,25 @@ var variants = []sdk.Variant{
 	{Name: "zero-row-sign", Doc: "fp8: stores a row whose max |x| is 0 by a fast path of +0 codes and the floor scale: its -0 elements lose their sign"},
 	{Name: "nan-pair-scale", Doc: "fp8: quantizes rows in pairs (two rows to a warp) and propagates NaN by a vote over the pair: a NaN in one row, a padded one included, makes its partner's scale and codes NaN (FlashInfer #3057)"},
 	// The engine layouts' mistakes (enginestore.Bugs); each leaves the
-	// layouts it does not concern stored correctly.
-	{Name: "nhd-hnd-swapped", Doc: "FlashInfer caches: writes NHD where HND is declared and HND where NHD is: the same bytes for one head, wrong for more"},
-	{Name: "x-split-other-dtype", Doc: "vLLM paged K: splits the head dim by the other dtype's x (16 elements for bf16, 8 for fp8)"},
-	{Name: "kv-swapped", Doc: "K and V caches: writes K where V goes and V where K goes"},
-	{Name: "scale-multiplied", Doc: "static fp8 caches: stores code(x * k_scale) instead of code(x / k_scale)"},
-	{Name: "e5m2-for-e4m3", Doc: "static fp8 caches declared e4m3 (vllm-flash-fp8, vllm-paged-fp8, vllm-mla-fp8): writes e5m2 codes"},
-	{Name: "fp4-nibbles-swapped", Doc: "NVFP4 caches: packs the even element into the high nibble"},
-	{Name: "scale-unswizzled", Doc: "NVFP4 caches: writes each block scale at its row-major index, not vLLM's 4-token swizzle (vllm #49012)"},
-	{Name: "mxfp8-reserved-write", Doc: "MXFP8 pool: stores padded rows into the reserved slot 0 as NaN codes and 0xFF scales (sglang #35351's missing reserved-slot skip)"},
+	// layouts it does not concern stored correctly, and names those it
+	// does, where the mutant suite checks it (a default run leaves the
+	// engine layouts out).
+	{Name: "nhd-hnd-swapped", Doc: "FlashInfer caches: writes NHD where HND is declared and HND where NHD is: the same bytes for one head, wrong for more",
+		Layouts: []string{"flashinfer-nhd", "flashinfer-hnd"}},
+	{Name: "x-split-other-dtype", Doc: "vLLM paged K: splits the head dim by the other dtype's x (16 elements for bf16, 8 for fp8)",
+		Layouts: []string{"vllm-paged", "vllm-paged-fp8"}},
+	{Name: "kv-swapped", Doc: "K and V caches: writes K where V goes and V where K goes",
+		Layouts: []string{"vllm-flash", "flashinfer-nhd"}},
+	{Name: "scale-multiplied", Doc: "static fp8 caches: stores code(x * k_scale) instead of code(x / k_scale)",
+		Layouts: []string{"vllm-flash-fp8", "vllm-paged-fp8", "vllm-mla-fp8"}},
+	{Name: "e5m2-for-e4m3", Doc: "static fp8 caches declared e4m3 (vllm-flash-fp8, vllm-paged-fp8, vllm-mla-fp8): writes e5m2 codes",
+		Layouts: []string{"vllm-flash-fp8", "vllm-paged-fp8", "vllm-mla-fp8"}},
+	{Name: "fp4-nibbles-swapped", Doc: "NVFP4 caches: packs the even element into the high nibble",
+		Layouts: []string{"nvfp4-kv", "nvfp4-kv-hnd"}},
+	{Name: "scale-unswizzled", Doc: "NVFP4 caches: writes each block scale at its row-major index, not vLLM's 4-token swizzle (vllm #49012)",
+		Layouts: []string{"nvfp4-kv", "nvfp4-kv-hnd"}},
+	{Name: "mxfp8-reserved-write", Doc: "MXFP8 pool: stores padded rows into the reserved slot 0 as NaN codes and 0xFF scales (sglang #35351's missing reserved-slot skip)",
+		Layouts: []string{"mxfp8-kv"}},
 }
 
 // engineBugs are the enginestore mistakes of a variant.

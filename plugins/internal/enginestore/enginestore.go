@@ -49,9 +49,14 @@ var Names = []string{
 // need (vLLM paged's x of 16 bytes, NVFP4's 16-element blocks in 4-token
 // by 4-block swizzle tiles, MXFP8's 32-element blocks interleaved over
 // 32 tokens, the indexer's 16×16 tiles), one head for the layouts of one
-// latent or indexer row, and 576 elements for MLA's.
+// latent or indexer row, and 576 elements for MLA's. A K/V cache's head
+// dim is at most 256: the largest the attention kernels that read these
+// caches take (FlashAttention's and FlashInfer's).
 func Takes(name string, heads, d, p int) bool {
 	if _, ok := BytesPerToken(name, heads, d); !ok || heads < 1 || d < 1 || p < 1 {
+		return false
+	}
+	if name != "vllm-mla-fp8" && name != "sglang-indexer-preshuffle" && d > maxKVHeadDim {
 		return false
 	}
 	switch name {
@@ -70,6 +75,9 @@ func Takes(name string, heads, d, p int) bool {
 	}
 	return true
 }
+
+// maxKVHeadDim is the largest head dim of a K/V cache Takes.
+const maxKVHeadDim = 256
 
 // BytesPerToken is a layout's bytes per token, from the engine's tensor
 // shapes; false for a layout Store does not write.

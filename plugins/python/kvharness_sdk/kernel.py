@@ -54,12 +54,15 @@ class Variant:
     control for the mutant suite, not a mutant). ``kernel`` is the kind of
     kernel the variant changes ("read", "transfer", ...; "" is the plugin's
     first kind); the mutant suite runs each variant against that kind's
-    properties."""
+    properties. ``layouts`` name the layouts the variant's bug lives in,
+    where the mutant suite checks it instead of the run's (an engine
+    cache's mistake); empty: the run's."""
 
     name: str
     doc: str = ""
     correct: bool = False
     kernel: str = ""
+    layouts: tuple = ()
 
     def __post_init__(self):
         from .kinds import KINDS  # the kinds the SDK serves, known once the package is imported

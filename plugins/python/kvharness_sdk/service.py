@@ -202,7 +202,7 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
         for g in self._geometries(req.variant, req.head_dim, req.page_size, req.heads):
             resp.layouts.append(geometry_pb(g))
         for v in k.variants:
-            resp.variants.add(name=v.name, doc=v.doc, correct=v.correct, kernel=v.kernel)
+            resp.variants.add(name=v.name, doc=v.doc, correct=v.correct, kernel=v.kernel, layouts=list(v.layouts))
         return resp
 
     # --- Attach / Detach -----------------------------------------------------
