@@ -192,3 +192,26 @@ func TestDeclaredPadPolicy(t *testing.T) {
 		t.Fatalf("pad policy on a layout without pads: %v", err)
 	}
 }
+
+// TestValueMistakesLeadWithValue: a static-scale mistake on vLLM's cache
+// of K pages then V pages is a value violation, named as one: the
+// classifier finds a byte's owner across the pool's regions (a page of
+// the pool is no repetition of the layout's first page there), where it
+// once called every V byte unowned and the failure alias.
+func TestValueMistakesLeadWithValue(t *testing.T) {
+	for _, variant := range []string{"scale-multiplied", "e5m2-for-e4m3"} {
+		t.Run(variant, func(t *testing.T) {
+			s := suite(t, "fusedstore", variant)
+			s.Layouts = []*layout.Layout{engineLayout(t, "vllm-flash-fp8", layout.Dims{Heads: 2, HeadDim: 64, PageSize: 16})}
+			s.Cases, s.Slots, s.MaxCapacity = 40, 200, 16
+			s.Paddings = []Padding{PadNone}
+			vs := s.verdicts(t)
+			if len(vs) != 1 || vs[0].Outcome.Passed() {
+				t.Fatalf("%s survived", variant)
+			}
+			if p := vs[0].Outcome.Failure.Property; p != oracle.Value {
+				t.Errorf("%s leads with %s; want value", variant, p)
+			}
+		})
+	}
+}
