@@ -161,3 +161,14 @@ class TestHeadsAndPadPolicy(unittest.TestCase):
     def test_unknown_pad_policy_is_refused(self):
         with self.assertRaisesRegex(Exception, "pad_policy 'kept'"):
             call(service(BadPads()), "Describe", kv.DescribeRequest(head_dim=512, page_size=64))
+
+
+class LayoutMutant(HeadsAndPads):
+    variants = [Variant("kv-swapped", "K where V goes", layouts=("vllm-flash",)), Variant("plain", "anywhere")]
+
+
+class TestVariantLayouts(unittest.TestCase):
+    def test_a_variant_names_the_layouts_its_bug_lives_in(self):
+        d = call(service(LayoutMutant()), "Describe", kv.DescribeRequest(head_dim=128, page_size=16))
+        self.assertEqual(list(d.variants[0].layouts), ["vllm-flash"])
+        self.assertEqual(list(d.variants[1].layouts), [])
