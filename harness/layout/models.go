@@ -109,7 +109,7 @@ func BuiltinDims(name string, d Dims) (*Layout, error) {
 	m, ok := models[name]
 	if !ok {
 		if _, old := builtins[name]; old && d.Heads > 1 {
-			return nil, fmt.Errorf("%w: layout %q has one head per token, not %d; the engines' caches of several heads are %v", ErrInvalid, name, d.Heads, ModelNames())
+			return nil, fmt.Errorf("%w: layout %q has one head per token, not %d; give no head count, or use one of the engines' caches of several heads: %v", ErrInvalid, name, d.Heads, ModelNames())
 		}
 		return Builtin(name, d.HeadDim, d.PageSize)
 	}

@@ -94,6 +94,8 @@ func (f *checkFlags) validate() error {
 	switch {
 	case f.pageSize < 1 || f.pageSize > 1<<16:
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
+	case f.heads < 0 || f.heads > layout.MaxHeads:
+		return fmt.Errorf("--heads %d: want 1..%d KV heads a token (or none: each row draws)", f.heads, layout.MaxHeads)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
 	case f.stress < 0 || f.stress > 1000:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,12 +188,34 @@ func roleNote(arg string) string {
 	return "run it: --plugin " + shellQuote(arg)
 }
 
-// describedJSON is a plugin's description as plugins --json prints it:
-// with the layout each engine layout it declares stands for, in the
-// layout file form (the placements as shape:stride maps).
+// describedJSON is a plugin's description as plugins --json prints it
+// (the plugin's own answer) with, as layout_models, the layout each
+// engine cache it declares stands for, in the layout file form (the
+// placements as shape:stride maps).
 type describedJSON struct {
 	*plugin.Description
-	LayoutModels []json.RawMessage `json:"layout_models,omitempty"`
+	LayoutModels []json.RawMessage
+}
+
+// MarshalJSON is the description's object with layout_models last.
+func (d describedJSON) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(d.Description)
+	if err != nil || len(d.LayoutModels) == 0 {
+		return b, err
+	}
+	models, err := json.Marshal(d.LayoutModels)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("plugin %s: its description is no JSON object", d.Name)
+	}
+	sep := ","
+	if len(b) == 2 {
+		sep = ""
+	}
+	return append(append(b[:len(b)-1], sep+`"layout_models":`...), append(models, '}')...), nil
 }
 
 // withLayouts adds to each description the engine layouts it declares,

@@ -49,9 +49,10 @@ var Names = []string{
 // need (vLLM paged's x of 16 bytes, NVFP4's 16-element blocks in 4-token
 // by 4-block swizzle tiles, MXFP8's 32-element blocks interleaved over
 // 32 tokens, the indexer's 16×16 tiles), one head for the layouts of one
-// latent or indexer row, and 576 elements for MLA's. A K/V cache's head
-// dim is at most 256: the largest the attention kernels that read these
-// caches take (FlashAttention's and FlashInfer's).
+// latent or indexer row (MLA's is 576 elements, whatever head dim is
+// asked). A K/V cache's head dim is at most 256: the largest the
+// attention kernels that read these caches take (FlashAttention's and
+// FlashInfer's).
 func Takes(name string, heads, d, p int) bool {
 	if _, ok := BytesPerToken(name, heads, d); !ok || heads < 1 || d < 1 || p < 1 {
 		return false
@@ -71,7 +72,7 @@ func Takes(name string, heads, d, p int) bool {
 	case "sglang-indexer-preshuffle":
 		return heads == 1 && d%16 == 0 && p%16 == 0
 	case "vllm-mla-fp8":
-		return heads == 1 && d == 576
+		return heads == 1 // its 576 elements whatever the head dim asked, as a layout of a fixed dim is declared
 	}
 	return true
 }
