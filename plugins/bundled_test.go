@@ -28,8 +28,8 @@ func TestBundledAgree(t *testing.T) {
 func TestServing(t *testing.T) {
 	for kind, want := range map[protocol.Kernel][]string{
 		"store":    {"fusedstore", "fp8store", "recipestore", "bf16scatter", "gostore"},
-		"read":     {"fusedstore", "fp8store"},
-		"transfer": {"pdtransfer"},
+		"read":     {"fusedstore", "fp8store", "gostore"},
+		"transfer": {"gostore", "pdtransfer"},
 		"load":     {"layerload"},
 		"pdasync":  {"pdasync"},
 	} {

@@ -16,9 +16,10 @@ func (p Piece) End() int { return p.Off + p.Len }
 
 // AllocSparse reserves span bytes of address space and backs only the
 // pieces want (rounded out to the allocation granularity, merged where
-// they meet) with one allocation that ExportFD shares: a pool reaching
-// past 4 GiB of offsets whose cases touch a few windows costs those
-// windows. An access anywhere else faults. Pieces gives the rounded
+// they meet, and where there are more than MaxPieces merged across the
+// narrowest gaps) with an allocation each, which ExportFDs shares: a pool
+// reaching past 4 GiB of offsets whose cases touch a few windows costs
+// those windows. An access anywhere else faults. Pieces gives the rounded
 // pieces, which an importer maps with ImportSparse. The memory is not
 // cleared.
 func (d *Device) AllocSparse(span int, want []Piece) (*Shared, error) {
@@ -38,12 +39,15 @@ func (d *Device) AllocSparse(span int, want []Piece) (*Shared, error) {
 		}
 		for _, p := range s.pieces {
 			s.size += p.Len
-		}
-		if err := check("cuMemCreate", v.cuMemCreate(&s.handle, uint64(s.size), &prop, 0)); err != nil {
-			return err
+			var h uint64
+			if err := check("cuMemCreate", v.cuMemCreate(&h, uint64(p.Len), &prop, 0)); err != nil {
+				s.release(v)
+				return err
+			}
+			s.handles = append(s.handles, h)
 		}
 		if err := s.mapSparse(v, g); err != nil {
-			v.cuMemRelease(s.handle)
+			s.release(v)
 			return err
 		}
 		return nil
@@ -55,9 +59,9 @@ func (d *Device) AllocSparse(span int, want []Piece) (*Shared, error) {
 }
 
 // ImportSparse maps a sparse reservation another process made with
-// AllocSparse and exported with ExportFD: span is its Span, pieces its
-// Pieces. The caller may close fd afterwards.
-func (d *Device) ImportSparse(fd, span int, pieces []Piece) (*Shared, error) {
+// AllocSparse and exported with ExportFDs: fds one per piece, span its
+// Span, pieces its Pieces. The caller may close the fds afterwards.
+func (d *Device) ImportSparse(fds []int, span int, pieces []Piece) (*Shared, error) {
 	s := &Shared{d: d, span: span, pieces: slices.Clone(pieces)}
 	err := d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
 		prop := d.sharedProp()
@@ -68,22 +72,38 @@ func (d *Device) ImportSparse(fd, span int, pieces []Piece) (*Shared, error) {
 		if err := checkPieces(s.pieces, int(g), span); err != nil {
 			return err
 		}
-		for _, p := range s.pieces {
-			s.size += p.Len
+		if len(fds) != len(s.pieces) {
+			return fmt.Errorf("cuda: %d descriptors for %d pieces; want one per piece", len(fds), len(s.pieces))
 		}
-		if err := check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(&s.handle, uintptr(fd), memHandleTypePosixFD)); err != nil {
-			return err
+		for i, p := range s.pieces {
+			s.size += p.Len
+			var h uint64
+			if err := check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(&h, uintptr(fds[i]), memHandleTypePosixFD)); err != nil {
+				s.release(v)
+				return err
+			}
+			s.handles = append(s.handles, h)
 		}
 		if err := s.mapSparse(v, g); err != nil {
-			v.cuMemRelease(s.handle)
+			s.release(v)
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("import sparse device memory from fd %d: %w", fd, err)
+		return nil, fmt.Errorf("import sparse device memory from %d descriptors: %w", len(fds), err)
 	}
 	return s, nil
+}
+
+// release releases the pieces' allocations.
+func (s *Shared) release(v *vmmAPI) error {
+	var errs []error
+	for _, h := range s.handles {
+		errs = append(errs, check("cuMemRelease", v.cuMemRelease(h)))
+	}
+	s.handles = nil
+	return errors.Join(errs...)
 }
 
 // Pieces are a sparse Shared's backed pieces; nil for a dense one.
@@ -98,8 +118,13 @@ func (s *Shared) Span() int {
 	return s.span
 }
 
+// MaxPieces bounds a sparse reservation's pieces: each is an allocation
+// and a descriptor, and one message carries at most 250 descriptors.
+const MaxPieces = 240
+
 // roundPieces rounds want out to multiples of g, merges what meets or
-// overlaps and checks that it fits span.
+// overlaps, merges across the narrowest gaps while there are more than
+// MaxPieces, and checks that it fits span.
 func roundPieces(want []Piece, g, span int) ([]Piece, error) {
 	var ps []Piece
 	for _, p := range want {
@@ -118,7 +143,23 @@ func roundPieces(want []Piece, g, span int) ([]Piece, error) {
 		}
 		out = append(out, p)
 	}
+	for len(out) > MaxPieces {
+		out = mergeNarrowestGap(out)
+	}
 	return out, checkPieces(out, g, span)
+}
+
+// mergeNarrowestGap joins the two neighbouring pieces that have the
+// fewest bytes between them.
+func mergeNarrowestGap(ps []Piece) []Piece {
+	best := 1
+	for i := 2; i < len(ps); i++ {
+		if ps[i].Off-ps[i-1].End() < ps[best].Off-ps[best-1].End() {
+			best = i
+		}
+	}
+	ps[best-1].Len = ps[best].End() - ps[best-1].Off
+	return slices.Delete(ps, best, best+1)
 }
 
 // checkPieces checks pieces as an importer takes them: sorted, apart,
@@ -138,18 +179,18 @@ func checkPieces(ps []Piece, g, span int) error {
 	return nil
 }
 
-// mapSparse reserves span bytes aligned to align and maps each piece of
-// the allocation there, the allocation's bytes in piece order, readable
-// and writable by this device.
+// mapSparse reserves span bytes aligned to align and maps each piece's
+// allocation there, whole (the driver maps from an allocation's start
+// only: a nonzero offset is CUDA_ERROR_NOT_SUPPORTED), readable and
+// writable by this device.
 func (s *Shared) mapSparse(v *vmmAPI, align uint64) error {
 	var p uint64
 	if err := check("cuMemAddressReserve", v.cuMemAddressReserve(&p, uint64(s.span), align, 0, 0)); err != nil {
 		return err
 	}
-	phys := 0
 	desc := memAccessDesc{location: s.d.location(), flags: memAccessReadWrite}
 	for i, pc := range s.pieces {
-		err := check("cuMemMap", v.cuMemMap(p+uint64(pc.Off), uint64(pc.Len), uint64(phys), s.handle, 0))
+		err := check("cuMemMap", v.cuMemMap(p+uint64(pc.Off), uint64(pc.Len), 0, s.handles[i], 0))
 		if err == nil {
 			if err = check("cuMemSetAccess", v.cuMemSetAccess(p+uint64(pc.Off), uint64(pc.Len), &desc, 1)); err != nil {
 				v.cuMemUnmap(p+uint64(pc.Off), uint64(pc.Len))
@@ -162,18 +203,18 @@ func (s *Shared) mapSparse(v *vmmAPI, align uint64) error {
 			v.cuMemAddressFree(p, uint64(s.span))
 			return err
 		}
-		phys += pc.Len
 	}
 	s.ptr = Ptr(p)
 	return nil
 }
 
-// freeSparse unmaps every piece and frees the reservation.
+// freeSparse unmaps every piece, frees the reservation and releases the
+// pieces' allocations.
 func (s *Shared) freeSparse(v *vmmAPI) error {
 	var errs []error
 	for _, pc := range s.pieces {
 		errs = append(errs, check("cuMemUnmap", v.cuMemUnmap(uint64(s.ptr)+uint64(pc.Off), uint64(pc.Len))))
 	}
 	errs = append(errs, check("cuMemAddressFree", v.cuMemAddressFree(uint64(s.ptr), uint64(s.span))))
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.release(v))...)
 }

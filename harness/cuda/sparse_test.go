@@ -19,6 +19,35 @@ func TestRoundPieces(t *testing.T) {
 	if _, err := roundPieces([]Piece{{6 << 30, 1}}, g, 6<<30); err == nil {
 		t.Error("a piece past the span accepted")
 	}
+	// More pieces than MaxPieces merge across the narrowest gaps: here
+	// first the two-granule gap between pieces 2 and 3, never the far
+	// piece's.
+	var many []Piece
+	for i := range MaxPieces + 3 {
+		many = append(many, Piece{Off: i * 4 * g, Len: g})
+	}
+	many[3].Off-- // rounds out to [11g, 13g): two granules after piece 2
+	far := Piece{Off: 1 << 38, Len: g}
+	got, err = roundPieces(append(slices.Clone(many), far), g, 1<<40)
+	if err != nil || len(got) != MaxPieces || got[len(got)-1] != far {
+		t.Fatalf("%d pieces capped to %d (%v); want %d, the far piece apart", len(many)+1, len(got), err, MaxPieces)
+	}
+	covers := func(w Piece) bool {
+		for _, p := range got {
+			if p.Off <= w.Off && w.End() <= p.End() {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range many {
+		if !covers(w) {
+			t.Fatalf("piece %v lost in merging", w)
+		}
+	}
+	if !covers(Piece{8 * g, 5 * g}) {
+		t.Errorf("the narrowest gap (pieces 2 and 3) was not merged: %v", got[:4])
+	}
 	for _, bad := range [][]Piece{nil, {{g, g}, {0, g}}, {{0, g}, {g - 1, g}}, {{1, g}}} {
 		if err := checkPieces(bad, g, 8*g); err == nil {
 			t.Errorf("pieces %v accepted", bad)
@@ -41,15 +70,27 @@ func TestSparseReservation(t *testing.T) {
 	if s.Span() < span || s.Size() > 8<<20*len(want) {
 		t.Fatalf("span %d, backed %d: want a span of at least %d and only the pieces backed", s.Span(), s.Size(), span)
 	}
-	fd, err := s.ExportFD()
+	if _, err := s.ExportFD(); err == nil {
+		t.Error("ExportFD of a sparse reservation gave one descriptor; want an error naming ExportFDs")
+	}
+	fds, err := s.ExportFDs()
 	must(t, err)
-	imp, err := d.ImportSparse(fd, s.Span(), s.Pieces())
-	syscall.Close(fd)
+	if len(fds) != len(s.Pieces()) {
+		t.Fatalf("%d descriptors for %d pieces", len(fds), len(s.Pieces()))
+	}
+	imp, err := d.ImportSparse(fds, s.Span(), s.Pieces())
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
 	must(t, err)
 	t.Cleanup(func() { must(t, imp.Free()) })
+	// Every piece is written before any is read back: pieces that shared
+	// memory would show the last one's pattern.
+	for i, p := range want {
+		must(t, d.HtoD(s.Ptr().Add(p.Off), bytes.Repeat([]byte{byte(0xa0 + i)}, p.Len)))
+	}
 	for i, p := range want {
 		pattern := bytes.Repeat([]byte{byte(0xa0 + i)}, p.Len)
-		must(t, d.HtoD(s.Ptr().Add(p.Off), pattern))
 		got := make([]byte, p.Len)
 		must(t, d.DtoH(got, imp.Ptr().Add(p.Off)))
 		if !bytes.Equal(got, pattern) {

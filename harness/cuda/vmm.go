@@ -66,9 +66,11 @@ type Shared struct {
 	size   int // mapped bytes, a multiple of the granularity
 	handle uint64
 	// A sparse Shared (AllocSparse) reserves span bytes and maps only
-	// pieces of them, the allocation's size bytes back to back.
-	span   int
-	pieces []Piece
+	// pieces of them, each its own allocation (handles[i] backs
+	// pieces[i]): the driver maps an allocation whole, from its start.
+	span    int
+	pieces  []Piece
+	handles []uint64
 }
 
 // Ptr is the mapping's device address in this process.
@@ -175,25 +177,50 @@ func (s *Shared) mapHere(v *vmmAPI, align uint64) error {
 	return nil
 }
 
-// ExportFD returns a new file descriptor for the memory, to be passed to
-// another process (over a Unix socket, or as an inherited file); the
-// caller closes it. It is close-on-exec, set under the fork lock, so a
-// plugin started meanwhile does not inherit it (and keep the memory alive
-// after the harness frees it).
+// ExportFD returns a new file descriptor for dense memory (AllocShared),
+// to be passed to another process (over a Unix socket, or as an
+// inherited file); the caller closes it. It is close-on-exec, set under
+// the fork lock, so a plugin started meanwhile does not inherit it (and
+// keep the memory alive after the harness frees it).
 func (s *Shared) ExportFD() (int, error) {
-	var fd int32 = -1
+	if s != nil && s.pieces != nil {
+		return -1, fmt.Errorf("cuda: ExportFD of a sparse reservation of %d pieces; use ExportFDs", len(s.pieces))
+	}
+	fds, err := s.ExportFDs()
+	if err != nil {
+		return -1, err
+	}
+	return fds[0], nil
+}
+
+// ExportFDs is ExportFD for any Shared: one descriptor for dense memory,
+// one per piece, in order, for a sparse reservation.
+func (s *Shared) ExportFDs() ([]int, error) {
+	var fds []int
 	syscall.ForkLock.RLock()
 	err := s.dev().vmmCall(func(a *driverAPI, v *vmmAPI) error {
-		return check("cuMemExportToShareableHandle", v.cuMemExportToShareableHandle(unsafe.Pointer(&fd), s.handle, memHandleTypePosixFD, 0))
+		handles := s.handles
+		if s.pieces == nil {
+			handles = []uint64{s.handle}
+		}
+		for _, h := range handles {
+			var fd int32 = -1
+			if err := check("cuMemExportToShareableHandle", v.cuMemExportToShareableHandle(unsafe.Pointer(&fd), h, memHandleTypePosixFD, 0)); err != nil {
+				return err
+			}
+			syscall.CloseOnExec(int(fd))
+			fds = append(fds, int(fd))
+		}
+		return nil
 	})
-	if err == nil {
-		syscall.CloseOnExec(int(fd))
-	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return -1, fmt.Errorf("export shared device memory: %w", err)
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return nil, fmt.Errorf("export shared device memory: %w", err)
 	}
-	return int(fd), nil
+	return fds, nil
 }
 
 // dev is s's device; nil for a nil s, whose calls then fail as a nil
@@ -213,7 +240,7 @@ func (s *Shared) Free() error {
 	}
 	err := s.d.vmmCall(func(a *driverAPI, v *vmmAPI) error {
 		if s.pieces != nil {
-			return errors.Join(s.freeSparse(v), check("cuMemRelease", v.cuMemRelease(s.handle)))
+			return s.freeSparse(v)
 		}
 		return errors.Join(
 			check("cuMemUnmap", v.cuMemUnmap(uint64(s.ptr), uint64(s.size))),

@@ -19,10 +19,13 @@ const (
 
 // Bounds that keep a hand-edited or hostile transfer case from asking for
 // an absurd arena or an oracle run that never ends.
+// Pages are bounded loosely (a far pool of 16-byte pages takes 2^28 of
+// them: see FarPages) and a pool's bytes tightly.
 const (
 	MaxTransferBuffers = 64
-	MaxTransferPages   = 1 << 16
+	MaxTransferPages   = 1 << 29
 	MaxTransferRooms   = 4096
+	MaxPoolBytes       = 1 << 33
 )
 
 // Buffer is one buffer of a multi-buffer KV cache (a layer's KV, its
@@ -192,7 +195,10 @@ func (g Geometry) validBuffer(i int, names map[string]bool) error {
 	case b.Shift < 0 || b.Shift >= g.Pages:
 		return fmt.Errorf("buffer %s: shift %d outside 0..%d", b.Name, b.Shift, g.Pages-1)
 	}
-	_, err := g.Layout(i)
+	l, err := g.Layout(i)
+	if err == nil && int64(l.PageBytes())*int64(g.Pages) > MaxPoolBytes {
+		return fmt.Errorf("buffer %s: %d pages of %d bytes pass %d GiB a pool", b.Name, g.Pages, l.PageBytes(), MaxPoolBytes>>30)
+	}
 	return err
 }
 

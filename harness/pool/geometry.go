@@ -32,6 +32,18 @@ func Extend(ws []Window, off, n int) []Window {
 	return append(ws, Window{Off: off, Len: n})
 }
 
+// Intersect is the parts of w inside the windows ws, in ws's order: what
+// of a window a sparse arena has memory behind.
+func Intersect(ws []Window, w Window) []Window {
+	var out []Window
+	for _, b := range ws {
+		if lo, hi := max(b.Off, w.Off), min(b.End(), w.End()); lo < hi {
+			out = append(out, Window{Off: lo, Len: hi - lo})
+		}
+	}
+	return out
+}
+
 // Contains reports whether off lies in the window.
 func (w Window) Contains(off int) bool { return off >= w.Off && off < w.End() }
 

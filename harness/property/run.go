@@ -141,7 +141,10 @@ type Failure[C any, R Result] struct {
 	// ShrinkCut: the shrink stopped at Config.MaxShrinkChecks, so Case
 	// may not be minimal.
 	ShrinkCut bool
-	Flaky     bool
+	// ShrinkChecks is how many candidates the shrink checked, those that
+	// stuck (Shrinks) and those that did not.
+	ShrinkChecks int
+	Flaky        bool
 	// Reruns is how many re-runs the confirmation made: 1 when the first
 	// re-run failed the same way, more when earlier ones passed (a race:
 	// the case fails only some runs; shrinking then gives each candidate
@@ -278,6 +281,9 @@ func (r *runner[C, R]) shrinker(v any) gopter.Shrink {
 			return nil, false
 		}
 		r.shrunk++
+		if f := r.out.Failure; f != nil {
+			f.ShrinkChecks = r.shrunk
+		}
 		c := cands[0]
 		cands = cands[1:]
 		return c, true

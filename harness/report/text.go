@@ -167,7 +167,7 @@ func WriteFailure(w io.Writer, f *Failure) {
 		}
 	}
 	if f.ReplayPlugin != "" && f.ReproPath != "" {
-		fmt.Fprintf(w, "  replay: %s   (--plugin named: a repro file alone runs no command)\n", f.Replay())
+		fmt.Fprintf(w, "  replay: %s   # --plugin named: a repro file alone runs no command\n", f.Replay())
 	} else if f.ReproPath != "" {
 		fmt.Fprintf(w, "  replay: %s\n", f.Replay())
 	} else if f.ReproErr != nil {

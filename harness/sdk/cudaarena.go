@@ -38,18 +38,22 @@ type DeviceArena struct {
 // per-attach state, in one trip to the device's thread. On error nothing
 // is left open.
 func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (*DeviceArena, error) {
-	fd := -1
+	var fds []int
 	if desc.FdSocket != "" {
 		var err error
-		if fd, err = fdpass.Receive(ctx, desc.FdSocket); err != nil {
+		if fds, err = fdpass.ReceiveMany(ctx, desc.FdSocket); err != nil {
 			return nil, err
 		}
-		defer syscall.Close(fd)
+		defer func() {
+			for _, fd := range fds {
+				syscall.Close(fd)
+			}
+		}()
 	}
 	var a *DeviceArena
 	err := g.dev.Do(func(*cuda.Ctx) error {
 		a = &DeviceArena{gpu: g, size: int(desc.Size)}
-		if err := a.open(desc, fd); err != nil {
+		if err := a.open(desc, fds); err != nil {
 			return err
 		}
 		if err := a.init(pools); err != nil {
@@ -66,9 +70,15 @@ func openDeviceArena(ctx context.Context, g *gpu, desc *kvpb.Arena, pools int) (
 // importShared maps a descriptor-shared arena: whole, or, when the
 // harness sends pieces, as the sparse reservation they describe (only
 // their windows backed).
-func (a *DeviceArena) importShared(desc *kvpb.Arena, fd int) (*cuda.Shared, error) {
+func (a *DeviceArena) importShared(desc *kvpb.Arena, fds []int) (*cuda.Shared, error) {
 	if len(desc.Pieces) == 0 {
-		return a.gpu.dev.ImportShared(fd, int(desc.MappedSize))
+		if len(fds) != 1 {
+			return nil, BadRequest("cuda arena without pieces: the fd socket sent %d descriptors, want 1", len(fds))
+		}
+		return a.gpu.dev.ImportShared(fds[0], int(desc.MappedSize))
+	}
+	if len(fds) != len(desc.Pieces) {
+		return nil, BadRequest("cuda arena of %d pieces: the fd socket sent %d descriptors, want one per piece", len(desc.Pieces), len(fds))
 	}
 	pieces := make([]cuda.Piece, len(desc.Pieces))
 	for i, w := range desc.Pieces {
@@ -77,14 +87,14 @@ func (a *DeviceArena) importShared(desc *kvpb.Arena, fd int) (*cuda.Shared, erro
 		}
 		pieces[i] = cuda.Piece{Off: int(w.Offset), Len: int(w.Size)}
 	}
-	return a.gpu.dev.ImportSparse(fd, int(desc.MappedSize), pieces)
+	return a.gpu.dev.ImportSparse(fds, int(desc.MappedSize), pieces)
 }
 
-// open maps the arena: from fd when the harness shares it so, else from
+// open maps the arena: from fds when the harness shares it so, else from
 // the IPC handle.
-func (a *DeviceArena) open(desc *kvpb.Arena, fd int) error {
-	if fd >= 0 {
-		s, err := a.importShared(desc, fd)
+func (a *DeviceArena) open(desc *kvpb.Arena, fds []int) error {
+	if len(fds) > 0 {
+		s, err := a.importShared(desc, fds)
 		if err != nil {
 			return err
 		}

@@ -153,7 +153,7 @@ func (m *Memory) allocateShared(rounded int) error {
 			return fmt.Errorf("zero cuda arena: %w", err)
 		}
 	}
-	if m.fds, err = fdpass.Serve(m.dir, m.shared.ExportFD); err != nil {
+	if m.fds, err = fdpass.ServeMany(m.dir, m.shared.ExportFDs); err != nil {
 		return fmt.Errorf("export cuda arena: %w", err)
 	}
 	return m.scratch.init(m.dev)
@@ -191,14 +191,7 @@ func (m *Memory) clip(w pool.Window) []pool.Window {
 	if m.backed == nil {
 		return []pool.Window{w}
 	}
-	var out []pool.Window
-	for _, b := range m.backed {
-		lo, hi := max(b.Off, w.Off), min(b.End(), w.End())
-		if lo < hi {
-			out = append(out, pool.Window{Off: lo, Len: hi - lo})
-		}
-	}
-	return out
+	return pool.Intersect(m.backed, w)
 }
 
 // clipAll is clip over sorted windows, in order.

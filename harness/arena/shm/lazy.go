@@ -510,14 +510,7 @@ func (s *Memory) punchIdle(lo, hi int, idle func(p int) bool) error {
 // lazyWindows are the parts of w inside the whole pages FillLazy left as
 // holes.
 func (s *Memory) lazyWindows(w pool.Window) []pool.Window {
-	var out []pool.Window
-	for _, r := range s.lazyRanges {
-		lo, hi := max(r.Off, w.Off), min(r.End(), w.End())
-		if lo < hi {
-			out = append(out, pool.Window{Off: lo, Len: hi - lo})
-		}
-	}
-	return out
+	return pool.Intersect(s.lazyRanges, w)
 }
 
 // mincore sets vec[i]&1 when page i of b is in memory: for a shared file

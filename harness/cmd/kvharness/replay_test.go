@@ -217,21 +217,21 @@ func TestReplayLineRunsAsPrinted(t *testing.T) {
 	if code != exitViolation {
 		t.Fatalf("check torchscatter --padding count: exit %d, want 1\n%s%s", code, out, errOut)
 	}
-	m := regexp.MustCompile(`(?m)^  replay: (kvharness repro (\S+) --plugin (\S+))   \(--plugin named: a repro file alone runs no command\)$`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^  replay: ((kvharness repro (\S+) --plugin (\S+))   # --plugin named: a repro file alone runs no command)$`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no replay line naming --plugin in:\n%s", out)
 	}
-	if base := filepath.Base(m[2]); !strings.HasPrefix(base, "torchscatter-bf16-count-padding-") || m[3] != manifest {
-		t.Errorf("replay line %q: want a file named after torchscatter and --plugin %s", m[1], manifest)
+	if base := filepath.Base(m[3]); !strings.HasPrefix(base, "torchscatter-bf16-count-padding-") || m[4] != manifest {
+		t.Errorf("replay line %q: want a file named after torchscatter and --plugin %s", m[2], manifest)
 	}
-	argv := shellWords(t, m[1])
+	argv := shellWords(t, m[1]) // the whole line, its comment too: a user pastes all of it
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), &stdout, &stderr, argv[1:]); code != exitViolation || !strings.Contains(stdout.String(), "FAIL torchscatter") {
 		t.Errorf("%s: exit %d, want 1 with the failure\n%s%s", m[1], code, &stdout, &stderr)
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := run(context.Background(), &stdout, &stderr, []string{"repro", m[2]}); code != exitError || !strings.Contains(stderr.String(), "runs no command from it") {
+	if code := run(context.Background(), &stdout, &stderr, []string{"repro", m[3]}); code != exitError || !strings.Contains(stderr.String(), "runs no command from it") {
 		t.Errorf("repro FILE alone: exit %d, stderr %q; want 2, running nothing", code, &stderr)
 	}
 }
@@ -240,7 +240,7 @@ func TestReplayLineRunsAsPrinted(t *testing.T) {
 // reads the line as a user's shell would).
 func shellWords(t *testing.T, line string) []string {
 	t.Helper()
-	out, err := exec.Command("sh", "-c", `for w in `+line+`; do printf '%s\0' "$w"; done`).Output()
+	out, err := exec.Command("sh", "-c", "set -- "+line+"\n"+`for w in "$@"; do printf '%s\0' "$w"; done`).Output()
 	if err != nil {
 		t.Fatalf("sh could not read %q: %v", line, err)
 	}

@@ -58,6 +58,11 @@ func zeroQuery(c *Case) *Case {
 	return c
 }
 
+func subnormalQuery(c *Case) *Case {
+	c.Requests[0].Query = vec(VecSubnormal, 1)
+	return c
+}
+
 // readSeeds is FuzzRead's seed corpus: one minimal case per read bug
 // class. The correct read kernels pass all of them; every read mutant
 // fails at least one.
@@ -86,6 +91,8 @@ var readSeeds = []readSeed{
 		"the pool's last slot"},
 	{"shared-slot", "bf16", seedCase(2, nil, []int64{7, 8}, []int64{8, 9}),
 		"two requests share a slot (a shared prefix)"},
+	{"subnormal-query", "fp8-paged", subnormalQuery(seedCase(1, map[int64]Vec{6: vec(VecHuge, 2)}, []int64{6})),
+		"a subnormal query against a huge key: its products are float32 normals, which a kernel that flushes denormals loses"},
 }
 
 // Input encodes a seed as a fuzz input: the layout pick, then the case.

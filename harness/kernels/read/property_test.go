@@ -83,6 +83,9 @@ var readMutants = []struct {
 	{"fusedstore", "unmasked-tail", []string{"bf16", "fp8-rows"}, []oracle.Kind{TopK}, 2},
 	{"fusedstore", "writes-scratch", []string{"bf16", "fp8-paged"}, []oracle.Kind{Scratch, ReadOnly}, 1},
 	{"fp8store", "scale-stride", []string{"fp8-paged", "fp8-rows"}, []oracle.Kind{Score}, 1},
+	// A subnormal query against a huge key: the keys' and queries' value
+	// classes are the store's.
+	{"fp8store", "denormals-are-zero", []string{"fp8-paged", "fp8-rows"}, []oracle.Kind{Score}, 1},
 }
 
 // TestReadMutantsKilled: every read mutant fails on every layout that can

@@ -20,6 +20,10 @@ type Geometry struct {
 	PageSize   int   `json:"page_size"`
 	Pages      int   `json:"pages"`
 	Capacities []int `json:"capacities"` // ascending
+	// Decode adds a decode side: a second pool per layer, its pages
+	// numbered from Pages on (page Pages its padding sink), which transfer
+	// steps move requests to.
+	Decode bool `json:"decode,omitempty"`
 }
 
 // LayoutName is the layout of every pool: bf16 rows, whose bytes a
@@ -74,8 +78,12 @@ func (g Geometry) Slot(p, off int) int64 { return int64(p*g.PageSize + off) }
 func (g Geometry) Key() string { return g.String() }
 
 func (g Geometry) String() string {
-	return fmt.Sprintf("bf16 pools of head dims %v, %d pages of %d tokens (%d slots each), graphs captured at %v",
+	s := fmt.Sprintf("bf16 pools of head dims %v, %d pages of %d tokens (%d slots each), graphs captured at %v",
 		g.HeadDims, g.Pages, g.PageSize, g.PoolTokens(), g.Capacities)
+	if g.Decode {
+		s += fmt.Sprintf("; a decode side of the same pools (pages %d..%d)", g.Pages, 2*g.Pages-1)
+	}
+	return s
 }
 
 // capacityFor is the captured capacity a decode batch of n replays at: the
@@ -116,7 +124,20 @@ const (
 	// OpLoad brings an evicted request back into fresh pages: its host copy
 	// stored by the plugin's store kernel (a load-back).
 	OpLoad Op = "load"
+	// OpRead runs the plugin's read kernel over each request of Batch:
+	// every token of its page table scored against a query, all of them
+	// returned in order (an attention or indexer read between steps). A
+	// plugin without a read kernel skips it.
+	OpRead Op = "read"
+	// OpTransfer sends a resident request's pages to the decode side
+	// through the plugin's transfer kernel (a finished prefill handed to
+	// a decode server): fresh decode pages, its prefill pages released.
+	// It lives on there: read, finished or aborted.
+	OpTransfer Op = "transfer"
 )
+
+// MaxRead is the most requests one read step reads.
+const MaxRead = 16
 
 // Step is one scheduler step.
 type Step struct {
@@ -135,12 +156,12 @@ func (s Step) String() string {
 			return fmt.Sprintf("arrive r%d %d tokens (shares r%d's first %d)", s.Req, s.Tokens, s.From, s.Shared)
 		}
 		return fmt.Sprintf("arrive r%d %d tokens", s.Req, s.Tokens)
-	case OpDecode:
+	case OpDecode, OpRead:
 		rs := make([]string, len(s.Batch))
 		for i, r := range s.Batch {
 			rs[i] = fmt.Sprintf("r%d", r)
 		}
-		return "decode " + strings.Join(rs, ",")
+		return string(s.Op) + " " + strings.Join(rs, ",")
 	}
 	return fmt.Sprintf("%s r%d", s.Op, s.Req)
 }

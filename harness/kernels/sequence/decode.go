@@ -12,13 +12,17 @@ import (
 // every input is a valid sequence. The format:
 //
 //	steps     1   1 + value mod 40 steps; then per step:
-//	op        1   value mod 6: arrive, decode, finish, abort, evict, load
+//	op        1   value mod 8: arrive, decode, finish, abort, evict, load, read, transfer
 //	arrive    3   tokens 1 + value mod 3P; from: 0 none, else resident (value-1) mod n;
 //	              shared 1 + value mod from's tokens (tokens raised past it)
 //	decode    1+n batch size 1 + value mod min(resident, largest capacity); then each
 //	              request picked from those not yet in the batch: value mod left
-//	finish    1   resident value mod n (abort: resident or evicted; evict: resident)
+//	finish    1   holding value mod n (abort: holding or evicted; evict, transfer: resident)
 //	load      1   evicted value mod n
+//	read      1+n as decode, up to MaxRead requests, of those holding pages
+//
+// A holding request is resident or transferred to the decode side; a
+// transfer in a geometry without a decode side is skipped.
 //
 // Residents and evicted requests are in order of id; requests are
 // numbered 1, 2, ... as they arrive. A step the model refuses (no
@@ -47,7 +51,7 @@ func Decode(data []byte, base Geometry) *Case {
 	return c
 }
 
-var opOrder = []Op{OpArrive, OpDecode, OpFinish, OpAbort, OpEvict, OpLoad}
+var opOrder = []Op{OpArrive, OpDecode, OpFinish, OpAbort, OpEvict, OpLoad, OpRead, OpTransfer}
 
 func (m *model) ids(states ...int) []int {
 	var out []int
@@ -75,14 +79,21 @@ func decodeStep(s *workload.Stream, m *model, next *int) (Step, bool) {
 		}
 		*next++
 		return st, true
-	case OpDecode:
+	case OpDecode, OpRead:
 		size := int(s.Byte())
+		if op == OpRead {
+			res = m.ids(resident, remote)
+		}
 		if len(res) == 0 {
 			return Step{}, false
 		}
-		size = 1 + size%min(len(res), m.g.Capacities[len(m.g.Capacities)-1])
+		most := m.g.Capacities[len(m.g.Capacities)-1]
+		if op == OpRead {
+			most = MaxRead
+		}
+		size = 1 + size%min(len(res), most)
 		left := slices.Clone(res)
-		st := Step{Op: OpDecode}
+		st := Step{Op: op}
 		for range size {
 			i := int(s.Byte()) % len(left)
 			st.Batch = append(st.Batch, left[i])
@@ -98,8 +109,11 @@ func decodeStep(s *workload.Stream, m *model, next *int) (Step, bool) {
 		return Step{Op: OpLoad, Req: out[b%len(out)]}, true
 	}
 	pool := res
-	if op == OpAbort {
-		pool = m.ids(resident, evicted)
+	switch op {
+	case OpFinish:
+		pool = m.ids(resident, remote)
+	case OpAbort:
+		pool = m.ids(resident, evicted, remote)
 	}
 	b := int(s.Byte())
 	if len(pool) == 0 {
@@ -128,8 +142,11 @@ func Encode(c *Case, base Geometry) ([]byte, error) {
 				shared = st.Shared - 1
 			}
 			out = append(out, byte((st.Tokens-1)%(3*base.PageSize)), byte(from), byte(shared))
-		case OpDecode:
+		case OpDecode, OpRead:
 			out = append(out, byte(len(st.Batch)-1))
+			if st.Op == OpRead {
+				res = m.ids(resident, remote)
+			}
 			left := slices.Clone(res)
 			for _, r := range st.Batch {
 				j := slices.Index(left, r)
@@ -139,7 +156,9 @@ func Encode(c *Case, base Geometry) ([]byte, error) {
 		case OpLoad:
 			out = append(out, byte(slices.Index(m.ids(evicted), st.Req)))
 		case OpAbort:
-			out = append(out, byte(slices.Index(m.ids(resident, evicted), st.Req)))
+			out = append(out, byte(slices.Index(m.ids(resident, evicted, remote), st.Req)))
+		case OpFinish:
+			out = append(out, byte(slices.Index(m.ids(resident, remote), st.Req)))
 		default:
 			out = append(out, byte(slices.Index(res, st.Req)))
 		}

@@ -14,7 +14,9 @@
 //
 // It has no service of its own: a step calls the plugin's existing store
 // kernel (Kind.Uses), so any plugin that stores the bf16 layout is
-// checked as it is.
+// checked as it is; a plugin that also serves the read or transfer kind
+// has its read kernel called between steps and its transfer kernel move
+// finished prefills to a decode side.
 //
 //  1. A Case is a geometry (a bf16 pool per layer, pages of P tokens,
 //     page 0 the padding sink, the batch sizes decode graphs were captured
@@ -26,7 +28,11 @@
 //     batch hold the last replay's slots, padding by count, as a replay
 //     sees it), finish and abort (pages freed, a shared one when its last
 //     holder goes), evict (pages freed, the request waits on the host)
-//     and load (a load-back into fresh pages, stored by the plugin). The
+//     and load (a load-back into fresh pages, stored by the plugin), read
+//     (the plugin's read kernel over requests' page tables: read.go) and
+//     transfer (the plugin's transfer kernel copies a request's pages to
+//     a decode side, a second pool per layer whose pages are numbered
+//     after the prefill side's: transfer.go). The
 //     model (model.go) is the scheduler: its allocator hands out the page
 //     freed last first, as engines' free lists do, so a case's steps say
 //     where every token lands, and Validate plays a case on it.
@@ -42,7 +48,10 @@
 //     poison and checked when it is taken again: a write that landed in it
 //     while it was free is named with the holder that left. Shared pages
 //     must never change; a row the step stored must be there when the
-//     call returns.
+//     call returns. A read's answer is known to the bit (one-hot queries:
+//     a slot's score is one element of its row): a slot scored with a
+//     former owner's row, or with what its page held before the write
+//     that fills it, is a stale-read naming that owner.
 //  3. Gen draws serving-like sequences (a trace, when given, is the first
 //     case and the start of the others); Shrink drops prefixes, requests,
 //     runs of steps, batch rows, prompt and prefix tokens, layers,
@@ -53,9 +62,9 @@
 //     and draws from it (docs/sequences.md).
 //
 // On the host the pool is the harness's own mapping, so digests are
-// computed in place. On CUDA the same digest would run as a kernel over
-// the live pages' list (one block per page, a 64-bit hash per page,
-// copied back as one array): the per-step check then moves 8 bytes a
-// page, and only a differing page's bytes. That kernel is not written
-// yet; a CUDA arena is read page by page.
+// computed in place. On CUDA a kernel (digest.cu, compiled through the
+// NVRTC path of harness/cuda) digests the live pages' list where they
+// live, a block per page, and copies back one 64-bit digest a page: the
+// per-step check moves 8 bytes a page, and a page's bytes only when its
+// digest differs (digest.go).
 package sequence

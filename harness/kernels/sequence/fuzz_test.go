@@ -29,6 +29,7 @@ type fuzzSeed struct {
 func arrive(req, tokens int) Step { return Step{Op: OpArrive, Req: req, Tokens: tokens} }
 func decode(reqs ...int) Step     { return Step{Op: OpDecode, Batch: reqs} }
 func op(o Op, req int) Step       { return Step{Op: o, Req: req} }
+func read(reqs ...int) Step       { return Step{Op: OpRead, Batch: reqs} }
 func share(req, tokens, from, shared int) Step {
 	return Step{Op: OpArrive, Req: req, Tokens: tokens, From: from, Shared: shared}
 }
@@ -42,8 +43,12 @@ var fuzzSeeds = []fuzzSeed{
 	{"graph-replay", "gostore", "graph-last-slots", []Step{arrive(1, 1), decode(1)}},
 	{"prefill", "gostore", "late-landing", []Step{arrive(1, 2)}},
 	{"offload", "gostore", "lazy-source", []Step{arrive(1, 2), op(OpEvict, 1), op(OpLoad, 1)}},
+	{"load-back", "gostore", "host-copy-released", []Step{arrive(1, 3), decode(1), op(OpEvict, 1), op(OpLoad, 1)}},
+	{"decode-staging", "gostore", "pinned-staging-reuse", []Step{arrive(1, 1), arrive(2, 1), arrive(3, 1), decode(1, 2, 3)}},
 	{"shared-prefix", "gostore", "first-token-back", []Step{arrive(1, 8), share(2, 9, 1, 8)}},
 	{"two-layouts", "gostore", "kernel-cache-no-stride", []Step{arrive(1, 3), arrive(2, 3), decode(1, 2)}},
+	{"stale-page-read", "gostore", "stale-read-cache", []Step{arrive(1, 1), read(1), op(OpFinish, 1), arrive(2, 1), read(2)}},
+	{"resent-transfer", "gostore", "transfer-resend", []Step{arrive(1, 1), op(OpTransfer, 1), arrive(2, 1), op(OpTransfer, 2)}},
 	{"copy-on-write", "", "", []Step{arrive(1, 6), share(2, 8, 1, 5), decode(2, 1)}},
 	{"abort-reuse", "", "", []Step{arrive(1, 5), op(OpAbort, 1), arrive(2, 5), decode(2)}},
 }

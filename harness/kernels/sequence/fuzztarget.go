@@ -13,8 +13,10 @@ import (
 )
 
 // fuzzBase is the fuzzed geometry: two layers (head dims 64 and 32),
-// 24 pages of 4 tokens, graphs captured at 1, 2, 4 and 8.
-var fuzzBase = Geometry{HeadDims: []int{64, 32}, PageSize: 4, Pages: 24, Capacities: []int{1, 2, 4, 8}}
+// 24 pages of 4 tokens, graphs captured at 1, 2, 4 and 8, and a decode
+// side (the harness moves pages itself for a plugin without a transfer
+// kernel).
+var fuzzBase = Geometry{HeadDims: []int{64, 32}, PageSize: 4, Pages: 24, Capacities: []int{1, 2, 4, 8}, Decode: true}
 
 // FuzzTarget is FuzzSequence's: one system over the fuzzed geometry.
 var FuzzTarget = &fuzzing.Target[*System, *Case, *Result]{

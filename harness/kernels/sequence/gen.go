@@ -20,6 +20,8 @@ type Gen struct {
 	NoEvict bool
 	// Prompt is the longest prompt drawn; 0: three pages.
 	Prompt int
+	// Reads draws read steps: the plugin serves a read kernel.
+	Reads bool
 	// Trace, when set, is a recorded sequence the generator starts from:
 	// the first draw is the trace as recorded, each later one plays a
 	// prefix of it, then goes on at random.
@@ -72,21 +74,38 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 
 // step draws a candidate step.
 func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
-	var live, out []int
+	var live, out, decoding []int
 	for id, r := range m.reqs {
 		switch r.state {
 		case resident:
 			live = append(live, id)
 		case evicted:
 			out = append(out, id)
+		case remote:
+			decoding = append(decoding, id)
 		}
 	}
 	slices.Sort(live)
 	slices.Sort(out)
+	slices.Sort(decoding)
+	if g.Geometry.Decode && (len(live) > 0 || len(decoding) > 0) && rng.Intn(8) == 0 {
+		if len(decoding) > 0 && (len(live) == 0 || rng.Intn(2) == 0) {
+			if g.Reads && rng.Intn(2) == 0 {
+				return Step{Op: OpRead, Batch: []int{decoding[rng.Intn(len(decoding))]}}
+			}
+			return Step{Op: OpFinish, Req: decoding[rng.Intn(len(decoding))]}
+		}
+		return Step{Op: OpTransfer, Req: live[rng.Intn(len(live))]}
+	}
 	P := g.Geometry.PageSize
 	prompt := g.Prompt
 	if prompt == 0 {
 		prompt = 3 * P
+	}
+	if g.Reads && len(live) > 0 && rng.Intn(6) == 0 {
+		batch := slices.Clone(live)
+		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+		return Step{Op: OpRead, Batch: batch[:1+rng.Intn(min(len(live), MaxRead))]}
 	}
 	switch x := rng.Intn(100); {
 	case len(live) == 0 || x < 22:

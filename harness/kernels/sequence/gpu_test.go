@@ -101,3 +101,77 @@ func TestStepRateOnGPU(t *testing.T) {
 	t.Logf("GPU, 1 Mi slots a layer: %.1f steps/s, %.0f%% of the time in the ownership check, %.0f live pages a step (all layers)",
 		float64(tm.Steps)/total, 100*tm.Check.Seconds()/total, float64(pages)/float64(tm.Steps))
 }
+
+// TestDeviceDigestsMatchHost: digest.cu's digest of every page of a 1 Mi
+// slot pool in GPU memory (two layers, after a sequence ran on it) equals
+// pageDigest of the page's bytes copied to the host, and a one-byte
+// change in a page changes that page's digest alone. It then reports the
+// step rate with the check on the device.
+func TestDeviceDigestsMatchHost(t *testing.T) {
+	dev := cudatest.Device(t)
+	g := Geometry{HeadDims: []int{128, 64}, PageSize: 16, Pages: 1 << 16, Capacities: []int{1, 2, 4, 8, 16, 32, 64}}
+	p, dir := plugintest.Start(t, "fusedstore")
+	tm := &Timing{}
+	sys := NewSystem(p, dir, Config{Seed: 1, Geometry: g, Timing: tm, Backend: arena.CUDA{Dev: dev}}, nil)
+	defer sys.Close(context.Background())
+	gen := &Gen{Geometry: g, Steps: 200, Prompt: 2048}
+	rng := rand.New(rand.NewSource(1))
+	if r, err := sys.Check(context.Background(), gen.Draw(rng)); err != nil || r.Failed() {
+		t.Fatalf("%v %v", err, r)
+	}
+	tg, err := sys.Target(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tg.dig.(*deviceDigests); !ok {
+		t.Fatalf("a CUDA arena digests with %T; want the device kernel", tg.dig)
+	}
+	pages := make([]int, g.Pages)
+	for i := range pages {
+		pages[i] = i
+	}
+	buf := make([]byte, 2*128*16)
+	for l := range tg.layouts {
+		start := time.Now()
+		got, err := tg.dig.digests(tg, l, pages, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("layer %d: %d page digests on the device in %s", l, len(pages), time.Since(start).Round(time.Microsecond))
+		for _, pg := range pages {
+			b, err := tg.page(l, pg, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := pageDigest(b); got[pg] != want {
+				t.Fatalf("layer %d page %d: device digest %#x, host %#x", l, pg, got[pg], want)
+			}
+		}
+	}
+	at := tg.pageAt(1, 777) + 5
+	one := make([]byte, 1)
+	if err := tg.Mem().ReadAt(one, at); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := tg.dig.digests(tg, 1, pages, buf)
+	one[0] ^= 0x40
+	if err := tg.Mem().WriteAt(one, at); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := tg.dig.digests(tg, 1, pages, buf)
+	for pg := range pages {
+		if (before[pg] != after[pg]) != (pg == 777) {
+			t.Fatalf("a byte of page 777 changed: page %d's digest %#x → %#x", pg, before[pg], after[pg])
+		}
+	}
+	*tm = Timing{}
+	start := time.Now()
+	for range 4 {
+		if r, err := sys.Check(context.Background(), gen.Draw(rng)); err != nil || r.Failed() {
+			t.Fatalf("%v %v", err, r)
+		}
+	}
+	total := time.Since(start).Seconds()
+	t.Logf("GPU, 1 Mi slots a layer, digests on the device: %.1f steps/s, %.0f%% of the time in the ownership check",
+		float64(tm.Steps)/total, 100*tm.Check.Seconds()/total)
+}

@@ -98,10 +98,22 @@ func Suite(s *kind.Session, p kind.Params, sc SuiteConfig) (*property.Suite[*Sys
 	cfg := Config{Variant: p.Variant, Seed: p.Seed, Backend: p.Backend, Geometry: g, Timing: sc.Timing}
 	suite.Rows = kind.ProfileRows[*Case, *Result](l, profiles, Profiles,
 		func(ctx context.Context, pl *plugin.Plugin, profile string) (*System, error) {
-			gen := &Gen{Geometry: g, Steps: sc.Steps, NoEvict: profile == ProfileServe}
+			g := g
+			reads, err := servesRead(ctx, pl, p.Variant, g)
+			if err != nil {
+				return nil, err
+			}
+			if sc.Trace == nil {
+				if g.Decode, err = servesTransfer(ctx, pl, p.Variant, g); err != nil {
+					return nil, err
+				}
+			}
+			gen := &Gen{Geometry: g, Steps: sc.Steps, NoEvict: profile == ProfileServe, Reads: reads}
 			if profile == ProfileTrace {
 				gen.Trace = sc.Trace
 			}
+			cfg := cfg
+			cfg.Geometry = g
 			return kind.Warmed(ctx, NewSystem(pl, s.Dir, cfg, gen), g)
 		})
 	return suite, nil

@@ -22,6 +22,7 @@ const (
 	resident = iota + 1
 	evicted
 	gone
+	remote // transferred: its pages are the decode side's
 )
 
 type request struct {
@@ -32,19 +33,31 @@ type request struct {
 	shared int      // leading pages shared with another request
 }
 
+// holds reports whether the request holds pages: resident on the
+// prefill side or transferred to the decode side.
+func (r *request) holds() bool { return r.state == resident || r.state == remote }
+
 // model is the scheduler's state.
 type model struct {
 	g     Geometry
 	free  []int // a stack: the last page freed is the first reused
-	refs  []int // per page, how many page tables hold it
+	dfree []int // the decode side's, its pages numbered from g.Pages
+	refs  []int // per page (both sides), how many page tables hold it
 	epoch []int // per page, how many times it was allocated
 	reqs  map[int]*request
 }
 
 func newModel(g Geometry) *model {
-	m := &model{g: g, refs: make([]int, g.Pages), epoch: make([]int, g.Pages), reqs: map[int]*request{}}
+	n := g.Pages
+	if g.Decode {
+		n *= 2
+	}
+	m := &model{g: g, refs: make([]int, n), epoch: make([]int, n), reqs: map[int]*request{}}
 	for p := g.Pages - 1; p >= 1; p-- {
 		m.free = append(m.free, p)
+		if g.Decode {
+			m.dfree = append(m.dfree, g.Pages+p)
+		}
 	}
 	return m
 }
@@ -74,19 +87,23 @@ type plan struct {
 	owner  []int // per allocated page, its request
 	frees  []int // pages whose last holder left
 	store  *storeOp
-	cow    int // arrive: the page copied on write (-1 for none)
+	moved  []write // transfer: every token's row in its decode page
+	src    []int   // transfer: the prefill pages, in page-table order
+	cow    int     // arrive: the page copied on write (-1 for none)
 	note   string
 	req    *request // the request arriving or coming back (not yet in the model)
 	tokens []int    // decode: each batch request's new token count
 }
 
-func (m *model) take(n int) ([]int, error) {
-	if n > len(m.free) {
-		return nil, fmt.Errorf("needs %d free pages; %d are free (the pool has %d, page 0 reserved)", n, len(m.free), m.g.Pages)
+func (m *model) take(n int) ([]int, error) { return takeFrom(m.free, n, "", m.g.Pages) }
+
+func takeFrom(free []int, n int, side string, pages int) ([]int, error) {
+	if n > len(free) {
+		return nil, fmt.Errorf("needs %d free%s pages; %d are free (the pool has %d, page 0 reserved)", n, side, len(free), pages)
 	}
 	out := make([]int, n)
 	for i := range out {
-		out[i] = m.free[len(m.free)-1-i]
+		out[i] = free[len(free)-1-i]
 	}
 	return out, nil
 }
@@ -95,6 +112,9 @@ func pagesFor(tokens, p int) int { return (tokens + p - 1) / p }
 
 func (m *model) resident(id int) (*request, error) {
 	r := m.reqs[id]
+	if r != nil && r.state == remote {
+		return nil, fmt.Errorf("request r%d is on the decode side (transferred)", id)
+	}
 	if r == nil || r.state != resident {
 		return nil, fmt.Errorf("request r%d is not resident", id)
 	}
@@ -114,8 +134,12 @@ func (m *model) plan(i int, s Step) (*plan, error) {
 		err = m.planLeave(p)
 	case OpLoad:
 		err = m.planLoad(p)
+	case OpRead:
+		err = m.planRead(p)
+	case OpTransfer:
+		err = m.planTransfer(p)
 	default:
-		err = fmt.Errorf("op %q: want arrive, decode, finish, abort, evict or load", s.Op)
+		err = fmt.Errorf("op %q: want arrive, decode, finish, abort, evict, load, read or transfer", s.Op)
 	}
 	if err != nil {
 		return nil, err
@@ -233,16 +257,72 @@ func (m *model) planDecode(p *plan) error {
 	return nil
 }
 
+func (m *model) planRead(p *plan) error {
+	s := p.s
+	if len(s.Batch) == 0 || len(s.Batch) > MaxRead {
+		return fmt.Errorf("a read of %d requests: want 1..%d", len(s.Batch), MaxRead)
+	}
+	for i, id := range s.Batch {
+		if r := m.reqs[id]; r == nil || !r.holds() {
+			return fmt.Errorf("request r%d holds no pages to read", id)
+		}
+		if slices.Contains(s.Batch[:i], id) {
+			return fmt.Errorf("r%d twice in one read", id)
+		}
+	}
+	return nil
+}
+
+// planTransfer moves a request's pages to the decode side: fresh decode
+// pages, its prefill pages released (a shared one when its last holder
+// goes).
+func (m *model) planTransfer(p *plan) error {
+	s := p.s
+	if !m.g.Decode {
+		return fmt.Errorf("a transfer needs a decode side: the geometry has none (decode: true)")
+	}
+	r, err := m.resident(s.Req)
+	if err != nil {
+		return err
+	}
+	dst, err := takeFrom(m.dfree, len(r.pages), " decode-side", m.g.Pages)
+	if err != nil {
+		return err
+	}
+	p.alloc, p.src = dst, slices.Clone(r.pages)
+	for _, pg := range r.pages {
+		if m.refs[pg] == 1 {
+			p.frees = append(p.frees, pg)
+		}
+	}
+	x := &request{id: r.id, state: remote, keys: r.keys, pages: dst}
+	for pos, k := range r.keys {
+		pg := dst[pos/m.g.PageSize]
+		p.moved = append(p.moved, write{Slot: m.g.Slot(pg, pos%m.g.PageSize), Page: pg, Req: r.id, Key: k})
+	}
+	for range dst {
+		p.owner = append(p.owner, r.id)
+	}
+	p.req = x
+	p.note = fmt.Sprintf(": prefill pages %v to decode pages %v", r.pages, dst)
+	if len(p.frees) > 0 {
+		p.note += fmt.Sprintf("; frees %v", p.frees)
+	}
+	return nil
+}
+
 func (m *model) planLeave(p *plan) error {
 	s := p.s
 	r := m.reqs[s.Req]
 	switch {
 	case r == nil || r.state == gone:
 		return fmt.Errorf("request r%d has not arrived or has left", s.Req)
-	case s.Op != OpAbort && r.state != resident:
+	case s.Op != OpAbort && r.state == evicted:
 		return fmt.Errorf("request r%d is evicted: load it back first (or abort it)", s.Req)
+	case s.Op == OpEvict && r.state == remote:
+		return fmt.Errorf("request r%d is on the decode side: evictions are the prefill side's", s.Req)
 	}
-	if r.state == resident {
+	if r.holds() {
 		for _, pg := range r.pages {
 			if m.refs[pg] == 1 {
 				p.frees = append(p.frees, pg)
@@ -283,7 +363,11 @@ func (m *model) planLoad(p *plan) error {
 
 // apply makes the planned step the model's state.
 func (m *model) apply(p *plan) {
-	m.free = m.free[:len(m.free)-len(p.alloc)]
+	if p.s.Op == OpTransfer {
+		m.dfree = m.dfree[:len(m.dfree)-len(p.alloc)]
+	} else {
+		m.free = m.free[:len(m.free)-len(p.alloc)]
+	}
 	for _, pg := range p.alloc {
 		m.refs[pg] = 1
 		m.epoch[pg]++
@@ -295,6 +379,11 @@ func (m *model) apply(p *plan) {
 		}
 		m.reqs[p.s.Req] = p.req
 	case OpLoad:
+		m.reqs[p.s.Req] = p.req
+	case OpTransfer:
+		for _, pg := range p.src {
+			m.refs[pg]--
+		}
 		m.reqs[p.s.Req] = p.req
 	case OpDecode:
 		k := 0
@@ -308,7 +397,7 @@ func (m *model) apply(p *plan) {
 		}
 	case OpFinish, OpAbort, OpEvict:
 		r := m.reqs[p.s.Req]
-		if r.state == resident {
+		if r.holds() {
 			for _, pg := range r.pages {
 				m.refs[pg]--
 			}
@@ -320,6 +409,10 @@ func (m *model) apply(p *plan) {
 		}
 	}
 	for _, pg := range p.frees {
-		m.free = append(m.free, pg)
+		if pg >= m.g.Pages {
+			m.dfree = append(m.dfree, pg)
+		} else {
+			m.free = append(m.free, pg)
+		}
 	}
 }

@@ -112,3 +112,44 @@ func TestWriteWhileFree(t *testing.T) {
 	}
 	t.Log(v)
 }
+
+// TestPortableDigest: pageDigest (the device kernel's function) changes
+// with any word's value and with two words' order, and a check that
+// digests with it judges as the process's hash does: the control passes,
+// the incident fails at the same step and page.
+func TestPortableDigest(t *testing.T) {
+	page := make([]byte, 256)
+	for i := range page {
+		page[i] = byte(i * 7)
+	}
+	base := pageDigest(page)
+	flip := slices.Clone(page)
+	flip[200] ^= 1
+	swap := slices.Clone(page)
+	copy(swap[0:8], page[8:16])
+	copy(swap[8:16], page[0:8])
+	if pageDigest(flip) == base || pageDigest(swap) == base {
+		t.Fatalf("digest blind to a flipped bit or two swapped words: %#x %#x %#x", base, pageDigest(flip), pageDigest(swap))
+	}
+	c := fuzzSeeds[0].Case() // the incident
+	var got []Violation
+	for _, portable := range []bool{false, true} {
+		for _, name := range []string{"fusedstore", "bf16scatter"} {
+			sys := NewSystem(bundled(t, name), plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: c.Geometry, Seed: 1, PortableDigest: portable}, nil)
+			r, err := sys.Check(context.Background(), c)
+			sys.Close(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failed() != (name == "bf16scatter") {
+				t.Fatalf("%s, portable %v: failed %v", name, portable, r.Failed())
+			}
+			if r.Failed() {
+				got = append(got, r.Violations[0])
+			}
+		}
+	}
+	if a, b := got[0], got[1]; a.Step != b.Step || a.Page != b.Page || a.Slot != b.Slot || a.Kind != b.Kind {
+		t.Fatalf("the two digests judge apart: %v / %v", a, b)
+	}
+}

@@ -97,12 +97,20 @@ func TestIncidentAcrossSteps(t *testing.T) {
 // the sequences it needs.
 var mutants = []struct {
 	variant, profile string
+	steps            int // the most steps its minimal case has; 0: 4
 }{
-	{"graph-last-slots", ProfileServe},
-	{"late-landing", ProfileOffload},
-	{"lazy-source", ProfileOffload},
-	{"first-token-back", ProfileServe},
-	{"kernel-cache-no-stride", ProfileServe},
+	{"graph-last-slots", ProfileServe, 0},
+	{"late-landing", ProfileOffload, 0},
+	{"lazy-source", ProfileOffload, 0},
+	{"host-copy-released", ProfileOffload, 0},
+	{"pinned-staging-reuse", ProfileServe, 0},
+	{"first-token-back", ProfileServe, 0},
+	{"kernel-cache-no-stride", ProfileServe, 0},
+	// two reads around a change of hands: an arrival, a read, a free, a
+	// taking, a read (five); a taking by another request's decode needs
+	// that request's arrival too (six)
+	{"stale-read-cache", ProfileServe, 6},
+	{"transfer-resend", ProfileServe, 0},
 }
 
 // TestMutantsDie: every lifecycle mutant dies in 10 of 10 seeds, shrunk
@@ -110,16 +118,22 @@ var mutants = []struct {
 func TestMutantsDie(t *testing.T) {
 	p := bundled(t, "gostore")
 	for _, m := range mutants {
+		var steps []int
 		for seed := int64(1); seed <= 10; seed++ {
 			f := run(t, p, m.variant, 200, seed, m.profile)[0].Outcome.Failure
 			if f == nil {
 				t.Errorf("%s seed %d survived", m.variant, seed)
 				continue
 			}
-			if len(f.Case.Steps) > 4 {
+			steps = append(steps, len(f.Case.Steps))
+			if seed == 1 {
+				t.Logf("%s: %v: %v on %v", m.variant, f.Property, f.Minimal.Violations[0], f.Case)
+			}
+			if most := max(m.steps, 4); len(f.Case.Steps) > most {
 				t.Errorf("%s seed %d: shrunk to %d steps: %v", m.variant, seed, len(f.Case.Steps), f.Case)
 			}
 		}
+		t.Logf("%s: killed in %d of 10 seeds, minimal steps %v", m.variant, len(steps), steps)
 	}
 }
 
@@ -155,4 +169,59 @@ func TestSingleLayoutHidesTheKernelCache(t *testing.T) {
 	if err != nil || vs[0].Outcome.Failure != nil {
 		t.Fatalf("one layout: err %v, failure %+v", err, vs[0].Outcome.Failure)
 	}
+}
+
+// TestReadsBetweenSteps: the controls' read kernels (fusedstore's and
+// gostore's) pass read steps; gostore's stale-read-cache dies of a
+// stale-read that names the former owner whose row its cache still held,
+// shrunk to a read, a free, a reuse and a read.
+func TestReadsBetweenSteps(t *testing.T) {
+	for _, name := range []string{"fusedstore", "gostore"} {
+		p := bundled(t, name)
+		sys := NewSystem(p, plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: testGeometry, Seed: 1}, nil)
+		c := &Case{Geometry: testGeometry, Steps: []Step{arrive(1, 6), read(1), share(2, 9, 1, 5), decode(1, 2), read(2, 1), op(OpFinish, 1), arrive(3, 3), read(3, 2)}}
+		r, err := sys.Check(context.Background(), c)
+		sys.Close(context.Background())
+		if err != nil || r.Failed() || r.Reads != 3 {
+			t.Fatalf("%s: err %v, reads %d, violations %v", name, err, r.Reads, r.Violations)
+		}
+	}
+	f := run(t, bundled(t, "gostore"), "stale-read-cache", 200, 1, ProfileServe)[0].Outcome.Failure
+	if f == nil {
+		t.Fatal("stale-read-cache survived")
+	}
+	v := f.Minimal.Violations[0]
+	if f.Property != StaleRead || v.Former == 0 || v.Former == v.Owner || v.Holds == "" || v.Req == 0 {
+		t.Fatalf("want a stale-read naming the former owner; got %v: %+v", f.Property, v)
+	}
+	t.Logf("%v\n%v", f.Case, v)
+}
+
+// TestTransfersToDecode: gostore's transfer kernel moves requests to the
+// decode side, where they are read and finish, and the decode pages are
+// reused; transfer-resend dies of an ownership violation on a decode
+// page, shrunk to at most 4 steps.
+func TestTransfersToDecode(t *testing.T) {
+	g := testGeometry
+	g.Decode = true
+	sys := NewSystem(bundled(t, "gostore"), plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: g, Seed: 1}, nil)
+	defer sys.Close(context.Background())
+	c := &Case{Geometry: g, Steps: []Step{arrive(1, 6), arrive(2, 7), op(OpTransfer, 1), read(1, 2), op(OpFinish, 1),
+		share(3, 5, 2, 4), op(OpTransfer, 2), op(OpTransfer, 3), read(3), op(OpAbort, 3), arrive(4, 9), op(OpTransfer, 4), read(2, 4)}}
+	r, err := sys.Check(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() || r.Steps != len(c.Steps) {
+		t.Fatalf("err %v, %d steps, violations %v", err, r.Steps, r.Violations)
+	}
+	f := run(t, bundled(t, "gostore"), "transfer-resend", 200, 1, ProfileServe)[0].Outcome.Failure
+	if f == nil {
+		t.Fatal("transfer-resend survived")
+	}
+	v := f.Minimal.Violations[0]
+	if f.Property != Ownership || v.Page < f.Case.Geometry.Pages || len(f.Case.Steps) > 4 {
+		t.Fatalf("want an ownership violation on a decode page, shrunk; got %v on %v: %+v", f.Property, f.Case, v)
+	}
+	t.Logf("%v\n%v", f.Case, v)
 }

@@ -15,7 +15,7 @@ import (
 // violation's page, owner, former owner and last legal write.
 var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 	Kernel:    Name,
-	Columns:   []oracle.Kind{Ownership, SharedWrite, Missing},
+	Columns:   []oracle.Kind{Ownership, SharedWrite, Missing, StaleRead, ReadWrong},
 	Extra:     []oracle.Kind{Crash},
 	WriteCase: WriteCase,
 	FailureJSON: func(c *Case, r *Result) report.Object {

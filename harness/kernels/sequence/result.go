@@ -18,12 +18,20 @@ const (
 	SharedWrite oracle.Kind = "shared-write"
 	// Missing: a row the step stored is not in its slot.
 	Missing oracle.Kind = "missing"
+	// StaleRead: a read returned what a page held before its owner's
+	// writes landed: the row of the request that held it before, or the
+	// bytes it was taken with (its free fill): a stale page, or a page
+	// read before the copy that fills it (its gate).
+	StaleRead oracle.Kind = "stale-read"
+	// ReadWrong: a read returned scores or an order the live pages do not
+	// give, or slots outside the request's page table.
+	ReadWrong oracle.Kind = "read"
 	// Crash: the plugin failed a call: an error, a crash, a hang.
 	Crash oracle.Kind = oracle.Crash
 )
 
 // Kinds are the violation kinds in report order.
-var Kinds = []oracle.Kind{Ownership, SharedWrite, Missing, Crash}
+var Kinds = []oracle.Kind{Ownership, SharedWrite, Missing, StaleRead, ReadWrong, Crash}
 
 // Violation is one page found wrong after a step: where (step, layer,
 // page, slot), whose page it is, and whose bytes it holds instead.
@@ -45,6 +53,8 @@ type Violation struct {
 	Holds       string `json:"holds,omitempty"`
 	Former      int    `json:"former,omitempty"`
 	FormerUntil int    `json:"former_until,omitempty"`
+	// Req is the request whose read returned the finding (read kinds).
+	Req int `json:"req,omitempty"`
 	// LastWrite is the step that last wrote the slot legally (-1: none
 	// since the page was allocated).
 	LastWrite int    `json:"last_write"`
@@ -77,6 +87,7 @@ type Result struct {
 	Steps   int    `json:"steps"`   // steps run (through the first failing one)
 	Checked int    `json:"checked"` // page digests compared
 	Differ  int    `json:"differ"`  // pages fully diffed (their digest differed)
+	Reads   int    `json:"reads"`   // read steps the plugin's read kernel ran
 	Fault   string `json:"fault,omitempty"`
 }
 

@@ -17,11 +17,13 @@ type tenure struct{ req, epoch, from, to int }
 
 type pageState struct {
 	owner, holders, epoch, since int
-	want                         [][]byte // per layer; nil while free
-	sum                          []uint64 // per layer: digest of want
-	last                         []int    // per slot: step of its last legal write, -1 none
-	history                      []tenure // earlier owners, oldest first
-	poisoned                     bool     // freed and filled with poison: it must hold it when taken again
+	want                         [][]byte   // per layer; nil while free
+	sum                          []uint64   // per layer: digest of want
+	last                         []int      // per slot: step of its last legal write, -1 none
+	keys                         []rowKey   // per slot: the row its last legal write stored (zero: none)
+	pastKeys                     [][]rowKey // per earlier tenure, oldest first: the rows it left, per slot
+	history                      []tenure   // earlier owners, oldest first
+	poisoned                     bool       // freed and filled with poison: it must hold it when taken again
 }
 
 type shadow struct {
@@ -30,12 +32,17 @@ type shadow struct {
 	rows  map[uint64]rowKey // fingerprint of every row written → its key
 	// pageBytes per layer
 	pageBytes []int
-	live      []uint64 // a bit per page held by some request: what the check reads
+	live      []uint64            // a bit per page held by some request: what the check reads
+	digest    func([]byte) uint64 // a page's digest, as the check computes it where the pool lives
 }
 
 func newShadow(g Geometry, pageBytes []int) *shadow {
-	return &shadow{g: g, pages: make([]pageState, g.Pages), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
-		live: make([]uint64, (g.Pages+63)/64)}
+	n := g.Pages
+	if g.Decode {
+		n *= 2 // the decode side's pages follow
+	}
+	return &shadow{g: g, pages: make([]pageState, n), rows: map[uint64]rowKey{}, pageBytes: pageBytes,
+		live: make([]uint64, (n+63)/64), digest: fingerprint}
 }
 
 // allocate gives page pg to req at step, its bytes as read now.
@@ -49,13 +56,13 @@ func (s *shadow) allocate(pg, req, step int, now [][]byte) {
 	st.epoch++
 	st.want, st.sum = now, make([]uint64, len(now))
 	for l := range now {
-		st.sum[l] = fingerprint(now[l])
+		st.sum[l] = s.digest(now[l])
 	}
 	if st.last == nil {
-		st.last = make([]int, s.g.PageSize)
+		st.last, st.keys = make([]int, s.g.PageSize), make([]rowKey, s.g.PageSize)
 	}
 	for i := range st.last {
-		st.last[i] = -1
+		st.last[i], st.keys[i] = -1, rowKey{}
 	}
 }
 
@@ -70,6 +77,7 @@ func (s *shadow) release(pg, step int) {
 	}
 	st.history = append(st.history, tenure{st.owner, st.epoch, st.since, step})
 	st.owner, st.want, st.sum = 0, nil, nil
+	st.pastKeys = append(st.pastKeys, slices.Clone(st.keys))
 	s.live[pg/64] &^= 1 << (pg % 64)
 	st.poisoned = true
 }
@@ -111,7 +119,21 @@ func (s *shadow) wrote(w write, step int, row [][]byte) {
 		copy(st.want[l][off*len(b):], b)
 		s.rows[fingerprint(b)] = w.Key
 	}
-	st.last[off] = step
+	st.last[off], st.keys[off] = step, w.Key
+}
+
+// copyPage records a legal copy of page src's bytes (all of them: a
+// transfer moves whole pages) into page dst at step.
+func (s *shadow) copyPage(src, dst, step int) {
+	from, to := &s.pages[src], &s.pages[dst]
+	for l := range to.want {
+		copy(to.want[l], from.want[l])
+	}
+	for off, k := range from.keys {
+		if k != (rowKey{}) {
+			to.keys[off], to.last[off] = k, step
+		}
+	}
 }
 
 // seal recomputes the digests of the pages a step wrote.
@@ -119,9 +141,16 @@ func (s *shadow) seal(pages []int) {
 	for _, pg := range pages {
 		st := &s.pages[pg]
 		for l := range st.want {
-			st.sum[l] = fingerprint(st.want[l])
+			st.sum[l] = s.digest(st.want[l])
 		}
 	}
+}
+
+// livePages lists the live pages, in order.
+func (s *shadow) livePages() []int {
+	var out []int
+	s.each(func(pg int) error { out = append(out, pg); return nil })
+	return out
 }
 
 // each calls f on every live page, in order.

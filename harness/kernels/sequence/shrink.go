@@ -41,11 +41,16 @@ func Shrink(c *Case) []*Case {
 		}
 	}
 	for i, s := range c.Steps {
-		if s.Op == OpDecode && len(s.Batch) > 1 {
+		if (s.Op == OpDecode || s.Op == OpRead) && len(s.Batch) > 1 {
 			for j := range s.Batch {
 				x := c.Clone()
 				x.Steps[i].Batch = slices.Delete(x.Steps[i].Batch, j, j+1)
 				add(x)
+			}
+		}
+		if s.Op == OpDecode {
+			for _, r := range s.Batch {
+				add(c.promptTakes(i, r))
 			}
 		}
 		if s.Op == OpArrive {
@@ -92,6 +97,11 @@ func shrinkGeometry(c *Case, add func(*Case)) {
 			add(x)
 		}
 	}
+	if g.Decode && !slices.ContainsFunc(c.Steps, func(s Step) bool { return s.Op == OpTransfer }) {
+		x := c.Clone()
+		x.Geometry.Decode = false
+		add(x)
+	}
 	for _, n := range []int{(g.Pages + 2) / 2, g.Pages - 1} {
 		if n >= 2 && n < g.Pages {
 			x := c.Clone()
@@ -118,7 +128,7 @@ func (c *Case) without(id int) *Case {
 	x.Steps = x.Steps[:0]
 	for _, s := range c.Clone().Steps {
 		switch {
-		case s.Op == OpDecode:
+		case s.Op == OpDecode || s.Op == OpRead:
 			s.Batch = slices.DeleteFunc(s.Batch, func(r int) bool { return r == id })
 			if len(s.Batch) == 0 {
 				continue
@@ -162,6 +172,25 @@ func (c *Case) renumbered() *Case {
 		for j := range s.Batch {
 			s.Batch[j] = ids[s.Batch[j]]
 		}
+	}
+	return x
+}
+
+// promptTakes moves request r's token of decode step i into its prompt:
+// the same tokens, one step or batch row fewer (a run of decodes
+// becomes a longer prompt).
+// nil when r did not arrive in this case before the step.
+func (c *Case) promptTakes(i, r int) *Case {
+	x := c.Clone()
+	at := slices.IndexFunc(x.Steps, func(s Step) bool { return s.Op == OpArrive && s.Req == r })
+	if at < 0 || at > i {
+		return nil
+	}
+	x.Steps[at].Tokens++
+	b := x.Steps[i].Batch
+	x.Steps[i].Batch = slices.DeleteFunc(b, func(q int) bool { return q == r })
+	if len(x.Steps[i].Batch) == 0 {
+		x.Steps = slices.Delete(x.Steps, i, i+1)
 	}
 	return x
 }

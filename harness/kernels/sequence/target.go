@@ -2,12 +2,15 @@ package sequence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
@@ -26,13 +29,17 @@ type Config struct {
 	// Timing, when set, adds the time spent in the plugin's calls and in
 	// the ownership check.
 	Timing *Timing
+	// PortableDigest digests host pages with the device kernel's function
+	// (pageDigest) instead of the process's hash: the CUDA path's check,
+	// on the CPU.
+	PortableDigest bool
 }
 
 // Timing splits a run's time: the plugin's store calls (staging
 // included) and the ownership check (digests, diffs, snapshots).
 type Timing struct {
-	Steps        int
-	Store, Check time.Duration
+	Steps              int
+	Store, Read, Check time.Duration
 }
 
 // EagerChunk is the most rows one eager store call carries: a longer
@@ -46,17 +53,22 @@ const EagerChunk = 256
 type Target struct {
 	Config
 	target.Base
-	layouts  []*layout.Layout
-	slotBits int
-	eagerLoc int   // staging offsets
-	eagerRow []int // per layer
-	graphLoc []int // per capacity
-	graphRow [][]int
-	direct   []byte   // the pool region's bytes when the memory is the host's (SHM)
-	salt     uint64   // this check's rows (rows.go)
-	poison   [][]byte // per layer: what a freed page is filled with
-	poisonFP []uint64
-	checks   uint64
+	layouts   []*layout.Layout
+	slotBits  int
+	eagerLoc  int   // staging offsets
+	eagerRow  []int // per layer
+	graphLoc  []int // per capacity
+	graphRow  [][]int
+	direct    []byte   // the pool region's bytes when the memory is the host's (SHM)
+	salt      uint64   // this check's rows (rows.go)
+	poison    [][]byte // per layer: what a freed page is filled with
+	poisonFP  []uint64
+	checks    uint64
+	dig       digester            // where page digests are computed (digest.go)
+	sum       func([]byte) uint64 // the same digest, on the shadow's bytes
+	reads     bool                // the plugin serves a read kernel: read steps call it
+	transfers bool                // the plugin serves a transfer kernel: transfer steps call it
+	rd        readStaging         // read.go
 }
 
 // Open describes the plugin (it must store every layer's bf16 layout as
@@ -70,6 +82,10 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		return nil, fmt.Errorf("sequence geometry: %w", err)
 	}
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
+	var err error
+	if t.reads, err = servesRead(ctx, p, cfg.Variant, g); err != nil {
+		return nil, err
+	}
 	var specs []pool.Spec
 	for i := range g.HeadDims {
 		l, err := g.Layout(i)
@@ -86,6 +102,12 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		t.slotBits = dec.SlotBits
 		t.layouts = append(t.layouts, l)
 		specs = append(specs, pool.Spec{Name: fmt.Sprintf("L%d", i), Layout: l, Slots: g.PoolTokens()})
+	}
+	if g.Decode {
+		if t.transfers, err = servesTransfer(ctx, p, cfg.Variant, g); err != nil {
+			return nil, err
+		}
+		specs = decodeSpecs(specs)
 	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir, specs) }); err != nil {
 		return nil, err
@@ -115,6 +137,9 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 		}
 		t.graphRow = append(t.graphRow, rows)
 	}
+	if t.reads {
+		t.planReads(take)
+	}
 	geo, err := pool.Plan(specs, off)
 	if err != nil {
 		return err
@@ -124,6 +149,7 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	for i := range t.eagerRow {
 		t.eagerRow[i] += shift
 	}
+	t.rd.shift(shift)
 	for i := range t.graphLoc {
 		t.graphLoc[i] += shift
 		for j := range t.graphRow[i] {
@@ -140,15 +166,48 @@ func (t *Target) plan(dir *rundir.Dir, specs []pool.Spec) error {
 	if h, ok := t.Mem().(interface{ Bytes() []byte }); ok {
 		t.direct = h.Bytes()
 	}
+	return t.planDigests()
+}
+
+// planDigests chooses where page digests are computed: in place on the
+// host (the process's hash, or pageDigest when the configuration asks
+// for the device's function), by digest.cu on a CUDA arena.
+func (t *Target) planDigests() error {
+	if t.dig != nil {
+		t.dig.close()
+	}
+	t.dig, t.sum = hostDigests{fingerprint}, fingerprint
+	if t.PortableDigest {
+		t.dig, t.sum = hostDigests{pageDigest}, pageDigest
+	}
+	c, ok := t.Backend.(arena.CUDA)
+	m, onDevice := t.Mem().(interface{ Ptr() cuda.Ptr })
+	if t.direct != nil || !ok || !onDevice {
+		return nil
+	}
+	dd, err := newDeviceDigests(c.Dev, m.Ptr())
+	if err != nil {
+		return err
+	}
+	t.dig, t.sum = dd, pageDigest
 	return nil
+}
+
+// pageAt is the arena offset of layer l's page pg (a decode-side page
+// numbered from Pages on is in the layer's decode pool).
+func (t *Target) pageAt(l, pg int) int {
+	n := t.layouts[l].PageBytes()
+	if pg >= t.Geometry.Pages {
+		return t.Pools.Regions[len(t.layouts)+l].Pool.Off + (pg-t.Geometry.Pages)*n
+	}
+	return t.Pools.Regions[l].Pool.Off + pg*n
 }
 
 // page reads layer l's page pg: the mapping itself on the host, a copy
 // into buf elsewhere.
 func (t *Target) page(l, pg int, buf []byte) ([]byte, error) {
-	r := t.Pools.Regions[l]
 	n := t.layouts[l].PageBytes()
-	at := r.Pool.Off + pg*n
+	at := t.pageAt(l, pg)
 	if t.direct != nil {
 		return t.direct[at : at+n], nil
 	}
@@ -263,6 +322,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		pb[l] = lay.PageBytes()
 	}
 	m, sh := newModel(c.Geometry), newShadow(c.Geometry, pb)
+	sh.digest = t.sum
 	res := &Result{}
 	buf := make([]byte, maxOf(pb))
 	tm := t.Timing
@@ -294,12 +354,27 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 				return nil, err
 			}
 		}
+		if s.Op == OpTransfer {
+			if err := t.transfer(ctx, p); err != nil {
+				return nil, err
+			}
+		}
 		t2 := time.Now()
 		wroteNow, err := t.record(sh, m, p, i)
 		if err != nil {
 			return nil, err
 		}
 		m.apply(p)
+		t3 := time.Now()
+		if s.Op == OpRead && t.reads {
+			found, err := t.readStep(ctx, sh, m, s, i)
+			if err != nil {
+				return nil, err
+			}
+			vs = append(vs, found...)
+			res.Reads++
+		}
+		t4 := time.Now()
 		res.Steps++
 		found, checked, differ, err := t.judge(sh, i, wroteNow, buf)
 		if err != nil {
@@ -311,7 +386,8 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		if tm != nil {
 			tm.Steps++
 			tm.Store += t2.Sub(t1)
-			tm.Check += t1.Sub(t0) + time.Since(t2)
+			tm.Read += t4.Sub(t3)
+			tm.Check += t1.Sub(t0) + t3.Sub(t2) + time.Since(t4)
 		}
 		if len(vs) > 0 {
 			res.Add(oracle.KeepPerKind(vs, Kinds, 4, nil)...)
@@ -332,13 +408,23 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 			sh.share(pg)
 		}
 	}
+	if p.s.Op == OpTransfer {
+		for i, src := range p.src {
+			sh.copyPage(src, p.alloc[i], step)
+		}
+		for _, w := range p.moved {
+			wroteNow[w.Slot] = w.Key
+		}
+		sh.seal(p.alloc)
+	}
 	if p.store != nil {
+		rows := p.store.Rows
 		var touched []int
 		row := make([][]byte, len(t.layouts))
 		for l, lay := range t.layouts {
 			row[l] = make([]byte, lay.BytesPerToken())
 		}
-		for _, w := range p.store.Rows {
+		for _, w := range rows {
 			for l := range t.layouts {
 				rowBytes(row[l], t.salt, l, w.Key)
 			}
@@ -350,15 +436,15 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 		}
 		sh.seal(touched)
 	}
-	if p.s.Op == OpFinish || p.s.Op == OpAbort || p.s.Op == OpEvict {
-		if r := m.reqs[p.s.Req]; r.state == resident {
+	if p.s.Op == OpFinish || p.s.Op == OpAbort || p.s.Op == OpEvict || p.s.Op == OpTransfer {
+		if r := m.reqs[p.s.Req]; r.holds() {
 			for _, pg := range r.pages {
 				sh.release(pg, step)
 				if sh.pages[pg].holders > 0 {
 					continue
 				}
 				for l := range t.layouts {
-					if err := t.Mem().WriteAt(t.poison[l], t.Pools.Regions[l].Pool.Off+pg*len(t.poison[l])); err != nil {
+					if err := t.Mem().WriteAt(t.poison[l], t.pageAt(l, pg)); err != nil {
 						return nil, err
 					}
 				}
@@ -371,27 +457,31 @@ func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowK
 // judge compares every live page's digest in every layer with the
 // shadow's, and diffs the pages that differ.
 func (t *Target) judge(sh *shadow, step int, wroteNow map[int64]rowKey, buf []byte) (vs []Violation, checked, differ int, err error) {
-	err = sh.each(func(pg int) error {
-		st := &sh.pages[pg]
-		for l := range t.layouts {
-			got, err := t.page(l, pg, buf)
-			if err != nil {
-				return err
-			}
+	live := sh.livePages()
+	for l := range t.layouts {
+		sums, err := t.dig.digests(t, l, live, buf)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for i, pg := range live {
 			checked++
-			if fingerprint(got) == st.sum[l] {
+			if sums[i] == sh.pages[pg].sum[l] {
 				continue
 			}
 			differ++
+			got, err := t.page(l, pg, buf)
+			if err != nil {
+				return nil, 0, 0, err
+			}
 			v := sh.diff(step, l, pg, got, wroteNow)
 			if v.Kind == Missing {
 				t.locate(&v, wroteNow[v.Slot])
 			}
 			vs = append(vs, v)
 		}
-		return nil
-	})
-	return vs, checked, differ, err
+	}
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Or(a.Page-b.Page, a.Layer-b.Layer) })
+	return vs, checked, differ, nil
 }
 
 // locate says where a missing row went, when the pool is the host's: a
@@ -419,7 +509,13 @@ func (t *Target) locate(v *Violation, k rowKey) {
 }
 
 // Close detaches and frees the arena.
-func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
+func (t *Target) Close(ctx context.Context) {
+	if t.dig != nil {
+		t.dig.close()
+		t.dig = nil
+	}
+	t.Base.Close(ctx)
+}
 
 func maxOf(xs []int) int {
 	m := 0

@@ -2,6 +2,7 @@ package sequence
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os/exec"
 	"path/filepath"
@@ -117,4 +118,28 @@ func TestReproReplaysTheSequence(t *testing.T) {
 		defer sys.Close(context.Background())
 		return sys.Check(context.Background(), c)
 	})
+}
+
+// TestTraceReadsAndTransfers: a trace with reads and a decode side (as
+// Recorder(decode_side=True) writes it) parses into the sequence it
+// recorded, and a transfer in a trace without a decode side is refused.
+func TestTraceReadsAndTransfers(t *testing.T) {
+	head := `{"kvharness_trace":1,"geometry":{"head_dims":[64],"page_size":4,"pages":16,"capacities":[1,2,4]%s}}` + "\n"
+	steps := `{"op":"arrive","req":1,"tokens":5}
+{"op":"arrive","req":2,"tokens":3}
+{"op":"read","batch":[2,1]}
+{"op":"transfer","req":1}
+{"op":"read","batch":[1]}
+{"op":"finish","req":1}
+`
+	c, err := ParseTrace([]byte(fmt.Sprintf(head, `,"decode":true`) + steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Geometry.Decode || len(c.Steps) != 6 || c.Steps[3].Op != OpTransfer || c.Steps[2].Op != OpRead {
+		t.Fatalf("%+v", c)
+	}
+	if _, err := ParseTrace([]byte(fmt.Sprintf(head, "") + steps)); err == nil || !strings.Contains(err.Error(), "decode side") {
+		t.Fatalf("a transfer without a decode side: %v", err)
+	}
 }

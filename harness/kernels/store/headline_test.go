@@ -37,8 +37,9 @@ var headlines = []headline{
 
 // TestHeadlineProperties: every class is reported as what it is, on a
 // minimal case (one valid row, no padded one; 257 rows for the tile
-// offset), under every padding convention and layout; the stale cache
-// is said to need the plugin's history; the race, under --stress, fails.
+// offset, within the default bound on shrink candidates), under every
+// padding convention and layout; the stale cache is said to need the
+// plugin's history; the race, under --stress, fails.
 func TestHeadlineProperties(t *testing.T) {
 	testtier.FullOnly(t, "runs eight mutants under every padding: most of a minute")
 	for _, h := range headlines {
@@ -52,13 +53,6 @@ func TestHeadlineProperties(t *testing.T) {
 				// first, so from a large first case it can stop at C=2.
 				s.MaxCapacity = 512
 			}
-			if h.capacity > 1 {
-				// A minimal case of hundreds of rows takes more candidates
-				// than a report's default bound allows (that run stops
-				// early and says so): the test is of where shrinking
-				// leads, not of the bound.
-				s.MaxShrinkChecks = 50000
-			}
 			vs, err := s.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -66,9 +60,12 @@ func TestHeadlineProperties(t *testing.T) {
 			for _, v := range vs {
 				o := v.Outcome
 				h.check(t, v.Layout.Name+"/"+v.Label, o.Failure)
+				if f := o.Failure; f != nil && f.ShrinkCut {
+					t.Errorf("%s/%s: the shrink stopped at the candidate bound (%d candidates)", v.Layout.Name, v.Label, f.ShrinkChecks)
+				}
 				if f := o.Failure; f != nil {
-					t.Logf("%s/%s: %s at case %d in %.2fs, then %d shrinks (cut at the candidate bound: %v) and the fresh check in %.2fs, to %v",
-						v.Layout.Name, v.Label, f.Property, o.Cases, o.ToFailure.Seconds(), f.Shrinks, f.ShrinkCut, (o.Elapsed - o.ToFailure).Seconds(), f.Case)
+					t.Logf("%s/%s: %s at case %d in %.2fs, then %d shrinks of %d candidates (cut at the candidate bound: %v) and the fresh check in %.2fs, to %v",
+						v.Layout.Name, v.Label, f.Property, o.Cases, o.ToFailure.Seconds(), f.Shrinks, f.ShrinkChecks, f.ShrinkCut, (o.Elapsed - o.ToFailure).Seconds(), f.Case)
 				}
 			}
 		})

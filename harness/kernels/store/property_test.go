@@ -20,15 +20,10 @@ type testSuite struct {
 	kind.Params
 	session  *kind.Session
 	Paddings []Padding
-	// MaxShrinkChecks: the suite's bound on shrink candidates (0: the
-	// default).
-	MaxShrinkChecks int
 }
 
 func (s *testSuite) Run(ctx context.Context) ([]property.Verdict[*Case, *Result], error) {
-	ps := Suite(s.session, s.Params, s.Paddings)
-	ps.MaxShrinkChecks = s.MaxShrinkChecks
-	return ps.Run(ctx)
+	return Suite(s.session, s.Params, s.Paddings).Run(ctx)
 }
 
 // verdicts runs the suite; an error ends the test.

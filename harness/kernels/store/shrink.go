@@ -18,16 +18,21 @@ const smallCase = 64
 // again from it, so the result is a local minimum: no single step here
 // makes it smaller.
 //
-// Rows go first by single rows, then halves; where halving stalls (a
-// bug that needs more than half the rows, a tile offset that needs
-// 257), by dropping ever smaller chunks and trimming either end, down to
-// a single row, so a case can lose any row that does not matter.
+// A small case tries each row alone first (most padding bugs need
+// exactly one), then halves, chunks and trims. A large one halves first
+// and keeps the rows alone for last: the runner starts the list afresh
+// after every step that sticks, so hundreds of one-row candidates ahead
+// of the halves would be checked again at every step, and a bug that
+// needs 257 rows (a tile offset) would spend the candidate bound before
+// reaching them. Halving reaches a one-row bug in a few steps anyway.
+// Where halving stalls (a bug that needs more than half the rows), ever
+// smaller chunks are dropped and either end trimmed, down to a single
+// row, so a case can lose any row that does not matter.
 func Shrink(s *Case) []*Case {
-	var out []*Case
-	out = append(out, shrinkRows(s)...)
-	out = append(out, shrinkSlots(s)...)
-	out = append(out, shrinkData(s)...)
-	return out
+	if s.Capacity() <= smallCase {
+		return slices.Concat(singleRows(s), groupRows(s), shrinkSlots(s), shrinkData(s))
+	}
+	return slices.Concat(groupRows(s), shrinkSlots(s), shrinkData(s), singleRows(s))
 }
 
 func parts(s *Case) (valid, padded []int) {
@@ -57,30 +62,45 @@ func pick(s *Case, valid, padded []int) *Case {
 	return out
 }
 
-func shrinkRows(s *Case) []*Case {
-	v, p := parts(s)
-	var out []*Case
-	add := func(c *Case) {
-		if c != nil && c.Capacity() < s.Capacity() {
-			out = append(out, c)
-		}
+// rowShrinks collects the cases with fewer rows than s among those added.
+type rowShrinks struct {
+	s   *Case
+	out []*Case
+}
+
+func (r *rowShrinks) add(c *Case) {
+	if c != nil && c.Capacity() < r.s.Capacity() {
+		r.out = append(r.out, c)
 	}
-	// Single rows first: most padding bugs need exactly one.
+}
+
+// singleRows is each row alone: padded ones, then valid ones.
+func singleRows(s *Case) []*Case {
+	v, p := parts(s)
+	r := rowShrinks{s: s}
 	for _, i := range p {
-		add(pick(s, nil, []int{i}))
+		r.add(pick(s, nil, []int{i}))
 	}
 	for _, i := range v {
-		add(pick(s, []int{i}, nil))
+		r.add(pick(s, []int{i}, nil))
 	}
-	add(pick(s, v, nil))
-	add(pick(s, nil, p))
+	return r.out
+}
+
+// groupRows drops groups of rows: all padded ones, all valid ones, then
+// fewer of the valid rows, then fewer of the padded.
+func groupRows(s *Case) []*Case {
+	v, p := parts(s)
+	r := rowShrinks{s: s}
+	r.add(pick(s, v, nil))
+	r.add(pick(s, nil, p))
 	for _, keep := range fewer(v) {
-		add(pick(s, keep, p))
+		r.add(pick(s, keep, p))
 	}
 	for _, keep := range fewer(p) {
-		add(pick(s, v, keep))
+		r.add(pick(s, v, keep))
 	}
-	return out
+	return r.out
 }
 
 // fewer lists subsets of xs, order kept, each missing some of them: the

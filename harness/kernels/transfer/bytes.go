@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kvharness/kvharness/harness/layout"
@@ -217,12 +218,13 @@ func (j *judge) content(b int, src int64, pb pageBytes, first int, explain bool)
 }
 
 // sourcePageHolding finds the source page of buffer b whose bytes got
-// holds.
+// holds: any page of a pool of up to maxSearched pages, else (a far
+// pool) the source pages the case names and their neighbours.
 func (j *judge) sourcePageHolding(b int, got []byte) (int64, bool) {
 	buf := j.tc.Buffers[b]
 	page := make([]byte, buf.PageBytes)
 	head := min(8, len(page))
-	for q := range int64(buf.Pages) {
+	for _, q := range j.searched(buf) {
 		pool.FillBackground(page[:head], buf.SrcSeed, buf.Src.GuardBefore.Len+int(q)*buf.PageBytes)
 		if !bytes.Equal(page[:head], got[:head]) {
 			continue
@@ -233,6 +235,33 @@ func (j *judge) sourcePageHolding(b int, got []byte) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// maxSearched is the largest pool whose every source page is searched
+// for a wrong destination page's bytes.
+const maxSearched = 1 << 16
+
+// searched lists the physical source pages of buf a search reads.
+func (j *judge) searched(buf pd.BufferPools) []int64 {
+	var out []int64
+	if buf.Pages <= maxSearched {
+		for q := range int64(buf.Pages) {
+			out = append(out, q)
+		}
+		return out
+	}
+	for _, r := range j.tc.Case.Rooms {
+		for _, p := range r.Src {
+			q := buf.Phys(p)
+			for _, n := range []int64{q - 1, q, q + 1} {
+				if n >= 0 && n < int64(buf.Pages) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // checksumViolation is the violation of a room whose digests differ.

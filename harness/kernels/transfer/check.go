@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/kvharness/kvharness/harness/oracle"
-	"github.com/kvharness/kvharness/harness/target"
 )
 
 // Check runs a transfer case twice, one Transfer call each (the second is
@@ -19,7 +18,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		return nil, fmt.Errorf("transfer case: %w", err)
 	}
 	req := t.Request(c)
-	first, again, err := target.Twice(ctx, t.run, req)
+	first, again, err := t.runTwice(ctx, c, req)
 	if err != nil {
 		return nil, err
 	}

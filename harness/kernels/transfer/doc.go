@@ -12,5 +12,8 @@
 // destination page equals its source, nothing else changed, each room's
 // digest as a decode server would verify it). Shrinking drops rooms,
 // pages, buffers and layers, so a System opens a target per geometry.
-// Schema is how transfer reports read: a row per case profile.
+// Schema is how transfer reports read: a row per case profile. A check's
+// edges row runs over far pools (reach.go): past 4 GiB of byte offsets,
+// in a sparse host arena, with pages drawn at 2 GiB and 4 GiB, where an
+// engine's 32-bit offset math wraps.
 package transfer

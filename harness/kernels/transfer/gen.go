@@ -83,7 +83,7 @@ func (g *Gen) list(rng *rand.Rand, fp *freePages, m int) []int64 {
 		for k := 0; k < n; k++ {
 			out = append(out, p)
 			fp.take(p)
-			if k == n-1 || p+1 >= int64(len(fp.taken)) || fp.taken[p+1] {
+			if k == n-1 || p+1 >= fp.n || fp.taken[p+1] {
 				break // the run ends: at the pool's end or at another room's page
 			}
 			p++
@@ -117,7 +117,7 @@ func (g *Gen) segment(rng *rand.Rand) int {
 func (g *Gen) start(rng *rand.Rand, out []int64) int64 {
 	pages := int64(g.Geometry.Pages)
 	wrap := g.wrapEdge()
-	edges := []int64{0, pages - 1, wrap - 1, wrap}
+	edges := append([]int64{0, pages - 1, wrap - 1, wrap}, g.Geometry.EdgePages()...)
 	if g.Profile == ProfileEdges || (g.Profile == ProfileMixed && rng.Intn(3) == 0) {
 		return edges[rng.Intn(len(edges))]
 	}
@@ -140,23 +140,25 @@ func (g *Gen) wrapEdge() int64 {
 	return pages / 2
 }
 
-// freePages tracks the pages of one side no room owns yet.
+// freePages tracks the pages of one side no room owns yet: a set of the
+// taken ones, so that a far pool of millions of pages costs what a case
+// takes.
 type freePages struct {
-	taken []bool
+	n     int64
+	taken map[int64]bool
 	left  int
 }
 
-func newFreePages(n int) *freePages { return &freePages{taken: make([]bool, n), left: n} }
+func newFreePages(n int) *freePages { return &freePages{n: int64(n), taken: map[int64]bool{}, left: n} }
 
 func (f *freePages) take(p int64) { f.taken[p] = true; f.left-- }
 
 // next returns the first free page at or after p (wrapping, and folding
 // out-of-range starts into the pool). There must be one.
 func (f *freePages) next(p int64) int64 {
-	n := int64(len(f.taken))
-	p = ((p % n) + n) % n
+	p = ((p % f.n) + f.n) % f.n
 	for f.taken[p] {
-		p = (p + 1) % n
+		p = (p + 1) % f.n
 	}
 	return p
 }
@@ -167,7 +169,7 @@ func (f *freePages) move(pages []int64, i int) {
 		return
 	}
 	p := f.next(pages[i] + 1)
-	f.taken[pages[i]] = false
+	delete(f.taken, pages[i])
 	f.taken[p] = true
 	pages[i] = p
 }

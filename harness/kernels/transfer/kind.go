@@ -53,13 +53,19 @@ type SuiteConfig struct {
 	// Shapes, when set, is each profile's head dim and page size: its
 	// row runs over Geometry reshaped to it (a check draws them).
 	Shapes map[string]workload.Shape
+	// Far runs the edges row over pools that reach past 4 GiB of byte
+	// offsets (pd.FarPages), and draws its pages at 2 GiB and 4 GiB too.
+	Far bool
 }
 
 // geometryOf is a profile's geometry: g, reshaped to the profile's shape
-// when sc gives one.
+// when sc gives one, and far for the edges row when sc reaches far.
 func (sc SuiteConfig) geometryOf(g pd.Geometry, profile string) pd.Geometry {
 	if x, ok := sc.Shapes[profile]; ok {
-		return g.Reshaped(x.HeadDim, x.PageSize)
+		g = g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	if sc.Far && profile == ProfileEdges {
+		g = g.Far()
 	}
 	return g
 }
@@ -101,7 +107,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if err != nil {
 		return nil, err
 	}
-	sc, sh, err := shapes(ctx, s, p, g, SuiteConfig{Geometry: g})
+	sc, sh, err := shapes(ctx, s, p, g, SuiteConfig{Geometry: g, Far: pd.Reaches(p, s)})
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +115,11 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if err != nil {
 		return nil, err
 	}
-	return kind.RunSuite(ctx, suite, Schema, pd.Header(p, s, g, sh))
+	h := pd.Header(p, s, g, sh)
+	if h.Far = sc.Far; h.Far {
+		h.Coverage = append(h.Coverage, pd.FarLine(p.Place().OnDevice()))
+	}
+	return kind.RunSuite(ctx, suite, Schema, h)
 }
 
 // shapes draws each profile's shape over g's layouts, when the run draws

@@ -111,7 +111,11 @@ func withPairs(c *Case, room int, keep []int) *Case {
 }
 
 // shrinkPageNumbers moves single pages toward 0 on either side, to a page
-// no room of that side owns.
+// no room of that side owns: to 0, then by half the way, a quarter, an
+// eighth… and by one. A page whose bug holds over a band (a 32-bit offset
+// wraps past 2 GiB of a far pool: every page above one fails alike)
+// gallops to the band's edge in a few dozen steps instead of halving past
+// it and walking back by ones.
 func shrinkPageNumbers(c *Case) []*Case {
 	var out []*Case
 	taken := [2]map[int64]bool{{}, {}}
@@ -123,13 +127,26 @@ func shrinkPageNumbers(c *Case) []*Case {
 	for i, r := range c.Rooms {
 		for side, pages := range [2][]int64{r.Src, r.Dst} {
 			for j, p := range pages {
-				for _, to := range []int64{0, p / 2, p - 1} {
+				for _, to := range pageSteps(p) {
 					if to >= 0 && to < p && !taken[side][to] {
 						out = append(out, withPage(c, i, side, j, to))
 					}
 				}
 			}
 		}
+	}
+	return out
+}
+
+// pageSteps are the pages a shrinker tries for page p, most aggressive
+// first: 0, then p less half of it, a quarter, and so on down to p-1.
+func pageSteps(p int64) []int64 {
+	out := []int64{0}
+	for d := p / 2; d >= 1; d /= 2 {
+		out = append(out, p-d)
+	}
+	if out[len(out)-1] != p-1 {
+		out = append(out, p-1)
 	}
 	return out
 }

@@ -38,6 +38,10 @@ type Target struct {
 	// plugin declares with other bytes per token or page: the item_len it
 	// will use is wrong before any case runs.
 	GeometryViolations []Violation
+	// lazy is the memory when the pools are filled lazily (a far
+	// geometry, pd.Geometry.Sparse): each case's pages are materialized
+	// before its call (reach.go).
+	lazy arena.Lazy
 }
 
 // Open describes the plugin, checks its geometry, plans and fills
@@ -48,6 +52,12 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	}
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("transfer geometry: %w", err)
+	}
+	if cfg.Geometry.Sparse() && cfg.Backend.Place().OnDevice() {
+		// A GPU's pd arenas are backed whole: far pools live in host
+		// shared memory, sparse, where the engine's descriptors (built
+		// on the host either way) are checked all the same.
+		cfg.Backend = arena.SHM{}
 	}
 	t := &Target{Config: cfg, Base: target.Base{Plugin: p, Variant: cfg.Variant}}
 	layouts, err := t.layouts()
@@ -106,7 +116,17 @@ func (t *Target) plan(dir *rundir.Dir, layouts []*layout.Layout) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Plan(dir, t.Backend, plan, func(mem arena.Memory) error { return fillTransfer(mem, plan, t.Seed) }); err != nil {
+	sparse := g.Sparse()
+	if sparse {
+		t.Resident = plan.Staging.Len + residentRoom
+	}
+	if err := t.Plan(dir, t.Backend, plan, func(mem arena.Memory) error {
+		if lazy, ok := mem.(arena.Lazy); ok && lazy.Sparse() && sparse {
+			t.lazy = lazy
+			return fillLazily(lazy, mem, plan, t.Seed)
+		}
+		return fillTransfer(mem, plan, t.Seed)
+	}); err != nil {
 		return err
 	}
 	n := len(g.Buffers)

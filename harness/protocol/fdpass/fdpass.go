@@ -3,7 +3,8 @@
 // virtual memory API is shared as a POSIX file descriptor, and a file
 // descriptor cannot travel in a gRPC message: the harness serves one
 // socket per arena in a directory only its user can enter, and every
-// connection receives a fresh descriptor for the same memory.
+// connection receives fresh descriptors for the same memory: one for a
+// file or a dense allocation, one per backed piece for a sparse one.
 package fdpass
 
 import (
@@ -25,7 +26,7 @@ type Server struct {
 
 	dir     string
 	ln      *net.UnixListener
-	export  func() (int, error)
+	export  func() ([]int, error)
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	granted map[int]bool // process groups Grant named
@@ -35,6 +36,22 @@ type Server struct {
 // the system's temporary directory). Each connection gets one descriptor
 // from export, which the server closes after sending.
 func Serve(base string, export func() (int, error)) (*Server, error) {
+	return ServeMany(base, func() ([]int, error) {
+		fd, err := export()
+		if err != nil {
+			return nil, err
+		}
+		return []int{fd}, nil
+	})
+}
+
+// MaxFDs is how many descriptors one connection may carry: the kernel
+// passes at most 253 in one message (SCM_MAX_FD).
+const MaxFDs = 250
+
+// ServeMany is Serve for memory shared as several descriptors (at most
+// MaxFDs), all sent in one message, in export's order.
+func ServeMany(base string, export func() ([]int, error)) (*Server, error) {
 	dir, err := os.MkdirTemp(base, "fd-") // short: a socket's path holds at most 107 bytes
 	if err != nil {
 		return nil, fmt.Errorf("fd socket directory: %w", err)
@@ -75,21 +92,25 @@ func (s *Server) accept() {
 	}
 }
 
-// send writes one descriptor, or on an export failure a message the
-// receiver reports: a byte 0 means a descriptor follows, 1 an error text,
+// send writes the descriptors, or on an export failure a message the
+// receiver reports: a byte 0 means descriptors follow, 1 an error text,
 // 2 a refusal (the peer is not a plugin the arena was given to).
 func (s *Server) send(c *net.UnixConn) {
 	if err := s.allowed(c); err != nil {
 		c.Write(append([]byte{2}, err.Error()...))
 		return
 	}
-	fd, err := s.export()
+	fds, err := s.export()
+	if err == nil && (len(fds) == 0 || len(fds) > MaxFDs) {
+		closeAll(fds)
+		err = fmt.Errorf("%d descriptors to send, want 1 to %d", len(fds), MaxFDs)
+	}
 	if err != nil {
 		c.Write(append([]byte{1}, err.Error()+"; set KVHARNESS_CUDA_SHARING=ipc to share arenas by IPC handle instead"...))
 		return
 	}
-	defer syscall.Close(fd)
-	c.WriteMsgUnix([]byte{0}, syscall.UnixRights(fd), nil)
+	defer closeAll(fds)
+	c.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds...), nil)
 }
 
 // Close stops serving, waits for connections in flight and removes the
@@ -109,39 +130,53 @@ func (s *Server) Close() error {
 // Receive connects to the socket at path and returns the descriptor it
 // hands out; the caller closes it.
 func Receive(ctx context.Context, path string) (int, error) {
+	fds, err := ReceiveMany(ctx, path)
+	if err != nil {
+		return -1, err
+	}
+	if len(fds) != 1 {
+		closeAll(fds)
+		return -1, fmt.Errorf("the fd socket sent %d descriptors; want 1", len(fds))
+	}
+	return fds[0], nil
+}
+
+// ReceiveMany is Receive for a server that ServeMany started: the
+// descriptors in the order it sent them; the caller closes them.
+func ReceiveMany(ctx context.Context, path string) ([]int, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return -1, fmt.Errorf("connect to the harness's fd socket: %w (the harness must still hold the arena)", err)
+		return nil, fmt.Errorf("connect to the harness's fd socket: %w (the harness must still hold the arena)", err)
 	}
 	defer conn.Close()
 	c := conn.(*net.UnixConn)
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) }) // a cancelled call stops waiting
 	defer stop()
 	buf := make([]byte, 4096)
-	oob := make([]byte, syscall.CmsgSpace(4))
+	oob := make([]byte, syscall.CmsgSpace(4*MaxFDs))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return -1, fmt.Errorf("receive the arena's descriptor: %w", errors.Join(err, ctx.Err()))
+		return nil, fmt.Errorf("receive the arena's descriptor: %w", errors.Join(err, ctx.Err()))
 	}
 	fds, perr := fdsOf(oob[:oobn])
 	switch {
 	case flags&syscall.MSG_CTRUNC != 0:
 		closeAll(fds)
-		return -1, errors.New("receive the arena's descriptor: the kernel dropped it (this process is out of file descriptors: raise ulimit -n)")
+		return nil, errors.New("receive the arena's descriptor: the kernel dropped it (this process is out of file descriptors: raise ulimit -n)")
 	case n > 0 && buf[0] == 1:
 		closeAll(fds)
-		return -1, fmt.Errorf("the harness could not export the arena: %s", buf[1:n])
+		return nil, fmt.Errorf("the harness could not export the arena: %s", buf[1:n])
 	case n > 0 && buf[0] == 2:
 		closeAll(fds)
-		return -1, fmt.Errorf("the harness refused the arena to this process: %s", buf[1:n])
+		return nil, fmt.Errorf("the harness refused the arena to this process: %s", buf[1:n])
 	case perr != nil:
-		return -1, perr
-	case n != 1 || buf[0] != 0 || len(fds) != 1:
+		return nil, perr
+	case n != 1 || buf[0] != 0 || len(fds) == 0:
 		closeAll(fds)
-		return -1, fmt.Errorf("the fd socket sent %d bytes and %d descriptors; want 1 and 1", n, len(fds))
+		return nil, fmt.Errorf("the fd socket sent %d bytes and %d descriptors; want 1 and at least 1", n, len(fds))
 	}
-	return fds[0], nil
+	return fds, nil
 }
 
 func fdsOf(oob []byte) ([]int, error) {

@@ -3,6 +3,7 @@ package fdpass
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -116,5 +117,78 @@ func TestReceiveCancelled(t *testing.T) {
 	_, err := Receive(ctx, s.Path)
 	if err == nil || !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Receive after cancel: %v after %v; want context.Canceled promptly", err, time.Since(start))
+	}
+}
+
+// TestReceiveMany: a sparse CUDA arena is one descriptor per piece; they
+// arrive together, in the order exported, each a working descriptor; a
+// single-descriptor Receive refuses them rather than taking the first;
+// and an exporter with more than MaxFDs is refused with its count.
+func TestReceiveMany(t *testing.T) {
+	dir := t.TempDir()
+	var files []*os.File
+	for i := range 3 {
+		f, err := os.Create(fmt.Sprintf("%s/piece%d", dir, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(fmt.Sprintf("piece %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	s, err := ServeMany("", func() ([]int, error) {
+		var fds []int
+		for _, f := range files {
+			fd, err := syscall.Dup(int(f.Fd()))
+			if err != nil {
+				return nil, err
+			}
+			fds = append(fds, fd)
+		}
+		return fds, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fds, err := ReceiveMany(ctx, s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fds) != 3 {
+		t.Fatalf("received %d descriptors, want 3", len(fds))
+	}
+	for i, fd := range fds {
+		buf := make([]byte, 16)
+		n, err := syscall.Pread(fd, buf, 0)
+		syscall.Close(fd)
+		if want := fmt.Sprintf("piece %d", i); err != nil || string(buf[:n]) != want {
+			t.Errorf("descriptor %d reads %q, %v; want %q", i, buf[:n], err, want)
+		}
+	}
+	if fd, err := Receive(ctx, s.Path); err == nil || !strings.Contains(err.Error(), "sent 3 descriptors; want 1") {
+		syscall.Close(fd)
+		t.Errorf("Receive of three descriptors: %v; want a refusal naming the count", err)
+	}
+	tooMany, err := ServeMany("", func() ([]int, error) {
+		fds := make([]int, MaxFDs+1)
+		for i := range fds {
+			var err error
+			if fds[i], err = syscall.Dup(int(files[0].Fd())); err != nil {
+				return nil, err
+			}
+		}
+		return fds, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tooMany.Close() })
+	if _, err := ReceiveMany(ctx, tooMany.Path); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d descriptors to send", MaxFDs+1)) {
+		t.Errorf("ReceiveMany of %d descriptors: %v; want the export refused with the count", MaxFDs+1, err)
 	}
 }

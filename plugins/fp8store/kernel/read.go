@@ -15,6 +15,31 @@ import (
 var readVariants = []sdk.Variant{
 	read.Variant("scale-stride", "reads each scale where the other arrangement keeps it: "+
 		"interleaved after the row in fp8-paged, packed after the page's rows in fp8-rows (vLLM #40991, read side)"),
+	read.Variant("denormals-are-zero", "scores through arithmetic built with denormals flushed to zero (fast math): "+
+		"a subnormal query element counts as a zero of its sign"),
+}
+
+// readRule is the CUDA read kernel's mutant rule for a variant.
+func readRule(variant string) gpuread.Rule {
+	if variant == "denormals-are-zero" {
+		return gpuread.DenormalsAreZero
+	}
+	return gpuread.Correct
+}
+
+// flushed is c with its subnormal query elements flushed to zeros of
+// their sign, in a copy (the staged queries are the harness's), as the
+// denormals-are-zero variant reads them.
+func flushed(c *read.Call) *read.Call {
+	x := *c
+	x.Queries = make([]uint16, len(c.Queries))
+	for i, e := range c.Queries {
+		if e&0x7f80 == 0 { // exponent zero: a subnormal or a zero
+			e &= 0x8000
+		}
+		x.Queries[i] = e
+	}
+	return &x
 }
 
 // readGeometry is where the read kernel finds a token's values and where
@@ -44,6 +69,9 @@ func (*kernel) Read(_ context.Context, c *read.Call) error {
 	if err != nil {
 		return err
 	}
+	if c.Variant == "denormals-are-zero" {
+		c = flushed(c)
+	}
 	cpuread.Run(c, cpuread.FP8{Pool: c.Arena[c.Pool.Base:], Values: values, Scales: scales}, cpuread.ListSpan)
 	return nil
 }
@@ -59,5 +87,5 @@ func (*kernel) ReadDevice(_ context.Context, c *read.DeviceCall) error {
 	}
 	l := c.Pool.Layout
 	return reads.Read(c, gpuread.Spec{Name: "fp8store/read/" + l.Name, Kind: gpuread.FP8, HeadDim: l.HeadDim,
-		Values: values, Scales: scales})
+		Values: values, Scales: scales, Rule: readRule(c.Variant)})
 }

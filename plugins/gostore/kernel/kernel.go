@@ -19,7 +19,9 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
+	"github.com/kvharness/kvharness/harness/sdk/transfer"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/fp8"
 )
@@ -41,6 +43,8 @@ const Tile = 256
 type kernel struct {
 	cache scaleCache
 	life  lifecycle // the lifecycle variants' memory (lifecycle.go)
+	keys  keyCache  // the stale-read-cache variant's memory (read.go)
+	sent  resent    // the transfer-resend variant's memory (transfer.go)
 }
 
 // Store implements store.Storer.
@@ -51,6 +55,12 @@ func (k *kernel) Store(_ context.Context, c *store.Call) error {
 		return err
 	}
 	put := func(i int, src int) { k.put(c, g, c.Loc[i], src) }
+	if c.Graph && c.Valid == 0 {
+		// a capture: the engine starting afresh, the one moment the
+		// stale-read-cache and transfer-resend variants forget
+		k.keys.reset()
+		k.sent.reset()
+	}
 	if l.Name == "bf16" && slices.ContainsFunc(lifecycleVariants, func(v sdk.Variant) bool { return v.Name == c.Variant }) {
 		k.storeLifecycle(c)
 		return nil
@@ -147,7 +157,7 @@ func geometry(layout string, d, p int) (cpustore.Geometry, error) {
 var Plugin = sdk.Plugin{
 	Name:     "gostore",
 	Version:  "1.0.0",
-	Doc:      "a CPU store for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
+	Doc:      "a CPU store, read and transfer for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
 	Variants: append(variants, lifecycleVariants...),
 	Geometry: func(_ string, d, p int) []sdk.Geometry {
 		return []sdk.Geometry{
@@ -157,5 +167,5 @@ var Plugin = sdk.Plugin{
 		}
 	},
 	Kernel: &kernel{},
-	Kinds:  []sdk.Kind{store.Kind},
+	Kinds:  []sdk.Kind{store.Kind, read.Kind, transfer.Kind},
 }

@@ -17,7 +17,11 @@ var lifecycleVariants = sdk.KernelVariants("sequence", []sdk.Variant{
 	{Name: "graph-last-slots", Doc: "a graph replay reads the slots of the previous replay of its shape: the static slot tensor was not refreshed (the incident across steps)"},
 	{Name: "late-landing", Doc: "an eager store (a prefill, a load-back) returns before its writes land; they land at the next call, after the caller may have freed and reused the pages"},
 	{Name: "lazy-source", Doc: "an eager store returns before it reads its rows; it reads the staging (the pinned host copy) at the next call, after the caller reused it"},
+	{Name: "host-copy-released", Doc: "its page-copy path (whole pages to consecutive slots from a page boundary: a load-back from the host copy, a long prefill) acknowledges before it reads the source; it reads it at the next call, after the engine released the host copy"},
+	{Name: "pinned-staging-reuse", Doc: "a graph replay's copy of its pinned input rows runs at the next call, after the next step rewrote the static row tensor: a decode stores the rows the following step staged"},
 	{Name: "first-token-back", Doc: "computes a page's first token's slot from the slot before it: the token lands in the previous page's last slot (after a shared prefix, the shared page's)"},
+	{Name: "stale-read-cache", Doc: "its read caches each slot's key the first time it scores it and never invalidates it: after the page is freed and taken by another request, a read scores the former owner's row"},
+	{Name: "transfer-resend", Doc: "its transfer sends the previous call's descriptors again before its own (delivery at least once, no deduplication: block ids duplicated): the previous room's decode pages are written again from prefill pages freed since, which another request may hold"},
 	{Name: "kernel-cache-no-stride", Doc: "caches its compiled store by capacity alone, not dtype or row stride: a second layout (another head dim) in one process runs with the first's stride"},
 })
 
@@ -74,6 +78,10 @@ func (lc *lifecycle) begin(c *store.Call) (loc []int64, dim int, defer_ bool) {
 		}
 	case "late-landing", "lazy-source":
 		defer_ = !c.Graph
+	case "host-copy-released":
+		defer_ = !c.Graph && wholePages(c.Loc[:c.Valid], int64(c.Pool.Layout.PageSize))
+	case "pinned-staging-reuse":
+		defer_ = c.Graph && c.Valid > 0
 	}
 	return loc, dim, defer_
 }
@@ -117,7 +125,7 @@ func (k *kernel) storeLifecycle(c *store.Call) {
 				put(rows, i)
 			}
 		})
-	default: // lazy-source: the slots are known, the rows read later
+	default: // lazy-source, host-copy-released, pinned-staging-reuse: the slots are known, the rows read later
 		loc = slices.Clone(loc)
 		rows := c.Rows
 		k.life.later(func() {
@@ -126,4 +134,18 @@ func (k *kernel) storeLifecycle(c *store.Call) {
 			}
 		})
 	}
+}
+
+// wholePages reports whether loc is whole pages: at least one, to
+// consecutive slots from a page boundary (what a page copy takes).
+func wholePages(loc []int64, p int64) bool {
+	if len(loc) < int(p) || len(loc)%int(p) != 0 || loc[0]%p != 0 {
+		return false
+	}
+	for i := range loc {
+		if loc[i] != loc[0]+int64(i) {
+			return false
+		}
+	}
+	return true
 }

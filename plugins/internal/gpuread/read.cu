@@ -22,7 +22,7 @@
 //   KV_SCALE_PAGE_BYTES       their page's values, 4 bytes each; a correct
 //   KV_SCALE_VALUE_BYTES      kernel has the values' numbers here
 //   KV_READ_WARPS             warps per block
-//   KV_READ_RULE              0 correct; 1 unmasked tail; 2 scratch in slot 0
+//   KV_READ_RULE              0 correct; 1 unmasked tail; 2 scratch in slot 0; 3 denormals are zero
 //   KV_READ_TILE              tokens per tile of the unmasked-tail mutant
 //
 // Mutant rules, as the plugins' CPU kernels make them:
@@ -31,6 +31,8 @@
 //                       at the last token of the call): a short list reads
 //                       the next request's tokens
 //   2  writes-scratch   the request's top scores are left in slot 0's values
+//   3  denormals-are-zero  subnormal query elements are flushed to zeros of
+//                       their sign, as fast math does
 
 typedef long long kv_i64;
 typedef unsigned long long kv_u64;
@@ -154,7 +156,12 @@ extern "C" __global__ void __launch_bounds__(KV_READ_WARPS * 32)
   extern __shared__ kv_u64 buf[];
   const int r = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int e = threadIdx.x; e < KV_HEAD_DIM; e += blockDim.x) q[e] = kv_bf16(queries[(kv_i64)r * KV_HEAD_DIM + e]);
+  for (int e = threadIdx.x; e < KV_HEAD_DIM; e += blockDim.x) {
+    q[e] = kv_bf16(queries[(kv_i64)r * KV_HEAD_DIM + e]);
+#if KV_READ_RULE == 3
+    if (fabsf(q[e]) < 1.17549435e-38f) q[e] = copysignf(0.0f, q[e]);  // the bug: fast math flushes subnormals
+#endif
+  }
   for (int i = threadIdx.x; i < cap; i += blockDim.x) buf[i] = 0ull;
   const kv_i64 lo = indptr[r];
   kv_i64 hi = indptr[r + 1];

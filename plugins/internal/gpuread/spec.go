@@ -22,9 +22,10 @@ const (
 type Rule int
 
 const (
-	Correct      Rule = iota // read each request's list, leave the pool alone
-	UnmaskedTail             // read lists rounded up to Tile tokens
-	Scratch                  // leave the top scores in slot 0's values
+	Correct          Rule = iota // read each request's list, leave the pool alone
+	UnmaskedTail                 // read lists rounded up to Tile tokens
+	Scratch                      // leave the top scores in slot 0's values
+	DenormalsAreZero             // flush subnormal query elements to zeros of their sign
 )
 
 // Tile is the unmasked-tail mutant's tile, in tokens. The CPU kernels round

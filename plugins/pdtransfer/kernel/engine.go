@@ -133,7 +133,7 @@ func (e *engine) room(b transfer.Buffer, reg registration, r transfer.Room) []sd
 			head := int((src/chunkPages+1)*chunkPages - src)
 			out = append(out, descriptor(r.ID, b.Index, reg, src, dst, head), descriptor(r.ID, b.Index, reg, src, dst+int64(head), run-head))
 		} else if run > 0 {
-			out = append(out, descriptor(r.ID, b.Index, reg, src, dst, run))
+			out = append(out, e.descriptor(r.ID, b.Index, reg, src, dst, run))
 		}
 		i += n
 	}
@@ -142,6 +142,18 @@ func (e *engine) room(b transfer.Buffer, reg registration, r transfer.Room) []sd
 
 // chunkPages is the registration chunk run-crosses-64 splits runs at.
 const chunkPages = 64
+
+// descriptor is the package's descriptor, or, under offset-int32, one whose
+// page offsets were computed in 32 bits.
+func (e *engine) descriptor(room uint64, buffer int, reg registration, src, dst int64, run int) sdk.Descriptor {
+	d := descriptor(room, buffer, reg, src, dst, run)
+	if e.variant == "offset-int32" {
+		// The bug: int32 page × int32 item_len, which wraps past 2 GiB.
+		d.Src = reg.srcBase + int(int32(src)*int32(reg.itemLen))
+		d.Dst = reg.dstBase + int(int32(dst)*int32(reg.itemLen))
+	}
+	return d
+}
 
 // descriptor copies run pages from source page src to destination page dst.
 func descriptor(room uint64, buffer int, reg registration, src, dst int64, run int) sdk.Descriptor {

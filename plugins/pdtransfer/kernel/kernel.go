@@ -23,6 +23,7 @@ var variants = []sdk.Variant{
 	{Name: "base-addr-dedup", Doc: "buffers carved from one allocation are registered once by base address and sent as one, with the first buffer's item_len (vllm #57661)"},
 	{Name: "legacy-page-map", Doc: "the first buffer's page table is applied to every buffer (tokenspeed #660)"},
 	{Name: "last-run-truncated", Doc: "each room's last run of pages is sent one page short"},
+	{Name: "offset-int32", Doc: "computes a page's byte offset, page × item_len, in a signed 32-bit integer: in a pool past 2 GiB the offset wraps, and the copy lands 4 GiB early (or leaves the arena)"},
 	{Name: "run-crosses-64", Doc: "a run of pages that crosses a multiple of 64 pages (a registration chunk) is split there, and its part past the boundary is read from the run's first page again"},
 }
 

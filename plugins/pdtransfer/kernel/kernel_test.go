@@ -117,8 +117,8 @@ func TestVariants(t *testing.T) {
 			t.Errorf("%s: %v\n(correct: %v)", tc.variant, ds, good)
 		}
 	}
-	if len(variants) != 6 {
-		t.Errorf("%d variants; the tables above and in TestRunCrosses64 cover 6", len(variants))
+	if len(variants) != 7 {
+		t.Errorf("%d variants; the tables above, TestRunCrosses64 and TestOffsetInt32 cover 7", len(variants))
 	}
 }
 
@@ -152,5 +152,21 @@ func TestDedupWithoutTheOwner(t *testing.T) {
 	want := desc(1, 1, 1<<20, 4<<20, 2, 3, 1, 16384)
 	if len(ds) != 1 || ds[0] != want {
 		t.Errorf("descriptors %v, want %v", ds, want)
+	}
+}
+
+// TestOffsetInt32: the mutant's offsets are the correct ones while page ×
+// item_len stays below 2^31, and wrap by 2^32 past it.
+func TestOffsetInt32(t *testing.T) {
+	g := pd.DefaultGeometry(1, 1<<18) // 16 KiB kv pages: page 131072 starts at 2^31
+	g.Buffers = g.Buffers[:1]
+	near := transfer.Room{ID: 1, Src: []int64{3}, Dst: []int64{131071}}
+	if got, want := build(t, "offset-int32", g, near), build(t, "", g, near); !slices.Equal(got, want) {
+		t.Errorf("below 2 GiB: %v, want %v", got, want)
+	}
+	far := transfer.Room{ID: 1, Src: []int64{3}, Dst: []int64{131072}}
+	got, want := build(t, "offset-int32", g, far), build(t, "", g, far)
+	if len(got) != 1 || got[0].Src != want[0].Src || got[0].Dst != want[0].Dst-1<<32 {
+		t.Errorf("past 2 GiB: %v, want %v with dst 4 GiB early", got, want)
 	}
 }

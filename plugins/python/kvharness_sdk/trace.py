@@ -18,8 +18,12 @@ Switch the recorder on around the engine's allocator and KV-cache calls
     rec.arrive("req-7", tokens=412)                 # admitted, prompt stored
     rec.arrive("req-8", tokens=300, shared_from="req-7", shared=256)
     rec.decode(["req-7", "req-8"], capacity=2)      # one graph replay
+    rec.read(["req-8"])                             # a read between steps
     rec.finish("req-7")
     rec.close()                                     # the file appears whole
+
+With ``decode_side=True`` the trace has a decode side and records
+``rec.transfer(rid)``: a finished prefill sent to the decode server.
 
 Request ids may be anything hashable (engines use strings); the trace
 numbers them 1, 2, ... in order of arrival. The file is written under a
@@ -44,7 +48,7 @@ class Recorder:
     """Writes a trace of one engine run; use it as a context manager or
     call close()."""
 
-    def __init__(self, path, *, head_dims, page_size, pages, capacities, engine=""):
+    def __init__(self, path, *, head_dims, page_size, pages, capacities, engine="", decode_side=False):
         if not head_dims or any(d <= 0 or d % 8 for d in head_dims):
             raise TraceError(f"head_dims {head_dims!r}: want one positive multiple of 8 per layer")
         if page_size < 1 or pages < 2:
@@ -54,6 +58,7 @@ class Recorder:
             raise TraceError(f"capacities {capacities!r}: want the captured batch sizes, ascending")
         self.path = path
         self.capacities = caps
+        self.decode_side = bool(decode_side)
         self._ids = {}
         self._tokens = {}
         self.steps = 0
@@ -62,6 +67,8 @@ class Recorder:
         self._f = os.fdopen(fd, "w")
         header = {"kvharness_trace": VERSION, "geometry": {
             "head_dims": list(head_dims), "page_size": page_size, "pages": pages, "capacities": caps}}
+        if decode_side:
+            header["geometry"]["decode"] = True
         if engine:
             header["engine"] = engine
         self._write(header)
@@ -116,6 +123,23 @@ class Recorder:
     def load(self, rid, *, pages=None):
         """An evicted request's KV brought back into fresh pages."""
         self._write({"op": "load", "req": self._id(rid, "load")}, pages=pages)
+
+    def read(self, rids):
+        """A read of the requests' KV between steps (attention, an
+        indexer's top-k): the harness calls the plugin's read kernel on
+        their pages."""
+        rids = list(rids)
+        if not rids:
+            raise TraceError("read of no requests: record only steps that run")
+        self._write({"op": "read", "batch": [self._id(r, "read") for r in rids]})
+
+    def transfer(self, rid, *, pages=None):
+        """A finished prefill's KV sent to the decode side (disaggregated
+        serving): its prefill pages released, the decode side's taken.
+        Needs Recorder(..., decode_side=True)."""
+        if not self.decode_side:
+            raise TraceError(f"transfer {rid!r}: the trace has no decode side; open the recorder with decode_side=True")
+        self._write({"op": "transfer", "req": self._id(rid, "transfer")}, pages=pages)
 
     # The file.
 

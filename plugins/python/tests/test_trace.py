@@ -27,6 +27,28 @@ class RecorderTest(unittest.TestCase):
     def recorder(self):
         return trace.Recorder(self.path, head_dims=[64], page_size=4, pages=16, capacities=[1, 2, 4])
 
+    def test_reads_and_transfers(self):
+        with trace.Recorder(self.path, head_dims=[64], page_size=4, pages=16, capacities=[1, 2, 4], decode_side=True) as rec:
+            rec.arrive("x", 5)
+            rec.arrive("y", 3)
+            rec.read(["y", "x"])
+            rec.transfer("x")
+            rec.read(["x"])
+            rec.finish("x")
+        got = lines(self.path)
+        self.assertTrue(got[0]["geometry"]["decode"])
+        self.assertEqual(got[3:], [{"op": "read", "batch": [2, 1]}, {"op": "transfer", "req": 1},
+                                   {"op": "read", "batch": [1]}, {"op": "finish", "req": 1}])
+
+    def test_transfer_needs_a_decode_side(self):
+        rec = self.recorder()
+        rec.arrive("x", 5)
+        with self.assertRaisesRegex(trace.TraceError, "decode_side=True"):
+            rec.transfer("x")
+        with self.assertRaisesRegex(trace.TraceError, "never arrived"):
+            rec.read(["nobody"])
+        rec.discard()
+
     def test_steps_numbered_in_arrival_order(self):
         with self.recorder() as rec:
             rec.arrive("b", 5)
