@@ -126,7 +126,7 @@ var EagerHotPerLaunch = struct {
 // LayoutGroups are a layout kind's groups for plugin d: the setup's
 // layouts d declares, each built at the setup's head dim and page size
 // (a matrix lists layouts for all its plugins, and bf16scatter has no
-// fp8); "all" is every built-in layout d declares.
+// fp8); "all" and "engines" are the groups of GroupNames.
 func LayoutGroups(d *plugin.Description, s BenchSetup) ([]BenchGroup, error) {
 	declared := map[string]bool{}
 	for _, g := range d.Layouts {
@@ -134,15 +134,16 @@ func LayoutGroups(d *plugin.Description, s BenchSetup) ([]BenchGroup, error) {
 	}
 	var names []string
 	for _, n := range s.Layouts {
-		if n != "all" {
-			if declared[n] && !slices.Contains(names, n) {
-				names = append(names, n)
+		group, ok := GroupNames(d, n)
+		if !ok {
+			group = nil
+			if declared[n] {
+				group = []string{n}
 			}
-			continue
 		}
-		for _, g := range d.Layouts {
-			if layout.Describe(g.Layout) != "" && !slices.Contains(names, g.Layout) {
-				names = append(names, g.Layout)
+		for _, g := range group {
+			if !slices.Contains(names, g) {
+				names = append(names, g)
 			}
 		}
 	}

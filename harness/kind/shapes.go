@@ -35,7 +35,7 @@ func (p Params) Spaces(ctx context.Context, s *Session, layouts []*layout.Layout
 		if _, ok := sh.spaces[l.Name]; ok {
 			continue
 		}
-		sp, err := target.Accepted(ctx, s.Plugin, p.Variant, l, dims, pages)
+		sp, err := target.Accepted(ctx, s.Plugin, p.Variant, l, dims, pages, p.Draw.HeadCounts())
 		if err != nil {
 			return nil, err
 		}
@@ -54,10 +54,10 @@ func (sh *Shapes) Row(ctx context.Context, s *Session, p Params, l *layout.Layou
 	out := l
 	if sp, ok := sh.spaces[l.Name]; ok && !sp.Empty() {
 		x := sp.Draw(workload.RowRand(p.Seed, l.Name, k), k)
-		for _, try := range []workload.Shape{x, {HeadDim: x.HeadDim, PageSize: l.PageSize}} {
-			r, err := l.Reshaped(try.HeadDim, try.PageSize)
+		for _, try := range []workload.Shape{x, {Heads: x.Heads, HeadDim: x.HeadDim, PageSize: l.PageSize}} {
+			r, err := l.ReshapedHeads(try.Heads, try.HeadDim, try.PageSize)
 			if err != nil {
-				return nil, err
+				continue // a pair the layout cannot take (its axes were asked one at a time)
 			}
 			if ok, err := listed(ctx, s, p.Variant, r); err != nil {
 				return nil, err
@@ -71,9 +71,10 @@ func (sh *Shapes) Row(ctx context.Context, s *Session, p Params, l *layout.Layou
 	return out, nil
 }
 
-// listed reports whether the plugin's Describe at l's shape lists l.
+// listed reports whether the plugin's Describe at l's shape (its heads
+// too) lists l.
 func listed(ctx context.Context, s *Session, variant string, l *layout.Layout) (bool, error) {
-	d, err := s.Plugin.Describe(ctx, plugin.Query{Variant: variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
+	d, err := s.Plugin.Describe(ctx, target.QueryFor(variant, l))
 	if err != nil {
 		return false, err
 	}
@@ -81,13 +82,23 @@ func listed(ctx context.Context, s *Session, variant string, l *layout.Layout) (
 }
 
 func (sh *Shapes) note(l *layout.Layout) {
-	x := workload.Shape{HeadDim: l.HeadDim, PageSize: l.PageSize}.String()
+	x := ShapeOf(l).String()
 	if !slices.Contains(sh.names, l.Name) {
 		sh.names = append(sh.names, l.Name)
 	}
 	if !slices.Contains(sh.took[l.Name], x) {
 		sh.took[l.Name] = append(sh.took[l.Name], x)
 	}
+}
+
+// ShapeOf is layout l's shape: its heads (when several), head dim and
+// page size.
+func ShapeOf(l *layout.Layout) workload.Shape {
+	x := workload.Shape{HeadDim: l.HeadDim, PageSize: l.PageSize}
+	if h := l.NumHeads(); h > 1 {
+		x.Heads = h
+	}
+	return x
 }
 
 // Drawn reports whether the run draws any axis: its table then names each

@@ -92,7 +92,12 @@ func Describe(name string) string {
 
 // FixedHeadDim returns the head dimension a built-in layout requires, or 0
 // when it takes any.
-func FixedHeadDim(name string) int { return builtins[name].fixedDim }
+func FixedHeadDim(name string) int {
+	if m, ok := models[name]; ok {
+		return m.fixedDim
+	}
+	return builtins[name].fixedDim
+}
 
 // BufferBuiltin is Builtin for one buffer of a multi-buffer geometry (the
 // load and pd kinds'), its error naming the buffer so that a bad case

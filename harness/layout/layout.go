@@ -355,6 +355,22 @@ func (l *Layout) ForPool(slots int) (*Layout, error) {
 	return &c, nil
 }
 
+// PageSpans are where pages first..last of a pool of slots slots lie:
+// one span, or, for a layout of several regions placed by the pool's
+// pages (vLLM's K pages, then V pages), one per region.
+func (l *Layout) PageSpans(slots, first, last int) []Span {
+	if len(l.regions) <= 1 {
+		return []Span{{Off: first * l.pageBytes, Len: (last - first + 1) * l.pageBytes}}
+	}
+	pages, at := l.Pages(slots), 0
+	out := make([]Span, 0, len(l.regions))
+	for _, r := range l.regions {
+		out = append(out, Span{Off: at + first*r.pageBytes, Len: (last - first + 1) * r.pageBytes})
+		at += pages * r.pageBytes
+	}
+	return out
+}
+
 // FloorDiv divides rounding toward minus infinity, so that a slot or an
 // offset before the pool base (a -1 slot) lands in page -1.
 func FloorDiv[T ~int | ~int64](a, b T) (q, r T) {

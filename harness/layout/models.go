@@ -94,6 +94,14 @@ func ModelNames() []string {
 	return names
 }
 
+// OneHead reports whether built-in layout name holds one head per token
+// whatever the engine's head count: the layouts of planes, MLA's latent
+// cache, the DSA indexer.
+func OneHead(name string) bool {
+	m, ok := models[name]
+	return !ok || m.onlyHeads == 1
+}
+
 // BuiltinDims returns the named built-in layout for the given heads, head
 // dimension and page size (zero: the layout's default). The layouts of
 // planes take one head.
@@ -101,7 +109,7 @@ func BuiltinDims(name string, d Dims) (*Layout, error) {
 	m, ok := models[name]
 	if !ok {
 		if _, old := builtins[name]; old && d.Heads > 1 {
-			return nil, fmt.Errorf("%w: layout %q has one head per token, not %d; the engines' caches of several heads are %v", ErrInvalid, name, d.Heads, ModelNames())
+			return nil, fmt.Errorf("%w: layout %q has one head per token, not %d; give no head count, or use one of the engines' caches of several heads: %v", ErrInvalid, name, d.Heads, ModelNames())
 		}
 		return Builtin(name, d.HeadDim, d.PageSize)
 	}

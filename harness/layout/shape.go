@@ -28,7 +28,27 @@ func fixedDim(name string) int {
 // (see HeadDims; an engine cache's multiples) is an error naming it. The
 // result is bound to no pool (see ForPool).
 func (l *Layout) Reshaped(headDim, pageSize int) (*Layout, error) {
-	if headDim == l.HeadDim && pageSize == l.PageSize {
+	return l.ReshapedHeads(0, headDim, pageSize)
+}
+
+// TakesHeads reports whether l can be reshaped to other head counts: a
+// built-in engine cache of several heads per token.
+func (l *Layout) TakesHeads() bool {
+	return l.builtin && !OneHead(l.Name)
+}
+
+// ReshapedHeads is Reshaped at heads KV heads per token too (0: l's
+// own); a layout that does not take other counts (see TakesHeads) keeps
+// its own and refuses another.
+func (l *Layout) ReshapedHeads(heads, headDim, pageSize int) (*Layout, error) {
+	own := max(l.Heads, 1)
+	if heads == 0 {
+		heads = own
+	}
+	if heads != own && !l.TakesHeads() {
+		return nil, fmt.Errorf("%w: layout %q has %d head per token, not %d", ErrInvalid, l.Name, own, heads)
+	}
+	if heads == own && headDim == l.HeadDim && pageSize == l.PageSize {
 		return l, nil
 	}
 	if dims := l.HeadDims(); dims != nil && headDim != l.HeadDim {
@@ -42,7 +62,7 @@ func (l *Layout) Reshaped(headDim, pageSize int) (*Layout, error) {
 		}
 		return c, nil
 	}
-	b, err := BuiltinDims(l.Name, Dims{Heads: max(l.Heads, 1), HeadDim: headDim, PageSize: pageSize})
+	b, err := BuiltinDims(l.Name, Dims{Heads: heads, HeadDim: headDim, PageSize: pageSize})
 	if err != nil {
 		return nil, err
 	}

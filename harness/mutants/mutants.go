@@ -10,6 +10,7 @@ package mutants
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/kind"
@@ -31,6 +32,13 @@ type Subject struct {
 	Variant      string          // "" for the plugin as shipped
 	Doc          string
 	Mutant       bool // must be killed; otherwise a control that must pass
+	// Layouts are the layouts a variant is checked on instead of the
+	// run's: where its bug lives (plugin.Variant.Layouts); nil: the run's.
+	Layouts []string
+	// Also are the layouts a control is checked on beside the run's:
+	// every layout a variant of its kernel names, so that each layout a
+	// mutant dies on has a control passing there.
+	Also []string
 }
 
 // Result is a subject's fate.
@@ -90,7 +98,23 @@ func Subjects(name string, d *plugin.Description) []Subject {
 		if k == "" && len(d.Kernels) > 0 { // a plugin built before the SDKs named every variant's kernel
 			k = d.Kernels[0]
 		}
-		out = append(out, Subject{Plugin: name, Name: d.Name, Kernel: protocol.Kernel(k), Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct})
+		out = append(out, Subject{Plugin: name, Name: d.Name, Kernel: protocol.Kernel(k), Variant: v.Name, Doc: v.Doc, Mutant: !v.Correct,
+			Layouts: v.Layouts})
+	}
+	for i, c := range out[:len(d.Kernels)] {
+		if c.Mutant {
+			continue // a reference bug's build: no control
+		}
+		for _, s := range out[len(d.Kernels):] {
+			if s.Kernel != c.Kernel {
+				continue
+			}
+			for _, l := range s.Layouts {
+				if !slices.Contains(out[i].Also, l) {
+					out[i].Also = append(out[i].Also, l)
+				}
+			}
+		}
 	}
 	return out
 }

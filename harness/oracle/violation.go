@@ -141,6 +141,9 @@ type Declared struct {
 	// SlotBits is the width of the slot indices a store reads: 64 or 32
 	// (0 where nothing was declared, which means 64).
 	SlotBits int
+	// PadPolicy is what the kernel declares it leaves in pad bytes, over
+	// the layout's policy; "" where it declared none.
+	PadPolicy layout.PadPolicy
 }
 
 // Clip keeps at most MaxShown bytes of b: what a violation shows.

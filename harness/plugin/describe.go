@@ -18,6 +18,7 @@ import (
 type Query struct {
 	Variant           string
 	HeadDim, PageSize int
+	Heads             int // KV heads per token; 0 means 1
 }
 
 // Description is what a plugin says of itself (its Describe answer), in
@@ -68,6 +69,9 @@ type Geometry struct {
 	BytesPerPage  int
 	Recipe        *layout.Recipe
 	RecipeErr     error
+	// PadPolicy is what the kernel leaves in the layout's pad bytes, over
+	// the layout's own policy; "" when it declares none.
+	PadPolicy layout.PadPolicy `json:",omitempty"`
 }
 
 // Variant is a named build of the plugin's kernel: Kernel is the kind it
@@ -77,6 +81,9 @@ type Variant struct {
 	Name, Doc string
 	Correct   bool
 	Kernel    protocol.Kernel
+	// Layouts are where the variant's bug lives (sdk.Variant.Layouts);
+	// nil: the run's layouts.
+	Layouts []string `json:",omitempty"`
 }
 
 // Serves reports whether the plugin serves kind k.
@@ -95,7 +102,7 @@ func (p *Plugin) Describe(ctx context.Context, q Query) (*Description, error) {
 	if d, ok := p.described[q]; ok {
 		return d, nil
 	}
-	req := &kvpb.DescribeRequest{Variant: q.Variant, HeadDim: uint32(q.HeadDim), PageSize: uint32(q.PageSize)}
+	req := &kvpb.DescribeRequest{Variant: q.Variant, HeadDim: uint32(q.HeadDim), PageSize: uint32(q.PageSize), Heads: uint32(q.Heads)}
 	resp, err := Call(ctx, p, "Describe", p.base.Describe, req)
 	if err != nil {
 		return nil, err
@@ -121,11 +128,11 @@ func describedAs(r *kvpb.DescribeResponse) *Description {
 	for _, g := range r.Layouts {
 		recipe, err := wire.RecipeFromProto(g.Recipe)
 		d.Layouts = append(d.Layouts, Geometry{Layout: g.Layout, BytesPerToken: int(g.BytesPerToken),
-			BytesPerPage: int(g.BytesPerPage), Recipe: recipe, RecipeErr: err})
+			BytesPerPage: int(g.BytesPerPage), Recipe: recipe, RecipeErr: err, PadPolicy: wire.PadPolicyFromProto(g.PadPolicy)})
 	}
 	for _, v := range r.Variants {
 		d.Variants = append(d.Variants, Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct,
-			Kernel: protocol.Kernel(v.Kernel)})
+			Kernel: protocol.Kernel(v.Kernel), Layouts: v.Layouts})
 	}
 	for _, b := range r.Backends {
 		d.Backends = append(d.Backends, protocol.Backend(b))

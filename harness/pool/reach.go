@@ -1,6 +1,9 @@
 package pool
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/workload"
 )
@@ -72,8 +75,11 @@ func LiveWindows(l *layout.Layout, r Region, live workload.Ranges) []Window {
 	for _, rg := range live {
 		first, _ := layout.FloorDiv(rg.Lo, int64(l.PageSize))
 		last, _ := layout.FloorDiv(rg.Hi-1, int64(l.PageSize))
-		ws = append(ws, Window{Off: r.Pool.Off + int(first)*l.PageBytes(), Len: int(last-first+1) * l.PageBytes()})
+		for _, sp := range l.PageSpans(r.Slots, int(first), int(last)) { // each region's pages of them
+			ws = append(ws, Window{Off: r.Pool.Off + sp.Off, Len: sp.Len})
+		}
 	}
+	slices.SortFunc(ws, func(a, b Window) int { return cmp.Compare(a.Off, b.Off) }) // in the arena's order, regions interleaved
 	return ws
 }
 

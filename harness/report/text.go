@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/internal/textsafe"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/harness/workload"
 )
 
 // WriteText prints a run as people read it: the table, the first failure
@@ -56,12 +57,17 @@ func (r *Run) keyValues(row Row) []string {
 	return out
 }
 
-// shapeOf is a row layout's head dim and page size, as D=120 P=16.
+// shapeOf is a row layout's head dim and page size, as D=120 P=16, its
+// heads first when several (H=3 D=128 P=16).
 func shapeOf(row Row) string {
 	if row.Layout == nil {
 		return ""
 	}
-	return fmt.Sprintf("D=%d P=%d", row.Layout.HeadDim, row.Layout.PageSize)
+	x := workload.Shape{HeadDim: row.Layout.HeadDim, PageSize: row.Layout.PageSize}
+	if h := row.Layout.NumHeads(); h > 1 {
+		x.Heads = h
+	}
+	return x.String()
 }
 
 func (r *Run) keyHeads() []string {

@@ -178,3 +178,29 @@ func TestInt32SlotsStoreTheSame(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeHeadsAndPads: a plugin declaring by head count gets the
+// heads asked (one when none is), its pad policy reaches the wire, and a
+// policy the wire cannot carry is refused naming it.
+func TestDescribeHeadsAndPads(t *testing.T) {
+	p := declaringPlugin(&storeRecorder{}, 0)
+	p.GeometryHeads = func(_ string, h, d, pg int) []sdk.Geometry {
+		return []sdk.Geometry{{Layout: "vllm-flash", BytesPerToken: 4 * h * d, BytesPerPage: 4 * h * d * pg},
+			{Layout: "dsv4-main", BytesPerToken: 584, BytesPerPage: 584 * pg, PadPolicy: layout.PadKeep}}
+	}
+	for heads, want := range map[uint32]uint64{0: 4 * 128, 1: 4 * 128, 8: 4 * 8 * 128} {
+		d, err := serve(p).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 16, Heads: heads})
+		must(t, err)
+		if d.Layouts[0].BytesPerToken != want {
+			t.Errorf("heads %d: %d B/token, want %d", heads, d.Layouts[0].BytesPerToken, want)
+		}
+		if got := wire.PadPolicyFromProto(d.Layouts[1].PadPolicy); got != layout.PadKeep || d.Layouts[0].PadPolicy != kvpb.PadPolicy_PAD_POLICY_LAYOUT {
+			t.Errorf("pad policies %v, %v: want the layout's, then keep", d.Layouts[0].PadPolicy, got)
+		}
+	}
+	p.GeometryHeads = func(string, int, int, int) []sdk.Geometry {
+		return []sdk.Geometry{{Layout: "dsv4-main", PadPolicy: "kept"}}
+	}
+	_, err := serve(p).Describe(context.Background(), &kvpb.DescribeRequest{})
+	wantStatus(t, err, codes.FailedPrecondition, "dsv4-main", `pad policy "kept"`)
+}

@@ -20,6 +20,11 @@ type Variant struct {
 	// "transfer", ...); "" is the plugin's first kind. The mutant suite
 	// runs each variant against its kind's properties.
 	Kernel string
+	// Layouts are the layouts the variant's bug lives in, where the
+	// mutant suite checks it instead of the run's (an engine cache's
+	// mistake, on the engine layouts a default run leaves out); nil: the
+	// run's.
+	Layouts []string
 	// SlotBits, when not zero, is the variant's slot index width in place
 	// of the plugin's (Plugin.SlotBits).
 	SlotBits int
@@ -39,6 +44,11 @@ type Geometry struct {
 	// eps 1e-8 that declares nothing fails on tiny rows, and passes once
 	// it declares Recipe{Eps: new(1e-8)}.
 	Recipe *layout.Recipe
+	// PadPolicy is what the kernel leaves in the layout's pad bytes, over
+	// the layout's own policy: layout.PadKeep for a kernel that never
+	// writes them (the harness then checks that it does not), PadZero
+	// for one that zeroes them; "" keeps the layout's.
+	PadPolicy layout.PadPolicy
 }
 
 // Plugin describes a kernel plugin.
@@ -50,6 +60,10 @@ type Plugin struct {
 	// Geometry lists the layouts the kernel supports for a variant, head
 	// dimension and page size.
 	Geometry func(variant string, headDim, pageSize int) []Geometry
+	// GeometryHeads, when set, replaces Geometry for a plugin whose
+	// layouts hold several KV heads per token (the engines' K and V
+	// caches): their bytes per token depend on the head count.
+	GeometryHeads func(variant string, heads, headDim, pageSize int) []Geometry
 	// Kernel is the kernel value: it implements the interfaces of every
 	// kind in Kinds (store.Storer, read.DeviceReader, ...), on host memory,
 	// CUDA memory or both, and optionally DevicePreparer. Describe lists
@@ -93,6 +107,19 @@ type Layout struct {
 	Name     string
 	HeadDim  int
 	PageSize int
+	Heads    int // KV heads per token of each tensor; 1 for a layout of one record per slot
+}
+
+// geometries is what the plugin declares for a variant and layout
+// dimensions.
+func (p *Plugin) geometries(variant string, heads, headDim, pageSize int) []Geometry {
+	if p.GeometryHeads != nil {
+		return p.GeometryHeads(variant, max(heads, 1), headDim, pageSize)
+	}
+	if p.Geometry == nil {
+		return nil
+	}
+	return p.Geometry(variant, headDim, pageSize)
 }
 
 // Pool is one KV-cache pool in the arena.

@@ -62,7 +62,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 	if err := s.KnownVariant(req.Variant); err != nil {
 		return nil, err
 	}
-	if err := s.checkDeclarations(req.Variant, int(req.HeadDim), int(req.PageSize)); err != nil {
+	if err := s.checkDeclarations(req.Variant, int(req.Heads), int(req.HeadDim), int(req.PageSize)); err != nil {
 		return nil, err
 	}
 	resp := &kvpb.DescribeResponse{
@@ -79,7 +79,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		// StoreBatch comes through a doorbell when asked (doorbell.go).
 		Doorbell: s.rings && s.ring != nil,
 	}
-	for _, g := range s.p.Geometry(req.Variant, int(req.HeadDim), int(req.PageSize)) {
+	for _, g := range s.p.geometries(req.Variant, int(req.Heads), int(req.HeadDim), int(req.PageSize)) {
 		resp.Layouts = append(resp.Layouts, geometryProto(g))
 	}
 	for _, v := range s.p.Variants {
@@ -87,7 +87,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		if k == "" && len(resp.Kernels) > 0 {
 			k = resp.Kernels[0]
 		}
-		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: k})
+		resp.Variants = append(resp.Variants, &kvpb.Variant{Name: v.Name, Doc: v.Doc, Correct: v.Correct, Kernel: k, Layouts: v.Layouts})
 	}
 	return resp, nil
 }
@@ -222,7 +222,7 @@ func (s *Server) DeclaredGeometry(variant string, pools []Pool) []*kvpb.Geometry
 	out := make([]*kvpb.Geometry, len(pools))
 	for i, p := range pools {
 		out[i] = &kvpb.Geometry{Layout: p.Layout.Name}
-		for _, g := range pl.Geometry(variant, p.Layout.HeadDim, p.Layout.PageSize) {
+		for _, g := range pl.geometries(variant, p.Layout.Heads, p.Layout.HeadDim, p.Layout.PageSize) {
 			if g.Layout == p.Layout.Name {
 				out[i] = geometryProto(g)
 			}
@@ -234,18 +234,21 @@ func (s *Server) DeclaredGeometry(variant string, pools []Pool) []*kvpb.Geometry
 // geometryProto is a layout's declared geometry and recipe on the wire.
 func geometryProto(g Geometry) *kvpb.Geometry {
 	return &kvpb.Geometry{Layout: g.Layout, BytesPerToken: uint64(g.BytesPerToken), BytesPerPage: uint64(g.BytesPerPage),
-		Recipe: wire.RecipeToProto(g.Recipe)}
+		Recipe: wire.RecipeToProto(g.Recipe), PadPolicy: wire.PadPolicyToProto(g.PadPolicy)}
 }
 
 // checkDeclarations refuses a plugin whose declarations are not ones a
 // harness can honour: a slot width other than 32 or 64, a recipe out of
 // bounds. The plugin's author sees it on the first Describe, naming the
 // field, rather than a harness guessing.
-func (s *Server) checkDeclarations(variant string, headDim, pageSize int) error {
+func (s *Server) checkDeclarations(variant string, heads, headDim, pageSize int) error {
 	if b := s.slotBits(variant); b != 32 && b != 64 {
 		return status.Errorf(codes.FailedPrecondition, "%s declares %d-bit slots: want SlotBits 32 or 64 (0 is 64)", s.p.Name, b)
 	}
-	for _, g := range s.p.Geometry(variant, headDim, pageSize) {
+	for _, g := range s.p.geometries(variant, heads, headDim, pageSize) {
+		if err := wire.CheckPadPolicy(g.PadPolicy); err != nil {
+			return status.Errorf(codes.FailedPrecondition, "%s declares for %s: %v", s.p.Name, g.Layout, err)
+		}
 		if g.Recipe == nil {
 			continue
 		}
@@ -281,7 +284,7 @@ func CheckWindows(req *kvpb.AttachRequest, sizes []int) ([]Pool, Window, error) 
 		}
 		l := p.GetLayout()
 		pools = append(pools, Pool{Name: p.Name, Slots: int(p.Slots), Base: w.Off, Bytes: w.Len, Region: int(p.Pool.Region),
-			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize())},
+			Layout: Layout{Name: l.GetName(), HeadDim: int(l.GetHeadDim()), PageSize: int(l.GetPageSize()), Heads: max(int(l.GetHeads()), 1)},
 			Buffer: poolBuffer(p.GetBuffer())})
 	}
 	staging, err := in(req.Staging)

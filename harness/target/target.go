@@ -147,13 +147,22 @@ func Request(a *arena.Arena, g pool.Geometry, variant string) *kvpb.AttachReques
 		l := r.Layout
 		req.Pools = append(req.Pools, &kvpb.PoolDesc{
 			Name:   r.Name,
-			Layout: &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)},
+			Layout: LayoutRef(l),
 			Slots:  uint64(r.Slots), Pool: window(r.Pool, r.Mem),
 			GuardBefore: window(r.GuardBefore, r.Mem), GuardAfter: window(r.GuardAfter, r.Mem),
 			Buffer: bufferDesc(r.Buffer),
 		})
 	}
 	return req
+}
+
+// LayoutRef names layout l on the wire: its name and dimensions.
+func LayoutRef(l *layout.Layout) *kvpb.LayoutRef {
+	ref := &kvpb.LayoutRef{Name: l.Name, HeadDim: uint32(l.HeadDim), PageSize: uint32(l.PageSize)}
+	if h := l.NumHeads(); h > 1 {
+		ref.Heads = uint32(h)
+	}
+	return ref
 }
 
 // arenaDesc is a region's description on the wire.
@@ -187,7 +196,7 @@ func window(w pool.Window, region int) *kvpb.Window {
 // recipe this harness cannot read, or a slot width other than 32 or 64,
 // is an error naming it.
 func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, variant string, l *layout.Layout) (oracle.Declared, *oracle.Violation, error) {
-	d, err := p.Describe(ctx, plugin.Query{Variant: variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
+	d, err := p.Describe(ctx, QueryFor(variant, l))
 	if err != nil {
 		return oracle.Declared{}, nil, err
 	}
@@ -198,7 +207,7 @@ func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, var
 	if err != nil {
 		return oracle.Declared{}, nil, err
 	}
-	dec := oracle.Declared{BytesPerToken: g.BytesPerToken, PageBytes: g.BytesPerPage, SlotBits: d.SlotBits}
+	dec := oracle.Declared{BytesPerToken: g.BytesPerToken, PageBytes: g.BytesPerPage, SlotBits: d.SlotBits, PadPolicy: g.PadPolicy}
 	if g.Recipe != nil {
 		r := *g.Recipe // the description is cached: each declaration gets its own
 		dec.Recipe = &r
@@ -214,6 +223,15 @@ func Declared(ctx context.Context, p *plugin.Plugin, kernel protocol.Kernel, var
 		return oracle.Declared{}, nil, fmt.Errorf("plugin %s declares %d-bit slots: want slot_bits 32 or 64 (0 is 64)", p.Name, dec.SlotBits)
 	}
 	return dec, GeometryViolation(l, dec), nil
+}
+
+// QueryFor is the Describe that asks for layout l's dimensions.
+func QueryFor(variant string, l *layout.Layout) plugin.Query {
+	q := plugin.Query{Variant: variant, HeadDim: l.HeadDim, PageSize: l.PageSize}
+	if h := l.NumHeads(); h > 1 {
+		q.Heads = h
+	}
+	return q
 }
 
 // Serves returns ErrUnsupported unless d lists the kernel.

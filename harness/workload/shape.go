@@ -11,15 +11,24 @@ import (
 // kernel's address math and vector widths depend on. A run draws a shape
 // per row from what the plugin accepts (a Space), so that a kernel that
 // vectorises by 16 elements with no tail, or bakes a page size into its
-// address math, meets a row it gets wrong. New dimensions (heads) join it
-// as fields and axes of Space.
+// address math, meets a row it gets wrong. Heads is the KV heads per
+// token of a layout of several (the engines' K/V caches; 0 for a layout
+// of one record per slot), so that a kernel that confuses NHD and HND, or
+// strides by a head count it assumed, meets several counts, odd ones too.
 type Shape struct {
+	Heads    int `json:"heads,omitempty"`
 	HeadDim  int `json:"head_dim"`
 	PageSize int `json:"page_size"`
 }
 
-// String is the shape as reports print it: D=120 P=16.
-func (s Shape) String() string { return fmt.Sprintf("D=%d P=%d", s.HeadDim, s.PageSize) }
+// String is the shape as reports print it: D=120 P=16, or H=3 D=128 P=16
+// for a layout of several heads.
+func (s Shape) String() string {
+	if s.Heads > 1 {
+		return fmt.Sprintf("H=%d D=%d P=%d", s.Heads, s.HeadDim, s.PageSize)
+	}
+	return fmt.Sprintf("D=%d P=%d", s.HeadDim, s.PageSize)
+}
 
 // The dimensions serving engines use, and the awkward ones kernels get
 // wrong. Head dims are multiples of 8 (what a layout takes); the awkward
@@ -31,6 +40,11 @@ var (
 	EnginePageSizes = []int{1, 16, 32, 64, 128, 256}
 	AwkwardHeadDims = []int{8, 24, 40, 72, 120, 136, 200}
 )
+
+// HeadCounts are the KV heads per token a run asks a plugin about for a
+// layout of several heads: the counts engines shard to, and the odd ones
+// tensor parallelism leaves (40 heads over 8 ranks: 5).
+var HeadCounts = []int{1, 2, 3, 4, 5, 7, 8, 16}
 
 // HeadDimCandidates is every head dim a run asks a plugin about: the
 // awkward ones, then the engines'.
@@ -47,6 +61,9 @@ func Awkward(headDim int) bool { return headDim%16 != 0 }
 type Space struct {
 	HeadDims  []int
 	PageSizes []int
+	// Heads are the head counts a layout of several heads takes; nil for
+	// a layout of one record per slot, or when the run pins its heads.
+	Heads []int
 }
 
 // Single is the space of one shape.
@@ -57,7 +74,8 @@ func (s Space) Empty() bool { return len(s.HeadDims) == 0 || len(s.PageSizes) ==
 
 // Has reports whether the space holds shape x.
 func (s Space) Has(x Shape) bool {
-	return slices.Contains(s.HeadDims, x.HeadDim) && slices.Contains(s.PageSizes, x.PageSize)
+	return slices.Contains(s.HeadDims, x.HeadDim) && slices.Contains(s.PageSizes, x.PageSize) &&
+		(s.Heads == nil || slices.Contains(s.Heads, max(x.Heads, 1)))
 }
 
 // Draw picks the shape of the k-th row a run checks of one layout. Rows
@@ -91,7 +109,13 @@ func (s Space) Draw(rng *rand.Rand, k int) Shape {
 	default:
 		dim, page = anyDim, anyPage
 	}
-	return Shape{HeadDim: pick(rng, s.HeadDims, dim), PageSize: pick(rng, s.PageSizes, page)}
+	out := Shape{HeadDim: pick(rng, s.HeadDims, dim), PageSize: pick(rng, s.PageSizes, page)}
+	if len(s.Heads) > 0 { // drawn last: a space without heads draws as before
+		odd := func(h int) bool { return h%2 == 1 && h > 1 }
+		many := func(h int) bool { return h > 1 }
+		out.Heads = pick(rng, s.Heads, [](func(int) bool){odd, many, many, many}[k%4])
+	}
+	return out
 }
 
 // pick draws one of the values that want accepts, or any value when none
@@ -119,6 +143,11 @@ func (s Space) Unexplored(headDims, pageSizes []int) string {
 	}
 	if missing := without(pageSizes, s.PageSizes); len(missing) > 0 {
 		parts = append(parts, "page sizes "+ints(missing))
+	}
+	if s.Heads != nil {
+		if missing := without(HeadCounts, s.Heads); len(missing) > 0 {
+			parts = append(parts, "head counts "+ints(missing))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -155,10 +184,19 @@ func RowRand(seed int64, layout string, k int) *rand.Rand {
 
 // Axes says which axes of the geometry a run draws per row; the others
 // keep the run's one value (a flag that pins it).
-type Axes struct{ HeadDim, PageSize bool }
+type Axes struct{ HeadDim, PageSize, Heads bool }
 
 // Any reports whether any axis is drawn.
-func (a Axes) Any() bool { return a.HeadDim || a.PageSize }
+func (a Axes) Any() bool { return a.HeadDim || a.PageSize || a.Heads }
+
+// HeadCounts are the head counts a run asks a plugin about for a layout
+// of several heads: nil when it does not draw them.
+func (a Axes) HeadCounts() []int {
+	if a.Heads {
+		return HeadCounts
+	}
+	return nil
+}
 
 // Candidates are the values a run asks a plugin about on the axes it
 // draws: nil for an axis it does not.

@@ -37,7 +37,7 @@ func TestSpaceDraw(t *testing.T) {
 		}
 	}
 	one := Single(Shape{HeadDim: 128, PageSize: 64})
-	if x := one.Draw(RowRand(1, "bf16", 0), 0); x != (Shape{128, 64}) {
+	if x := one.Draw(RowRand(1, "bf16", 0), 0); x != (Shape{HeadDim: 128, PageSize: 64}) {
 		t.Errorf("a one-shape space drew %v", x)
 	}
 	if RowRand(1, "bf16", 0).Int63() == RowRand(1, "fp8-rows", 0).Int63() {
@@ -82,5 +82,34 @@ func TestRanges(t *testing.T) {
 		if s := rs.Random(rng); !rs.Contains(s) {
 			t.Fatalf("Random gave %d", s)
 		}
+	}
+}
+
+// TestDrawHeads: a space of head counts draws one it holds each row, an
+// odd count above one in turn 0 whenever it holds one, several counts
+// over rows; a space without head counts draws none (a layout of one
+// record per slot), and its head dims and page sizes as before.
+func TestDrawHeads(t *testing.T) {
+	sp := Space{HeadDims: []int{64, 120, 128}, PageSizes: []int{1, 16, 64}, Heads: []int{1, 2, 3, 8}}
+	seen := map[int]bool{}
+	for k := range 40 {
+		x := sp.Draw(RowRand(3, "vllm-flash", k), k)
+		if !sp.Has(x) {
+			t.Fatalf("row %d drew %v, outside the space", k, x)
+		}
+		if k%4 == 0 && x.Heads != 3 {
+			t.Errorf("row %d (turn 0) drew %d heads; want the odd count 3", k, x.Heads)
+		}
+		seen[x.Heads] = true
+		plain := Space{HeadDims: sp.HeadDims, PageSizes: sp.PageSizes}.Draw(RowRand(3, "vllm-flash", k), k)
+		if plain.Heads != 0 || plain.HeadDim != x.HeadDim || plain.PageSize != x.PageSize {
+			t.Errorf("row %d: without heads drew %v; with them %v", k, plain, x)
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("head counts drawn %v: want several", seen)
+	}
+	if s := (Shape{Heads: 3, HeadDim: 128, PageSize: 16}).String(); s != "H=3 D=128 P=16" {
+		t.Errorf("shape prints %q", s)
 	}
 }

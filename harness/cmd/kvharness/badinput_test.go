@@ -178,6 +178,11 @@ var badInputs = []badInput{
 	{[]string{"repro", "$FILE/repro-ok.json", "--kernel", "store"}, "unknown flag --kernel"},
 	{[]string{"repro", "$FILE/repro-ok.json", "--value", "close"}, `--value "close": want recipe or exact`},
 
+	// check and plugins at a head count.
+	{[]string{"check", "--plugin", "fusedstore", "--heads", "-1"}, "--heads -1"},
+	{[]string{"check", "--plugin", "fusedstore", "--layout", "bf16", "--heads", "8"}, `layout "bf16" has one head per token, not 8`},
+	{[]string{"plugins", "--heads", "0"}, "--heads 0: want 1.."},
+
 	// mutants.
 	{[]string{"mutants", "--cases", "0"}, "--cases 0"},
 	{[]string{"mutants", "--cases", "x"}, `--cases "x"`},

@@ -38,6 +38,7 @@ type checkFlags struct {
 	shard                                                                  string // check's alone
 	trace                                                                  string // check's alone: a recorded engine trace (sequence kernels)
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
+	heads                                                                  int
 	stress                                                                 int
 	seed                                                                   int64
 	timeout                                                                time.Duration
@@ -59,7 +60,7 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.plugin, "plugin", "", "bundled plugin name ("+quoteList(plugin.BundledNames())+") or path to a plugin executable")
 	fs.StringVar(&f.variant, "variant", "", "plugin variant (a named mutant) to run")
 	fs.StringVar(&f.kernel, "kernel", "", "kernel to check: "+kernels.Names()+" (default: the plugin's first)")
-	fs.StringVar(&f.layout, "layout", "all", "layout name, or all: every built-in layout the plugin declares")
+	fs.StringVar(&f.layout, "layout", "all", "layout name, or a group: all (the built-in layouts of one record per slot the plugin declares, or its engine caches when it declares none of those) or engines (every engine cache it declares: vllm-flash, flashinfer-nhd, nvfp4-kv, ...)")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
@@ -67,6 +68,7 @@ func (f *checkFlags) register(fs interface {
 	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+kernels.SlotsHelp()+")")
 	fs.IntVar(&f.headDim, "head-dim", layout.DefaultHeadDim, "head dimension D (elements per row); without it each row draws one the plugin accepts, awkward ones (not multiples of 16) favoured")
 	fs.IntVar(&f.pageSize, "page-size", layout.DefaultPageSize, "page size P (tokens per page); without it each row draws one the plugin accepts, page size 1 favoured")
+	fs.IntVar(&f.heads, "heads", 0, "KV heads per token H of the engines' K/V layouts; without it each row draws a count the plugin accepts, odd ones favoured (layouts of one head are left out of a group when above 1)")
 	fs.IntVar(&f.maxCapacity, "max-capacity", 512, "largest batch capacity C drawn")
 	fs.StringVar(&f.results, "results", "kvharness-results", "folder for repro files of failures")
 	fs.DurationVar(&f.timeout, "timeout", plugin.DefaultCallTimeout, "deadline of one plugin call; past it the plugin is killed as hung")
@@ -92,6 +94,8 @@ func (f *checkFlags) validate() error {
 	switch {
 	case f.pageSize < 1 || f.pageSize > 1<<16:
 		return fmt.Errorf("--page-size %d: want 1..65536 tokens", f.pageSize)
+	case f.heads < 0 || f.heads > layout.MaxHeads:
+		return fmt.Errorf("--heads %d: want 1..%d KV heads a token (or none: each row draws)", f.heads, layout.MaxHeads)
 	case f.jobs < 0 || f.jobs > 64:
 		return fmt.Errorf("--jobs %d: want 0 (automatic) to 64", f.jobs)
 	case f.stress < 0 || f.stress > 1000:
@@ -172,7 +176,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	if err := noArgs(fs); err != nil {
 		return e.errorf("%v", err)
 	}
-	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size")}
+	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size"), Heads: !fs.Changed("heads")}
 	if err := f.validate(); err != nil {
 		return e.errorf("%v", err)
 	}
@@ -369,7 +373,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 		return p, none, err
 	}
 	if k.Layouts {
-		layouts, err := kind.Layouts(s.desc, f.layout, f.layoutFile, f.headDim, f.pageSize)
+		layouts, err := kind.LayoutsHeads(s.desc, f.layout, f.layoutFile, f.heads, f.headDim, f.pageSize)
 		if err != nil {
 			return p, none, err
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kvharness/kvharness/harness/kernels"
+	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/plugin"
 )
@@ -64,7 +65,7 @@ func flagValues() map[string][]string {
 	}
 	return map[string][]string{
 		"--plugin":  plugin.BundledNames(),
-		"--layout":  append(layout.Names(), "all"),
+		"--layout":  append(append(layout.Names(), layout.ModelNames()...), kind.Groups...),
 		"--padding": {"none", "count", "sink", "minus1", "all"},
 		"--backend": {"auto", "cpu", "cuda"},
 		"--kernel":  kinds,

@@ -60,7 +60,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	}
 	start := time.Now()
 	g := progressOn(e, "mutants", "subjects")
-	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true}
+	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true, Heads: true}
 	cfg.Far = cfg.Slots == 0
 	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
 		skipUnserved: !fs.Changed("plugin")}
@@ -333,7 +333,56 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}
 	defer sess.close()
-	return mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts)), true, nil
+	var also []*layout.Layout
+	if k.Layouts {
+		if layouts, also, err = subjectLayouts(sess, s, cfg, layouts); err != nil {
+			return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
+		}
+	}
+	return mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts, also)), true, nil
+}
+
+// subjectLayouts are the layouts subject s is checked on: those its
+// variant names instead of the run's, or the run's and, as also, those a
+// control checks beside them (mutants.Subject), each at the run's head
+// dim and page size (its fixed head dim for one that has one).
+func subjectLayouts(sess *session, s mutants.Subject, cfg mutants.Config, run []*layout.Layout) (layouts, also []*layout.Layout, err error) {
+	build := func(names []string) ([]*layout.Layout, error) {
+		var out []*layout.Layout
+		for _, n := range names {
+			if slices.ContainsFunc(run, func(l *layout.Layout) bool { return l.Name == n }) && len(s.Layouts) == 0 {
+				continue // a control checks it among the run's
+			}
+			ls, err := sess.layouts(n, "", cfg.HeadDim, cfg.PageSize)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ls...)
+		}
+		return out, nil
+	}
+	if len(s.Layouts) > 0 {
+		layouts, err = build(s.Layouts)
+		return layouts, nil, err
+	}
+	also, err = build(s.Also)
+	return run, also, err
+}
+
+// alsoCases is the most cases a row a control checks only for its
+// mutants' sake (Subject.Also: the engine caches) gets: more than the
+// first round a mutant dies in (20), where a row of an engine cache of
+// several heads costs what twenty of the run's own do.
+const alsoCases = 50
+
+// firstFailed is the run's first failing row.
+func firstFailed(run *report.Run) (report.Row, bool) {
+	for _, r := range run.Rows {
+		if r.Failure != nil {
+			return r, true
+		}
+	}
+	return report.Row{}, false
 }
 
 // subjectLine is a finished subject in one line, as it streams above the
@@ -359,7 +408,7 @@ func subjectLine(r mutants.Result) string {
 
 // suiteFor is the subject's kernel's properties on its session, stopping
 // at the first failure.
-func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout) mutants.SuiteFunc {
+func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts, also []*layout.Layout) mutants.SuiteFunc {
 	setup := c.Setup
 	if setup.Slots == 0 {
 		setup.Slots = k.PoolSlots(c.Backend.Place(), c.PageSize)
@@ -368,6 +417,18 @@ func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, 
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {
 		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Setup: setup,
 			Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
-		return k.Check(ctx, sess.kind(s.Plugin), p)
+		run, err := k.Check(ctx, sess.kind(s.Plugin), p)
+		if err != nil || run.Err != nil || len(also) == 0 {
+			return run, err
+		}
+		if _, failed := firstFailed(run); failed {
+			return run, nil
+		}
+		p.Layouts, p.Cases = also, min(cases, alsoCases)
+		more, err := k.Check(ctx, sess.kind(s.Plugin), p)
+		if more != nil {
+			run.Rows, run.Err = append(run.Rows, more.Rows...), more.Err
+		}
+		return run, err
 	}
 }

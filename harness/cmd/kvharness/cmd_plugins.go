@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/kernels"
@@ -25,6 +29,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	kernel := fs.String("kernel", "", "list only the plugins that serve this kernel: "+kernels.Names())
 	headDim := fs.Int("head-dim", layout.DefaultHeadDim, "head dimension to ask geometry for")
 	pageSize := fs.Int("page-size", layout.DefaultPageSize, "page size to ask geometry for")
+	heads := fs.Int("heads", 1, "KV heads per token to ask the engines' K/V layouts' geometry for")
 	asJSON := fs.Bool("json", false, "print JSON")
 	sums := fs.Bool("sha256", false, "print each plugin's SHA-256 (of its script for a command plugin), for --plugin-sha256")
 	if code, ok := parse(fs, args); !ok {
@@ -39,6 +44,9 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if *pageSize < 1 || *pageSize > 1<<16 {
 		return e.errorf("plugins: --page-size %d: want 1..65536 tokens", *pageSize)
 	}
+	if *heads < 1 || *heads > layout.MaxHeads {
+		return e.errorf("plugins: --heads %d: want 1..%d", *heads, layout.MaxHeads)
+	}
 	if *kernel != "" {
 		if _, err := kernels.Lookup(protocol.Kernel(*kernel)); err != nil {
 			return e.errorf("plugins: --kernel %q: want one of %s", *kernel, kernels.Names())
@@ -51,7 +59,7 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 	if *sums {
 		return printSums(e, listed)
 	}
-	descs, err := describeAll(ctx, listed, *headDim, *pageSize)
+	descs, err := describeAll(ctx, listed, layout.Dims{Heads: *heads, HeadDim: *headDim, PageSize: *pageSize})
 	if err != nil {
 		return e.errorf("%v", err)
 	}
@@ -61,19 +69,20 @@ func runPlugins(ctx context.Context, e *env, args []string) int {
 			shown = append(shown, d)
 		}
 	}
+	dims := layout.Dims{Heads: *heads, HeadDim: *headDim, PageSize: *pageSize}
 	if *asJSON {
 		out := make([]*plugin.Description, len(shown))
 		for i, d := range shown {
 			out[i] = d.desc
 		}
-		writeJSON(e, out)
+		writeJSON(e, withLayouts(out, dims))
 		return exitPass
 	}
 	for i, d := range shown {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		writeDescription(e, d.desc, *headDim, *pageSize, roleNote(d.arg))
+		writeDescription(e, d.desc, dims, roleNote(d.arg))
 	}
 	if pyNote != "" {
 		fmt.Fprintf(e.stdout, "\n%s\n", pyNote)
@@ -131,7 +140,7 @@ type described struct {
 
 // describeAll starts and describes the plugins a few at a time, the
 // listing in their order; the first error, by that order, stops it.
-func describeAll(ctx context.Context, names []string, headDim, pageSize int) ([]described, error) {
+func describeAll(ctx context.Context, names []string, dims layout.Dims) ([]described, error) {
 	out := make([]described, len(names))
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, 4)
@@ -142,13 +151,17 @@ func describeAll(ctx context.Context, names []string, headDim, pageSize int) ([]
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s, err := open(ctx, n, "", headDim, pageSize, plugin.DefaultCallTimeout)
+			s, err := open(ctx, n, "", dims.HeadDim, dims.PageSize, plugin.DefaultCallTimeout)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			out[i] = described{arg: n, desc: s.desc}
-			s.close()
+			defer s.close()
+			d := s.desc
+			if dims.Heads > 1 {
+				d, err = s.plugin.Describe(ctx, plugin.Query{HeadDim: dims.HeadDim, PageSize: dims.PageSize, Heads: dims.Heads})
+			}
+			out[i], errs[i] = described{arg: n, desc: d}, err
 		}()
 	}
 	wg.Wait()
@@ -175,9 +188,70 @@ func roleNote(arg string) string {
 	return "run it: --plugin " + shellQuote(arg)
 }
 
-// writeDescription prints what a plugin declares; note, when not empty,
-// is a line under its name (what it is for, how to name it).
-func writeDescription(e *env, d *plugin.Description, headDim, pageSize int, note string) {
+// describedJSON is a plugin's description as plugins --json prints it
+// (the plugin's own answer) with, as layout_models, the layout each
+// engine cache it declares stands for, in the layout file form (the
+// placements as shape:stride maps).
+type describedJSON struct {
+	*plugin.Description
+	LayoutModels []json.RawMessage
+}
+
+// MarshalJSON is the description's object with layout_models last.
+func (d describedJSON) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(d.Description)
+	if err != nil || len(d.LayoutModels) == 0 {
+		return b, err
+	}
+	models, err := json.Marshal(d.LayoutModels)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("plugin %s: its description is no JSON object", d.Name)
+	}
+	sep := ","
+	if len(b) == 2 {
+		sep = ""
+	}
+	return append(append(b[:len(b)-1], sep+`"layout_models":`...), append(models, '}')...), nil
+}
+
+// withLayouts adds to each description the engine layouts it declares,
+// built at dims.
+func withLayouts(descs []*plugin.Description, dims layout.Dims) []describedJSON {
+	out := make([]describedJSON, len(descs))
+	for i, d := range descs {
+		out[i].Description = d
+		for _, g := range d.Layouts {
+			if !slices.Contains(layout.ModelNames(), g.Layout) {
+				continue // the layouts of planes: the check golden's JSON
+			}
+			if l, err := builtinAt(g.Layout, dims); err == nil {
+				out[i].LayoutModels = append(out[i].LayoutModels, l.JSON())
+			}
+		}
+	}
+	return out
+}
+
+// builtinAt is the built-in layout name at dims, a layout of one head or
+// of a fixed head dim taking its own.
+func builtinAt(name string, dims layout.Dims) (*layout.Layout, error) {
+	if fixed := layout.FixedHeadDim(name); fixed != 0 && dims.HeadDim == layout.DefaultHeadDim {
+		dims.HeadDim = fixed // as check and mutants run it (kind.Layouts)
+	}
+	if layout.OneHead(name) {
+		dims.Heads = 0
+	}
+	return layout.BuiltinDims(name, dims)
+}
+
+// writeDescription prints what a plugin declares at dims; note, when not
+// empty, is a line under its name (what it is for, how to name it).
+func writeDescription(e *env, d *plugin.Description, dims layout.Dims, note string) {
+	headDim, pageSize := dims.HeadDim, dims.PageSize
 	w := e.stdout
 	fmt.Fprintf(w, "%s %s: %s\n", d.Name, d.Version, d.Doc)
 	if note != "" {
@@ -189,11 +263,7 @@ func writeDescription(e *env, d *plugin.Description, headDim, pageSize int, note
 		fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	}
 	for _, g := range d.Layouts {
-		dim := headDim
-		if fixed := layout.FixedHeadDim(g.Layout); fixed != 0 && dim == layout.DefaultHeadDim {
-			dim = fixed // as check and mutants run it (kind.Layouts)
-		}
-		l, lerr := layout.Builtin(g.Layout, dim, pageSize)
+		l, lerr := builtinAt(g.Layout, dims)
 		mark := ""
 		if lerr == nil && (l.BytesPerToken() != g.BytesPerToken || l.PageBytes() != g.BytesPerPage) {
 			mark = fmt.Sprintf("  ≠ layout's %d B/token, %d B/page", l.BytesPerToken(), l.PageBytes())
@@ -202,6 +272,9 @@ func writeDescription(e *env, d *plugin.Description, headDim, pageSize int, note
 		if r := recipeLine(g, l); r != "" {
 			fmt.Fprintf(w, "      recipe %s\n", r)
 		}
+		if g.PadPolicy != "" {
+			fmt.Fprintf(w, "      pads %s (declared, over the layout's)\n", g.PadPolicy)
+		}
 	}
 	if len(d.Variants) == 0 {
 		return
@@ -209,6 +282,9 @@ func writeDescription(e *env, d *plugin.Description, headDim, pageSize int, note
 	fmt.Fprintf(w, "  variants:\n")
 	for _, v := range d.Variants {
 		fmt.Fprintf(w, "    %-26s %s\n", v.Name, v.Doc)
+		if len(v.Layouts) > 0 {
+			fmt.Fprintf(w, "    %-26s (mutants checks it on %s)\n", "", strings.Join(v.Layouts, ", "))
+		}
 	}
 }
 

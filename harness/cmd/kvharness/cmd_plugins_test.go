@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,6 +69,47 @@ func TestPluginTypo(t *testing.T) {
 		code, out, errOut := runCLI(t, "check", "--plugin", arg)
 		if code != exitError || out != "" || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("check --plugin %s: exit %d, stdout %q, stderr %q; want one line with %q", arg, code, out, errOut, want)
+		}
+	}
+}
+
+// TestPluginsJSONLayoutModels: plugins --json at a head count prints, for
+// each engine cache the plugin declares there, the layout it stands for
+// in the layout file form, at that count; the caches of one head are
+// declared (and printed) at one head.
+func TestPluginsJSONLayoutModels(t *testing.T) {
+	for _, heads := range []int{1, 4} {
+		code, stdout, stderr := runCLI(t, "plugins", "--plugin", "fusedstore", "--json", "--heads", strconv.Itoa(heads))
+		if code != exitPass {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var out []struct {
+			LayoutModels []struct {
+				Name  string `json:"name"`
+				Heads int    `json:"heads"`
+			} `json:"layout_models"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out) != 1 {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		got := map[string]int{}
+		for _, m := range out[0].LayoutModels {
+			got[m.Name] = m.Heads
+		}
+		for _, n := range layout.ModelNames() {
+			h, listed := got[n]
+			switch {
+			case layout.OneHead(n) && heads > 1:
+				if listed {
+					t.Errorf("heads %d: %s (one head a token) listed", heads, n)
+				}
+			case layout.OneHead(n) || heads == 1:
+				if !listed || h != 0 {
+					t.Errorf("heads %d: %s: heads %d (listed %v); want none said", heads, n, h, listed)
+				}
+			case !listed || h != heads:
+				t.Errorf("heads %d: %s: heads %d (listed %v)", heads, n, h, listed)
+			}
 		}
 	}
 }

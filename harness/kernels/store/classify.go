@@ -419,6 +419,14 @@ func (v *classifier) missing(row int) {
 // the last inside the pool.
 func (v *classifier) ownerAt(off int) (layout.Owner, bool) {
 	l := v.sc.Layout
+	if len(l.Regions) > 1 {
+		// Regions placed by the pool's pages (vLLM's V pages after every
+		// K page): the pool is no repetition of one page.
+		if off < 0 {
+			return layout.Owner{}, false
+		}
+		return l.Locate(off, v.sc.Region.Slots)
+	}
 	page, r := layout.FloorDiv(off, l.PageBytes())
 	o, ok := l.Locate(r, l.PageSize)
 	if !ok {

@@ -28,6 +28,7 @@ type classifier struct {
 	judged    judgement              // value judgement's findings and verdicts (value.go)
 	out       []oracle.Violation
 	run       *oracle.Violation
+	starts    []int // starts[i] is where delta window i's bytes begin in delta.Bytes
 }
 
 // got returns the bytes of window w (pool offsets) after the run.
@@ -35,10 +36,19 @@ func (v *classifier) got(w pool.Window) []byte {
 	out := v.sc.Region.Background(v.sc.Seed, w.Off, w.Len)
 	ws := v.delta.Windows
 	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
-	start := 0
-	for j := 0; j < i; j++ {
-		start += ws[j].Len
+	if i == len(ws) || ws[i].Off >= w.End() {
+		return out
 	}
+	if v.starts == nil {
+		// An engine layout's footprint is a thousand spans a row (vLLM's
+		// paged V: two bytes a head element): summing the windows
+		// before each one's would be quadratic in the case.
+		v.starts = make([]int, len(ws))
+		for j := 1; j < len(ws); j++ {
+			v.starts[j] = v.starts[j-1] + ws[j-1].Len
+		}
+	}
+	start := v.starts[i]
 	for ; i < len(ws) && ws[i].Off < w.End(); i++ {
 		lo, hi := max(ws[i].Off, w.Off), min(ws[i].End(), w.End())
 		copy(out[lo-w.Off:hi-w.Off], v.delta.Bytes[start+lo-ws[i].Off:])
@@ -51,7 +61,7 @@ func (v *classifier) got(w pool.Window) []byte {
 // the footprints, sorted.
 func (v *classifier) collectValid() []pool.Window {
 	sc := v.sc
-	covered := make([]pool.Window, 0, sc.Case.Valid*len(sc.Layout.Planes))
+	covered := make([]pool.Window, 0, sc.Case.Valid*sc.Layout.NumPieces())
 	for i := range sc.Case.Valid {
 		spans := sc.Layout.Footprint(sc.Case.Loc[i])
 		got := make([][]byte, len(spans))

@@ -111,6 +111,19 @@ var beyondCorpus = map[string]string{
 	"offset-int32":  "needs byte offsets past 2 GiB; the fuzzed pools hold 131,072 slots",
 }
 
+// engineOnly are the engine layouts' mistakes: the fuzz target's layouts
+// are the planes ones, where these variants store correctly.
+// TestEngineMutantsKilled kills each on the layout it concerns.
+func engineOnly(variant string) bool {
+	return slices.ContainsFunc(engineMutants, func(m struct {
+		variant, layout string
+		heads           int
+		padding         Padding
+	}) bool {
+		return m.variant == variant
+	})
+}
+
 // TestSeedsKillEveryMutant: the corpus must hold a case for every bug
 // class, so replaying it against each store mutant (in process, for
 // speed) must fail at least once, and replaying it against the correct
@@ -134,6 +147,9 @@ func TestSeedsKillEveryMutant(t *testing.T) {
 		for _, v := range variants {
 			if why, ok := beyondCorpus[v]; ok {
 				t.Logf("%s variant %q: not replayed: %s", code.Name, v, why)
+				continue
+			}
+			if engineOnly(v) {
 				continue
 			}
 			if killed := replaySeeds(t, code.Name, v); killed != mutant[v] {

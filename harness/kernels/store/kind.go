@@ -100,7 +100,7 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 		l, pad := c.Layout, c.Padding
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
-		key := fmt.Sprintf("%s/D=%d/P=%d", l.Name, l.HeadDim, l.PageSize)
+		key := fmt.Sprintf("%s/%s", l.Name, kind.ShapeOf(l)) // a row's target: its layout at its shape
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
 			Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
 			System: func(t *Target) property.System[*Case, *Result] {

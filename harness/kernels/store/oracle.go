@@ -22,6 +22,8 @@ type Oracle struct {
 	// Mode is how valid rows' values are judged: by the layout's recipes
 	// (the zero value) or bit-exact.
 	Mode layout.Mode
+	// Inputs are the static scales the kernel was given with the rows.
+	Inputs layout.Inputs
 
 	rows      [][]uint16      // input data, per row
 	records   [][][]byte      // reference encoding, per row (padded rows lazily)
@@ -32,13 +34,19 @@ type Oracle struct {
 
 // NewOracle encodes the case's rows with the reference encoder.
 func NewOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared) *Oracle {
-	return buildOracle(l, r, seed, c, d, nil)
+	return buildOracle(l, r, seed, c, d, layout.Inputs{}, nil)
+}
+
+// NewOracleWith is NewOracle for a kernel given static scales besides
+// its rows.
+func NewOracleWith(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared, in layout.Inputs) *Oracle {
+	return buildOracle(l, r, seed, c, d, in, nil)
 }
 
 // buildOracle is NewOracle taking the rows of small seeds from cache, and
 // adding them there, when cache is set.
-func buildOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared, cache *rowCache) *Oracle {
-	sc := &Oracle{Layout: l, Region: r, Seed: seed, Case: c, Declared: d,
+func buildOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, d oracle.Declared, in layout.Inputs, cache *rowCache) *Oracle {
+	sc := &Oracle{Layout: l, Region: r, Seed: seed, Case: c, Declared: d, Inputs: in,
 		rows: make([][]uint16, c.Capacity()), records: make([][][]byte, c.Capacity()),
 		validSlot: make(map[int64]int, c.Valid), padTarget: map[int64][]int{}, cache: cache}
 	sc.prepare()
@@ -61,16 +69,16 @@ func (sc *Oracle) prepare() {
 	c, l := sc.Case, sc.Layout
 	do := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			if e := sc.cache.get(c.Rows[i], l, i < c.Valid); e != nil {
+			if e := sc.cache.get(c.Rows[i], l, sc.Inputs, i < c.Valid); e != nil {
 				sc.rows[i] = e.data
 				if i < c.Valid {
 					sc.records[i] = e.record
 				}
 				continue
 			}
-			sc.rows[i] = c.Rows[i].Data(l.HeadDim)
+			sc.rows[i] = c.Rows[i].Data(l.RowElems())
 			if i < c.Valid {
-				sc.records[i] = l.Encode(sc.rows[i])
+				sc.records[i] = l.EncodeWith(sc.rows[i], sc.Inputs)
 			}
 		}
 	}
@@ -91,10 +99,10 @@ func (sc *Oracle) Rows() [][]uint16 { return sc.rows }
 
 func (sc *Oracle) record(i int) [][]byte {
 	if sc.records[i] == nil {
-		if e := sc.cache.get(sc.Case.Rows[i], sc.Layout, true); e != nil {
+		if e := sc.cache.get(sc.Case.Rows[i], sc.Layout, sc.Inputs, true); e != nil {
 			sc.records[i] = e.record
 		} else {
-			sc.records[i] = sc.Layout.Encode(sc.rows[i])
+			sc.records[i] = sc.Layout.EncodeWith(sc.rows[i], sc.Inputs)
 		}
 	}
 	return sc.records[i]
@@ -122,7 +130,7 @@ type cachedRow struct {
 
 // get is row's entry, with its record when encode is set, or nil when
 // the row is not cached (no cache, or a large seed).
-func (rc *rowCache) get(row workload.Row, l *layout.Layout, encode bool) *cachedRow {
+func (rc *rowCache) get(row workload.Row, l *layout.Layout, in layout.Inputs, encode bool) *cachedRow {
 	if rc == nil || row.Seed >= cachedSeeds {
 		return nil
 	}
@@ -133,11 +141,11 @@ func (rc *rowCache) get(row workload.Row, l *layout.Layout, encode bool) *cached
 	}
 	e := rc.rows[row]
 	if e == nil {
-		e = &cachedRow{data: row.Data(l.HeadDim)}
+		e = &cachedRow{data: row.Data(l.RowElems())}
 		rc.rows[row] = e
 	}
 	if encode && e.record == nil {
-		e.record = l.Encode(e.data)
+		e.record = l.EncodeWith(e.data, in)
 	}
 	return e
 }

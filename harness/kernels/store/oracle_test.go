@@ -228,7 +228,7 @@ func TestCachedRowsAgree(t *testing.T) {
 		want := f.check()
 		var cache rowCache
 		for round := range 2 {
-			sc := buildOracle(f.l, f.region, seed, f.c, f.sc.Declared, &cache)
+			sc := buildOracle(f.l, f.region, seed, f.c, f.sc.Declared, layout.Inputs{}, &cache)
 			if diff := cmp.Diff(f.sc.rows, sc.rows); diff != "" {
 				t.Fatalf("%s round %d: rows differ (-computed +cached):\n%s", name, round, diff)
 			}

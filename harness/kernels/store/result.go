@@ -95,7 +95,7 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 
 // newOracle is c's oracle on the target, judging values in its mode.
 func (t *Target) newOracle(c *Case) *Oracle {
-	sc := buildOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared, &t.rows)
+	sc := buildOracle(t.Layout, t.Region(), uint64(t.Seed), c, t.Declared, t.Inputs, &t.rows)
 	sc.Mode = t.Value
 	return sc
 }

@@ -107,7 +107,7 @@ func (sc *Oracle) pagedAs(pageBytes int) misreading {
 
 func (sc *Oracle) arranged(alt *layout.Layout, name string) misreading {
 	return misreading{name: name, place: func(slot int64, row int) ([]layout.Span, [][]byte) {
-		return alt.Footprint(slot), alt.Encode(sc.rows[row])
+		return alt.Footprint(slot), alt.EncodeWith(sc.rows[row], sc.Inputs)
 	}}
 }
 

@@ -35,6 +35,10 @@ type Config struct {
 	// ahead of the property runner (see ahead.go); 0 keeps only the set
 	// exact checks use, AutoSets as many as the backend affords.
 	Sets int
+	// Inputs are the static scales each store passes its kernel, for a
+	// layout whose fp8 or fp4 fields store none; when the layout has such
+	// fields and Inputs none, the target draws them from Seed (inputs.go).
+	Inputs layout.Inputs
 }
 
 // The pools of a set. All hold the same background, so a case and its
@@ -124,6 +128,12 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		if t.Layout, err = declaredLayout(cfg.Layout, t.Declared, p.Name); err != nil { // value.go
 			return nil, err
 		}
+		if t.Layout, err = t.Layout.ForPool(t.Slots); err != nil { // where a later region (V pages) starts
+			return nil, err
+		}
+		if t.Inputs, err = inputsFor(t.Layout, cfg.Inputs, cfg.Seed); err != nil { // inputs.go
+			return nil, err
+		}
 		if err := checkSlotWidth(t.Declared.SlotBits, t.Slots, p.Name); err != nil { // slots.go
 			return nil, err
 		}
@@ -164,7 +174,7 @@ func rings(ctx context.Context, p *plugin.Plugin, cfg Config, b arena.Backend) b
 		return false
 	}
 	l := cfg.Layout // the request target.Declared made, answered from memory
-	d, err := p.Describe(ctx, plugin.Query{Variant: cfg.Variant, HeadDim: l.HeadDim, PageSize: l.PageSize})
+	d, err := p.Describe(ctx, target.QueryFor(cfg.Variant, l))
 	return err == nil && d.Doorbell
 }
 
@@ -552,7 +562,7 @@ func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(t.index(r)),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
 			RowsOffset: uint64(t.rowsOffset(r.set)), LocOffset: uint64(t.locOffset(r.set)), Graph: t.Graph,
-			SlotBits: uint32(t.Declared.SlotBits)}
+			SlotBits: uint32(t.Declared.SlotBits), RowElems: uint32(t.Layout.RowElems()), Scales: t.scalesProto()}
 	}
 	return reqs
 }

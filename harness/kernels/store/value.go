@@ -55,8 +55,9 @@ type Judgement struct {
 // (a float32 rule for ue8m0 scales, an eps out of bounds, a recipe for a
 // layout without fp8 fields) is an error naming the plugin and layout.
 func declaredLayout(l *layout.Layout, d oracle.Declared, plugin string) (*layout.Layout, error) {
-	if d.Recipe == nil {
-		return l, nil
+	l, err := declaredPads(l, d, plugin)
+	if err != nil || d.Recipe == nil {
+		return l, err
 	}
 	if !l.Quantized() {
 		return nil, fmt.Errorf("plugin %s declares a recipe (%s) for layout %s, which has no fp8 fields: declare none there",
@@ -69,15 +70,30 @@ func declaredLayout(l *layout.Layout, d oracle.Declared, plugin string) (*layout
 	return out, nil
 }
 
+// declaredPads is l with the pad policy the plugin declared over the
+// layout's own: a kernel that never writes pad bytes declares keep and
+// is held to it.
+func declaredPads(l *layout.Layout, d oracle.Declared, plugin string) (*layout.Layout, error) {
+	out, err := l.WithPadPolicy(d.PadPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s declares pad policy %q for layout %s: %w", plugin, d.PadPolicy, l.Name, err)
+	}
+	return out, nil
+}
+
 // judgeRow judges valid row i's footprint (spans, holding got) and
 // returns its wrong bytes: none when the row passes.
 func (v *classifier) judgeRow(i int, spans []layout.Span, got [][]byte) []wrongByte {
 	sc := v.sc
-	if v.asEncoded(got, sc.records[i]) {
+	var kept []layout.Finding
+	if v.keeps() {
+		kept = sc.Layout.JudgeKept(got, v.before(spans))
+	}
+	if len(kept) == 0 && v.asEncoded(got, sc.records[i]) {
 		return nil // the reference encoding: the common case, and it passes
 	}
 	var out []wrongByte
-	for _, f := range sc.Layout.Judge(sc.rows[i], got, sc.Mode) {
+	for _, f := range append(sc.Layout.JudgeWith(sc.rows[i], sc.Inputs, got, sc.Mode), kept...) {
 		k := len(v.judged.findings)
 		v.judged.findings = append(v.judged.findings, rowFinding{row: i, Finding: f})
 		for j, at := range f.Bytes {
@@ -90,6 +106,26 @@ func (v *classifier) judgeRow(i int, spans []layout.Span, got [][]byte) []wrongB
 				v.judged.at[off] = k
 			}
 		}
+	}
+	return out
+}
+
+// keeps reports whether the layout has pad bytes a store must leave as
+// they were.
+func (v *classifier) keeps() bool {
+	for p := range v.sc.Layout.NumPieces() {
+		if len(v.sc.Layout.Kept(p)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// before is what a footprint held before the store: the background.
+func (v *classifier) before(spans []layout.Span) [][]byte {
+	out := make([][]byte, len(spans))
+	for p, sp := range spans {
+		out[p] = v.sc.Region.Background(v.sc.Seed, sp.Off, sp.Len)
 	}
 	return out
 }
@@ -152,7 +188,7 @@ func (v *classifier) holdsRow(slot int64, i int) bool {
 	for p, sp := range spans {
 		got[p] = v.got(pool.Window{Off: sp.Off, Len: sp.Len})
 	}
-	held := len(v.sc.Layout.Judge(v.sc.rows[i], got, v.sc.Mode)) == 0
+	held := len(v.sc.Layout.JudgeWith(v.sc.rows[i], v.sc.Inputs, got, v.sc.Mode)) == 0
 	if v.judged.holds == nil {
 		v.judged.holds = map[slotRow]bool{}
 	}

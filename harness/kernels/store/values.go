@@ -75,9 +75,15 @@ func (v *classifier) scales(slot int64, row int, f layout.Field, g int) (want, g
 		if s.Kind == layout.KindScaleUE8M0 {
 			size = 1
 		}
-		plane, span, _ := l.FieldSpan(s.Name)
+		plane, span, ok := l.FieldSpan(s.Name)
+		rec := v.sc.records[row]
+		if !ok || len(l.Planes) == 0 || plane >= len(rec) || span.Off+(g+1)*size > len(rec[plane]) {
+			// A placed layout's scale (MXFP8's, NVFP4's) is not a span of
+			// one record: the violation goes without decoded values.
+			return 0, 0, false
+		}
 		at := l.Footprint(slot)[plane].Off + span.Off + g*size
-		w := v.sc.records[row][plane][span.Off+g*size : span.Off+(g+1)*size]
+		w := rec[plane][span.Off+g*size : span.Off+(g+1)*size]
 		gb := v.got(pool.Window{Off: at, Len: size})
 		if size == 1 {
 			return math.Ldexp(1, int(w[0])-127), math.Ldexp(1, int(gb[0])-127), true

@@ -18,7 +18,7 @@ import (
 // proof that follows (ahead.go), not here.
 func (t *Target) footprints(r run) []pool.Window {
 	base := t.regionOf(r).Pool.Off
-	ws := make([]pool.Window, 0, r.c.Capacity()*len(t.Layout.Planes))
+	ws := make([]pool.Window, 0, r.c.Capacity()*t.Layout.NumPieces())
 	for _, slot := range r.c.Loc {
 		for _, sp := range t.Layout.Footprint(slot) {
 			ws = append(ws, pool.Window{Off: base + sp.Off, Len: sp.Len})

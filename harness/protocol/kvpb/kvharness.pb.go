@@ -87,6 +87,59 @@ func (Backend) EnumDescriptor() ([]byte, []int) {
 	return file_kvharness_proto_rawDescGZIP(), []int{0}
 }
 
+// PadPolicy is what a store leaves in a layout's pad bytes.
+type PadPolicy int32
+
+const (
+	PadPolicy_PAD_POLICY_LAYOUT PadPolicy = 0 // the layout's own policy (most say: any byte)
+	PadPolicy_PAD_POLICY_ANY    PadPolicy = 1 // pad bytes are don't-care
+	PadPolicy_PAD_POLICY_ZERO   PadPolicy = 2 // the kernel writes zeros there
+	PadPolicy_PAD_POLICY_KEEP   PadPolicy = 3 // the kernel leaves them as they were
+)
+
+// Enum value maps for PadPolicy.
+var (
+	PadPolicy_name = map[int32]string{
+		0: "PAD_POLICY_LAYOUT",
+		1: "PAD_POLICY_ANY",
+		2: "PAD_POLICY_ZERO",
+		3: "PAD_POLICY_KEEP",
+	}
+	PadPolicy_value = map[string]int32{
+		"PAD_POLICY_LAYOUT": 0,
+		"PAD_POLICY_ANY":    1,
+		"PAD_POLICY_ZERO":   2,
+		"PAD_POLICY_KEEP":   3,
+	}
+)
+
+func (x PadPolicy) Enum() *PadPolicy {
+	p := new(PadPolicy)
+	*p = x
+	return p
+}
+
+func (x PadPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PadPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvharness_proto_enumTypes[1].Descriptor()
+}
+
+func (PadPolicy) Type() protoreflect.EnumType {
+	return &file_kvharness_proto_enumTypes[1]
+}
+
+func (x PadPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PadPolicy.Descriptor instead.
+func (PadPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_kvharness_proto_rawDescGZIP(), []int{1}
+}
+
 // ScaleRule is how a group's scale follows from its largest magnitude.
 type ScaleRule int32
 
@@ -121,11 +174,11 @@ func (x ScaleRule) String() string {
 }
 
 func (ScaleRule) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[1].Descriptor()
+	return file_kvharness_proto_enumTypes[2].Descriptor()
 }
 
 func (ScaleRule) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[1]
+	return &file_kvharness_proto_enumTypes[2]
 }
 
 func (x ScaleRule) Number() protoreflect.EnumNumber {
@@ -134,7 +187,7 @@ func (x ScaleRule) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ScaleRule.Descriptor instead.
 func (ScaleRule) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{1}
+	return file_kvharness_proto_rawDescGZIP(), []int{2}
 }
 
 // Quantize is how a value becomes a code given its group's scale.
@@ -168,11 +221,11 @@ func (x Quantize) String() string {
 }
 
 func (Quantize) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[2].Descriptor()
+	return file_kvharness_proto_enumTypes[3].Descriptor()
 }
 
 func (Quantize) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[2]
+	return &file_kvharness_proto_enumTypes[3]
 }
 
 func (x Quantize) Number() protoreflect.EnumNumber {
@@ -181,7 +234,7 @@ func (x Quantize) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Quantize.Descriptor instead.
 func (Quantize) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{2}
+	return file_kvharness_proto_rawDescGZIP(), []int{3}
 }
 
 // Rounding is how x / scale becomes an e4m3 code.
@@ -212,11 +265,11 @@ func (x Rounding) String() string {
 }
 
 func (Rounding) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[3].Descriptor()
+	return file_kvharness_proto_enumTypes[4].Descriptor()
 }
 
 func (Rounding) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[3]
+	return &file_kvharness_proto_enumTypes[4]
 }
 
 func (x Rounding) Number() protoreflect.EnumNumber {
@@ -225,7 +278,7 @@ func (x Rounding) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Rounding.Descriptor instead.
 func (Rounding) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{3}
+	return file_kvharness_proto_rawDescGZIP(), []int{4}
 }
 
 // NonFinite is a kernel's policy for ±Inf and NaN in a valid row.
@@ -265,11 +318,11 @@ func (x NonFinite) String() string {
 }
 
 func (NonFinite) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[4].Descriptor()
+	return file_kvharness_proto_enumTypes[5].Descriptor()
 }
 
 func (NonFinite) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[4]
+	return &file_kvharness_proto_enumTypes[5]
 }
 
 func (x NonFinite) Number() protoreflect.EnumNumber {
@@ -278,7 +331,7 @@ func (x NonFinite) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NonFinite.Descriptor instead.
 func (NonFinite) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{4}
+	return file_kvharness_proto_rawDescGZIP(), []int{5}
 }
 
 // Side is which server of a disaggregated pair a pool belongs to.
@@ -315,11 +368,11 @@ func (x Side) String() string {
 }
 
 func (Side) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[5].Descriptor()
+	return file_kvharness_proto_enumTypes[6].Descriptor()
 }
 
 func (Side) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[5]
+	return &file_kvharness_proto_enumTypes[6]
 }
 
 func (x Side) Number() protoreflect.EnumNumber {
@@ -328,7 +381,7 @@ func (x Side) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Side.Descriptor instead.
 func (Side) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{5}
+	return file_kvharness_proto_rawDescGZIP(), []int{6}
 }
 
 type BenchMode int32
@@ -361,11 +414,11 @@ func (x BenchMode) String() string {
 }
 
 func (BenchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvharness_proto_enumTypes[6].Descriptor()
+	return file_kvharness_proto_enumTypes[7].Descriptor()
 }
 
 func (BenchMode) Type() protoreflect.EnumType {
-	return &file_kvharness_proto_enumTypes[6]
+	return &file_kvharness_proto_enumTypes[7]
 }
 
 func (x BenchMode) Number() protoreflect.EnumNumber {
@@ -374,14 +427,17 @@ func (x BenchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BenchMode.Descriptor instead.
 func (BenchMode) EnumDescriptor() ([]byte, []int) {
-	return file_kvharness_proto_rawDescGZIP(), []int{6}
+	return file_kvharness_proto_rawDescGZIP(), []int{7}
 }
 
 type LayoutRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	HeadDim       uint32                 `protobuf:"varint,2,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
-	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	HeadDim  uint32                 `protobuf:"varint,2,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
+	PageSize uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// heads is the KV heads per token of each tensor (K, V) of an engine
+	// layout; 0 means 1, as every layout of one record per slot has.
+	Heads         uint32 `protobuf:"varint,4,opt,name=heads,proto3" json:"heads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -437,11 +493,19 @@ func (x *LayoutRef) GetPageSize() uint32 {
 	return 0
 }
 
+func (x *LayoutRef) GetHeads() uint32 {
+	if x != nil {
+		return x.Heads
+	}
+	return 0
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Variant       string                 `protobuf:"bytes,1,opt,name=variant,proto3" json:"variant,omitempty"`
 	HeadDim       uint32                 `protobuf:"varint,2,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
 	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	Heads         uint32                 `protobuf:"varint,4,opt,name=heads,proto3" json:"heads,omitempty"` // 0 means 1
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -497,6 +561,13 @@ func (x *DescribeRequest) GetPageSize() uint32 {
 	return 0
 }
 
+func (x *DescribeRequest) GetHeads() uint32 {
+	if x != nil {
+		return x.Heads
+	}
+	return 0
+}
+
 // Geometry is what the plugin's code believes about a layout.
 type Geometry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -505,7 +576,11 @@ type Geometry struct {
 	BytesPerPage  uint64                 `protobuf:"varint,3,opt,name=bytes_per_page,json=bytesPerPage,proto3" json:"bytes_per_page,omitempty"`
 	// recipe is how the kernel quantizes the layout's fp8 fields, when it
 	// has any; unset means the layout's default recipe.
-	Recipe        *Recipe `protobuf:"bytes,4,opt,name=recipe,proto3" json:"recipe,omitempty"`
+	Recipe *Recipe `protobuf:"bytes,4,opt,name=recipe,proto3" json:"recipe,omitempty"`
+	// pad_policy is what the kernel leaves in the layout's pad bytes, over
+	// the layout's own policy: a kernel that never writes them declares
+	// keep, and the harness then holds it to that.
+	PadPolicy     PadPolicy `protobuf:"varint,5,opt,name=pad_policy,json=padPolicy,proto3,enum=kvharness.v1.PadPolicy" json:"pad_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +641,13 @@ func (x *Geometry) GetRecipe() *Recipe {
 		return x.Recipe
 	}
 	return nil
+}
+
+func (x *Geometry) GetPadPolicy() PadPolicy {
+	if x != nil {
+		return x.PadPolicy
+	}
+	return PadPolicy_PAD_POLICY_LAYOUT
 }
 
 // Recipe is a kernel's fp8 arithmetic, declared as its bytes per token are:
@@ -683,7 +765,11 @@ type Variant struct {
 	// against the read properties, where it dies. The SDKs always set it;
 	// the harness reads an empty one (from an older plugin) as the plugin's
 	// first kernel.
-	Kernel        string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	Kernel string `protobuf:"bytes,4,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	// layouts are the layouts a mutant's bug lives in, where the mutant
+	// suite checks it instead of the run's layouts (the engines' caches,
+	// which a default run leaves out); empty: the run's.
+	Layouts       []string `protobuf:"bytes,5,rep,name=layouts,proto3" json:"layouts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -744,6 +830,13 @@ func (x *Variant) GetKernel() string {
 		return x.Kernel
 	}
 	return ""
+}
+
+func (x *Variant) GetLayouts() []string {
+	if x != nil {
+		return x.Layouts
+	}
+	return nil
 }
 
 type DescribeResponse struct {
@@ -1778,20 +1871,24 @@ var File_kvharness_proto protoreflect.FileDescriptor
 
 const file_kvharness_proto_rawDesc = "" +
 	"\n" +
-	"\x0fkvharness.proto\x12\fkvharness.v1\x1a\vstore.proto\"W\n" +
+	"\x0fkvharness.proto\x12\fkvharness.v1\x1a\vstore.proto\"m\n" +
 	"\tLayoutRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\bhead_dim\x18\x02 \x01(\rR\aheadDim\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"c\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x14\n" +
+	"\x05heads\x18\x04 \x01(\rR\x05heads\"y\n" +
 	"\x0fDescribeRequest\x12\x18\n" +
 	"\avariant\x18\x01 \x01(\tR\avariant\x12\x19\n" +
 	"\bhead_dim\x18\x02 \x01(\rR\aheadDim\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\x9e\x01\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x14\n" +
+	"\x05heads\x18\x04 \x01(\rR\x05heads\"\xd6\x01\n" +
 	"\bGeometry\x12\x16\n" +
 	"\x06layout\x18\x01 \x01(\tR\x06layout\x12&\n" +
 	"\x0fbytes_per_token\x18\x02 \x01(\x04R\rbytesPerToken\x12$\n" +
 	"\x0ebytes_per_page\x18\x03 \x01(\x04R\fbytesPerPage\x12,\n" +
-	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\"\xd7\x02\n" +
+	"\x06recipe\x18\x04 \x01(\v2\x14.kvharness.v1.RecipeR\x06recipe\x126\n" +
+	"\n" +
+	"pad_policy\x18\x05 \x01(\x0e2\x17.kvharness.v1.PadPolicyR\tpadPolicy\"\xd7\x02\n" +
 	"\x06Recipe\x12-\n" +
 	"\x05scale\x18\x01 \x01(\x0e2\x17.kvharness.v1.ScaleRuleR\x05scale\x12\x15\n" +
 	"\x03eps\x18\x02 \x01(\x01H\x00R\x03eps\x88\x01\x01\x122\n" +
@@ -1804,12 +1901,13 @@ const file_kvharness_proto_rawDesc = "" +
 	"non_finite\x18\a \x01(\x0e2\x17.kvharness.v1.NonFiniteR\tnonFiniteB\x06\n" +
 	"\x04_epsB\v\n" +
 	"\t_saturateB\r\n" +
-	"\v_scale_ulps\"a\n" +
+	"\v_scale_ulps\"{\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
-	"\x06kernel\x18\x04 \x01(\tR\x06kernel\"\xb8\x03\n" +
+	"\x06kernel\x18\x04 \x01(\tR\x06kernel\x12\x18\n" +
+	"\alayouts\x18\x05 \x03(\tR\alayouts\"\xb8\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1904,7 +2002,12 @@ const file_kvharness_proto_rawDesc = "" +
 	"\aBackend\x12\x17\n" +
 	"\x13BACKEND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vBACKEND_SHM\x10\x01\x12\x10\n" +
-	"\fBACKEND_CUDA\x10\x02*M\n" +
+	"\fBACKEND_CUDA\x10\x02*`\n" +
+	"\tPadPolicy\x12\x15\n" +
+	"\x11PAD_POLICY_LAYOUT\x10\x00\x12\x12\n" +
+	"\x0ePAD_POLICY_ANY\x10\x01\x12\x13\n" +
+	"\x0fPAD_POLICY_ZERO\x10\x02\x12\x13\n" +
+	"\x0fPAD_POLICY_KEEP\x10\x03*M\n" +
 	"\tScaleRule\x12\x16\n" +
 	"\x12SCALE_RULE_DEFAULT\x10\x00\x12\x12\n" +
 	"\x0eSCALE_RULE_F32\x10\x01\x12\x14\n" +
@@ -1944,74 +2047,76 @@ func file_kvharness_proto_rawDescGZIP() []byte {
 	return file_kvharness_proto_rawDescData
 }
 
-var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_kvharness_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_kvharness_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_kvharness_proto_goTypes = []any{
 	(Backend)(0),             // 0: kvharness.v1.Backend
-	(ScaleRule)(0),           // 1: kvharness.v1.ScaleRule
-	(Quantize)(0),            // 2: kvharness.v1.Quantize
-	(Rounding)(0),            // 3: kvharness.v1.Rounding
-	(NonFinite)(0),           // 4: kvharness.v1.NonFinite
-	(Side)(0),                // 5: kvharness.v1.Side
-	(BenchMode)(0),           // 6: kvharness.v1.BenchMode
-	(*LayoutRef)(nil),        // 7: kvharness.v1.LayoutRef
-	(*DescribeRequest)(nil),  // 8: kvharness.v1.DescribeRequest
-	(*Geometry)(nil),         // 9: kvharness.v1.Geometry
-	(*Recipe)(nil),           // 10: kvharness.v1.Recipe
-	(*Variant)(nil),          // 11: kvharness.v1.Variant
-	(*DescribeResponse)(nil), // 12: kvharness.v1.DescribeResponse
-	(*Arena)(nil),            // 13: kvharness.v1.Arena
-	(*Window)(nil),           // 14: kvharness.v1.Window
-	(*PoolDesc)(nil),         // 15: kvharness.v1.PoolDesc
-	(*PoolBuffer)(nil),       // 16: kvharness.v1.PoolBuffer
-	(*AttachRequest)(nil),    // 17: kvharness.v1.AttachRequest
-	(*AttachResponse)(nil),   // 18: kvharness.v1.AttachResponse
-	(*DetachRequest)(nil),    // 19: kvharness.v1.DetachRequest
-	(*DetachResponse)(nil),   // 20: kvharness.v1.DetachResponse
-	(*Descriptor)(nil),       // 21: kvharness.v1.Descriptor
-	(*BenchRequest)(nil),     // 22: kvharness.v1.BenchRequest
-	(*BenchResponse)(nil),    // 23: kvharness.v1.BenchResponse
-	(*StoreRequest)(nil),     // 24: kvharness.v1.StoreRequest
+	(PadPolicy)(0),           // 1: kvharness.v1.PadPolicy
+	(ScaleRule)(0),           // 2: kvharness.v1.ScaleRule
+	(Quantize)(0),            // 3: kvharness.v1.Quantize
+	(Rounding)(0),            // 4: kvharness.v1.Rounding
+	(NonFinite)(0),           // 5: kvharness.v1.NonFinite
+	(Side)(0),                // 6: kvharness.v1.Side
+	(BenchMode)(0),           // 7: kvharness.v1.BenchMode
+	(*LayoutRef)(nil),        // 8: kvharness.v1.LayoutRef
+	(*DescribeRequest)(nil),  // 9: kvharness.v1.DescribeRequest
+	(*Geometry)(nil),         // 10: kvharness.v1.Geometry
+	(*Recipe)(nil),           // 11: kvharness.v1.Recipe
+	(*Variant)(nil),          // 12: kvharness.v1.Variant
+	(*DescribeResponse)(nil), // 13: kvharness.v1.DescribeResponse
+	(*Arena)(nil),            // 14: kvharness.v1.Arena
+	(*Window)(nil),           // 15: kvharness.v1.Window
+	(*PoolDesc)(nil),         // 16: kvharness.v1.PoolDesc
+	(*PoolBuffer)(nil),       // 17: kvharness.v1.PoolBuffer
+	(*AttachRequest)(nil),    // 18: kvharness.v1.AttachRequest
+	(*AttachResponse)(nil),   // 19: kvharness.v1.AttachResponse
+	(*DetachRequest)(nil),    // 20: kvharness.v1.DetachRequest
+	(*DetachResponse)(nil),   // 21: kvharness.v1.DetachResponse
+	(*Descriptor)(nil),       // 22: kvharness.v1.Descriptor
+	(*BenchRequest)(nil),     // 23: kvharness.v1.BenchRequest
+	(*BenchResponse)(nil),    // 24: kvharness.v1.BenchResponse
+	(*StoreRequest)(nil),     // 25: kvharness.v1.StoreRequest
 }
 var file_kvharness_proto_depIdxs = []int32{
-	10, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
-	1,  // 1: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
-	2,  // 2: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
-	3,  // 3: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
-	4,  // 4: kvharness.v1.Recipe.non_finite:type_name -> kvharness.v1.NonFinite
-	9,  // 5: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
-	11, // 6: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
-	0,  // 7: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
-	0,  // 8: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	14, // 9: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
-	7,  // 10: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	14, // 11: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	14, // 12: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	14, // 13: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	16, // 14: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
-	5,  // 15: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
-	13, // 16: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	15, // 17: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	14, // 18: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	13, // 19: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	14, // 20: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	9,  // 21: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	24, // 22: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	6,  // 23: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	24, // 24: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	8,  // 25: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
-	17, // 26: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
-	19, // 27: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
-	22, // 28: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
-	12, // 29: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
-	18, // 30: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
-	20, // 31: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
-	23, // 32: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
-	29, // [29:33] is the sub-list for method output_type
-	25, // [25:29] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	11, // 0: kvharness.v1.Geometry.recipe:type_name -> kvharness.v1.Recipe
+	1,  // 1: kvharness.v1.Geometry.pad_policy:type_name -> kvharness.v1.PadPolicy
+	2,  // 2: kvharness.v1.Recipe.scale:type_name -> kvharness.v1.ScaleRule
+	3,  // 3: kvharness.v1.Recipe.quantize:type_name -> kvharness.v1.Quantize
+	4,  // 4: kvharness.v1.Recipe.rounding:type_name -> kvharness.v1.Rounding
+	5,  // 5: kvharness.v1.Recipe.non_finite:type_name -> kvharness.v1.NonFinite
+	10, // 6: kvharness.v1.DescribeResponse.layouts:type_name -> kvharness.v1.Geometry
+	12, // 7: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
+	0,  // 8: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
+	0,  // 9: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
+	15, // 10: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
+	8,  // 11: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	15, // 12: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	15, // 13: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	15, // 14: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	17, // 15: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
+	6,  // 16: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
+	14, // 17: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	16, // 18: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	15, // 19: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	14, // 20: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	15, // 21: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	10, // 22: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	25, // 23: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	7,  // 24: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	25, // 25: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	9,  // 26: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
+	18, // 27: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
+	20, // 28: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
+	23, // 29: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
+	13, // 30: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
+	19, // 31: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
+	21, // 32: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
+	24, // 33: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }
@@ -2026,7 +2131,7 @@ func file_kvharness_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvharness_proto_rawDesc), len(file_kvharness_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,

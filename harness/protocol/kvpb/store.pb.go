@@ -77,15 +77,23 @@ func (Padding) EnumDescriptor() ([]byte, []int) {
 }
 
 type StoreRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pool          uint32                 `protobuf:"varint,1,opt,name=pool,proto3" json:"pool,omitempty"`         // index into AttachRequest.pools
-	Capacity      uint32                 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"` // rows in staging (the captured batch)
-	Valid         uint32                 `protobuf:"varint,3,opt,name=valid,proto3" json:"valid,omitempty"`       // rows 0..valid-1 are real
-	Padding       Padding                `protobuf:"varint,4,opt,name=padding,proto3,enum=kvharness.v1.Padding" json:"padding,omitempty"`
-	RowsOffset    uint64                 `protobuf:"varint,5,opt,name=rows_offset,json=rowsOffset,proto3" json:"rows_offset,omitempty"` // capacity × head_dim bf16, row-major
-	LocOffset     uint64                 `protobuf:"varint,6,opt,name=loc_offset,json=locOffset,proto3" json:"loc_offset,omitempty"`    // capacity slots, each slot_bits wide
-	Graph         bool                   `protobuf:"varint,7,opt,name=graph,proto3" json:"graph,omitempty"`                             // capture at capacity on first use, then replay
-	SlotBits      uint32                 `protobuf:"varint,8,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`       // 64 (when 0) or 32, as the plugin declared
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Pool       uint32                 `protobuf:"varint,1,opt,name=pool,proto3" json:"pool,omitempty"`         // index into AttachRequest.pools
+	Capacity   uint32                 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"` // rows in staging (the captured batch)
+	Valid      uint32                 `protobuf:"varint,3,opt,name=valid,proto3" json:"valid,omitempty"`       // rows 0..valid-1 are real
+	Padding    Padding                `protobuf:"varint,4,opt,name=padding,proto3,enum=kvharness.v1.Padding" json:"padding,omitempty"`
+	RowsOffset uint64                 `protobuf:"varint,5,opt,name=rows_offset,json=rowsOffset,proto3" json:"rows_offset,omitempty"` // capacity × head_dim bf16, row-major
+	LocOffset  uint64                 `protobuf:"varint,6,opt,name=loc_offset,json=locOffset,proto3" json:"loc_offset,omitempty"`    // capacity slots, each slot_bits wide
+	Graph      bool                   `protobuf:"varint,7,opt,name=graph,proto3" json:"graph,omitempty"`                             // capture at capacity on first use, then replay
+	SlotBits   uint32                 `protobuf:"varint,8,opt,name=slot_bits,json=slotBits,proto3" json:"slot_bits,omitempty"`       // 64 (when 0) or 32, as the plugin declared
+	// row_elems is the elements of one staged row: the layout's tensors
+	// (K then V, or one latent row) of heads × head_dim each, head-major;
+	// 0 means head_dim, a layout of one tensor and one head.
+	RowElems uint32 `protobuf:"varint,9,opt,name=row_elems,json=rowElems,proto3" json:"row_elems,omitempty"`
+	// scales are the static scales of a layout whose fp8 or fp4 fields
+	// store none (vLLM's k_scale and v_scale): a correct kernel stores
+	// code(x / scale). One entry per tensor that has them.
+	Scales        []*TensorScales `protobuf:"bytes,10,rep,name=scales,proto3" json:"scales,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +184,74 @@ func (x *StoreRequest) GetSlotBits() uint32 {
 	return 0
 }
 
+func (x *StoreRequest) GetRowElems() uint32 {
+	if x != nil {
+		return x.RowElems
+	}
+	return 0
+}
+
+func (x *StoreRequest) GetScales() []*TensorScales {
+	if x != nil {
+		return x.Scales
+	}
+	return nil
+}
+
+// TensorScales are one input tensor's static scales: one value, or one
+// per head.
+type TensorScales struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tensor        string                 `protobuf:"bytes,1,opt,name=tensor,proto3" json:"tensor,omitempty"` // the layout's tensor name ("k", "v"; "" for a single tensor)
+	Values        []float32              `protobuf:"fixed32,2,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TensorScales) Reset() {
+	*x = TensorScales{}
+	mi := &file_store_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TensorScales) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TensorScales) ProtoMessage() {}
+
+func (x *TensorScales) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TensorScales.ProtoReflect.Descriptor instead.
+func (*TensorScales) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TensorScales) GetTensor() string {
+	if x != nil {
+		return x.Tensor
+	}
+	return ""
+}
+
+func (x *TensorScales) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type StoreResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -184,7 +260,7 @@ type StoreResponse struct {
 
 func (x *StoreResponse) Reset() {
 	*x = StoreResponse{}
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +272,7 @@ func (x *StoreResponse) String() string {
 func (*StoreResponse) ProtoMessage() {}
 
 func (x *StoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +285,7 @@ func (x *StoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreResponse.ProtoReflect.Descriptor instead.
 func (*StoreResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{1}
+	return file_store_proto_rawDescGZIP(), []int{2}
 }
 
 type StoreBatchRequest struct {
@@ -221,7 +297,7 @@ type StoreBatchRequest struct {
 
 func (x *StoreBatchRequest) Reset() {
 	*x = StoreBatchRequest{}
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +309,7 @@ func (x *StoreBatchRequest) String() string {
 func (*StoreBatchRequest) ProtoMessage() {}
 
 func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +322,7 @@ func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
 func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{2}
+	return file_store_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StoreBatchRequest) GetCalls() []*StoreRequest {
@@ -264,7 +340,7 @@ type StoreBatchResponse struct {
 
 func (x *StoreBatchResponse) Reset() {
 	*x = StoreBatchResponse{}
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +352,7 @@ func (x *StoreBatchResponse) String() string {
 func (*StoreBatchResponse) ProtoMessage() {}
 
 func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,14 +365,14 @@ func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{3}
+	return file_store_proto_rawDescGZIP(), []int{4}
 }
 
 var File_store_proto protoreflect.FileDescriptor
 
 const file_store_proto_rawDesc = "" +
 	"\n" +
-	"\vstore.proto\x12\fkvharness.v1\"\xf8\x01\n" +
+	"\vstore.proto\x12\fkvharness.v1\"\xc9\x02\n" +
 	"\fStoreRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\rR\x04pool\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\rR\bcapacity\x12\x14\n" +
@@ -307,7 +383,13 @@ const file_store_proto_rawDesc = "" +
 	"\n" +
 	"loc_offset\x18\x06 \x01(\x04R\tlocOffset\x12\x14\n" +
 	"\x05graph\x18\a \x01(\bR\x05graph\x12\x1b\n" +
-	"\tslot_bits\x18\b \x01(\rR\bslotBits\"\x0f\n" +
+	"\tslot_bits\x18\b \x01(\rR\bslotBits\x12\x1b\n" +
+	"\trow_elems\x18\t \x01(\rR\browElems\x122\n" +
+	"\x06scales\x18\n" +
+	" \x03(\v2\x1a.kvharness.v1.TensorScalesR\x06scales\">\n" +
+	"\fTensorScales\x12\x16\n" +
+	"\x06tensor\x18\x01 \x01(\tR\x06tensor\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\x02R\x06values\"\x0f\n" +
 	"\rStoreResponse\"E\n" +
 	"\x11StoreBatchRequest\x120\n" +
 	"\x05calls\x18\x01 \x03(\v2\x1a.kvharness.v1.StoreRequestR\x05calls\"\x14\n" +
@@ -335,26 +417,28 @@ func file_store_proto_rawDescGZIP() []byte {
 }
 
 var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_store_proto_goTypes = []any{
 	(Padding)(0),               // 0: kvharness.v1.Padding
 	(*StoreRequest)(nil),       // 1: kvharness.v1.StoreRequest
-	(*StoreResponse)(nil),      // 2: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),  // 3: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil), // 4: kvharness.v1.StoreBatchResponse
+	(*TensorScales)(nil),       // 2: kvharness.v1.TensorScales
+	(*StoreResponse)(nil),      // 3: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),  // 4: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil), // 5: kvharness.v1.StoreBatchResponse
 }
 var file_store_proto_depIdxs = []int32{
 	0, // 0: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	1, // 1: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	1, // 2: kvharness.v1.Store.Store:input_type -> kvharness.v1.StoreRequest
-	3, // 3: kvharness.v1.Store.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	2, // 4: kvharness.v1.Store.Store:output_type -> kvharness.v1.StoreResponse
-	4, // 5: kvharness.v1.Store.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2, // 1: kvharness.v1.StoreRequest.scales:type_name -> kvharness.v1.TensorScales
+	1, // 2: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	1, // 3: kvharness.v1.Store.Store:input_type -> kvharness.v1.StoreRequest
+	4, // 4: kvharness.v1.Store.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	3, // 5: kvharness.v1.Store.Store:output_type -> kvharness.v1.StoreResponse
+	5, // 6: kvharness.v1.Store.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
@@ -368,7 +452,7 @@ func file_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,9 +32,13 @@ type DeviceCall struct {
 	Valid    cuda.Ptr     // device int32 holding n, the real rows
 	N        int          // n on the host: never bake it into a launch
 	Padding  Padding
-	Rows     cuda.Ptr // Capacity × HeadDim bf16, row-major, 16-byte aligned
+	Rows     cuda.Ptr // Capacity × RowElems bf16, row-major, 16-byte aligned
 	Loc      cuda.Ptr // Capacity slots, SlotBits wide, aligned to their size
 	SlotBits int      // 64 (int64 slots) or 32 (int32), as the kernel declared
+	RowElems int      // elements of a row: the layout's tensors × heads × head dim
+	// Scales are the static scales by tensor name, as in Call: the same
+	// for every call of a target, so a graph may bake them into its launch.
+	Scales map[string][]float32
 }
 
 // PoolBase is the device address of slot 0's page.
@@ -154,5 +158,6 @@ func (s *server) deviceCall(req *kvpb.StoreRequest) (*DeviceCall, error) {
 	d := s.Device()
 	return &DeviceCall{Variant: s.Variant(), Pool: p, Device: d.GPU(), Stream: d.Stream(), Arena: d.Base(),
 		Capacity: int(req.Capacity), Valid: d.ValidPtr(int(req.Pool)), N: int(req.Valid), Padding: req.Padding,
-		Rows: d.Base().Add(int(req.RowsOffset)), Loc: d.Base().Add(int(req.LocOffset)), SlotBits: 8 * slotBytes(req)}, nil
+		Rows: d.Base().Add(int(req.RowsOffset)), Loc: d.Base().Add(int(req.LocOffset)), SlotBits: 8 * slotBytes(req),
+		RowElems: rowElems(req, p), Scales: scales(req)}, nil
 }

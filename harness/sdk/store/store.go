@@ -67,11 +67,18 @@ type Call struct {
 	Capacity int      // rows in the batch
 	Valid    int      // real rows
 	Padding  Padding  //
-	Rows     []uint16 // Capacity × HeadDim bf16 bit patterns
-	Loc      []int64  // Capacity slots
-	Loc32    []int32  // the staged 32-bit slots when SlotBits is 32, else nil
-	SlotBits int      // 64 or 32: the width the harness staged
-	Graph    bool     // the harness asked for CUDA-graph replay; CPU kernels ignore it
+	Rows     []uint16 // Capacity × RowElems bf16 bit patterns
+	// RowElems is the elements of one row: the layout's tensors (K then
+	// V, or one latent row) of Heads × HeadDim each, head-major.
+	RowElems int
+	// Scales are the static scales of a layout that stores none (vLLM's
+	// k_scale and v_scale), by tensor name: one value, or one per head.
+	// A correct kernel stores code(x / scale).
+	Scales   map[string][]float32
+	Loc      []int64 // Capacity slots
+	Loc32    []int32 // the staged 32-bit slots when SlotBits is 32, else nil
+	SlotBits int     // 64 or 32: the width the harness staged
+	Graph    bool    // the harness asked for CUDA-graph replay; CPU kernels ignore it
 }
 
 // Storer is a store kernel over host memory.
@@ -210,13 +217,34 @@ func (s *server) checkStore(req *kvpb.StoreRequest) (sdk.Pool, error) {
 	if c < 1 || n > c {
 		return sdk.Pool{}, sdk.BadRequest("capacity %d, valid %d: want 1 <= capacity and valid <= capacity", c, n)
 	}
-	if err := s.InStaging(req.RowsOffset, c*p.Layout.HeadDim, 2); err != nil {
+	if err := s.InStaging(req.RowsOffset, c*rowElems(req, p), 2); err != nil {
 		return sdk.Pool{}, fmt.Errorf("rows: %w", err)
 	}
 	if err := s.InStaging(req.LocOffset, c, slotBytes(req)); err != nil {
 		return sdk.Pool{}, fmt.Errorf("loc: %w", err)
 	}
 	return p, nil
+}
+
+// rowElems is the elements of one staged row: head_dim unless the
+// request says otherwise.
+func rowElems(req *kvpb.StoreRequest, p sdk.Pool) int {
+	if req.GetRowElems() > 0 {
+		return int(req.GetRowElems())
+	}
+	return p.Layout.HeadDim
+}
+
+// scales are a request's static scales by tensor, nil when it has none.
+func scales(req *kvpb.StoreRequest) map[string][]float32 {
+	if len(req.GetScales()) == 0 {
+		return nil
+	}
+	out := make(map[string][]float32, len(req.Scales))
+	for _, s := range req.Scales {
+		out[s.GetTensor()] = s.GetValues()
+	}
+	return out
 }
 
 // slotBytes is the size of one staged slot: 8, or 4 for 32-bit slots.
@@ -249,7 +277,8 @@ func (s *server) storeCall(req *kvpb.StoreRequest) (*Call, error) {
 	}
 	c, n := int(req.Capacity), int(req.Valid)
 	call := &Call{Variant: s.Variant(), Pool: p, Arena: s.Region(p), Capacity: c, Valid: n,
-		Padding: req.Padding, Rows: sdk.Staged[uint16](s.Server, req.RowsOffset, c*p.Layout.HeadDim),
+		Padding: req.Padding, Rows: sdk.Staged[uint16](s.Server, req.RowsOffset, c*rowElems(req, p)),
+		RowElems: rowElems(req, p), Scales: scales(req),
 		SlotBits: 64, Graph: req.Graph}
 	if slotBytes(req) == 4 {
 		call.SlotBits, call.Loc32 = 32, sdk.Staged[int32](s.Server, req.LocOffset, c)

@@ -9,6 +9,7 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/sdk/store"
+	"github.com/kvharness/kvharness/plugins/internal/enginestore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
@@ -54,6 +55,12 @@ func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 
 // StoreDevice implements store.DeviceStorer.
 func (k *kernel) StoreDevice(_ context.Context, c *store.DeviceCall) error {
+	l := c.Pool.Layout
+	if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
+		b := engineBugs(c.Variant)
+		b.ReservedNaNs = c.Variant == "mxfp8-reserved-write" && l.Name == "mxfp8-kv"
+		return k.engine.Store(c, rule(c.Variant), b)
+	}
 	return k.gpu.Store(c, spec)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/internal/enginestore"
 )
 
 // TestRulesMatchTheSource: every variant's FUSED_RULE number is the one
@@ -48,5 +49,22 @@ func TestSpecs(t *testing.T) {
 	}
 	if _, err := spec("", sdk.Layout{Name: "fp8-ds-mla", HeadDim: 576, PageSize: 64}); err == nil {
 		t.Error("a layout the CPU kernel refuses got a CUDA kernel")
+	}
+}
+
+// TestEngineRulesMatch: the engine layouts' CUDA stores implement the
+// padding rules by fusedstore's numbers, and every engine layout has a
+// kernel there.
+func TestEngineRulesMatch(t *testing.T) {
+	src := enginestore.Source()
+	for _, v := range []string{"ignore-count", "sink-writes", "minus1-wraps", "off-by-one-tail", "oob-write", "slot-u16"} {
+		if !strings.Contains(src, fmt.Sprintf("ES_RULE == %d", rule(v))) {
+			t.Errorf("enginestore.cu does not implement %s as rule %d", v, rule(v))
+		}
+	}
+	for _, name := range enginestore.Names {
+		if _, err := enginestore.Options(name, enginestore.Dims{Heads: 2, HeadDim: 128, PageSize: 64, Pages: 3}, 0, enginestore.Bugs{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

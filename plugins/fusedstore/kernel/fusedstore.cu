@@ -21,6 +21,18 @@
 // Rules 11 to 16 store the rows rule 0 does: their bugs are in the shared
 // bodies or the geometry, switched on by gpustore from the variant; the
 // checks below hold each to its switch.
+// Rules 17 to 24 are mistakes of the engine layouts only, which
+// plugins/internal/enginestore/enginestore.cu stores (its ES_BUG_* switches;
+// its ES_RULE takes rules 1 to 8 by these numbers); on this file's layouts
+// they store rows 0..n-1:
+//  17  nhd-hnd-swapped
+//  18  x-split-other-dtype
+//  19  kv-swapped
+//  20  scale-multiplied
+//  21  e5m2-for-e4m3
+//  22  fp4-nibbles-swapped
+//  23  scale-unswizzled
+//  24  mxfp8-reserved-write
 #if FUSED_RULE == 11 && !KV_VEC16_NO_TAIL
 #error "rule 11 (vec16-no-tail) needs KV_VEC16_NO_TAIL"
 #endif
@@ -60,6 +72,9 @@ struct FusedRule {
 #elif FUSED_RULE == 8
     *slot = (kv_i64)(unsigned short)loc;
     return i < n;
+#elif FUSED_RULE == 17 || FUSED_RULE == 18 || FUSED_RULE == 19 || FUSED_RULE == 20 || FUSED_RULE == 21 || \
+    FUSED_RULE == 22 || FUSED_RULE == 23 || FUSED_RULE == 24
+    return i < n;  // the engine layouts' mistakes: none on these layouts
 #else
     return i < n;
 #endif

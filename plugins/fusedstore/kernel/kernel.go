@@ -17,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
 	"github.com/kvharness/kvharness/plugins/internal/cpustore"
+	"github.com/kvharness/kvharness/plugins/internal/enginestore"
 	"github.com/kvharness/kvharness/plugins/internal/gpustore"
 )
 
@@ -37,6 +38,39 @@ var variants = []sdk.Variant{
 	{Name: "denormals-are-zero", Doc: "bf16: stores rows through float32 arithmetic built with denormals flushed to zero (fast math): a subnormal element becomes a zero of its sign"},
 	{Name: "zero-row-sign", Doc: "fp8: stores a row whose max |x| is 0 by a fast path of +0 codes and the floor scale: its -0 elements lose their sign"},
 	{Name: "nan-pair-scale", Doc: "fp8: quantizes rows in pairs (two rows to a warp) and propagates NaN by a vote over the pair: a NaN in one row, a padded one included, makes its partner's scale and codes NaN (FlashInfer #3057)"},
+	// The engine layouts' mistakes (enginestore.Bugs); each leaves the
+	// layouts it does not concern stored correctly, and names those it
+	// does, where the mutant suite checks it (a default run leaves the
+	// engine layouts out).
+	{Name: "nhd-hnd-swapped", Doc: "FlashInfer caches: writes NHD where HND is declared and HND where NHD is: the same bytes for one head, wrong for more",
+		Layouts: []string{"flashinfer-nhd", "flashinfer-hnd"}},
+	{Name: "x-split-other-dtype", Doc: "vLLM paged K: splits the head dim by the other dtype's x (16 elements for bf16, 8 for fp8)",
+		Layouts: []string{"vllm-paged", "vllm-paged-fp8"}},
+	{Name: "kv-swapped", Doc: "K and V caches: writes K where V goes and V where K goes",
+		Layouts: []string{"vllm-flash", "flashinfer-nhd"}},
+	{Name: "scale-multiplied", Doc: "static fp8 caches: stores code(x * k_scale) instead of code(x / k_scale)",
+		Layouts: []string{"vllm-flash-fp8", "vllm-paged-fp8", "vllm-mla-fp8"}},
+	{Name: "e5m2-for-e4m3", Doc: "static fp8 caches declared e4m3 (vllm-flash-fp8, vllm-paged-fp8, vllm-mla-fp8): writes e5m2 codes",
+		Layouts: []string{"vllm-flash-fp8", "vllm-paged-fp8", "vllm-mla-fp8"}},
+	{Name: "fp4-nibbles-swapped", Doc: "NVFP4 caches: packs the even element into the high nibble",
+		Layouts: []string{"nvfp4-kv", "nvfp4-kv-hnd"}},
+	{Name: "scale-unswizzled", Doc: "NVFP4 caches: writes each block scale at its row-major index, not vLLM's 4-token swizzle (vllm #49012)",
+		Layouts: []string{"nvfp4-kv", "nvfp4-kv-hnd"}},
+	{Name: "mxfp8-reserved-write", Doc: "MXFP8 pool: stores padded rows into the reserved slot 0 as NaN codes and 0xFF scales (sglang #35351's missing reserved-slot skip)",
+		Layouts: []string{"mxfp8-kv"}},
+}
+
+// engineBugs are the enginestore mistakes of a variant.
+func engineBugs(variant string) enginestore.Bugs {
+	return enginestore.Bugs{
+		SwapNHD:    variant == "nhd-hnd-swapped",
+		OtherX:     variant == "x-split-other-dtype",
+		SwapKV:     variant == "kv-swapped",
+		ScaleMul:   variant == "scale-multiplied",
+		E5M2:       variant == "e5m2-for-e4m3",
+		NibbleSwap: variant == "fp4-nibbles-swapped",
+		Unswizzled: variant == "scale-unswizzled",
+	}
 }
 
 // oobSlots is how far past its slot oob-write stores the last valid row:
@@ -95,12 +129,16 @@ func geometry(variant, layout string, d, p int) (cpustore.Geometry, int, error) 
 // kernel is the fused store on both backends; gpu caches its compiled
 // CUDA kernels (device.go).
 type kernel struct {
-	gpu gpustore.Kernels
+	gpu    gpustore.Kernels
+	engine enginestore.Device // the engine layouts' CUDA stores
 }
 
 // Store implements store.Storer.
 func (*kernel) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
+	if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
+		return storeEngine(c)
+	}
 	g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
 	if err != nil {
 		return err
@@ -191,18 +229,54 @@ func hasNaN(c *store.Call, i int) bool {
 	return false
 }
 
-// Plugin is what the plugin serves; fuzz tests link it in-process.
-var Plugin = sdk.Plugin{
-	Name:     "fusedstore",
-	Version:  "1.0.0",
-	Doc:      "padding-aware store for bf16, fp8-paged and fp8-rows (the fix)",
-	Variants: slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
-	Geometry: func(_ string, d, p int) []sdk.Geometry {
-		return cpustore.Declare([]string{"bf16", "fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
+// storeEngine stores an engine layout's rows by the engine's own index
+// formulas, the padding decisions as for every layout.
+func storeEngine(c *store.Call) error {
+	l := c.Pool.Layout
+	d := enginestore.Dims{Heads: l.Heads, HeadDim: l.HeadDim, PageSize: l.PageSize, Pages: c.Pool.Pages()}
+	bugs := engineBugs(c.Variant)
+	for i := range c.Capacity {
+		row := c.Rows[i*c.RowElems : (i+1)*c.RowElems]
+		slot, ok := stores(c.Variant, i, c.Valid, c.Loc[i], int64(c.Pool.Slots))
+		b := bugs
+		if c.Variant == "mxfp8-reserved-write" && l.Name == "mxfp8-kv" && i >= c.Valid && c.Loc[i] == 0 {
+			slot, ok, b.ReservedNaNs = 0, true, true
+		}
+		if !ok {
+			continue
+		}
+		if err := enginestore.Store(l.Name, d, c.Arena, c.Pool.Base, slot, row, c.Scales, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// declare is the plugin's geometry: the three layouts of one record per
+// slot for one head, and every engine layout.
+func declare(_ string, heads, d, p int) []sdk.Geometry {
+	var out []sdk.Geometry
+	if heads == 1 {
+		out = cpustore.Declare([]string{"bf16", "fp8-paged", "fp8-rows"}, p, recipe, func(name string) int {
 			_, perToken, _ := geometry("", name, d, p)
 			return perToken
 		})
-	},
-	Kernel: &kernel{},
-	Kinds:  []sdk.Kind{store.Kind, read.Kind},
+	}
+	for _, name := range enginestore.Names {
+		if n, ok := enginestore.BytesPerToken(name, heads, d); ok && enginestore.Takes(name, heads, d, p) {
+			out = append(out, sdk.Geometry{Layout: name, BytesPerToken: n, BytesPerPage: n * p})
+		}
+	}
+	return out
+}
+
+// Plugin is what the plugin serves; fuzz tests link it in-process.
+var Plugin = sdk.Plugin{
+	Name:          "fusedstore",
+	Version:       "1.0.0",
+	Doc:           "padding-aware store for bf16, fp8-paged and fp8-rows (the fix), and for the engines' K/V caches by their own index formulas",
+	Variants:      slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
+	GeometryHeads: declare,
+	Kernel:        &kernel{},
+	Kinds:         []sdk.Kind{store.Kind, read.Kind},
 }

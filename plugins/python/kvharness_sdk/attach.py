@@ -113,7 +113,7 @@ def windows(req, regions):
     pools = []
     for p in req.pools:
         w = _window(p.pool, p.HasField("pool"), sizes)
-        lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size)
+        lay = Layout(p.layout.name, p.layout.head_dim, p.layout.page_size, max(p.layout.heads, 1))
         pools.append(Pool(name=p.name, layout=lay, slots=p.slots, base=w.off, nbytes=w.size, region=w.region,
                           buffer=pool_buffer(p)))
     staging = _window(req.staging, req.HasField("staging"), sizes)

@@ -54,12 +54,15 @@ class Variant:
     control for the mutant suite, not a mutant). ``kernel`` is the kind of
     kernel the variant changes ("read", "transfer", ...; "" is the plugin's
     first kind); the mutant suite runs each variant against that kind's
-    properties."""
+    properties. ``layouts`` name the layouts the variant's bug lives in,
+    where the mutant suite checks it instead of the run's (an engine
+    cache's mistake); empty: the run's."""
 
     name: str
     doc: str = ""
     correct: bool = False
     kernel: str = ""
+    layouts: tuple = ()
 
     def __post_init__(self):
         from .kinds import KINDS  # the kinds the SDK serves, known once the package is imported
@@ -132,12 +135,17 @@ class Geometry:
     """What the kernel's own code believes about a layout. The harness
     compares it with the layout before running any case, so a kernel that
     computes bytes per token as an element count fails up front. ``recipe``
-    declares its fp8 arithmetic (None: the layout's default recipe)."""
+    declares its fp8 arithmetic (None: the layout's default recipe).
+    ``pad_policy`` is what the kernel leaves in the layout's pad bytes, over
+    the layout's own policy: ``"keep"`` for a kernel that never writes them
+    (the harness then checks it does not), ``"zero"``, ``"any"``; None
+    keeps the layout's."""
 
     layout: str
     bytes_per_token: int
     bytes_per_page: int
     recipe: Optional[Recipe] = None
+    pad_policy: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,7 @@ class Layout:
     name: str
     head_dim: int
     page_size: int
+    heads: int = 1  # KV heads per token of each tensor (K, V) of an engine layout
 
 
 SIDE_SRC, SIDE_DST = "src", "dst"  # the sides of a transfer: PoolBuffer.side
@@ -239,6 +248,12 @@ class StoreCall:
     stream: Any = None
     device: Optional[int] = None
     slot_bits: int = 64
+    # The elements of a row: the layout's tensors (K then V) of heads ×
+    # head_dim each, head-major; rows is (capacity, row_elems).
+    row_elems: int = 0
+    # Static scales by tensor name ("k", "v"; "" for one tensor): a layout
+    # that stores none (vLLM's fp8 cache) wants code(x / scale).
+    scales: Optional[dict] = None
 
     def pool_bytes(self) -> Any:
         """The pool's window of its region as uint8 (numpy or torch)."""
@@ -290,6 +305,10 @@ class Kernel:
         page size, with the bytes per token and per page its code uses and
         the fp8 recipe it computes."""
         raise NotImplementedError(f"{type(self).__name__} must define geometry(variant, head_dim, page_size)")
+
+    # A kernel of the engines' K/V layouts, whose bytes per token depend on
+    # the KV heads, defines geometry(variant, head_dim, page_size, heads=1)
+    # instead: the SDK passes heads to a geometry that takes it.
 
     def store(self, call: StoreCall) -> None:
         """Runs one store. An exception becomes the RPC's ABORTED error with

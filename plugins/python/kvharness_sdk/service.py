@@ -27,6 +27,7 @@ Calls are serialised: one attachment, one kernel call at a time.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import traceback
@@ -65,11 +66,29 @@ def recipe_pb(r):
     return m
 
 
+PAD_POLICIES = {None: kv.PAD_POLICY_LAYOUT, "any": kv.PAD_POLICY_ANY, "zero": kv.PAD_POLICY_ZERO,
+                "keep": kv.PAD_POLICY_KEEP}
+
+
 def geometry_pb(g, layout: str = ""):
     m = kv.Geometry(layout=layout or g.layout, bytes_per_token=g.bytes_per_token, bytes_per_page=g.bytes_per_page)
     if g.recipe is not None:
         m.recipe.CopyFrom(recipe_pb(g.recipe))
+    policy = getattr(g, "pad_policy", None)
+    if policy not in PAD_POLICIES:
+        raise ValueError(f"{g.layout}: pad_policy {policy!r}: want 'any', 'zero', 'keep' or None (the layout's)")
+    m.pad_policy = PAD_POLICIES[policy]
     return m
+
+
+def takes_heads(fn) -> bool:
+    """Whether a kernel's geometry takes the KV heads (a ``heads``
+    parameter, or ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "heads" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 class KernelService(kvharness_pb2_grpc.PluginServicer):
@@ -141,7 +160,10 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
         if v and v not in self.k.variant_names():
             raise bad_request(f"{self.k.name} has no variant {go_quote(v)}")
 
-    def _geometries(self, variant: str, head_dim: int, page_size: int):
+    def _geometries(self, variant: str, head_dim: int, page_size: int, heads: int = 1):
+        heads = max(heads, 1)
+        if takes_heads(self.k.geometry):
+            return list(self.k.geometry(variant, head_dim, page_size, heads=heads) or ())
         return list(self.k.geometry(variant, head_dim, page_size) or ())
 
     def declared(self, variant: str, layout):
@@ -149,7 +171,7 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
         (the last it names that layout in), or None: what Attach and
         AsyncAttach answer for the pool."""
         found = None
-        for g in self._geometries(variant, layout.head_dim, layout.page_size):
+        for g in self._geometries(variant, layout.head_dim, layout.page_size, layout.heads):
             if g.layout == layout.name:
                 found = g
         return found
@@ -177,10 +199,10 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:
             resp.backends.append(pb.BACKEND_CUDA)
-        for g in self._geometries(req.variant, req.head_dim, req.page_size):
+        for g in self._geometries(req.variant, req.head_dim, req.page_size, req.heads):
             resp.layouts.append(geometry_pb(g))
         for v in k.variants:
-            resp.variants.add(name=v.name, doc=v.doc, correct=v.correct, kernel=v.kernel)
+            resp.variants.add(name=v.name, doc=v.doc, correct=v.correct, kernel=v.kernel, layouts=list(v.layouts))
         return resp
 
     # --- Attach / Detach -----------------------------------------------------

@@ -64,7 +64,7 @@ def store_call(att, widths: Widths, req) -> StoreCall:
     """Checks a store request against the attachment and builds the
     kernel's view of it."""
     p = attached_pool(att, req.pool, "store")
-    c, n, d = req.capacity, req.valid, p.layout.head_dim
+    c, n, d = req.capacity, req.valid, req.row_elems or p.layout.head_dim
     if c < 1 or n > c:
         raise bad_request(f"capacity {c}, valid {n}: want 1 <= capacity and valid <= capacity")
     try:
@@ -87,7 +87,8 @@ def store_call(att, widths: Widths, req) -> StoreCall:
     call = StoreCall(variant=att.variant, backend=att.backend, pool=p, arena=att.mem(p.region), capacity=c, valid=n,
                      padding=req.padding, rows=st.rows(req.rows_offset, c, d),
                      loc=widths.convert(st.loc(req.loc_offset, c, bits), bits, att.backend), graph=req.graph,
-                     device=att.device, slot_bits=widths.declared)
+                     device=att.device, slot_bits=widths.declared, row_elems=d,
+                     scales={s.tensor: list(s.values) for s in req.scales} or None)
     if att.backend == CUDA:
         call.valid_t, call.stream = att.ctx.valid_t, att.ctx.stream
     return call

@@ -91,7 +91,7 @@ def _size(mem) -> int:
 
 def _layout_v(l) -> str:
     """A layout as Go's %+v prints sdk.Layout."""
-    return f"{{Name:{l.name} HeadDim:{l.head_dim} PageSize:{l.page_size}}}"
+    return f"{{Name:{l.name} HeadDim:{l.head_dim} PageSize:{l.page_size} Heads:{l.heads}}}"
 
 
 def _buffer(att, i: int, bp) -> TransferBuffer:

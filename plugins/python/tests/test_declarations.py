@@ -122,3 +122,53 @@ class TestCheckDeclaration(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HeadsAndPads(Kernel):
+    """An engine-layout kernel: bytes per token by KV heads, pads kept."""
+
+    name, version = "heads", "1.0.0"
+
+    def geometry(self, variant, head_dim, page_size, heads=1):
+        return [Geometry("vllm-flash", 4 * heads * head_dim, 4 * heads * head_dim * page_size),
+                Geometry("dsv4-main", 584, 584 * page_size, pad_policy="keep")]
+
+    def store(self, call):
+        pass
+
+
+class BadPads(HeadsAndPads):
+    def geometry(self, variant, head_dim, page_size, heads=1):
+        return [Geometry("dsv4-main", 584, 584 * page_size, pad_policy="kept")]
+
+
+class TestHeadsAndPadPolicy(unittest.TestCase):
+    def test_heads_reach_a_geometry_that_takes_them(self):
+        d = call(service(HeadsAndPads()), "Describe", kv.DescribeRequest(head_dim=128, page_size=16, heads=8))
+        self.assertEqual(d.layouts[0].bytes_per_token, 4 * 8 * 128)
+        d = call(service(HeadsAndPads()), "Describe", kv.DescribeRequest(head_dim=128, page_size=16))
+        self.assertEqual(d.layouts[0].bytes_per_token, 4 * 128)  # no heads: one
+
+    def test_a_geometry_without_heads_still_serves(self):
+        d = call(service(Declared()), "Describe", kv.DescribeRequest(variant="plain", head_dim=128, page_size=64, heads=4))
+        self.assertEqual(d.layouts[0].bytes_per_token, 132)
+
+    def test_pad_policy_is_declared(self):
+        d = call(service(HeadsAndPads()), "Describe", kv.DescribeRequest(head_dim=512, page_size=64))
+        self.assertEqual(d.layouts[0].pad_policy, kv.PAD_POLICY_LAYOUT)
+        self.assertEqual(d.layouts[1].pad_policy, kv.PAD_POLICY_KEEP)
+
+    def test_unknown_pad_policy_is_refused(self):
+        with self.assertRaisesRegex(Exception, "pad_policy 'kept'"):
+            call(service(BadPads()), "Describe", kv.DescribeRequest(head_dim=512, page_size=64))
+
+
+class LayoutMutant(HeadsAndPads):
+    variants = [Variant("kv-swapped", "K where V goes", layouts=("vllm-flash",)), Variant("plain", "anywhere")]
+
+
+class TestVariantLayouts(unittest.TestCase):
+    def test_a_variant_names_the_layouts_its_bug_lives_in(self):
+        d = call(service(LayoutMutant()), "Describe", kv.DescribeRequest(head_dim=128, page_size=16))
+        self.assertEqual(list(d.variants[0].layouts), ["vllm-flash"])
+        self.assertEqual(list(d.variants[1].layouts), [])
