@@ -7,16 +7,23 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
+// padPolicies pairs each declarable pad policy with its wire value.
+var padPolicies = []struct {
+	policy layout.PadPolicy
+	wire   kvpb.PadPolicy
+}{
+	{layout.PadAny, kvpb.PadPolicy_PAD_POLICY_ANY},
+	{layout.PadZero, kvpb.PadPolicy_PAD_POLICY_ZERO},
+	{layout.PadKeep, kvpb.PadPolicy_PAD_POLICY_KEEP},
+}
+
 // PadPolicyToProto is a declared pad policy on the wire; "" is the
 // layout's own.
 func PadPolicyToProto(p layout.PadPolicy) kvpb.PadPolicy {
-	switch p {
-	case layout.PadAny:
-		return kvpb.PadPolicy_PAD_POLICY_ANY
-	case layout.PadZero:
-		return kvpb.PadPolicy_PAD_POLICY_ZERO
-	case layout.PadKeep:
-		return kvpb.PadPolicy_PAD_POLICY_KEEP
+	for _, e := range padPolicies {
+		if e.policy == p {
+			return e.wire
+		}
 	}
 	return kvpb.PadPolicy_PAD_POLICY_LAYOUT
 }
@@ -25,13 +32,10 @@ func PadPolicyToProto(p layout.PadPolicy) kvpb.PadPolicy {
 // layout's own (and for a value this harness does not know, which a
 // newer plugin may send; the layout's policy then holds).
 func PadPolicyFromProto(p kvpb.PadPolicy) layout.PadPolicy {
-	switch p {
-	case kvpb.PadPolicy_PAD_POLICY_ANY:
-		return layout.PadAny
-	case kvpb.PadPolicy_PAD_POLICY_ZERO:
-		return layout.PadZero
-	case kvpb.PadPolicy_PAD_POLICY_KEEP:
-		return layout.PadKeep
+	for _, e := range padPolicies {
+		if e.wire == p {
+			return e.policy
+		}
 	}
 	return ""
 }
