@@ -37,20 +37,9 @@ func (d *Device) AllocSparse(span int, want []Piece) (*Shared, error) {
 		if s.pieces, err = roundPieces(want, int(g), s.span); err != nil {
 			return err
 		}
-		for _, p := range s.pieces {
-			s.size += p.Len
-			var h uint64
-			if err := check("cuMemCreate", v.cuMemCreate(&h, uint64(p.Len), &prop, 0)); err != nil {
-				s.release(v)
-				return err
-			}
-			s.handles = append(s.handles, h)
-		}
-		if err := s.mapSparse(v, g); err != nil {
-			s.release(v)
-			return err
-		}
-		return nil
+		return s.backAndMap(v, g, func(h *uint64, i int) error {
+			return check("cuMemCreate", v.cuMemCreate(h, uint64(s.pieces[i].Len), &prop, 0))
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reserve %d bytes of shareable device memory, %d pieces backed: %w", span, len(want), err)
@@ -75,25 +64,34 @@ func (d *Device) ImportSparse(fds []int, span int, pieces []Piece) (*Shared, err
 		if len(fds) != len(s.pieces) {
 			return fmt.Errorf("cuda: %d descriptors for %d pieces; want one per piece", len(fds), len(s.pieces))
 		}
-		for i, p := range s.pieces {
-			s.size += p.Len
-			var h uint64
-			if err := check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(&h, uintptr(fds[i]), memHandleTypePosixFD)); err != nil {
-				s.release(v)
-				return err
-			}
-			s.handles = append(s.handles, h)
-		}
-		if err := s.mapSparse(v, g); err != nil {
-			s.release(v)
-			return err
-		}
-		return nil
+		return s.backAndMap(v, g, func(h *uint64, i int) error {
+			return check("cuMemImportFromShareableHandle", v.cuMemImportFromShareableHandle(h, uintptr(fds[i]), memHandleTypePosixFD))
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("import sparse device memory from %d descriptors: %w", len(fds), err)
 	}
 	return s, nil
+}
+
+// backAndMap gives each piece the allocation handle(i) makes (created
+// here, or imported), then maps them all; on a failure it releases what
+// it took.
+func (s *Shared) backAndMap(v *vmmAPI, align uint64, handle func(h *uint64, i int) error) error {
+	for i, p := range s.pieces {
+		s.size += p.Len
+		var h uint64
+		if err := handle(&h, i); err != nil {
+			s.release(v)
+			return err
+		}
+		s.handles = append(s.handles, h)
+	}
+	if err := s.mapSparse(v, align); err != nil {
+		s.release(v)
+		return err
+	}
+	return nil
 }
 
 // release releases the pieces' allocations.

@@ -57,6 +57,21 @@ func GeometryRepro[C workload.Case, R interface {
 	return FailedRepro(kernel, h, v, l, g.PoolTokens(), v.Outcome.Failure.Minimal.Generic()), nil
 }
 
+// LabeledGeometryRepro is GeometryRepro for a kind whose rows are its
+// profiles: the file is named after the row's label too, so two rows'
+// findings of one plugin do not share a name.
+func LabeledGeometryRepro[C workload.Case, R interface {
+	property.Result
+	Generic() []oracle.Violation
+}](kernel protocol.Kernel, h Header, v property.Verdict[C, R], g ReproGeometry) (*Repro, error) {
+	r, err := GeometryRepro(kernel, h, v, g)
+	if err != nil {
+		return nil, err
+	}
+	r.Tag = v.Label
+	return r, nil
+}
+
 // intermittent is what a repro's Found records of the re-runs confirming
 // took: nothing for the usual one.
 func Intermittent(reruns int) int {

@@ -30,12 +30,7 @@ var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 // repro saves a failing row: the case carries its geometry; the file's
 // layout is the first buffer's, its slots one pool's tokens.
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	r, err := report.GeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
-	if err != nil {
-		return nil, err
-	}
-	r.Tag = v.Label
-	return r, nil
+	return report.LabeledGeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
 }
 
 // WriteCase prints a checked case: its schedule, its violations (want/got

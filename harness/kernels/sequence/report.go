@@ -26,12 +26,7 @@ var Schema = report.Profiled(&report.Schema[*Case, *Result]{
 }, "engine lifecycles (sequences of steps)", "sequence")
 
 func repro(h report.Header, v property.Verdict[*Case, *Result]) (*report.Repro, error) {
-	r, err := report.GeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
-	if err != nil {
-		return nil, err
-	}
-	r.Tag = v.Label
-	return r, nil
+	return report.LabeledGeometryRepro(Name, h, v, v.Outcome.Failure.Case.Geometry)
 }
 
 // WriteCase prints a checked sequence: its steps with their pages, then
