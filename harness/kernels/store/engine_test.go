@@ -10,6 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // engineLayout is the built-in engine layout name at d.
@@ -72,7 +73,7 @@ func TestEngineLayoutsPass(t *testing.T) {
 				}
 				for _, v := range s.verdicts(t) {
 					if !v.Outcome.Passed() {
-						t.Errorf("%s: %+v", v.Label, v.Outcome.Failure)
+						t.Errorf("%s: %s", v.Label, failureText(v.Outcome.Failure))
 					}
 				}
 			})
@@ -115,7 +116,7 @@ func TestEngineLayoutsOnCUDA(t *testing.T) {
 				s.Cases, s.Slots, s.MaxCapacity, s.Backend, s.Graph = 200, 64*d.PageSize+5, 256, backend, graph
 				for _, v := range s.verdicts(t) {
 					if !v.Outcome.Passed() {
-						t.Errorf("%s: %+v", v.Label, v.Outcome.Failure)
+						t.Errorf("%s: %s", v.Label, failureText(v.Outcome.Failure))
 					}
 				}
 			})
@@ -214,4 +215,21 @@ func TestValueMistakesLeadWithValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failureText is a failure's minimal case and its first violations, as
+// a GPU log needs them to be diagnosed without a rerun.
+func failureText(f *property.Failure[*Case, *Result]) string {
+	if f == nil || f.Minimal == nil {
+		return "no failure recorded"
+	}
+	out := fmt.Sprintf("%v at %v:", f.Property, f.Case)
+	for i, v := range f.Minimal.Violations {
+		if i == 3 {
+			out += fmt.Sprintf("\n\t… %d more", len(f.Minimal.Violations)-3)
+			break
+		}
+		out += "\n\t" + v.String()
+	}
+	return out
 }

@@ -106,18 +106,16 @@ __device__ __forceinline__ unsigned short es_x(const unsigned short* row, int kv
   return row[((es_i64)kv * ES_H + h) * ES_D + e];
 }
 
-// es_e2m1 is the e2m1 code nearest x, ties to the even code, saturating.
+// es_e2m1 is the e2m1 code nearest x, ties to the even code, saturating
+// at 6: compared against the boundaries between neighbouring magnitudes,
+// since a distance to each magnitude ties for every |x| past 2^26 and for
+// infinity, where the code must still be 6's.
 __device__ __forceinline__ unsigned char es_e2m1(float x) {
-  const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
-  unsigned char sign = (x < 0.f || (x == 0.f && signbit(x))) ? 8 : 0;
+  unsigned char sign = signbit(x) ? 8 : 0;
   float a = fabsf(x);
   if (!(a == a)) return 0;
-  unsigned char best = 0;
-  for (unsigned char c = 1; c < 8; c++) {
-    float d = fabsf(mag[c] - a), db = fabsf(mag[best] - a);
-    if (d < db || (d == db && (c & 1) == 0)) best = c;
-  }
-  return sign | best;
+  unsigned char m = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3 : a <= 2.5f ? 4 : a < 3.5f ? 5 : a <= 5.f ? 6 : 7;
+  return sign | m;
 }
 
 __device__ __forceinline__ int es_swizzle(int t, int s) {
