@@ -106,7 +106,9 @@ const (
 	// allocated and its prompt stored (a prefill, eager). With From set it
 	// shares From's first Shared tokens (a prefix-cache hit): the full
 	// pages are shared, a partial one is copied (copy-on-write: its tokens
-	// stored again into a page of its own).
+	// stored again into a page of its own). More admits other requests in
+	// the same prefill batch, after Req: pages allocated in that order,
+	// every prompt stored by one eager store.
 	OpArrive Op = "arrive"
 	// OpDecode appends one token to each request of Batch, stored by the
 	// graph captured at the smallest capacity that holds the batch: the
@@ -139,6 +141,9 @@ const (
 // MaxRead is the most requests one read step reads.
 const MaxRead = 16
 
+// MaxArrivals is the most requests one arrival step admits.
+const MaxArrivals = 64
+
 // Step is one scheduler step.
 type Step struct {
 	Op     Op    `json:"op"`
@@ -147,15 +152,54 @@ type Step struct {
 	From   int   `json:"from,omitempty"`
 	Shared int   `json:"shared,omitempty"`
 	Batch  []int `json:"batch,omitempty"`
+	// More: an arrival's other requests, admitted in the same prefill
+	// batch after Req.
+	More []Arrival `json:"more,omitempty"`
+}
+
+// Arrival is one request an arrival step admits: its prompt tokens and
+// the prefix it shares, if any.
+type Arrival struct {
+	Req    int `json:"req"`
+	Tokens int `json:"tokens"`
+	From   int `json:"from,omitempty"`
+	Shared int `json:"shared,omitempty"`
+}
+
+func (a Arrival) String() string {
+	if a.From != 0 {
+		return fmt.Sprintf("r%d %d tokens (shares r%d's first %d)", a.Req, a.Tokens, a.From, a.Shared)
+	}
+	return fmt.Sprintf("r%d %d tokens", a.Req, a.Tokens)
+}
+
+// Arrivals lists the requests an arrival step admits, Req first; nil for
+// another op.
+func (s Step) Arrivals() []Arrival {
+	if s.Op != OpArrive {
+		return nil
+	}
+	return append([]Arrival{{Req: s.Req, Tokens: s.Tokens, From: s.From, Shared: s.Shared}}, s.More...)
+}
+
+// arriving is an arrival step admitting as (at least one).
+func arriving(as []Arrival) Step {
+	a := as[0]
+	s := Step{Op: OpArrive, Req: a.Req, Tokens: a.Tokens, From: a.From, Shared: a.Shared}
+	if len(as) > 1 {
+		s.More = slices.Clone(as[1:])
+	}
+	return s
 }
 
 func (s Step) String() string {
 	switch s.Op {
 	case OpArrive:
-		if s.From != 0 {
-			return fmt.Sprintf("arrive r%d %d tokens (shares r%d's first %d)", s.Req, s.Tokens, s.From, s.Shared)
+		as := make([]string, 0, 1+len(s.More))
+		for _, a := range s.Arrivals() {
+			as = append(as, a.String())
 		}
-		return fmt.Sprintf("arrive r%d %d tokens", s.Req, s.Tokens)
+		return "arrive " + strings.Join(as, ", ")
 	case OpDecode, OpRead:
 		rs := make([]string, len(s.Batch))
 		for i, r := range s.Batch {
@@ -182,6 +226,7 @@ func (c *Case) Clone() *Case {
 	x.Geometry.Capacities = slices.Clone(c.Geometry.Capacities)
 	for i := range x.Steps {
 		x.Steps[i].Batch = slices.Clone(x.Steps[i].Batch)
+		x.Steps[i].More = slices.Clone(x.Steps[i].More)
 	}
 	return x
 }
@@ -190,9 +235,7 @@ func (c *Case) Clone() *Case {
 func (c *Case) Requests() int {
 	n := 0
 	for _, s := range c.Steps {
-		if s.Op == OpArrive {
-			n++
-		}
+		n += len(s.Arrivals())
 	}
 	return n
 }

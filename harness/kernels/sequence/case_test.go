@@ -54,8 +54,8 @@ func TestModelPages(t *testing.T) {
 	if p := play(arrive(1, 6)); !equal(p.alloc, []int{1, 2}) || len(p.store.Rows) != 6 {
 		t.Fatalf("arrive: pages %v, %d rows", p.alloc, len(p.store.Rows))
 	}
-	if p := play(share(2, 8, 1, 5)); !equal(p.alloc, []int{3}) || p.cow != 2 || len(p.store.Rows) != 4 || m.refs[1] != 2 {
-		t.Fatalf("shared arrive: pages %v, copied %d, %d rows, page 1 held %d times", p.alloc, p.cow, len(p.store.Rows), m.refs[1])
+	if p := play(share(2, 8, 1, 5)); !equal(p.alloc, []int{3}) || !equal(p.cows, []int{2}) || len(p.store.Rows) != 4 || m.refs[1] != 2 {
+		t.Fatalf("shared arrive: pages %v, copied %v, %d rows, page 1 held %d times", p.alloc, p.cows, len(p.store.Rows), m.refs[1])
 	}
 	if p := play(op(OpFinish, 1)); !equal(p.frees, []int{2}) {
 		t.Fatalf("finish r1 frees %v; want [2] (page 1 is still r2's)", p.frees)
@@ -71,29 +71,47 @@ func TestModelPages(t *testing.T) {
 func equal(a, b []int) bool { return slices.Equal(a, b) }
 
 // TestShrinkSmallerAndValid: every shrink of a drawn sequence is valid
-// and smaller.
+// and smaller in the order Shrink's doc gives (so shrinking ends).
 func TestShrinkSmallerAndValid(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	gen := &Gen{Geometry: testGeometry}
 	for range 30 {
 		c := gen.Draw(rng)
 		kindtest.Shrinks(t, c, 0, Shrink, func(x, c *Case) bool {
-			return len(x.Steps) < len(c.Steps) || x.Requests() < c.Requests() || x.size() < c.size()
+			return slices.Compare(x.measure(), c.measure()) < 0
 		})
 	}
 }
 
-// size is a sequence's measure beyond its steps: tokens, batch rows,
-// shared tokens, layers, capacities, pages and request numbering.
-func (c *Case) size() int {
-	n := len(c.Geometry.HeadDims) + len(c.Geometry.Capacities) + c.Geometry.Pages
+// measure is a sequence's size, compared first to last: steps,
+// requests, batch rows, prompt tokens, shared tokens, layers, captured
+// capacities and their sum, pages, the decode side, request ids.
+func (c *Case) measure() []int {
+	rows, tokens, shared, ids := 0, 0, 0, 0
 	for _, s := range c.Steps {
-		n += s.Tokens + len(s.Batch) + s.Shared + s.Req + s.From
+		rows += len(s.Batch)
 		for _, r := range s.Batch {
-			n += r
+			ids += r
+		}
+		for _, a := range s.Arrivals() {
+			tokens += a.Tokens
+			shared += a.Shared
+			ids += a.Req + a.From
+		}
+		if s.Op != OpArrive {
+			ids += s.Req
 		}
 	}
-	return n
+	g := c.Geometry
+	decode := 0
+	if g.Decode {
+		decode = 1
+	}
+	sum := 0
+	for _, cp := range g.Capacities {
+		sum += cp
+	}
+	return []int{len(c.Steps), c.Requests(), rows, tokens, shared, len(g.HeadDims), len(g.Capacities), sum, g.Pages, decode, ids}
 }
 
 // TestJSONRoundTrip: a sequence survives a repro file.

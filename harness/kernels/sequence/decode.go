@@ -136,6 +136,9 @@ func Encode(c *Case, base Geometry) ([]byte, error) {
 		out = append(out, byte(slices.Index(opOrder, st.Op)))
 		switch st.Op {
 		case OpArrive:
+			if len(st.More) > 0 {
+				return nil, fmt.Errorf("step %d admits %d requests: a fuzz input's arrival admits one", i, 1+len(st.More))
+			}
 			from, shared := 0, 0
 			if st.From != 0 {
 				from = slices.Index(res, st.From) + 1

@@ -2,6 +2,7 @@ package sequence
 
 import (
 	"context"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 
@@ -53,10 +54,13 @@ func Features(c *Case) []string {
 		if s.Op == OpDecode && p.store.Capacity > len(s.Batch) {
 			add("graph=padded")
 		}
-		if s.From != 0 {
+		if slices.ContainsFunc(s.Arrivals(), func(a Arrival) bool { return a.From != 0 }) {
 			add("prefix=shared")
 		}
-		if p.cow >= 0 {
+		if len(s.More) > 0 {
+			add("arrive=batched")
+		}
+		if len(p.cows) > 0 {
 			add("prefix=copy-on-write")
 		}
 		for _, pg := range p.alloc {

@@ -6,7 +6,8 @@ import (
 )
 
 // Gen draws sequences over a geometry as a busy scheduler produces them:
-// arrivals (some sharing a resident request's prefix), decode batches of
+// arrivals (some sharing a resident request's prefix, some admitted
+// several to a prefill batch), decode batches of
 // every size up to the largest capacity (so that a replay pads), finishes
 // and aborts that free pages the next arrival takes (last freed, first
 // reused), evictions and load-backs. Every drawn step is one the model
@@ -55,8 +56,8 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 			}
 			m.apply(p)
 			c.Steps = append(c.Steps, s)
-			if s.Op == OpArrive {
-				next = max(next, s.Req+1)
+			for _, a := range s.Arrivals() {
+				next = max(next, a.Req+1)
 			}
 		}
 	}
@@ -109,15 +110,11 @@ func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
 	}
 	switch x := rng.Intn(100); {
 	case len(live) == 0 || x < 22:
-		s := Step{Op: OpArrive, Req: *next, Tokens: 1 + rng.Intn(prompt)}
-		if len(live) > 0 && rng.Intn(3) == 0 {
-			src := m.reqs[live[rng.Intn(len(live))]]
-			s.From = src.id
-			s.Shared = 1 + rng.Intn(len(src.keys))
-			s.Tokens = s.Shared + 1 + rng.Intn(max(1, prompt*2/3))
+		as := []Arrival{g.arrival(rng, m, live, next, prompt)}
+		for len(as) < 4 && rng.Intn(5) == 0 {
+			as = append(as, g.arrival(rng, m, live, next, prompt)) // one prefill batch
 		}
-		*next++
-		return s
+		return arriving(as)
 	case x < 70:
 		max := g.Geometry.Capacities[len(g.Geometry.Capacities)-1]
 		b := 1 + rng.Intn(min(len(live), max))
@@ -135,4 +132,18 @@ func (g *Gen) step(rng *rand.Rand, m *model, next *int) Step {
 	default:
 		return Step{Op: OpEvict, Req: live[rng.Intn(len(live))]}
 	}
+}
+
+// arrival draws a request's arrival: a prompt of up to prompt tokens,
+// sharing a resident request's prefix one time in three.
+func (g *Gen) arrival(rng *rand.Rand, m *model, live []int, next *int, prompt int) Arrival {
+	a := Arrival{Req: *next, Tokens: 1 + rng.Intn(prompt)}
+	if len(live) > 0 && rng.Intn(3) == 0 {
+		src := m.reqs[live[rng.Intn(len(live))]]
+		a.From = src.id
+		a.Shared = 1 + rng.Intn(len(src.keys))
+		a.Tokens = a.Shared + 1 + rng.Intn(max(1, prompt*2/3))
+	}
+	*next++
+	return a
 }

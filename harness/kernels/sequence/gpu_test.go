@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
 	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/property"
 )
 
 // The GPU half of the sequence kind's tests: the plugins' CUDA stores on
@@ -23,7 +24,8 @@ import (
 // TestSequencesOnGPU: fusedstore's CUDA store passes
 // KVHARNESS_SEQUENCE_CASES sequences (default 10,000; 1,000 under
 // -short) of at least 20 steps; the incident's CUDA scatter and
-// fusedstore's ignore-count die under ten seeds each, shrunk.
+// fusedstore's ignore-count die under ten seeds each (graph replays on
+// the device), each shrunk to at most 4 steps.
 func TestSequencesOnGPU(t *testing.T) {
 	dev := cudatest.Device(t)
 	backend := arena.CUDA{Dev: dev}
@@ -38,7 +40,7 @@ func TestSequencesOnGPU(t *testing.T) {
 		p, _ := plugintest.Start(t, name)
 		return p
 	}
-	gpuRun := func(p *plugin.Plugin, variant string, cases int, seed int64, profiles ...string) *Result {
+	gpuRun := func(p *plugin.Plugin, variant string, cases int, seed int64, profiles ...string) *property.Failure[*Case, *Result] {
 		s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
 		params := kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: true, Setup: kind.Setup{Backend: backend}}
 		suite, err := Suite(s, params, SuiteConfig{Geometry: testGeometry, Profiles: profiles})
@@ -51,24 +53,32 @@ func TestSequencesOnGPU(t *testing.T) {
 		}
 		for _, v := range vs {
 			if f := v.Outcome.Failure; f != nil {
-				t.Logf("%s %q seed %d %s: %v, shrunk to %d steps: %v", p.Name, variant, seed, v.Label, f.Property, len(f.Case.Steps), f.Case)
-				return f.Minimal
+				t.Logf("%s %q seed %d %s: %v, shrunk to %d steps (%d shrink checks): %v", p.Name, variant, seed, v.Label, f.Property, len(f.Case.Steps), f.ShrinkChecks, f.Case)
+				return f
 			}
 		}
 		return nil
 	}
 	t0 := time.Now()
-	if r := gpuRun(start("fusedstore"), "", total/len(Profiles), 1); r != nil {
-		t.Errorf("fusedstore fails on the GPU: %v", r.Violations)
+	if f := gpuRun(start("fusedstore"), "", total/len(Profiles), 1); f != nil {
+		t.Errorf("fusedstore fails on the GPU: %v", f.Minimal.Violations)
 	}
 	t.Logf("fusedstore: %d sequences in %s", total, time.Since(t0).Round(time.Millisecond))
 	for _, m := range []struct{ plugin, variant string }{{"bf16scatter", ""}, {"fusedstore", "ignore-count"}} {
 		p := start(m.plugin)
+		var steps []int
 		for seed := int64(1); seed <= 10; seed++ {
-			if r := gpuRun(p, m.variant, 200, seed, ProfileServe); r == nil || r.Primary() != Ownership {
-				t.Errorf("%s %q seed %d: %v; want an ownership violation", m.plugin, m.variant, seed, r)
+			f := gpuRun(p, m.variant, 200, seed, ProfileServe)
+			if f == nil || f.Minimal.Primary() != Ownership {
+				t.Errorf("%s %q seed %d: %v; want an ownership violation", m.plugin, m.variant, seed, f)
+				continue
+			}
+			steps = append(steps, len(f.Case.Steps))
+			if len(f.Case.Steps) > 4 {
+				t.Errorf("%s %q seed %d: shrunk to %d steps; want at most 4: %v", m.plugin, m.variant, seed, len(f.Case.Steps), f.Case)
 			}
 		}
+		t.Logf("%s %q: killed in %d of 10 seeds, minimal steps %v", m.plugin, m.variant, len(steps), steps)
 	}
 }
 

@@ -3,6 +3,7 @@ package sequence
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The scheduler model: which request holds which page, where each step's
@@ -81,18 +82,19 @@ type storeOp struct {
 
 // plan is what a step does, worked out before it is done.
 type plan struct {
-	step   int
-	s      Step
-	alloc  []int // pages allocated, in order, to s.Req (or the batch's requests: allocFor)
-	owner  []int // per allocated page, its request
-	frees  []int // pages whose last holder left
-	store  *storeOp
-	moved  []write // transfer: every token's row in its decode page
-	src    []int   // transfer: the prefill pages, in page-table order
-	cow    int     // arrive: the page copied on write (-1 for none)
-	note   string
-	req    *request // the request arriving or coming back (not yet in the model)
-	tokens []int    // decode: each batch request's new token count
+	step    int
+	s       Step
+	alloc   []int // pages allocated, in order, to s.Req (or the batch's requests: allocFor)
+	owner   []int // per allocated page, its request
+	frees   []int // pages whose last holder left
+	store   *storeOp
+	moved   []write // transfer: every token's row in its decode page
+	src     []int   // transfer: the prefill pages, in page-table order
+	cows    []int   // arrive: the pages copied on write
+	note    string
+	req     *request   // the request coming back or transferred (not yet in the model)
+	arrived []*request // arrive: the requests admitted, in order
+	tokens  []int      // decode: each batch request's new token count
 }
 
 func (m *model) take(n int) ([]int, error) { return takeFrom(m.free, n, "", m.g.Pages) }
@@ -123,7 +125,7 @@ func (m *model) resident(id int) (*request, error) {
 
 // plan works out step i without changing the model.
 func (m *model) plan(i int, s Step) (*plan, error) {
-	p := &plan{step: i, s: s, cow: -1}
+	p := &plan{step: i, s: s}
 	var err error
 	switch s.Op {
 	case OpArrive:
@@ -148,59 +150,97 @@ func (m *model) plan(i int, s Step) (*plan, error) {
 }
 
 func (m *model) planArrive(p *plan) error {
-	s, P := p.s, m.g.PageSize
+	s := p.s
+	as := s.Arrivals()
 	switch {
-	case s.Req < 1 || m.reqs[s.Req] != nil:
-		return fmt.Errorf("request r%d: want a new request id from 1", s.Req)
-	case s.Tokens < 1 || s.Tokens > MaxTokens:
-		return fmt.Errorf("%d prompt tokens: want 1..%d", s.Tokens, MaxTokens)
 	case len(s.Batch) > 0:
 		return fmt.Errorf("an arrival has no batch")
+	case len(as) > MaxArrivals:
+		return fmt.Errorf("%d arrivals in one step: want at most %d", len(as), MaxArrivals)
 	}
-	r := &request{id: s.Req, state: resident}
-	if s.From != 0 || s.Shared != 0 {
-		src, err := m.resident(s.From)
-		if err != nil {
-			return fmt.Errorf("shares a prefix: %w", err)
-		}
-		if s.Shared < 1 || s.Shared >= s.Tokens || s.Shared > len(src.keys) {
-			return fmt.Errorf("shares %d tokens: want 1..%d (fewer than its prompt, at most r%d's %d)",
-				s.Shared, s.Tokens-1, s.From, len(src.keys))
-		}
-		r.shared = s.Shared / P
-		r.pages = slices.Clone(src.pages[:r.shared])
-		r.keys = slices.Clone(src.keys[:s.Shared])
-		if s.Shared%P != 0 {
-			p.cow = src.pages[r.shared]
-		}
-	}
-	for pos := len(r.keys); pos < s.Tokens; pos++ {
-		r.keys = append(r.keys, rowKey{s.Req, pos})
-	}
-	pages, err := m.take(pagesFor(s.Tokens, P) - r.shared)
-	if err != nil {
-		return err
-	}
-	p.alloc = pages
-	for range pages {
-		p.owner = append(p.owner, s.Req)
-	}
-	r.pages = append(r.pages, pages...)
 	st := &storeOp{}
-	for pos := r.shared * P; pos < s.Tokens; pos++ {
-		pg := r.pages[pos/P]
-		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%P), Page: pg, Req: s.Req, Key: r.keys[pos]})
+	taken := 0
+	var notes []string
+	for i, a := range as {
+		if slices.ContainsFunc(as[:i], func(b Arrival) bool { return b.Req == a.Req }) {
+			return fmt.Errorf("request r%d arrives twice in one step", a.Req)
+		}
+		r, cow, err := m.arrival(a, taken)
+		if err != nil {
+			if len(as) > 1 {
+				return fmt.Errorf("r%d: %w", a.Req, err)
+			}
+			return err
+		}
+		own := r.pages[r.shared:]
+		taken += len(own)
+		p.alloc = append(p.alloc, own...)
+		for range own {
+			p.owner = append(p.owner, a.Req)
+		}
+		for pos := r.shared * m.g.PageSize; pos < a.Tokens; pos++ {
+			pg := r.pages[pos/m.g.PageSize]
+			st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%m.g.PageSize), Page: pg, Req: a.Req, Key: r.keys[pos]})
+		}
+		p.arrived = append(p.arrived, r)
+		note := fmt.Sprintf("pages %v", r.pages)
+		if r.shared > 0 {
+			note += fmt.Sprintf(" (first %d shared)", r.shared)
+		}
+		if cow >= 0 {
+			p.cows = append(p.cows, cow)
+			note += fmt.Sprintf(", page %d copied on write into page %d", cow, r.pages[r.shared])
+		}
+		if len(as) > 1 {
+			note = fmt.Sprintf("r%d %s", a.Req, note)
+		}
+		notes = append(notes, note)
 	}
 	st.Capacity = len(st.Rows)
-	p.store, p.req = st, r
-	p.note = fmt.Sprintf(": pages %v", r.pages)
-	if r.shared > 0 {
-		p.note += fmt.Sprintf(" (first %d shared)", r.shared)
-	}
-	if p.cow >= 0 {
-		p.note += fmt.Sprintf(", page %d copied on write into page %d", p.cow, r.pages[r.shared])
-	}
+	p.store = st
+	p.note = ": " + strings.Join(notes, "; ")
 	return nil
+}
+
+// arrival plans one request of an arrival step, after the step's earlier
+// arrivals took skip pages: its page table (a shared prefix's full pages,
+// then pages of its own) and its rows' keys, and the page a partial
+// shared page is copied from (-1 for none).
+func (m *model) arrival(a Arrival, skip int) (*request, int, error) {
+	P := m.g.PageSize
+	switch {
+	case a.Req < 1 || m.reqs[a.Req] != nil:
+		return nil, -1, fmt.Errorf("request r%d: want a new request id from 1", a.Req)
+	case a.Tokens < 1 || a.Tokens > MaxTokens:
+		return nil, -1, fmt.Errorf("%d prompt tokens: want 1..%d", a.Tokens, MaxTokens)
+	}
+	r := &request{id: a.Req, state: resident}
+	cow := -1
+	if a.From != 0 || a.Shared != 0 {
+		src, err := m.resident(a.From)
+		if err != nil {
+			return nil, -1, fmt.Errorf("shares a prefix: %w", err)
+		}
+		if a.Shared < 1 || a.Shared >= a.Tokens || a.Shared > len(src.keys) {
+			return nil, -1, fmt.Errorf("shares %d tokens: want 1..%d (fewer than its prompt, at most r%d's %d)",
+				a.Shared, a.Tokens-1, a.From, len(src.keys))
+		}
+		r.shared = a.Shared / P
+		r.pages = slices.Clone(src.pages[:r.shared])
+		r.keys = slices.Clone(src.keys[:a.Shared])
+		if a.Shared%P != 0 {
+			cow = src.pages[r.shared]
+		}
+	}
+	for pos := len(r.keys); pos < a.Tokens; pos++ {
+		r.keys = append(r.keys, rowKey{a.Req, pos})
+	}
+	pages, err := m.take(skip + pagesFor(a.Tokens, P) - r.shared)
+	if err != nil {
+		return nil, -1, err
+	}
+	r.pages = append(r.pages, pages[skip:]...)
+	return r, cow, nil
 }
 
 func (m *model) planDecode(p *plan) error {
@@ -374,10 +414,12 @@ func (m *model) apply(p *plan) {
 	}
 	switch p.s.Op {
 	case OpArrive:
-		for _, pg := range p.req.pages[:p.req.shared] {
-			m.refs[pg]++
+		for _, r := range p.arrived {
+			for _, pg := range r.pages[:r.shared] {
+				m.refs[pg]++
+			}
+			m.reqs[r.id] = r
 		}
-		m.reqs[p.s.Req] = p.req
 	case OpLoad:
 		m.reqs[p.s.Req] = p.req
 	case OpTransfer:

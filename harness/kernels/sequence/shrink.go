@@ -6,12 +6,24 @@ import (
 
 // Shrink returns smaller sequences than c, most aggressive first: a
 // prefix (up to the failing step is enough), without a request (every
-// step that names it), without a run of steps (halves, quarters, ... one), a decode batch
-// without one request, shorter prompts and shared prefixes, fewer layers,
-// captured capacities and pages, requests numbered from 1. Only valid
-// sequences are offered, each strictly smaller in one measure, so
-// shrinking ends; the property runner keeps the first that still fails
-// the same property.
+// step that names it), without a run of steps (halves, quarters, ...
+// one), without an eviction and its load-back, an arrival merged into an
+// earlier arrival step (one prefill batch admits both), a request folded
+// into an earlier one (its decodes become the other's, whose prompt may
+// grow so that the first of them takes a fresh page, as the folded
+// request's arrival did; sequences of at most foldSteps), a decode batch without one request, shorter
+// prompts and shared prefixes, fewer layers, captured capacities and
+// pages, smaller capacities, requests numbered from 1.
+//
+// Only valid sequences are offered, each strictly smaller than c in the
+// order of (steps, requests, batch rows, prompt tokens, shared tokens,
+// layers, capacities, their sum, pages, the decode side, request ids),
+// compared first to last: a fold adds prompt tokens but drops a request
+// and its arrival, a prompt that takes a decode's token drops a batch
+// row. So shrinking ends, and the property runner bounds its checks
+// besides; it keeps the first candidate that still fails the same
+// property. Shrink is a function of c alone: the same failure shrinks
+// the same way every run.
 func Shrink(c *Case) []*Case {
 	var out []*Case
 	add := func(x *Case) {
@@ -41,6 +53,15 @@ func Shrink(c *Case) []*Case {
 		}
 	}
 	for i, s := range c.Steps {
+		if s.Op == OpEvict {
+			add(c.withoutEviction(i))
+		}
+	}
+	c.mergeArrivals(add)
+	if n <= foldSteps {
+		c.folds(add)
+	}
+	for i, s := range c.Steps {
 		if (s.Op == OpDecode || s.Op == OpRead) && len(s.Batch) > 1 {
 			for j := range s.Batch {
 				x := c.Clone()
@@ -53,24 +74,8 @@ func Shrink(c *Case) []*Case {
 				add(c.promptTakes(i, r))
 			}
 		}
-		if s.Op == OpArrive {
-			for _, n := range []int{max(1, s.Shared+1, s.Tokens/2), s.Tokens - 1} {
-				if n < s.Tokens {
-					x := c.Clone()
-					x.Steps[i].Tokens = n
-					add(x)
-				}
-			}
-			if s.From != 0 {
-				x := c.Clone()
-				x.Steps[i].From, x.Steps[i].Shared = 0, 0
-				add(x)
-				if s.Shared > 1 {
-					x = c.Clone()
-					x.Steps[i].Shared = s.Shared / 2
-					add(x)
-				}
-			}
+		for j, a := range s.Arrivals() {
+			c.shrinkArrival(i, j, a, add)
 		}
 	}
 	shrinkGeometry(c, add)
@@ -80,7 +85,46 @@ func Shrink(c *Case) []*Case {
 	return out
 }
 
-// shrinkGeometry offers fewer layers, capacities and pages.
+// shrinkArrival offers arrival j of step i with a shorter prompt (the
+// shortest, the shortest ending at the same place in its last page, half,
+// a page less, a token less), without its shared prefix, and with half
+// of it.
+func (c *Case) shrinkArrival(i, j int, a Arrival, add func(*Case)) {
+	with := func(b Arrival) {
+		x := c.Clone()
+		as := x.Steps[i].Arrivals()
+		as[j] = b
+		x.Steps[i] = arriving(as)
+		add(x)
+	}
+	least, P := max(1, a.Shared+1), c.Geometry.PageSize
+	aligned := a.Tokens % P // the fewest pages that end the prompt at the same place in a page
+	if aligned < least {
+		aligned += (least - aligned + P - 1) / P * P
+	}
+	tried := map[int]bool{}
+	for _, n := range []int{least, aligned, max(least, a.Tokens/2), a.Tokens - P, a.Tokens - 1} {
+		if n >= least && n < a.Tokens && !tried[n] {
+			tried[n] = true
+			b := a
+			b.Tokens = n
+			with(b)
+		}
+	}
+	if a.From != 0 {
+		b := a
+		b.From, b.Shared = 0, 0
+		with(b)
+		if a.Shared > 1 {
+			b = a
+			b.Shared = a.Shared / 2
+			with(b)
+		}
+	}
+}
+
+// shrinkGeometry offers fewer layers, capacities and pages, and smaller
+// capacities.
 func shrinkGeometry(c *Case, add func(*Case)) {
 	g := c.Geometry
 	for l := range g.HeadDims {
@@ -102,32 +146,58 @@ func shrinkGeometry(c *Case, add func(*Case)) {
 		x.Geometry.Decode = false
 		add(x)
 	}
-	for _, n := range []int{(g.Pages + 2) / 2, g.Pages - 1} {
-		if n >= 2 && n < g.Pages {
+	least := c.peakPages() + 1
+	for k, n := range []int{least, max(least, (g.Pages+2)/2), g.Pages - 1} {
+		if n >= 2 && n < g.Pages && (k == 0 || n > least) {
 			x := c.Clone()
 			x.Geometry.Pages = n
 			add(x)
 		}
 	}
+	for i, cp := range g.Capacities {
+		low := 1
+		if i > 0 {
+			low = g.Capacities[i-1] + 1
+		}
+		for _, n := range []int{low, cp - 1} {
+			if n >= low && n < cp {
+				x := c.Clone()
+				x.Geometry.Capacities[i] = n
+				add(x)
+			}
+		}
+	}
 }
 
+// requestIDs lists the requests in order of arrival.
 func (c *Case) requestIDs() []int {
 	var ids []int
 	for _, s := range c.Steps {
-		if s.Op == OpArrive {
-			ids = append(ids, s.Req)
+		for _, a := range s.Arrivals() {
+			ids = append(ids, a.Req)
 		}
 	}
 	return ids
 }
 
-// without drops request id from the sequence: its steps, its place in
-// batches, and what shared its prefix (those arrive unshared).
+// without drops request id from the sequence: its arrival and steps, its
+// place in batches, and what shared its prefix (those arrive unshared).
 func (c *Case) without(id int) *Case {
 	x := c.Clone()
 	x.Steps = x.Steps[:0]
 	for _, s := range c.Clone().Steps {
 		switch {
+		case s.Op == OpArrive:
+			as := slices.DeleteFunc(s.Arrivals(), func(a Arrival) bool { return a.Req == id })
+			if len(as) == 0 {
+				continue
+			}
+			for k := range as {
+				if as[k].From == id {
+					as[k].From, as[k].Shared = 0, 0
+				}
+			}
+			s = arriving(as)
 		case s.Op == OpDecode || s.Op == OpRead:
 			s.Batch = slices.DeleteFunc(s.Batch, func(r int) bool { return r == id })
 			if len(s.Batch) == 0 {
@@ -135,8 +205,6 @@ func (c *Case) without(id int) *Case {
 			}
 		case s.Req == id:
 			continue
-		case s.From == id:
-			s.From, s.Shared = 0, 0
 		}
 		x.Steps = append(x.Steps, s)
 	}
@@ -146,16 +214,199 @@ func (c *Case) without(id int) *Case {
 	return x
 }
 
+// withoutEviction drops eviction step i and the load-back that follows
+// it: the request stays resident in between (either alone leaves the
+// other invalid). Without a load-back the eviction goes alone. nil when
+// the request's next step after the eviction is not a load.
+func (c *Case) withoutEviction(i int) *Case {
+	r := c.Steps[i].Req
+	x := c.Clone()
+	for j := i + 1; j < len(c.Steps); j++ {
+		s := c.Steps[j]
+		switch {
+		case s.Op == OpLoad && s.Req == r:
+			x.Steps = slices.Delete(x.Steps, j, j+1)
+			x.Steps = slices.Delete(x.Steps, i, i+1)
+			return x
+		case s.Req == r && s.Op != OpArrive:
+			return nil // aborted while evicted
+		}
+	}
+	x.Steps = slices.Delete(x.Steps, i, i+1)
+	return x
+}
+
+// mergeArrivals offers each arrival step's requests admitted instead by
+// an earlier arrival step (one prefill batch), the nearest first: a step
+// fewer, the pages allocated in the same order when nothing between the
+// two freed or took one.
+func (c *Case) mergeArrivals(add func(*Case)) {
+	first := -1
+	for j, s := range c.Steps {
+		if s.Op != OpArrive {
+			continue
+		}
+		for i := j - 1; i >= 0; i-- {
+			if c.Steps[i].Op != OpArrive || (i != first && i < j-1 && c.hasArrival(i+1, j)) {
+				continue
+			}
+			x := c.Clone()
+			x.Steps[i] = arriving(append(x.Steps[i].Arrivals(), s.Arrivals()...))
+			x.Steps = slices.Delete(x.Steps, j, j+1)
+			add(x)
+		}
+		if first < 0 {
+			first = j
+		}
+	}
+}
+
+// hasArrival reports whether a step in [i, j) is an arrival.
+func (c *Case) hasArrival(i, j int) bool {
+	return slices.ContainsFunc(c.Steps[i:j], func(s Step) bool { return s.Op == OpArrive })
+}
+
+// peakPages is the most pages of the prefill side the sequence holds at
+// once: with one more (the padding sink) the pool holds it all.
+func (c *Case) peakPages() int {
+	m := newModel(c.Geometry)
+	peak := 0
+	for i, s := range c.Steps {
+		p, err := m.plan(i, s)
+		if err != nil {
+			return c.Geometry.Pages - 1
+		}
+		m.apply(p)
+		peak = max(peak, c.Geometry.Pages-1-len(m.free))
+	}
+	return peak
+}
+
+// folds offers, for each request x and each request y that arrived
+// before it, the sequence without x's arrival and its leaving, y
+// decoding where x decoded (x dropped from a batch y is in already). y's
+// prompt is offered as it is and grown so that y's first decode in x's
+// place takes a fresh page, as x's arrival took one: the page a stale
+// write needs to land in is then taken by the decode itself. An evicted
+// request's life after its load-back folds the same way into any other
+// request: the load-back goes, the eviction stays.
+func (c *Case) folds(add func(*Case)) {
+	ids := c.requestIDs()
+	offer := func(x, y, from int) {
+		add(c.fold(x, y, 0, from))
+		if k := c.foldGrowth(x, y, from); k > 0 {
+			add(c.fold(x, y, k, from))
+		}
+	}
+	for xi, x := range ids {
+		for _, y := range ids[:xi] {
+			offer(x, y, 0)
+		}
+	}
+	for i, s := range c.Steps {
+		if s.Op != OpLoad {
+			continue
+		}
+		for _, y := range ids {
+			if y != s.Req {
+				offer(s.Req, y, i)
+			}
+		}
+	}
+}
+
+// foldSteps is the longest sequence folds are offered for: a fold is
+// the last move to a minimal case, and offering one for every pair of
+// requests of a long sequence costs checks the drops spend better.
+const foldSteps = 8
+
+// fold is folds' sequence with y's prompt grown by k tokens, x's steps
+// from step from on folded (from 0: all of them, its arrival dropped);
+// nil when nothing of x's is left to fold.
+func (c *Case) fold(x, y, k, from int) *Case {
+	out := c.Clone()
+	out.Steps = out.Steps[:0]
+	decodes := 0
+	for i, s := range c.Clone().Steps {
+		switch {
+		case s.Op == OpArrive:
+			as := s.Arrivals()
+			if from == 0 {
+				as = slices.DeleteFunc(as, func(a Arrival) bool { return a.Req == x })
+			}
+			if len(as) == 0 {
+				continue
+			}
+			for i := range as {
+				if as[i].From == x && from == 0 {
+					as[i].From = y
+				}
+				if as[i].Req == y {
+					as[i].Tokens += k
+				}
+			}
+			s = arriving(as)
+		case i < from:
+		case s.Op == OpDecode || s.Op == OpRead:
+			at := slices.Index(s.Batch, x)
+			if at < 0 {
+				break
+			}
+			decodes++
+			if slices.Contains(s.Batch, y) {
+				s.Batch = slices.Delete(s.Batch, at, at+1)
+			} else {
+				s.Batch[at] = y
+			}
+		case s.Req == x:
+			continue
+		}
+		out.Steps = append(out.Steps, s)
+	}
+	if decodes == 0 {
+		return nil
+	}
+	return out
+}
+
+// foldGrowth is how many tokens y's prompt must grow by so that y's
+// length at x's first decode from step from on is a whole number of
+// pages (that decode takes a page): 0 when it is already, or x never
+// decodes there without y.
+func (c *Case) foldGrowth(x, y, from int) int {
+	n := -1 // y's tokens; -1 before it arrives
+	for i, s := range c.Steps {
+		for _, a := range s.Arrivals() {
+			if a.Req == y {
+				n = a.Tokens
+			}
+		}
+		if s.Op != OpDecode {
+			continue
+		}
+		hasX, hasY := slices.Contains(s.Batch, x), slices.Contains(s.Batch, y)
+		if hasX && !hasY && i >= from {
+			if n < 0 {
+				return 0
+			}
+			P := c.Geometry.PageSize
+			return (P - n%P) % P
+		}
+		if hasY {
+			n++
+		}
+	}
+	return 0
+}
+
 // renumbered numbers the requests 1, 2, ... in order of arrival; nil when
 // they are already.
 func (c *Case) renumbered() *Case {
 	ids := map[int]int{}
 	same := true
-	for _, s := range c.Steps {
-		if s.Op == OpArrive {
-			ids[s.Req] = len(ids) + 1
-			same = same && ids[s.Req] == s.Req
-		}
+	for _, id := range c.requestIDs() {
+		ids[id] = len(ids) + 1
+		same = same && ids[id] == id
 	}
 	if same {
 		return nil
@@ -163,11 +414,19 @@ func (c *Case) renumbered() *Case {
 	x := c.Clone()
 	for i := range x.Steps {
 		s := &x.Steps[i]
+		if s.Op == OpArrive {
+			as := s.Arrivals()
+			for k := range as {
+				as[k].Req = ids[as[k].Req]
+				if as[k].From != 0 {
+					as[k].From = ids[as[k].From]
+				}
+			}
+			*s = arriving(as)
+			continue
+		}
 		if s.Req != 0 {
 			s.Req = ids[s.Req]
-		}
-		if s.From != 0 {
-			s.From = ids[s.From]
 		}
 		for j := range s.Batch {
 			s.Batch[j] = ids[s.Batch[j]]
@@ -182,11 +441,19 @@ func (c *Case) renumbered() *Case {
 // nil when r did not arrive in this case before the step.
 func (c *Case) promptTakes(i, r int) *Case {
 	x := c.Clone()
-	at := slices.IndexFunc(x.Steps, func(s Step) bool { return s.Op == OpArrive && s.Req == r })
-	if at < 0 || at > i {
+	at, k := -1, -1
+	for j, s := range x.Steps[:i] {
+		if k = slices.IndexFunc(s.Arrivals(), func(a Arrival) bool { return a.Req == r }); k >= 0 {
+			at = j
+			break
+		}
+	}
+	if at < 0 {
 		return nil
 	}
-	x.Steps[at].Tokens++
+	as := x.Steps[at].Arrivals()
+	as[k].Tokens++
+	x.Steps[at] = arriving(as)
 	b := x.Steps[i].Batch
 	x.Steps[i].Batch = slices.DeleteFunc(b, func(q int) bool { return q == r })
 	if len(x.Steps[i].Batch) == 0 {

@@ -403,8 +403,8 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 // taken again shows when it is.
 func (t *Target) record(sh *shadow, m *model, p *plan, step int) (map[int64]rowKey, error) {
 	wroteNow := map[int64]rowKey{}
-	if p.s.Op == OpArrive {
-		for _, pg := range p.req.pages[:p.req.shared] {
+	for _, r := range p.arrived {
+		for _, pg := range r.pages[:r.shared] {
 			sh.share(pg)
 		}
 	}
