@@ -136,3 +136,61 @@ func TestDrawnSequencesAreLong(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchedArrivals: one step admitting several requests allocates the
+// pages the same arrivals one step each would (in order, the last freed
+// first), stores every prompt in one eager store, and may share a
+// prefix of a request admitted before the step, never of one in it.
+func TestBatchedArrivals(t *testing.T) {
+	apart := []Step{arrive(1, 6), op(OpFinish, 1), arrive(2, 5), share(3, 6, 2, 4), arrive(4, 1)}
+	batched := []Step{arrive(1, 6), op(OpFinish, 1), arriving([]Arrival{{Req: 2, Tokens: 5}, {Req: 3, Tokens: 6, From: 2, Shared: 4}})}
+	if err := (&Case{Geometry: testGeometry, Steps: batched}).Validate(0); err == nil {
+		t.Fatal("r3 shares r2's prefix in the step r2 arrives: accepted")
+	}
+	batched = []Step{arrive(1, 6), op(OpFinish, 1), arriving([]Arrival{{Req: 2, Tokens: 5}, {Req: 4, Tokens: 1}})}
+	pages := func(steps []Step) map[int][]int {
+		m := newModel(testGeometry)
+		for i, s := range steps {
+			p, err := m.plan(i, s)
+			if err != nil {
+				t.Fatalf("%v: %v", s, err)
+			}
+			if len(s.More) > 0 && (p.store == nil || len(p.store.Rows) != 6 || p.store.Graph) {
+				t.Fatalf("%v: want one eager store of both prompts (6 rows), got %+v", s, p.store)
+			}
+			m.apply(p)
+		}
+		out := map[int][]int{}
+		for id, r := range m.reqs {
+			out[id] = r.pages
+		}
+		return out
+	}
+	one := pages(batched)
+	two := pages(slices.Delete(slices.Clone(apart), 3, 4))
+	for _, id := range []int{2, 4} {
+		if !equal(one[id], two[id]) {
+			t.Errorf("r%d: pages %v batched, %v one step each", id, one[id], two[id])
+		}
+	}
+	for _, c := range []struct {
+		s    Step
+		want string
+	}{
+		{arriving([]Arrival{{Req: 2, Tokens: 1}, {Req: 2, Tokens: 3}}), "r2 arrives twice"},
+		{arriving([]Arrival{{Req: 2, Tokens: 1}, {Req: 1, Tokens: 3}}), "r1: request r1: want a new request id"},
+		{arriving([]Arrival{{Req: 2, Tokens: 1}, {Req: 3, Tokens: 90}}), "r3: needs"},
+	} {
+		err := (&Case{Geometry: testGeometry, Steps: []Step{arrive(1, 6), c.s}}).Validate(0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.s, err, c.want)
+		}
+	}
+	c := &Case{Geometry: testGeometry, Steps: batched}
+	if back := kindtest.JSONRoundTrip(t, &Kind, c, 0); back.String() != c.String() {
+		t.Fatalf("round trip: %v, want %v", back, c)
+	}
+	if _, err := Encode(c, testGeometry); err == nil || !strings.Contains(err.Error(), "admits 2 requests") {
+		t.Errorf("Encode of a batched arrival: %v; want an error naming it", err)
+	}
+}

@@ -250,3 +250,30 @@ func TestTransfersToDecode(t *testing.T) {
 	}
 	t.Logf("%v\n%v", f.Case, v)
 }
+
+// TestControlsPassTheIncidentsMinimalCase: the sequence the incident's
+// stores shrink to (two requests admitted in one step, a replay of both,
+// one leaves, the other's replay alone takes its page) is one the
+// controls pass: the shrunk case is a real sequence, not an artefact.
+func TestControlsPassTheIncidentsMinimalCase(t *testing.T) {
+	g := testGeometry
+	g.Capacities = []int{2}
+	c := &Case{Geometry: g, Steps: []Step{arriving([]Arrival{{Req: 1, Tokens: 3}, {Req: 2, Tokens: 1}}), decode(1, 2), op(OpFinish, 2), decode(1)}}
+	for _, name := range []string{"fusedstore", "gostore", "bf16scatter"} {
+		sys := NewSystem(bundled(t, name), plugintest.Dir(t), Config{Backend: arena.SHM{}, Geometry: g, Seed: 1}, nil)
+		r, err := sys.Check(context.Background(), c)
+		sys.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "bf16scatter" {
+			if !r.Has(Ownership) || r.Violations[0].Step != 3 || r.Violations[0].Former != 2 {
+				t.Errorf("bf16scatter: %v; want an ownership violation at step 3 naming r2", r.Violations)
+			}
+			continue
+		}
+		if r.Failed() || r.Steps != 4 {
+			t.Errorf("%s: %d steps, %v", name, r.Steps, r.Violations)
+		}
+	}
+}
