@@ -20,9 +20,10 @@
 //
 //  1. A Case is a geometry (a bf16 pool per layer, pages of P tokens,
 //     page 0 the padding sink, the batch sizes decode graphs were captured
-//     at) and steps: arrive (pages allocated, the prompt stored eagerly; a
-//     prefix shared with a resident request: full pages shared, a partial
-//     one copied on write), decode (a token per request of the batch,
+//     at) and steps: arrive (one request or a prefill batch of several:
+//     pages allocated in order, the prompts stored eagerly by one store;
+//     a prefix shared with a resident request: full pages shared, a
+//     partial one copied on write), decode (a token per request of the batch,
 //     stored by a graph replay at the smallest captured capacity: the
 //     static slot and row tensors live across steps, so the rows past the
 //     batch hold the last replay's slots, padding by count, as a replay
@@ -54,9 +55,12 @@
 //     that fills it, is a stale-read naming that owner.
 //  3. Gen draws serving-like sequences (a trace, when given, is the first
 //     case and the start of the others); Shrink drops prefixes, requests,
-//     runs of steps, batch rows, prompt and prefix tokens, layers,
-//     capacities and pages, and renumbers requests; Decode reads fuzz
-//     bytes (FuzzSequence). Schema is how reports read: a row per profile.
+//     runs of steps, evictions with their load-backs, batch rows, prompt
+//     and prefix tokens, layers, capacities and pages, merges arrivals
+//     into one prefill batch, folds a request into another, and renumbers
+//     requests, each candidate valid and smaller, so that a failure
+//     reaches the few steps it needs (the incident: four); Decode reads
+//     fuzz bytes (FuzzSequence). Schema is how reports read: a row per profile.
 //  4. A trace (trace.go) is a sequence recorded from an engine with
 //     kvharness_sdk.trace: check --kernel sequence --trace FILE replays it
 //     and draws from it (docs/sequences.md).

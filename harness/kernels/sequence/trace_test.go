@@ -52,7 +52,7 @@ func traceSuite(t *testing.T, p *plugin.Plugin, tr *Case, cases int) []property.
 // TestTraceFromSchedulerLoop: a trace recorded from the Python loop
 // replays against fusedstore (it passes, and so do the sequences drawn
 // from it) and fails bf16scatter as recorded (the row's first case is the
-// trace itself), shrunk to a few steps.
+// trace itself), shrunk to the four steps the incident needs.
 func TestTraceFromSchedulerLoop(t *testing.T) {
 	tr, err := ReadTrace(recordLoop(t, "200", "1"))
 	if err != nil {
@@ -73,7 +73,7 @@ func TestTraceFromSchedulerLoop(t *testing.T) {
 	if f == nil || out.Cases != 1 {
 		t.Fatalf("bf16scatter: the trace itself passes (failure %v after %d cases)", f != nil, out.Cases)
 	}
-	if f.Property != Ownership || len(f.Case.Steps) > 8 {
+	if f.Property != Ownership || len(f.Case.Steps) > 4 {
 		t.Errorf("bf16scatter: %v, shrunk to %d steps", f.Property, len(f.Case.Steps))
 	}
 	t.Logf("bf16scatter on the trace: %s, shrunk to %v", f.Property, f.Case)
