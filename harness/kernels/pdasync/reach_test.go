@@ -1,0 +1,106 @@
+package pdasync
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/internal/plugintest"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
+	"github.com/kvharness/kvharness/harness/sdk"
+	"github.com/kvharness/kvharness/plugins/pdasync/kernel"
+)
+
+// farParams are the params of an edges row over far pools, in a run
+// directory the test skips unless it is on tmpfs (sparse files).
+func farParams(t *testing.T, variant string, cases int) (kind.Params, *kind.Session) {
+	t.Helper()
+	p := kind.Params{Variant: variant, Cases: cases, Seed: 1, StopAtFirst: true, Setup: kind.Setup{Backend: arena.SHM{}, Far: true}}
+	s := &kind.Session{Plugin: plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), Dir: plugintest.Dir(t)}
+	if !pd.Reaches(p, s) {
+		t.Skip("the run directory is not on tmpfs: far pools need sparse files")
+	}
+	return p, s
+}
+
+// TestFarEdgesReach: the edges row of far pools places rooms past 2 GiB
+// and 4 GiB of byte offsets in some buffer, and holds a few pages of them.
+func TestFarEdgesReach(t *testing.T) {
+	g := pd.DefaultGeometry(DefaultLayers, DefaultPages).Far()
+	if !g.Sparse() {
+		t.Fatalf("%v is not sparse", g)
+	}
+	gen := &Gen{Geometry: g, Profile: ProfileEdges}
+	rng := rand.New(rand.NewSource(1))
+	const cases = 200
+	past := map[int64]int{}
+	for range cases {
+		c := gen.Draw(rng)
+		if err := c.Validate(0); err != nil {
+			t.Fatalf("drawn case invalid: %v", err)
+		}
+		if len(c.PageTable) != 0 {
+			t.Fatal("an edges case with a page table: a far pool's would be a quarter of a million entries")
+		}
+		most := int64(0)
+		for ri := range c.Rooms {
+			for i, p := range c.PhysPages(ri) {
+				for b := range g.Buffers {
+					l, _ := g.Layout(b)
+					for _, q := range []int64{p, c.Rooms[ri].Src[i]} {
+						most = max(most, int64(l.PageBytes())*(g.Buffers[b].Phys(q, g.Pages)+1))
+					}
+				}
+			}
+		}
+		for _, edge := range []int64{1 << 31, 1 << 32} {
+			if most > edge {
+				past[edge]++
+			}
+		}
+	}
+	if past[1<<31] < cases/4 || past[1<<32] < cases/10 {
+		t.Errorf("of %d cases %d reach past 2 GiB, %d past 4 GiB: want a quarter and a tenth at least", cases, past[1<<31], past[1<<32])
+	}
+}
+
+// TestOffsetInt32KilledOnlyFar: a prefill that computes page × item_len
+// in 32 bits fails the edges row over far pools, shrunk to one room, and
+// passes it over the flags' pools, where no offset reaches 2^31; the
+// correct engine passes the far row, with no false alarm from the pages
+// it never touched.
+func TestOffsetInt32KilledOnlyFar(t *testing.T) {
+	for _, tc := range []struct {
+		variant   string
+		far, fail bool
+	}{{"", true, false}, {kernel.OffsetInt32, false, false}, {kernel.OffsetInt32, true, true}} {
+		const cases = 60
+		p, s := farParams(t, tc.variant, cases)
+		suite, err := Suite(s, p, SuiteConfig{Profiles: []string{ProfileEdges}, Far: tc.far, Spawn: inProcessSpawn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := suite.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := vs[0].Outcome
+		if !tc.fail {
+			if !o.Passed() || o.Cases != cases {
+				t.Errorf("%q far=%v: %d cases, failure %+v, faults %v", tc.variant, tc.far, o.Cases, o.Failure, o.Faults)
+			}
+			continue
+		}
+		f := o.Failure
+		if f == nil || f.Flaky {
+			t.Fatalf("%q far=%v: not caught: %+v", tc.variant, tc.far, o)
+		}
+		if len(f.Case.Rooms) != 1 {
+			t.Errorf("shrunk to %d rooms: want one", len(f.Case.Rooms))
+		}
+		t.Logf("caught at case %d, property %s, shrunk in %d steps to %v over %v", o.Cases, f.Property, f.Shrinks, f.Case.Rooms, f.Case.Geometry)
+	}
+}
