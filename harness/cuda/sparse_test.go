@@ -20,15 +20,16 @@ func TestRoundPieces(t *testing.T) {
 		t.Error("a piece past the span accepted")
 	}
 	// More pieces than MaxPieces merge across the narrowest gaps: here
-	// first the two-granule gap between pieces 2 and 3, never the far
-	// piece's.
+	// first the gap between pieces 2 and 3, a granule narrower than the
+	// others, never the far piece's.
+	step := MergeGap + 4*g
 	var many []Piece
 	for i := range MaxPieces + 3 {
-		many = append(many, Piece{Off: i * 4 * g, Len: g})
+		many = append(many, Piece{Off: i * step, Len: g})
 	}
-	many[3].Off-- // rounds out to [11g, 13g): two granules after piece 2
-	far := Piece{Off: 1 << 38, Len: g}
-	got, err = roundPieces(append(slices.Clone(many), far), g, 1<<40)
+	many[3].Off-- // rounds out to [3·step-g, 3·step+g): a granule nearer piece 2
+	far := Piece{Off: 1 << 40, Len: g}
+	got, err = roundPieces(append(slices.Clone(many), far), g, 1<<41)
 	if err != nil || len(got) != MaxPieces || got[len(got)-1] != far {
 		t.Fatalf("%d pieces capped to %d (%v); want %d, the far piece apart", len(many)+1, len(got), err, MaxPieces)
 	}
@@ -45,13 +46,47 @@ func TestRoundPieces(t *testing.T) {
 			t.Fatalf("piece %v lost in merging", w)
 		}
 	}
-	if !covers(Piece{8 * g, 5 * g}) {
+	if !covers(Piece{2 * step, step + g}) {
 		t.Errorf("the narrowest gap (pieces 2 and 3) was not merged: %v", got[:4])
 	}
 	for _, bad := range [][]Piece{nil, {{g, g}, {0, g}}, {{0, g}, {g - 1, g}}, {{1, g}}} {
 		if err := checkPieces(bad, g, 8*g); err == nil {
 			t.Errorf("pieces %v accepted", bad)
 		}
+	}
+}
+
+// TestRoundPiecesMergesNearGaps: pieces within MergeGap of each other
+// become one allocation (one create, export, import and map each, the
+// cost of opening a far pool on a GPU), pieces further apart stay apart;
+// the windows of a far pool (its start, slot 65,536, 2 GiB, 4 GiB and its
+// end, the next pool's start beside it) take three pieces, not five.
+func TestRoundPiecesMergesNearGaps(t *testing.T) {
+	const g = 2 << 20
+	got, err := roundPieces([]Piece{{0, g}, {g + MergeGap, g}, {3*g + 2*MergeGap, g}}, g, 1<<30)
+	want := []Piece{{0, 2*g + MergeGap}, {3*g + 2*MergeGap, g}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("roundPieces = %v, %v; want %v: a gap of MergeGap merged, one a granule wider kept", got, err, want)
+	}
+	const pool = 1<<32 + 32<<20 // pool.FarBytes
+	var windows []Piece
+	for i := range 2 {
+		base := i * (pool + g)
+		for _, off := range []int{0, 16 << 20, 1<<31 - g/2, 1<<32 - g/2, pool - g} {
+			windows = append(windows, Piece{Off: base + off, Len: g})
+		}
+	}
+	got, err = roundPieces(windows, g, 4*pool)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("two far pools' %d windows in %d pieces (%v, %v); want 5: [start, 16 MiB], 2 GiB, [4 GiB, the next pool's 16 MiB], 2 GiB, [4 GiB, end]",
+			len(windows), len(got), got, err)
+	}
+	backed := 0
+	for _, p := range got {
+		backed += p.Len
+	}
+	if backed > 20*MergeGap {
+		t.Errorf("%d bytes backed for %d windows: the merged gaps cost too much", backed, len(windows))
 	}
 }
 
