@@ -30,10 +30,11 @@ func (r *run) planPB(ri int) *kvpb.AsyncRoom {
 	return out
 }
 
-// table is the decode's whole page table, built once a run (a far pool's
-// is a quarter of a million entries).
+// table is the decode's whole page table, built once a run; nil (the
+// identity, which a far pool of a quarter of a million pages need not
+// send at every admission) when the case has none.
 func (r *run) table() []uint64 {
-	if r.tbl != nil {
+	if r.tbl != nil || len(r.c.PageTable) == 0 {
 		return r.tbl
 	}
 	r.tbl = make([]uint64, r.c.Geometry.Pages)
