@@ -68,15 +68,8 @@ func TestRoundPiecesMergesNearGaps(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("roundPieces = %v, %v; want %v: a gap of MergeGap merged, one a granule wider kept", got, err, want)
 	}
-	const pool = 1<<32 + 32<<20 // pool.FarBytes
-	var windows []Piece
-	for i := range 2 {
-		base := i * (pool + g)
-		for _, off := range []int{0, 16 << 20, 1<<31 - g/2, 1<<32 - g/2, pool - g} {
-			windows = append(windows, Piece{Off: base + off, Len: g})
-		}
-	}
-	got, err = roundPieces(windows, g, 4*pool)
+	windows := farWindows(2, g)
+	got, err = roundPieces(windows, g, 1<<34)
 	if err != nil || len(got) != 5 {
 		t.Fatalf("two far pools' %d windows in %d pieces (%v, %v); want 5: [start, 16 MiB], 2 GiB, [4 GiB, the next pool's 16 MiB], 2 GiB, [4 GiB, end]",
 			len(windows), len(got), got, err)
@@ -132,4 +125,49 @@ func TestSparseReservation(t *testing.T) {
 			t.Fatalf("piece %d at offset %d: the import reads % x…, want % x…", i, p.Off, got[:8], pattern[:8])
 		}
 	}
+}
+
+// farWindows are the windows of n far pools laid end to end (each past
+// 4 GiB, with a granule of guard between): its start, slot 65,536 of a
+// bf16 row at 16 MiB, the pages at 2 GiB and 4 GiB, and its end, as a
+// default store row's sets back them on a GPU.
+func farWindows(n, g int) []Piece {
+	const pool = 1<<32 + 32<<20 // pool.FarBytes
+	var out []Piece
+	for i := range n {
+		base := i * (pool + g)
+		for _, off := range []int{0, 16 << 20, 1<<31 - g/2, 1<<32 - g/2, pool - g} {
+			out = append(out, Piece{Off: base + off, Len: g})
+		}
+	}
+	return out
+}
+
+// BenchmarkSparseFarPools: what opening a far store row's reservation
+// costs on a GPU, both sides: reserve and back the pieces of nine far
+// pools (three pools of three sets), export a descriptor a piece, import
+// and map them as a plugin does, and free both. On a GPU machine:
+//
+//	TESTFLAGS='-test.run=^$ -test.bench=SparseFarPools' ./scripts/gpu-test tests
+func BenchmarkSparseFarPools(b *testing.B) {
+	d := openDevice(b)
+	want := farWindows(9, 2<<20)
+	span := want[len(want)-1].End()
+	pieces := 0
+	for b.Loop() {
+		s, err := d.AllocSparse(span, want)
+		must(b, err)
+		fds, err := s.ExportFDs()
+		must(b, err)
+		imp, err := d.ImportSparse(fds, s.Span(), s.Pieces())
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		must(b, err)
+		must(b, imp.Free())
+		must(b, s.Free())
+		pieces = len(s.Pieces())
+	}
+	b.ReportMetric(float64(pieces), "pieces")
+	b.ReportMetric(float64(len(want)), "windows")
 }
