@@ -74,6 +74,9 @@ func (t *Target) Bench(ctx context.Context, c *Case, judge bool) (BenchResult, e
 	if err := t.reset(ctx); err != nil {
 		return BenchResult{}, err
 	}
+	if err := t.release(); err != nil {
+		return BenchResult{}, err
+	}
 	if err := t.materialize(c); err != nil {
 		return BenchResult{}, err
 	}

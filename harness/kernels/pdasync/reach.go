@@ -13,15 +13,14 @@ import (
 // watches must show only what lands). A copy into a page no case named
 // allocates a hole, which the run's observations report as a stray write
 // wherever in the gigabytes it lands (image.go); a copy from such a page
-// reads zeros, which no source page holds. Pages no case named for
-// releaseAge cases are given back after each clean case.
+// reads zeros, which no source page holds. Every page is given back
+// before the next case: the decode pages a case holds are then exactly
+// the ones it watches, so a copy into a page an earlier case named is a
+// stray too.
 
 // residentRoom is what a far arena's pages may hold at once, beyond the
-// staging window: the pages of the last releaseAge cases, and strays.
+// staging window: a case's pages, and strays.
 const residentRoom = 64 << 20
-
-// releaseAge is how many cases a materialized page outlives its last use.
-const releaseAge = 8
 
 // materialize writes the background into the pages c names, in every
 // buffer's source and decode pools, on a lazily filled target.
@@ -49,11 +48,10 @@ func (t *Target) materialize(c *Case) error {
 	return t.lazyDecode.Materialize(dst)
 }
 
-// release gives back the pages no case of the last releaseAge named, on
-// a lazily filled target whose last run left both arenas as it found
-// them (a run that stopped early may still have copies landing).
+// release gives back every materialized page of both arenas, on a lazily
+// filled target whose pools hold their backgrounds (after reset).
 func (t *Target) release() error {
-	if t.lazyPrefill == nil || t.lazyDecode == nil || !t.clean {
+	if t.lazyPrefill == nil || t.lazyDecode == nil {
 		return nil
 	}
 	for _, side := range []struct {
@@ -61,7 +59,7 @@ func (t *Target) release() error {
 		plan pool.Geometry
 	}{{t.lazyPrefill, t.pPlan}, {t.lazyDecode, t.dPlan}} {
 		for _, r := range side.plan.Regions {
-			if err := side.lazy.ReleaseIdle(r.Span(), releaseAge); err != nil {
+			if err := side.lazy.Release(r.Span()); err != nil {
 				return err
 			}
 		}

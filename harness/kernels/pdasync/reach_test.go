@@ -104,3 +104,42 @@ func TestOffsetInt32KilledOnlyFar(t *testing.T) {
 		t.Logf("caught at case %d, property %s, shrunk in %d steps to %v over %v", o.Cases, f.Property, f.Shrinks, f.Case.Rooms, f.Case.Geometry)
 	}
 }
+
+// TestFarStrayWriteSeen: a copy that wraps to a page no case named, in a
+// far decode pool whose unnamed pages are holes, is reported where it
+// landed (the stray page, as outside) and where it should have (the
+// room's page, as bytes): the oracle watches the case's pages alone, and
+// finds the rest by the holes a write allocates.
+func TestFarStrayWriteSeen(t *testing.T) {
+	p, s := farParams(t, kernel.OffsetInt32, 1)
+	g := pd.Geometry{PageSize: 64, Pages: 1, Buffers: []pd.Buffer{{Name: "L0.kv", Layout: "bf16", HeadDim: 128}}}
+	g.Pages = g.FarPages()
+	edge := int64(1<<32) / (2 * 128 * 64) // the first page at 4 GiB: its int32 offset wraps to 0
+	c := &Case{Geometry: g, Rooms: []Room{{ID: 1, Src: []int64{1}, Virt: []int64{edge},
+		Components: []Component{{Buffers: []int{0}, Handles: []Handle{{First: 0, Pages: 1}}}}}}}
+	decode := plugin.InProcess("pdasync", sdk.Services(kernel.Plugin))
+	sys := NewSystem(s.Plugin, decode, s.Dir, Config{Variant: p.Variant, Seed: 1, PrefillBackend: arena.SHM{}}, nil)
+	defer sys.Close(context.Background())
+	res, err := sys.Check(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stray, bytes bool
+	for _, v := range res.Violations {
+		stray = stray || v.Kind == Outside && v.DstPage == 0
+		bytes = bytes || v.Kind == Bytes && v.DstPage == edge
+	}
+	if !stray || !bytes {
+		t.Fatalf("violations %+v: want outside at page 0 (where the wrapped copy landed) and bytes at page %d", res.Violations, edge)
+	}
+	// The correct engine passes the same case, twice on one target (the
+	// second run over pages the first gave back).
+	ok := NewSystem(plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)),
+		s.Dir, Config{Seed: 1, PrefillBackend: arena.SHM{}}, nil)
+	defer ok.Close(context.Background())
+	for range 2 {
+		if res, err = ok.Check(context.Background(), c); err != nil || len(res.Violations) > 0 {
+			t.Fatalf("correct engine: %v, %+v", err, res.Violations)
+		}
+	}
+}

@@ -49,14 +49,14 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 	if err := t.reset(ctx); err != nil {
 		return nil, err
 	}
+	if err := t.release(); err != nil {
+		return nil, err
+	}
 	if err := t.materialize(c); err != nil {
 		return nil, err
 	}
 	r := newRun(ctx, t, c)
 	if err := r.play(); err != nil {
-		return nil, err
-	}
-	if err := t.release(); err != nil {
 		return nil, err
 	}
 	r.res.Violations = finish(append(append([]Violation(nil), t.GeometryViolations...), r.res.Violations...))
