@@ -20,15 +20,16 @@ func TestRoundPieces(t *testing.T) {
 		t.Error("a piece past the span accepted")
 	}
 	// More pieces than MaxPieces merge across the narrowest gaps: here
-	// first the two-granule gap between pieces 2 and 3, never the far
-	// piece's.
+	// first the gap between pieces 2 and 3, a granule narrower than the
+	// others, never the far piece's.
+	step := MergeGap + 4*g
 	var many []Piece
 	for i := range MaxPieces + 3 {
-		many = append(many, Piece{Off: i * 4 * g, Len: g})
+		many = append(many, Piece{Off: i * step, Len: g})
 	}
-	many[3].Off-- // rounds out to [11g, 13g): two granules after piece 2
-	far := Piece{Off: 1 << 38, Len: g}
-	got, err = roundPieces(append(slices.Clone(many), far), g, 1<<40)
+	many[3].Off-- // rounds out to [3·step-g, 3·step+g): a granule nearer piece 2
+	far := Piece{Off: 1 << 40, Len: g}
+	got, err = roundPieces(append(slices.Clone(many), far), g, 1<<41)
 	if err != nil || len(got) != MaxPieces || got[len(got)-1] != far {
 		t.Fatalf("%d pieces capped to %d (%v); want %d, the far piece apart", len(many)+1, len(got), err, MaxPieces)
 	}
@@ -45,13 +46,40 @@ func TestRoundPieces(t *testing.T) {
 			t.Fatalf("piece %v lost in merging", w)
 		}
 	}
-	if !covers(Piece{8 * g, 5 * g}) {
+	if !covers(Piece{2 * step, step + g}) {
 		t.Errorf("the narrowest gap (pieces 2 and 3) was not merged: %v", got[:4])
 	}
 	for _, bad := range [][]Piece{nil, {{g, g}, {0, g}}, {{0, g}, {g - 1, g}}, {{1, g}}} {
 		if err := checkPieces(bad, g, 8*g); err == nil {
 			t.Errorf("pieces %v accepted", bad)
 		}
+	}
+}
+
+// TestRoundPiecesMergesNearGaps: pieces within MergeGap of each other
+// become one allocation (one create, export, import and map each, the
+// cost of opening a far pool on a GPU), pieces further apart stay apart;
+// the windows of a far pool (its start, slot 65,536, 2 GiB, 4 GiB and its
+// end, the next pool's start beside it) take three pieces, not five.
+func TestRoundPiecesMergesNearGaps(t *testing.T) {
+	const g = 2 << 20
+	got, err := roundPieces([]Piece{{0, g}, {g + MergeGap, g}, {3*g + 2*MergeGap, g}}, g, 1<<30)
+	want := []Piece{{0, 2*g + MergeGap}, {3*g + 2*MergeGap, g}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("roundPieces = %v, %v; want %v: a gap of MergeGap merged, one a granule wider kept", got, err, want)
+	}
+	windows := farWindows(2, g)
+	got, err = roundPieces(windows, g, 1<<34)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("two far pools' %d windows in %d pieces (%v, %v); want 5: [start, 16 MiB], 2 GiB, [4 GiB, the next pool's 16 MiB], 2 GiB, [4 GiB, end]",
+			len(windows), len(got), got, err)
+	}
+	backed := 0
+	for _, p := range got {
+		backed += p.Len
+	}
+	if backed > 20*MergeGap {
+		t.Errorf("%d bytes backed for %d windows: the merged gaps cost too much", backed, len(windows))
 	}
 }
 
@@ -97,4 +125,49 @@ func TestSparseReservation(t *testing.T) {
 			t.Fatalf("piece %d at offset %d: the import reads % x…, want % x…", i, p.Off, got[:8], pattern[:8])
 		}
 	}
+}
+
+// farWindows are the windows of n far pools laid end to end (each past
+// 4 GiB, with a granule of guard between): its start, slot 65,536 of a
+// bf16 row at 16 MiB, the pages at 2 GiB and 4 GiB, and its end, as a
+// default store row's sets back them on a GPU.
+func farWindows(n, g int) []Piece {
+	const pool = 1<<32 + 32<<20 // pool.FarBytes
+	var out []Piece
+	for i := range n {
+		base := i * (pool + g)
+		for _, off := range []int{0, 16 << 20, 1<<31 - g/2, 1<<32 - g/2, pool - g} {
+			out = append(out, Piece{Off: base + off, Len: g})
+		}
+	}
+	return out
+}
+
+// BenchmarkSparseFarPools: what opening a far store row's reservation
+// costs on a GPU, both sides: reserve and back the pieces of nine far
+// pools (three pools of three sets), export a descriptor a piece, import
+// and map them as a plugin does, and free both. On a GPU machine:
+//
+//	TESTFLAGS='-test.run=^$ -test.bench=SparseFarPools' ./scripts/gpu-test tests
+func BenchmarkSparseFarPools(b *testing.B) {
+	d := openDevice(b)
+	want := farWindows(9, 2<<20)
+	span := want[len(want)-1].End()
+	pieces := 0
+	for b.Loop() {
+		s, err := d.AllocSparse(span, want)
+		must(b, err)
+		fds, err := s.ExportFDs()
+		must(b, err)
+		imp, err := d.ImportSparse(fds, s.Span(), s.Pieces())
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		must(b, err)
+		must(b, imp.Free())
+		must(b, s.Free())
+		pieces = len(s.Pieces())
+	}
+	b.ReportMetric(float64(pieces), "pieces")
+	b.ReportMetric(float64(len(want)), "windows")
 }

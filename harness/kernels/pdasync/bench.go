@@ -74,6 +74,12 @@ func (t *Target) Bench(ctx context.Context, c *Case, judge bool) (BenchResult, e
 	if err := t.reset(ctx); err != nil {
 		return BenchResult{}, err
 	}
+	if err := t.release(); err != nil {
+		return BenchResult{}, err
+	}
+	if err := t.materialize(c); err != nil {
+		return BenchResult{}, err
+	}
 	r := newRun(ctx, t, c)
 	var err error
 	if r.image, err = r.readPools(); err != nil {

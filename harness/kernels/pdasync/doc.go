@@ -35,6 +35,13 @@
 // read room against its source. A copy that lands on a page after it came
 // back is named by the page's epochs.
 //
+// A default check's edges row runs over far pools (reach.go): the largest
+// buffer's pool reaches past 4 GiB of byte offsets, in sparse host arenas
+// whose pages stay holes until a case names them, and rooms are drawn at
+// the pages that straddle 2 GiB and 4 GiB. The oracle then watches the
+// case's pages alone (image.go): a copy anywhere else allocates a hole,
+// which it reports as a stray write.
+//
 // Shrinking drops rooms, steps, components, handles, pages and buffers,
 // and tries the identity page table, so a counterexample is the smallest
 // schedule that still breaks the same invariant. Schema is how reports

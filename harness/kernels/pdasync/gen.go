@@ -14,10 +14,14 @@ const (
 	ProfileAborts     = "aborts"     // rooms aborted while some of their handles are held
 	ProfileFailures   = "failures"   // one handle of several failed while its siblings are held
 	ProfileComponents = "components" // several components, one delivered while another is held
+	// ProfileEdges draws rooms at the pools' edges: their first and last
+	// pages, and, in far pools (pd.Geometry.Far), the pages at 2 GiB and
+	// 4 GiB of byte offsets; the page table stays the identity.
+	ProfileEdges = "edges"
 )
 
 // Profiles lists the profiles in suite order.
-var Profiles = []string{ProfileMixed, ProfileAborts, ProfileFailures, ProfileComponents}
+var Profiles = []string{ProfileMixed, ProfileAborts, ProfileFailures, ProfileComponents, ProfileEdges}
 
 // Gen draws adversarial cases over one geometry: rooms of a few pages on
 // both sides, split into components of buffers and handles of pages, a
@@ -44,10 +48,15 @@ const (
 func (g *Gen) Draw(rng *rand.Rand) *Case {
 	c := &Case{Geometry: g.Geometry.Clone()}
 	pages := g.Geometry.Pages
-	if g.Profile != ProfileComponents && rng.Intn(3) > 0 {
-		c.PageTable = compacted(rng, pages)
+	var src, virt pageSource
+	if g.Profile == ProfileEdges {
+		src, virt = g.edgeFree(), g.edgeFree()
+	} else {
+		if g.Profile != ProfileComponents && rng.Intn(3) > 0 {
+			c.PageTable = compacted(rng, pages)
+		}
+		src, virt = newFree(pages), newFree(pages)
 	}
-	src, virt := newFree(pages), newFree(pages)
 	ids := map[uint64]bool{}
 	limit := g.MaxRooms
 	if limit <= 0 {
@@ -68,7 +77,7 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 // successors adds rooms that reuse an earlier room's pages, some or all:
 // each room has one successor at most, so that two rooms waiting for the
 // same pages never share them.
-func (g *Gen) successors(rng *rand.Rand, c *Case, src *free, ids map[uint64]bool) {
+func (g *Gen) successors(rng *rand.Rand, c *Case, src pageSource, ids map[uint64]bool) {
 	taken := map[int]bool{}
 	for range rng.Intn(3) {
 		prev := rng.Intn(len(c.Rooms))
@@ -149,6 +158,13 @@ func compacted(rng *rand.Rand, pages int) []int64 {
 	return t
 }
 
+// pageSource is the pages of one side no room holds yet, drawn m at a
+// time.
+type pageSource interface {
+	left() int
+	draw(rng *rand.Rand, m int) []int64
+}
+
 // free is the pages of one side no room holds yet.
 type free struct{ pages []int64 }
 
@@ -179,6 +195,38 @@ func (f *free) draw(rng *rand.Rand, m int) []int64 {
 			out = append(out, p)
 			f.pages = slices.Delete(f.pages, i, i+1)
 		}
+	}
+	return out
+}
+
+// edges is the pages of one side no room holds yet, of a pool drawn at
+// its edges: a set of the taken ones, so that a far pool of a quarter of a
+// million pages costs what a case takes. A draw starts at an edge (the
+// first page, the last, one at 2 GiB or 4 GiB of byte offsets in some
+// buffer) and takes the free pages from there on, wrapping.
+type edges struct {
+	n      int64
+	starts []int64
+	taken  map[int64]bool
+}
+
+func (g *Gen) edgeFree() *edges {
+	n := int64(g.Geometry.Pages)
+	starts := append([]int64{0, n - 1}, g.Geometry.EdgePages()...)
+	return &edges{n: n, starts: starts, taken: map[int64]bool{}}
+}
+
+func (e *edges) left() int { return int(e.n) - len(e.taken) }
+
+func (e *edges) draw(rng *rand.Rand, m int) []int64 {
+	p := e.starts[rng.Intn(len(e.starts))]
+	var out []int64
+	for range min(m, e.left()) {
+		for e.taken[p] {
+			p = (p + 1) % e.n
+		}
+		e.taken[p] = true
+		out = append(out, p)
 	}
 	return out
 }

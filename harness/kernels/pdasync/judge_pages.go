@@ -10,49 +10,6 @@ import (
 	"github.com/kvharness/kvharness/harness/pool"
 )
 
-// readPools reads every buffer's decode pages into an image of the run's
-// own.
-func (r *run) readPools() ([][]byte, error) {
-	out := make([][]byte, len(r.w.bufs))
-	for b := range r.w.bufs {
-		now, err := r.t.pages(b)
-		if err != nil {
-			return nil, err
-		}
-		out[b] = append([]byte(nil), now...)
-	}
-	return out, nil
-}
-
-func (r *run) page(b int, q int64) []byte {
-	n := r.w.bufs[b].PageBytes
-	return r.image[b][int(q)*n : int(q+1)*n]
-}
-
-// observe compares the decode pools with the image and judges every page
-// that changed since: it must be written by a handle opened since
-// (recent), on a page that handle's room owns in this epoch.
-func (r *run) observe(recent []int) error {
-	for b, bp := range r.w.bufs {
-		now, err := r.t.pages(b)
-		if err != nil {
-			return err
-		}
-		n := bp.PageBytes
-		for q := range int64(bp.Pages) {
-			got := now[int(q)*n : int(q+1)*n]
-			if bytes.Equal(got, r.page(b, q)) {
-				continue
-			}
-			got = append([]byte(nil), got...) // the page as it was read, whatever lands next
-			r.landing(b, q, recent, got)
-			copy(r.page(b, q), got)
-			r.touched[pageKey{b, q}] = true
-		}
-	}
-	return nil
-}
-
 // landing judges bytes that landed on buffer b's page q.
 func (r *run) landing(b int, q int64, recent []int, got []byte) {
 	p := r.w.logical(b, q)
@@ -81,7 +38,7 @@ func (r *run) landing(b int, q int64, recent []int, got []byte) {
 		v := r.pageViolation(Stale, b, q, got)
 		v.Room, v.RoomID, v.Handle = ri, r.c.Rooms[ri].ID, h.ref.String()
 		v.Detail = fmt.Sprintf("handle %s (opened at %s) landed on the page in epoch %d; its room held the page in epoch %d (from %s), and now it belongs to %s",
-			h.ref, h.setAt, r.w.pages[p].epoch, o.epoch, o.at, r.w.describe(p))
+			h.ref, h.setAt, r.w.page(p).epoch, o.epoch, o.at, r.w.describe(p))
 		r.res.Add(v)
 		return
 	}
@@ -120,7 +77,7 @@ func (r *run) stray(b int, q, p int64, got []byte, held, late []int) {
 func (r *run) pageViolation(k oracle.Kind, b int, q int64, got []byte) Violation {
 	p := r.w.logical(b, q)
 	v := r.violation(k)
-	v.Buffer, v.Page, v.DstPage, v.Epoch = r.w.bufs[b].Name, p, q, r.w.pages[p].epoch
+	v.Buffer, v.Page, v.DstPage, v.Epoch = r.w.bufs[b].Name, p, q, r.w.page(p).epoch
 	was := r.page(b, q)
 	first, last := pd.DiffSpan(was, got)
 	v.Off, v.Len = int(q)*r.w.bufs[b].PageBytes+first, last-first+1
@@ -212,7 +169,7 @@ func (r *run) checkBytes(ri int) {
 				continue
 			}
 			v := r.roomViolation(Bytes, ri)
-			v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
+			v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.page(p).epoch
 			first, last := pd.DiffSpan(want, got)
 			v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 			v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])
@@ -226,7 +183,7 @@ func (r *run) checkBytes(ri int) {
 func (r *run) holds(b int, q int64, got []byte) string {
 	p := r.w.logical(b, q)
 	buf := make([]byte, len(got))
-	r.w.contentAt(buf, r.t.Seed, b, q, r.w.pages[p].epoch-1)
+	r.w.contentAt(buf, r.t.Seed, b, q, r.w.page(p).epoch-1)
 	if bytes.Equal(buf, got) {
 		return "what it held before the room took it: its copy never landed"
 	}
@@ -289,7 +246,7 @@ func (r *run) checkReuse(ri int, how string) {
 		if b, p, ok := r.writesRoom(hi, ri); ok {
 			bp := r.w.bufs[b]
 			v := r.roomViolation(Reuse, ri)
-			v.Handle, v.Buffer, v.Page, v.DstPage, v.Epoch = h.ref.String(), bp.Name, p, bp.Phys(p), r.w.pages[p].epoch
+			v.Handle, v.Buffer, v.Page, v.DstPage, v.Epoch = h.ref.String(), bp.Name, p, bp.Phys(p), r.w.page(p).epoch
 			v.Detail = fmt.Sprintf("the room's pages came back (%s) while handle %s, which writes this page, %s", how, h.ref, gateWords(h))
 			r.res.Add(v)
 		}
@@ -315,7 +272,7 @@ func (r *run) reassign(ri int) error {
 		for b, bp := range r.w.bufs {
 			q := bp.Phys(p)
 			buf := r.page(b, q)
-			pool.FillBackground(buf, fillSeed(r.t.Seed, b, p, r.w.pages[p].epoch), 0)
+			pool.FillBackground(buf, fillSeed(r.t.Seed, b, p, r.w.page(p).epoch), 0)
 			r.touched[pageKey{b, q}] = true
 			if err := r.t.DecodeMem().WriteAt(buf, bp.Dst.Pool.Off+int(q)*bp.PageBytes); err != nil {
 				return err
@@ -379,7 +336,7 @@ func (r *run) checkFree() {
 		b, q := k.buffer, k.page
 		bp := r.w.bufs[b]
 		p := r.w.logical(b, q)
-		if r.w.pages[p].owner >= 0 || r.seen[k] {
+		if r.w.page(p).owner >= 0 || r.seen[k] {
 			continue
 		}
 		want := make([]byte, bp.PageBytes)
@@ -389,7 +346,7 @@ func (r *run) checkFree() {
 			continue
 		}
 		v := r.violation(Outside)
-		v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.pages[p].epoch
+		v.Buffer, v.Page, v.DstPage, v.Epoch = bp.Name, p, q, r.w.page(p).epoch
 		first, last := pd.DiffSpan(want, got)
 		v.Off, v.Len = int(q)*bp.PageBytes+first, last-first+1
 		v.Want, v.Got = copyClip(want[first:]), copyClip(got[first:])

@@ -52,13 +52,19 @@ type SuiteConfig struct {
 	// Shapes, when set, is each profile's head dim and page size: its
 	// row runs over Geometry reshaped to it (a check draws them).
 	Shapes map[string]workload.Shape
+	// Far runs the edges row over pools that reach past 4 GiB of byte
+	// offsets (pd.FarPages), its rooms drawn at 2 GiB and 4 GiB too.
+	Far bool
 }
 
 // geometryOf is a profile's geometry: g, reshaped to the profile's shape
-// when sc gives one.
+// when sc gives one, and far for the edges row when sc reaches far.
 func (sc SuiteConfig) geometryOf(g pd.Geometry, profile string) pd.Geometry {
 	if x, ok := sc.Shapes[profile]; ok {
-		return g.Reshaped(x.HeadDim, x.PageSize)
+		g = g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	if sc.Far && profile == ProfileEdges {
+		g = g.Far()
 	}
 	return g
 }
@@ -155,7 +161,7 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		return nil, err
 	}
 	defer release()
-	sc := SuiteConfig{Geometry: g, Decode: decode}
+	sc := SuiteConfig{Geometry: g, Decode: decode, Far: pd.Reaches(p, s)}
 	ls, err := g.Layouts()
 	if err != nil {
 		return nil, err
@@ -174,6 +180,9 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	h := pd.Header(p, s, g, sh)
 	h.JSON = append(h.JSON, report.Field{Key: "arenas", Value: Where(prefill, decode)})
 	h.About += ", " + Where(prefill, decode)
+	if h.Far = sc.Far; h.Far {
+		h.Coverage = append(h.Coverage, pd.FarLine(p.Place().OnDevice()))
+	}
 	return kind.RunSuite(ctx, suite, Schema, h)
 }
 

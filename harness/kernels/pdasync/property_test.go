@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/pd"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/sdk"
@@ -53,13 +54,17 @@ func runSuite(t *testing.T, p *plugin.Plugin, variant string, cases int, seed in
 	if p.Path == "(in process)" {
 		sc.Spawn = inProcessSpawn
 	}
-	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Setup: kind.Setup{Backend: arena.SHM{}}}, sc)
+	return suiteRun(t, p, kind.Params{Variant: variant, Cases: cases, Seed: seed, StopAtFirst: stop, Setup: kind.Setup{Backend: arena.SHM{}, Far: true}}, sc)
 }
 
 // suiteRun runs the suite of params and sc on p.
 func suiteRun(t *testing.T, p *plugin.Plugin, params kind.Params, sc SuiteConfig) []property.Verdict[*Case, *Result] {
 	t.Helper()
-	s, err := Suite(&kind.Session{Plugin: p, Dir: plugintest.Dir(t)}, params, sc)
+	session := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
+	if params.Far {
+		sc.Far = pd.Reaches(params, session) // as a default check: the edges row far where the run directory is on tmpfs
+	}
+	s, err := Suite(session, params, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

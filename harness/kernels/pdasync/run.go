@@ -20,7 +20,8 @@ type run struct {
 	res     *Result
 	queue   []*kvpb.AsyncNotification
 	at      string           // where the run is, for violations and the trace
-	image   [][]byte         // each buffer's decode pages, as last read
+	image   *image           // the decode pages, as last read
+	tbl     []uint64         // the decode's page table, as sent
 	seen    map[pageKey]bool // pages already reported
 	touched map[pageKey]bool // pages that changed: by a copy, or by a reassignment
 	stop    bool             // a hung engine, or one that lied about completion, ended the run
@@ -46,6 +47,12 @@ func (t *Target) Check(ctx context.Context, c *Case) (*Result, error) {
 		return nil, err
 	}
 	if err := t.reset(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.release(); err != nil {
+		return nil, err
+	}
+	if err := t.materialize(c); err != nil {
 		return nil, err
 	}
 	r := newRun(ctx, t, c)

@@ -62,6 +62,10 @@ type Target struct {
 	owner   **Target
 	clean   bool     // the last run put both arenas back as it found them
 	scratch [][]byte // a buffer's decode pages, read (device memory)
+	// lazyPrefill and lazyDecode are the arenas' memory when their pools
+	// are filled lazily (a far geometry, pd.Geometry.Sparse): each case's
+	// pages are materialized before it runs (reach.go).
+	lazyPrefill, lazyDecode arena.Lazy
 }
 
 // Open describes the plugin, checks its geometry, plans and fills both
@@ -83,6 +87,12 @@ func open(ctx context.Context, prefill, decode *plugin.Plugin, dir *rundir.Dir, 
 	}
 	if err := cfg.Geometry.Validate(); err != nil {
 		return nil, fmt.Errorf("pdasync geometry: %w", err)
+	}
+	if cfg.Geometry.Sparse() && (cfg.PrefillBackend.Place().OnDevice() || cfg.DecodeBackend.Place().OnDevice()) {
+		// A GPU's pd arenas are backed whole: far pools live in host
+		// shared memory, sparse, where the engine's descriptors (built
+		// on the host either way) are checked all the same.
+		cfg.PrefillBackend, cfg.DecodeBackend = arena.SHM{}, arena.SHM{}
 	}
 	t := &Target{Config: cfg, Prefill: prefill, Decode: decode, owner: owner}
 	problems, err := pd.CheckDeclared(ctx, prefill, Name, cfg.Variant, cfg.Geometry)
@@ -130,11 +140,11 @@ func (t *Target) plan(dir *rundir.Dir) error {
 	if t.dPlan, err = pool.Plan(dst, pool.Alignment); err != nil {
 		return err
 	}
-	n := len(g.Buffers)
-	if t.pa, err = newArena(dir, t.PrefillBackend, t.pPlan, func(i int) uint64 { return regionSeed(t.Seed, i) }); err != nil {
+	n, sparse := len(g.Buffers), g.Sparse()
+	if t.pa, t.lazyPrefill, err = newArena(dir, t.PrefillBackend, t.pPlan, func(i int) uint64 { return regionSeed(t.Seed, i) }, sparse); err != nil {
 		return err
 	}
-	if t.da, err = newArena(dir, t.DecodeBackend, t.dPlan, func(i int) uint64 { return regionSeed(t.Seed, n+i) }); err != nil {
+	if t.da, t.lazyDecode, err = newArena(dir, t.DecodeBackend, t.dPlan, func(i int) uint64 { return regionSeed(t.Seed, n+i) }, sparse); err != nil {
 		t.pa.Close()
 		return err
 	}
@@ -149,23 +159,47 @@ func (t *Target) plan(dir *rundir.Dir) error {
 
 // newArena allocates an arena for plan on b, shared by IPC handle on a GPU
 // (every process opens it so, the prefill in its own device's context),
-// fills each pool with its seed and zeroes the staging window.
-func newArena(dir *rundir.Dir, b arena.Backend, plan pool.Geometry, seed func(int) uint64) (*arena.Arena, error) {
-	mem, err := b.New(dir, plan.Size, arena.Options{})
-	if err != nil {
-		return nil, err
+// fills each pool with its seed and zeroes the staging window. A sparse
+// plan's pools (a far geometry) are filled lazily where the memory can
+// (host shared memory on tmpfs), which newArena then returns as lazy.
+func newArena(dir *rundir.Dir, b arena.Backend, plan pool.Geometry, seed func(int) uint64, sparse bool) (*arena.Arena, arena.Lazy, error) {
+	var o arena.Options
+	if sparse {
+		o.Resident = plan.Staging.Len + residentRoom
 	}
-	for i, r := range plan.Regions {
-		if err := mem.Fill(r.Span(), seed(i)); err != nil {
-			mem.Close()
-			return nil, err
+	mem, err := b.New(dir, plan.Size, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	lazy, ok := mem.(arena.Lazy)
+	if !ok || !lazy.Sparse() || !sparse {
+		lazy = nil
+	}
+	if err := fill(mem, lazy, plan, seed); err != nil {
+		mem.Close()
+		return nil, nil, err
+	}
+	return arena.One(b.Place().Space, mem), lazy, nil
+}
+
+// fill fills each pool with its seed, lazily when lazy is set, and zeroes
+// the staging window.
+func fill(mem arena.Memory, lazy arena.Lazy, plan pool.Geometry, seed func(int) uint64) error {
+	if lazy != nil {
+		if err := lazy.Reserve(plan.Staging); err != nil {
+			return err
 		}
 	}
-	if err := mem.WriteAt(make([]byte, plan.Staging.Len), plan.Staging.Off); err != nil {
-		mem.Close()
-		return nil, err
+	for i, r := range plan.Regions {
+		f := mem.Fill
+		if lazy != nil {
+			f = lazy.FillLazy
+		}
+		if err := f(r.Span(), seed(i)); err != nil {
+			return err
+		}
 	}
-	return arena.One(b.Place().Space, mem), nil
+	return mem.WriteAt(make([]byte, plan.Staging.Len), plan.Staging.Off)
 }
 
 // attach gives each process its role: the prefill maps its arena and the

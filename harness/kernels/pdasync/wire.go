@@ -1,12 +1,14 @@
 package pdasync
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pd"
+	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
@@ -28,13 +30,18 @@ func (r *run) planPB(ri int) *kvpb.AsyncRoom {
 	return out
 }
 
-// table is the decode's whole page table.
+// table is the decode's whole page table, built once a run; nil (the
+// identity, which a far pool of a quarter of a million pages need not
+// send at every admission) when the case has none.
 func (r *run) table() []uint64 {
-	out := make([]uint64, r.c.Geometry.Pages)
-	for v := range out {
-		out[v] = uint64(r.c.Phys(int64(v)))
+	if r.tbl != nil || len(r.c.PageTable) == 0 {
+		return r.tbl
 	}
-	return out
+	r.tbl = make([]uint64, r.c.Geometry.Pages)
+	for v := range r.tbl {
+		r.tbl[v] = uint64(r.c.Phys(int64(v)))
+	}
+	return r.tbl
 }
 
 // admit gives room ri to the decode, judges the pages it answers, and
@@ -118,6 +125,16 @@ func (r *run) post(ri int) error {
 		req.DstPages = append(req.DstPages, uint64(info.sent[i]))
 	}
 	resp, err := asyncPost(r.ctx, r.t.Prefill, req)
+	if f := (*plugin.Fault)(nil); errors.As(err, &f) && f.Kind == plugin.Refused {
+		// The room is valid: a prefill that cannot post it built
+		// descriptors its transport refused (an address outside the
+		// registered arenas). The run stops; its gates are opened.
+		v := r.roomViolation(BadDescriptor, ri)
+		v.Detail = "the prefill could not post the room: " + f.Detail
+		r.res.Add(v)
+		info.broken, info.over, r.stop = true, "broken", true
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,10 @@ type world struct {
 	byRef   map[HandleRef]int
 	rooms   []*roomInfo
 	ids     map[uint64]int // room id → index
-	pages   []*pageInfo    // by the room-level physical decode page
+	// pages holds the room-level physical decode pages some room or
+	// reassignment touched; a page not here is free in epoch 0 (a far
+	// pool's millions of pages cost what a case touches).
+	pages   map[int64]*pageInfo
 	writers map[pageKey][]int
 }
 
@@ -76,7 +79,8 @@ type pageKey struct {
 }
 
 func newWorld(c *Case, bufs []pd.BufferPools) *world {
-	w := &world{c: c, bufs: bufs, byRef: map[HandleRef]int{}, ids: map[uint64]int{}, writers: map[pageKey][]int{}}
+	w := &world{c: c, bufs: bufs, byRef: map[HandleRef]int{}, ids: map[uint64]int{}, writers: map[pageKey][]int{},
+		pages: map[int64]*pageInfo{}}
 	for i, h := range c.Handles() {
 		w.byRef[h] = i
 		w.handles = append(w.handles, &handleInfo{ref: h})
@@ -86,10 +90,17 @@ func newWorld(c *Case, bufs []pd.BufferPools) *world {
 		w.rooms = append(w.rooms, &roomInfo{phys: c.PhysPages(i), compTold: make([]kvpb.AsyncNote, len(r.Components)),
 			compDelivered: make([]bool, len(r.Components))})
 	}
-	for range c.Geometry.Pages {
-		w.pages = append(w.pages, &pageInfo{owner: -1})
-	}
 	return w
+}
+
+// page is page p's record, made (free, epoch 0) when first asked for.
+func (w *world) page(p int64) *pageInfo {
+	pg := w.pages[p]
+	if pg == nil {
+		pg = &pageInfo{owner: -1}
+		w.pages[p] = pg
+	}
+	return pg
 }
 
 // handlesOf lists the handles of room ri's component ci, by gate.
@@ -115,7 +126,7 @@ func (w *world) take(ri int, at string) {
 	r := w.rooms[ri]
 	r.epochs = r.epochs[:0]
 	for _, p := range r.phys {
-		pg := w.pages[p]
+		pg := w.page(p)
 		pg.epoch++
 		pg.owner = ri
 		pg.history = append(pg.history, ownership{pg.epoch, ri, at})
@@ -127,7 +138,7 @@ func (w *world) take(ri int, at string) {
 // fill's.
 func (w *world) give(ri int, at string) {
 	for _, p := range w.rooms[ri].phys {
-		pg := w.pages[p]
+		pg := w.page(p)
 		pg.epoch++
 		pg.owner = -1
 		pg.history = append(pg.history, ownership{pg.epoch, -1, at})
@@ -136,13 +147,13 @@ func (w *world) give(ri int, at string) {
 
 // owned reports whether room ri held page p in its current epoch.
 func (w *world) owned(ri int, p int64) bool {
-	pg := w.pages[p]
+	pg := w.page(p)
 	return pg.owner == ri
 }
 
 // ownedBefore returns the epoch in which room ri held page p, if it did.
 func (w *world) ownedBefore(ri int, p int64) (ownership, bool) {
-	for _, o := range w.pages[p].history {
+	for _, o := range w.page(p).history {
 		if o.room == ri {
 			return o, true
 		}
@@ -154,7 +165,7 @@ func (w *world) ownedBefore(ri int, p int64) (ownership, bool) {
 // (epoch 3)", "no room: it came back at step 3 (epoch 2, the
 // reassignment fill)".
 func (w *world) describe(p int64) string {
-	pg := w.pages[p]
+	pg := w.page(p)
 	if len(pg.history) == 0 {
 		return "no room ever (epoch 0, the background)"
 	}
@@ -182,7 +193,7 @@ func fillSeed(seed int64, b int, p int64, epoch int) uint64 {
 // room-level page is free in its current epoch: the background, or the
 // last reassignment fill.
 func (w *world) expected(buf []byte, seed int64, b int, q int64) {
-	w.contentAt(buf, seed, b, q, w.pages[w.logical(b, q)].epoch)
+	w.contentAt(buf, seed, b, q, w.page(w.logical(b, q)).epoch)
 }
 
 // contentAt fills buf with what buffer b's physical page q holds in a

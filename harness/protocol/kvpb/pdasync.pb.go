@@ -548,10 +548,13 @@ func (x *AsyncRoom) GetComponents() []*AsyncComponent {
 // numbers them (virtual) and the table mapping virtual pages to the
 // pool's physical pages, which differ once pages were compacted.
 type AsyncAdmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Room          *AsyncRoom             `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
-	VirtualPages  []uint64               `protobuf:"varint,2,rep,packed,name=virtual_pages,json=virtualPages,proto3" json:"virtual_pages,omitempty"`
-	PageTable     []uint64               `protobuf:"varint,3,rep,packed,name=page_table,json=pageTable,proto3" json:"page_table,omitempty"` // page_table[v]: virtual page v's physical page
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Room         *AsyncRoom             `protobuf:"bytes,1,opt,name=room,proto3" json:"room,omitempty"`
+	VirtualPages []uint64               `protobuf:"varint,2,rep,packed,name=virtual_pages,json=virtualPages,proto3" json:"virtual_pages,omitempty"`
+	// page_table[v]: virtual page v's physical page; empty: the identity
+	// over the pool's pages (no page was compacted), which a far pool of a
+	// quarter of a million pages need not send at every admission.
+	PageTable     []uint64 `protobuf:"varint,3,rep,packed,name=page_table,json=pageTable,proto3" json:"page_table,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

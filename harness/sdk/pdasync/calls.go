@@ -14,12 +14,11 @@ import (
 // pages it chose.
 func (s *server) AsyncAdmit(ctx context.Context, req *kvpb.AsyncAdmitRequest) (*kvpb.AsyncAdmitResponse, error) {
 	return onRole(s, "AsyncAdmit", kvpb.AsyncRole_ASYNC_ROLE_DECODE, func(st *asyncState) (*kvpb.AsyncAdmitResponse, error) {
-		pages := st.pages()
-		virt, err := pageList("virtual page", req.VirtualPages, len(req.PageTable))
+		table, err := pageTable(req.PageTable, st.pages())
 		if err != nil {
 			return nil, err
 		}
-		table, err := pageList("page table entry", req.PageTable, pages)
+		virt, err := pageList("virtual page", req.VirtualPages, len(table))
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +150,19 @@ func (st *asyncState) pages() int {
 }
 
 // pageList converts pages that must each be below limit.
+// pageTable is an admission's page table: as sent, or the identity over
+// the pool's pages when it is empty.
+func pageTable(ps []uint64, pages int) ([]int64, error) {
+	if len(ps) > 0 {
+		return pageList("page table entry", ps, pages)
+	}
+	out := make([]int64, pages)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out, nil
+}
+
 func pageList(what string, ps []uint64, limit int) ([]int64, error) {
 	out := make([]int64, len(ps))
 	for i, p := range ps {

@@ -3,6 +3,7 @@ package pdasync
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,5 +106,22 @@ func TestDeviceQueues(t *testing.T) {
 		if tr.queues != tc.queues || tr.maxHeld() != tc.max {
 			t.Errorf("CUDA_DEVICE_MAX_CONNECTIONS=%q: %d queues, %d held; want %d, %d", tc.env, tr.queues, tr.maxHeld(), tc.queues, tc.max)
 		}
+	}
+}
+
+// TestPageTable: an admission's page table is the identity over the
+// pool's pages when the harness sends none (a far pool's would be a
+// quarter of a million entries), and is checked entry by entry when it
+// sends one.
+func TestPageTable(t *testing.T) {
+	got, err := pageTable(nil, 4)
+	if err != nil || !slices.Equal(got, []int64{0, 1, 2, 3}) {
+		t.Fatalf("pageTable(nil, 4) = %v, %v; want the identity", got, err)
+	}
+	if got, err = pageTable([]uint64{2, 0, 1}, 3); err != nil || !slices.Equal(got, []int64{2, 0, 1}) {
+		t.Fatalf("pageTable([2 0 1], 3) = %v, %v", got, err)
+	}
+	if _, err = pageTable([]uint64{0, 3}, 3); err == nil {
+		t.Error("an entry past the pool's pages accepted")
 	}
 }

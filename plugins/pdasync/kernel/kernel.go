@@ -29,6 +29,7 @@ const (
 	VirtualAsPhysical  = "virtual-as-physical"
 	PollAsCompletion   = "poll-as-completion"
 	FailureUnreported  = "failure-unreported"
+	OffsetInt32        = "offset-int32"
 )
 
 var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
@@ -44,6 +45,8 @@ var variants = sdk.KernelVariants(pdasync.Name, []sdk.Variant{
 		Doc: "the prefill takes a successful poll for completion, though it only means the transfer started (ai-dynamo/nixl #182)"},
 	{Name: FailureUnreported,
 		Doc: "the prefill never reports a failed handle: it waits for the transfer to succeed, and the room never completes (a swallowed transfer error)"},
+	{Name: OffsetInt32,
+		Doc: "the prefill computes a page's byte offset, page × item_len, in a signed 32-bit integer: in a pool past 2 GiB the offset wraps, and the copy reads and lands 4 GiB early (or outside the arena)"},
 })
 
 // kernel starts an engine per role.

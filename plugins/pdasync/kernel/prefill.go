@@ -67,12 +67,21 @@ func (p *prefill) descriptors(room uint64, bufs []int, h pdasync.Handle, src, ds
 			for i+run < end && b.Phys(src[i+run]) == s+int64(run) && b.Phys(dst[i+run]) == d+int64(run) {
 				run++
 			}
-			out = append(out, sdk.Descriptor{Room: room, Buffer: bi, Src: b.Src.Base + int(s)*n, Dst: b.Dst.Base + int(d)*n,
+			out = append(out, sdk.Descriptor{Room: room, Buffer: bi, Src: b.Src.Base + p.offset(s, n), Dst: b.Dst.Base + p.offset(d, n),
 				Length: run * n, ItemLen: n, Run: run})
 			i += run
 		}
 	}
 	return out
+}
+
+// offset is page q's byte offset in a pool of n-byte pages; under
+// offset-int32 computed in 32 bits, as int32 page × int32 item_len.
+func (p *prefill) offset(q int64, n int) int {
+	if p.a.Variant == OffsetInt32 {
+		return int(int32(q) * int32(n))
+	}
+	return int(q) * n
 }
 
 // Poll implements pdasync.Prefill: a notification for every handle that

@@ -398,8 +398,10 @@ class PDAsyncServicer(pdasync_pb2_grpc.PDAsyncServicer):
     def _async_admit(self, req):
         with self.lock:
             st = self._role("AsyncAdmit", ROLE_DECODE)
-            virt = self._page_list("virtual page", req.virtual_pages, len(req.page_table))
-            table = self._page_list("page table entry", req.page_table, self._pages(st))
+            pages = self._pages(st)
+            # An empty page table is the identity over the pool's pages.
+            table = self._page_list("page table entry", req.page_table, pages) if req.page_table else list(range(pages))
+            virt = self._page_list("virtual page", req.virtual_pages, len(table))
             room = self._room(st, req.room, len(virt), 1 << 62)
             dst = self._engine("Admit", st["engine"].admit, room, virt, table)
             if any(p < 0 for p in dst):
