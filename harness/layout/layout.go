@@ -257,6 +257,10 @@ func (l *Layout) Footprint(slot int64) []Span {
 	return spans
 }
 
+// FillFootprint is Footprint written into spans, NumPieces long: a
+// caller walking many slots reuses one slice.
+func (l *Layout) FillFootprint(spans []Span, slot int64) { l.fillFootprint(spans, slot) }
+
 // fillFootprint writes slot's spans.
 func (l *Layout) fillFootprint(spans []Span, slot int64) {
 	if l.planar {

@@ -19,6 +19,10 @@
 #     incident, under graph replay); tritonstore --graph: exit 0;
 #     pygraphonly (sizes its store from the host's count): exit 0 eager,
 #     exit 1 under --graph (proof that replays replay);
+#  4b. flashfp8store (vllm-flash-fp8, Triton, static k_scale/v_scale): its
+#     pytest file passes (the Triton kernel byte for byte with its numpy
+#     twin), and kvharness check passes eager and --graph, at drawn shapes
+#     and at 8 heads × 128: exit 0;
 #  5. topkread (read) and pagetransfer (transfer) on the GPU: exit 0;
 #     indexerstore with arenas shared by IPC handle instead of file
 #     descriptor: exit 0;
@@ -168,6 +172,15 @@ expect 1 "found at case 1 " "torchscatter --graph --padding count" "$kvh" check 
 expect 0 "" "tritonstore --graph" "$kvh" check --plugin "$tri" --graph --cases 500 "${res[@]}"
 expect 0 "" "pygraphonly eager" "$kvh" check --plugin "$gonly" --cases 300 "${res[@]}"
 expect 1 "property" "pygraphonly --graph" "$kvh" check --plugin "$gonly" --graph --cases 300 "${res[@]}"
+
+echo
+echo "== 4b. flashfp8store: vLLM flash fp8 with static scales, in Triton, eager and graph"
+ff=$py/flashfp8store/kvharness-plugin.json
+expect 0 "passed" "flashfp8store pytest" "$python" -m pytest -q -rs $py/flashfp8store
+expect 0 "" "flashfp8store eager" "$kvh" check --plugin "$ff" --layout vllm-flash-fp8 --cases "$cases" "${res[@]}"
+expect 0 "" "flashfp8store --graph" "$kvh" check --plugin "$ff" --layout vllm-flash-fp8 --graph --cases "$cases" "${res[@]}"
+expect 0 "" "flashfp8store 8x128 --graph" "$kvh" check --plugin "$ff" --layout vllm-flash-fp8 --heads 8 --head-dim 128 \
+	--graph --cases "$cases" "${res[@]}"
 
 echo
 echo "== 5. read and transfer kernels; arenas by IPC handle"

@@ -140,6 +140,7 @@ var manifests = []struct {
 }{
 	{"torchscatter", []protocol.Kernel{"store"}},
 	{"tritonstore", []protocol.Kernel{"store"}},
+	{"flashfp8store", []protocol.Kernel{"store"}},
 	{"indexerstore", []protocol.Kernel{"store"}},
 	{"dsv4store", []protocol.Kernel{"store"}},
 	{"topkread", []protocol.Kernel{"read"}},

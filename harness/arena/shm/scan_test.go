@@ -461,3 +461,88 @@ func TestReleaseIdleKeepsRecentPages(t *testing.T) {
 		t.Fatalf("Strays after ReleaseIdle = %v, %v; want the page of %d", strays, err, hole)
 	}
 }
+
+// smallWindows draws sorted windows of a few bytes, a few bytes apart,
+// inside w: an engine cache's footprints (vLLM's paged V: two bytes a
+// head element), which ChangedIn compares in clusters.
+func smallWindows(rng *rand.Rand, w pool.Window) []pool.Window {
+	var ws []pool.Window
+	for at := w.Off + rng.IntN(8); at < w.End(); {
+		n := min(1+rng.IntN(16), w.End()-at)
+		ws = append(ws, pool.Window{Off: at, Len: n})
+		at += n + 1 + rng.IntN(48)
+		if rng.IntN(200) == 0 {
+			at += clusterBytes // a gap no cluster spans
+		}
+	}
+	return ws
+}
+
+// TestClustersAgreeWithDefinition: ChangedIn over many small windows
+// (compared in clusters against one baseline) gives exactly the naive
+// ranges and bytes, near the start of a filled window (the seed's copy),
+// and in pages materialized deep in a lazy one (a background computed
+// for the cluster), with clusters cut by the edge of the fill.
+func TestClustersAgreeWithDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	check := func(t *testing.T, m *Memory, want []byte, w pool.Window) {
+		t.Helper()
+		for round := range 10 {
+			ws := smallWindows(rng, w)
+			if err := m.Materialize(ws); err != nil {
+				t.Fatal(err)
+			}
+			for range 1 + rng.IntN(40) {
+				x := ws[rng.IntN(len(ws))]
+				scribble(rng, m.Bytes(), x, 1+rng.IntN(3))
+			}
+			var wantIn []pool.Window
+			var wantBytes []byte
+			for _, x := range ws {
+				for _, r := range naiveChanged(m.Bytes(), want, x) {
+					wantIn = append(wantIn, r)
+					wantBytes = append(wantBytes, m.Bytes()[r.Off:r.End()]...)
+				}
+			}
+			gotIn, gotBytes, err := m.ChangedIn(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantIn, gotIn); diff != "" {
+				t.Fatalf("round %d: ChangedIn (-want +got):\n%s", round, diff)
+			}
+			if !bytes.Equal(wantBytes, gotBytes) {
+				t.Fatalf("round %d: ChangedIn bytes differ", round)
+			}
+			if err := m.Reset(gotIn); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("dense", func(t *testing.T) {
+		const size = 512 << 10
+		m, _ := open(t, size)
+		fill := pool.Window{Off: 3000, Len: size - 9000} // clusters cross its edges into bytes never filled
+		if err := m.Fill(fill, 5); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, size)
+		pool.FillBackground(want[fill.Off:fill.End()], 5, 0)
+		check(t, m, want, pool.Window{Off: 0, Len: size})
+	})
+	t.Run("far", func(t *testing.T) {
+		size := 2 * copyBytes
+		m := openTmpfs(t, size)
+		fill := pool.Window{Off: 3 * pageBytes, Len: size - 3*pageBytes}
+		if err := m.FillLazy(fill, 9); err != nil {
+			t.Fatal(err)
+		}
+		deep := pool.Window{Off: size - 64*pageBytes, Len: 64 * pageBytes}
+		want := make([]byte, size)
+		pool.FillBackground(want[deep.Off:deep.End()], 9, deep.Off-fill.Off)
+		check(t, m, want, deep)
+		if n := len(m.bg[9]); n >= size/2 {
+			t.Errorf("the background copy grew to %d bytes to scan a few deep pages", n)
+		}
+	})
+}

@@ -30,15 +30,16 @@ import (
 // a seed, so they are all compared against the same bytes, which stay in
 // the caches, instead of each against a copy of its own.
 type Memory struct {
-	file  *os.File
-	fds   *fdpass.Server // hands plugins the file's descriptor
-	path  string         // the socket plugins receive it at
-	mem   []byte
-	bl    baseline.Spans
-	bg    map[uint64][]byte // seed → its background, as long as its longest dense window
-	zeros []byte            // the baseline of bytes never filled
-	piece []byte            // background of a piece beyond its seed's copy (eachBase)
-	lazy  lazyPages         // which pages hold their baseline (lazy.go)
+	file        *os.File
+	fds         *fdpass.Server // hands plugins the file's descriptor
+	path        string         // the socket plugins receive it at
+	mem         []byte
+	bl          baseline.Spans
+	bg          map[uint64][]byte // seed → its background, as long as its longest dense window
+	zeros       []byte            // the baseline of bytes never filled
+	piece       []byte            // background of a piece beyond its seed's copy (eachBase)
+	clusterBase []byte            // background of a cluster of windows beyond its seed's copy (ChangedIn)
+	lazy        lazyPages         // which pages hold their baseline (lazy.go)
 	// lazyRanges are the page-aligned stretches FillLazy left as holes.
 	lazyRanges []pool.Window
 	sparse     bool  // the file is on tmpfs, where holes prove what they prove
@@ -201,9 +202,21 @@ func (s *Memory) background(seed uint64, n int) []byte {
 // eachBase calls f over w in stretches of one baseline, with the
 // baseline's bytes (never to be written, valid during the call).
 func (s *Memory) eachBase(w pool.Window, f func(lo, hi int, base []byte)) {
-	if sp, ok := s.bl.Within(w); ok && w.End()-sp.Origin <= len(s.bg[sp.Seed]) {
-		f(w.Off, w.End(), s.bg[sp.Seed][w.Off-sp.Origin:w.End()-sp.Origin])
-		return
+	if sp, ok := s.bl.Within(w); ok {
+		switch to := w.End() - sp.Origin; {
+		case to <= len(s.bg[sp.Seed]):
+			f(w.Off, w.End(), s.bg[sp.Seed][w.Off-sp.Origin:to])
+			return
+		case to > copyBytes && w.Len <= pieceBytes:
+			// One far piece (below), without building the pieces: a
+			// far pool's scans and resets are of thousands of windows.
+			if len(s.piece) < pieceBytes {
+				s.piece = make([]byte, pieceBytes)
+			}
+			pool.FillBackground(s.piece[:w.Len], sp.Seed, w.Off-sp.Origin)
+			f(w.Off, w.End(), s.piece[:w.Len])
+			return
+		}
 	}
 	for _, p := range s.bl.Pieces(w) {
 		switch bg := s.bg[p.Seed]; {
@@ -296,31 +309,95 @@ func (s *Memory) scan(w pool.Window, f func(lo, hi int, base []byte)) error {
 
 // ChangedIn implements arena.WindowScanner: Changed over each window of
 // ws, with the changed bytes. Windows must be sorted and must not touch,
-// so that no range runs from one into the next.
+// so that no range runs from one into the next. Close windows are
+// compared in clusters against one baseline (cluster).
 func (s *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 	var out []pool.Window
 	var got []byte
-	for i, w := range ws {
-		if err := s.check(w.Off, w.Len); err != nil {
-			return nil, nil, err
-		}
-		n := len(out)
-		err := s.scan(w, func(lo, hi int, base []byte) {
-			if !bytes.Equal(s.mem[lo:hi], base) {
-				out = s.appendLines(out, lo, hi, base)
+	for i := 0; i < len(ws); {
+		j, base := s.cluster(ws, i)
+		for k := i; k < j; k++ {
+			w := ws[k]
+			if err := s.check(w.Off, w.Len); err != nil {
+				return nil, nil, err
 			}
-		})
-		if err != nil {
-			return nil, nil, err
+			n := len(out)
+			if base != nil {
+				b := base(w)
+				if !bytes.Equal(s.mem[w.Off:w.End()], b) {
+					out = s.appendLines(out, w.Off, w.End(), b)
+				}
+			} else if err := s.scan(w, func(lo, hi int, base []byte) {
+				if !bytes.Equal(s.mem[lo:hi], base) {
+					out = s.appendLines(out, lo, hi, base)
+				}
+			}); err != nil {
+				return nil, nil, err
+			}
+			if got == nil && len(out) > n {
+				got = make([]byte, 0, pool.Total(ws[k:])) // no more than the windows left hold
+			}
+			for _, r := range out[n:] {
+				got = append(got, s.mem[r.Off:r.End()]...)
+			}
 		}
-		if got == nil && len(out) > n {
-			got = make([]byte, 0, pool.Total(ws[i:])) // no more than the windows left hold
-		}
-		for _, r := range out[n:] {
-			got = append(got, s.mem[r.Off:r.End()]...)
-		}
+		i = j
 	}
 	return out, got, nil
+}
+
+// clusterBytes is the most a cluster of windows spans.
+const clusterBytes = 64 << 10
+
+// cluster returns the end j of the windows from ws[i] that ChangedIn
+// compares against one baseline, with a function giving a window's
+// baseline bytes: an engine cache's case is hundreds of thousands of
+// small windows (vLLM's paged V: two bytes a head element), and each
+// would otherwise cost a walk of the baseline's pieces and of the held
+// pages. A cluster lies inside the arena, in held pages and one filled
+// span of the baseline; else base is nil and j is i+1, and the window is
+// scanned alone. Either way the changed ranges are the same: maximal runs
+// of bytes that differ from the baseline.
+func (s *Memory) cluster(ws []pool.Window, i int) (int, func(pool.Window) []byte) {
+	j := i + 1
+	for j < len(ws) && ws[j].End()-ws[i].Off <= clusterBytes {
+		j++
+	}
+	if j-i < 2 {
+		return i + 1, nil
+	}
+	span := pool.Window{Off: ws[i].Off, Len: ws[j-1].End() - ws[i].Off}
+	if span.Off < 0 || span.End() > len(s.mem) || !s.held(span) {
+		return i + 1, nil
+	}
+	sp, ok := s.bl.Within(span)
+	if !ok {
+		return i + 1, nil
+	}
+	if to := span.End() - sp.Origin; to <= max(len(s.bg[sp.Seed]), copyBytes) {
+		bg := s.background(sp.Seed, to) // grown to reach it, as eachBase grows it
+		return j, func(w pool.Window) []byte { return bg[w.Off-sp.Origin : w.End()-sp.Origin] }
+	}
+	// Beyond the copy: each window's background alone (not the gaps'),
+	// as eachBase computes a far piece's.
+	if len(s.clusterBase) < clusterBytes {
+		s.clusterBase = make([]byte, clusterBytes)
+	}
+	return j, func(w pool.Window) []byte {
+		b := s.clusterBase[:w.Len]
+		pool.FillBackground(b, sp.Seed, w.Off-sp.Origin)
+		return b
+	}
+}
+
+// held reports whether every page of w holds its baseline as bytes.
+func (s *Memory) held(w pool.Window) bool {
+	if s.lazy.holes == 0 {
+		return true
+	}
+	last := (w.End() + pageBytes - 1) / pageBytes
+	end, held := s.lazy.run(w.Off/pageBytes, last)
+	return held && end >= last
 }
 
 // appendLines adds the changed ranges of [lo, hi), whose baseline is

@@ -32,8 +32,11 @@ type classifier struct {
 }
 
 // got returns the bytes of window w (pool offsets) after the run.
-func (v *classifier) got(w pool.Window) []byte {
-	out := v.sc.Region.Background(v.sc.Seed, w.Off, w.Len)
+func (v *classifier) got(w pool.Window) []byte { return v.gotInto(make([]byte, w.Len), w) }
+
+// gotInto is got written into out, w.Len long.
+func (v *classifier) gotInto(out []byte, w pool.Window) []byte {
+	pool.FillBackground(out, v.sc.Seed, w.Off+v.sc.Region.GuardBefore.Len)
 	ws := v.delta.Windows
 	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
 	if i == len(ws) || ws[i].Off >= w.End() {
@@ -65,10 +68,17 @@ func (v *classifier) collectValid() []pool.Window {
 	for i := range sc.Case.Valid {
 		spans := sc.Layout.Footprint(sc.Case.Loc[i])
 		got := make([][]byte, len(spans))
+		size := 0
+		for _, sp := range spans {
+			size += sp.Len
+		}
+		buf := make([]byte, size) // one allocation a row, not one a span
+		at := 0
 		for p, sp := range spans {
 			w := pool.Window{Off: sp.Off, Len: sp.Len}
 			covered = append(covered, w)
-			got[p] = v.got(w)
+			got[p] = v.gotInto(buf[at:at+sp.Len:at+sp.Len], w)
+			at += sp.Len
 		}
 		if sc.Case.Rows[i].Kind == workload.RowNonFinite && sc.Layout.NonFinite() == layout.Contained {
 			continue // undefined but contained: the row's own record may hold anything
@@ -80,7 +90,7 @@ func (v *classifier) collectValid() []pool.Window {
 		}
 	}
 	v.judged.settleEps(sc.Layout)
-	sort.Slice(covered, func(a, b int) bool { return covered[a].Off < covered[b].Off })
+	sortWindows(covered)
 	return covered
 }
 

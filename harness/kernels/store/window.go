@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/pool"
 )
@@ -18,23 +19,32 @@ import (
 // proof that follows (ahead.go), not here.
 func (t *Target) footprints(r run) []pool.Window {
 	base := t.regionOf(r).Pool.Off
-	ws := make([]pool.Window, 0, r.c.Capacity()*t.Layout.NumPieces())
-	for _, slot := range r.c.Loc {
-		for _, sp := range t.Layout.Footprint(slot) {
+	slots := distinctSlots(r.c.Loc)
+	spans := make([]layout.Span, t.Layout.NumPieces())
+	ws := make([]pool.Window, 0, len(slots)*len(spans))
+	for _, slot := range slots {
+		t.Layout.FillFootprint(spans, slot)
+		for _, sp := range spans {
 			ws = append(ws, pool.Window{Off: base + sp.Off, Len: sp.Len})
 		}
 	}
 	return mergeWindows(ws)
 }
 
+// distinctSlots are loc's slots, each once, in order: padded rows
+// pointing at one sink slot name it hundreds of times, and an engine
+// layout's slot is a thousand windows.
+func distinctSlots(loc []int64) []int64 {
+	slots := slices.Clone(loc)
+	slices.Sort(slots)
+	return slices.Compact(slots)
+}
+
 // mergeWindows sorts ws and joins windows that overlap or touch, as
 // arena.WindowScanner wants them: a changed range then never runs from
 // one window into the next.
 func mergeWindows(ws []pool.Window) []pool.Window {
-	byOff := func(a, b pool.Window) int { return cmp.Compare(a.Off, b.Off) }
-	if !slices.IsSortedFunc(ws, byOff) { // a flight's runs come in pool order: their windows usually are
-		slices.SortFunc(ws, byOff)
-	}
+	sortWindows(ws)
 	out := ws[:0]
 	for _, w := range ws {
 		if n := len(out); n > 0 && w.Off <= out[n-1].End() {
@@ -44,6 +54,62 @@ func mergeWindows(ws []pool.Window) []pool.Window {
 		out = append(out, w)
 	}
 	return out
+}
+
+// radixMin is the length from which sortWindows sorts by radix: an
+// engine layout's case is hundreds of thousands of windows (vLLM's paged
+// V: a window per head element), where comparisons cost tens of
+// milliseconds a case.
+const radixMin = 1 << 12
+
+// sortWindows sorts ws by offset. Windows of one offset may come in any
+// order: every caller merges or walks them by extent.
+func sortWindows(ws []pool.Window) {
+	byOff := func(a, b pool.Window) int { return cmp.Compare(a.Off, b.Off) }
+	switch {
+	case slices.IsSortedFunc(ws, byOff): // a flight's runs come in pool order: their windows usually are
+	case len(ws) < radixMin:
+		slices.SortFunc(ws, byOff)
+	default:
+		radixSortWindows(ws)
+	}
+}
+
+// radixSortWindows is an LSD radix sort of ws by offset, 11 bits a pass,
+// over the offsets' span above the least (passes where every window has
+// the same digit skipped).
+func radixSortWindows(ws []pool.Window) {
+	lo, hi := ws[0].Off, ws[0].Off
+	for _, w := range ws {
+		lo, hi = min(lo, w.Off), max(hi, w.Off)
+	}
+	const bits = 11
+	const buckets = 1 << bits
+	src, dst := ws, make([]pool.Window, len(ws))
+	var count [buckets]int
+	for shift := uint(0); (hi-lo)>>shift > 0; shift += bits {
+		clear(count[:])
+		for _, w := range src {
+			count[(w.Off-lo)>>shift&(buckets-1)]++
+		}
+		if count[(src[0].Off-lo)>>shift&(buckets-1)] == len(src) {
+			continue // one digit for all: the pass keeps the order
+		}
+		at := 0
+		for d, n := range count {
+			count[d] = at
+			at += n
+		}
+		for _, w := range src {
+			d := (w.Off - lo) >> shift & (buckets - 1)
+			dst[count[d]] = w
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ws[0] {
+		copy(ws, src)
+	}
 }
 
 // scanner is the target's memory as a window scanner.

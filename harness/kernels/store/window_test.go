@@ -124,3 +124,47 @@ func BenchmarkCaptureAllSplit(b *testing.B) {
 		}
 	}
 }
+
+// TestMergeWindowsAgreesWithBytes: mergeWindows (by comparison below
+// radixMin windows, by radix above, on offsets past 4 GiB too) covers
+// exactly the bytes its windows cover, as sorted windows that neither
+// overlap nor touch; duplicates (padded rows at one sink slot) and
+// windows of one offset and several lengths included.
+func TestMergeWindowsAgreesWithBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	for _, n := range []int{0, 1, 7, radixMin - 1, radixMin, 3 * radixMin} {
+		for k, far := range []int{0, 5 << 30, 3 << 20} {
+			spread := []int{1 << 16, 1 << 16, 1 << 25}[k] // two radix passes, or three
+			var ws []pool.Window
+			for range n {
+				w := pool.Window{Off: far + rng.IntN(spread), Len: 1 + rng.IntN(24)}
+				ws = append(ws, w)
+				if rng.IntN(8) == 0 {
+					ws = append(ws, w, pool.Window{Off: w.Off, Len: 1 + rng.IntN(40)})
+				}
+			}
+			want := map[int]bool{}
+			for _, w := range ws {
+				for b := w.Off; b < w.End(); b++ {
+					want[b] = true
+				}
+			}
+			got := mergeWindows(ws)
+			covered := 0
+			for i, w := range got {
+				if w.Len <= 0 || i > 0 && w.Off <= got[i-1].End() {
+					t.Fatalf("n=%d far=%d: window %d %v after %v: want sorted windows apart", n, far, i, w, got[max(i-1, 0)])
+				}
+				for b := w.Off; b < w.End(); b++ {
+					if !want[b] {
+						t.Fatalf("n=%d far=%d: byte %d merged in but in no window", n, far, b)
+					}
+				}
+				covered += w.Len
+			}
+			if covered != len(want) {
+				t.Fatalf("n=%d far=%d: merged windows cover %d bytes, the windows %d", n, far, covered, len(want))
+			}
+		}
+	}
+}
