@@ -234,6 +234,22 @@ func kernelName(k string) protocol.Kernel { return protocol.Kernel(k) }
 // recipeLine is a layout's fp8 recipe, as a report states it; "" for a
 // layout without fp8 fields.
 func recipeLine(l *layout.Layout) string {
+	if r, ok := resolvedRecipe(l); ok {
+		return r.String()
+	}
+	return ""
+}
+
+// scaleRule is the scale rule of a layout's fp8 fields: what a reader of
+// its scales must agree on ("" without fp8 fields).
+func scaleRule(l *layout.Layout) layout.ScaleRule {
+	r, _ := resolvedRecipe(l)
+	return r.Scale
+}
+
+// resolvedRecipe is the recipe of a layout's first fp8 field, its scale
+// rule resolved from the scale field's kind where the recipe leaves it.
+func resolvedRecipe(l *layout.Layout) (layout.Recipe, bool) {
 	for _, f := range l.Fields {
 		if f.Kind == layout.KindE4M3 || f.Kind == layout.KindE5M2 {
 			r := layout.Recipe{}
@@ -248,10 +264,10 @@ func recipeLine(l *layout.Layout) string {
 					}
 				}
 			}
-			return r.String()
+			return r, true
 		}
 	}
-	return ""
+	return layout.Recipe{}, false
 }
 
 func (c *ComposedCase) String() string {

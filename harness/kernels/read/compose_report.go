@@ -206,8 +206,8 @@ func (c *Composed) blame(f *ComposedFailure) string {
 	if c.Writer.Layout.Name != c.Reader.Layout.Name {
 		diff = append(diff, fmt.Sprintf("the writer lays the cache out as %s, the reader reads it as %s", c.Writer.Layout.Name, c.Reader.Layout.Name))
 	}
-	if c.WriterRecipe != c.ReaderRecipe {
-		diff = append(diff, fmt.Sprintf("the recipes differ: the writer's (%s), the reader's (%s)", c.WriterRecipe, c.ReaderRecipe))
+	if w, r := scaleRule(c.Writer.Layout), scaleRule(c.Reader.Layout); w != r {
+		diff = append(diff, fmt.Sprintf("the writer's scales follow the %s rule, the reader takes them as %s", w, r))
 	}
 	if len(diff) == 0 {
 		return "the writer's bytes pass its layout and the reader misreads them: check the reader alone (kvharness check --plugin " + c.Reader.Arg + " --kernel read)"

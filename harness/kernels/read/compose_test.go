@@ -127,7 +127,7 @@ func TestScaleContract(t *testing.T) {
 		t.Errorf("want the scale named, not the codes:\n%s", out)
 	}
 	for _, want := range []string{"reader gostore (variant pow2-scale-read)", "it reads the group's scale as",
-		"the recipes differ: the writer's (scale f32,", "the reader's (scale ue8m0,"} {
+		"the writer's scales follow the f32 rule, the reader takes them as ue8m0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
