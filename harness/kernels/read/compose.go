@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -157,8 +158,8 @@ func declaredSide(ctx context.Context, s *Side, k string) (oracle.Declared, erro
 // kind cannot read (several heads or tensors a token, scales passed in).
 func SamePool(w, r *layout.Layout) error {
 	for _, l := range []*layout.Layout{w, r} {
-		if l.RowElems() != l.HeadDim || len(l.ScaleInputs()) > 0 {
-			return fmt.Errorf("layout %s holds %d elements a token or takes its scales as inputs: a composed check reads layouts of one key row a slot (bf16, fp8-paged, fp8-rows, fp8-ds-mla, dsv4-main, or a file of that form)", l.Name, l.RowElems())
+		if l.RowElems() != l.HeadDim || len(l.ScaleInputs()) > 0 || slices.Contains(layout.ModelNames(), l.Name) {
+			return fmt.Errorf("layout %s is an engine cache (several heads or tensors a token, placed fields, or scales passed in): a composed check reads the layouts of one record a slot, as the read kind does (bf16, fp8-paged, fp8-rows, fp8-ds-mla, dsv4-main, or a file of that form)", l.Name)
 		}
 	}
 	if w.HeadDim != r.HeadDim || w.PageSize != r.PageSize || w.BytesPerToken() != r.BytesPerToken() || w.PageBytes() != r.PageBytes() {

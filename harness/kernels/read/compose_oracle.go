@@ -197,10 +197,12 @@ func scaleHex(l *layout.Layout, field string, recs [][]byte, g int) string {
 		return "?"
 	}
 	b := recs[plane][span.Off:span.End()]
-	if len(b) >= 4*(g+1) {
-		return fmt.Sprintf("float32 0x%08x", binary.LittleEndian.Uint32(b[4*g:]))
+	for _, f := range l.Fields {
+		if f.Name == field && f.Kind == layout.KindScaleUE8M0 {
+			return fmt.Sprintf("ue8m0 0x%02x", b[g])
+		}
 	}
-	return fmt.Sprintf("ue8m0 0x%02x", b[g])
+	return fmt.Sprintf("float32 0x%08x", binary.LittleEndian.Uint32(b[4*g:]))
 }
 
 // String is a finding's element lines, for the text report.

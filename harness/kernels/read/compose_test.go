@@ -18,12 +18,18 @@ import (
 // own, on one pool: writer layout wl, reader layout rl, at d × p.
 func composed(t *testing.T, writer, wVariant, wl, reader, rVariant, rl string, d, p, cases int, seed int64) *Composed {
 	t.Helper()
+	return composedOn(t, arena.SHM{}, writer, wVariant, wl, reader, rVariant, rl, d, p, cases, seed)
+}
+
+// composedOn is composed with the pool on backend b.
+func composedOn(t *testing.T, b arena.Backend, writer, wVariant, wl, reader, rVariant, rl string, d, p, cases int, seed int64) *Composed {
+	t.Helper()
 	wp, dir := plugintest.Start(t, writer)
 	rp, _ := plugintest.Start(t, reader)
 	c, err := Compose(context.Background(), dir, ComposeConfig{
 		Writer: Side{Plugin: wp, Arg: writer, Variant: wVariant, Layout: kindtest.Layout(t, wl, d, p)},
 		Reader: Side{Plugin: rp, Arg: reader, Variant: rVariant, Layout: kindtest.Layout(t, rl, d, p)},
-		Slots:  1024, Paddings: Paddings, Cases: cases, Seed: seed, Backend: arena.SHM{}, Mode: layout.ByRecipe})
+		Slots:  1024, Paddings: Paddings, Cases: cases, Seed: seed, Backend: b, Mode: layout.ByRecipe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,4 +163,77 @@ func hasFinding(c *Composed, kind, field string) bool {
 		}
 	}
 	return false
+}
+
+// TestJudgeSeenNamesTheField: the oracle alone, on keys as the reference
+// encodes them: the stored values pass; one group read at one factor is
+// its scale field (dsv4-main's ue8m0 "scales", fp8-paged's float32
+// "scale"); one code read wrong is the codes' field; a bf16 element read
+// wrong is its field; a probe without the slot is missing.
+func TestJudgeSeenNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		layout, codes, scales string
+		d, group               int
+	}{{"fp8-paged", "value", "scale", 128, 0}, {"dsv4-main", "nope", "scales", 512, 2}, {"fp8-ds-mla", "nope", "scales", 576, 3}} {
+		l := kindtest.Layout(t, tc.layout, tc.d, 16)
+		k := Key{Slot: 17, Vec: Vec{Kind: VecNormal, Seed: 9}}
+		recs := l.Encode(k.Data(l.HeadDim))
+		stored := DecodeKey(l, recs)
+		seen := func(f func(e int, v float64) float64) []map[int64]float32 {
+			out := make([]map[int64]float32, l.HeadDim)
+			for e := range out {
+				out[e] = map[int64]float32{k.Slot: float32(f(e, stored[e]))}
+			}
+			return out
+		}
+		if fs := judgeSeen(l, k, recs, seen(func(_ int, v float64) float64 { return v })); len(fs) != 0 {
+			t.Fatalf("%s: the stored values: %+v", tc.layout, fs)
+		}
+		var f *layout.Field
+		for i := range l.Fields {
+			if l.Fields[i].Name == tc.codes {
+				f = &l.Fields[i]
+			}
+		}
+		lo, hi := f.From+tc.group*f.Group, f.From+(tc.group+1)*f.Group
+		fs := judgeSeen(l, k, recs, seen(func(e int, v float64) float64 {
+			if e >= lo && e < hi {
+				return v * 0.75
+			}
+			return v
+		}))
+		hex := "float32 0x"
+		if tc.layout == "dsv4-main" {
+			hex = "ue8m0 0x"
+		}
+		if len(fs) != 1 || fs[0].Field != tc.scales || fs[0].Group != tc.group || !strings.Contains(fs[0].Detail, "scaled by 0.75") ||
+			!strings.Contains(fs[0].Detail, hex) {
+			t.Errorf("%s: a group at 0.75: %+v", tc.layout, fs)
+		}
+		fs = judgeSeen(l, k, recs, seen(func(e int, v float64) float64 {
+			if e == lo+1 {
+				return v*2 + 1
+			}
+			return v
+		}))
+		if len(fs) != 1 || fs[0].Field != tc.codes || fs[0].Wrong != 1 || fs[0].Elements[0].Index != lo+1 {
+			t.Errorf("%s: one code: %+v", tc.layout, fs)
+		}
+		if tc.layout != "fp8-paged" {
+			fs = judgeSeen(l, k, recs, seen(func(e int, v float64) float64 {
+				if e == l.HeadDim-1 {
+					return -v + 1
+				}
+				return v
+			}))
+			if len(fs) != 1 || fs[0].Field != "rope" {
+				t.Errorf("%s: a rope element: %+v", tc.layout, fs)
+			}
+		}
+		missing := seen(func(_ int, v float64) float64 { return v })
+		delete(missing[3], k.Slot)
+		if fs := judgeSeen(l, k, recs, missing); len(fs) != 1 || fs[0].Kind != FindMissing {
+			t.Errorf("%s: a probe without the slot: %+v", tc.layout, fs)
+		}
+	}
 }
