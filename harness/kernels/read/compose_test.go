@@ -173,7 +173,7 @@ func hasFinding(c *Composed, kind, field string) bool {
 func TestJudgeSeenNamesTheField(t *testing.T) {
 	for _, tc := range []struct {
 		layout, codes, scales string
-		d, group               int
+		d, group              int
 	}{{"fp8-paged", "value", "scale", 128, 0}, {"dsv4-main", "nope", "scales", 512, 2}, {"fp8-ds-mla", "nope", "scales", 576, 3}} {
 		l := kindtest.Layout(t, tc.layout, tc.d, 16)
 		k := Key{Slot: 17, Vec: Vec{Kind: VecNormal, Seed: 9}}
