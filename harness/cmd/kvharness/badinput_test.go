@@ -55,7 +55,7 @@ var badInputs = []badInput{
 	{[]string{"check", "--writer", "gostore", "--reader", "fp8store", "--layout", "bf16"}, "the reader fp8store does not read layout bf16, which the writer gostore writes"},
 	{[]string{"check", "--writer", "gostore", "--reader", "gostore", "--layout", "fp8-paged", "--reader-layout", "bf16"}, "are not one cache"},
 	{[]string{"check", "--writer", "fp8store", "--reader", "gostore", "--layout", "bf16"}, "the writer fp8store does not store layout bf16"},
-	{[]string{"check", "--writer", "gostore", "--reader", "recipestore", "--layout", "fp8-paged"}, "recipestore has no read kernel"},
+	{[]string{"check", "--writer", "gostore", "--reader", "recipestore", "--layout", "fp8-paged"}, "--reader recipestore has no read kernel"},
 	{[]string{"check", "--plugn", "fusedstore"}, "--plugn; did you mean --plugin?"},
 	{[]string{"check", "--plugin"}, "--plugin needs a value"},
 	{[]string{"check", "--seed", "abc"}, `--seed "abc"`},

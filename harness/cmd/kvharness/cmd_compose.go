@@ -58,7 +58,7 @@ var composeRefused = []struct{ flag, why string }{
 func (c *composeFlags) validate(f *checkFlags, fs *pflag.FlagSet) error {
 	for _, r := range composeRefused {
 		if fs.Changed(r.flag) {
-			return fmt.Errorf("--%s does not apply to --writer/--reader: %s", r.flag, r.why)
+			return fmt.Errorf("--%s does not apply to --writer/--reader: %s; remove it", r.flag, r.why)
 		}
 	}
 	switch {
@@ -69,7 +69,7 @@ func (c *composeFlags) validate(f *checkFlags, fs *pflag.FlagSet) error {
 	case c.writer == "":
 		return fmt.Errorf("--reader %s needs --writer: the plugin whose store kernel writes the cache it reads (as in --writer %s --reader %s)", c.reader, c.reader, c.reader)
 	case f.layout == kind.EngineLayouts:
-		return fmt.Errorf("--layout %s: a composed check reads layouts of one key row a slot; name one (bf16, fp8-paged, fp8-rows, ...)", f.layout)
+		return fmt.Errorf("--layout %s: a composed check reads layouts of one key row a slot; give one by name (bf16, fp8-paged, fp8-rows, ...)", f.layout)
 	case c.readerLayout != "" && f.layout == kind.AllLayouts && f.layoutFile == "":
 		return fmt.Errorf("--reader-layout %s needs the writer's layout: give --layout too (as in --layout fp8-paged --reader-layout %s)", c.readerLayout, c.readerLayout)
 	case f.padding != "all" && !slices.Contains(read.Paddings, read.Padding(f.padding)):
@@ -111,6 +111,16 @@ func runCompose(ctx context.Context, e *env, f *checkFlags, c *composeFlags, fs 
 		return e.errorf("--reader %s: %v", c.reader, err)
 	}
 	defer rs.close()
+	for _, x := range []struct {
+		flag, arg string
+		s         *session
+		kernel    protocol.Kernel
+	}{{"writer", c.writer, ws, "store"}, {"reader", c.reader, rs, read.Name}} {
+		if !x.s.desc.Serves(x.kernel) {
+			return e.errorf("--%s %s has no %s kernel (it serves %v): give a plugin whose %s kernel %s the cache", x.flag, x.arg, x.kernel,
+				x.s.desc.Kernels, x.kernel, map[string]string{"writer": "writes", "reader": "reads"}[x.flag])
+		}
+	}
 	cfg, release, err := c.config(f, ws, rs)
 	if err != nil {
 		return e.errorf("%v", err)
