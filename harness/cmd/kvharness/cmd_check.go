@@ -27,6 +27,7 @@ const checkExamples = `  kvharness check --plugin fusedstore
   kvharness check --plugin ./my-plugin --variant my-mutant --json
   kvharness check --plugin fusedstore --shard 2/3 --json   # part 2 of 3 of the rows, on one of three machines
   kvharness check --plugin ./my-plugin.json --junit results.xml   # also a JUnit report for CI
+  kvharness check --writer gostore --reader gostore --reader-variant pow2-scale-read --layout fp8-paged   # does the reader see what the writer stored?
 `
 
 // checkFlags are the flags check, mutants and repro share (--jobs is
@@ -166,6 +167,8 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var junitFile string
 	fs := flags("check", "--plugin NAME|PATH [flags]", checkExamples, e)
 	f.register(fs)
+	var composed composeFlags
+	composed.register(fs)
 	fs.StringVar(&f.trace, "trace", "", "a JSONL trace recorded from an engine (kvharness_sdk.trace): --kernel sequence replays it and draws sequences that start as it does")
 	fs.StringVar(&f.shard, "shard", "", "check part i of n of the rows (layout × padding, or the kind's profiles), as 2/3; each row keeps the seed it has in the whole run")
 	fs.StringVar(&junitFile, "junit", "", junitUsage)
@@ -175,6 +178,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	}
 	if err := noArgs(fs); err != nil {
 		return e.errorf("%v", err)
+	}
+	if composed.on(fs) {
+		return runCompose(ctx, e, &f, &composed, fs)
 	}
 	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size"), Heads: !fs.Changed("heads")}
 	if err := f.validate(); err != nil {

@@ -59,3 +59,29 @@ func TestReadSuiteOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestComposedOnGPU is a composed check with the pool in GPU memory:
+// fusedstore's CUDA store writes, its CUDA read reads. The matching pair
+// passes under every padding; the same cache read as fp8-rows (the
+// token-interleaved reader of a block-planar cache) is caught on the
+// value field. It needs a GPU (./scripts/gpu-test).
+func TestComposedOnGPU(t *testing.T) {
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA driver (%v): run ./scripts/gpu-test on a GPU machine", err)
+	}
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	b := arena.CUDA{Dev: dev}
+	for _, l := range []string{"bf16", "fp8-paged", "fp8-rows"} {
+		if c := composedOn(t, b, "fusedstore", "", l, "fusedstore", "", l, 128, 64, 100, 1); c.Failed() || c.Faulted() {
+			t.Errorf("%s on the GPU:\n%s", l, text(c))
+		}
+	}
+	c := composedOn(t, b, "fusedstore", "", "fp8-paged", "fusedstore", "", "fp8-rows", 128, 16, 50, 1)
+	if !hasFinding(c, FindSeen, "value") || hasFinding(c, FindWritten, "") {
+		t.Errorf("the planar writer and interleaved reader on the GPU:\n%s", text(c))
+	}
+}

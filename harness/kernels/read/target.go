@@ -2,6 +2,7 @@ package read
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -68,6 +69,9 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 	if err != nil {
 		return nil, err
 	}
+	if t.Layout, err = ReaderLayout(cfg.Layout, t.Declared, p.Name); err != nil {
+		return nil, err
+	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir) }); err != nil {
 		return nil, err
 	}
@@ -120,3 +124,23 @@ const liveRoom = 16 << 20
 
 // Region is the pool the oracle judges.
 func (t *Target) Region() pool.Region { return t.Pools.Regions[0] }
+
+// ReaderLayout is l as a read kernel declared it reads it: with the fp8
+// recipe it declared, so that the keys the harness writes have the scales
+// its code believes in (a reader that takes power-of-two scales declares
+// the ue8m0 rule and is given power-of-two scales). A recipe for a layout
+// without fp8 fields, or one that does not fit it, is an error naming the
+// plugin.
+func ReaderLayout(l *layout.Layout, d oracle.Declared, plugin string) (*layout.Layout, error) {
+	if d.Recipe == nil {
+		return l, nil
+	}
+	if !l.Quantized() {
+		return nil, fmt.Errorf("plugin %s declares a recipe (%s) for layout %s, which has no fp8 fields: declare none there", plugin, d.Recipe, l.Name)
+	}
+	out, err := l.WithRecipe(d.Recipe)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s declares a recipe for layout %s that does not fit it: %w", plugin, l.Name, err)
+	}
+	return out, nil
+}

@@ -18,6 +18,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
@@ -34,7 +35,12 @@ var variants = []sdk.Variant{
 	{Name: "stale-scale-cache", Doc: "fp8: caches each slot's first scale for the life of the process and reuses it for every later row stored there"},
 	{Name: "race", Doc: "writes each row from a goroutine of its own and waits a fixed time, not for completion: under load a row is dropped"},
 	{Name: "tile-offset", Doc: "works in tiles of 256 rows and reads each later tile's rows one row early: a batch needs 257 rows to show it"},
+	{Name: PowerOfTwoRead, Kernel: "read", Correct: true, Doc: "its read takes each fp8 scale as a power of two (the float32's exponent, as an E8M0 reader does) and declares the ue8m0 rule: correct alone, wrong on a cache whose writer stores amax/448"},
 }
+
+// PowerOfTwoRead is the variant whose read believes every stored fp8
+// scale is a power of two: one side of a scale contract.
+const PowerOfTwoRead = "pow2-scale-read"
 
 // Tile is the tile-offset variant's tile: rows [256t, 256t+256).
 const Tile = 256
@@ -159,11 +165,15 @@ var Plugin = sdk.Plugin{
 	Version:  "1.0.0",
 	Doc:      "a CPU store, read and transfer for bf16, fp8-paged and fp8-rows, as a new plugin author writes one",
 	Variants: append(variants, lifecycleVariants...),
-	Geometry: func(_ string, d, p int) []sdk.Geometry {
+	Geometry: func(variant string, d, p int) []sdk.Geometry {
+		var r *layout.Recipe // the layouts' default
+		if variant == PowerOfTwoRead {
+			r = &layout.Recipe{Scale: layout.ScaleUE8M0}
+		}
 		return []sdk.Geometry{
 			{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p},
-			{Layout: "fp8-paged", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p},
-			{Layout: "fp8-rows", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p},
+			{Layout: "fp8-paged", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p, Recipe: r},
+			{Layout: "fp8-rows", BytesPerToken: d + 4, BytesPerPage: (d + 4) * p, Recipe: r},
 		}
 	},
 	Kernel: &kernel{},

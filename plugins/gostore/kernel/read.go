@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"slices"
 	"sync"
 
@@ -20,6 +22,9 @@ func (k *kernel) Read(_ context.Context, c *read.Call) error {
 	}
 	pool := c.Arena[c.Pool.Base:]
 	var keys cpuread.Keys = cpuread.FP8{Pool: pool, Values: g, Scales: g}
+	if c.Variant == PowerOfTwoRead {
+		keys = powerOfTwoScales{Pool: pool, Geometry: g}
+	}
 	if l.Name == "bf16" {
 		keys = cpuread.BF16{Pool: pool, Geometry: g}
 		if c.Variant == "stale-read-cache" {
@@ -76,4 +81,22 @@ func (k cachedKeys) Score(q []float32, slot int64) float32 {
 		k.kc.rows[key] = row
 	}
 	return cpuread.BF16{Pool: row, Geometry: cpustore.Rows{Stride: k.n, ValueBytes: k.n}}.Score(q, 0)
+}
+
+// powerOfTwoScales are fp8 keys read as a reader of power-of-two scales
+// reads them: the float32 scale's sign and exponent, its mantissa
+// dropped. On the scales its recipe (ue8m0) stores that is every bit;
+// on amax/448 it is the power of two below.
+type powerOfTwoScales struct {
+	Pool     []byte
+	Geometry cpustore.Geometry
+}
+
+func (k powerOfTwoScales) Score(q []float32, slot int64) float32 {
+	at, sat := k.Geometry.Offsets(slot)
+	var acc float32
+	for i, x := range q {
+		acc += x * cpuread.E4M3(k.Pool[at+i])
+	}
+	return acc * math.Float32frombits(binary.LittleEndian.Uint32(k.Pool[sat:])&0xff800000)
 }
