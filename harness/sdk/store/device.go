@@ -151,6 +151,9 @@ func (s *server) deviceCall(req *kvpb.StoreRequest) (*DeviceCall, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.GetPageTable() != nil {
+		return nil, status.Errorf(codes.Unimplemented, "%s: page-table addressing runs on host memory only in this SDK; check it with --backend cpu", s.Name())
+	}
 	if req.RowsOffset%deviceRowsAlign != 0 {
 		return nil, sdk.BadRequest("rows offset %d: the CUDA backend needs %d-byte aligned rows; stage them at an aligned offset",
 			req.RowsOffset, deviceRowsAlign)
