@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/target"
 
@@ -275,4 +276,105 @@ func addressingFor(pad Padding) Addressing {
 		return ByPageTable
 	}
 	return BySlots
+}
+
+// placeInTable adds to a violation of a page-table case where its row and
+// slot lie in the table: the row's request, position, page and slot, and
+// the requests whose pages hold the slot.
+func placeInTable(v *oracle.Violation, t *PageTable) {
+	var parts []string
+	if v.Row >= 0 && v.Row < len(t.Batch) {
+		parts = append(parts, "row "+strconv.Itoa(v.Row)+" is "+t.Where(v.Row))
+	}
+	if _, slot, _ := t.placeOf(v.Row); v.HasSlot && (v.Row < 0 || slot != v.Slot) {
+		parts = append(parts, t.Holders(v.Slot))
+	}
+	for _, p := range parts {
+		if p != "" {
+			v.Detail = joinDetail(v.Detail, p)
+		}
+	}
+}
+
+// Holders says which requests' pages hold slot, and at which position:
+// "slot 659 is entry 3 of page 41, position 19 of request 2 (length 19)".
+func (t *PageTable) Holders(slot int64) string {
+	if slot < 0 {
+		return ""
+	}
+	p := int64(t.PageSize)
+	page, entry := int32(slot/p), int(slot%p)
+	s := fmt.Sprintf("slot %d is entry %d of page %d", slot, entry, page)
+	held := 0
+	for b := range t.Requests() {
+		for k := range t.Pages(b) {
+			if t.Indices[int(t.Indptr[b])+k] != page {
+				continue
+			}
+			if held < 3 {
+				s += fmt.Sprintf(", position %d of request %d (length %d)", k*t.PageSize+entry, b, t.Len(b))
+			}
+			held++
+		}
+	}
+	switch {
+	case held == 0:
+		s += ", in no request's pages"
+	case held > 3:
+		s += fmt.Sprintf(" and %d more", held-3)
+	}
+	return s
+}
+
+// placeOf is Place for a row that may be none (-1).
+func (t *PageTable) placeOf(i int) (int32, int64, bool) {
+	if i < 0 || i >= len(t.Batch) {
+		return -1, -1, false
+	}
+	return t.Place(i)
+}
+
+// Trim is the table with only the requests its rows name, renumbered in
+// order; false when it names them all. The rows keep their pages, so
+// their slots stay.
+func (t *PageTable) Trim() (*PageTable, bool) {
+	used := make([]bool, t.Requests())
+	for _, b := range t.Batch {
+		if b >= 0 && int(b) < len(used) {
+			used[b] = true
+		}
+	}
+	out := &PageTable{PageSize: t.PageSize, Indptr: []int32{0}}
+	renum := make([]int32, t.Requests())
+	for b, u := range used {
+		if !u {
+			continue
+		}
+		renum[b] = int32(out.Requests())
+		out.Indices = append(out.Indices, t.Indices[t.Indptr[b]:t.Indptr[b+1]]...)
+		out.Indptr = append(out.Indptr, int32(len(out.Indices)))
+		out.LastPageLen = append(out.LastPageLen, t.LastPageLen[b])
+	}
+	if out.Requests() == t.Requests() {
+		return nil, false
+	}
+	for i, b := range t.Batch {
+		out.Batch = append(out.Batch, renum[b])
+		out.Positions = append(out.Positions, t.Positions[i])
+	}
+	return out, true
+}
+
+// trimTable is a page-table case without the requests no row names.
+func trimTable(s *Case) []*Case {
+	if s.Table == nil {
+		return nil
+	}
+	t, ok := s.Table.Trim()
+	if !ok {
+		return nil
+	}
+	c := s.Clone()
+	c.Table = t
+	return []*Case{c}
 }

@@ -30,9 +30,9 @@ const smallCase = 64
 // row, so a case can lose any row that does not matter.
 func Shrink(s *Case) []*Case {
 	if s.Capacity() <= smallCase {
-		return slices.Concat(singleRows(s), groupRows(s), shrinkSlots(s), shrinkData(s))
+		return slices.Concat(singleRows(s), groupRows(s), trimTable(s), shrinkSlots(s), shrinkData(s))
 	}
-	return slices.Concat(groupRows(s), shrinkSlots(s), shrinkData(s), singleRows(s))
+	return slices.Concat(groupRows(s), trimTable(s), shrinkSlots(s), shrinkData(s), singleRows(s))
 }
 
 func parts(s *Case) (valid, padded []int) {
