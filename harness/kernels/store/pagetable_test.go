@@ -2,6 +2,9 @@ package store
 
 import (
 	"math/rand"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/cuda/cudatest"
 	"slices"
 	"strings"
 	"testing"
@@ -179,6 +182,33 @@ func TestPageTableStores(t *testing.T) {
 						t.Errorf("%s: the report does not place the row in the table: %s", name, text)
 					}
 					t.Logf("%s: %s caught at case %d: %s", name, variant, v.Outcome.Cases, text)
+				}
+			}
+		}
+	}
+}
+
+// TestPageTableOnCUDA: fusedstore's CUDA page-table store
+// (enginestore.cu's enginestore_table) passes on FlashInfer's caches, and
+// page-table-last-overrun dies there. Skips without a GPU; on the GPU
+// machine: ./scripts/gpu-build, then dist/gpu/store.test -test.run
+// 'TestPageTableOnCUDA' -test.v.
+func TestPageTableOnCUDA(t *testing.T) {
+	backend := arena.CUDA{Dev: cudatest.Device(t)}
+	for _, name := range []string{"flashinfer-nhd", "flashinfer-hnd"} {
+		for _, d := range []layout.Dims{{Heads: 1, HeadDim: 128, PageSize: 16}, {Heads: 5, HeadDim: 64, PageSize: 32}} {
+			for _, variant := range []string{"", "page-table-last-overrun"} {
+				s := suite(t, "fusedstore", variant)
+				s.Layouts = []*layout.Layout{engineLayout(t, name, d)}
+				s.Paddings = []Padding{PadTable}
+				s.Cases, s.Slots, s.MaxCapacity, s.Backend, s.StopAtFirst = 200, 512*d.PageSize, 256, backend, variant != ""
+				for _, v := range s.verdicts(t) {
+					if v.Outcome.Passed() != (variant == "") || len(v.Outcome.Faults) > 0 {
+						t.Errorf("%s H=%d D=%d P=%d %q: passed %v after %d cases, faults %v: %s", name, d.Heads, d.HeadDim, d.PageSize,
+							variant, v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Faults, failureText(v.Outcome.Failure))
+					} else if variant != "" {
+						t.Logf("%s H=%d: %s caught at case %d: %s", name, d.Heads, variant, v.Outcome.Cases, v.Outcome.Failure.Property)
+					}
 				}
 			}
 		}

@@ -150,6 +150,7 @@ func (kind) Register(r grpc.ServiceRegistrar, s *sdk.Server) {
 type server struct {
 	kvpb.UnimplementedStoreServer
 	*sdk.Server
+	tables deviceTables // page tables on the device (device.go)
 }
 
 func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.StoreResponse, error) {
