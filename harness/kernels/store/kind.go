@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
@@ -143,9 +144,13 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		}
 		paddings = []Padding{pad}
 	}
-	_, paddings, err := addressingOf(ctx, s, p, paddings) // pagetable.go
+	addressing, paddings, err := addressingOf(ctx, s, p, paddings) // pagetable.go
 	if err != nil {
 		return nil, err
+	}
+	eager := addressing == ByPageTable && p.Graph
+	if eager {
+		p.Graph = false // a captured graph would replay its first call's page table
 	}
 	// Far pools live in sparse memory (reach.go): host shared memory in a
 	// tmpfs run directory, or a GPU's for a plugin that maps sparse
@@ -174,6 +179,9 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if p.Value == layout.Exact { // the default, by the declared recipe, goes unsaid
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
+	}
+	if eager {
+		h.About = strings.TrimPrefix(h.About+"; page-table stores run eagerly, not from CUDA graphs (a graph would replay its first call's page table)", "; ")
 	}
 	return kind.RunSuite(ctx, cellSuite(s, p, cs, scaled), Schema, h)
 }
