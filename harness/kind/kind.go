@@ -144,8 +144,11 @@ type Params struct {
 	Variant string
 	Layouts []*layout.Layout // for kinds with Layouts
 	Padding string           // stores: a convention name, or "all"
-	Cases   int              // passing cases wanted per row
-	Seed    int64
+	// Addressing is how stores are addressed: "slots", "page-table", or
+	// "" for the plugin's (page-table where it declares that alone).
+	Addressing string
+	Cases      int // passing cases wanted per row
+	Seed       int64
 	Setup
 	Value       layout.Mode // stores: fp8 values judged by the declared recipe (the default) or bit-exact
 	Jobs        int         // rows checked at once; 0 or 1: one after another

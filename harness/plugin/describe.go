@@ -45,6 +45,10 @@ type Description struct {
 	SlotBits int
 	// Doorbell: StoreBatch answers through a doorbell when an attach asks.
 	Doorbell bool
+	// PageTable and Slots are how the store kernel takes its calls: by
+	// page table, by slot list, or both; a plugin that says nothing takes
+	// slot lists.
+	PageTable, Slots bool
 	// said is the answer as the plugin gave it, made printable: what
 	// kvharness plugins --json prints.
 	said *kvpb.DescribeResponse
@@ -122,6 +126,11 @@ func describedAs(r *kvpb.DescribeResponse) *Description {
 	r = printable(proto.CloneOf(r))
 	d := &Description{Name: r.Name, Version: r.Version, Doc: r.Doc, said: r,
 		CUDAFDArenas: r.CudaFdArenas, CUDASparseArenas: r.CudaSparseArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
+	d.Slots = len(r.Addressing) == 0
+	for _, a := range r.Addressing {
+		d.Slots = d.Slots || a == kvpb.Addressing_ADDRESSING_SLOTS
+		d.PageTable = d.PageTable || a == kvpb.Addressing_ADDRESSING_PAGE_TABLE
+	}
 	for _, k := range r.Kernels {
 		d.Kernels = append(d.Kernels, protocol.Kernel(k))
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/protocol"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 )
 
 // Variant is a named build of the kernel, usually a mutant that reproduces
@@ -28,6 +29,9 @@ type Variant struct {
 	// SlotBits, when not zero, is the variant's slot index width in place
 	// of the plugin's (Plugin.SlotBits).
 	SlotBits int
+	// Addressing, when set, is how the variant's store takes its calls,
+	// in place of the plugin's (Plugin.Addressing).
+	Addressing []kvpb.Addressing
 }
 
 // Geometry is what the kernel's own code believes about a layout. The
@@ -79,6 +83,11 @@ type Plugin struct {
 	// (also when 0) or 32, as engines pass int64 or int32 loc tensors. The
 	// harness stages loc at that width; a variant may override it.
 	SlotBits int
+	// Addressing is how the store kernel takes its calls: by slot list
+	// (kvpb.Addressing_ADDRESSING_SLOTS), by page table
+	// (ADDRESSING_PAGE_TABLE: Call.Table), or both; nil is slot lists
+	// only. A variant may override it.
+	Addressing []kvpb.Addressing
 }
 
 // A Kind is one kernel kind as its SDK package serves it (store.Kind,

@@ -76,6 +76,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		// Bench takes a rotation's stores in turn (bench_rotation.go).
 		BenchRotation: true,
 		SlotBits:      uint32(s.slotBits(req.Variant)),
+		Addressing:    s.addressing(req.Variant),
 		// StoreBatch comes through a doorbell when asked (doorbell.go).
 		Doorbell: s.rings && s.ring != nil,
 	}
@@ -369,6 +370,20 @@ func (s *Server) servesDevice() bool {
 	_, device := s.p.serves()
 	return device
 }
+
+// addressing is how a variant's store takes its calls: the variant's,
+// else the plugin's; nil (slot lists) when neither says.
+func (s *Server) addressing(variant string) []kvpb.Addressing {
+	for _, v := range s.p.Variants {
+		if v.Name == variant && len(v.Addressing) > 0 {
+			return v.Addressing
+		}
+	}
+	return s.p.Addressing
+}
+
+// Addressing is how the attached variant's store takes its calls.
+func (s *Server) Addressing() []kvpb.Addressing { return s.addressing(s.variant) }
 
 // slotBits is the declared slot width for a variant: the variant's, else
 // the plugin's, 64 when neither says.

@@ -186,6 +186,9 @@ echo
 echo "== 5. read and transfer kernels; arenas by IPC handle"
 expect 0 "" "topkread --kernel read" "$kvh" check --plugin $py/topkread/kvharness-plugin.json --kernel read --cases 200 "${res[@]}"
 expect 0 "" "pagetransfer" "$kvh" check --plugin $py/pagetransfer/kvharness-plugin.json --cases 100 "${res[@]}"
+expect 0 "" "pagetableappend (torch, page-table)" "$kvh" check --plugin $py/pagetableappend/kvharness-plugin.json --cases 200 "${res[@]}"
+expect 1 "property padding" "pagetableappend last-page-overrun" "$kvh" check --plugin $py/pagetableappend/kvharness-plugin.json \
+	--variant last-page-overrun --cases 200 "${res[@]}"
 expect 0 "" "indexerstore by IPC handle" env KVHARNESS_CUDA_SHARING=ipc "$kvh" check --plugin "$idx" --variant default-recipe \
 	"${fp8[@]}" --graph --cases 300 "${res[@]}"
 

@@ -37,6 +37,7 @@ type checkFlags struct {
 	sanitize                                                               string
 	value                                                                  string
 	shard                                                                  string // check's alone
+	addressing                                                             string // stores: slots or page-table
 	trace                                                                  string // check's alone: a recorded engine trace (sequence kernels)
 	cases, slots, headDim, pageSize, maxCapacity, device, maxFaults, jobs  int
 	heads                                                                  int
@@ -64,6 +65,7 @@ func (f *checkFlags) register(fs interface {
 	fs.StringVar(&f.layout, "layout", "all", "layout name, or a group: all (the built-in layouts of one record per slot the plugin declares, or its engine caches when it declares none of those) or engines (every engine cache it declares: vllm-flash, flashinfer-nhd, nvfp4-kv, ...)")
 	fs.StringVar(&f.layoutFile, "layout-file", "", "JSON layout description to use instead of --layout")
 	fs.StringVar(&f.padding, "padding", "all", "padding convention: none, count, sink, minus1 or all")
+	fs.StringVar(&f.addressing, "addressing", "", "how stores are addressed: slots or page-table (FlashInfer's kv_indptr, kv_indices, kv_last_page_len, batch_indices and positions); default: the plugin's, slots where it takes both")
 	fs.IntVar(&f.cases, "cases", 500, "passing cases wanted per layout × padding")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the case generator (the same seed and flags give the same cases and report)")
 	fs.IntVar(&f.slots, "slots", 0, "slots in the pool (0: the kernel's default: "+kernels.SlotsHelp()+")")
@@ -371,7 +373,7 @@ func (f *checkFlags) params(s *session, k *kind.Kind) (kind.Params, func(), erro
 	if f.graph && !k.Graphs {
 		return kind.Params{}, none, fmt.Errorf("--graph applies to stores; %s kernels run eagerly", k.Name)
 	}
-	p := kind.Params{Variant: f.variant, Padding: f.padding, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
+	p := kind.Params{Variant: f.variant, Padding: f.padding, Addressing: f.addressing, Cases: f.cases, Seed: f.seed, MaxFaults: f.maxFaults, Stress: f.stress,
 		Setup: kind.Setup{Slots: f.slots, MaxCapacity: f.maxCapacity, HeadDim: f.headDim, PageSize: f.pageSize, Graph: f.graph,
 			Draw: f.draw, Far: f.slots == 0}}
 	p.Value, _ = parseValue(f.value) // validated

@@ -259,6 +259,9 @@ func writeDescription(e *env, d *plugin.Description, dims layout.Dims, note stri
 	}
 	fmt.Fprintf(w, "  kernels: %s\n", joinKernels(d.Kernels))
 	fmt.Fprintf(w, "  slots: %d-bit\n", slotBits(d))
+	if d.PageTable { // a plugin of slot lists alone, the default, goes unsaid
+		fmt.Fprintf(w, "  addressing: %s\n", map[bool]string{true: "slots, page-table", false: "page-table"}[d.Slots])
+	}
 	if len(d.Layouts) > 0 {
 		fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	}

@@ -108,7 +108,10 @@ var beyondCorpus = map[string]string{
 	// in harness/cmd/kvharness, TestMutantsTable).
 	"vec16-no-tail": "needs a head dim that is not a multiple of 16; the fuzzed layouts have 128",
 	"page-size-64":  "bakes in page size 64, the fuzzed pools' own",
-	"offset-int32":  "needs byte offsets past 2 GiB; the fuzzed pools hold 131,072 slots",
+	// Page-table addressing is not fuzzed: its cases are drawn
+	// (TestPageTableStores, and a default check of the variant).
+	"page-table-last-overrun": "takes page-table calls only; the fuzz target addresses by slot list",
+	"offset-int32":            "needs byte offsets past 2 GiB; the fuzzed pools hold 131,072 slots",
 }
 
 // engineOnly are the engine layouts' mistakes: the fuzz target's layouts

@@ -37,6 +37,9 @@ const recentSlots = 64
 
 // Draw returns a new valid case; all randomness comes from rng.
 func (g *Gen) Draw(rng *rand.Rand) *Case {
+	if g.Padding == PadTable {
+		return g.drawTable(rng) // gentable.go
+	}
 	c := g.capacity(rng)
 	n := g.valid(rng, c)
 	if g.Padding == PadNone {

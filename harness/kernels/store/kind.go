@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/fuzzing"
@@ -55,8 +56,13 @@ func validate(p kind.Params) error {
 	if p.MaxCapacity < 1 || p.MaxCapacity > MaxCapacity {
 		return fmt.Errorf("--max-capacity %d: want 1..%d", p.MaxCapacity, MaxCapacity)
 	}
+	if p.Addressing != "" {
+		if _, err := ParseAddressing(p.Addressing); err != nil {
+			return err
+		}
+	}
 	if p.Padding != "all" {
-		if _, err := ParsePadding(p.Padding); err != nil {
+		if pad, err := ParsePadding(p.Padding); err != nil || pad == PadTable {
 			return fmt.Errorf("--padding %q: want none, count, sink, minus1 or all", p.Padding)
 		}
 	}
@@ -99,7 +105,7 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 	for _, c := range cells {
 		l, pad := c.Layout, c.Padding
 		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
-			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets}
+			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets, Addressing: addressingFor(pad)}
 		key := fmt.Sprintf("%s/%s", l.Name, kind.ShapeOf(l)) // a row's target: its layout at its shape
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
 			Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
@@ -119,7 +125,7 @@ func cells(ctx context.Context, s *kind.Session, p kind.Params, sh *kind.Shapes,
 	var out []Cell
 	for _, l := range p.Layouts {
 		for _, pad := range paddings {
-			rl, err := sh.Row(ctx, s, p, l, slices.Index(Paddings, pad))
+			rl, err := sh.Row(ctx, s, p, l, max(slices.Index(Paddings, pad), 0))
 			if err != nil {
 				return nil, err
 			}
@@ -137,6 +143,14 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 			return nil, err
 		}
 		paddings = []Padding{pad}
+	}
+	addressing, paddings, err := addressingOf(ctx, s, p, paddings) // pagetable.go
+	if err != nil {
+		return nil, err
+	}
+	eager := addressing == ByPageTable && p.Graph
+	if eager {
+		p.Graph = false // a captured graph would replay its first call's page table
 	}
 	// Far pools live in sparse memory (reach.go): host shared memory in a
 	// tmpfs run directory, or a GPU's for a plugin that maps sparse
@@ -166,6 +180,9 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
+	if eager {
+		h.About = strings.TrimPrefix(h.About+"; page-table stores run eagerly, not from CUDA graphs (a graph would replay its first call's page table)", "; ")
+	}
 	return kind.RunSuite(ctx, cellSuite(s, p, cs, scaled), Schema, h)
 }
 
@@ -176,7 +193,7 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 		return nil, fmt.Errorf("%w: %v", report.ErrBadRepro, err)
 	}
 	t, err := Open(ctx, s.Plugin, s.Dir, Config{Variant: r.Variant, Layout: l, Slots: r.Slots, MaxCapacity: c.Capacity(),
-		Seed: r.BackgroundSeed, Value: mode, Backend: b, Graph: r.Graph})
+		Seed: r.BackgroundSeed, Value: mode, Backend: b, Graph: r.Graph, Addressing: addressingFor(c.Padding)})
 	if err != nil {
 		return nil, err
 	}

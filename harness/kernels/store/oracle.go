@@ -175,5 +175,10 @@ func (sc *Oracle) Check(d oracle.Delta) []oracle.Violation {
 	sort.SliceStable(v.wrong, func(i, j int) bool { return v.wrong[i].off < v.wrong[j].off })
 	v.explain()
 	v.classify()
+	if t := sc.Case.Table; t != nil {
+		for k := range v.out {
+			placeInTable(&v.out[k], t) // pagetable.go
+		}
+	}
 	return v.out
 }

@@ -14,12 +14,16 @@ const (
 	PadCount                 // padded rows hold stale slots; the kernel is told n
 	PadSink                  // padded rows hold slot 0, reserved and never written
 	PadMinus1                // padded rows hold -1, before the pool's base
+	// PadTable is page-table addressing's own convention (pagetable.go):
+	// a padded row's position lies outside its request. It is not a slot
+	// list's, so not in Paddings: --addressing page-table picks it.
+	PadTable
 )
 
-// Paddings lists every convention, in flag order.
+// Paddings lists every convention of slot lists, in flag order.
 var Paddings = []Padding{PadNone, PadCount, PadSink, PadMinus1}
 
-var padNames = []string{"none", "count", "sink", "minus1"}
+var padNames = []string{"none", "count", "sink", "minus1", "page-table"}
 
 func (p Padding) String() string {
 	if p >= 0 && int(p) < len(padNames) {

@@ -30,9 +30,9 @@ const smallCase = 64
 // row, so a case can lose any row that does not matter.
 func Shrink(s *Case) []*Case {
 	if s.Capacity() <= smallCase {
-		return slices.Concat(singleRows(s), groupRows(s), shrinkSlots(s), shrinkData(s))
+		return slices.Concat(singleRows(s), groupRows(s), trimTable(s), shrinkSlots(s), shrinkData(s))
 	}
-	return slices.Concat(groupRows(s), shrinkSlots(s), shrinkData(s), singleRows(s))
+	return slices.Concat(groupRows(s), trimTable(s), shrinkSlots(s), shrinkData(s), singleRows(s))
 }
 
 func parts(s *Case) (valid, padded []int) {
@@ -55,9 +55,13 @@ func pick(s *Case, valid, padded []int) *Case {
 		return nil
 	}
 	out := &Case{Padding: s.Padding, Valid: len(valid)}
-	for _, i := range append(append([]int(nil), valid...), padded...) {
+	rows := append(append([]int(nil), valid...), padded...)
+	for _, i := range rows {
 		out.Loc = append(out.Loc, s.Loc[i])
 		out.Rows = append(out.Rows, s.Rows[i])
+	}
+	if s.Table != nil {
+		out.Table = s.Table.Pick(rows) // the same requests and pages, fewer rows
 	}
 	return out
 }
@@ -136,6 +140,9 @@ func fewer(xs []int) [][]int {
 // once to the lowest ones (in row order), then, in small cases, each on
 // its own; padded stale slots toward 0.
 func shrinkSlots(s *Case) []*Case {
+	if s.Table != nil {
+		return nil // a page table's slots follow from its pages, not moved one by one
+	}
 	lowest := int64(0)
 	if s.Padding == PadSink {
 		lowest = 1

@@ -35,12 +35,26 @@ func (t *Target) stage(set int, c *Case, rows [][]uint16) error {
 		copy(r[i*rb:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), rb))
 	}
 	locAt := t.rowsBytes()
-	loc := putSlotsInto(s.want[locAt:locAt+8*t.MaxCapacity], c.Loc, t.Declared.SlotBits) // at the declared width (slots.go)
+	loc := putSlotsInto(s.want[locAt:locAt+8*t.MaxCapacity], stagedLoc(c), t.Declared.SlotBits) // at the declared width (slots.go)
 	s.capacity, s.slotW = c.Capacity(), slotWidth(t.Declared.SlotBits)
 	if err := t.Mem().WriteAt(r, t.rowsOffset(set)); err != nil {
 		return err
 	}
 	return t.Mem().WriteAt(loc, t.locOffset(set))
+}
+
+// stagedLoc is the slots staged for c: its Loc, or, for a case addressed
+// by page table, -1 for every row: such a kernel is told where rows go by
+// the table alone.
+func stagedLoc(c *Case) []int64 {
+	if c.Table == nil {
+		return c.Loc
+	}
+	out := make([]int64, len(c.Loc))
+	for i := range out {
+		out[i] = -1
+	}
+	return out
 }
 
 // stagedFor is set's staging copy, made (zeros, as the region starts) on

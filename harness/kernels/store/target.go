@@ -39,6 +39,9 @@ type Config struct {
 	// layout whose fp8 or fp4 fields store none; when the layout has such
 	// fields and Inputs none, the target draws them from Seed (inputs.go).
 	Inputs layout.Inputs
+	// Addressing is how the target's stores are addressed; a plugin must
+	// declare page-table addressing to be opened for it.
+	Addressing Addressing
 }
 
 // The pools of a set. All hold the same background, so a case and its
@@ -123,6 +126,9 @@ func OpenGroup(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfgs ...C
 		var err error
 		t.Declared, t.GeometryViolation, err = target.Declared(ctx, p, Name, cfg.Variant, cfg.Layout)
 		if err != nil {
+			return nil, err
+		}
+		if err := takesAddressing(ctx, p, cfg); err != nil { // pagetable.go
 			return nil, err
 		}
 		if t.Layout, err = declaredLayout(cfg.Layout, t.Declared, p.Name); err != nil { // value.go
@@ -562,7 +568,8 @@ func (t *Target) requests(batch []run) []*kvpb.StoreRequest {
 		reqs[i] = &kvpb.StoreRequest{Pool: uint32(t.index(r)),
 			Capacity: uint32(r.c.Capacity()), Valid: uint32(r.c.Valid), Padding: kvpb.Padding(r.c.Padding),
 			RowsOffset: uint64(t.rowsOffset(r.set)), LocOffset: uint64(t.locOffset(r.set)), Graph: t.Graph,
-			SlotBits: uint32(t.Declared.SlotBits), RowElems: uint32(t.Layout.RowElems()), Scales: t.scalesProto()}
+			SlotBits: uint32(t.Declared.SlotBits), RowElems: uint32(t.Layout.RowElems()), Scales: t.scalesProto(),
+			PageTable: tableProto(r.c.Table)}
 	}
 	return reqs
 }

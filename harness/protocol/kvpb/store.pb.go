@@ -31,6 +31,11 @@ const (
 	Padding_PADDING_COUNT  Padding = 1 // rows valid..capacity-1 hold stale slots; skip them by count
 	Padding_PADDING_SINK   Padding = 2 // padded rows hold slot 0, a reserved slot that must not change
 	Padding_PADDING_MINUS1 Padding = 3 // padded rows hold -1
+	// PADDING_PAGE_TABLE: the call is addressed by page_table, whose own
+	// conventions mark padded tokens: a token whose position lies at or past
+	// its request's length ((pages - 1) * page_size + last_page_len; 0 for a
+	// request of no pages) is padding and must not be stored.
+	Padding_PADDING_PAGE_TABLE Padding = 4
 )
 
 // Enum value maps for Padding.
@@ -40,12 +45,14 @@ var (
 		1: "PADDING_COUNT",
 		2: "PADDING_SINK",
 		3: "PADDING_MINUS1",
+		4: "PADDING_PAGE_TABLE",
 	}
 	Padding_value = map[string]int32{
-		"PADDING_NONE":   0,
-		"PADDING_COUNT":  1,
-		"PADDING_SINK":   2,
-		"PADDING_MINUS1": 3,
+		"PADDING_NONE":       0,
+		"PADDING_COUNT":      1,
+		"PADDING_SINK":       2,
+		"PADDING_MINUS1":     3,
+		"PADDING_PAGE_TABLE": 4,
 	}
 )
 
@@ -76,6 +83,53 @@ func (Padding) EnumDescriptor() ([]byte, []int) {
 	return file_store_proto_rawDescGZIP(), []int{0}
 }
 
+// Addressing is how a store call names where each row goes.
+type Addressing int32
+
+const (
+	Addressing_ADDRESSING_SLOTS      Addressing = 0 // loc: one slot per row
+	Addressing_ADDRESSING_PAGE_TABLE Addressing = 1 // page_table: request, position and the requests' pages
+)
+
+// Enum value maps for Addressing.
+var (
+	Addressing_name = map[int32]string{
+		0: "ADDRESSING_SLOTS",
+		1: "ADDRESSING_PAGE_TABLE",
+	}
+	Addressing_value = map[string]int32{
+		"ADDRESSING_SLOTS":      0,
+		"ADDRESSING_PAGE_TABLE": 1,
+	}
+)
+
+func (x Addressing) Enum() *Addressing {
+	p := new(Addressing)
+	*p = x
+	return p
+}
+
+func (x Addressing) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Addressing) Descriptor() protoreflect.EnumDescriptor {
+	return file_store_proto_enumTypes[1].Descriptor()
+}
+
+func (Addressing) Type() protoreflect.EnumType {
+	return &file_store_proto_enumTypes[1]
+}
+
+func (x Addressing) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Addressing.Descriptor instead.
+func (Addressing) EnumDescriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{1}
+}
+
 type StoreRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Pool       uint32                 `protobuf:"varint,1,opt,name=pool,proto3" json:"pool,omitempty"`         // index into AttachRequest.pools
@@ -93,7 +147,14 @@ type StoreRequest struct {
 	// scales are the static scales of a layout whose fp8 or fp4 fields
 	// store none (vLLM's k_scale and v_scale): a correct kernel stores
 	// code(x / scale). One entry per tensor that has them.
-	Scales        []*TensorScales `protobuf:"bytes,10,rep,name=scales,proto3" json:"scales,omitempty"`
+	Scales []*TensorScales `protobuf:"bytes,10,rep,name=scales,proto3" json:"scales,omitempty"`
+	// page_table, when set, addresses the call by request and position
+	// (FlashInfer's append_paged_kv_cache) instead of loc, which then holds
+	// -1 for every row: token i is request batch_indices[i]'s position
+	// positions[i], stored in page kv_indices[kv_indptr[b] + pos / page_size]
+	// at pos % page_size. Sent only to a plugin that declares
+	// ADDRESSING_PAGE_TABLE.
+	PageTable     *PageTable `protobuf:"bytes,11,opt,name=page_table,json=pageTable,proto3" json:"page_table,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -198,6 +259,92 @@ func (x *StoreRequest) GetScales() []*TensorScales {
 	return nil
 }
 
+func (x *StoreRequest) GetPageTable() *PageTable {
+	if x != nil {
+		return x.PageTable
+	}
+	return nil
+}
+
+// PageTable is FlashInfer's paged-KV addressing of one append, CSR over
+// requests. Requests past the real ones are padding (a captured batch's):
+// no pages, last_page_len 0.
+type PageTable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KvIndptr      []int32                `protobuf:"varint,1,rep,packed,name=kv_indptr,json=kvIndptr,proto3" json:"kv_indptr,omitempty"`                    // requests + 1, non-decreasing, from 0
+	KvIndices     []int32                `protobuf:"varint,2,rep,packed,name=kv_indices,json=kvIndices,proto3" json:"kv_indices,omitempty"`                 // kv_indptr[requests] page numbers of the pool
+	KvLastPageLen []int32                `protobuf:"varint,3,rep,packed,name=kv_last_page_len,json=kvLastPageLen,proto3" json:"kv_last_page_len,omitempty"` // per request, 0..page_size (0: its last page is empty)
+	BatchIndices  []int32                `protobuf:"varint,4,rep,packed,name=batch_indices,json=batchIndices,proto3" json:"batch_indices,omitempty"`        // per row (capacity), the request it appends to
+	Positions     []int32                `protobuf:"varint,5,rep,packed,name=positions,proto3" json:"positions,omitempty"`                                  // per row, its position in that request
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PageTable) Reset() {
+	*x = PageTable{}
+	mi := &file_store_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PageTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PageTable) ProtoMessage() {}
+
+func (x *PageTable) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PageTable.ProtoReflect.Descriptor instead.
+func (*PageTable) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PageTable) GetKvIndptr() []int32 {
+	if x != nil {
+		return x.KvIndptr
+	}
+	return nil
+}
+
+func (x *PageTable) GetKvIndices() []int32 {
+	if x != nil {
+		return x.KvIndices
+	}
+	return nil
+}
+
+func (x *PageTable) GetKvLastPageLen() []int32 {
+	if x != nil {
+		return x.KvLastPageLen
+	}
+	return nil
+}
+
+func (x *PageTable) GetBatchIndices() []int32 {
+	if x != nil {
+		return x.BatchIndices
+	}
+	return nil
+}
+
+func (x *PageTable) GetPositions() []int32 {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
 // TensorScales are one input tensor's static scales: one value, or one
 // per head.
 type TensorScales struct {
@@ -210,7 +357,7 @@ type TensorScales struct {
 
 func (x *TensorScales) Reset() {
 	*x = TensorScales{}
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +369,7 @@ func (x *TensorScales) String() string {
 func (*TensorScales) ProtoMessage() {}
 
 func (x *TensorScales) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +382,7 @@ func (x *TensorScales) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorScales.ProtoReflect.Descriptor instead.
 func (*TensorScales) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{1}
+	return file_store_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TensorScales) GetTensor() string {
@@ -260,7 +407,7 @@ type StoreResponse struct {
 
 func (x *StoreResponse) Reset() {
 	*x = StoreResponse{}
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +419,7 @@ func (x *StoreResponse) String() string {
 func (*StoreResponse) ProtoMessage() {}
 
 func (x *StoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +432,7 @@ func (x *StoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreResponse.ProtoReflect.Descriptor instead.
 func (*StoreResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{2}
+	return file_store_proto_rawDescGZIP(), []int{3}
 }
 
 type StoreBatchRequest struct {
@@ -297,7 +444,7 @@ type StoreBatchRequest struct {
 
 func (x *StoreBatchRequest) Reset() {
 	*x = StoreBatchRequest{}
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +456,7 @@ func (x *StoreBatchRequest) String() string {
 func (*StoreBatchRequest) ProtoMessage() {}
 
 func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +469,7 @@ func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
 func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{3}
+	return file_store_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StoreBatchRequest) GetCalls() []*StoreRequest {
@@ -340,7 +487,7 @@ type StoreBatchResponse struct {
 
 func (x *StoreBatchResponse) Reset() {
 	*x = StoreBatchResponse{}
-	mi := &file_store_proto_msgTypes[4]
+	mi := &file_store_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +499,7 @@ func (x *StoreBatchResponse) String() string {
 func (*StoreBatchResponse) ProtoMessage() {}
 
 func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[4]
+	mi := &file_store_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,14 +512,14 @@ func (x *StoreBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchResponse.ProtoReflect.Descriptor instead.
 func (*StoreBatchResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{4}
+	return file_store_proto_rawDescGZIP(), []int{5}
 }
 
 var File_store_proto protoreflect.FileDescriptor
 
 const file_store_proto_rawDesc = "" +
 	"\n" +
-	"\vstore.proto\x12\fkvharness.v1\"\xc9\x02\n" +
+	"\vstore.proto\x12\fkvharness.v1\"\x81\x03\n" +
 	"\fStoreRequest\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\rR\x04pool\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\rR\bcapacity\x12\x14\n" +
@@ -386,19 +533,33 @@ const file_store_proto_rawDesc = "" +
 	"\tslot_bits\x18\b \x01(\rR\bslotBits\x12\x1b\n" +
 	"\trow_elems\x18\t \x01(\rR\browElems\x122\n" +
 	"\x06scales\x18\n" +
-	" \x03(\v2\x1a.kvharness.v1.TensorScalesR\x06scales\">\n" +
+	" \x03(\v2\x1a.kvharness.v1.TensorScalesR\x06scales\x126\n" +
+	"\n" +
+	"page_table\x18\v \x01(\v2\x17.kvharness.v1.PageTableR\tpageTable\"\xb3\x01\n" +
+	"\tPageTable\x12\x1b\n" +
+	"\tkv_indptr\x18\x01 \x03(\x05R\bkvIndptr\x12\x1d\n" +
+	"\n" +
+	"kv_indices\x18\x02 \x03(\x05R\tkvIndices\x12'\n" +
+	"\x10kv_last_page_len\x18\x03 \x03(\x05R\rkvLastPageLen\x12#\n" +
+	"\rbatch_indices\x18\x04 \x03(\x05R\fbatchIndices\x12\x1c\n" +
+	"\tpositions\x18\x05 \x03(\x05R\tpositions\">\n" +
 	"\fTensorScales\x12\x16\n" +
 	"\x06tensor\x18\x01 \x01(\tR\x06tensor\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\x02R\x06values\"\x0f\n" +
 	"\rStoreResponse\"E\n" +
 	"\x11StoreBatchRequest\x120\n" +
 	"\x05calls\x18\x01 \x03(\v2\x1a.kvharness.v1.StoreRequestR\x05calls\"\x14\n" +
-	"\x12StoreBatchResponse*T\n" +
+	"\x12StoreBatchResponse*l\n" +
 	"\aPadding\x12\x10\n" +
 	"\fPADDING_NONE\x10\x00\x12\x11\n" +
 	"\rPADDING_COUNT\x10\x01\x12\x10\n" +
 	"\fPADDING_SINK\x10\x02\x12\x12\n" +
-	"\x0ePADDING_MINUS1\x10\x032\x9a\x01\n" +
+	"\x0ePADDING_MINUS1\x10\x03\x12\x16\n" +
+	"\x12PADDING_PAGE_TABLE\x10\x04*=\n" +
+	"\n" +
+	"Addressing\x12\x14\n" +
+	"\x10ADDRESSING_SLOTS\x10\x00\x12\x19\n" +
+	"\x15ADDRESSING_PAGE_TABLE\x10\x012\x9a\x01\n" +
 	"\x05Store\x12@\n" +
 	"\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n" +
 	"\n" +
@@ -416,29 +577,32 @@ func file_store_proto_rawDescGZIP() []byte {
 	return file_store_proto_rawDescData
 }
 
-var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_store_proto_goTypes = []any{
 	(Padding)(0),               // 0: kvharness.v1.Padding
-	(*StoreRequest)(nil),       // 1: kvharness.v1.StoreRequest
-	(*TensorScales)(nil),       // 2: kvharness.v1.TensorScales
-	(*StoreResponse)(nil),      // 3: kvharness.v1.StoreResponse
-	(*StoreBatchRequest)(nil),  // 4: kvharness.v1.StoreBatchRequest
-	(*StoreBatchResponse)(nil), // 5: kvharness.v1.StoreBatchResponse
+	(Addressing)(0),            // 1: kvharness.v1.Addressing
+	(*StoreRequest)(nil),       // 2: kvharness.v1.StoreRequest
+	(*PageTable)(nil),          // 3: kvharness.v1.PageTable
+	(*TensorScales)(nil),       // 4: kvharness.v1.TensorScales
+	(*StoreResponse)(nil),      // 5: kvharness.v1.StoreResponse
+	(*StoreBatchRequest)(nil),  // 6: kvharness.v1.StoreBatchRequest
+	(*StoreBatchResponse)(nil), // 7: kvharness.v1.StoreBatchResponse
 }
 var file_store_proto_depIdxs = []int32{
 	0, // 0: kvharness.v1.StoreRequest.padding:type_name -> kvharness.v1.Padding
-	2, // 1: kvharness.v1.StoreRequest.scales:type_name -> kvharness.v1.TensorScales
-	1, // 2: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
-	1, // 3: kvharness.v1.Store.Store:input_type -> kvharness.v1.StoreRequest
-	4, // 4: kvharness.v1.Store.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
-	3, // 5: kvharness.v1.Store.Store:output_type -> kvharness.v1.StoreResponse
-	5, // 6: kvharness.v1.Store.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	4, // 1: kvharness.v1.StoreRequest.scales:type_name -> kvharness.v1.TensorScales
+	3, // 2: kvharness.v1.StoreRequest.page_table:type_name -> kvharness.v1.PageTable
+	2, // 3: kvharness.v1.StoreBatchRequest.calls:type_name -> kvharness.v1.StoreRequest
+	2, // 4: kvharness.v1.Store.Store:input_type -> kvharness.v1.StoreRequest
+	6, // 5: kvharness.v1.Store.StoreBatch:input_type -> kvharness.v1.StoreBatchRequest
+	5, // 6: kvharness.v1.Store.Store:output_type -> kvharness.v1.StoreResponse
+	7, // 7: kvharness.v1.Store.StoreBatch:output_type -> kvharness.v1.StoreBatchResponse
+	6, // [6:8] is the sub-list for method output_type
+	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
@@ -451,8 +615,8 @@ func file_store_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   5,
+			NumEnums:      2,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

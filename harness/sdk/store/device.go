@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,6 +41,18 @@ type DeviceCall struct {
 	// Scales are the static scales by tensor name, as in Call: the same
 	// for every call of a target, so a graph may bake them into its launch.
 	Scales map[string][]float32
+	// Table, when set, addresses the call instead of Loc (PageTable's
+	// arrays, copied to the device in stream order before the launch).
+	// Page-table calls run eagerly: the SDK refuses them in graph mode.
+	Table *DeviceTable
+}
+
+// DeviceTable is a call's page table on the device: int32 arrays, as
+// PageTable describes them.
+type DeviceTable struct {
+	PageSize                                              int
+	Indptr, Indices, LastPageLen, BatchIndices, Positions cuda.Ptr
+	Requests, Pages                                       int
 }
 
 // PoolBase is the device address of slot 0's page.
@@ -69,6 +83,9 @@ func (s *server) storeBatchDevice(ctx context.Context, calls []*kvpb.StoreReques
 	k, ok := s.Kernel().(DeviceStorer)
 	if !ok {
 		return noDeviceStore(s.Name())
+	}
+	if err := s.tables.reserve(s.Device().GPU(), calls); err != nil {
+		return sdk.DeviceFault("store", err)
 	}
 	var qerr, serr error
 	err := s.Device().Do(func(c *cuda.Ctx) error {
@@ -116,6 +133,11 @@ func (s *server) enqueueStore(ctx context.Context, c *cuda.Ctx, k DeviceStorer, 
 	if err := s.Device().SetValid(c, int(req.Pool), call.N); err != nil {
 		return status.Error(codes.Aborted, err.Error())
 	}
+	if req.GetPageTable() != nil {
+		if call.Table, err = s.stageTable(c, req, call); err != nil {
+			return err
+		}
+	}
 	launch, err := s.deviceLaunch(ctx, c, k, req, call)
 	if err != nil {
 		return sdk.KernelFailed("store", err)
@@ -160,4 +182,80 @@ func (s *server) deviceCall(req *kvpb.StoreRequest) (*DeviceCall, error) {
 		Capacity: int(req.Capacity), Valid: d.ValidPtr(int(req.Pool)), N: int(req.Valid), Padding: req.Padding,
 		Rows: d.Base().Add(int(req.RowsOffset)), Loc: d.Base().Add(int(req.LocOffset)), SlotBits: 8 * slotBytes(req),
 		RowElems: rowElems(req, p), Scales: scales(req)}, nil
+}
+
+// deviceTables is the device buffer page-table calls' arrays are copied
+// into: one for the plugin, grown between batches (after the last batch's
+// wait, so no launch still reads it). Calls of one batch share it: each
+// copy is queued after the launch before it.
+type deviceTables struct {
+	buf  cuda.Ptr
+	size int
+	dev  *cuda.Device
+}
+
+// tableBytes is the bytes a call's page table takes on the device.
+func tableBytes(t *kvpb.PageTable) int {
+	return 4 * (len(t.KvIndptr) + len(t.KvIndices) + len(t.KvLastPageLen) + len(t.BatchIndices) + len(t.Positions))
+}
+
+// reserve makes the buffer hold the largest page table of calls.
+func (d *deviceTables) reserve(dev *cuda.Device, calls []*kvpb.StoreRequest) error {
+	need := 0
+	for _, r := range calls {
+		if t := r.GetPageTable(); t != nil {
+			need = max(need, tableBytes(t))
+		}
+	}
+	if need <= d.size && d.dev == dev {
+		return nil
+	}
+	if d.buf != 0 && d.dev == dev {
+		if err := dev.Free(d.buf); err != nil {
+			return err
+		}
+	}
+	d.buf, d.size, d.dev = 0, 0, dev
+	if need == 0 {
+		return nil
+	}
+	size := max(need, 1<<16)
+	p, err := dev.Alloc(size)
+	if err != nil {
+		return fmt.Errorf("page table: %w", err)
+	}
+	d.buf, d.size = p, size
+	return nil
+}
+
+// stageTable checks a call's page table as the host path does and
+// copies it into the table buffer in stream order.
+func (s *server) stageTable(c *cuda.Ctx, req *kvpb.StoreRequest, call *DeviceCall) (*DeviceTable, error) {
+	if req.Graph {
+		return nil, status.Errorf(codes.Unimplemented, "%s: page-table addressing runs eagerly: a captured graph would replay the first call's page table; drop --graph", s.Name())
+	}
+	t, err := s.pageTable(req.GetPageTable(), call.Pool, call.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	out := &DeviceTable{PageSize: t.PageSize, Requests: len(t.LastPageLen), Pages: len(t.Indices)}
+	at := func(xs []int32, p *cuda.Ptr) {
+		*p = s.tables.buf.Add(len(b))
+		for _, x := range xs {
+			b = binary.LittleEndian.AppendUint32(b, uint32(x))
+		}
+	}
+	at(t.Indptr, &out.Indptr)
+	at(t.Indices, &out.Indices)
+	at(t.LastPageLen, &out.LastPageLen)
+	at(t.BatchIndices, &out.BatchIndices)
+	at(t.Positions, &out.Positions)
+	if len(b) > s.tables.size {
+		return nil, status.Errorf(codes.Internal, "page table of %d bytes past its %d-byte buffer", len(b), s.tables.size)
+	}
+	if err := c.HtoDAsync(s.Device().Stream(), s.tables.buf, b); err != nil {
+		return nil, status.Error(codes.Aborted, err.Error())
+	}
+	return out, nil
 }

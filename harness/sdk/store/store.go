@@ -27,6 +27,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,7 +51,35 @@ const (
 	PadCount  = kvpb.Padding_PADDING_COUNT
 	PadSink   = kvpb.Padding_PADDING_SINK
 	PadMinus1 = kvpb.Padding_PADDING_MINUS1
+	// PadTable: the call is addressed by Call.Table, whose rows at or
+	// past their request's length are the padding.
+	PadTable = kvpb.Padding_PADDING_PAGE_TABLE
 )
+
+// Addressing is how a store call names where each row goes; a plugin
+// declares the modes its kernel takes (sdk.Plugin.Addressing).
+type Addressing = kvpb.Addressing
+
+// Addressing modes.
+const (
+	BySlots     = kvpb.Addressing_ADDRESSING_SLOTS
+	ByPageTable = kvpb.Addressing_ADDRESSING_PAGE_TABLE
+)
+
+// PageTable is a call's page-table addressing, FlashInfer's
+// append_paged_kv_cache arguments: request b's pages are
+// Indices[Indptr[b]:Indptr[b+1]], the last LastPageLen[b] full (0: empty);
+// row i appends to request BatchIndices[i] at position Positions[i].
+// Its length is (pages - 1) * PageSize + LastPageLen[b] (0 for no pages):
+// a row at or past it is padding and must not be stored.
+type PageTable struct {
+	PageSize     int
+	Indptr       []int32
+	Indices      []int32
+	LastPageLen  []int32
+	BatchIndices []int32
+	Positions    []int32
+}
 
 // Call is one store: write Rows[i] into slot Loc[i] of Pool for the
 // rows that are real. Rows Valid..Capacity-1 are padding: under PadCount
@@ -79,6 +108,10 @@ type Call struct {
 	Loc32    []int32 // the staged 32-bit slots when SlotBits is 32, else nil
 	SlotBits int     // 64 or 32: the width the harness staged
 	Graph    bool    // the harness asked for CUDA-graph replay; CPU kernels ignore it
+	// Table, when set, addresses the call instead of Loc (which then
+	// holds -1 for every row): sent only to a kernel that declares
+	// ByPageTable.
+	Table *PageTable
 }
 
 // Storer is a store kernel over host memory.
@@ -117,6 +150,7 @@ func (kind) Register(r grpc.ServiceRegistrar, s *sdk.Server) {
 type server struct {
 	kvpb.UnimplementedStoreServer
 	*sdk.Server
+	tables deviceTables // page tables on the device (device.go)
 }
 
 func (s *server) Store(ctx context.Context, req *kvpb.StoreRequest) (*kvpb.StoreResponse, error) {
@@ -289,5 +323,46 @@ func (s *server) storeCall(req *kvpb.StoreRequest) (*Call, error) {
 	} else {
 		call.Loc = sdk.Staged[int64](s.Server, req.LocOffset, c)
 	}
+	if req.GetPageTable() != nil {
+		if call.Table, err = s.pageTable(req.GetPageTable(), p, c); err != nil {
+			return nil, err
+		}
+	}
 	return call, nil
+}
+
+// pageTable checks a call's page table, as the kernel will index it
+// unchecked: the plugin takes the mode, the CSR is well formed, each page
+// lies in the pool and each row names a request.
+func (s *server) pageTable(t *kvpb.PageTable, p sdk.Pool, capacity int) (*PageTable, error) {
+	if !slices.Contains(s.Addressing(), ByPageTable) {
+		return nil, sdk.BadRequest("a page-table call, but %s declares slot lists only (Plugin.Addressing); declare ByPageTable to take it", s.Name())
+	}
+	out := &PageTable{PageSize: p.Layout.PageSize, Indptr: t.KvIndptr, Indices: t.KvIndices, LastPageLen: t.KvLastPageLen,
+		BatchIndices: t.BatchIndices, Positions: t.Positions}
+	r := len(out.Indptr) - 1
+	switch {
+	case r < 0 || out.Indptr[0] != 0 || int(out.Indptr[r]) != len(out.Indices):
+		return nil, sdk.BadRequest("page table: kv_indptr must run from 0 to len(kv_indices) = %d", len(out.Indices))
+	case len(out.LastPageLen) != r:
+		return nil, sdk.BadRequest("page table: %d kv_last_page_len for %d requests", len(out.LastPageLen), r)
+	case len(out.BatchIndices) != capacity || len(out.Positions) != capacity:
+		return nil, sdk.BadRequest("page table: %d batch_indices and %d positions for %d rows", len(out.BatchIndices), len(out.Positions), capacity)
+	}
+	for b := range r {
+		if out.Indptr[b+1] < out.Indptr[b] {
+			return nil, sdk.BadRequest("page table: kv_indptr decreases at request %d", b)
+		}
+	}
+	for k, pg := range out.Indices {
+		if pg < 0 || int(pg) >= p.Pages() {
+			return nil, sdk.BadRequest("page table: kv_indices[%d] = %d outside the pool's %d pages", k, pg, p.Pages())
+		}
+	}
+	for i, b := range out.BatchIndices {
+		if b < 0 || int(b) >= r {
+			return nil, sdk.BadRequest("page table: batch_indices[%d] = %d outside the %d requests", i, b, r)
+		}
+	}
+	return out, nil
 }

@@ -56,7 +56,11 @@ func (k *kernel) PrepareDevice(_ context.Context, a *sdk.DeviceAttach) error {
 // StoreDevice implements store.DeviceStorer.
 func (k *kernel) StoreDevice(_ context.Context, c *store.DeviceCall) error {
 	l := c.Pool.Layout
-	if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
+	_, engine := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim)
+	if c.Table != nil && !engine {
+		return fmt.Errorf("fusedstore's CUDA page-table store writes the engine layouts (flashinfer-nhd, flashinfer-hnd, ...), not %s", l.Name)
+	}
+	if engine {
 		b := engineBugs(c.Variant)
 		b.ReservedNaNs = c.Variant == "mxfp8-reserved-write" && l.Name == "mxfp8-kv"
 		return k.engine.Store(c, rule(c.Variant), b)

@@ -33,6 +33,9 @@
 //  22  fp4-nibbles-swapped
 //  23  scale-unswizzled
 //  24  mxfp8-reserved-write
+// Rule 25 is a mistake of page-table addressing, which this file's
+// slot-list stores never take; on slot lists it stores rows 0..n-1:
+//  25  page-table-last-overrun
 #if FUSED_RULE == 11 && !KV_VEC16_NO_TAIL
 #error "rule 11 (vec16-no-tail) needs KV_VEC16_NO_TAIL"
 #endif
@@ -73,8 +76,8 @@ struct FusedRule {
     *slot = (kv_i64)(unsigned short)loc;
     return i < n;
 #elif FUSED_RULE == 17 || FUSED_RULE == 18 || FUSED_RULE == 19 || FUSED_RULE == 20 || FUSED_RULE == 21 || \
-    FUSED_RULE == 22 || FUSED_RULE == 23 || FUSED_RULE == 24
-    return i < n;  // the engine layouts' mistakes: none on these layouts
+    FUSED_RULE == 22 || FUSED_RULE == 23 || FUSED_RULE == 24 || FUSED_RULE == 25
+    return i < n;  // the engine layouts' and page tables' mistakes: none on these layouts
 #else
     return i < n;
 #endif

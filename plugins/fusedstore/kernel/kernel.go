@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
@@ -58,6 +59,8 @@ var variants = []sdk.Variant{
 		Layouts: []string{"nvfp4-kv", "nvfp4-kv-hnd"}},
 	{Name: "mxfp8-reserved-write", Doc: "MXFP8 pool: stores padded rows into the reserved slot 0 as NaN codes and 0xFF scales (sglang #35351's missing reserved-slot skip)",
 		Layouts: []string{"mxfp8-kv"}},
+	{Name: "page-table-last-overrun", Doc: "page-table addressing: bounds each request by kv_last_page_len + 1, so the row at a request's length is stored one slot past its last page's valid entries (or into the page after it)",
+		Layouts: []string{"flashinfer-nhd", "flashinfer-hnd"}, Addressing: []kvpb.Addressing{store.ByPageTable}},
 }
 
 // engineBugs are the enginestore mistakes of a variant.
@@ -136,6 +139,9 @@ type kernel struct {
 // Store implements store.Storer.
 func (*kernel) Store(_ context.Context, c *store.Call) error {
 	l := c.Pool.Layout
+	if c.Table != nil {
+		return storeTable(c)
+	}
 	if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
 		return storeEngine(c)
 	}
@@ -277,6 +283,7 @@ var Plugin = sdk.Plugin{
 	Doc:           "padding-aware store for bf16, fp8-paged and fp8-rows (the fix), and for the engines' K/V caches by their own index formulas",
 	Variants:      slices.Concat(variants, readVariants), // the store's list first: its order numbers the CUDA store rules
 	GeometryHeads: declare,
+	Addressing:    []kvpb.Addressing{store.BySlots, store.ByPageTable},
 	Kernel:        &kernel{},
 	Kinds:         []sdk.Kind{store.Kind, read.Kind},
 }

@@ -54,7 +54,7 @@ func Source() string { return source }
 // The static scales are launch arguments: a target passes the same ones
 // to every call, so a captured graph replays them rightly.
 func (k *Device) Store(c *store.DeviceCall, rule int, b Bugs) error {
-	if c.SlotBits != 64 {
+	if c.SlotBits != 64 && c.Table == nil {
 		return fmt.Errorf("loc holds %d-bit slots; the engine stores read 64-bit ones", c.SlotBits)
 	}
 	l := c.Pool.Layout
@@ -63,13 +63,21 @@ func (k *Device) Store(c *store.DeviceCall, rule int, b Bugs) error {
 	if err != nil {
 		return err
 	}
-	f, err := k.fns.Function(c.Device, "enginestore/"+l.Name, source, "enginestore", slices.Clone(opts))
+	entry := "enginestore"
+	if c.Table != nil {
+		entry = "enginestore_table"
+	}
+	f, err := k.fns.Function(c.Device, "enginestore/"+l.Name, source, entry, slices.Clone(opts))
 	if err != nil {
 		return err
 	}
 	ks, vs := firstScale(c.Scales, "k"), firstScale(c.Scales, "v")
 	if l.Name == "vllm-mla-fp8" {
 		ks = firstScale(c.Scales, "")
+	}
+	if t := c.Table; t != nil { // page-table addressing: enginestore_table
+		return f.Launch(c.Stream, cuda.Dim3{X: uint32(c.Capacity), Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0,
+			c.PoolBase(), c.Rows, t.Indptr, t.Indices, t.LastPageLen, t.BatchIndices, t.Positions, int32(c.Capacity), ks, vs)
 	}
 	return f.Launch(c.Stream, cuda.Dim3{X: uint32(c.Capacity), Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0,
 		c.PoolBase(), c.Rows, c.Loc, c.Valid, int32(c.Capacity), int64(c.Pool.Slots), ks, vs)

@@ -123,6 +123,11 @@ __device__ __forceinline__ int es_swizzle(int t, int s) {
   return ((t / 4) * 4 + s / group) * scale_dim + (s % group) * 4 + t % 4;
 }
 
+// es_store writes row i of rows into slot of the pool, as the engine's
+// store does, with this block's threads.
+__device__ __forceinline__ void es_store(char* pool, const unsigned short* rows, int i, es_i64 slot, bool nans,
+                                         float k_scale, float v_scale);
+
 extern "C" __global__ void enginestore(char* pool, const unsigned short* rows, const es_i64* loc, const int* valid,
                                        int capacity, es_i64 slots, float k_scale, float v_scale) {
   const int i = blockIdx.x;
@@ -130,6 +135,33 @@ extern "C" __global__ void enginestore(char* pool, const unsigned short* rows, c
   es_i64 slot;
   bool nans;
   if (!es_rule(i, *valid, loc[i], slots, &slot, &nans)) return;
+  es_store(pool, rows, i, slot, nans, k_scale, v_scale);
+}
+
+// enginestore_table is the store addressed by page table, FlashInfer's
+// append_paged_kv_cache: row i appends to request b = batch[i] at position
+// pos = positions[i], into page indices[indptr[b] + pos / P] at pos % P,
+// when pos is below the request's length, (pages - 1) * P + last[b] (0
+// for no pages); any other row is padding. Rule 25
+// (page-table-last-overrun) bounds the request one longer.
+extern "C" __global__ void enginestore_table(char* pool, const unsigned short* rows, const int* indptr, const int* indices,
+                                             const int* last, const int* batch, const int* positions, int capacity,
+                                             float k_scale, float v_scale) {
+  const int i = blockIdx.x;
+  if (i >= capacity) return;
+  const int b = batch[i];
+  const es_i64 pos = positions[i], first = indptr[b], pages = indptr[b + 1] - first;
+  es_i64 length = pages > 0 ? (pages - 1) * ES_P + last[b] : 0;
+#if ES_RULE == 25
+  if (pages > 0) length += 1;
+#endif
+  if (pos < 0 || pos >= length) return;
+  const es_i64 slot = (es_i64)indices[first + pos / ES_P] * ES_P + pos % ES_P;
+  es_store(pool, rows, i, slot, false, k_scale, v_scale);
+}
+
+__device__ __forceinline__ void es_store(char* pool, const unsigned short* rows, int i, es_i64 slot, bool nans,
+                                         float k_scale, float v_scale) {
   const es_i64 P = ES_P, H = ES_H, D = ES_D, pages = ES_PAGES;
   const es_i64 block = slot / P, off = slot % P;
 #if ES_LAYOUT == 8

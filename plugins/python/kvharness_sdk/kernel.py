@@ -37,8 +37,9 @@ PAD_NONE = 0  # every row is valid
 PAD_COUNT = 1  # padded rows hold stale slots; skip them by count
 PAD_SINK = 2  # padded rows hold slot 0, a reserved slot that must not change
 PAD_MINUS1 = 3  # padded rows hold -1
+PAD_PAGE_TABLE = 4  # the call is addressed by StoreCall.page_table; rows past their request's length are padding
 
-PADDING_NAMES = {PAD_NONE: "none", PAD_COUNT: "count", PAD_SINK: "sink", PAD_MINUS1: "minus1"}
+PADDING_NAMES = {PAD_NONE: "none", PAD_COUNT: "count", PAD_SINK: "sink", PAD_MINUS1: "minus1", PAD_PAGE_TABLE: "page-table"}
 
 # Backends a kernel can serve: host shared memory and CUDA device memory.
 SHM = "shm"
@@ -208,6 +209,28 @@ class Attach:
     regions: Sequence[Any] = ()  # every region's memory, in order (regions[0] is arena)
 
 
+SLOTS, PAGE_TABLE = "slots", "page-table"  # the addressing modes a store kernel declares (Kernel.addressing)
+
+
+@dataclass
+class PageTable:
+    """A store call's page-table addressing, FlashInfer's
+    ``append_paged_kv_cache`` arguments, each an int32 array (numpy on
+    shm, a torch tensor on the device on cuda): request ``b``'s pages are
+    ``kv_indices[kv_indptr[b]:kv_indptr[b + 1]]``, its last page holding
+    ``kv_last_page_len[b]`` tokens (0: empty); row ``i`` appends to request
+    ``batch_indices[i]`` at position ``positions[i]``. A request's length
+    is ``(pages - 1) * page_size + kv_last_page_len[b]`` (0 with no pages);
+    a row at or past it is padding and must not be stored."""
+
+    page_size: int
+    kv_indptr: Any
+    kv_indices: Any
+    kv_last_page_len: Any
+    batch_indices: Any
+    positions: Any
+
+
 @dataclass
 class StoreCall:
     """One store: write ``rows[i]`` into slot ``loc[i]`` of ``pool`` for the
@@ -254,6 +277,9 @@ class StoreCall:
     # Static scales by tensor name ("k", "v"; "" for one tensor): a layout
     # that stores none (vLLM's fp8 cache) wants code(x / scale).
     scales: Optional[dict] = None
+    # page_table, for a kernel that declares PAGE_TABLE addressing, is
+    # where rows go instead of loc (which then holds -1 for every row).
+    page_table: Optional[PageTable] = None
 
     def pool_bytes(self) -> Any:
         """The pool's window of its region as uint8 (numpy or torch)."""
@@ -299,6 +325,10 @@ class Kernel:
     backends: Sequence[str] = (SHM,)
     slot_bits: int = 64
     cuda_fd_arenas: bool = True
+    # How the store takes its calls: SLOTS (loc), PAGE_TABLE
+    # (StoreCall.page_table), or both. A kernel that declares PAGE_TABLE
+    # alone is checked under page-table addressing by default.
+    addressing: Sequence[str] = (SLOTS,)
 
     def geometry(self, variant: str, head_dim: int, page_size: int) -> Sequence[Geometry]:
         """The layouts the kernel serves for a variant, head dimension and
@@ -411,6 +441,8 @@ def check_declaration(kernel: Kernel) -> None:
         raise ValueError(f"{type(kernel).__name__}: set name")
     if kernel.slot_bits not in (32, 64):
         raise ValueError(f"{kernel.name}: slot_bits {kernel.slot_bits!r}; want 32 or 64")
+    if not kernel.addressing or any(a not in (SLOTS, PAGE_TABLE) for a in kernel.addressing):
+        raise ValueError(f"{kernel.name}: addressing {list(kernel.addressing)!r}; want {SLOTS!r} and/or {PAGE_TABLE!r}")
     bad = [b for b in kernel.backends if b not in (SHM, CUDA)]
     if bad:
         raise ValueError(f"{kernel.name}: backends {list(kernel.backends)}; want {SHM!r} and/or {CUDA!r}")

@@ -35,12 +35,12 @@ import traceback
 import grpc
 
 from . import protocol as pb
-from ._gen import kvharness_pb2_grpc
+from ._gen import kvharness_pb2_grpc, store_pb2
 from .attach import Attachment, backend_name, check_regions, go_quote, regions_of, windows
 from .bench import DeviceBench, HostBench, Turns, bench_stores, check_counts, rotation_key, same_layouts
 from .graphs import graph_cache
 from .errors import RpcError, aborted, bad_request, precondition, unimplemented
-from .kernel import CUDA, SHM, Attach, Kernel
+from .kernel import CUDA, PAGE_TABLE, SHM, SLOTS, Attach, Kernel
 from .kinds import KINDS
 
 kv = pb.kv
@@ -195,6 +195,8 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
         resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=self.kinds,
                                    cuda_fd_arenas=CUDA in k.backends and bool(k.cuda_fd_arenas),
                                    bench_rotation=True, slot_bits=k.slot_bits)
+        for a in k.addressing:
+            resp.addressing.append({SLOTS: store_pb2.ADDRESSING_SLOTS, PAGE_TABLE: store_pb2.ADDRESSING_PAGE_TABLE}[a])
         if SHM in k.backends or CUDA not in k.backends:
             resp.backends.append(pb.BACKEND_SHM)
         if CUDA in k.backends:

@@ -14,7 +14,7 @@ from ._gen import store_pb2, store_pb2_grpc
 from .calls import attached_pool, label, labelled, run_kernel, sync_or_fault
 from .errors import RpcError, bad_request, unimplemented
 from .graphs import GraphKey, graph_cache
-from .kernel import CUDA, SHM, StoreCall
+from .kernel import CUDA, PAGE_TABLE, SHM, PageTable, StoreCall
 from .kind import Kind
 
 kv = store_pb2
@@ -38,8 +38,9 @@ class Widths:
     whatever the plugin declares) gets its slots converted as the kernel's
     own cast would, with a note on stderr once."""
 
-    def __init__(self, name: str, declared: int):
+    def __init__(self, name: str, declared: int, addressing=("slots",)):
         self.name, self.declared, self._noted = name, declared, False
+        self.addressing = tuple(addressing)
 
     def convert(self, loc, staged: int, backend: str):
         if staged == self.declared:
@@ -89,9 +90,57 @@ def store_call(att, widths: Widths, req) -> StoreCall:
                      loc=widths.convert(st.loc(req.loc_offset, c, bits), bits, att.backend), graph=req.graph,
                      device=att.device, slot_bits=widths.declared, row_elems=d,
                      scales={s.tensor: list(s.values) for s in req.scales} or None)
+    if req.HasField("page_table"):
+        call.page_table = page_table(att, widths, req, p, c)
     if att.backend == CUDA:
         call.valid_t, call.stream = att.ctx.valid_t, att.ctx.stream
     return call
+
+
+def page_table(att, widths, req, p, capacity: int) -> PageTable:
+    """Checks a call's page table as the Go SDK does (the kernel indexes it
+    unchecked) and hands it over as int32 arrays: numpy on shm, tensors on
+    the device on cuda (eager calls only: a captured graph would replay the
+    first call's table)."""
+    if PAGE_TABLE not in widths.addressing:
+        raise bad_request(f"a page-table call, but {widths.name} declares slot lists only (Kernel.addressing); "
+                          f"add {PAGE_TABLE!r} to take it")
+    t = req.page_table
+    indptr, indices, last = list(t.kv_indptr), list(t.kv_indices), list(t.kv_last_page_len)
+    batch, pos = list(t.batch_indices), list(t.positions)
+    r = len(indptr) - 1
+    if r < 0 or indptr[0] != 0 or indptr[-1] != len(indices):
+        raise bad_request(f"page table: kv_indptr must run from 0 to len(kv_indices) = {len(indices)}")
+    if len(last) != r:
+        raise bad_request(f"page table: {len(last)} kv_last_page_len for {r} requests")
+    if len(batch) != capacity or len(pos) != capacity:
+        raise bad_request(f"page table: {len(batch)} batch_indices and {len(pos)} positions for {capacity} rows")
+    if any(indptr[b + 1] < indptr[b] for b in range(r)):
+        raise bad_request("page table: kv_indptr decreases")
+    pages = (p.slots + p.layout.page_size - 1) // p.layout.page_size
+    for k, pg in enumerate(indices):
+        if not 0 <= pg < pages:
+            raise bad_request(f"page table: kv_indices[{k}] = {pg} outside the pool's {pages} pages")
+    for i, b in enumerate(batch):
+        if not 0 <= b < r:
+            raise bad_request(f"page table: batch_indices[{i}] = {b} outside the {r} requests")
+    if att.backend == CUDA:
+        if req.graph:
+            raise unimplemented("page-table addressing runs eagerly only: a captured graph would replay the first "
+                                "call's page table; drop --graph")
+        import torch
+
+        def arr(xs):
+            return torch.tensor(xs, dtype=torch.int32, device=f"cuda:{att.device}")
+    else:
+        import numpy as np
+
+        def arr(xs):
+            out = np.asarray(xs, dtype=np.int32)
+            out.setflags(write=False)
+            return out
+
+    return PageTable(p.layout.page_size, arr(indptr), arr(indices), arr(last), arr(batch), arr(pos))
 
 
 def graph_key(req, bits: int) -> GraphKey:
@@ -103,7 +152,7 @@ class Stores:
 
     def __init__(self, kernel):
         self.k = kernel
-        self.widths = Widths(kernel.name, kernel.slot_bits)
+        self.widths = Widths(kernel.name, kernel.slot_bits, kernel.addressing)
 
     def batch(self, att, calls) -> None:
         if att is not None and att.backend == CUDA:

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bstore.proto\x12\x0ckvharness.v1\"\xef\x01\n\x0cStoreRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\r\n\x05valid\x18\x03 \x01(\r\x12&\n\x07padding\x18\x04 \x01(\x0e\x32\x15.kvharness.v1.Padding\x12\x13\n\x0brows_offset\x18\x05 \x01(\x04\x12\x12\n\nloc_offset\x18\x06 \x01(\x04\x12\r\n\x05graph\x18\x07 \x01(\x08\x12\x11\n\tslot_bits\x18\x08 \x01(\r\x12\x11\n\trow_elems\x18\t \x01(\r\x12*\n\x06scales\x18\n \x03(\x0b\x32\x1a.kvharness.v1.TensorScales\".\n\x0cTensorScales\x12\x0e\n\x06tensor\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x02\"\x0f\n\rStoreResponse\">\n\x11StoreBatchRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.kvharness.v1.StoreRequest\"\x14\n\x12StoreBatchResponse*T\n\x07Padding\x12\x10\n\x0cPADDING_NONE\x10\x00\x12\x11\n\rPADDING_COUNT\x10\x01\x12\x10\n\x0cPADDING_SINK\x10\x02\x12\x12\n\x0ePADDING_MINUS1\x10\x03\x32\x9a\x01\n\x05Store\x12@\n\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n\nStoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bstore.proto\x12\x0ckvharness.v1\"\x9c\x02\n\x0cStoreRequest\x12\x0c\n\x04pool\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\r\n\x05valid\x18\x03 \x01(\r\x12&\n\x07padding\x18\x04 \x01(\x0e\x32\x15.kvharness.v1.Padding\x12\x13\n\x0brows_offset\x18\x05 \x01(\x04\x12\x12\n\nloc_offset\x18\x06 \x01(\x04\x12\r\n\x05graph\x18\x07 \x01(\x08\x12\x11\n\tslot_bits\x18\x08 \x01(\r\x12\x11\n\trow_elems\x18\t \x01(\r\x12*\n\x06scales\x18\n \x03(\x0b\x32\x1a.kvharness.v1.TensorScales\x12+\n\npage_table\x18\x0b \x01(\x0b\x32\x17.kvharness.v1.PageTable\"v\n\tPageTable\x12\x11\n\tkv_indptr\x18\x01 \x03(\x05\x12\x12\n\nkv_indices\x18\x02 \x03(\x05\x12\x18\n\x10kv_last_page_len\x18\x03 \x03(\x05\x12\x15\n\rbatch_indices\x18\x04 \x03(\x05\x12\x11\n\tpositions\x18\x05 \x03(\x05\".\n\x0cTensorScales\x12\x0e\n\x06tensor\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x02\"\x0f\n\rStoreResponse\">\n\x11StoreBatchRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.kvharness.v1.StoreRequest\"\x14\n\x12StoreBatchResponse*l\n\x07Padding\x12\x10\n\x0cPADDING_NONE\x10\x00\x12\x11\n\rPADDING_COUNT\x10\x01\x12\x10\n\x0cPADDING_SINK\x10\x02\x12\x12\n\x0ePADDING_MINUS1\x10\x03\x12\x16\n\x12PADDING_PAGE_TABLE\x10\x04*=\n\nAddressing\x12\x14\n\x10\x41\x44\x44RESSING_SLOTS\x10\x00\x12\x19\n\x15\x41\x44\x44RESSING_PAGE_TABLE\x10\x01\x32\x9a\x01\n\x05Store\x12@\n\x05Store\x12\x1a.kvharness.v1.StoreRequest\x1a\x1b.kvharness.v1.StoreResponse\x12O\n\nStoreBatch\x12\x1f.kvharness.v1.StoreBatchRequest\x1a .kvharness.v1.StoreBatchResponseB6Z4github.com/kvharness/kvharness/harness/protocol/kvpbb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'store_pb2', globals())
@@ -21,18 +21,22 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z4github.com/kvharness/kvharness/harness/protocol/kvpb'
-  _PADDING._serialized_start=422
-  _PADDING._serialized_end=506
+  _PADDING._serialized_start=587
+  _PADDING._serialized_end=695
+  _ADDRESSING._serialized_start=697
+  _ADDRESSING._serialized_end=758
   _STOREREQUEST._serialized_start=30
-  _STOREREQUEST._serialized_end=269
-  _TENSORSCALES._serialized_start=271
-  _TENSORSCALES._serialized_end=317
-  _STORERESPONSE._serialized_start=319
-  _STORERESPONSE._serialized_end=334
-  _STOREBATCHREQUEST._serialized_start=336
-  _STOREBATCHREQUEST._serialized_end=398
-  _STOREBATCHRESPONSE._serialized_start=400
-  _STOREBATCHRESPONSE._serialized_end=420
-  _STORE._serialized_start=509
-  _STORE._serialized_end=663
+  _STOREREQUEST._serialized_end=314
+  _PAGETABLE._serialized_start=316
+  _PAGETABLE._serialized_end=434
+  _TENSORSCALES._serialized_start=436
+  _TENSORSCALES._serialized_end=482
+  _STORERESPONSE._serialized_start=484
+  _STORERESPONSE._serialized_end=499
+  _STOREBATCHREQUEST._serialized_start=501
+  _STOREBATCHREQUEST._serialized_end=563
+  _STOREBATCHRESPONSE._serialized_start=565
+  _STOREBATCHRESPONSE._serialized_end=585
+  _STORE._serialized_start=761
+  _STORE._serialized_end=915
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,44 @@
+package python
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/kvharness/kvharness/harness/arena"
+	"github.com/kvharness/kvharness/harness/kernels/store"
+	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
+)
+
+// TestPageTableAppend: the page-table example, a real plugin process,
+// passes the store properties under page-table addressing on FlashInfer's
+// NHD and HND caches, and its last-page-overrun variant is caught.
+func TestPageTableAppend(t *testing.T) {
+	slowPython(t)
+	dir := runDir(t)
+	var layouts []*layout.Layout
+	for _, name := range []string{"flashinfer-nhd", "flashinfer-hnd"} {
+		l, err := layout.BuiltinDims(name, layout.Dims{Heads: 3, HeadDim: 64, PageSize: 16})
+		noErr(t, err)
+		layouts = append(layouts, l)
+	}
+	for _, tc := range []struct {
+		variant string
+		pass    bool
+	}{{"", true}, {"last-page-overrun", false}} {
+		p := start(t, dir, filepath.Join("pagetableappend", "kvharness-plugin.json"), tc.variant)
+		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: 40, Seed: 1,
+			Setup: kind.Setup{Slots: 4096, MaxCapacity: 48, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, []store.Padding{store.PadTable})
+		vs, err := s.Run(context.Background())
+		noErr(t, err)
+		for _, v := range vs {
+			if v.Outcome.Passed() != tc.pass || len(v.Outcome.Faults) > 0 {
+				t.Errorf("%q %s: passed %v after %d cases (failure %+v, faults %v); want passed %v", tc.variant, v.Layout.Name,
+					v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Failure, v.Outcome.Faults, tc.pass)
+			} else if !tc.pass {
+				t.Logf("%s caught on %s at case %d: %s", tc.variant, v.Layout.Name, v.Outcome.Cases, v.Outcome.Failure.Property)
+			}
+		}
+	}
+}
