@@ -133,9 +133,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
 	h := s.ReplayHeader(r, b)
-	label := r.Tag
-	if label == "" {
-		label = string(Name)
-	}
-	return kind.Replay(ctx, sys, Schema, h, r, l, c, label)
+	return kind.Replay(ctx, sys, Schema, h, r, l, c, string(Name))
 }

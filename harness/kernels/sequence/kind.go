@@ -142,9 +142,5 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 	c := r.Case.(*Case)
 	sys := NewSystem(s.Plugin, s.Dir, Config{Variant: r.Variant, Geometry: c.Geometry, Seed: r.BackgroundSeed, Backend: b}, nil)
 	defer sys.Close(ctx)
-	label := r.Tag
-	if label == "" {
-		label = string(Name)
-	}
-	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, label)
+	return kind.Replay(ctx, sys, Schema, s.ReplayHeader(r, b), r, l, c, string(Name))
 }
