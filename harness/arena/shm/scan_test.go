@@ -71,25 +71,7 @@ func TestChangedAgreesWithDefinition(t *testing.T) {
 		if diff := cmp.Diff(naiveChanged(m.Bytes(), want, all), got); diff != "" {
 			t.Fatalf("round %d: Changed (-want +got):\n%s", round, diff)
 		}
-		ws := mergeRandom(rng, size)
-		var wantIn []pool.Window
-		var wantBytes []byte
-		for _, w := range ws {
-			for _, r := range naiveChanged(m.Bytes(), want, w) {
-				wantIn = append(wantIn, r)
-				wantBytes = append(wantBytes, m.Bytes()[r.Off:r.End()]...)
-			}
-		}
-		gotIn, gotBytes, err := m.ChangedIn(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(wantIn, gotIn); diff != "" {
-			t.Fatalf("round %d: ChangedIn (-want +got):\n%s", round, diff)
-		}
-		if !bytes.Equal(wantBytes, gotBytes) {
-			t.Fatalf("round %d: ChangedIn bytes differ", round)
-		}
+		checkChangedIn(t, m, want, mergeRandom(rng, size), round)
 		if err := m.Reset(got); err != nil {
 			t.Fatal(err)
 		}
@@ -496,24 +478,7 @@ func TestClustersAgreeWithDefinition(t *testing.T) {
 				x := ws[rng.IntN(len(ws))]
 				scribble(rng, m.Bytes(), x, 1+rng.IntN(3))
 			}
-			var wantIn []pool.Window
-			var wantBytes []byte
-			for _, x := range ws {
-				for _, r := range naiveChanged(m.Bytes(), want, x) {
-					wantIn = append(wantIn, r)
-					wantBytes = append(wantBytes, m.Bytes()[r.Off:r.End()]...)
-				}
-			}
-			gotIn, gotBytes, err := m.ChangedIn(ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(wantIn, gotIn); diff != "" {
-				t.Fatalf("round %d: ChangedIn (-want +got):\n%s", round, diff)
-			}
-			if !bytes.Equal(wantBytes, gotBytes) {
-				t.Fatalf("round %d: ChangedIn bytes differ", round)
-			}
+			gotIn := checkChangedIn(t, m, want, ws, round)
 			if err := m.Reset(gotIn); err != nil {
 				t.Fatal(err)
 			}
@@ -545,4 +510,30 @@ func TestClustersAgreeWithDefinition(t *testing.T) {
 			t.Errorf("the background copy grew to %d bytes to scan a few deep pages", n)
 		}
 	})
+}
+
+// checkChangedIn compares ChangedIn(ws) with the byte-by-byte definition:
+// the maximal runs within each window where m differs from want, and
+// their bytes. It returns the runs found.
+func checkChangedIn(t *testing.T, m *Memory, want []byte, ws []pool.Window, round int) []pool.Window {
+	t.Helper()
+	var wantIn []pool.Window
+	var wantBytes []byte
+	for _, w := range ws {
+		for _, r := range naiveChanged(m.Bytes(), want, w) {
+			wantIn = append(wantIn, r)
+			wantBytes = append(wantBytes, m.Bytes()[r.Off:r.End()]...)
+		}
+	}
+	gotIn, gotBytes, err := m.ChangedIn(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantIn, gotIn); diff != "" {
+		t.Fatalf("round %d: ChangedIn (-want +got):\n%s", round, diff)
+	}
+	if !bytes.Equal(wantBytes, gotBytes) {
+		t.Fatalf("round %d: ChangedIn bytes differ", round)
+	}
+	return gotIn
 }
