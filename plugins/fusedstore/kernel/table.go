@@ -15,6 +15,15 @@ import (
 func storeTable(c *store.Call) error {
 	l, t := c.Pool.Layout, c.Table
 	p := int64(t.PageSize)
+	_, engine := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim)
+	d := enginestore.Dims{Heads: l.Heads, HeadDim: l.HeadDim, PageSize: l.PageSize, Pages: c.Pool.Pages()}
+	var g cpustore.Geometry
+	if !engine {
+		var err error
+		if g, _, err = geometry(c.Variant, l.Name, l.HeadDim, l.PageSize); err != nil {
+			return err
+		}
+	}
 	for i := range c.Capacity {
 		b, pos := t.BatchIndices[i], int64(t.Positions[i])
 		first, pages := int64(t.Indptr[b]), int64(t.Indptr[b+1]-t.Indptr[b])
@@ -30,16 +39,11 @@ func storeTable(c *store.Call) error {
 		}
 		slot := int64(t.Indices[first+pos/p])*p + pos%p
 		row := c.Rows[i*c.RowElems : (i+1)*c.RowElems]
-		if _, ok := enginestore.BytesPerToken(l.Name, l.Heads, l.HeadDim); ok {
-			d := enginestore.Dims{Heads: l.Heads, HeadDim: l.HeadDim, PageSize: l.PageSize, Pages: c.Pool.Pages()}
+		if engine {
 			if err := enginestore.Store(l.Name, d, c.Arena, c.Pool.Base, slot, row, c.Scales, engineBugs(c.Variant)); err != nil {
 				return err
 			}
 			continue
-		}
-		g, _, err := geometry(c.Variant, l.Name, l.HeadDim, l.PageSize)
-		if err != nil {
-			return err
 		}
 		value, scale := g.Offsets(slot)
 		if l.Name == "bf16" {
