@@ -150,3 +150,68 @@ func BenchmarkFlightPieces(b *testing.B) {
 		encodePieces(small)
 	}
 }
+
+// TestSpansCutToWindows: scanning windows as coalesced spans and cutting
+// what changed back to the windows gives what scanning each window alone
+// gives. The model here is a flag per byte: a window's changed ranges are
+// its runs of flagged bytes, its bytes the arena's there.
+func TestSpansCutToWindows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 200 {
+		size := 1 + rng.IntN(20000)
+		flag := make([]bool, size)
+		mem := make([]byte, size)
+		for i := range mem {
+			mem[i] = byte(rng.Uint32())
+		}
+		for range rng.IntN(40) { // runs of changed bytes, some across window edges
+			at, n := rng.IntN(size), 1+rng.IntN(600)
+			for i := at; i < min(at+n, size); i++ {
+				flag[i] = true
+			}
+		}
+		var ws []pool.Window // sorted, apart: gaps of 1 byte to past spanGap
+		for at := rng.IntN(50); at < size; {
+			n := min(1+rng.IntN(300), size-at)
+			ws = append(ws, pool.Window{Off: at, Len: n})
+			at += n + 1 + rng.IntN([]int{4, 40, 2 * spanGap}[rng.IntN(3)])
+		}
+		runs := func(w pool.Window) (out []pool.Window, b []byte) {
+			for i := w.Off; i < w.End(); i++ {
+				if !flag[i] {
+					continue
+				}
+				if k := len(out); k > 0 && out[k-1].End() == i {
+					out[k-1].Len++
+				} else {
+					out = append(out, pool.Window{Off: i, Len: 1})
+				}
+				b = append(b, mem[i])
+			}
+			return out, b
+		}
+		var want []pool.Window
+		var wantBytes []byte
+		for _, w := range ws {
+			r, b := runs(w)
+			want, wantBytes = append(want, r...), append(wantBytes, b...)
+		}
+		var spanRanges []pool.Window
+		var spanBytes []byte
+		spans := coalesce(ws, spanGap)
+		for _, s := range spans {
+			r, b := runs(s)
+			spanRanges, spanBytes = append(spanRanges, r...), append(spanBytes, b...)
+		}
+		got, gotBytes := cut(spanRanges, spanBytes, ws)
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("round %d: %d windows as %d spans: cut gives %v; want %v", round, len(ws), len(spans), got, want)
+		}
+		if !bytes.Equal(gotBytes, wantBytes) {
+			t.Fatalf("round %d: cut's bytes differ from each window's", round)
+		}
+		if pool.Total(spans) < pool.Total(ws) || len(spans) > len(ws) {
+			t.Fatalf("round %d: spans %v do not cover windows %v", round, spans, ws)
+		}
+	}
+}

@@ -438,6 +438,17 @@ func randomWindows(rng *rand.Rand, size, n int) []pool.Window {
 	return ws
 }
 
+// engineWindows is n windows of two bytes, 30 bytes apart, from the
+// arena's start: a head element of vLLM's paged V cache per token, with a
+// page of 16 tokens between one element's tokens and the next's.
+func engineWindows(size, n int) []pool.Window {
+	ws := make([]pool.Window, 0, n)
+	for at := 0; len(ws) < n && at+2 <= size; at += 32 {
+		ws = append(ws, pool.Window{Off: at, Len: 2})
+	}
+	return ws
+}
+
 // TestChangedInMatchesSHM: window scans of many small windows and a few
 // large ones, across filled and unfilled baselines, give shm's ranges and
 // bytes, in one trip to the device thread; a scan that finds more blocks
@@ -463,8 +474,12 @@ func TestChangedInMatchesSHM(t *testing.T) {
 			p.write(off, b)
 		}
 		ws := randomWindows(rng, size, 50+rng.IntN(2000))
-		if round == 5 {
+		switch round {
+		case 5:
 			ws = []pool.Window{{Off: 0, Len: size / 2}, {Off: size/2 + 1, Len: size/2 - 1}}
+		case 7, 8:
+			ws = engineWindows(size, 200_000)
+			p.write(1<<20, bytes.Repeat([]byte{0xA5}, 3<<20)) // every window changed: more entries than one scan packs
 		}
 		before := p.gpu.Trips()
 		if _, _, err := p.gpu.ChangedIn(ws); err != nil {

@@ -26,7 +26,8 @@ type windowBuffers struct {
 
 // ChangedIn implements arena.WindowScanner: the maximal changed ranges
 // inside ws, which must be sorted and neither overlap nor touch, with the
-// bytes they hold now. However many windows a case's rows point at, they
+// bytes they hold now. Windows close together are scanned as one span
+// (spanGap). However many windows a case's rows point at, they
 // are scanned by one launch of diff_pieces (a grid each for windows larger
 // than bigPiece) and their changed blocks come back in one copy: a case's
 // scan costs a trip to the device, not a trip per window. Only the device
@@ -39,7 +40,26 @@ func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	ws = m.clipAll(ws) // a sparse arena scans what has memory
+	spans := coalesce(ws, spanGap)
+	ranges, got, err := m.changedInSpans(m.clipAll(spans)) // a sparse arena scans what has memory
+	if err != nil || len(spans) == len(ws) {
+		return ranges, got, err
+	}
+	ranges, got = cut(ranges, got, ws)
+	return ranges, got, nil
+}
+
+// spanGap bytes, at most, lie between two windows that ChangedIn scans as
+// one span. An engine cache's case is hundreds of thousands of small
+// windows (vLLM's paged V: two bytes a head element, a page's tokens
+// interleaved), which as pieces of their own cost an upload and an entry
+// each, and past maxWindowEntries a trip to the device each; as spans they
+// are a page's worth of blocks, and the host cuts what changed back to the
+// windows (cut). Scanning the gaps costs the device only bandwidth.
+const spanGap = 4 << 10
+
+// changedInSpans is ChangedIn over spans, sorted and apart.
+func (m *Memory) changedInSpans(ws []pool.Window) ([]pool.Window, []byte, error) {
 	small, big := m.windowPieces(ws)
 	if len(small)+len(big) == 0 {
 		return nil, nil, nil
@@ -161,4 +181,39 @@ func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 		}
 	}
 	return s.readCount(m.stream)
+}
+
+// coalesce joins sorted windows that lie at most gap bytes apart into
+// spans; windows that none joins come back as they were.
+func coalesce(ws []pool.Window, gap int) []pool.Window {
+	out := make([]pool.Window, 0, len(ws))
+	for _, w := range ws {
+		if k := len(out); k > 0 && w.Off-out[k-1].End() <= gap {
+			out[k-1].Len = w.End() - out[k-1].Off
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// cut is the parts of ranges, sorted and maximal, with got their bytes
+// back to back, that lie inside ws, sorted windows that do not touch:
+// maximal again, since no part runs from one window into the next.
+func cut(ranges []pool.Window, got []byte, ws []pool.Window) ([]pool.Window, []byte) {
+	var out []pool.Window
+	var bytes []byte
+	j, at := 0, 0 // ws[j] is the first window that may hold ranges[i]; at is its bytes' start in got
+	for _, r := range ranges {
+		for j < len(ws) && ws[j].End() <= r.Off {
+			j++
+		}
+		for k := j; k < len(ws) && ws[k].Off < r.End(); k++ {
+			lo, hi := max(r.Off, ws[k].Off), min(r.End(), ws[k].End())
+			out = append(out, pool.Window{Off: lo, Len: hi - lo})
+			bytes = append(bytes, got[at+lo-r.Off:at+hi-r.Off]...)
+		}
+		at += r.Len
+	}
+	return out, bytes
 }
