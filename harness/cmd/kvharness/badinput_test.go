@@ -203,6 +203,7 @@ var badInputs = []badInput{
 	{[]string{"mutants", "--slots", "1"}, "--slots 1"},
 	{[]string{"mutants", "--max-capacity", "0"}, "--max-capacity 0"},
 	{[]string{"mutants", "--max-capacity", "9999999"}, "--max-capacity 9999999"},
+	{[]string{"mutants", "--plugin", "bf16scatter,nosuch", "--cases", "20"}, `"nosuch" is neither a bundled plugin`}, // before bf16scatter runs
 	{[]string{"mutants", "--backend", "tpu"}, `--backend "tpu"`},
 	{[]string{"mutants", "--device", "-2"}, "--device -2"},
 	{[]string{"mutants", "--seed", "x"}, `--seed "x"`},

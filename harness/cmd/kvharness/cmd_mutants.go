@@ -73,6 +73,10 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	if err != nil && !interrupted(ctx) {
+		if len(results) > 0 { // what finished before the error is reported, not lost
+			mutants.WriteTable(e.stdout, results, !*noTimes)
+			fmt.Fprintf(e.stdout, "\n(the run stopped at an error after %d subjects; the rest did not run)\n", len(results))
+		}
 		return e.errorf("%v", err)
 	}
 	mutants.WriteTable(e.stdout, results, !*noTimes)
@@ -142,6 +146,9 @@ type unserved struct {
 // all runs every plugin's controls and variants, reporting each as it
 // finishes; on an interrupt it returns the results so far.
 func (r subjectRun) all(ctx context.Context, g *progress, names []string, cfg mutants.Config) ([]mutants.Result, []unserved, error) {
+	if err := r.named(ctx, names, cfg); err != nil {
+		return nil, nil, err
+	}
 	var results []mutants.Result
 	var skipped []unserved
 	for _, name := range names {
@@ -155,6 +162,29 @@ func (r subjectRun) all(ctx context.Context, g *progress, names []string, cfg mu
 		}
 	}
 	return results, skipped, nil
+}
+
+// named checks, before any subject runs, that each plugin the user named
+// (--plugin) starts, describes itself and serves the backend asked for:
+// a name that leads nowhere, or a CPU-only plugin under --backend cuda,
+// is an error now rather than after the plugins before it ran for
+// minutes. Bundled plugins taken by default are skipped when unserved
+// (skipUnserved) and need no probe here.
+func (r subjectRun) named(ctx context.Context, names []string, cfg mutants.Config) error {
+	if r.skipUnserved {
+		return nil
+	}
+	for _, name := range names {
+		probe, err := probeLayouts(ctx, name, r.tr, &cfg, r.anyDim)
+		if err != nil {
+			return err
+		}
+		if r.want.Backend == arena.WantCUDA && !slices.Contains(probe.desc.Backends, protocol.BackendCUDA) {
+			return fmt.Errorf("%w: --backend cuda: plugin %s has no CUDA kernel (it serves %v); leave it out of --plugin, or run it with --backend cpu",
+				arena.ErrBackend, name, probe.desc.Backends)
+		}
+	}
+	return nil
 }
 
 // of runs one plugin's controls and variants, a fresh process each, so
