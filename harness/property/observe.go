@@ -31,6 +31,10 @@ type RowDone struct {
 	// started, arenas made and attached) before its first case: zero when
 	// the row ran on the targets of the row before it.
 	Open time.Duration
+	// Close is the time the targets of the row before took to close
+	// (detached, arenas freed) before this row's opened: a device arena's
+	// teardown is paid here, not in the row that used it.
+	Close time.Duration
 	// ToFailure, Confirming and Fresh are the outcome's: the search up
 	// to the first failure, its re-runs, its check in a fresh process.
 	ToFailure, Confirming, Fresh time.Duration

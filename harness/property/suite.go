@@ -133,10 +133,12 @@ type job[T Target, C any, R Result] struct {
 // run checks row i on targets of its key.
 func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 	row := j.suite.Rows[i]
-	var opening time.Duration
+	var opening, closing time.Duration
 	if !j.open || j.key != row.Key {
 		t0 := time.Now()
 		j.close(ctx)
+		closing = time.Since(t0)
+		t0 = time.Now()
 		if err := j.openTargets(ctx, row); err != nil {
 			if ctx.Err() != nil { // interrupted while opening: the row stopped, as one interrupted mid-run does
 				return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: j.suite.Seed + int64(i), Outcome: &Outcome[C, R]{Fault: ctx.Err()}}, nil
@@ -152,7 +154,7 @@ func (j *job[T, C, R]) run(ctx context.Context, i int) (Verdict[C, R], error) {
 		name = row.Layout.Name
 	}
 	d := rowDone(name, row.Label, j.suite.Cases, o)
-	d.Open = opening
+	d.Open, d.Close = opening, closing
 	observer(ctx).Finished(d)
 	return Verdict[C, R]{Layout: row.Layout, Label: row.Label, Seed: seed, Outcome: o}, nil
 }

@@ -71,8 +71,11 @@ func (t *timings) write(w io.Writer, reported time.Duration) {
 // rowTimes is where one row's time went.
 func rowTimes(d property.RowDone, ms func(time.Duration) string) string {
 	open := ""
+	if d.Close > time.Millisecond { // the row before's targets, closed first
+		open = "close " + ms(d.Close) + " · "
+	}
 	if d.Open > 0 {
-		open = "open " + ms(d.Open) + " · "
+		open += "open " + ms(d.Open) + " · "
 	}
 	if !d.Failed {
 		return fmt.Sprintf("%s%d cases %s", open, d.Cases, ms(d.Elapsed))
