@@ -182,7 +182,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return e.errorf("%v", err)
 	}
 	if composed.on(fs) {
-		return runCompose(ctx, e, &f, &composed, fs)
+		return runCompose(ctx, e, &f, &composed, fs, junitFile)
 	}
 	f.draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: !fs.Changed("page-size"), Heads: !fs.Changed("heads")}
 	if err := f.validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -47,7 +48,6 @@ var composeRefused = []struct{ flag, why string }{
 	{"stress", "check each kernel alone with --stress"},
 	{"shard", "a composed check has one row per padding"},
 	{"trace", "traces are replayed by --kernel sequence"},
-	{"junit", "a composed check prints text or --json"},
 	{"sanitize", "a composed check runs on the cpu backend"},
 	{"timings", "a composed check prints no timings"},
 	{"max-capacity", "a composed case's batch is its keys and up to 16 padded rows"},
@@ -94,12 +94,16 @@ func (c *composeFlags) validate(f *checkFlags, fs *pflag.FlagSet) error {
 
 // runCompose is check --writer P --reader Q: P's store, then Q's read, on
 // one pool, for each padding.
-func runCompose(ctx context.Context, e *env, f *checkFlags, c *composeFlags, fs *pflag.FlagSet) int {
+func runCompose(ctx context.Context, e *env, f *checkFlags, c *composeFlags, fs *pflag.FlagSet, junitFile string) int {
+	start := time.Now()
 	if err := c.validate(f, fs); err != nil {
 		return e.errorf("%v", err)
 	}
 	if err := writableFolder(f.results); err != nil {
 		return e.errorf("--results %s: %v; give a folder you can write", f.results, err)
+	}
+	if err := checkJUnitFile(junitFile); err != nil {
+		return e.errorf("%v", err)
 	}
 	ws, err := openTrusted(ctx, c.writer, c.writerVariant, f.headDim, f.pageSize, f.timeout, f.trust, nil)
 	if err != nil {
@@ -137,6 +141,9 @@ func runCompose(ctx context.Context, e *env, f *checkFlags, c *composeFlags, fs 
 		res.WriteJSON(e.stdout, replay)
 	} else {
 		res.WriteText(e.stdout, replay)
+	}
+	if err := writeJUnit(junitFile, "kvharness check", composeSuite(res, replay, start)); err != nil {
+		return e.errorf("%v", err)
 	}
 	switch {
 	case res.Failed():

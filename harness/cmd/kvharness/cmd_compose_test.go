@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvharness/kvharness/harness/junit/junittest"
 )
 
 // TestComposedScaleContract: a writer of amax/448 scales (gostore) and a
@@ -58,5 +62,28 @@ func checkAlone(t *testing.T, args []string) {
 	t.Helper()
 	if code, out, errOut := runCLI(t, append(args, "--results", t.TempDir())...); code != exitPass {
 		t.Errorf("%v alone: exit %d\n%s%s", args, code, out, errOut)
+	}
+}
+
+// TestComposedJUnit: check --writer/--reader --junit writes a case per
+// padding, a failing pair's report (its minimal case, both kernels, the
+// field, the replay line) as the failure's body; the file is JUnit XML.
+func TestComposedJUnit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "compose.xml")
+	code, out, errOut := runCLI(t, "check", "--writer", "gostore", "--reader", "gostore", "--layout", "fp8-paged",
+		"--reader-layout", "fp8-rows", "--page-size", "16", "--padding", "count", "--cases", "20", "--results", t.TempDir(), "--junit", file)
+	if code != exitViolation {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	junittest.Validate(t, file)
+	if got, want := junittest.Counts(t, file), "kvharness check --writer gostore --reader gostore: failure"; strings.Join(got, "\n") != want {
+		t.Errorf("cases %q, want %q", got, want)
+	}
+	data, _ := os.ReadFile(file)
+	for _, want := range []string{`name="fp8-paged/count"`, "writer gostore → reader gostore, fp8-paged, padding count: case 1: seen value",
+		"minimal case (", "the writer lays the cache out as fp8-paged, the reader reads it as fp8-rows", "replay: kvharness check --writer gostore"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the JUnit file lacks %q:\n%s", want, data)
+		}
 	}
 }

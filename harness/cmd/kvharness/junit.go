@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvharness/kvharness/harness/junit"
+	"github.com/kvharness/kvharness/harness/kernels/read"
 	"github.com/kvharness/kvharness/harness/mutants"
 	"github.com/kvharness/kvharness/harness/report"
 )
@@ -105,6 +106,29 @@ func mutantsSuite(results []mutants.Result, start time.Time) *junit.Suite {
 				Body: fmt.Sprintf("%s\ncase: %v\n", subjectLine(r), r.Case)}
 		}
 		s.Add(c)
+	}
+	return s
+}
+
+// composeSuite is a composed check as a JUnit suite: a case per padding,
+// a failing row's report (minimal case, findings, blame, replay line) as
+// its failure's body, a plugin fault as an error.
+func composeSuite(c *read.Composed, replay read.ReplayFunc, start time.Time) *junit.Suite {
+	s := junit.NewSuite(fmt.Sprintf("kvharness check --writer %s --reader %s", c.Writer, c.Reader), start)
+	s.Time = junit.Seconds(time.Since(start))
+	s.Properties = []junit.Property{{Name: "writer", Value: c.Writer.Arg}, {Name: "reader", Value: c.Reader.Arg},
+		{Name: "writer-layout", Value: c.Writer.Layout.Name}, {Name: "reader-layout", Value: c.Reader.Layout.Name}}
+	class := "kvharness.compose." + c.Writer.Arg + "." + c.Reader.Arg
+	for i, r := range c.Rows {
+		jc := junit.Case{Name: fmt.Sprintf("%s/%s", c.Writer.Layout.Name, r.Padding), Classname: class}
+		switch {
+		case r.Failure != nil:
+			jc.Failure = &junit.Result{Message: c.FailureLine(i), Type: "compose", Body: c.FailureText(i, replay)}
+		case r.Fault != nil:
+			jc.Error = &junit.Result{Message: oneLine(r.Fault.Error()), Type: "fault",
+				Body: r.Fault.Error() + "\nreplay: " + replay(r.Padding, r.FaultSeed) + "\n"}
+		}
+		s.Add(jc)
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -30,8 +31,12 @@ type ComposedRow struct {
 
 // ComposedFailure is a failing case and what it found.
 type ComposedFailure struct {
-	Index    int // 1-based, of the row's cases
-	Case     *ComposedCase
+	Index int // 1-based, of the row's cases
+	Case  *ComposedCase
+	// Minimal is the smallest case found that fails as Case does (nil
+	// when Case is), after Checks re-checks; Findings are its own.
+	Minimal  *ComposedCase
+	Checks   int
 	Findings []ComposeFinding
 }
 
@@ -70,6 +75,9 @@ func (p *pair) row(ctx context.Context, pad Padding, cfg ComposeConfig) (Compose
 		}
 		if len(fs) > 0 {
 			row.Failure = &ComposedFailure{Index: i + 1, Case: c, Findings: fs}
+			if small, sfs, n := p.shrink(ctx, c, fs, cfg); small != c {
+				row.Failure.Minimal, row.Failure.Findings, row.Failure.Checks = small, sfs, n
+			}
 			return row, nil
 		}
 		row.Passed++
@@ -171,6 +179,9 @@ func (c *Composed) writeFailure(w io.Writer, r ComposedRow, replay ReplayFunc) {
 	f := r.Failure
 	fmt.Fprintf(w, "\nFAIL writer %s → reader %s · %s · padding %s\n", c.Writer, c.Reader, c.Writer.Layout.Name, r.Padding)
 	fmt.Fprintf(w, "  case %d, seed %d: %v\n", f.Index, f.Case.Seed, f.Case)
+	if f.Minimal != nil {
+		fmt.Fprintf(w, "  minimal case (%d re-check%s): %v\n", f.Checks, plural(f.Checks), f.Minimal)
+	}
 	for _, x := range f.Findings[:min(len(f.Findings), maxShownFindings)] {
 		fmt.Fprintf(w, "  %s: slot %d, field %s%s: %s\n", x.Kind, x.Slot, x.Field, offsetNote(x.Off), x.Detail)
 		for _, e := range x.Elements {
@@ -185,6 +196,33 @@ func (c *Composed) writeFailure(w io.Writer, r ComposedRow, replay ReplayFunc) {
 	}
 	fmt.Fprintf(w, "  %s\n", c.blame(f))
 	fmt.Fprintf(w, "  replay: %s\n", replay(r.Padding, f.Case.Seed))
+}
+
+// FailureText is row i's failure as WriteText prints it ("" when the row
+// passed): a JUnit failure's body.
+func (c *Composed) FailureText(i int, replay ReplayFunc) string {
+	r := c.Rows[i]
+	if r.Failure == nil {
+		return ""
+	}
+	var b strings.Builder
+	c.writeFailure(&b, r, replay)
+	return strings.TrimPrefix(b.String(), "\n")
+}
+
+// FailureLine is row i's failure in one line: a JUnit failure's message.
+func (c *Composed) FailureLine(i int) string {
+	f := c.Rows[i].Failure
+	if f == nil {
+		return ""
+	}
+	kinds := []string{}
+	for _, x := range f.Findings {
+		if !slices.Contains(kinds, x.Kind+" "+x.Field) {
+			kinds = append(kinds, x.Kind+" "+x.Field)
+		}
+	}
+	return fmt.Sprintf("writer %s → reader %s, %s, padding %s: case %d: %s", c.Writer, c.Reader, c.Writer.Layout.Name, c.Rows[i].Padding, f.Index, strings.Join(kinds, ", "))
 }
 
 func offsetNote(off int) string {
@@ -229,6 +267,7 @@ func (c *Composed) WriteJSON(w io.Writer, replay ReplayFunc) error {
 		Padding  Padding          `json:"padding"`
 		Passed   int              `json:"passed"`
 		Case     *ComposedCase    `json:"case,omitempty"`
+		Minimal  *ComposedCase    `json:"minimal,omitempty"`
 		Findings []ComposeFinding `json:"findings,omitempty"`
 		Fault    string           `json:"fault,omitempty"`
 		Replay   string           `json:"replay,omitempty"`
@@ -245,7 +284,7 @@ func (c *Composed) WriteJSON(w io.Writer, replay ReplayFunc) error {
 	for _, r := range c.Rows {
 		x := row{Padding: r.Padding, Passed: r.Passed}
 		if r.Failure != nil {
-			x.Case, x.Findings, x.Replay = r.Failure.Case, r.Failure.Findings, replay(r.Padding, r.Failure.Case.Seed)
+			x.Case, x.Minimal, x.Findings, x.Replay = r.Failure.Case, r.Failure.Minimal, r.Failure.Findings, replay(r.Padding, r.Failure.Case.Seed)
 		}
 		if r.Fault != nil {
 			x.Fault = r.Fault.Error()

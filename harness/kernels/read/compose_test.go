@@ -88,6 +88,7 @@ func TestMatchingPairsPass(t *testing.T) {
 // and its scale from the next token's codes).
 func TestPlanarWriterInterleavedReader(t *testing.T) {
 	c := composed(t, "gostore", "", "fp8-paged", "gostore", "", "fp8-rows", 128, 16, 50, 1)
+	shrunk := 0
 	for _, r := range c.Rows {
 		if r.Failure == nil {
 			t.Fatalf("%s: the pair passed:\n%s", r.Padding, text(c))
@@ -95,8 +96,25 @@ func TestPlanarWriterInterleavedReader(t *testing.T) {
 		if r.Failure.Index > 2 {
 			t.Errorf("%s: found at case %d; a drawn case has a token past a page's first", r.Padding, r.Failure.Index)
 		}
+		// A layout disagreement needs no padded row and one key: the
+		// shrinker gets there, and the minimal case fails on its own.
+		m := r.Failure.Minimal
+		if m == nil { // the case found was already minimal
+			m = r.Failure.Case
+		} else {
+			shrunk++
+		}
+		if len(m.Keys) != 1 || len(m.Pad) != 0 || len(r.Failure.Findings) == 0 {
+			t.Errorf("%s: minimal case %v of %v, %d findings; want one key, no padded rows, and its findings", r.Padding, m, r.Failure.Case, len(r.Failure.Findings))
+		}
+	}
+	if shrunk == 0 {
+		t.Errorf("no row's failure was shrunk; the padded rows' cases hold padded rows to drop:\n%s", text(c))
 	}
 	out := text(c)
+	if !strings.Contains(out, "minimal case (") {
+		t.Errorf("report lacks the minimal case:\n%s", out)
+	}
 	for _, want := range []string{"writer gostore → reader gostore", "seen: slot", "field value",
 		"the writer lays the cache out as fp8-paged, the reader reads it as fp8-rows", "replay none 1"} {
 		if !strings.Contains(out, want) {
