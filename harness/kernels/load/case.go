@@ -137,14 +137,17 @@ func (c *Case) validBuffers() error {
 
 func (c *Case) validPages() error {
 	n := c.Geometry.Pages
-	if len(c.Pages) < 1 || len(c.Pages) > n {
-		return fmt.Errorf("%d pages: want 1..%d", len(c.Pages), n)
+	if len(c.Pages) < 1 || len(c.Pages) > min(n, MaxPages) {
+		return fmt.Errorf("%d pages: want 1..%d", len(c.Pages), min(n, MaxPages))
 	}
+	live := c.Geometry.LivePages()
 	src, dst := map[int]bool{}, map[int]bool{}
 	for i, p := range c.Pages {
 		switch {
 		case p.Src < 0 || p.Src >= n || p.Dst < 0 || p.Dst >= n:
 			return fmt.Errorf("page %d: %d → %d outside the %d pages of a pool", i, p.Src, p.Dst, n)
+		case live != nil && (!slices.Contains(live, p.Src) || !slices.Contains(live, p.Dst)):
+			return fmt.Errorf("page %d: %d → %d: a far pool's cases name only its live pages %v", i, p.Src, p.Dst, live)
 		case src[p.Src] || dst[p.Dst]:
 			return fmt.Errorf("page %d: %d → %d repeats a source or destination page", i, p.Src, p.Dst)
 		}

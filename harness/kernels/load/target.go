@@ -36,11 +36,18 @@ type Target struct {
 	Config
 	target.Base
 	layouts []*layout.Layout
+	// live are the pages a far geometry's cases name (reach.go); nil
+	// when the pools are dense.
+	live []int
 	// sections are the staging slots' starts: probes, readers, inputs,
 	// truths, each room for every layer, buffer and page.
 	sections [numSections]int
 	section  int
 }
+
+// residentRoom is what a far arena's pages may hold beyond its live
+// pages and staging: the holes stray writes allocate.
+const residentRoom = 64 << 20
 
 // Staging sections.
 const (
@@ -106,7 +113,10 @@ func (t *Target) plan(dir *rundir.Dir) error {
 	for b := range g.Buffers {
 		per += t.pageBytes(b)
 	}
-	t.section = align(g.Layers * g.Pages * per)
+	// Staging holds one case's pages, which are at most MaxPages of the
+	// pool's, far or not.
+	t.section = align(g.Layers * min(g.Pages, MaxPages) * per)
+	t.live = g.LivePages()
 	n := g.Layers * len(g.Buffers)
 	devPlan, err := pool.Plan(specs[:n], numSections*t.section)
 	if err != nil {
@@ -126,14 +136,22 @@ func align(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.
 
 // allocate makes region 0 on the backend and region 1 in host shared
 // memory, fills them, and keeps one geometry of both (pools of region 1
-// say so), which is what the attach describes.
+// say so), which is what the attach describes. Far pools are sparse
+// (reach.go): each region is backed where its live pages are.
 func (t *Target) allocate(dir *rundir.Dir, devPlan, hostPlan pool.Geometry) error {
-	opts := arena.Options{FDArenas: t.Plugin.MapsFDArenas()}
+	opts := arena.Options{FDArenas: t.Plugin.MapsFDArenas(), SparseArenas: t.Plugin.MapsSparseArenas()}
+	hostOpts := opts
+	if t.live != nil {
+		devLive, hostLive := t.liveWindows(devPlan), t.liveWindows(hostPlan)
+		opts.Backed = append(devLive, devPlan.Staging)
+		opts.Resident = pool.Total(devLive) + devPlan.Staging.Len + residentRoom
+		hostOpts.Resident = pool.Total(hostLive) + residentRoom
+	}
 	dev, err := t.Backend.New(dir, devPlan.Size, opts)
 	if err != nil {
 		return err
 	}
-	host, err := arena.SHM{}.New(dir, hostPlan.Size, opts)
+	host, err := arena.SHM{}.New(dir, hostPlan.Size, hostOpts)
 	if err != nil {
 		dev.Close()
 		return err
@@ -153,6 +171,17 @@ func (t *Target) allocate(dir *rundir.Dir, devPlan, hostPlan pool.Geometry) erro
 	return nil
 }
 
+// liveWindows are the windows the live pages of plan's pools occupy,
+// guards included, in the arena's order.
+func (t *Target) liveWindows(plan pool.Geometry) []pool.Window {
+	var out []pool.Window
+	nb := len(t.layouts)
+	for i, r := range plan.Regions {
+		out = append(out, liveWindows(r, t.pageBytes(i%nb), t.live)...)
+	}
+	return out
+}
+
 // poolSeed gives pool i (device pools first, then host pools) a
 // background of its own; stagingSeed is the staging's.
 func (t *Target) poolSeed(i int) uint64 {
@@ -162,9 +191,56 @@ func (t *Target) poolSeed(i int) uint64 {
 func (t *Target) stagingSeed() uint64 { return t.poolSeed(len(t.Pools.Regions)) }
 
 func (t *Target) fill() error {
+	if t.live != nil {
+		return t.fillFar()
+	}
 	for i, r := range t.Pools.Regions {
 		if err := t.Arena.Regions[r.Mem].Mem.Fill(r.Span(), t.poolSeed(i)); err != nil {
 			return err
+		}
+	}
+	return t.Arena.Regions[regionDevice].Mem.Fill(t.Pools.Staging, t.stagingSeed())
+}
+
+// fillFar fills far pools: lazily where the region is a sparse file, with
+// the live pages materialized now, once (a case names no others, so
+// nothing is materialized or given back between cases); on a sparse
+// device reservation, whose fill keeps to its backed windows, as usual.
+func (t *Target) fillFar() error {
+	for region := range t.Arena.Regions {
+		mem := t.Arena.Regions[region].Mem
+		lazy, ok := mem.(arena.Lazy)
+		if !ok || !lazy.Sparse() {
+			if t.Arena.Regions[region].Space != arena.Device {
+				return fmt.Errorf("far load pools (%d pages) need the run directory on tmpfs, where they are sparse files; "+
+					"set XDG_RUNTIME_DIR or TMPDIR to a tmpfs, or pin the pools with --slots", t.Geometry.Pages)
+			}
+			continue
+		}
+		if region == regionDevice {
+			if err := lazy.Reserve(t.Pools.Staging); err != nil {
+				return err
+			}
+		}
+		var live []pool.Window
+		for i, r := range t.Pools.Regions {
+			if r.Mem != region {
+				continue
+			}
+			if err := lazy.FillLazy(r.Span(), t.poolSeed(i)); err != nil {
+				return err
+			}
+			live = append(live, liveWindows(r, r.Layout.PageBytes(), t.live)...)
+		}
+		if err := lazy.Materialize(live); err != nil {
+			return err
+		}
+	}
+	for i, r := range t.Pools.Regions {
+		if _, lazy := t.Arena.Regions[r.Mem].Mem.(arena.Lazy); !lazy {
+			if err := t.Arena.Regions[r.Mem].Mem.Fill(r.Span(), t.poolSeed(i)); err != nil {
+				return err
+			}
 		}
 	}
 	return t.Arena.Regions[regionDevice].Mem.Fill(t.Pools.Staging, t.stagingSeed())
