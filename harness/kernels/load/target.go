@@ -222,7 +222,6 @@ func (t *Target) fillFar() error {
 				return err
 			}
 		}
-		var live []pool.Window
 		for i, r := range t.Pools.Regions {
 			if r.Mem != region {
 				continue
@@ -230,9 +229,8 @@ func (t *Target) fillFar() error {
 			if err := lazy.FillLazy(r.Span(), t.poolSeed(i)); err != nil {
 				return err
 			}
-			live = append(live, liveWindows(r, r.Layout.PageBytes(), t.live)...)
 		}
-		if err := lazy.Materialize(live); err != nil {
+		if err := lazy.Materialize(t.liveWindowsOf(region)); err != nil {
 			return err
 		}
 	}
@@ -248,3 +246,14 @@ func (t *Target) fillFar() error {
 
 // Close detaches and frees the arena.
 func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
+
+// liveWindowsOf are the live windows of the pools in region.
+func (t *Target) liveWindowsOf(region int) []pool.Window {
+	var out []pool.Window
+	for _, r := range t.Pools.Regions {
+		if r.Mem == region {
+			out = append(out, liveWindows(r, r.Layout.PageBytes(), t.live)...)
+		}
+	}
+	return out
+}
