@@ -101,6 +101,15 @@ func (g Geometry) LivePages() []int {
 	return slices.Compact(out)
 }
 
+// CasePages is the most pages a case over g moves: what staging holds
+// room for. A far geometry's cases name live pages only, each once.
+func (g Geometry) CasePages() int {
+	if live := g.LivePages(); live != nil {
+		return min(len(live), MaxPages)
+	}
+	return min(g.Pages, MaxPages)
+}
+
 // EdgePages are the live pages past 2 GiB of some buffer's pool: the
 // ones a 32-bit offset gets wrong.
 func (g Geometry) EdgePages() []int {

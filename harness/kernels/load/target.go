@@ -113,9 +113,8 @@ func (t *Target) plan(dir *rundir.Dir) error {
 	for b := range g.Buffers {
 		per += t.pageBytes(b)
 	}
-	// Staging holds one case's pages, which are at most MaxPages of the
-	// pool's, far or not.
-	t.section = align(g.Layers * min(g.Pages, MaxPages) * per)
+	// Staging holds one case's pages, far pools or not.
+	t.section = align(g.Layers * g.CasePages() * per)
 	t.live = g.LivePages()
 	n := g.Layers * len(g.Buffers)
 	devPlan, err := pool.Plan(specs[:n], numSections*t.section)
