@@ -145,7 +145,7 @@ func TestLoadFarOnGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := int64(pool.Total(tg.liveWindowsOf(regionHost)))
+	live := int64(pool.Total(liveIn(tg.Pools.Regions, regionHost, tg.live)))
 	t.Logf("GPU far pools of %d pages a pool: %d edges cases passed in %v; the host region's file holds %d KiB (its live pages and guards %d KiB)",
 		g.Pages, cases, time.Since(began).Round(time.Millisecond), blocks/2, live>>10)
 	if blocks*512 > live+8<<20 {

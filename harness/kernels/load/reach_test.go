@@ -125,7 +125,7 @@ func TestFarPoolsCostTheirLivePages(t *testing.T) {
 	for _, r := range tg.Pools.Regions {
 		size += int64(r.Span().Len)
 	}
-	planned := int64(pool.Total(tg.liveWindowsOf(regionDevice)) + pool.Total(tg.liveWindowsOf(regionHost)) + tg.Pools.Staging.Len)
+	planned := int64(pool.Total(liveIn(tg.Pools.Regions, regionDevice, tg.live)) + pool.Total(liveIn(tg.Pools.Regions, regionHost, tg.live)) + tg.Pools.Staging.Len)
 	t.Logf("far pools of %.1f GiB: the arena files hold %.1f MiB (live pages, guards and staging %.1f MiB)",
 		float64(size)/(1<<30), float64(blocks)/(1<<20), float64(planned)/(1<<20))
 	if size < 8<<30 || blocks > planned+8<<20 {

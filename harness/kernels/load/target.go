@@ -141,7 +141,11 @@ func (t *Target) allocate(dir *rundir.Dir, devPlan, hostPlan pool.Geometry) erro
 	opts := arena.Options{FDArenas: t.Plugin.MapsFDArenas(), SparseArenas: t.Plugin.MapsSparseArenas()}
 	hostOpts := opts
 	if t.live != nil {
-		devLive, hostLive := t.liveWindows(devPlan), t.liveWindows(hostPlan)
+		if t.Backend.Place().OnDevice() && !arena.Sparse(t.Backend, opts) {
+			return fmt.Errorf("far load pools (%d pages) on a GPU need a plugin that maps sparse CUDA arenas (cuda_sparse_arenas); "+
+				"%s maps none: run a check with --slots, whose edges row stays near", t.Geometry.Pages, t.Plugin.Name)
+		}
+		devLive, hostLive := liveIn(devPlan.Regions, 0, t.live), liveIn(hostPlan.Regions, 0, t.live)
 		opts.Backed = append(devLive, devPlan.Staging)
 		opts.Resident = pool.Total(devLive) + devPlan.Staging.Len + residentRoom
 		hostOpts.Resident = pool.Total(hostLive) + residentRoom
@@ -168,17 +172,6 @@ func (t *Target) allocate(dir *rundir.Dir, devPlan, hostPlan pool.Geometry) erro
 		return err
 	}
 	return nil
-}
-
-// liveWindows are the windows the live pages of plan's pools occupy,
-// guards included, in the arena's order.
-func (t *Target) liveWindows(plan pool.Geometry) []pool.Window {
-	var out []pool.Window
-	nb := len(t.layouts)
-	for i, r := range plan.Regions {
-		out = append(out, liveWindows(r, t.pageBytes(i%nb), t.live)...)
-	}
-	return out
 }
 
 // poolSeed gives pool i (device pools first, then host pools) a
@@ -211,8 +204,8 @@ func (t *Target) fillFar() error {
 		lazy, ok := mem.(arena.Lazy)
 		if !ok || !lazy.Sparse() {
 			if t.Arena.Regions[region].Space != arena.Device {
-				return fmt.Errorf("far load pools (%d pages) need the run directory on tmpfs, where they are sparse files; "+
-					"set XDG_RUNTIME_DIR or TMPDIR to a tmpfs, or pin the pools with --slots", t.Geometry.Pages)
+				return fmt.Errorf("far load pools (%d pages) need the run directory on tmpfs, where they are sparse files: "+
+					"set KVHARNESS_RUNTIME_DIR to a tmpfs folder (/dev/shm), or run a check with --slots, whose edges row stays near", t.Geometry.Pages)
 			}
 			continue
 		}
@@ -229,7 +222,7 @@ func (t *Target) fillFar() error {
 				return err
 			}
 		}
-		if err := lazy.Materialize(t.liveWindowsOf(region)); err != nil {
+		if err := lazy.Materialize(liveIn(t.Pools.Regions, region, t.live)); err != nil {
 			return err
 		}
 	}
@@ -246,12 +239,13 @@ func (t *Target) fillFar() error {
 // Close detaches and frees the arena.
 func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
 
-// liveWindowsOf are the live windows of the pools in region.
-func (t *Target) liveWindowsOf(region int) []pool.Window {
+// liveIn are the windows the live pages of the pools of regions in arena
+// region mem occupy, and their guards, in the arena's order.
+func liveIn(regions []pool.Region, mem int, live []int) []pool.Window {
 	var out []pool.Window
-	for _, r := range t.Pools.Regions {
-		if r.Mem == region {
-			out = append(out, liveWindows(r, r.Layout.PageBytes(), t.live)...)
+	for _, r := range regions {
+		if r.Mem == mem {
+			out = append(out, liveWindows(r, r.Layout.PageBytes(), live)...)
 		}
 	}
 	return out
