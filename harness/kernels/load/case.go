@@ -137,14 +137,17 @@ func (c *Case) validBuffers() error {
 
 func (c *Case) validPages() error {
 	n := c.Geometry.Pages
-	if len(c.Pages) < 1 || len(c.Pages) > n {
-		return fmt.Errorf("%d pages: want 1..%d", len(c.Pages), n)
+	if most := c.Geometry.CasePages(); len(c.Pages) < 1 || len(c.Pages) > most {
+		return fmt.Errorf("%d pages: want 1..%d", len(c.Pages), most)
 	}
+	live := c.Geometry.LivePages()
 	src, dst := map[int]bool{}, map[int]bool{}
 	for i, p := range c.Pages {
 		switch {
 		case p.Src < 0 || p.Src >= n || p.Dst < 0 || p.Dst >= n:
 			return fmt.Errorf("page %d: %d → %d outside the %d pages of a pool", i, p.Src, p.Dst, n)
+		case live != nil && (!slices.Contains(live, p.Src) || !slices.Contains(live, p.Dst)):
+			return fmt.Errorf("page %d: %d → %d: a far pool's cases name only its live pages %v", i, p.Src, p.Dst, live)
 		case src[p.Src] || dst[p.Dst]:
 			return fmt.Errorf("page %d: %d → %d repeats a source or destination page", i, p.Src, p.Dst)
 		}
@@ -221,6 +224,9 @@ func (c *Case) Describe(w io.Writer, indent string) {
 		fmt.Fprintf(w, "%s  for each layer 0..%d the caller writes the inputs, the plugin stores them, the caller reads %s\n",
 			indent, c.Layers-1, strings.Join(c.Order, " then "))
 	}
+	if c.Geometry.IsFar() {
+		c.describeOffsets(w, indent)
+	}
 	if len(c.Late) > 0 {
 		fmt.Fprintf(w, "%s  late (held, with what follows on their stream, until the consumer is queued): %v\n", indent, c.Late)
 	}
@@ -233,6 +239,34 @@ func (c *Case) Describe(w io.Writer, indent string) {
 	if len(c.Readers) > 0 {
 		fmt.Fprintf(w, "%s  a reader on another stream still holds the destination of pages %v (held behind the latch)\n", indent, c.Readers)
 	}
+}
+
+// describeOffsets says where a far case's pages lie in bytes, in the
+// pools of its buffer of the largest pages: what a 32-bit offset gets
+// wrong past 2^31.
+func (c *Case) describeOffsets(w io.Writer, indent string) {
+	name, pb := "", 0
+	for _, b := range c.Buffers {
+		if l, err := c.Geometry.Layout(c.Geometry.Index(b)); err == nil && l.PageBytes() > pb {
+			name, pb = b, l.PageBytes()
+		}
+	}
+	var parts []string
+	for _, p := range c.Pages {
+		parts = append(parts, fmt.Sprintf("%d→%d at bytes %s→%s", p.Src, p.Dst, offset(int64(p.Src)*int64(pb)), offset(int64(p.Dst)*int64(pb))))
+	}
+	fmt.Fprintf(w, "%s  byte offsets in the %s pools (%d-byte pages): %s\n", indent, name, pb, strings.Join(parts, ", "))
+}
+
+// offset writes a byte offset, with its place against 2^31 and 2^32.
+func offset(n int64) string {
+	switch {
+	case n >= 1<<32:
+		return fmt.Sprintf("%d (2^32+%d)", n, n-1<<32)
+	case n >= 1<<31:
+		return fmt.Sprintf("%d (2^31+%d)", n, n-1<<31)
+	}
+	return fmt.Sprint(n)
 }
 
 func plural(n int) string {

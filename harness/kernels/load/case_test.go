@@ -95,6 +95,10 @@ func TestShrinkStaysValidAndSmaller(t *testing.T) {
 			kindtest.Shrinks(t, c, 0, Shrink, smaller)
 		}
 	}
+	far := &Gen{Geometry: testGeometry().Far(), Profile: ProfileEdges} // shrinks keep to the live pages
+	for range 300 {
+		kindtest.Shrinks(t, far.Draw(rng), 0, Shrink, smaller)
+	}
 }
 
 // smaller compares by the shrinker's measures, in its order.

@@ -32,7 +32,8 @@
 //     store that does not wait for it overwrites them first.
 //
 // The pipeline: Gen draws a case per profile (a suite row: load, fail,
-// reuse, store), placing the first late copy after the first layer when
+// reuse, store, edges; the edges row's pools reach past 4 GiB of byte
+// offsets by default, as sparse memory, reach.go), placing the first late copy after the first layer when
 // there are several, as a forward running ahead of its load meets it; a
 // Target plans the two-region arena and sends the case as one Load call;
 // the oracle (judge) knows every byte a correct run shows and classifies

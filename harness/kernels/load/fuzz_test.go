@@ -103,7 +103,13 @@ func TestDecodeAlwaysValid(t *testing.T) {
 // TestLoadSeedsKillEveryMutant: the correct variants pass every seed, and
 // each mutant is killed by the seed made for it (in process, for speed).
 func TestLoadSeedsKillEveryMutant(t *testing.T) {
-	kindtest.SeedsKillMutants(t, FuzzTarget, "layerload", fuzzSeeds)
+	kindtest.SeedsKillMutantsBut(t, FuzzTarget, "layerload", fuzzSeeds, beyondCorpus)
+}
+
+// beyondCorpus are layerload mutants the seed corpus cannot kill, and
+// why; their own test is TestOffsetInt32KilledOnlyFar.
+var beyondCorpus = map[string]string{
+	"offset-int32": "needs page offsets past 2 GiB; the fuzzed pools hold eight pages",
 }
 
 // TestFeaturesTellSeedsApart: the fuzz folder's lane is guided by the

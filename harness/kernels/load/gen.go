@@ -20,10 +20,14 @@ const (
 	ProfileReuse = "reuse"
 	// ProfileStore: side-stream stores with late copies and late inputs.
 	ProfileStore = "store"
+	// ProfileEdges: loads and stores of the pools' edge pages: their
+	// first and last, and, in far pools (Geometry.Far), the pages at 2 GiB
+	// and 4 GiB of byte offsets.
+	ProfileEdges = "edges"
 )
 
 // Profiles lists every profile in suite order.
-var Profiles = []string{ProfileLoad, ProfileFail, ProfileReuse, ProfileStore}
+var Profiles = []string{ProfileLoad, ProfileFail, ProfileReuse, ProfileStore, ProfileEdges}
 
 // maxCasePages bounds the pages a generated case moves per layer and
 // buffer.
@@ -62,6 +66,13 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 		if rng.Intn(2) == 0 {
 			c.LateInputs = g.items(rng, c, 1)
 		}
+	case ProfileEdges:
+		if rng.Intn(3) == 0 {
+			c.Op = OpStore
+		}
+		if rng.Intn(2) == 0 {
+			c.Late = g.late(rng, c)
+		}
 	default:
 		if rng.Intn(20) > 0 {
 			c.Late = g.late(rng, c)
@@ -89,12 +100,56 @@ func (g *Gen) shape(rng *rand.Rand) *Case {
 	if rng.Intn(10) >= 7 {
 		rng.Shuffle(len(c.Order), func(i, j int) { c.Order[i], c.Order[j] = c.Order[j], c.Order[i] })
 	}
+	if g.Profile == ProfileEdges {
+		c.Pages = g.edgePages(rng)
+		return c
+	}
 	n := 1 + rng.Intn(min(maxCasePages, geo.Pages))
 	src, dst := rng.Perm(geo.Pages), rng.Perm(geo.Pages)
 	for i := range n {
 		c.Pages = append(c.Pages, Page{Src: src[i], Dst: dst[i]})
 	}
 	return c
+}
+
+// edgePages draws an edges case's pages from the pool's edges (its live
+// pages when far): one of them past 2 GiB of some buffer's pool when
+// there is one, as source or destination, the rest anywhere among them.
+func (g *Gen) edgePages(rng *rand.Rand) []Page {
+	geo := g.Geometry
+	edges := geo.LivePages()
+	if edges == nil {
+		for p := range edgePages {
+			edges = append(edges, p, geo.Pages-1-p)
+		}
+		slices.Sort(edges)
+		edges = slices.Compact(slices.DeleteFunc(edges, func(p int) bool { return p < 0 }))
+	}
+	n := 1 + rng.Intn(min(maxCasePages, len(edges)))
+	src, dst := perm(rng, edges), perm(rng, edges)
+	if far := geo.EdgePages(); len(far) > 0 {
+		p := far[rng.Intn(len(far))]
+		side := src
+		if rng.Intn(2) == 0 {
+			side = dst
+		}
+		k := slices.Index(side, p)
+		side[0], side[k] = side[k], side[0]
+	}
+	out := make([]Page, n)
+	for i := range out {
+		out[i] = Page{Src: src[i], Dst: dst[i]}
+	}
+	return out
+}
+
+// perm is xs in a random order.
+func perm(rng *rand.Rand, xs []int) []int {
+	out := make([]int, len(xs))
+	for i, j := range rng.Perm(len(xs)) {
+		out[i] = xs[j]
+	}
+	return out
 }
 
 // canonicalOrder is DeepSeek-V4's reading order: the indexer reads

@@ -59,8 +59,8 @@ func (g Geometry) Validate() error {
 	switch {
 	case g.Layers < 1 || g.Layers > MaxLayers:
 		return fmt.Errorf("%d layers: want 1..%d", g.Layers, MaxLayers)
-	case g.Pages < 1 || g.Pages > MaxPages:
-		return fmt.Errorf("%d pages per pool: want 1..%d", g.Pages, MaxPages)
+	case g.Pages < 1 || g.Pages > MaxFarPages:
+		return fmt.Errorf("%d pages per pool: want 1..%d (far pools past %d)", g.Pages, MaxFarPages, MaxPages)
 	case g.PageSize < 1 || g.PageSize > 1<<12:
 		return fmt.Errorf("page size %d: want 1..4096 tokens", g.PageSize)
 	case len(g.Buffers) < 1 || len(g.Buffers) > MaxBuffers:
@@ -75,6 +75,9 @@ func (g Geometry) Validate() error {
 			return fmt.Errorf("buffer %d: name %q: want a unique name without spaces or slashes", i, n)
 		}
 		seen[g.Buffers[i].Name] = true
+		if l, _ := g.Layout(i); g.IsFar() && int64(l.PageBytes())*int64(g.Pages) > maxFarPoolSize {
+			return fmt.Errorf("buffer %s: %d pages of %d bytes: a far pool holds at most %d GiB", g.Buffers[i].Name, g.Pages, l.PageBytes(), maxFarPoolSize>>30)
+		}
 	}
 	return nil
 }

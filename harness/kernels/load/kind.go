@@ -38,13 +38,19 @@ type SuiteConfig struct {
 	// Shapes, when set, is each profile's head dim and page size: its
 	// row runs over Geometry reshaped to it (a check draws them).
 	Shapes map[string]workload.Shape
+	// Far runs the edges row over pools that reach past 4 GiB of byte
+	// offsets (Geometry.Far), its pages drawn at 2 GiB and 4 GiB too.
+	Far bool
 }
 
 // geometryOf is a profile's geometry: g, reshaped to the profile's shape
-// when sc gives one.
+// when sc gives one, and far for the edges row when sc reaches far.
 func (sc SuiteConfig) geometryOf(g Geometry, profile string) Geometry {
 	if x, ok := sc.Shapes[profile]; ok {
-		return g.Reshaped(x.HeadDim, x.PageSize)
+		g = g.Reshaped(x.HeadDim, x.PageSize)
+	}
+	if sc.Far && profile == ProfileEdges {
+		g = g.Far()
 	}
 	return g
 }
@@ -115,6 +121,8 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	if sc.Shapes, err = sh.Profiles(ctx, s, p, ls, nil, Profiles); err != nil {
 		return nil, err
 	}
+	reach := Reaches(p, s)
+	sc.Far = reach == ""
 	suite, err := Suite(s, p, sc)
 	if err != nil {
 		return nil, err
@@ -124,6 +132,10 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		h.About = g.Outline()
 		h.Coverage, h.Shapes = sh.Lines(), true
 		h.JSON = append(h.JSON, report.Field{Key: "shapes", Value: sh.Covered()})
+	}
+	h.Far = sc.Far
+	if line := FarLine(p, reach); line != "" {
+		h.Coverage = append(h.Coverage, line)
 	}
 	return kind.RunSuite(ctx, suite, Schema, h)
 }

@@ -38,9 +38,15 @@ const testPageSize = 16
 // failing row when stop is set.
 func run(t testing.TB, p *plugin.Plugin, variant string, backend arena.Backend, cases int, seed int64, stop bool, profiles ...string) []property.Verdict[*Case, *Result] {
 	t.Helper()
-	s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t)}
-	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, Setup: kind.Setup{PageSize: testPageSize, HeadDim: 128, Backend: backend}, StopAtFirst: stop}
-	suite, err := Suite(s, params, SuiteConfig{Profiles: profiles})
+	d, err := p.Describe(context.Background(), plugin.Query{Variant: variant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &kind.Session{Plugin: p, Dir: plugintest.Dir(t), Desc: d}
+	params := kind.Params{Variant: variant, Cases: cases, Seed: seed, Setup: kind.Setup{PageSize: testPageSize, HeadDim: 128, Backend: backend, Far: true}, StopAtFirst: stop}
+	// The edges row reaches far as a check's does, where it can (the
+	// sparse run directory; on a GPU, a plugin that maps sparse arenas).
+	suite, err := Suite(s, params, SuiteConfig{Profiles: profiles, Far: Reaches(params, s) == ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +75,7 @@ var mutants = map[string]string{
 	"store-no-join":          ProfileReuse,
 	"store-no-fork":          ProfileReuse,
 	"load-overwrites-reader": ProfileReuse,
+	"offset-int32":           ProfileEdges,
 }
 
 // TestEveryVariantIsListed: the tests judge every variant layerload

@@ -151,7 +151,8 @@ func shrinkValues(c *Case) []*Case {
 	return out
 }
 
-// lowest is the lowest page no other page of the case uses on that side.
+// lowest is the lowest page no other page of the case uses on that side
+// (of the live pages, in far pools).
 func lowest(c *Case, i int, src bool) int {
 	used := map[int]bool{}
 	for k, p := range c.Pages {
@@ -162,6 +163,13 @@ func lowest(c *Case, i int, src bool) int {
 			used[p.Src] = true
 		} else {
 			used[p.Dst] = true
+		}
+	}
+	if live := c.Geometry.LivePages(); live != nil {
+		for _, n := range live {
+			if !used[n] {
+				return n
+			}
 		}
 	}
 	n := 0

@@ -36,11 +36,18 @@ type Target struct {
 	Config
 	target.Base
 	layouts []*layout.Layout
+	// live are the pages a far geometry's cases name (reach.go); nil
+	// when the pools are dense.
+	live []int
 	// sections are the staging slots' starts: probes, readers, inputs,
 	// truths, each room for every layer, buffer and page.
 	sections [numSections]int
 	section  int
 }
+
+// residentRoom is what a far arena's pages may hold beyond its live
+// pages and staging: the holes stray writes allocate.
+const residentRoom = 64 << 20
 
 // Staging sections.
 const (
@@ -106,7 +113,9 @@ func (t *Target) plan(dir *rundir.Dir) error {
 	for b := range g.Buffers {
 		per += t.pageBytes(b)
 	}
-	t.section = align(g.Layers * g.Pages * per)
+	// Staging holds one case's pages, far pools or not.
+	t.section = align(g.Layers * g.CasePages() * per)
+	t.live = g.LivePages()
 	n := g.Layers * len(g.Buffers)
 	devPlan, err := pool.Plan(specs[:n], numSections*t.section)
 	if err != nil {
@@ -126,14 +135,26 @@ func align(n int) int { return (n + pool.Alignment - 1) / pool.Alignment * pool.
 
 // allocate makes region 0 on the backend and region 1 in host shared
 // memory, fills them, and keeps one geometry of both (pools of region 1
-// say so), which is what the attach describes.
+// say so), which is what the attach describes. Far pools are sparse
+// (reach.go): each region is backed where its live pages are.
 func (t *Target) allocate(dir *rundir.Dir, devPlan, hostPlan pool.Geometry) error {
-	opts := arena.Options{FDArenas: t.Plugin.MapsFDArenas()}
+	opts := arena.Options{FDArenas: t.Plugin.MapsFDArenas(), SparseArenas: t.Plugin.MapsSparseArenas()}
+	hostOpts := opts
+	if t.live != nil {
+		if t.Backend.Place().OnDevice() && !arena.Sparse(t.Backend, opts) {
+			return fmt.Errorf("far load pools (%d pages) on a GPU need a plugin that maps sparse CUDA arenas (cuda_sparse_arenas); "+
+				"%s maps none: run a check with --slots, whose edges row stays near", t.Geometry.Pages, t.Plugin.Name)
+		}
+		devLive, hostLive := liveIn(devPlan.Regions, 0, t.live), liveIn(hostPlan.Regions, 0, t.live)
+		opts.Backed = append(devLive, devPlan.Staging)
+		opts.Resident = pool.Total(devLive) + devPlan.Staging.Len + residentRoom
+		hostOpts.Resident = pool.Total(hostLive) + residentRoom
+	}
 	dev, err := t.Backend.New(dir, devPlan.Size, opts)
 	if err != nil {
 		return err
 	}
-	host, err := arena.SHM{}.New(dir, hostPlan.Size, opts)
+	host, err := arena.SHM{}.New(dir, hostPlan.Size, hostOpts)
 	if err != nil {
 		dev.Close()
 		return err
@@ -162,6 +183,9 @@ func (t *Target) poolSeed(i int) uint64 {
 func (t *Target) stagingSeed() uint64 { return t.poolSeed(len(t.Pools.Regions)) }
 
 func (t *Target) fill() error {
+	if t.live != nil {
+		return t.fillFar()
+	}
 	for i, r := range t.Pools.Regions {
 		if err := t.Arena.Regions[r.Mem].Mem.Fill(r.Span(), t.poolSeed(i)); err != nil {
 			return err
@@ -170,5 +194,59 @@ func (t *Target) fill() error {
 	return t.Arena.Regions[regionDevice].Mem.Fill(t.Pools.Staging, t.stagingSeed())
 }
 
+// fillFar fills far pools: lazily where the region is a sparse file, with
+// the live pages materialized now, once (a case names no others, so
+// nothing is materialized or given back between cases); on a sparse
+// device reservation, whose fill keeps to its backed windows, as usual.
+func (t *Target) fillFar() error {
+	for region := range t.Arena.Regions {
+		mem := t.Arena.Regions[region].Mem
+		lazy, ok := mem.(arena.Lazy)
+		if !ok || !lazy.Sparse() {
+			if t.Arena.Regions[region].Space != arena.Device {
+				return fmt.Errorf("far load pools (%d pages) need the run directory on tmpfs, where they are sparse files: "+
+					"set KVHARNESS_RUNTIME_DIR to a tmpfs folder (/dev/shm), or run a check with --slots, whose edges row stays near", t.Geometry.Pages)
+			}
+			continue
+		}
+		if region == regionDevice {
+			if err := lazy.Reserve(t.Pools.Staging); err != nil {
+				return err
+			}
+		}
+		for i, r := range t.Pools.Regions {
+			if r.Mem != region {
+				continue
+			}
+			if err := lazy.FillLazy(r.Span(), t.poolSeed(i)); err != nil {
+				return err
+			}
+		}
+		if err := lazy.Materialize(liveIn(t.Pools.Regions, region, t.live)); err != nil {
+			return err
+		}
+	}
+	for i, r := range t.Pools.Regions {
+		if _, lazy := t.Arena.Regions[r.Mem].Mem.(arena.Lazy); !lazy {
+			if err := t.Arena.Regions[r.Mem].Mem.Fill(r.Span(), t.poolSeed(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return t.Arena.Regions[regionDevice].Mem.Fill(t.Pools.Staging, t.stagingSeed())
+}
+
 // Close detaches and frees the arena.
 func (t *Target) Close(ctx context.Context) { t.Base.Close(ctx) }
+
+// liveIn are the windows the live pages of the pools of regions in arena
+// region mem occupy, and their guards, in the arena's order.
+func liveIn(regions []pool.Region, mem int, live []int) []pool.Window {
+	var out []pool.Window
+	for _, r := range regions {
+		if r.Mem == mem {
+			out = append(out, liveWindows(r, r.Layout.PageBytes(), live)...)
+		}
+	}
+	return out
+}

@@ -86,10 +86,13 @@ func (s *server) checkLoad(req *kvpb.LoadRequest) (*loadInput, error) {
 // checkLoadBuffers reads the buffers: their pools, one per layer, and the
 // pages of the case inside them.
 func (s *server) checkLoadBuffers(req *kvpb.LoadRequest, in *loadInput) error {
-	in.table = &pageTable{srcs: make([][][]Ref, in.layers), dsts: make([][][]Ref, in.layers)}
+	in.table = &pageTable{srcs: make([][][]Ref, in.layers), dsts: make([][][]Ref, in.layers),
+		srcPools: make([][]Ref, in.layers), dstPools: make([][]Ref, in.layers)}
 	for l := range in.layers {
 		in.table.srcs[l] = make([][]Ref, len(req.Buffers))
 		in.table.dsts[l] = make([][]Ref, len(req.Buffers))
+		in.table.srcPools[l] = make([]Ref, len(req.Buffers))
+		in.table.dstPools[l] = make([]Ref, len(req.Buffers))
 	}
 	for b, buf := range req.Buffers {
 		pb := int(buf.PageBytes)
@@ -101,38 +104,38 @@ func (s *server) checkLoadBuffers(req *kvpb.LoadRequest, in *loadInput) error {
 			return sdk.BadRequest("buffer %s: %d device and %d host pools for %d layers; want one per layer", buf.Name, len(buf.DevicePools), len(buf.HostPools), in.layers)
 		}
 		for l := range in.layers {
-			dsts, err := s.poolPages(buf.Name, buf.DevicePools[l], pb, in.pages, func(p Page) int { return p.Dst })
+			base, dsts, err := s.poolPages(buf.Name, buf.DevicePools[l], pb, in.pages, func(p Page) int { return p.Dst })
 			if err != nil {
 				return err
 			}
-			in.table.dsts[l][b] = dsts
+			in.table.dsts[l][b], in.table.dstPools[l][b] = dsts, base
 			if req.Op == kvpb.LoadOp_LOAD_OP_LOAD {
-				srcs, err := s.poolPages(buf.Name, buf.HostPools[l], pb, in.pages, func(p Page) int { return p.Src })
+				base, srcs, err := s.poolPages(buf.Name, buf.HostPools[l], pb, in.pages, func(p Page) int { return p.Src })
 				if err != nil {
 					return err
 				}
-				in.table.srcs[l][b] = srcs
+				in.table.srcs[l][b], in.table.srcPools[l][b] = srcs, base
 			}
 		}
 	}
 	return nil
 }
 
-// poolPages resolves page numbers of a pool.
-func (s *server) poolPages(name string, index uint32, pageBytes int, pages []Page, which func(Page) int) ([]Ref, error) {
+// poolPages resolves page numbers of a pool: its base, and each page.
+func (s *server) poolPages(name string, index uint32, pageBytes int, pages []Page, which func(Page) int) (Ref, []Ref, error) {
 	if int(index) >= len(s.Pools()) {
-		return nil, sdk.BadRequest("buffer %s: pool %d: only %d attached", name, index, len(s.Pools()))
+		return Ref{}, nil, sdk.BadRequest("buffer %s: pool %d: only %d attached", name, index, len(s.Pools()))
 	}
 	p := s.Pools()[index]
 	out := make([]Ref, len(pages))
 	for i, pg := range pages {
 		n := which(pg)
 		if n < 0 || (n+1)*pageBytes > p.Bytes {
-			return nil, sdk.BadRequest("buffer %s: page %d of pool %s: the pool holds %d pages of %d bytes", name, n, p.Name, p.Bytes/pageBytes, pageBytes)
+			return Ref{}, nil, sdk.BadRequest("buffer %s: page %d of pool %s: the pool holds %d pages of %d bytes", name, n, p.Name, p.Bytes/pageBytes, pageBytes)
 		}
 		out[i] = Ref{Mem: p.Region, Off: p.Base + n*pageBytes}
 	}
-	return out, nil
+	return Ref{Mem: p.Region, Off: p.Base}, out, nil
 }
 
 func checkOrder(order []uint32, buffers int) error {

@@ -99,6 +99,16 @@ func (c *Call) Src(layer, buffer, i int) Ref { return c.pages.src(layer, buffer,
 // Dst is the device page i of a layer's buffer.
 func (c *Call) Dst(layer, buffer, i int) Ref { return c.pages.dst(layer, buffer, i) }
 
+// SrcPool is the start of a layer's buffer's host pool, for a kernel
+// that computes page addresses itself, as engines do: host page p is
+// p × PageBytes bytes on (Src(layer, buffer, i) is Pages[i].Src's).
+// A far pool's offsets pass 2^32.
+func (c *Call) SrcPool(layer, buffer int) Ref { return c.pages.srcPools[layer][buffer] }
+
+// DstPool is the start of a layer's buffer's device pool: device page p
+// is p × PageBytes bytes on.
+func (c *Call) DstPool(layer, buffer int) Ref { return c.pages.dstPools[layer][buffer] }
+
 // PageStoreCall is one layer's store: every buffer's c.Pages, from the
 // inputs (c.Src) to the device pool (c.Dst), for c.Caller.
 type PageStoreCall struct {
@@ -119,10 +129,16 @@ func (c *PageStoreCall) Src(buffer, i int) Ref { return c.pages.src(c.Layer, buf
 // Dst is the device page i of the layer's buffer.
 func (c *PageStoreCall) Dst(buffer, i int) Ref { return c.pages.dst(c.Layer, buffer, i) }
 
+// DstPool is the start of the layer's buffer's device pool: device page
+// p is p × PageBytes bytes on.
+func (c *PageStoreCall) DstPool(buffer int) Ref { return c.pages.dstPools[c.Layer][buffer] }
+
 // pageTable resolves a call's pages to memory: by layer, buffer and page,
-// where each page's source and destination start.
+// where each page's source and destination start; by layer and buffer,
+// where their pools start (a store's sources are staging, no pool).
 type pageTable struct {
-	srcs, dsts [][][]Ref
+	srcs, dsts         [][][]Ref
+	srcPools, dstPools [][]Ref
 }
 
 func (t *pageTable) src(layer, buffer, i int) Ref { return t.srcs[layer][buffer][i] }

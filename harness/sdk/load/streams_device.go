@@ -26,7 +26,21 @@ type deviceEngine struct {
 	marks   bool // record markers in this call
 	pinned  [][]byte
 	allocs  []cuda.Ptr
+	// lazy are the host regions too large to pin whole (far pools,
+	// sparse files of which a case touches a few pages), by memory
+	// index: each holds the 4 KiB pages pinned so far, pinned as copies
+	// first touch them.
+	lazy map[int]map[int]bool
 }
+
+// pinWholeMax is the largest host region pinned whole at attach; a larger
+// one (a far pool's sparse file: pinning it would back every page) is
+// pinned a page at a time as copies touch it.
+const pinWholeMax = 256 << 20
+
+// hostPage is the unit of lazy pinning: the host's page, which a sparse
+// file allocates whole.
+const hostPage = 4096
 
 // wordStride keeps each counter on a cache line of its own.
 const (
@@ -48,7 +62,14 @@ func newDeviceExec(a *sdk.DeviceArena, hosts [][]byte) (*Exec, error) {
 		x.mems = append(x.mems, memory{name: regionName(i + 1), size: len(h), host: h})
 	}
 	err := x.do(func() error {
-		for _, h := range hosts {
+		for i, h := range hosts {
+			if len(h) > pinWholeMax {
+				if e.lazy == nil {
+					e.lazy = map[int]map[int]bool{}
+				}
+				e.lazy[i+1] = map[int]bool{}
+				continue
+			}
 			if err := e.dev.HostRegister(h); err != nil {
 				return fmt.Errorf("pin the host region: %w", err)
 			}
@@ -134,6 +155,11 @@ func (e *deviceEngine) issue(x *Exec, o *op) error {
 // device, device to host.
 func (e *deviceEngine) copy(x *Exec, s *cuda.Stream, dst, src Span) error {
 	d, sm := x.mems[dst.At.Mem], x.mems[src.At.Mem]
+	for _, sp := range []Span{dst, src} {
+		if err := e.pin(x, sp); err != nil {
+			return err
+		}
+	}
 	switch {
 	case d.host == nil && sm.host != nil:
 		return s.HtoDAsync(cuda.Ptr(d.dev).Add(dst.At.Off), sm.host[src.At.Off:src.At.Off+src.N])
@@ -143,6 +169,36 @@ func (e *deviceEngine) copy(x *Exec, s *cuda.Stream, dst, src Span) error {
 		return s.DtoHAsync(d.host[dst.At.Off:dst.At.Off+dst.N], cuda.Ptr(sm.dev).Add(src.At.Off))
 	}
 	return fmt.Errorf("host to host copy from %s to %s", sm.name, d.name)
+}
+
+// pin pins the host pages of sp not pinned yet, in a region pinned
+// lazily: runs of them, each registered once (a page registered twice is
+// an error), kept until the exec closes.
+func (e *deviceEngine) pin(x *Exec, sp Span) error {
+	pages, ok := e.lazy[sp.At.Mem]
+	if !ok || sp.N <= 0 {
+		return nil
+	}
+	h := x.mems[sp.At.Mem].host
+	last := (sp.At.Off + sp.N - 1) / hostPage
+	for p := sp.At.Off / hostPage; p <= last; {
+		if pages[p] {
+			p++
+			continue
+		}
+		q := p
+		for q <= last && !pages[q] {
+			pages[q] = true
+			q++
+		}
+		b := h[p*hostPage : min(q*hostPage, len(h))]
+		if err := e.dev.HostRegister(b); err != nil {
+			return fmt.Errorf("pin host pages [%d,%d) of %s: %w", p*hostPage, p*hostPage+len(b), x.mems[sp.At.Mem].name, err)
+		}
+		e.pinned = append(e.pinned, b)
+		p = q
+	}
+	return nil
 }
 
 // marker is the call's i-th marker event, made on first use.

@@ -46,6 +46,7 @@ const (
 	mutStoreNoJoin   = "store-no-join"
 	mutStoreNoFork   = "store-no-fork"
 	mutOverwrite     = "load-overwrites-reader"
+	mutOffsetInt32   = "offset-int32"
 )
 
 var variants = sdk.KernelVariants(load.Name, []sdk.Variant{
@@ -75,6 +76,8 @@ var variants = sdk.KernelVariants(load.Name, []sdk.Variant{
 		Doc: "the side-stream store does not wait for the caller's stream: it copies its inputs before the caller wrote them (vllm #45704, Mooncake #699)"},
 	{Name: mutOverwrite,
 		Doc: "the load does not wait for the prior stream: it overwrites pages attention still reads (vllm #47282)"},
+	{Name: mutOffsetInt32,
+		Doc: "each page's byte offset is int32 page × int32 page bytes: past 2 GiB of a pool it wraps, before the pool or, past 4 GiB, onto its first pages"},
 })
 
 // ringSlots is the staged variant's double buffering, of slotBytes each:

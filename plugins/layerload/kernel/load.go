@@ -59,7 +59,7 @@ func (k *kernel) StartLoad(_ context.Context, c *load.Call) error {
 func (ld *loading) copyLayer(c *load.Call, s *load.Stream, l int) error {
 	for b, buf := range c.Buffers {
 		for i := range c.Pages {
-			err := s.Copy(c.Dst(l, b, i), c.Src(l, b, i), buf.PageBytes)
+			err := s.Copy(dst(c, l, b, i), src(c, l, b, i), buf.PageBytes)
 			switch {
 			case errors.Is(err, load.ErrLoadFailed):
 				ld.failed[[2]int{l, b}] = err
@@ -131,7 +131,7 @@ func (ld *loading) bounce(c *load.Call, s, l, b, i, n int) error {
 			return err
 		}
 	}
-	err := st.load.Copy(st.slots[s], c.Src(l, b, i), n)
+	err := st.load.Copy(st.slots[s], src(c, l, b, i), n)
 	if errors.Is(err, load.ErrLoadFailed) {
 		ld.failed[[2]int{l, b}] = err
 		return nil
@@ -142,7 +142,7 @@ func (ld *loading) bounce(c *load.Call, s, l, b, i, n int) error {
 	for _, step := range []func() error{
 		func() error { return st.load.Record(st.in[s]) },
 		func() error { return st.scatter.Wait(st.in[s]) },
-		func() error { return st.scatter.Copy(c.Dst(l, b, i), st.slots[s], n) },
+		func() error { return st.scatter.Copy(dst(c, l, b, i), st.slots[s], n) },
 		func() error { return st.scatter.Record(st.out[s]) },
 	} {
 		if err := step(); err != nil {
@@ -208,7 +208,8 @@ func (k *kernel) StorePages(_ context.Context, c *load.PageStoreCall) error {
 	}
 	for b, buf := range c.Buffers {
 		for i := range c.Pages {
-			if err := st.side.Copy(c.Dst(b, i), c.Src(b, i), buf.PageBytes); err != nil {
+			to := at(c.Variant, c.DstPool(b), c.Pages[i].Dst, buf.PageBytes)
+			if err := st.side.Copy(to, c.Src(b, i), buf.PageBytes); err != nil {
 				return err
 			}
 		}
@@ -217,4 +218,23 @@ func (k *kernel) StorePages(_ context.Context, c *load.PageStoreCall) error {
 		return nil
 	}
 	return c.Caller.WaitStream(st.side)
+}
+
+// src and dst are where page i of a layer's buffer is, as the loader
+// computes it from its pools' starts, as engines do.
+func src(c *load.Call, l, b, i int) load.Ref {
+	return at(c.Variant, c.SrcPool(l, b), c.Pages[i].Src, c.Buffers[b].PageBytes)
+}
+
+func dst(c *load.Call, l, b, i int) load.Ref {
+	return at(c.Variant, c.DstPool(l, b), c.Pages[i].Dst, c.Buffers[b].PageBytes)
+}
+
+// at is page p of n-byte pages of the pool at base: p × n bytes on,
+// computed in 32 bits under offset-int32.
+func at(variant string, base load.Ref, p, n int) load.Ref {
+	if variant == mutOffsetInt32 {
+		return base.Add(int(int32(p) * int32(n)))
+	}
+	return base.Add(p * n)
 }
