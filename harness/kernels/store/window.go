@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -39,14 +40,36 @@ const joinGap = 256
 func (t *Target) scanWindows(c *Case) []pool.Window {
 	slots := distinctSlots(c.Loc)
 	spans := make([]layout.Span, t.Layout.NumPieces())
-	ws := make([]pool.Window, 0, len(slots)*len(spans))
+	buf := scratch(len(slots) * len(spans))
+	defer scratchWindows.Put(buf)
+	ws := (*buf)[:0]
 	for _, slot := range slots {
 		t.Layout.FillFootprint(spans, slot)
 		for _, sp := range spans {
 			ws = append(ws, pool.Window{Off: sp.Off, Len: sp.Len})
 		}
 	}
-	return joinWindows(mergeWindows(ws), joinGap)
+	*buf = ws
+	return slices.Clone(joinWindows(mergeWindows(ws), joinGap))
+}
+
+// scratchWindows holds window slices for scanWindows and the radix sort
+// to reuse: an engine cache's case spans hundreds of thousands of windows
+// before they are joined into a few, and allocating (and clearing) them
+// anew each case cost as much as sorting them.
+var scratchWindows sync.Pool
+
+// scratch is a slice of scratchWindows' with room for n windows; Put it
+// back when done.
+func scratch(n int) *[]pool.Window {
+	buf, _ := scratchWindows.Get().(*[]pool.Window)
+	if buf == nil {
+		buf = new([]pool.Window)
+	}
+	if cap(*buf) < n {
+		*buf = make([]pool.Window, 0, n)
+	}
+	return buf
 }
 
 // shifted is ws moved by base, in a slice of its own.
@@ -126,7 +149,9 @@ func radixSortWindows(ws []pool.Window) {
 	}
 	const bits = 11
 	const buckets = 1 << bits
-	src, dst := ws, make([]pool.Window, len(ws))
+	buf := scratch(len(ws))
+	defer scratchWindows.Put(buf)
+	src, dst := ws, (*buf)[:len(ws)]
 	var count [buckets]int
 	for shift := uint(0); (hi-lo)>>shift > 0; shift += bits {
 		clear(count[:])
