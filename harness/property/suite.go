@@ -1,8 +1,10 @@
 package property
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,12 @@ type Row[T Target, C any, R Result] struct {
 	Open func(ctx context.Context, p *plugin.Plugin) (T, error)
 	// System is the row's property system on an open target.
 	System func(T) System[C, R]
+	// Cost is the row's expected cost, relative to the other rows':
+	// rows run as jobs start in order of it, the costliest first, so
+	// that the longest row does not start last and hold the run's end
+	// alone. Rows of equal cost (zero, where the kind gives none) keep
+	// their order. A serial run ignores it.
+	Cost float64
 }
 
 // Suite runs a kind's properties over its rows for one plugin.
@@ -247,7 +255,7 @@ const closeGrace = 250 * time.Millisecond
 func (s *Suite[T, C, R]) runJobs(ctx context.Context, rows []int) ([]Verdict[C, R], error) {
 	n := len(rows)
 	r := &jobRun[T, C, R]{suite: s, rows: rows, verdicts: make([]*Verdict[C, R], n), errs: make([]error, n),
-		cancels: map[int]context.CancelFunc{}, stopAt: n}
+		cancels: map[int]context.CancelFunc{}, stopAt: n, order: s.costliestFirst(rows)}
 	var wg sync.WaitGroup
 	for k := range min(s.Jobs, n) {
 		wg.Go(func() { r.job(ctx, k) })
@@ -265,21 +273,34 @@ func (s *Suite[T, C, R]) runJobs(ctx context.Context, rows []int) ([]Verdict[C, 
 	return out, nil
 }
 
+// costliestFirst is the positions of rows (indices into s.Rows) in the
+// order jobs take them: by Cost, highest first, ties in order.
+func (s *Suite[T, C, R]) costliestFirst(rows []int) []int {
+	order := make([]int, len(rows))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.Rows[rows[b]].Cost, s.Rows[rows[a]].Cost) })
+	return order
+}
+
 // jobRun is the shared state of a parallel run.
 type jobRun[T Target, C any, R Result] struct {
 	suite    *Suite[T, C, R]
 	rows     []int // the suite's rows run, by index; the fields below count in positions of it
 	verdicts []*Verdict[C, R]
 	errs     []error
-	next     atomic.Int64
+	next     atomic.Int64 // the next place in order to take
+	order    []int        // positions, in the order jobs take them (costliestFirst)
 
 	mu      sync.Mutex
 	cancels map[int]context.CancelFunc // rows running
 	stopAt  int                        // the earliest row that stopped the run
 }
 
-// job takes rows in order until none is left or the run stopped before
-// them. A job whose plugin will not spawn leaves the work to the others.
+// job takes rows, costliest first, until none is left; a row after one
+// that stopped the run is passed over. A job whose plugin will not spawn
+// leaves the work to the others.
 func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 	p := r.suite.Plugin
 	if k > 0 {
@@ -291,10 +312,11 @@ func (r *jobRun[T, C, R]) job(ctx context.Context, k int) {
 	}
 	j := job[T, C, R]{suite: r.suite, p: p}
 	defer j.end(ctx)
-	for i := int(r.next.Add(1) - 1); i < len(r.rows); i = int(r.next.Add(1) - 1) {
+	for k := int(r.next.Add(1) - 1); k < len(r.rows); k = int(r.next.Add(1) - 1) {
+		i := r.order[k]
 		cctx, ok := r.start(ctx, i)
 		if !ok {
-			return
+			continue
 		}
 		v, err := j.run(cctx, r.rows[i])
 		if err == nil {

@@ -3,6 +3,7 @@ package shm
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/kvharness/kvharness/harness/pool"
 )
@@ -18,6 +19,13 @@ func appendRuns(out []pool.Window, got, want []byte, off int) []pool.Window {
 		if n := len(out); n > 0 && out[n-1].End() == off+i {
 			out[n-1].Len += j - i
 		} else {
+			if len(out) == cap(out) {
+				// Doubled, not the quarter append adds to a large slice: a
+				// scan of an engine cache's case finds hundreds of
+				// thousands of runs (vLLM's paged V: two bytes a head
+				// element), and each growth copies them all.
+				out = slices.Grow(out, max(len(out), 64))
+			}
 			out = append(out, pool.Window{Off: off + i, Len: j - i})
 		}
 		i = j

@@ -85,6 +85,26 @@ func TestCheckJobs(t *testing.T) {
 		"--jobs", "3", "--results", resultsDir(t))
 }
 
+// TestCheckJobsCostliestFirst: an engine cache's rows, each at a shape
+// of its own and so of its own cost, started costliest first on four
+// plugin processes, print the report and exit status of a serial run.
+func TestCheckJobsCostliestFirst(t *testing.T) {
+	quick(t)
+	check := func(jobs string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), &stdout, &stderr, []string{"check", "--plugin", "fusedstore", "--layout", "vllm-paged-fp8",
+			"--cases", "20", "--backend", "cpu", "--jobs", jobs, "--results", t.TempDir()})
+		return code, stdout.String()
+	}
+	code, serial := check("1")
+	if code != exitPass || !strings.Contains(serial, "vllm-paged-fp8") {
+		t.Fatalf("serial run: exit %d, report:\n%s", code, serial)
+	}
+	if code, jobs := check("4"); code != exitPass || jobs != serial {
+		t.Errorf("on four jobs: exit %d, report:\n%s\nwant the serial run's:\n%s", code, jobs, serial)
+	}
+}
+
 func TestCheckCatchesIncident(t *testing.T) {
 	dir := resultsDir(t)
 	out := goldenRun(t, "check-bf16scatter", exitViolation, "check", "--plugin", "bf16scatter", "--cases", "60",

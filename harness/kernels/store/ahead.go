@@ -92,6 +92,11 @@ const (
 	devShare    = 16 << 20  // and on a device, which scans a hundred times faster
 	maxBatch    = 4         // cases per round trip, at most
 	setBudget   = 256       // MiB of host pools a target may keep for checking ahead
+	// pairBudget is the MiB two sets may take where fewer than two fit
+	// setBudget: an engine cache of 16 heads of 256 at page size 256 is
+	// 204 MiB a set, and without sets to check ahead on every case of it
+	// would be checked exactly, a scan of its whole set each.
+	pairBudget = 512
 )
 
 // deviceBudget is how many bytes of device pools a target may keep for
@@ -110,8 +115,8 @@ const AutoSets = -1
 // setsFor is how many pool sets a target of slots slots of l keeps for
 // checking ahead on backend b: as many as fit a budget of memory (the
 // host's is small: pools there are scanned by the CPU), at most maxSets,
-// and none when fewer than two fit (checking ahead alternates two
-// halves).
+// two where two fit pairBudget though fewer fit the budget, and none
+// when fewer than two fit (checking ahead alternates two halves).
 func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 	budget := setBudget << 20
 	if c, ok := b.(arena.CUDA); ok {
@@ -126,6 +131,9 @@ func setsFor(l *layout.Layout, slots int, b arena.Backend) int {
 		most = min(most, int(pool.MaxArenaBytes/(numPools*int64(l.PoolBytes(slots))+1))-1)
 	}
 	n := min(most, budget/max(set, 1)) &^ 1
+	if n < 2 && most >= 2 && 2*set <= pairBudget<<20 {
+		n = 2
+	}
 	if n < 2 {
 		return 0
 	}
@@ -322,8 +330,15 @@ func (t *Target) stageFlight(w *window, oracles <-chan *Oracle, lo, hi, set int)
 	}
 	f.first = append(f.first, len(f.runs))
 	start = t.clock("wait-prepare", start)
-	for _, r := range f.runs {
-		f.ws = append(f.ws, t.footprints(r))
+	// A case's runs are scanned over its windows, computed once: the
+	// repeat's are the case's, and the unpadded run's own are among them
+	// (the padded rows' slots, which it must leave alone as well, are the
+	// rest).
+	for k, o := range f.oracles {
+		rel := t.scanWindows(o.Case)
+		for _, r := range f.runs[f.first[k]:f.first[k+1]] {
+			f.ws = append(f.ws, shifted(rel, t.regionOf(r).Pool.Off))
+		}
 	}
 	// No t.batch here or in judge: on a GPU a batch holds the arena's
 	// device thread through the host work between its copies (staging

@@ -29,6 +29,7 @@ type classifier struct {
 	out       []oracle.Violation
 	run       *oracle.Violation
 	starts    []int // starts[i] is where delta window i's bytes begin in delta.Bytes
+	seekAt    int   // the window seek found last
 }
 
 // got returns the bytes of window w (pool offsets) after the run.
@@ -38,7 +39,7 @@ func (v *classifier) got(w pool.Window) []byte { return v.gotInto(make([]byte, w
 func (v *classifier) gotInto(out []byte, w pool.Window) []byte {
 	pool.FillBackground(out, v.sc.Seed, w.Off+v.sc.Region.GuardBefore.Len)
 	ws := v.delta.Windows
-	i := sort.Search(len(ws), func(i int) bool { return ws[i].End() > w.Off })
+	i := v.seek(w.Off)
 	if i == len(ws) || ws[i].Off >= w.End() {
 		return out
 	}
@@ -58,6 +59,25 @@ func (v *classifier) gotInto(out []byte, w pool.Window) []byte {
 		start += ws[i].Len
 	}
 	return out
+}
+
+// seek is the index of the first delta window that ends past off, as a
+// binary search over them all finds it, but searched from the last one
+// found when off lies beyond it: a row's spans come in order, a few
+// windows apart, and an engine layout's row is a thousand spans.
+func (v *classifier) seek(off int) int {
+	ws := v.delta.Windows
+	lo := v.seekAt
+	if lo > len(ws) || lo > 0 && ws[lo-1].End() > off {
+		lo = 0
+	}
+	hi := lo + 1
+	for step := 1; hi < len(ws) && ws[hi].End() <= off; step *= 2 {
+		lo, hi = hi, min(hi+step, len(ws))
+	}
+	hi = min(hi, len(ws))
+	v.seekAt = lo + sort.Search(hi-lo, func(i int) bool { return ws[lo+i].End() > off })
+	return v.seekAt
 }
 
 // collectValid judges every valid row's footprint (value.go) and returns

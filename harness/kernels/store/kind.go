@@ -108,6 +108,7 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets, Addressing: addressingFor(pad)}
 		key := fmt.Sprintf("%s/%s", l.Name, kind.ShapeOf(l)) // a row's target: its layout at its shape
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
+			Cost: rowCost(l),
 			Open: func(ctx context.Context, pl *plugin.Plugin) (*Target, error) { return Open(ctx, pl, s.Dir, cfg) },
 			System: func(t *Target) property.System[*Case, *Result] {
 				sys := NewSystem(t, pad, p.MaxCapacity)
@@ -117,6 +118,12 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 	}
 	return suite
 }
+
+// rowCost is roughly what a case of layout l costs, for the order rows
+// run in as jobs (property.Row.Cost): a window a piece of a slot's
+// footprint (vLLM's paged caches spread a token over hundreds) and the
+// elements of its input row, each drawn, encoded and stored.
+func rowCost(l *layout.Layout) float64 { return float64(l.NumPieces()) + float64(l.RowElems())/32 }
 
 // cells are a check run's rows: each layout under each padding, at the
 // shape drawn for the padding's turn (its place in Paddings), so a row's

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena"
 	"github.com/kvharness/kvharness/harness/layout"
@@ -13,22 +14,85 @@ import (
 
 // footprints are the arena windows a run's rows name: every plane of the
 // slot of every row it passes the kernel, padded rows included, in the
-// run's pool. They are what a run scans: a correct kernel writes inside
-// them and nowhere else, and the pad-unaware bugs write the padded rows'
-// slots, which are in them too. A write anywhere else is found by the
-// proof that follows (ahead.go), not here.
+// run's pool (scanWindows). They are what a run scans: a correct kernel
+// writes inside them and nowhere else, and the pad-unaware bugs write the
+// padded rows' slots, which are in them too. A write anywhere else is
+// found by the proof that follows (ahead.go), not here.
 func (t *Target) footprints(r run) []pool.Window {
-	base := t.regionOf(r).Pool.Off
-	slots := distinctSlots(r.c.Loc)
+	return shifted(t.scanWindows(r.c), t.regionOf(r).Pool.Off)
+}
+
+// joinGap is the most bytes between two windows of a case's footprints
+// that are scanned with them as one window. An engine cache spreads a
+// token across its page (vLLM's paged V: two bytes a head element, a
+// page row apart), so a case's footprints are hundreds of thousands of
+// windows with short gaps between, and each window costs more along the
+// way (sorted, checked clean, scanned, split by run) than comparing a
+// few hundred bytes does. Scanning the gaps too compares more bytes than
+// the footprints, never fewer: a write there is seen by the scan instead
+// of by the window's proof.
+const joinGap = 256
+
+// scanWindows are the windows a case's runs are scanned over, as offsets
+// from the pool base: the footprints of every slot its rows name, sorted,
+// merged where they touch and joined where at most joinGap bytes lie
+// between.
+func (t *Target) scanWindows(c *Case) []pool.Window {
+	slots := distinctSlots(c.Loc)
 	spans := make([]layout.Span, t.Layout.NumPieces())
-	ws := make([]pool.Window, 0, len(slots)*len(spans))
+	buf := scratch(len(slots) * len(spans))
+	defer scratchWindows.Put(buf)
+	ws := (*buf)[:0]
 	for _, slot := range slots {
 		t.Layout.FillFootprint(spans, slot)
 		for _, sp := range spans {
-			ws = append(ws, pool.Window{Off: base + sp.Off, Len: sp.Len})
+			ws = append(ws, pool.Window{Off: sp.Off, Len: sp.Len})
 		}
 	}
-	return mergeWindows(ws)
+	*buf = ws
+	return slices.Clone(joinWindows(mergeWindows(ws), joinGap))
+}
+
+// scratchWindows holds window slices for scanWindows and the radix sort
+// to reuse: an engine cache's case spans hundreds of thousands of windows
+// before they are joined into a few, and allocating (and clearing) them
+// anew each case cost as much as sorting them.
+var scratchWindows sync.Pool
+
+// scratch is a slice of scratchWindows' with room for n windows; Put it
+// back when done.
+func scratch(n int) *[]pool.Window {
+	buf, _ := scratchWindows.Get().(*[]pool.Window)
+	if buf == nil {
+		buf = new([]pool.Window)
+	}
+	if cap(*buf) < n {
+		*buf = make([]pool.Window, 0, n)
+	}
+	return buf
+}
+
+// shifted is ws moved by base, in a slice of its own.
+func shifted(ws []pool.Window, base int) []pool.Window {
+	out := make([]pool.Window, len(ws))
+	for i, w := range ws {
+		out[i] = pool.Window{Off: w.Off + base, Len: w.Len}
+	}
+	return out
+}
+
+// joinWindows joins the sorted, disjoint windows of ws that at most gap
+// bytes apart, in place.
+func joinWindows(ws []pool.Window, gap int) []pool.Window {
+	out := ws[:0]
+	for _, w := range ws {
+		if n := len(out); n > 0 && w.Off-out[n-1].End() <= gap {
+			out[n-1].Len = w.End() - out[n-1].Off
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // distinctSlots are loc's slots, each once, in order: padded rows
@@ -85,7 +149,9 @@ func radixSortWindows(ws []pool.Window) {
 	}
 	const bits = 11
 	const buckets = 1 << bits
-	src, dst := ws, make([]pool.Window, len(ws))
+	buf := scratch(len(ws))
+	defer scratchWindows.Put(buf)
+	src, dst := ws, (*buf)[:len(ws)]
 	var count [buckets]int
 	for shift := uint(0); (hi-lo)>>shift > 0; shift += bits {
 		clear(count[:])

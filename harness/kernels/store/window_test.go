@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/arena/shm"
@@ -164,6 +165,43 @@ func TestMergeWindowsAgreesWithBytes(t *testing.T) {
 			}
 			if covered != len(want) {
 				t.Fatalf("n=%d far=%d: merged windows cover %d bytes, the windows %d", n, far, covered, len(want))
+			}
+		}
+	}
+}
+
+// TestJoinWindows: joining covers every byte of the windows it was
+// given, leaves no gap of at most the limit between its windows, and
+// adds only the bytes of such gaps.
+func TestJoinWindows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 1))
+	for range 100 {
+		var ws []pool.Window
+		for at := rng.IntN(100); len(ws) < 1+rng.IntN(60); {
+			l := 1 + rng.IntN(40)
+			ws = append(ws, pool.Window{Off: at, Len: l})
+			at += l + 1 + rng.IntN(3*joinGap)
+		}
+		in := append([]pool.Window(nil), ws...)
+		got := joinWindows(ws, joinGap)
+		want := 0
+		for i, w := range in {
+			want += w.Len
+			if i > 0 && w.Off-in[i-1].End() <= joinGap {
+				want += w.Off - in[i-1].End()
+			}
+		}
+		if pool.Total(got) != want {
+			t.Fatalf("joined %v into %v: %d bytes, want %d", in, got, pool.Total(got), want)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].Off-got[i-1].End() <= joinGap {
+				t.Fatalf("joined %v into %v: windows %d and %d are %d bytes apart", in, got, i-1, i, got[i].Off-got[i-1].End())
+			}
+		}
+		for _, w := range in {
+			if !slices.ContainsFunc(got, func(g pool.Window) bool { return g.Off <= w.Off && w.End() <= g.End() }) {
+				t.Fatalf("joined %v into %v: %v not covered", in, got, w)
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func BytesPerToken(name string, heads, d int) (int, bool) {
 // 576 latent and rope elements; the indexer's D) of slot into the pool
 // at arena[base:]. scales are the static scales by tensor name.
 func Store(name string, d Dims, arena []byte, base int, slot int64, row []uint16, scales map[string][]float32, b Bugs) error {
-	w := writer{arena: arena, base: base, d: d, slot: int(slot), row: row, scales: scales, b: b}
+	w := writer{arena: arena, base: base, d: d, slot: int(slot), row: row, scales: [3][]float32{scales["k"], scales["v"], scales[""]}, b: b}
 	switch name {
 	case "vllm-flash", "sglang-mha":
 		w.flash(2, putBF16)
@@ -143,7 +143,7 @@ type writer struct {
 	d      Dims
 	slot   int
 	row    []uint16
-	scales map[string][]float32
+	scales [3][]float32 // by tensor: k, v, then the one of a cache of one tensor (named ""), looked up once a row, not once an element
 	b      Bugs
 }
 
@@ -174,11 +174,10 @@ func (w *writer) static(code func(float32) byte) put {
 
 // scale is tensor kv's static scale for head h: vLLM's k_scale, v_scale.
 func (w *writer) scale(kv, h int) float32 {
-	name := ""
+	s := w.scales[2]
 	if kv >= 0 {
-		name = []string{"k", "v"}[kv]
+		s = w.scales[kv]
 	}
-	s := w.scales[name]
 	switch {
 	case len(s) == 0:
 		return 1
