@@ -116,22 +116,25 @@ func TestControlPassesTwoProcesses(t *testing.T) {
 }
 
 // TestMutantsKilledEverySeed: each mutant of the bug classes is killed in
-// each of ten runs with different seeds (three outside the full suite), by
+// each of ten runs with different seeds (one outside the full suite), by
 // the two processes of the real plugin binary, each run within a small
-// budget; the table says how fast.
+// budget; the table says how fast. Outside the full suite offset-int32,
+// which only the edges row kills, after 800 cases of the rows before it,
+// is left to TestOffsetInt32KilledOnlyFar, which kills it on that row.
 func TestMutantsKilledEverySeed(t *testing.T) {
 	p, _ := plugintest.Start(t, "pdasync")
-	seeds := 3
-	switch {
-	case testtier.Full():
+	seeds := 1
+	if testtier.Full() {
 		seeds = 10
-	case testing.Short():
-		seeds = 1
 	}
 	var rows strings.Builder
 	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variant\tkilled\tproperty\tprofiles\tcases to kill (per seed)")
 	for _, v := range kernel.Plugin.Variants {
+		if v.Name == kernel.OffsetInt32 && !testtier.Full() {
+			fmt.Fprintf(tw, "%s\t-\t\t\tleft to TestOffsetInt32KilledOnlyFar outside the full suite\n", v.Name)
+			continue
+		}
 		killed, props, profiles, cases := 0, map[string]bool{}, map[string]bool{}, []string{}
 		for seed := range int64(seeds) {
 			vs := runSuite(t, p, v.Name, 200, 100*seed+1, true)
