@@ -95,13 +95,18 @@ func requirePassed(t *testing.T, vs []property.Verdict[*Case, *Result], cases in
 }
 
 // TestControlPassesInProcess: the correct engine passes every profile (the
-// SDK and engine linked in, no gRPC: the fast loop).
+// SDK and engine linked in, no gRPC: the fast loop), 60 cases a profile
+// in the full suite, 25 outside it.
 func TestControlPassesInProcess(t *testing.T) {
-	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), "", 60, 1, false)
+	cases := 25
+	if testtier.Full() {
+		cases = 60
+	}
+	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), "", cases, 1, false)
 	if len(vs) != len(Profiles) {
 		t.Fatalf("%d verdicts for %d profiles", len(vs), len(Profiles))
 	}
-	requirePassed(t, vs, 60)
+	requirePassed(t, vs, cases)
 }
 
 // TestControlPassesTwoProcesses: the correct engine passes every profile
