@@ -98,18 +98,19 @@ func TestExampleDeclarations(t *testing.T) {
 // on the CPU through the numpy twins.
 func TestExamplesPass(t *testing.T) {
 	slowPython(t)
+	cases := rowCases(60, 20)
 	for _, e := range examples {
 		for _, variant := range []string{"", "default-recipe"} {
 			dir := runDir(t)
 			p := start(t, dir, e.manifest(), variant)
 			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
-				Cases: 60, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64, Backend: arena.SHM{}}}, store.Paddings)
+				Cases: cases, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64, Backend: arena.SHM{}}}, store.Paddings)
 			vs, err := s.Run(context.Background())
 			if err != nil {
 				t.Fatalf("%s %q: %v", e.dir, variant, err)
 			}
 			for _, v := range vs {
-				if !v.Outcome.Passed() || v.Outcome.Cases != 60 {
+				if !v.Outcome.Passed() || v.Outcome.Cases != cases {
 					t.Errorf("%s %q %s: %d cases, failure %+v", e.dir, variant, v.Label, v.Outcome.Cases, v.Outcome.Failure)
 				}
 			}

@@ -229,7 +229,7 @@ func TestReadKernelSuite(t *testing.T) {
 		pass    bool
 	}{{"", true}, {"next-token", false}} {
 		p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), tc.variant)
-		s := read.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: 60, Seed: 1,
+		s := read.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: rowCases(60, 20), Seed: 1,
 			Setup: kind.Setup{Slots: 1024, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, read.Config{})
 		vs, err := s.Run(context.Background())
 		if err != nil {
@@ -256,7 +256,7 @@ func TestTransferKernelSuite(t *testing.T) {
 		pass    bool
 	}{{"", true}, {"token-item-len", false}} {
 		p := start(t, dir, filepath.Join("pagetransfer", "kvharness-plugin.json"), tc.variant)
-		s, err := transfer.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Cases: 40, Seed: 1,
+		s, err := transfer.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Cases: rowCases(40, 20), Seed: 1,
 			StopAtFirst: !tc.pass, Setup: kind.Setup{Backend: arena.SHM{}}}, transfer.SuiteConfig{})
 		noErr(t, err)
 		vs, err := s.Run(context.Background())

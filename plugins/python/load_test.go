@@ -37,7 +37,7 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 // row.
 func TestPythonLoadControlAndMutants(t *testing.T) {
 	slowPython(t)
-	cases := 60
+	cases := rowCases(60, 20)
 	switch {
 	case testing.Short():
 		cases = 15

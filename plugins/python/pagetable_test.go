@@ -28,7 +28,7 @@ func TestPageTableAppend(t *testing.T) {
 		pass    bool
 	}{{"", true}, {"last-page-overrun", false}} {
 		p := start(t, dir, filepath.Join("pagetableappend", "kvharness-plugin.json"), tc.variant)
-		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: 40, Seed: 1,
+		s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: rowCases(40, 15), Seed: 1,
 			Setup: kind.Setup{Slots: 4096, MaxCapacity: 48, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, []store.Padding{store.PadTable})
 		vs, err := s.Run(context.Background())
 		noErr(t, err)

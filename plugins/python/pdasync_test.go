@@ -41,7 +41,7 @@ func pyasyncSuite(t *testing.T, variant string, cases int) {
 // TestPyasyncPasses: the Python engine passes the pdasync properties.
 func TestPyasyncPasses(t *testing.T) {
 	quick(t)
-	pyasyncSuite(t, "", 15)
+	pyasyncSuite(t, "", rowCases(15, 8))
 }
 
 // TestPyasyncMutantsDie: each of its mutants is killed, as the Go

@@ -294,6 +294,16 @@ func quick(t *testing.T) {
 	testtier.SkipShort(t, "more Python plugin processes")
 }
 
+// rowCases is the cases a suite row over a Python plugin runs: full in the
+// full suite, fast outside it (each case is a round trip to a Python
+// process, and the fast loop runs many such rows).
+func rowCases(full, fast int) int {
+	if testtier.Full() {
+		return full
+	}
+	return fast
+}
+
 // slowPython starts most tests here: skipped under -short (each starts
 // Python plugin processes), run in parallel, and skipped where no usable
 // python is. It returns the python.

@@ -84,7 +84,7 @@ func TestBenchErrorLeavesNoNight(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("the refused run left its folder: %v", err)
 	}
-	panics := []string{"bench", "--plugin", "faulty", "--variant", "panic", "--layout", "bf16", "--tokens", "1", "--mode", "eager",
+	panics := []string{"bench", "--plugin", "faulty", "--variant", "panic", "--layout", "bf16", "--tokens", "1", "--slots", "4096", "--mode", "eager",
 		"--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "1", "--out", out}
 	for _, made := range []bool{false, true} {
 		if made {

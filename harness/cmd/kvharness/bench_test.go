@@ -18,9 +18,10 @@ import (
 
 // tinyNight is a matrix small enough for CI: one plugin, one layout, hot
 // per-launch cells on the CPU with short stopping rules, at the batch
-// sizes tokens, passes times.
+// sizes tokens, passes times, in pools of 4096 slots (the default 1 Mi
+// slots cost a second of staging a cell, and a hot cell touches few).
 func tinyNight(tokens, passes string) []string {
-	return []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", tokens,
+	return []string{"bench", "--plugin", "fusedstore", "--layout", "bf16", "--tokens", tokens, "--slots", "4096",
 		"--mode", "eager", "--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", passes}
 }
 
@@ -129,7 +130,7 @@ func TestBenchShardsMergeToWhole(t *testing.T) {
 	defer func(c string) { buildCommit = c }(buildCommit)
 	buildCommit = "abc1234" // one build for every shard, whatever the worktree does meanwhile
 	dir := t.TempDir()
-	args := []string{"bench", "--plugin", "fusedstore", "--layout", "bf16,fp8-paged", "--tokens", "1,32", "--mode", "eager",
+	args := []string{"bench", "--plugin", "fusedstore", "--layout", "bf16,fp8-paged", "--tokens", "1,32", "--slots", "4096", "--mode", "eager",
 		"--cache", "hot", "--timing", "per-launch", "--quick", "--backend", "cpu", "--passes", "2"}
 	whole := filepath.Join(dir, "whole")
 	if code, _, stderr := runCLI(t, append(args, "--out", whole)...); code != exitPass {

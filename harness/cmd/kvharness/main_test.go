@@ -78,9 +78,10 @@ func TestCheckPasses(t *testing.T) {
 }
 
 // TestCheckJobs: combinations run side by side on three plugin processes
-// print the very report of a serial run.
+// print the very report of a serial run. The fast loop has the same in
+// harness/kernels/store (TestJobsMatchSerial); this runs in the full suite.
 func TestCheckJobs(t *testing.T) {
-	quick(t)
+	long(t)
 	goldenRun(t, "check-fusedstore", exitPass, "check", "--plugin", "fusedstore", "--cases", "60", "--backend", "cpu",
 		"--jobs", "3", "--results", resultsDir(t))
 }

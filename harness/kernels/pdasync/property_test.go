@@ -95,13 +95,18 @@ func requirePassed(t *testing.T, vs []property.Verdict[*Case, *Result], cases in
 }
 
 // TestControlPassesInProcess: the correct engine passes every profile (the
-// SDK and engine linked in, no gRPC: the fast loop).
+// SDK and engine linked in, no gRPC: the fast loop), 60 cases a profile
+// in the full suite, 25 outside it.
 func TestControlPassesInProcess(t *testing.T) {
-	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), "", 60, 1, false)
+	cases := 25
+	if testtier.Full() {
+		cases = 60
+	}
+	vs := runSuite(t, plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), "", cases, 1, false)
 	if len(vs) != len(Profiles) {
 		t.Fatalf("%d verdicts for %d profiles", len(vs), len(Profiles))
 	}
-	requirePassed(t, vs, 60)
+	requirePassed(t, vs, cases)
 }
 
 // TestControlPassesTwoProcesses: the correct engine passes every profile
@@ -116,22 +121,25 @@ func TestControlPassesTwoProcesses(t *testing.T) {
 }
 
 // TestMutantsKilledEverySeed: each mutant of the bug classes is killed in
-// each of ten runs with different seeds (three outside the full suite), by
+// each of ten runs with different seeds (one outside the full suite), by
 // the two processes of the real plugin binary, each run within a small
-// budget; the table says how fast.
+// budget; the table says how fast. Outside the full suite offset-int32,
+// which only the edges row kills, after 800 cases of the rows before it,
+// is left to TestOffsetInt32KilledOnlyFar, which kills it on that row.
 func TestMutantsKilledEverySeed(t *testing.T) {
 	p, _ := plugintest.Start(t, "pdasync")
-	seeds := 3
-	switch {
-	case testtier.Full():
+	seeds := 1
+	if testtier.Full() {
 		seeds = 10
-	case testing.Short():
-		seeds = 1
 	}
 	var rows strings.Builder
 	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variant\tkilled\tproperty\tprofiles\tcases to kill (per seed)")
 	for _, v := range kernel.Plugin.Variants {
+		if v.Name == kernel.OffsetInt32 && !testtier.Full() {
+			fmt.Fprintf(tw, "%s\t-\t\t\tleft to TestOffsetInt32KilledOnlyFar outside the full suite\n", v.Name)
+			continue
+		}
 		killed, props, profiles, cases := 0, map[string]bool{}, map[string]bool{}, []string{}
 		for seed := range int64(seeds) {
 			vs := runSuite(t, p, v.Name, 200, 100*seed+1, true)

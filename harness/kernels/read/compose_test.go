@@ -12,6 +12,7 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // composed runs a writer and a reader, each in a plugin process of its
@@ -51,8 +52,11 @@ func text(c *Composed) string {
 // neighbouring codes at a boundary) or the reader's float32 products.
 func TestMatchingPairsPass(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	cases := 25
-	if testing.Short() {
+	cases := 10
+	switch {
+	case testtier.Full():
+		cases = 25
+	case testing.Short():
 		cases = 8
 	}
 	dims, pages := []int{64, 96, 128, 136, 192, 256}, []int{1, 16, 64}

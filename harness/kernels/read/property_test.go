@@ -14,6 +14,7 @@ import (
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // testSuite is a read suite's settings, as the tests vary them.
@@ -44,9 +45,12 @@ var readPlugins = []struct {
 }
 
 func TestReadCorrectPluginsPass(t *testing.T) {
-	cases := 200
-	if testing.Short() {
-		cases = 50
+	cases := 60
+	switch {
+	case testtier.Full():
+		cases = 200
+	case testing.Short():
+		cases = 30
 	}
 	for _, tc := range readPlugins {
 		vs, err := readSuite(t, tc.plugin, "", cases, tc.layouts...).Run(context.Background())

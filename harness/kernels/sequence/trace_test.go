@@ -16,6 +16,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/harness/report"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // recordLoop runs the Python scheduler loop (plugins/python/tests/
@@ -52,8 +53,14 @@ func traceSuite(t *testing.T, p *plugin.Plugin, tr *Case, cases int) []property.
 // TestTraceFromSchedulerLoop: a trace recorded from the Python loop
 // replays against fusedstore (it passes, and so do the sequences drawn
 // from it) and fails bf16scatter as recorded (the row's first case is the
-// trace itself), shrunk to the four steps the incident needs.
+// trace itself), shrunk to the four steps the incident needs. fusedstore
+// replays 100 sequences of the trace's row in the full suite, 6 outside
+// (the trace and five drawn from it, each of about 200 steps).
 func TestTraceFromSchedulerLoop(t *testing.T) {
+	controls := 6
+	if testtier.Full() {
+		controls = 100
+	}
 	tr, err := ReadTrace(recordLoop(t, "200", "1"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +72,7 @@ func TestTraceFromSchedulerLoop(t *testing.T) {
 	if first := gen.Draw(rand.New(rand.NewSource(1))); first.String() != tr.String() {
 		t.Fatalf("the first draw is not the trace: %v", first)
 	}
-	if f := traceSuite(t, bundled(t, "fusedstore"), tr, 100)[0].Outcome.Failure; f != nil {
+	if f := traceSuite(t, bundled(t, "fusedstore"), tr, controls)[0].Outcome.Failure; f != nil {
 		t.Fatalf("fusedstore fails the trace row: %v %v", f.Case, f.Minimal.Violations)
 	}
 	out := traceSuite(t, bundled(t, "bf16scatter"), tr, 100)[0].Outcome

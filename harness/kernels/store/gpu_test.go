@@ -32,15 +32,14 @@ import (
 // other; minus1-wraps showed determinism in one run only). There the
 // violations must agree in kind, field and slot, leaving out determinism.
 func TestAheadOnCUDA(t *testing.T) {
-	aheadMatchesExact(t, arena.CUDA{Dev: cudatest.Device(t)}, AutoSets, samePlaces)
+	aheadMatchesExact(t, arena.CUDA{Dev: cudatest.Device(t)}, AutoSets, 120, samePlaces)
 }
 
 // aheadMatchesExact checks, on backend, a correct kernel and mutants that
 // fail under some paddings and pass under others (so that checking ahead
 // runs for them too) twice: exactly, and ahead on sets pool sets. same
 // says when a failing case's violations agree.
-func aheadMatchesExact(t *testing.T, backend arena.Backend, sets int, same func(a, b []oracle.Violation) bool) {
-	const budget = 120
+func aheadMatchesExact(t *testing.T, backend arena.Backend, sets, budget int, same func(a, b []oracle.Violation) bool) {
 	for _, variant := range []string{"", "sink-writes", "minus1-wraps"} {
 		t.Run("variant="+cmp.Or(variant, "correct"), func(t *testing.T) {
 			type failure struct {

@@ -12,12 +12,14 @@ import (
 
 	"github.com/kvharness/kvharness/harness/oracle"
 	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // TestCUDAKernelOnTheCPU compiles recipestore.cu with g++ against a small
 // CUDA shim (testdata/cuda_shim.h) and runs it over a whole grid on the
-// CPU, for every variant on every layout it changes, comparing the arena
-// byte for byte with the Go kernel's. It checks the CUDA kernel's
+// CPU, for every variant on every layout it changes (the full suite; the
+// default recipe on every layout outside it), comparing the arena byte
+// for byte with the Go kernel's. It checks the CUDA kernel's
 // addressing, scale rules and rounding without a GPU; only the hardware's
 // e4m3 conversion is stood in for. Without g++ it skips: the GPU run
 // (harness/sdk's TestGPUMatchesCPU) compares the real thing.
@@ -37,7 +39,7 @@ func TestCUDAKernelOnTheCPU(t *testing.T) {
 	cases := map[string][]string{"": layouts, "torch": layouts, "int32-slots": {"fp8-rows"}, "eps-undeclared": {"fp8-paged"},
 		"ties-away": {"dsv4-main", "fp8-rows"}, "scale-partial-row": {"fp8-rows", "dsv4-main"}, "bf16-quotient": {"fp8-paged"},
 		"ue8m0-round-down": {"dsv4-main"}}
-	if testing.Short() { // the quick loop: the default recipe on every layout
+	if !testtier.Full() { // the quick and fast loops: the default recipe on every layout (a g++ each)
 		cases = map[string][]string{"": layouts}
 	}
 	for variant, names := range cases {
