@@ -162,13 +162,49 @@ func (e *deviceEngine) copy(x *Exec, s *cuda.Stream, dst, src Span) error {
 	}
 	switch {
 	case d.host == nil && sm.host != nil:
-		return s.HtoDAsync(cuda.Ptr(d.dev).Add(dst.At.Off), sm.host[src.At.Off:src.At.Off+src.N])
+		return e.eachPinned(src, func(at, n int) error {
+			return s.HtoDAsync(cuda.Ptr(d.dev).Add(dst.At.Off+at), sm.host[src.At.Off+at:src.At.Off+at+n])
+		})
 	case d.host == nil:
 		return s.DtoDAsync(cuda.Ptr(d.dev).Add(dst.At.Off), cuda.Ptr(sm.dev).Add(src.At.Off), src.N)
 	case sm.host == nil:
-		return s.DtoHAsync(d.host[dst.At.Off:dst.At.Off+dst.N], cuda.Ptr(sm.dev).Add(src.At.Off))
+		return e.eachPinned(dst, func(at, n int) error {
+			return s.DtoHAsync(d.host[dst.At.Off+at:dst.At.Off+at+n], cuda.Ptr(sm.dev).Add(src.At.Off+at))
+		})
 	}
 	return fmt.Errorf("host to host copy from %s to %s", sm.name, d.name)
+}
+
+// eachPinned calls f for the parts of host span sp, as offsets into it,
+// that lie in one registration each: all of it where the region was
+// pinned whole, else one part per host page (hostChunks). The driver
+// refuses an async copy whose host range runs from one registration into
+// another (CUDA_ERROR_INVALID_VALUE), and a region pinned lazily is
+// registered in runs of pages as copies first touch them: a page-table
+// page that is not a multiple of 4 KiB shares a host page with its
+// neighbour, registered with the neighbour's run.
+func (e *deviceEngine) eachPinned(sp Span, f func(at, n int) error) error {
+	if _, ok := e.lazy[sp.At.Mem]; !ok {
+		return f(0, sp.N)
+	}
+	for _, c := range hostChunks(sp.At.Off, sp.N) {
+		if err := f(c[0], c[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostChunks cuts n bytes from host offset off at host page boundaries:
+// [at, length] pairs, at counted from off.
+func hostChunks(off, n int) [][2]int {
+	var out [][2]int
+	for at := 0; at < n; {
+		end := min(n, (off+at)/hostPage*hostPage+hostPage-off)
+		out = append(out, [2]int{at, end - at})
+		at = end
+	}
+	return out
 }
 
 // pin pins the host pages of sp not pinned yet, in a region pinned
