@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -63,7 +65,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	cfg.Draw = workload.Axes{HeadDim: !fs.Changed("head-dim"), PageSize: true, Heads: true}
 	cfg.Far = cfg.Slots == 0
 	run := subjectRun{want: want, tr: trust{noMTLS: *noMTLS}, anyDim: !fs.Changed("head-dim"),
-		skipUnserved: !fs.Changed("plugin")}
+		skipUnserved: !fs.Changed("plugin"), eager: &graphSkips{}}
 	if *showTimings {
 		run.times = &subjectTimes{}
 	}
@@ -88,6 +90,7 @@ func runMutants(ctx context.Context, e *env, args []string) int {
 	for _, s := range skipped {
 		fmt.Fprintf(e.stdout, "(%s not run: --backend cuda: the plugin has no CUDA kernel (it serves %v))\n", s.name, s.served)
 	}
+	run.eager.write(e.stdout)
 	if err := writeJUnit(*junitFile, "kvharness mutants", mutantsSuite(results, start)); err != nil {
 		return e.errorf("%v", err)
 	}
@@ -135,6 +138,34 @@ type subjectRun struct {
 	anyDim       bool // no --head-dim given: a plugin may run at its layouts' fixed head dim
 	skipUnserved bool
 	times        *subjectTimes // --timings; nil: none kept
+	eager        *graphSkips   // subjects --graph passed over: kinds that run eagerly
+}
+
+// graphSkips counts, by plugin and kernel, the subjects a --graph run
+// passed over (reads, transfers and loads replay no store graph), so the
+// run says what it did not check rather than leaving them out unsaid.
+type graphSkips struct {
+	order []string
+	n     map[string]int
+}
+
+func (g *graphSkips) add(plugin string, k protocol.Kernel) {
+	key := plugin + " " + string(k)
+	if g.n == nil {
+		g.n = map[string]int{}
+	}
+	if g.n[key] == 0 {
+		g.order = append(g.order, key)
+	}
+	g.n[key]++
+}
+
+// write prints a line per plugin and kernel passed over.
+func (g *graphSkips) write(w io.Writer) {
+	for _, key := range g.order {
+		plugin, k, _ := strings.Cut(key, " ")
+		fmt.Fprintf(w, "(%s's %d %s subjects not run: --graph replays stores only; run mutants --plugin %s without --graph for them)\n", plugin, g.n[key], k, plugin)
+	}
 }
 
 // unserved is a plugin passed over for the backend, and what it serves.
@@ -234,6 +265,8 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 		if ok {
 			out = append(out, res)
 			g.line("%s", subjectLine(res))
+		} else if r.eager != nil {
+			r.eager.add(name, s.Kernel)
 		}
 	}
 	return out, nil, nil
