@@ -32,6 +32,20 @@ func Extend(ws []Window, off, n int) []Window {
 	return append(ws, Window{Off: off, Len: n})
 }
 
+// AppendJoined appends to out the sorted, disjoint windows ws with those
+// at most gap bytes apart joined into one: a scan of a span costs less
+// than of its many small windows. out may be ws[:0] (joined in place).
+func AppendJoined(out, ws []Window, gap int) []Window {
+	for _, w := range ws {
+		if k := len(out); k > 0 && w.Off-out[k-1].End() <= gap {
+			out[k-1].Len = w.End() - out[k-1].Off
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // Intersect is the parts of w inside the windows ws, in ws's order: what
 // of a window a sparse arena has memory behind.
 func Intersect(ws []Window, w Window) []Window {

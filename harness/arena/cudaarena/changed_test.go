@@ -198,7 +198,7 @@ func TestSpansCutToWindows(t *testing.T) {
 		}
 		var spanRanges []pool.Window
 		var spanBytes []byte
-		spans := coalesce(ws, spanGap)
+		spans := pool.AppendJoined(nil, ws, spanGap)
 		for _, s := range spans {
 			r, b := runs(s)
 			spanRanges, spanBytes = append(spanRanges, r...), append(spanBytes, b...)

@@ -40,7 +40,7 @@ func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 			return nil, nil, err
 		}
 	}
-	spans := coalesce(ws, spanGap)
+	spans := pool.AppendJoined(make([]pool.Window, 0, len(ws)), ws, spanGap)
 	ranges, got, err := m.changedInSpans(m.clipAll(spans)) // a sparse arena scans what has memory
 	if err != nil || len(spans) == len(ws) {
 		return ranges, got, err
@@ -181,20 +181,6 @@ func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 		}
 	}
 	return s.readCount(m.stream)
-}
-
-// coalesce joins sorted windows that lie at most gap bytes apart into
-// spans; windows that none joins come back as they were.
-func coalesce(ws []pool.Window, gap int) []pool.Window {
-	out := make([]pool.Window, 0, len(ws))
-	for _, w := range ws {
-		if k := len(out); k > 0 && w.Off-out[k-1].End() <= gap {
-			out[k-1].Len = w.End() - out[k-1].Off
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
 }
 
 // cut is the parts of ranges, sorted and maximal, with got their bytes

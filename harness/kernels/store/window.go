@@ -50,7 +50,7 @@ func (t *Target) scanWindows(c *Case) []pool.Window {
 		}
 	}
 	*buf = ws
-	return slices.Clone(joinWindows(mergeWindows(ws), joinGap))
+	return slices.Clone(joinWindows(mergeWindows(ws)))
 }
 
 // scratchWindows holds window slices for scanWindows and the radix sort
@@ -81,19 +81,8 @@ func shifted(ws []pool.Window, base int) []pool.Window {
 	return out
 }
 
-// joinWindows joins the sorted, disjoint windows of ws that at most gap
-// bytes apart, in place.
-func joinWindows(ws []pool.Window, gap int) []pool.Window {
-	out := ws[:0]
-	for _, w := range ws {
-		if n := len(out); n > 0 && w.Off-out[n-1].End() <= gap {
-			out[n-1].Len = w.End() - out[n-1].Off
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
-}
+// joinWindows joins ws's windows at most joinGap bytes apart, in place.
+func joinWindows(ws []pool.Window) []pool.Window { return pool.AppendJoined(ws[:0], ws, joinGap) }
 
 // distinctSlots are loc's slots, each once, in order: padded rows
 // pointing at one sink slot name it hundreds of times, and an engine

@@ -183,7 +183,7 @@ func TestJoinWindows(t *testing.T) {
 			at += l + 1 + rng.IntN(3*joinGap)
 		}
 		in := append([]pool.Window(nil), ws...)
-		got := joinWindows(ws, joinGap)
+		got := joinWindows(ws)
 		want := 0
 		for i, w := range in {
 			want += w.Len
