@@ -235,14 +235,7 @@ func TestReadKernelSuite(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.variant, err)
 		}
-		for _, v := range vs {
-			if v.Outcome.Passed() != tc.pass || len(v.Outcome.Faults) > 0 {
-				t.Errorf("%q %s: passed %v after %d cases (failure %+v, faults %v); want passed %v", tc.variant, v.Layout.Name,
-					v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Failure, v.Outcome.Faults, tc.pass)
-			} else if !tc.pass {
-				t.Logf("%s caught on %s at case %d: %s", tc.variant, v.Layout.Name, v.Outcome.Cases, v.Outcome.Failure.Property)
-			}
-		}
+		wantVerdicts(t, tc.variant, tc.pass, vs)
 	}
 }
 
@@ -266,14 +259,7 @@ func TestTransferKernelSuite(t *testing.T) {
 		if tc.pass && len(vs) != len(transfer.Profiles) {
 			t.Fatalf("%d verdicts, want %d", len(vs), len(transfer.Profiles))
 		}
-		for _, v := range vs {
-			if v.Outcome.Passed() != tc.pass || len(v.Outcome.Faults) > 0 {
-				t.Errorf("%q %s: passed %v after %d cases (failure %+v, faults %v); want passed %v", tc.variant, v.Label,
-					v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Failure, v.Outcome.Faults, tc.pass)
-			} else if !tc.pass {
-				t.Logf("%s caught in %s at case %d: %s", tc.variant, v.Label, v.Outcome.Cases, v.Outcome.Failure.Property)
-			}
-		}
+		wantVerdicts(t, tc.variant, tc.pass, vs)
 	}
 }
 

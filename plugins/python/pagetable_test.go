@@ -32,13 +32,6 @@ func TestPageTableAppend(t *testing.T) {
 			Setup: kind.Setup{Slots: 4096, MaxCapacity: 48, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, []store.Padding{store.PadTable})
 		vs, err := s.Run(context.Background())
 		noErr(t, err)
-		for _, v := range vs {
-			if v.Outcome.Passed() != tc.pass || len(v.Outcome.Faults) > 0 {
-				t.Errorf("%q %s: passed %v after %d cases (failure %+v, faults %v); want passed %v", tc.variant, v.Layout.Name,
-					v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Failure, v.Outcome.Faults, tc.pass)
-			} else if !tc.pass {
-				t.Logf("%s caught on %s at case %d: %s", tc.variant, v.Layout.Name, v.Outcome.Cases, v.Outcome.Failure.Property)
-			}
-		}
+		wantVerdicts(t, tc.variant, tc.pass, vs)
 	}
 }

@@ -778,3 +778,22 @@ func at(b []byte, i int) byte {
 	}
 	return 0
 }
+
+// wantVerdicts checks a suite's verdicts against a variant that must pass
+// (pass) or be caught: each row passes, or fails with no plugin fault;
+// a row caught is logged with where and when.
+func wantVerdicts[C any, R property.Result](t *testing.T, variant string, pass bool, vs []property.Verdict[C, R]) {
+	t.Helper()
+	for _, v := range vs {
+		where := v.Label
+		if v.Layout != nil {
+			where = v.Layout.Name + "/" + v.Label
+		}
+		if v.Outcome.Passed() != pass || len(v.Outcome.Faults) > 0 {
+			t.Errorf("%q %s: passed %v after %d cases (failure %+v, faults %v); want passed %v", variant, where,
+				v.Outcome.Passed(), v.Outcome.Cases, v.Outcome.Failure, v.Outcome.Faults, pass)
+		} else if !pass {
+			t.Logf("%s caught on %s at case %d: %s", variant, where, v.Outcome.Cases, v.Outcome.Failure.Property)
+		}
+	}
+}
