@@ -29,6 +29,10 @@ import (
 const (
 	DefaultCallTimeout  = 10 * time.Second
 	DefaultStartTimeout = 20 * time.Second
+	// AttachTimeoutFactor stretches Attach's deadline: a plugin compiles
+	// its kernels there (NVRTC, Triton), which on a machine busy with
+	// other jobs' compiles takes many times a store's worst case.
+	AttachTimeoutFactor = 6
 )
 
 // Options configure a plugin process.
@@ -418,15 +422,20 @@ func (p *Plugin) ExitedFindings() []Finding {
 //
 //	plugin.Call(ctx, p, "Read", kvpb.NewReadClient(p.Conn()).Read, req)
 func Call[Req, Resp any](ctx context.Context, p *Plugin, name string, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
+	return callWithin(ctx, p, name, p.opts.CallTimeout, rpc, req, opts...)
+}
+
+// callWithin is Call under deadline d.
+func callWithin[Req, Resp any](ctx context.Context, p *Plugin, name string, d time.Duration, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req, opts ...grpc.CallOption) (Resp, error) {
 	if err := p.diedIdle(name); err != nil {
 		var zero Resp
 		return zero, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	resp, err := rpc(ctx, req, opts...)
 	if err != nil {
-		return resp, p.classify(ctx, name, err)
+		return resp, p.classify(ctx, name, d, err)
 	}
 	return resp, nil
 }
@@ -453,7 +462,7 @@ func (p *Plugin) diedIdle(name string) error {
 
 // classify turns an RPC error into a Fault. The order matters: a process
 // that died is a crash whatever gRPC said about the broken connection.
-func (p *Plugin) classify(ctx context.Context, name string, err error) error {
+func (p *Plugin) classify(ctx context.Context, name string, d time.Duration, err error) error {
 	st, _ := status.FromError(err)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err() // the run was stopped: not the plugin's fault, and no time to wait for its exit
@@ -467,7 +476,10 @@ func (p *Plugin) classify(ctx context.Context, name string, err error) error {
 	case exit != "":
 		f.Kind, f.Detail, f.Panic = Crash, exit, p.lastWords()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && st.Code() == codes.DeadlineExceeded:
-		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", p.opts.CallTimeout)
+		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", d)
+		if name == "Attach" {
+			f.Detail = fmt.Sprintf("no answer within %v (%d× --timeout: Attach compiles kernels); killed it (raise --timeout if the plugin's setup is just slow)", d, AttachTimeoutFactor)
+		}
 		p.Close()
 	case errors.Is(ctx.Err(), context.Canceled):
 		return ctx.Err()
@@ -517,7 +529,7 @@ func (p *Plugin) MapsSparseArenas() bool { return p.sparseArenas }
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
 	p.Grant(req)
-	resp, err := Call(ctx, p, "Attach", p.base.Attach, req)
+	resp, err := callWithin(ctx, p, "Attach", AttachTimeoutFactor*p.opts.CallTimeout, p.base.Attach, req)
 	if err == nil {
 		p.owner = owner
 	}

@@ -63,7 +63,7 @@ func (d *Doorbell) answer(ctx context.Context, call string, seq uint32) (time.Du
 		select {
 		case <-p.runner.exited:
 			d.broken = true
-			return 0, p.classify(ctx, call, status.Error(codes.Unavailable, "the plugin process exited during the call"))
+			return 0, p.classify(ctx, call, p.opts.CallTimeout, status.Error(codes.Unavailable, "the plugin process exited during the call"))
 		default:
 		}
 		if err := ctx.Err(); err != nil {
@@ -75,12 +75,12 @@ func (d *Doorbell) answer(ctx context.Context, call string, seq uint32) (time.Du
 			expired, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			<-expired.Done()
-			return 0, p.classify(expired, call, status.Error(codes.DeadlineExceeded, "no answer on the doorbell"))
+			return 0, p.classify(expired, call, p.opts.CallTimeout, status.Error(codes.DeadlineExceeded, "no answer on the doorbell"))
 		}
 	}
 	code, msg, handler := d.box.Answer()
 	if c := codes.Code(code); c != codes.OK {
-		return handler, p.classify(ctx, call, status.Error(c, msg))
+		return handler, p.classify(ctx, call, p.opts.CallTimeout, status.Error(c, msg))
 	}
 	return handler, nil
 }

@@ -177,3 +177,42 @@ func TestCancelledStart(t *testing.T) {
 		t.Errorf("processes %v outlived the cancelled start", left)
 	}
 }
+
+// TestAttachGetsLonger: Attach compiles a plugin's kernels, so it gets
+// AttachTimeoutFactor times the call deadline. A plugin that answers
+// Attach after longer than a call deadline is no hang and stores on;
+// one that never answers is a hang at Attach, found in bounded time.
+func TestAttachGetsLonger(t *testing.T) {
+	dir := plugintest.Dir(t)
+	path := plugintest.Resolve(t, "faulty")
+	ctx := context.Background()
+	const callTimeout = 300 * time.Millisecond // slow-attach answers after 1 s: past this, within 6× it
+	open := func(variant string) (*store.Target, error) {
+		p, err := plugin.Start(ctx, "faulty", path, plugin.Options{Dir: dir, Variant: variant, CallTimeout: callTimeout})
+		if err != nil {
+			t.Fatalf("%s: start: %v", variant, err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return store.Open(ctx, p, dir, store.Config{Backend: arena.SHM{}, Variant: variant, Layout: kindtest.Layout(t, "bf16", 128, 64), Slots: 128, MaxCapacity: 8, Seed: 1})
+	}
+	tg, err := open("slow-attach")
+	if err != nil {
+		t.Fatalf("slow-attach: %v, want the late Attach accepted", err)
+	}
+	defer tg.Close(ctx)
+	c := &store.Case{Padding: store.PadCount, Valid: 1, Loc: []int64{3, 9},
+		Rows: []workload.Row{{Kind: workload.RowNormal, Seed: 1}, {Kind: workload.RowGarbage, Seed: 2}}}
+	if res, err := tg.Check(ctx, c); err != nil || len(res.Violations) > 0 {
+		t.Errorf("slow-attach stores correctly after its late Attach; got %v, violations %v", err, res.Violations)
+	}
+
+	t0 := time.Now()
+	_, err = open("hang-attach")
+	f, ok := plugin.AsFault(err)
+	if !ok || f.Kind != plugin.Hang || f.Call != "Attach" || !strings.Contains(f.Detail, "no answer within 1.8s") {
+		t.Fatalf("hang-attach: got %v, want a hang during Attach after 1.8s (6× the call deadline)", err)
+	}
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("hang-attach: found after %v, want about 1.8s", took)
+	}
+}

@@ -43,6 +43,8 @@ var variants = []sdk.Variant{
 	{Name: "wrong-version", Doc: "speaks protocol version 99"},
 	{Name: "garbage-response", Doc: "answers Attach with the wrong number of geometries"},
 	{Name: "slow-start", Doc: "sleeps 60 s before the handshake"},
+	{Name: "slow-attach", Doc: "answers Attach after 1 s, as a plugin compiling its kernels on a busy machine does, then stores correctly"},
+	{Name: "hang-attach", Doc: "never answers Attach"},
 	{Name: "leak-child", Doc: "starts a child process that outlives it, then panics"},
 	{Name: "device-fault", Doc: "answers StoreBatch as the SDK does when a CUDA kernel faults (DATA_LOSS)"},
 	{Name: "scribble-staging", Doc: "stores correctly but also overwrites its input rows"},
@@ -105,6 +107,21 @@ func segfault() {
 
 func geometry(variant string, d, p int) []sdk.Geometry {
 	return []sdk.Geometry{{Layout: "bf16", BytesPerToken: 2 * d, BytesPerPage: 2 * d * p}}
+}
+
+// slowAttach answers Attach late, and hangAttach never: Attach gets
+// longer than other calls (it compiles kernels), but not for ever.
+type slowAttach struct {
+	kvpb.PluginServer
+	delay time.Duration
+}
+
+func (s slowAttach) Attach(ctx context.Context, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
+	if s.delay < 0 {
+		select {}
+	}
+	time.Sleep(s.delay)
+	return s.PluginServer.Attach(ctx, req)
 }
 
 // garbage answers Attach with no geometry for the pools it was given: an
@@ -171,6 +188,13 @@ func Main() {
 	case "garbage-response":
 		serve(protocol.Handshake, replacing(sdk.Services(p), kvpb.Plugin_ServiceDesc.ServiceName,
 			func(impl any) any { return garbage{impl.(kvpb.PluginServer)} }))
+	case "slow-attach", "hang-attach":
+		delay := time.Second
+		if os.Getenv("KVHARNESS_VARIANT") == "hang-attach" {
+			delay = -1
+		}
+		serve(protocol.Handshake, replacing(sdk.Services(p), kvpb.Plugin_ServiceDesc.ServiceName,
+			func(impl any) any { return slowAttach{impl.(kvpb.PluginServer), delay} }))
 	case "device-fault":
 		serve(protocol.Handshake, replacing(sdk.Services(p), kvpb.Store_ServiceDesc.ServiceName,
 			func(impl any) any { return deviceFault{impl.(kvpb.StoreServer)} }))
