@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Defaults match the incident's index-K cache.
@@ -118,7 +119,8 @@ func Builtin(name string, headDim, pageSize int) (*Layout, error) {
 	}
 	b, ok := builtins[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown layout %q (known: %v; or give a layout file)", ErrInvalid, name, Names())
+		return nil, fmt.Errorf("%w: unknown layout %q (known: %s; engine caches: %s; or give a layout file)", ErrInvalid, name,
+			strings.Join(Names(), " "), strings.Join(ModelNames(), " "))
 	}
 	if headDim == 0 {
 		headDim = DefaultHeadDim
