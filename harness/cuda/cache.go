@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // CacheDirEnv overrides where compiled cubins are kept on disk; by default
@@ -47,6 +49,12 @@ type cubinCache struct {
 	mu       sync.Mutex
 	mem      map[[32]byte][]byte
 	compiles atomic.Int64 // NVRTC runs; tests use it to see cache hits
+	// flight makes concurrent gets of one key read or compile it once:
+	// an attach names the same kernel for every pool of a layout (a store
+	// target's case, repeat and unpadded pools, for each set it checks
+	// ahead on), and a plugin compiling its pools at once would otherwise
+	// run NVRTC on the same program once per pool, side by side.
+	flight singleflight.Group
 }
 
 func newCubinCache(dir string) *cubinCache {
@@ -85,23 +93,41 @@ func processCache() *cubinCache {
 // fromDisk is true when the bytes were read from disk, so a caller whose
 // module load fails can evict and recompile.
 func (c *cubinCache) get(key [32]byte, compile func() ([]byte, error)) (cubin []byte, fromDisk bool, err error) {
-	c.mu.Lock()
-	cubin = c.mem[key]
-	c.mu.Unlock()
-	if cubin != nil {
+	if cubin = c.inMemory(key); cubin != nil {
 		return cubin, false, nil
 	}
-	if cubin = c.read(key); cubin != nil {
-		c.remember(key, cubin)
-		return cubin, true, nil
+	type found struct {
+		cubin    []byte
+		fromDisk bool
 	}
-	c.compiles.Add(1)
-	if cubin, err = compile(); err != nil {
+	v, err, _ := c.flight.Do(string(key[:]), func() (any, error) {
+		if cubin := c.inMemory(key); cubin != nil { // kept by a get that ended as this one began
+			return found{cubin, false}, nil
+		}
+		if cubin := c.read(key); cubin != nil {
+			c.remember(key, cubin)
+			return found{cubin, true}, nil
+		}
+		c.compiles.Add(1)
+		cubin, err := compile()
+		if err != nil {
+			return nil, err
+		}
+		c.remember(key, cubin)
+		c.write(key, cubin)
+		return found{cubin, false}, nil
+	})
+	if err != nil {
 		return nil, false, err
 	}
-	c.remember(key, cubin)
-	c.write(key, cubin)
-	return cubin, false, nil
+	f := v.(found)
+	return f.cubin, f.fromDisk, nil
+}
+
+func (c *cubinCache) inMemory(key [32]byte) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mem[key]
 }
 
 func (c *cubinCache) remember(key [32]byte, cubin []byte) {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestCacheKeyStable(t *testing.T) {
@@ -150,4 +152,32 @@ func names(es []os.DirEntry) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// Concurrent gets of one key, as an attach's pools of one layout make
+// them, compile it once and all get its cubin.
+func TestCubinCacheOneCompilePerKey(t *testing.T) {
+	c := newCubinCache(t.TempDir())
+	key := cacheKey("kernel", []string{"-DRULE=1"}, "sm_90")
+	want := []byte("cubin bytes")
+	compile := func() ([]byte, error) {
+		time.Sleep(200 * time.Millisecond) // NVRTC's time: every get starts while it runs
+		return want, nil
+	}
+	const gets = 8
+	var wg sync.WaitGroup
+	got := make([][]byte, gets)
+	errs := make([]error, gets)
+	for i := range gets {
+		wg.Go(func() { got[i], _, errs[i] = c.get(key, compile) })
+	}
+	wg.Wait()
+	for i := range gets {
+		if errs[i] != nil || !bytes.Equal(got[i], want) {
+			t.Errorf("get %d = %q, %v; want the cubin", i, got[i], errs[i])
+		}
+	}
+	if n := c.compiles.Load(); n != 1 {
+		t.Errorf("%d concurrent gets of one key compiled it %d times; want once", gets, n)
+	}
 }

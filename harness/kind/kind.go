@@ -61,6 +61,13 @@ type Kind struct {
 	Validate func(p Params) error
 	// Bench is how kvharness bench measures the kind; nil: it does not.
 	Bench *Bench
+	// Warm, where a kind has one, opens and closes the target of the
+	// first row that Check(p) would open, so that a plugin process
+	// started ahead of its check compiles or loads what that row's
+	// attach needs (CUDA kernels) while another check runs; the check
+	// then finds them made. It changes no verdict: the plugin sees one
+	// attach more. nil: nothing worth warming.
+	Warm func(ctx context.Context, s *Session, p Params) error
 	// Uses, for a kind with no service of its own (sequence), is the kinds
 	// whose kernels it drives: a plugin that serves them serves it.
 	Uses []protocol.Kernel

@@ -49,7 +49,7 @@ type Result struct {
 	Layout   string
 	Label    string        // the suite row that killed it: for stores, the padding
 	Cases    int           // cases run until the kill (or in total for survivors)
-	ToKill   time.Duration // wall time from the suite's start to the first failure
+	ToKill   time.Duration // wall time from the suite's start to the first failure; kvharness mutants adds the wait for the subject's process
 	Case     workload.Case
 	Err      error // plugin fault or setup error
 }

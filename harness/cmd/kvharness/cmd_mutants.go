@@ -139,6 +139,28 @@ type subjectRun struct {
 	skipUnserved bool
 	times        *subjectTimes // --timings; nil: none kept
 	eager        *graphSkips   // subjects --graph passed over: kinds that run eagerly
+	ahead        ahead         // how subjects start ahead; the zero value: the backend's (aheadOn)
+}
+
+// ahead is how a run starts subjects ahead of the one running: n
+// processes at most, each warming its subject's first row (kind.Kind.Warm)
+// when warm is set.
+type ahead struct {
+	n    int
+	warm bool
+}
+
+// aheadOn is how subjects start ahead on backend b. On a GPU, several, each
+// compiling its first row's CUDA kernels as it waits: a subject's variant
+// compiles kernels of its own, a cold NVRTC compile (1.1-1.5 s measured on
+// an H100) takes longer than finding a mutant at its first case, and the
+// compiles of several subjects overlap on the machine's cores. On the CPU,
+// where nothing compiles, one: its process's start.
+func aheadOn(b arena.Backend) ahead {
+	if b.Place().OnDevice() {
+		return ahead{n: 3, warm: true}
+	}
+	return ahead{n: 1}
 }
 
 // graphSkips counts, by plugin and kernel, the subjects a --graph run
@@ -241,24 +263,27 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	cfg.Backend = b
 	g.grow(len(subjects))
 	tune := onGPU(r.want)
+	plan := r.ahead
+	if plan.n == 0 {
+		plan = aheadOn(b)
+	}
+	var warm warmFunc
+	if plan.warm {
+		warm = warmFirstRow(name, cfg, layouts, lerr)
+	}
+	q := newLookahead(plan.n, len(subjects), func(i int) *prestart { return r.prestart(ctx, name, subjects[i], cfg, tune, warm) })
+	defer q.drop() // the processes started ahead of subjects that will not run now must not outlive the run
 	var out []mutants.Result
-	var next *prestart
 	for i, s := range subjects {
-		cur := next
-		next = nil
-		if i+1 < len(subjects) {
-			next = r.prestart(ctx, name, subjects[i+1], cfg, tune)
-		}
+		cur := q.take(i)
 		res, ok, err := runSubject(r.times.observe(ctx, name, s), name, s, cfg, layouts, lerr, r.tr, tune, cur)
 		if err != nil || ctx.Err() != nil {
-			next.drop()
 			return out, nil, err
 		}
 		var se *shm.SpaceError
 		if errors.As(res.Err, &se) || errors.Is(res.Err, pool.ErrTooLarge) {
 			// The machine, not the subject: every other subject would
 			// fail the same way. It is the run's error, as check's is.
-			next.drop() // the next subject's process, started ahead, must not outlive the run
 			return out, nil, res.Err
 		}
 		g.step(1)
@@ -272,50 +297,146 @@ func (r subjectRun) of(ctx context.Context, g *progress, name string, cfg mutant
 	return out, nil, nil
 }
 
-// prestart is the next subject's session, started while the current one
-// runs: a subject's time to kill then holds no process start, and on a
-// GPU no CUDA context's creation either (its process opens the GPU as it
-// starts, protocol.WarmGPUEnv), which was most of a GPU mutant's time.
+// prestart is a subject's session, started while earlier subjects run: a
+// subject's time to kill then holds no process start, on a GPU no CUDA
+// context's creation either (its process opens the GPU as it starts,
+// protocol.WarmGPUEnv), which was most of a GPU mutant's time, and, when
+// warmed, no compile of its first row's kernels.
 type prestart struct {
-	done chan struct{}
-	s    *session
-	err  error
+	done   chan struct{}
+	cancel context.CancelFunc // ends the start and warm-up of one dropped
+	s      *session
+	err    error
+	warmed time.Duration // how long the warm-up took, when it ran and passed
+	cold   error         // why a warm-up failed: its process was closed, the subject starts its own
 }
 
-// prestart starts subject s's session in the background; nil for a
-// subject the run will skip (runSubject opens it then, or not at all).
-func (r subjectRun) prestart(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, tune func(*plugin.Options)) *prestart {
+// prestart starts subject s's session in the background, warming it with
+// warm when not nil; nil for a subject the run will skip (runSubject opens
+// it then, or not at all).
+func (r subjectRun) prestart(ctx context.Context, name string, s mutants.Subject, cfg mutants.Config, tune func(*plugin.Options), warm warmFunc) *prestart {
 	if k, err := kernels.Lookup(s.Kernel); err != nil || cfg.Graph && !k.Graphs {
 		return nil
 	}
-	warm := tune
+	opts := tune
 	if tune != nil {
-		warm = func(o *plugin.Options) {
+		opts = func(o *plugin.Options) {
 			tune(o)
 			o.Env = append(o.Env, o.SpareEnv...) // the spare's warm-up: open the GPU now
 		}
 	}
-	p := &prestart{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prestart{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(p.done)
-		p.s, p.err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, r.tr, warm)
+		p.s, p.err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, r.tr, opts)
+		if p.err != nil || warm == nil {
+			return
+		}
+		t0 := time.Now()
+		ran, err := warm(ctx, p.s, s)
+		if err != nil {
+			// Whatever the warm-up met, the subject's check meets afresh
+			// and reports as a run without warm-ups would: in a process
+			// of its own, not in one the warm-up may have broken.
+			p.s.close()
+			p.s, p.cold = nil, err
+			return
+		}
+		if ran {
+			p.warmed = max(time.Since(t0), time.Nanosecond)
+		}
 	}()
 	return p
 }
 
-// take waits for the session; nil p gives nil.
+// take waits for the session; nil p gives nil. A nil session with a nil
+// error is one whose warm-up failed: the subject opens its own.
 func (p *prestart) take() (*session, error) {
 	if p == nil {
 		return nil, nil
 	}
 	<-p.done
+	p.cancel()
 	return p.s, p.err
 }
 
-// drop closes a session started for a subject that will not run.
+// drop closes a session started for a subject that will not run,
+// cutting its start or warm-up short.
 func (p *prestart) drop() {
+	if p == nil {
+		return
+	}
+	p.cancel()
 	if s, _ := p.take(); s != nil {
 		s.close()
+	}
+}
+
+// warmFunc warms subject s's session for its check; ran is false where
+// there was nothing to warm.
+type warmFunc func(ctx context.Context, sess *session, s mutants.Subject) (ran bool, err error)
+
+// warmFirstRow warms a subject's session by its kind's Warm: the target of
+// the first row of the subject's first round (mutants.Run's first seed)
+// opened and closed, so the row finds its kernels compiled.
+func warmFirstRow(name string, cfg mutants.Config, layouts []*layout.Layout, lerr error) warmFunc {
+	return func(ctx context.Context, sess *session, s mutants.Subject) (bool, error) {
+		k, err := kernels.Lookup(s.Kernel)
+		if err != nil || k.Warm == nil || k.Layouts && lerr != nil {
+			return false, nil // runSubject reports these
+		}
+		if k.Layouts {
+			if layouts, _, err = subjectLayouts(sess, s, cfg, layouts); err != nil {
+				return false, err
+			}
+		}
+		// The budget opens nothing; the first round's seed draws the
+		// rows' shapes and backgrounds.
+		return true, k.Warm(ctx, sess.kind(s.Plugin), subjectParams(k, s, cfg, layouts, cfg.Cases, cfg.Seed, 0))
+	}
+}
+
+// lookahead keeps up to n processes started ahead of the subject running,
+// in subject order; a subject the run skips (start gives nil) takes no
+// place among them.
+type lookahead struct {
+	n     int
+	start func(i int) *prestart
+	pre   []*prestart // by subject; nil once taken or dropped
+	next  int         // the first subject not yet started ahead or passed
+}
+
+func newLookahead(n, subjects int, start func(i int) *prestart) *lookahead {
+	return &lookahead{n: n, start: start, pre: make([]*prestart, subjects), next: 1} // the first runs at once
+}
+
+// take is subject i's process started ahead (nil: none), once the
+// subjects after it are started up to n ahead. Subjects are taken in
+// order.
+func (q *lookahead) take(i int) *prestart {
+	q.next = max(q.next, i+1)
+	live := 0
+	for _, p := range q.pre[i+1 : q.next] {
+		if p != nil {
+			live++
+		}
+	}
+	for ; live < q.n && q.next < len(q.pre); q.next++ {
+		if q.pre[q.next] = q.start(q.next); q.pre[q.next] != nil {
+			live++
+		}
+	}
+	p := q.pre[i]
+	q.pre[i] = nil
+	return p
+}
+
+// drop closes every process started ahead and not taken.
+func (q *lookahead) drop() {
+	for i, p := range q.pre {
+		p.drop()
+		q.pre[i] = nil
 	}
 }
 
@@ -388,10 +509,11 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 	}
 	t0 := time.Now()
 	sess, err := pre.take()
-	if pre == nil {
+	if sess == nil && err == nil {
 		sess, err = openTrusted(ctx, name, s.Variant, cfg.HeadDim, cfg.PageSize, plugin.DefaultCallTimeout, tr, tune)
 	}
-	sessionTook(ctx, time.Since(t0), pre != nil)
+	waited := time.Since(t0)
+	sessionTook(ctx, waited, pre)
 	if err != nil {
 		return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 	}
@@ -402,7 +524,11 @@ func runSubject(ctx context.Context, name string, s mutants.Subject, cfg mutants
 			return mutants.Result{}, false, fmt.Errorf("%s %s: %w", name, s.Variant, err)
 		}
 	}
-	return mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts, also)), true, nil
+	res := mutants.Run(ctx, s, cfg, suiteFor(sess, k, s, cfg, layouts, also))
+	// The subject's time counts from its turn: the wait for its process
+	// (and the warm-up of one started ahead) is part of it.
+	res.ToKill += waited
+	return res, true, nil
 }
 
 // subjectLayouts are the layouts subject s is checked on: those its
@@ -469,17 +595,23 @@ func subjectLine(r mutants.Result) string {
 	return fmt.Sprintf("  %-36s %s  %v", name, verdict, r.ToKill.Round(time.Millisecond))
 }
 
-// suiteFor is the subject's kernel's properties on its session, stopping
-// at the first failure.
-func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts, also []*layout.Layout) mutants.SuiteFunc {
+// subjectParams are the settings of a check of subject s on layouts with
+// a budget of cases, a seed and a stress, stopping at the first failure.
+func subjectParams(k *kind.Kind, s mutants.Subject, c mutants.Config, layouts []*layout.Layout, cases int, seed int64, stress int) kind.Params {
 	setup := c.Setup
 	if setup.Slots == 0 {
 		setup.Slots = k.PoolSlots(c.Backend.Place(), c.PageSize)
 	}
 	setup.Graph = c.Graph && k.Graphs
+	return kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Setup: setup,
+		Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
+}
+
+// suiteFor is the subject's kernel's properties on its session, stopping
+// at the first failure.
+func suiteFor(sess *session, k *kind.Kind, s mutants.Subject, c mutants.Config, layouts, also []*layout.Layout) mutants.SuiteFunc {
 	return func(ctx context.Context, cases int, seed int64, stress int) (*report.Run, error) {
-		p := kind.Params{Variant: s.Variant, Layouts: layouts, Padding: "all", Cases: cases, Seed: seed, Setup: setup,
-			Value: c.ValueOf(s), StopAtFirst: true, Stress: stress}
+		p := subjectParams(k, s, c, layouts, cases, seed, stress)
 		run, err := k.Check(ctx, sess.kind(s.Plugin), p)
 		if err != nil || run.Err != nil || len(also) == 0 {
 			return run, err

@@ -70,18 +70,25 @@ func (o *subjectObserver) Finished(d property.RowDone) {
 	o.next.Finished(d)
 }
 
-// sessionTook records the subject's session: waited for (started ahead)
-// or started then.
-func sessionTook(ctx context.Context, d time.Duration, ahead bool) {
+// sessionTook records the subject's session: one started then, or one
+// started ahead (pre) and waited for, with what its warm-up did.
+func sessionTook(ctx context.Context, d time.Duration, pre *prestart) {
 	o, ok := ctx.Value(subjectKey{}).(*subjectObserver)
 	if !ok {
 		return
 	}
+	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	what := "plugin process started, described"
-	if ahead {
+	switch {
+	case pre == nil:
+	case pre.cold != nil:
+		what = "waited for the process started ahead; its warm-up failed (" + textsafe.String(pre.cold.Error()) + "), so a fresh one was started"
+	case pre.warmed > 0:
+		what = "waited for the process started ahead, its first row's target opened and closed there in " + ms(pre.warmed)
+	default:
 		what = "waited for the process started ahead"
 	}
-	o.add(fmt.Sprintf("session %s: %s", d.Round(100*time.Microsecond), what))
+	o.add(fmt.Sprintf("session %s: %s", ms(d), what))
 }
 
 // write prints every subject's lines, in run order.

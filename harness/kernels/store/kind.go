@@ -29,6 +29,7 @@ var Kind = kind.Kind{
 	SlotsHelp: "stores 131072 on cpu and 1048576 on cuda",
 	Validate:  validate,
 	Bench:     &Bench,
+	Warm:      warm,
 }
 
 // Default pools. A store's pool must be large enough that slot indices
@@ -104,8 +105,7 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 	}
 	for _, c := range cells {
 		l, pad := c.Layout, c.Padding
-		cfg := Config{Variant: p.Variant, Layout: l, Slots: RowSlots(l, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity, Seed: p.Seed,
-			Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets, Addressing: addressingFor(pad)}
+		cfg := cellConfig(p, c, scaled, sets)
 		key := fmt.Sprintf("%s/%s", l.Name, kind.ShapeOf(l)) // a row's target: its layout at its shape
 		suite.Rows = append(suite.Rows, property.Row[*Target, *Case, *Result]{Layout: l, Label: pad.String(), Key: key,
 			Cost: rowCost(l),
@@ -117,6 +117,13 @@ func cellSuite(s *kind.Session, p kind.Params, cells []Cell, scaled bool) *prope
 			}})
 	}
 	return suite
+}
+
+// cellConfig is the target configuration of cell c's row, keeping sets
+// pool sets to check ahead on.
+func cellConfig(p kind.Params, c Cell, scaled bool, sets int) Config {
+	return Config{Variant: p.Variant, Layout: c.Layout, Slots: RowSlots(c.Layout, p.Slots, p.Far, scaled), MaxCapacity: p.MaxCapacity,
+		Seed: p.Seed, Backend: p.Backend, Graph: p.Graph, Value: p.Value, Sets: sets, Addressing: addressingFor(c.Padding)}
 }
 
 // rowCost is roughly what a case of layout l costs, for the order rows
@@ -142,18 +149,30 @@ func cells(ctx context.Context, s *kind.Session, p kind.Params, sh *kind.Shapes,
 	return out, nil
 }
 
-func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+// plan is what a check of p runs: its rows (cells), at the settings the
+// plugin and backend leave (p), and what its header says of them.
+type plan struct {
+	p      kind.Params
+	sh     *kind.Shapes
+	cells  []Cell
+	scaled bool // the default pools cut to what a GPU holds whole
+	eager  bool // page-table stores, run eagerly though --graph asked
+}
+
+// planCheck decides a check's rows: the paddings and addressing, the far
+// or scaled pools, and each row's drawn shape.
+func planCheck(ctx context.Context, s *kind.Session, p kind.Params) (plan, error) {
 	paddings := Paddings
 	if p.Padding != "" && p.Padding != "all" {
 		pad, err := ParsePadding(p.Padding)
 		if err != nil {
-			return nil, err
+			return plan{}, err
 		}
 		paddings = []Padding{pad}
 	}
 	addressing, paddings, err := addressingOf(ctx, s, p, paddings) // pagetable.go
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	eager := addressing == ByPageTable && p.Graph
 	if eager {
@@ -169,14 +188,23 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	p.Far = p.Far && sparse && (dev || sparseDir(s.Dir))
 	sh, err := p.Spaces(ctx, s, p.Layouts)
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	cs, err := cells(ctx, s, p, sh, paddings)
 	if err != nil {
+		return plan{}, err
+	}
+	return plan{p: p, sh: sh, cells: cs, scaled: scaled, eager: eager}, nil
+}
+
+func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, error) {
+	pl, err := planCheck(ctx, s, p)
+	if err != nil {
 		return nil, err
 	}
+	p, sh, cs := pl.p, pl.sh, pl.cells
 	h := p.Header(s)
-	h.Scaled = scaled
+	h.Scaled = pl.scaled
 	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
 	values, err := valueCoverage(ctx, s, p, cs) // coverage.go
 	if err != nil {
@@ -187,10 +215,32 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 		h.About = "fp8 values judged bit-exact"
 		h.JSON = append(h.JSON, report.Field{Key: "value", Value: p.Value.String()})
 	}
-	if eager {
+	if pl.eager {
 		h.About = strings.TrimPrefix(h.About+"; page-table stores run eagerly, not from CUDA graphs (a graph would replay its first call's page table)", "; ")
 	}
-	return kind.RunSuite(ctx, cellSuite(s, p, cs, scaled), Schema, h)
+	return kind.RunSuite(ctx, cellSuite(s, p, cs, pl.scaled), Schema, h)
+}
+
+// warm opens, and closes, the target of the first row a check of p opens
+// (Kind.Warm): the plugin's attach sees that row's layout, shape and pool,
+// so it compiles the kernels the row will launch. It keeps no pool sets to
+// check ahead on: they are more pools of the same layout and size, which
+// the attach compiles nothing new for, and a target started ahead of its
+// check should hold no more memory than it needs.
+func warm(ctx context.Context, s *kind.Session, p kind.Params) error {
+	if !p.Shard.IsWhole() || p.Jobs > 1 && !p.StopAtFirst {
+		return nil // rows run as jobs, or a shard's: the first opened may not be cells[0]
+	}
+	pl, err := planCheck(ctx, s, p)
+	if err != nil || len(pl.cells) == 0 {
+		return err
+	}
+	t, err := Open(ctx, s.Plugin, s.Dir, cellConfig(pl.p, pl.cells[0], pl.scaled, 0))
+	if err != nil {
+		return err
+	}
+	t.Close(ctx)
+	return nil
 }
 
 func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Layout, b arena.Backend) (*report.Failure, error) {
