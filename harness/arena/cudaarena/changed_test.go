@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/kvharness/kvharness/harness/cuda"
@@ -214,4 +215,58 @@ func TestSpansCutToWindows(t *testing.T) {
 			t.Fatalf("round %d: spans %v do not cover windows %v", round, spans, ws)
 		}
 	}
+}
+
+// TestClipAllMatchesClip: clipping sorted spans to a sparse arena's
+// backed windows in one walk gives what clipping each span alone gives.
+func TestClipAllMatchesClip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 300 {
+		var backed, ws []pool.Window
+		for off := rng.IntN(64); off < 1<<14; {
+			n := 1 + rng.IntN(512)
+			backed = append(backed, pool.Window{Off: off, Len: n})
+			off += n + 1 + rng.IntN(1024)
+		}
+		for off := rng.IntN(64); off < 1<<14+512; {
+			n := 1 + rng.IntN(2048)
+			ws = append(ws, pool.Window{Off: off, Len: n})
+			off += n + rng.IntN(600)
+		}
+		m := &Memory{backed: backed}
+		var want []pool.Window
+		for _, w := range ws {
+			want = append(want, pool.Intersect(backed, w)...) // each span alone, against every backed window
+		}
+		if got := m.clipAll(ws); !slices.Equal(got, want) {
+			t.Fatalf("round %d: clipAll(%v) over %v = %v, want %v", round, ws, backed, got, want)
+		}
+	}
+}
+
+// BenchmarkClipAll clips a case's spans (an engine cache's: 20,000) to a
+// sparse arena of 250 backed windows, in one walk and, as before, each
+// span against every backed window.
+func BenchmarkClipAll(b *testing.B) {
+	var backed, ws []pool.Window
+	for i := range 250 {
+		backed = append(backed, pool.Window{Off: i << 24, Len: 1 << 22})
+	}
+	for i := range 20000 {
+		ws = append(ws, pool.Window{Off: i * (250 << 24) / 20000, Len: 4096})
+	}
+	m := &Memory{backed: backed}
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			m.clipAll(ws)
+		}
+	})
+	b.Run("per-span", func(b *testing.B) {
+		for b.Loop() {
+			var out []pool.Window
+			for _, w := range ws {
+				out = append(out, pool.Intersect(backed, w)...)
+			}
+		}
+	})
 }

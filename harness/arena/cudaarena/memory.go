@@ -194,14 +194,27 @@ func (m *Memory) clip(w pool.Window) []pool.Window {
 	return pool.Intersect(m.backed, w)
 }
 
-// clipAll is clip over sorted windows, in order.
+// clipAll is clip over sorted windows that do not overlap, in order: one
+// walk over ws and the backed windows together (a case's spans number in
+// the tens of thousands, the backed windows in the hundreds).
 func (m *Memory) clipAll(ws []pool.Window) []pool.Window {
 	if m.backed == nil {
 		return ws
 	}
-	var out []pool.Window
+	out := make([]pool.Window, 0, len(ws))
+	j := 0 // m.backed[j] is the first backed window that may meet w
 	for _, w := range ws {
-		out = append(out, m.clip(w)...)
+		for j < len(m.backed) && m.backed[j].End() <= w.Off {
+			j++
+		}
+		for _, b := range m.backed[j:] {
+			if b.Off >= w.End() {
+				break
+			}
+			if lo, hi := max(b.Off, w.Off), min(b.End(), w.End()); lo < hi {
+				out = append(out, pool.Window{Off: lo, Len: hi - lo})
+			}
+		}
 	}
 	return out
 }
