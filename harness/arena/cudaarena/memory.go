@@ -1,8 +1,10 @@
 package cudaarena
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
@@ -194,19 +196,16 @@ func (m *Memory) clip(w pool.Window) []pool.Window {
 	return pool.Intersect(m.backed, w)
 }
 
-// clipAll is clip over sorted windows that do not overlap, in order: one
-// walk over ws and the backed windows together (a case's spans number in
-// the tens of thousands, the backed windows in the hundreds).
+// clipAll is clip over windows, in order: each window's first backed
+// window found by binary search (a case's spans number in the tens of
+// thousands, the backed windows in the hundreds), in any order of ws.
 func (m *Memory) clipAll(ws []pool.Window) []pool.Window {
 	if m.backed == nil {
 		return ws
 	}
 	out := make([]pool.Window, 0, len(ws))
-	j := 0 // m.backed[j] is the first backed window that may meet w
 	for _, w := range ws {
-		for j < len(m.backed) && m.backed[j].End() <= w.Off {
-			j++
-		}
+		j, _ := slices.BinarySearchFunc(m.backed, w.Off, func(b pool.Window, off int) int { return cmp.Compare(b.End(), off+1) })
 		for _, b := range m.backed[j:] {
 			if b.Off >= w.End() {
 				break
