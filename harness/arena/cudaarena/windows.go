@@ -2,6 +2,7 @@ package cudaarena
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/kvharness/kvharness/harness/arena/internal/baseline"
 
@@ -87,8 +88,15 @@ func (m *Memory) changedInSpans(ws []pool.Window) ([]pool.Window, []byte, error)
 // of a scan: the host's part of a window scan.
 func decodeEntries(entries []byte) diff {
 	n := len(entries) / entryBytes
-	d := diff{keep: true, ranges: make([]pool.Window, 0, n), bytes: make([]byte, 0, n*blockBytes)}
-	for _, e := range mergeEntries(entries) {
+	merged := mergeEntries(entries)
+	runs := 0 // at most the ranges addMasked makes: an engine cache's blocks hold many
+	for _, e := range merged {
+		for _, m := range e.mask {
+			runs += bits.OnesCount64(m &^ (m << 1))
+		}
+	}
+	d := diff{keep: true, ranges: make([]pool.Window, 0, runs), bytes: make([]byte, 0, n*blockBytes)}
+	for _, e := range merged {
 		d.addMasked(e.data, e.mask, e.block*blockBytes)
 	}
 	return d
@@ -187,9 +195,9 @@ func (m *Memory) scanIn(c *cuda.Ctx, small, big []baseline.Piece) (int, error) {
 // back to back, that lie inside ws, sorted windows that do not touch:
 // maximal again, since no part runs from one window into the next.
 func cut(ranges []pool.Window, got []byte, ws []pool.Window) ([]pool.Window, []byte) {
-	var out []pool.Window
-	var bytes []byte
-	j, at := 0, 0 // ws[j] is the first window that may hold ranges[i]; at is its bytes' start in got
+	out := make([]pool.Window, 0, len(ranges))
+	bytes := make([]byte, 0, len(got)) // the parts' bytes are some of got's
+	j, at := 0, 0                      // ws[j] is the first window that may hold ranges[i]; at is its bytes' start in got
 	for _, r := range ranges {
 		for j < len(ws) && ws[j].End() <= r.Off {
 			j++
