@@ -265,7 +265,6 @@ func (c *Case) Validate(int) error {
 		return fmt.Errorf("%d steps: want 1..%d", len(c.Steps), MaxSteps)
 	}
 	m := newModel(c.Geometry)
-	m.quiet = true
 	return m.play(c.Steps, 0)
 }
 
@@ -296,6 +295,7 @@ func (c *Case) Describe(w io.Writer, indent string) {
 	fmt.Fprintf(w, "%ssequence of %d steps, %d requests\n", indent, len(c.Steps), c.Requests())
 	fmt.Fprintf(w, "%s  geometry: %s\n", indent, c.Geometry)
 	m := newModel(c.Geometry)
+	m.notes = true
 	for i, s := range c.Steps {
 		p, err := m.plan(i, s)
 		if err != nil {

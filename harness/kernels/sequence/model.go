@@ -46,9 +46,9 @@ type model struct {
 	refs  []int // per page (both sides), how many page tables hold it
 	epoch []int // per page, how many times it was allocated
 	reqs  map[int]*request
-	// quiet leaves plans without their notes: only Describe prints them,
-	// and validating a case formats none.
-	quiet bool
+	// notes has plans carry their notes, which Describe prints: the
+	// plans of validating, drawing and playing a case format none.
+	notes bool
 }
 
 func newModel(g Geometry) *model {
@@ -189,7 +189,7 @@ func (m *model) planArrive(p *plan) error {
 		if cow >= 0 {
 			p.cows = append(p.cows, cow)
 		}
-		if m.quiet {
+		if !m.notes {
 			continue
 		}
 		note := fmt.Sprintf("pages %v", r.pages)
@@ -206,7 +206,7 @@ func (m *model) planArrive(p *plan) error {
 	}
 	st.Capacity = len(st.Rows)
 	p.store = st
-	if !m.quiet {
+	if m.notes {
 		p.note = ": " + strings.Join(notes, "; ")
 	}
 	return nil
@@ -293,7 +293,7 @@ func (m *model) planDecode(p *plan) error {
 			pg = pages[k]
 			k++
 			p.alloc, p.owner = append(p.alloc, pg), append(p.owner, id)
-			if !m.quiet {
+			if m.notes {
 				alloc = append(alloc, fmt.Sprintf("r%d gets page %d", id, pg))
 			}
 		} else {
@@ -302,7 +302,7 @@ func (m *model) planDecode(p *plan) error {
 		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%P), Page: pg, Req: id, Key: rowKey{id, pos}})
 	}
 	p.store = st
-	if m.quiet {
+	if !m.notes {
 		return nil
 	}
 	p.note = fmt.Sprintf(": graph of capacity %d", c)
@@ -359,7 +359,7 @@ func (m *model) planTransfer(p *plan) error {
 		p.owner = append(p.owner, r.id)
 	}
 	p.req = x
-	if m.quiet {
+	if !m.notes {
 		return nil
 	}
 	p.note = fmt.Sprintf(": prefill pages %v to decode pages %v", r.pages, dst)
@@ -387,7 +387,7 @@ func (m *model) planLeave(p *plan) error {
 			}
 		}
 	}
-	if len(p.frees) > 0 && !m.quiet {
+	if len(p.frees) > 0 && m.notes {
 		p.note = fmt.Sprintf(": frees pages %v", p.frees)
 	}
 	return nil
@@ -415,7 +415,7 @@ func (m *model) planLoad(p *plan) error {
 	}
 	st.Capacity = len(st.Rows)
 	p.store = st
-	if !m.quiet {
+	if m.notes {
 		p.note = fmt.Sprintf(": into pages %v", pages)
 	}
 	return nil

@@ -281,7 +281,6 @@ func newCheckpoints(c *Case) *checkpoints {
 		return cp
 	}
 	m := newModel(c.Geometry)
-	m.quiet = true
 	cp.at = append(cp.at, m.clone())
 	for i, s := range c.Steps {
 		p, err := m.plan(i, s)
