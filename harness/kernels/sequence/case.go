@@ -38,6 +38,12 @@ const (
 	MaxTokens   = 1 << 16
 )
 
+// equal reports whether g and h are the same geometry.
+func (g Geometry) equal(h Geometry) bool {
+	return slices.Equal(g.HeadDims, h.HeadDims) && g.PageSize == h.PageSize && g.Pages == h.Pages &&
+		slices.Equal(g.Capacities, h.Capacities) && g.Decode == h.Decode
+}
+
 // Validate checks the geometry.
 func (g Geometry) Validate() error {
 	switch {
@@ -166,6 +172,12 @@ type Arrival struct {
 	Shared int `json:"shared,omitempty"`
 }
 
+// equal reports whether s and t are the same step.
+func (s Step) equal(t Step) bool {
+	return s.Op == t.Op && s.Req == t.Req && s.Tokens == t.Tokens && s.From == t.From && s.Shared == t.Shared &&
+		slices.Equal(s.Batch, t.Batch) && slices.Equal(s.More, t.More)
+}
+
 func (a Arrival) String() string {
 	if a.From != 0 {
 		return fmt.Sprintf("r%d %d tokens (shares r%d's first %d)", a.Req, a.Tokens, a.From, a.Shared)
@@ -253,10 +265,16 @@ func (c *Case) Validate(int) error {
 		return fmt.Errorf("%d steps: want 1..%d", len(c.Steps), MaxSteps)
 	}
 	m := newModel(c.Geometry)
-	for i, s := range c.Steps {
-		p, err := m.plan(i, s)
+	return m.play(c.Steps, 0)
+}
+
+// play plans and applies steps[from:] on m, which holds the state after
+// steps[:from].
+func (m *model) play(steps []Step, from int) error {
+	for i := from; i < len(steps); i++ {
+		p, err := m.plan(i, steps[i])
 		if err != nil {
-			return fmt.Errorf("step %d (%v): %w", i, s, err)
+			return fmt.Errorf("step %d (%v): %w", i, steps[i], err)
 		}
 		m.apply(p)
 	}
@@ -277,6 +295,7 @@ func (c *Case) Describe(w io.Writer, indent string) {
 	fmt.Fprintf(w, "%ssequence of %d steps, %d requests\n", indent, len(c.Steps), c.Requests())
 	fmt.Fprintf(w, "%s  geometry: %s\n", indent, c.Geometry)
 	m := newModel(c.Geometry)
+	m.notes = true
 	for i, s := range c.Steps {
 		p, err := m.plan(i, s)
 		if err != nil {

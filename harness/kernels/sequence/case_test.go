@@ -194,3 +194,64 @@ func TestBatchedArrivals(t *testing.T) {
 		t.Errorf("Encode of a batched arrival: %v; want an error naming it", err)
 	}
 }
+
+// TestCheckpointsValidateAsValidate: Shrink's validation from checkpoints
+// gives Validate's verdict, error and all, on candidates valid and
+// invalid, of bases valid and invalid: a step dropped, a run dropped, a
+// step's request or prompt or batch changed, the geometry changed.
+func TestCheckpointsValidateAsValidate(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	decode := testGeometry
+	decode.Decode = true
+	valid, invalid := 0, 0
+	for _, g := range []Geometry{testGeometry, decode} {
+		gen := &Gen{Geometry: g, Steps: 40}
+		for range 20 {
+			base := gen.Draw(rng)
+			for _, c := range []*Case{base, mutate(rng, base)} {
+				cp := newCheckpoints(c)
+				for range 60 {
+					x := mutate(rng, c)
+					want, got := x.Validate(0), cp.validate(x)
+					if (want == nil) != (got == nil) || (want != nil && want.Error() != got.Error()) {
+						t.Fatalf("%v\nfrom %v:\nValidate: %v\ncheckpoints: %v", x, c, want, got)
+					}
+					if want == nil {
+						valid++
+					} else {
+						invalid++
+					}
+				}
+			}
+		}
+	}
+	if valid < 100 || invalid < 100 {
+		t.Errorf("%d valid and %d invalid candidates: want both kinds tried", valid, invalid)
+	}
+}
+
+// mutate is c with one random change.
+func mutate(rng *rand.Rand, c *Case) *Case {
+	x := c.Clone()
+	n := len(x.Steps)
+	i := rng.Intn(n)
+	switch rng.Intn(6) {
+	case 0:
+		x.Steps = slices.Delete(x.Steps, i, i+1)
+	case 1:
+		x.Steps = slices.Delete(x.Steps, i, i+rng.Intn(n-i)+1)
+	case 2:
+		x.Steps[i].Req = rng.Intn(8)
+	case 3:
+		x.Steps[i].Tokens = rng.Intn(20)
+	case 4:
+		if len(x.Steps[i].Batch) > 0 {
+			x.Steps[i].Batch = slices.Delete(x.Steps[i].Batch, 0, 1)
+		} else {
+			x.Steps[i].Batch = []int{1 + rng.Intn(4)}
+		}
+	case 5:
+		x.Geometry.Pages = max(2, x.Geometry.Pages-rng.Intn(4))
+	}
+	return x
+}

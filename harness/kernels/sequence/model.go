@@ -46,6 +46,9 @@ type model struct {
 	refs  []int // per page (both sides), how many page tables hold it
 	epoch []int // per page, how many times it was allocated
 	reqs  map[int]*request
+	// notes has plans carry their notes, which Describe prints: the
+	// plans of validating, drawing and playing a case format none.
+	notes bool
 }
 
 func newModel(g Geometry) *model {
@@ -183,12 +186,17 @@ func (m *model) planArrive(p *plan) error {
 			st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%m.g.PageSize), Page: pg, Req: a.Req, Key: r.keys[pos]})
 		}
 		p.arrived = append(p.arrived, r)
+		if cow >= 0 {
+			p.cows = append(p.cows, cow)
+		}
+		if !m.notes {
+			continue
+		}
 		note := fmt.Sprintf("pages %v", r.pages)
 		if r.shared > 0 {
 			note += fmt.Sprintf(" (first %d shared)", r.shared)
 		}
 		if cow >= 0 {
-			p.cows = append(p.cows, cow)
 			note += fmt.Sprintf(", page %d copied on write into page %d", cow, r.pages[r.shared])
 		}
 		if len(as) > 1 {
@@ -198,7 +206,9 @@ func (m *model) planArrive(p *plan) error {
 	}
 	st.Capacity = len(st.Rows)
 	p.store = st
-	p.note = ": " + strings.Join(notes, "; ")
+	if m.notes {
+		p.note = ": " + strings.Join(notes, "; ")
+	}
 	return nil
 }
 
@@ -283,13 +293,18 @@ func (m *model) planDecode(p *plan) error {
 			pg = pages[k]
 			k++
 			p.alloc, p.owner = append(p.alloc, pg), append(p.owner, id)
-			alloc = append(alloc, fmt.Sprintf("r%d gets page %d", id, pg))
+			if m.notes {
+				alloc = append(alloc, fmt.Sprintf("r%d gets page %d", id, pg))
+			}
 		} else {
 			pg = r.pages[pos/P]
 		}
 		st.Rows = append(st.Rows, write{Slot: m.g.Slot(pg, pos%P), Page: pg, Req: id, Key: rowKey{id, pos}})
 	}
 	p.store = st
+	if !m.notes {
+		return nil
+	}
 	p.note = fmt.Sprintf(": graph of capacity %d", c)
 	if len(alloc) > 0 {
 		p.note += "; " + fmt.Sprint(alloc)
@@ -344,6 +359,9 @@ func (m *model) planTransfer(p *plan) error {
 		p.owner = append(p.owner, r.id)
 	}
 	p.req = x
+	if !m.notes {
+		return nil
+	}
 	p.note = fmt.Sprintf(": prefill pages %v to decode pages %v", r.pages, dst)
 	if len(p.frees) > 0 {
 		p.note += fmt.Sprintf("; frees %v", p.frees)
@@ -369,7 +387,7 @@ func (m *model) planLeave(p *plan) error {
 			}
 		}
 	}
-	if len(p.frees) > 0 {
+	if len(p.frees) > 0 && m.notes {
 		p.note = fmt.Sprintf(": frees pages %v", p.frees)
 	}
 	return nil
@@ -397,8 +415,24 @@ func (m *model) planLoad(p *plan) error {
 	}
 	st.Capacity = len(st.Rows)
 	p.store = st
-	p.note = fmt.Sprintf(": into pages %v", pages)
+	if m.notes {
+		p.note = fmt.Sprintf(": into pages %v", pages)
+	}
 	return nil
+}
+
+// clone is a copy of m that shares no state with it.
+func (m *model) clone() *model {
+	x := *m
+	x.free, x.dfree = slices.Clone(m.free), slices.Clone(m.dfree)
+	x.refs, x.epoch = slices.Clone(m.refs), slices.Clone(m.epoch)
+	x.reqs = make(map[int]*request, len(m.reqs))
+	for id, r := range m.reqs {
+		y := *r
+		y.pages, y.keys = slices.Clone(r.pages), slices.Clone(r.keys)
+		x.reqs[id] = &y
+	}
+	return &x
 }
 
 // apply makes the planned step the model's state.

@@ -26,8 +26,9 @@ import (
 // the same way every run.
 func Shrink(c *Case) []*Case {
 	var out []*Case
+	cp := newCheckpoints(c)
 	add := func(x *Case) {
-		if x != nil && x.Validate(0) == nil {
+		if x != nil && cp.validate(x) == nil {
 			out = append(out, x)
 		}
 	}
@@ -259,6 +260,53 @@ func (c *Case) mergeArrivals(add func(*Case)) {
 			first = j
 		}
 	}
+}
+
+// checkpoints are the scheduler model's states along a case's steps,
+// every checkpointEvery steps: Shrink validates hundreds of candidates of
+// a long trace, most of which keep its geometry and a long run of its
+// first steps, and each is played from the last state before it differs
+// rather than from the start. The model is a function of the geometry
+// and the steps played, so the verdict is Validate's.
+type checkpoints struct {
+	c  *Case
+	at []*model // at[k]: the model after c's first k*checkpointEvery steps, all valid
+}
+
+const checkpointEvery = 8
+
+func newCheckpoints(c *Case) *checkpoints {
+	cp := &checkpoints{c: c}
+	if c.Geometry.Validate() != nil {
+		return cp
+	}
+	m := newModel(c.Geometry)
+	cp.at = append(cp.at, m.clone())
+	for i, s := range c.Steps {
+		p, err := m.plan(i, s)
+		if err != nil {
+			break
+		}
+		m.apply(p)
+		if (i+1)%checkpointEvery == 0 {
+			cp.at = append(cp.at, m.clone())
+		}
+	}
+	return cp
+}
+
+// validate is x.Validate(0), played from the last checkpoint whose steps
+// x shares.
+func (cp *checkpoints) validate(x *Case) error {
+	if len(cp.at) == 0 || len(x.Steps) == 0 || len(x.Steps) > MaxSteps || !x.Geometry.equal(cp.c.Geometry) {
+		return x.Validate(0)
+	}
+	same := 0
+	for same < len(x.Steps) && same < len(cp.c.Steps) && x.Steps[same].equal(cp.c.Steps[same]) {
+		same++
+	}
+	k := min(same/checkpointEvery, len(cp.at)-1)
+	return cp.at[k].clone().play(x.Steps, k*checkpointEvery)
 }
 
 // hasArrival reports whether a step in [i, j) is an arrival.
