@@ -153,7 +153,7 @@ func (r *Case) checkKeys(slots int) (map[int64]Vec, error) {
 }
 
 func checkReadList(i int, q Request, keys map[int64]Vec, used map[int64]bool) error {
-	if q.Query.Kind == VecHuge || q.Query.Kind >= numVecKinds {
+	if q.Query.Kind == VecHuge || q.Query.Kind == VecMaxFinite || q.Query.Kind >= numVecKinds {
 		return fmt.Errorf("request %d: query kind %s (queries are zero, normal, tiny, outlier, subnormal, signed-zero or boundary)", i, q.Query.Kind)
 	}
 	seen := make(map[int64]bool, len(q.Tokens))
@@ -161,8 +161,13 @@ func checkReadList(i int, q Request, keys map[int64]Vec, used map[int64]bool) er
 		if seen[t] {
 			return fmt.Errorf("request %d names slot %d twice", i, t)
 		}
-		if _, ok := keys[t]; !ok {
+		k, ok := keys[t]
+		if !ok {
 			return fmt.Errorf("request %d: slot %d has no key", i, t)
+		}
+		if k.Kind == VecMaxFinite && !q.Query.Kind.ScoresMaxFinite() {
+			return fmt.Errorf("request %d: query kind %s against slot %d's max-finite key would overflow float32 scores; "+
+				"give the request a zero, tiny, subnormal or signed-zero query, or the key another kind", i, q.Query.Kind, t)
 		}
 		seen[t], used[t] = true, true
 	}

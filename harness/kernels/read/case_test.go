@@ -1,11 +1,14 @@
 package read
 
 import (
+	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvharness/kvharness/harness/internal/kindtest"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/workload"
 )
 
@@ -39,6 +42,7 @@ func TestReadGeneratorIsAdversarial(t *testing.T) {
 			vecs[k.Vec]++
 			seen["zero-key"] = seen["zero-key"] || k.Kind == VecZero
 			seen["huge-key"] = seen["huge-key"] || k.Kind == VecHuge
+			seen["max-finite-key"] = seen["max-finite-key"] || k.Kind == VecMaxFinite
 			seen["tie"] = seen["tie"] || vecs[k.Vec] > 1
 		}
 		owner := map[int64]int{}
@@ -57,7 +61,7 @@ func TestReadGeneratorIsAdversarial(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"zero-key", "huge-key", "tie", "empty", "short", "zero-query", "slot0", "last", "edge", "shared"} {
+	for _, k := range []string{"zero-key", "huge-key", "max-finite-key", "tie", "empty", "short", "zero-query", "slot0", "last", "edge", "shared"} {
 		if !seen[k] {
 			t.Errorf("300 cases never drew %s", k)
 		}
@@ -200,10 +204,21 @@ func TestReadValidateRejects(t *testing.T) {
 		{"two keys for a slot", Case{K: 1, Keys: []Key{key(3), key(3)}, Requests: []Request{req(3)}}},
 		{"unused key", Case{K: 1, Keys: []Key{key(3), key(4)}, Requests: []Request{req(3)}}},
 		{"huge query", Case{K: 1, Requests: []Request{{Query: Vec{Kind: VecHuge}}}}},
-		{"unknown key kind", Case{K: 1, Keys: []Key{{Slot: 3, Vec: Vec{Kind: 9}}}, Requests: []Request{req(3)}}},
+		{"unknown key kind", Case{K: 1, Keys: []Key{{Slot: 3, Vec: Vec{Kind: numVecKinds}}}, Requests: []Request{req(3)}}},
+		{"max-finite query", Case{K: 1, Requests: []Request{{Query: Vec{Kind: VecMaxFinite}}}}},
+		{"max-finite key under a normal query", Case{K: 1, Keys: []Key{{Slot: 3, Vec: Vec{Kind: VecMaxFinite}}},
+			Requests: []Request{{Query: Vec{Kind: VecTiny}, Tokens: []int64{3}}, req(3)}}},
 	} {
 		if err := tc.c.Validate(100); err == nil {
 			t.Errorf("%s: accepted", tc.name)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: a multi-line error: %v", tc.name, err)
+		}
+	}
+	for _, q := range []VecKind{VecZero, VecTiny, VecSubnormal, VecSignedZero} {
+		c := Case{K: 1, Keys: []Key{{Slot: 3, Vec: Vec{Kind: VecMaxFinite}}}, Requests: []Request{{Query: Vec{Kind: q}, Tokens: []int64{3}}}}
+		if err := c.Validate(100); err != nil {
+			t.Errorf("a max-finite key under a %s query was refused: %v", q, err)
 		}
 	}
 	ok := Case{K: 5, Keys: []Key{key(0), key(99)}, Requests: []Request{req(0, 99), req(), req(99)}}
@@ -218,6 +233,43 @@ func TestHugeVectorsStayFinite(t *testing.T) {
 			if e&0x7f80 == 0x7f80 {
 				t.Fatalf("huge vector %d holds a non-finite bf16 %#04x", seed, e)
 			}
+		}
+	}
+}
+
+// TestMaxFiniteKeysScoreFinite: a max-finite key, as each layout stores
+// it, under every query kind that may score it, at the largest head dim,
+// has Σ|q_d·k_d| within float32's range, so every partial sum of a
+// float32 kernel is finite; and the key holds the largest finite value the
+// layout stores (bf16's own in a bf16 pool, 448·2^119 under dsv4-main's
+// power-of-two scales, where bf16's would read back as 2^128).
+func TestMaxFiniteKeysScoreFinite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    int
+	}{{"bf16", layout.MaxHeadDim}, {"fp8-paged", layout.MaxHeadDim}, {"fp8-rows", layout.MaxHeadDim}, {"dsv4-main", 512}} {
+		name, l := tc.name, kindtest.Layout(t, tc.name, tc.d, 16)
+		top := 0.0
+		for seed := range uint64(8) {
+			k := DecodeKey(l, l.Encode(Vec{Kind: VecMaxFinite, Seed: seed}.KeyData(l)))
+			for _, x := range k {
+				top = max(top, math.Abs(x))
+			}
+			for _, qk := range []VecKind{VecZero, VecTiny, VecSubnormal, VecSignedZero} {
+				var mag float64
+				for d, e := range (Vec{Kind: qk, Seed: seed}).Data(l.HeadDim) {
+					mag += math.Abs(float64(layout.BF16ToFloat32(e)) * k[d])
+				}
+				if !(mag < math.MaxFloat32) {
+					t.Errorf("%s: a %s query against max-finite key %d sums to %g, past float32", name, qk, seed, mag)
+				}
+			}
+		}
+		if top > math.MaxFloat32 || top < 2.9e38 {
+			t.Errorf("%s: max-finite keys reach %g; want the largest finite value the layout stores", name, top)
+		}
+		if name == "bf16" && top != float64(layout.BF16ToFloat32(0x7f7f)) {
+			t.Errorf("bf16: max-finite keys reach %g, want bf16's largest finite %g", top, layout.BF16ToFloat32(0x7f7f))
 		}
 	}
 }

@@ -53,7 +53,7 @@ type ComposedCase struct {
 // keys), no key at the sink, and up to composeMaxPad padded rows.
 func DrawComposed(seed int64, pad Padding, slots, pageSize int) *ComposedCase {
 	rng := rand.New(rand.NewSource(seed))
-	g := &Gen{Slots: slots, PageSize: pageSize, MaxRequests: 4, MaxTokens: ComposeMaxKeys, MaxK: 16}
+	g := &Gen{Slots: slots, PageSize: pageSize, MaxRequests: 4, MaxTokens: ComposeMaxKeys, MaxK: 16, NoMaxFinite: true}
 	c := &ComposedCase{Seed: seed, Padding: pad}
 	for len(c.Keys) == 0 {
 		for _, k := range g.Draw(rng).Keys {

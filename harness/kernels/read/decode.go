@@ -25,10 +25,12 @@ type Limits struct {
 //	               subnormal, signed zero, boundary), query seed 1, list
 //	               length 1 (mod MaxList+1, cut to the tokens left), then
 //	               a slot choice per token
-//	per key, in order of first appearance: kind 1 (mod 9: zero, normal,
+//	per key, in order of first appearance: kind 1 (mod 10: zero, normal,
 //	               tiny, outlier, huge, 5: the previous key's vector
 //	               again, an exact tie, then subnormal, signed zero,
-//	               boundary), seed 1
+//	               boundary, max-finite), seed 1; a max-finite key that a
+//	               request whose query could overflow names
+//	               (VecKind.ScoresMaxFinite) is a huge one of its seed
 //
 // A slot choice is one byte selecting a rule — slot 0, the last slot, a
 // page edge (2 more bytes: page), the neighbour of the list's previous
@@ -46,7 +48,8 @@ const (
 // first keep the values they had, so old corpora read as they did.
 var (
 	queryKinds = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecSubnormal, VecSignedZero, VecBoundary}
-	keyKinds   = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecHuge, numVecKinds, VecSubnormal, VecSignedZero, VecBoundary}
+	keyKinds   = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecHuge, numVecKinds, VecSubnormal, VecSignedZero, VecBoundary,
+		VecMaxFinite}
 )
 
 // Decode turns fuzz bytes into a valid read case.
@@ -63,7 +66,7 @@ func Decode(data []byte, lim Limits) *Case {
 		c.Requests[i] = Request{Query: q, Tokens: decodeList(s, lim, n, named)}
 		named = append(named, c.Requests[i].Tokens...)
 	}
-	c.Keys = decodeKeys(s, named)
+	c.Keys = decodeKeys(s, named, overflowing(c.Requests))
 	return c
 }
 
@@ -100,7 +103,21 @@ func nextFree(slot int64, slots int, taken map[int64]bool) int64 {
 	return slot
 }
 
-func decodeKeys(s *workload.Stream, named []int64) []Key {
+// overflowing is the slots a request whose query could overflow a
+// max-finite key's score names.
+func overflowing(requests []Request) map[int64]bool {
+	out := map[int64]bool{}
+	for _, q := range requests {
+		if !q.Query.Kind.ScoresMaxFinite() {
+			for _, t := range q.Tokens {
+				out[t] = true
+			}
+		}
+	}
+	return out
+}
+
+func decodeKeys(s *workload.Stream, named []int64, overflow map[int64]bool) []Key {
 	var keys []Key
 	seen := map[int64]bool{}
 	for _, slot := range named {
@@ -115,6 +132,9 @@ func decodeKeys(s *workload.Stream, named []int64) []Key {
 			if len(keys) > 0 {
 				v = keys[len(keys)-1].Vec
 			}
+		}
+		if v.Kind == VecMaxFinite && overflow[slot] {
+			v.Kind = VecHuge
 		}
 		keys = append(keys, Key{Slot: slot, Vec: v})
 	}

@@ -93,6 +93,8 @@ var readSeeds = []readSeed{
 		"two requests share a slot (a shared prefix)"},
 	{"subnormal-query", "fp8-paged", subnormalQuery(seedCase(1, map[int64]Vec{6: vec(VecHuge, 2)}, []int64{6})),
 		"a subnormal query against a huge key: its products are float32 normals, which a kernel that flushes denormals loses"},
+	{"max-finite-key", "bf16", zeroQuery(seedCase(1, map[int64]Vec{5: vec(VecMaxFinite, 3)}, []int64{5})),
+		"a zero query against bf16's largest finite key: every score is 0, which arithmetic that overflows the key makes NaN"},
 }
 
 // Input encodes a seed as a fuzz input: the layout pick, then the case.

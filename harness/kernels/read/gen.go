@@ -9,7 +9,8 @@ import (
 // Gen draws adversarial read cases for one pool: empty lists, lists
 // shorter than k, slots at 0, at the last slot and at page edges, slots
 // shared between requests, keys that tie exactly (the same vector in two
-// slots, zero keys, zero queries), and zero, tiny and huge keys.
+// slots, zero keys, zero queries), and zero, tiny, huge and max-finite
+// keys.
 type Gen struct {
 	Slots       int
 	PageSize    int
@@ -19,6 +20,9 @@ type Gen struct {
 	// Live, when set, are the only slots cases name: the windows of a
 	// pool past 4 GiB of offsets (pool.LiveRanges). Nil: every slot.
 	Live workload.Ranges
+	// NoMaxFinite keeps max-finite keys out (composed cases, whose
+	// writers' recipes the read oracle does not bound).
+	NoMaxFinite bool
 }
 
 // live is the slots cases may name.
@@ -55,8 +59,37 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 		shared = append(shared, c.Requests[i].Tokens...)
 	}
 	c.Keys = g.keys(rng, c)
+	if !g.NoMaxFinite {
+		maxFiniteKeys(c)
+	}
 	return c
 }
+
+// maxFiniteKeys makes some keys max-finite: of the keys that only
+// requests whose queries keep their scores finite name
+// (VecKind.ScoresMaxFinite), those whose seed is a multiple of
+// maxFiniteOdds. The choice draws nothing from the case's source, so every
+// other draw of the run is what it was without the class; a key
+// repeated in several slots (an exact tie) changes in all or none.
+func maxFiniteKeys(c *Case) {
+	unsafe, keys := map[Vec]bool{}, c.KeyMap()
+	for _, q := range c.Requests {
+		if q.Query.Kind.ScoresMaxFinite() {
+			continue
+		}
+		for _, t := range q.Tokens {
+			unsafe[keys[t]] = true
+		}
+	}
+	for i, k := range c.Keys {
+		if !unsafe[k.Vec] && k.Seed%maxFiniteOdds == 0 {
+			c.Keys[i].Vec = Vec{Kind: VecMaxFinite, Seed: k.Seed}
+		}
+	}
+}
+
+// maxFiniteOdds is one in how many keys that may be max-finite are.
+const maxFiniteOdds = 3
 
 // skewed draws 1..limit, mostly small.
 func readSkewed(rng *rand.Rand, limit int) int {

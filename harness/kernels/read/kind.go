@@ -46,8 +46,8 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 
 // valueLine is the header's account of the values a read's keys and
 // queries hold (vec.go).
-const valueLine = "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary; queries the same but huge; " +
-	"not drawn: the largest finite values, ±Inf and NaN (a read's scores must stay finite to be ranked)"
+const valueLine = "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary, max-finite (under zero, tiny, " +
+	"subnormal and signed-zero queries only); queries the same but huge and max-finite; not drawn: ±Inf and NaN (a read's scores must stay finite to be ranked)"
 
 // RowSlots is the pool of a row of layout l in a run of slots slots: as
 // asked, or, when the run reaches far, raised to pool.FarSlots.

@@ -52,7 +52,7 @@ func NewOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, opts Optio
 		Exact: !Quantized(l), keys: make(map[int64]*readKey, len(c.Keys)), owner: map[int64]int{}}
 	ids := map[string]int{}
 	for _, k := range c.Keys {
-		recs := l.Encode(k.Data(l.HeadDim))
+		recs := l.Encode(k.KeyData(l))
 		flat := string(slices.Concat(recs...))
 		if _, ok := ids[flat]; !ok {
 			ids[flat] = len(ids)

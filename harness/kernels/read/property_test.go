@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestReadVariantConvention(t *testing.T) {
 		}
 	}
 	serves := d.Serves(Name)
-	if len(names) != 2 || names[0] != "unmasked-tail" || names[1] != "writes-scratch" || !serves {
+	if !slices.Equal(names, []string{"unmasked-tail", "writes-scratch", "keys-prescaled"}) || !serves {
 		t.Errorf("fusedstore read variants %v, serves reads %v", names, serves)
 	}
 }

@@ -1,6 +1,10 @@
 package read
 
-import "github.com/kvharness/kvharness/harness/workload"
+import (
+	"slices"
+
+	"github.com/kvharness/kvharness/harness/workload"
+)
 
 // Shrink returns smaller variants of a failing read case, most
 // aggressive first: fewer requests, shorter lists, a smaller k, smaller
@@ -145,7 +149,9 @@ func (c *Case) moved(i int, to int64) *Case {
 	return x
 }
 
-// shrinkVecs replaces each key and query with the plainest vector.
+// shrinkVecs replaces each key and query with the plainest vector; a
+// query whose list names a max-finite key keeps its kind (a normal one
+// would overflow the key's score).
 func shrinkVecs(c *Case) []*Case {
 	simple := Vec{Kind: VecNormal}
 	var out []*Case
@@ -156,8 +162,9 @@ func shrinkVecs(c *Case) []*Case {
 			out = append(out, x)
 		}
 	}
+	keys := c.KeyMap()
 	for i, q := range c.Requests {
-		if q.Query != simple && q.Query.Kind != VecZero {
+		if q.Query != simple && q.Query.Kind != VecZero && !slices.ContainsFunc(q.Tokens, func(t int64) bool { return keys[t].Kind == VecMaxFinite }) {
 			x := c.Clone()
 			x.Requests[i].Query = simple
 			out = append(out, x)

@@ -8,6 +8,7 @@ import (
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/plugins/internal/cpuread"
+	"github.com/kvharness/kvharness/plugins/internal/cpustore"
 	"github.com/kvharness/kvharness/plugins/internal/gpuread"
 )
 
@@ -17,6 +18,8 @@ var readVariants = []sdk.Variant{
 		"a short list also reads the next request's tokens (unmasked loads)"),
 	read.Variant("writes-scratch", "keeps each request's top scores in slot 0, the reserved padding sink "+
 		"it assumes nobody reads, and never restores it"),
+	read.Variant("keys-prescaled", "doubles each key element in float32 (dequantized, on fp8) before its product and halves the score, "+
+		"a factor folded into the keys: exact until a key near the largest finite value overflows to infinity"),
 }
 
 // readRule is the mutant a variant makes of the read kernel.
@@ -26,6 +29,8 @@ func readRule(variant string) gpuread.Rule {
 		return gpuread.UnmaskedTail
 	case "writes-scratch":
 		return gpuread.Scratch
+	case "keys-prescaled":
+		return gpuread.KeysPrescaled
 	}
 	return gpuread.Correct
 }
@@ -43,6 +48,9 @@ func (*kernel) Read(_ context.Context, c *read.Call) error {
 		keys = cpuread.BF16{Pool: pool, Geometry: g}
 	}
 	rule := readRule(c.Variant)
+	if rule == gpuread.KeysPrescaled {
+		keys = prescaled{pool: pool, geometry: g, fp8: l.Name != "bf16"}
+	}
 	span := cpuread.ListSpan
 	if rule == gpuread.UnmaskedTail {
 		span = tiledSpan
@@ -56,6 +64,37 @@ func (*kernel) Read(_ context.Context, c *read.Call) error {
 		}
 	}
 	return nil
+}
+
+// prescaled keys are the keys-prescaled mutant's: each element, times its
+// token's scale on fp8, is doubled in float32 before its product, and the
+// sum halved. Doubling is exact, so the scores are a correct kernel's
+// until 2k overflows: a key past half of float32's largest finite value
+// (3.40e38) scores ±Inf, or NaN under a zero query.
+type prescaled struct {
+	pool     []byte
+	geometry cpustore.Geometry
+	fp8      bool
+}
+
+// Score implements cpuread.Keys.
+func (k prescaled) Score(q []float32, slot int64) float32 {
+	at, sat := k.geometry.Offsets(slot)
+	pre := float32(2)
+	if k.fp8 {
+		pre *= math.Float32frombits(binary.LittleEndian.Uint32(k.pool[sat:]))
+	}
+	var acc float32
+	for i, x := range q {
+		var e float32
+		if k.fp8 {
+			e = cpuread.E4M3(k.pool[at+i])
+		} else {
+			e = math.Float32frombits(uint32(binary.LittleEndian.Uint16(k.pool[at+2*i:])) << 16)
+		}
+		acc += x * float32(e*pre)
+	}
+	return acc * 0.5
 }
 
 // tiledSpan rounds a list up to whole tiles, cut at the call's last token:

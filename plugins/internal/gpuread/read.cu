@@ -22,7 +22,8 @@
 //   KV_SCALE_PAGE_BYTES       their page's values, 4 bytes each; a correct
 //   KV_SCALE_VALUE_BYTES      kernel has the values' numbers here
 //   KV_READ_WARPS             warps per block
-//   KV_READ_RULE              0 correct; 1 unmasked tail; 2 scratch in slot 0; 3 denormals are zero
+//   KV_READ_RULE              0 correct; 1 unmasked tail; 2 scratch in slot 0; 3 denormals are zero;
+//                             4 keys prescaled
 //   KV_READ_TILE              tokens per tile of the unmasked-tail mutant
 //
 // Mutant rules, as the plugins' CPU kernels make them:
@@ -33,6 +34,10 @@
 //   2  writes-scratch   the request's top scores are left in slot 0's values
 //   3  denormals-are-zero  subnormal query elements are flushed to zeros of
 //                       their sign, as fast math does
+//   4  keys-prescaled   each key element, dequantized (times its scale on
+//                       fp8), is doubled before its product and the sum
+//                       halved: exact until a key within a factor of 2 of
+//                       float32's largest finite value overflows to infinity
 
 typedef long long kv_i64;
 typedef unsigned long long kv_u64;
@@ -82,21 +87,34 @@ __device__ __forceinline__ float kv_e4m3(unsigned c) {
 __device__ __forceinline__ float kv_score(const char* __restrict__ pool, const float* q, kv_i64 slot, int lane) {
   const char* key = pool + kv_value_at(slot);
   float acc = 0.0f;
+#if KV_READ_RULE == 4
+#if KV_FP8
+  const float kv_pre = 2.0f * *(const float*)(pool + kv_scale_at(slot));
+#else
+  const float kv_pre = 2.0f;
+#endif
+#define KV_K(x) ((x) * kv_pre)
+#else
+#define KV_K(x) (x)
+#endif
 #pragma unroll 4
   for (int e = lane * 4; e < KV_HEAD_DIM; e += 128) {
 #if KV_FP8
     const unsigned w = *(const unsigned*)(key + e);
-    acc += q[e] * kv_e4m3(w & 0xffu) + q[e + 1] * kv_e4m3((w >> 8) & 0xffu) +
-           q[e + 2] * kv_e4m3((w >> 16) & 0xffu) + q[e + 3] * kv_e4m3(w >> 24);
+    acc += q[e] * KV_K(kv_e4m3(w & 0xffu)) + q[e + 1] * KV_K(kv_e4m3((w >> 8) & 0xffu)) +
+           q[e + 2] * KV_K(kv_e4m3((w >> 16) & 0xffu)) + q[e + 3] * KV_K(kv_e4m3(w >> 24));
 #else
     const uint2 u = *(const uint2*)(key + 2 * e);
-    acc += q[e] * kv_bf16(u.x & 0xffffu) + q[e + 1] * kv_bf16(u.x >> 16) +
-           q[e + 2] * kv_bf16(u.y & 0xffffu) + q[e + 3] * kv_bf16(u.y >> 16);
+    acc += q[e] * KV_K(kv_bf16(u.x & 0xffffu)) + q[e + 1] * KV_K(kv_bf16(u.x >> 16)) +
+           q[e + 2] * KV_K(kv_bf16(u.y & 0xffffu)) + q[e + 3] * KV_K(kv_bf16(u.y >> 16));
 #endif
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-#if KV_FP8
+#undef KV_K
+#if KV_READ_RULE == 4
+  acc *= 0.5f;
+#elif KV_FP8
   acc *= *(const float*)(pool + kv_scale_at(slot));
 #endif
   return acc;

@@ -26,6 +26,7 @@ const (
 	UnmaskedTail                 // read lists rounded up to Tile tokens
 	Scratch                      // leave the top scores in slot 0's values
 	DenormalsAreZero             // flush subnormal query elements to zeros of their sign
+	KeysPrescaled                // double each (dequantized) key element before its product, halve the sum
 )
 
 // Tile is the unmasked-tail mutant's tile, in tokens. The CPU kernels round
