@@ -273,3 +273,26 @@ func TestMaxFiniteKeysScoreFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredCeilingIsTheLargest: the bisection finds the largest bf16
+// magnitude each layout stores finite, as a walk down from bf16's largest
+// finds it, and the next magnitude up is not stored finite.
+func TestStoredCeilingIsTheLargest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    int
+	}{{"bf16", 128}, {"fp8-paged", 128}, {"fp8-rows", 64}, {"dsv4-main", 512}} {
+		l := kindtest.Layout(t, tc.name, tc.d, 16)
+		want := uint16(bf16MaxFinite)
+		for !storedFinite(l, want) {
+			want--
+		}
+		got := storedCeiling(l)
+		if got != want {
+			t.Errorf("%s: ceiling %#04x, want %#04x (the largest stored finite)", tc.name, got, want)
+		}
+		if got < bf16MaxFinite && storedFinite(l, got+1) {
+			t.Errorf("%s: %#04x is stored finite too, above the ceiling %#04x", tc.name, got+1, got)
+		}
+	}
+}

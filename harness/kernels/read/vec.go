@@ -3,7 +3,6 @@ package read
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/workload"
@@ -99,24 +98,26 @@ func (v Vec) KeyData(l *layout.Layout) []uint16 {
 	return out
 }
 
-// ceilings caches storedCeiling by layout.
-var ceilings sync.Map // *layout.Layout → uint16
-
 // storedCeiling is the largest finite bf16 magnitude m such that a key of
 // ±m elements reads back from l's records (DecodeKey) within float32's
-// range. Fields the oracle does not decode read back as 0.
+// range. Fields the oracle does not decode read back as 0. A larger
+// magnitude never reads back smaller, so m is found by bisection between
+// 1.0, which every layout stores, and bf16's largest: at most 15 encodes
+// of a row, and one where the largest itself is stored (a bf16 pool).
 func storedCeiling(l *layout.Layout) uint16 {
-	if c, ok := ceilings.Load(l); ok {
-		return c.(uint16)
+	lo, hi := uint16(0x3f80), uint16(bf16MaxFinite) // lo is stored finite; the answer is in [lo, hi]
+	if storedFinite(l, hi) {
+		return hi
 	}
-	m := uint16(bf16MaxFinite)
-	for ; m > 0x3f80; m-- { // down to 1.0, which every layout stores
-		if storedFinite(l, m) {
-			break
+	for hi-lo > 1 { // hi is not stored finite
+		mid := lo + (hi-lo)/2
+		if storedFinite(l, mid) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	ceilings.Store(l, m)
-	return m
+	return lo
 }
 
 const bf16MaxFinite = 0x7f7f
