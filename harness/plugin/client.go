@@ -477,9 +477,6 @@ func (p *Plugin) classify(ctx context.Context, name string, d time.Duration, err
 		f.Kind, f.Detail, f.Panic = Crash, exit, p.lastWords()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && st.Code() == codes.DeadlineExceeded:
 		f.Kind, f.Detail = Hang, fmt.Sprintf("no answer within %v; killed it (raise --timeout if the kernel is just slow)", d)
-		if name == "Attach" {
-			f.Detail = fmt.Sprintf("no answer within %v (%d× --timeout: Attach compiles kernels); killed it (raise --timeout if the plugin's setup is just slow)", d, AttachTimeoutFactor)
-		}
 		p.Close()
 	case errors.Is(ctx.Err(), context.Canceled):
 		return ctx.Err()
@@ -529,7 +526,11 @@ func (p *Plugin) MapsSparseArenas() bool { return p.sparseArenas }
 func (p *Plugin) Attach(ctx context.Context, owner any, req *kvpb.AttachRequest) (*kvpb.AttachResponse, error) {
 	p.owner = nil
 	p.Grant(req)
-	resp, err := callWithin(ctx, p, "Attach", AttachTimeoutFactor*p.opts.CallTimeout, p.base.Attach, req)
+	d := AttachTimeoutFactor * p.opts.CallTimeout
+	resp, err := callWithin(ctx, p, "Attach", d, p.base.Attach, req)
+	if f, ok := AsFault(err); ok && f.Kind == Hang {
+		f.Detail = fmt.Sprintf("no answer within %v (%d× --timeout: Attach compiles kernels); killed it (raise --timeout if the plugin's setup is just slow)", d, AttachTimeoutFactor)
+	}
 	if err == nil {
 		p.owner = owner
 	}
