@@ -205,7 +205,7 @@ func TestSpansCutToWindows(t *testing.T) {
 			spanRanges, spanBytes = append(spanRanges, r...), append(spanBytes, b...)
 		}
 		got, gotBytes := cut(spanRanges, spanBytes, ws)
-		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+		if !reflect.DeepEqual(got, want) { // nothing changed is nil, as shm's scan gives it
 			t.Fatalf("round %d: %d windows as %d spans: cut gives %v; want %v", round, len(ws), len(spans), got, want)
 		}
 		if !bytes.Equal(gotBytes, wantBytes) {

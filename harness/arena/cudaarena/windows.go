@@ -43,8 +43,14 @@ func (m *Memory) ChangedIn(ws []pool.Window) ([]pool.Window, []byte, error) {
 	}
 	spans := pool.AppendJoined(make([]pool.Window, 0, len(ws)), ws, spanGap)
 	ranges, got, err := m.changedInSpans(m.clipAll(spans)) // a sparse arena scans what has memory
-	if err != nil || len(spans) == len(ws) {
-		return ranges, got, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(spans) == len(ws) {
+		if len(ranges) == 0 {
+			return nil, nil, nil // nothing changed reads as nil, as shm's scan gives it
+		}
+		return ranges, got, nil
 	}
 	ranges, got = cut(ranges, got, ws)
 	return ranges, got, nil
@@ -208,6 +214,9 @@ func cut(ranges []pool.Window, got []byte, ws []pool.Window) ([]pool.Window, []b
 			bytes = append(bytes, got[at+lo-r.Off:at+hi-r.Off]...)
 		}
 		at += r.Len
+	}
+	if len(out) == 0 {
+		return nil, nil // nothing changed reads as nil, as shm's scan gives it
 	}
 	return out, bytes
 }
