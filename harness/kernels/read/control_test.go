@@ -17,6 +17,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/sdk"
 	sdkread "github.com/kvharness/kvharness/harness/sdk/read"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // heapRead is a read kernel written apart from the bundled ones, in
@@ -151,8 +152,11 @@ func heapPlugin(policy layout.NonFinite) *plugin.Plugin {
 // with judged ones), and the same cases' finite ones without a policy.
 func TestHeapControlPasses(t *testing.T) {
 	cases := 100
-	if testing.Short() {
-		cases = 50
+	switch {
+	case testtier.Full():
+		cases = 400
+	case testing.Short():
+		cases = 40
 	}
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 		for _, policy := range []layout.NonFinite{layout.Contained, layout.NonFiniteUndeclared} {

@@ -10,6 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 func readTarget(t testing.TB, name, layoutName, variant string) *Target {
@@ -120,9 +121,12 @@ func TestReadUnsupported(t *testing.T) {
 // holds it changes nothing): with ±Inf and NaN left out of the draws it
 // passes, so only they kill it.
 func TestSharedRangeExactOnFiniteValues(t *testing.T) {
-	cases := 150
-	if testing.Short() {
-		cases = 40
+	cases := 60
+	switch {
+	case testtier.Full():
+		cases = 300
+	case testing.Short():
+		cases = 20
 	}
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 		tg := readTarget(t, "fusedstore", name, "nan-shared-range")
