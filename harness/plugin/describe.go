@@ -49,6 +49,12 @@ type Description struct {
 	// page table, by slot list, or both; a plugin that says nothing takes
 	// slot lists.
 	PageTable, Slots bool
+	// ReadNonFinite is what the read kernel declares it does with ±Inf and
+	// NaN in queries and keys (read_non_finite): "" where it declares
+	// nothing. A value this harness does not know reads as
+	// ReadNonFiniteErr, reported where reads use it.
+	ReadNonFinite    layout.NonFinite
+	ReadNonFiniteErr error
 	// said is the answer as the plugin gave it, made printable: what
 	// kvharness plugins --json prints.
 	said *kvpb.DescribeResponse
@@ -126,6 +132,7 @@ func describedAs(r *kvpb.DescribeResponse) *Description {
 	r = printable(proto.CloneOf(r))
 	d := &Description{Name: r.Name, Version: r.Version, Doc: r.Doc, said: r,
 		CUDAFDArenas: r.CudaFdArenas, CUDASparseArenas: r.CudaSparseArenas, BenchRotation: r.BenchRotation, SlotBits: int(r.SlotBits), Doorbell: r.Doorbell}
+	d.ReadNonFinite, d.ReadNonFiniteErr = wire.NonFiniteFromProto(r.ReadNonFinite)
 	d.Slots = len(r.Addressing) == 0
 	for _, a := range r.Addressing {
 		d.Slots = d.Slots || a == kvpb.Addressing_ADDRESSING_SLOTS

@@ -76,6 +76,26 @@ func TestDescribeRefusesBadDeclarations(t *testing.T) {
 	}
 	_, err = serve(p).Describe(context.Background(), &kvpb.DescribeRequest{})
 	wantStatus(t, err, codes.FailedPrecondition, "fp8-rows", "recipe eps -1")
+	p = declaringPlugin(&storeRecorder{}, 0)
+	p.ReadNonFinite = layout.Propagate
+	_, err = serve(p).Describe(context.Background(), &kvpb.DescribeRequest{})
+	wantStatus(t, err, codes.FailedPrecondition, `ReadNonFinite "propagate"`, "layout.Contained or nothing")
+}
+
+// TestDescribeDeclaresReadNonFinite: a read kernel's non-finite policy
+// reaches the harness as declared; a plugin that says nothing declares
+// none.
+func TestDescribeDeclaresReadNonFinite(t *testing.T) {
+	p := declaringPlugin(&storeRecorder{}, 0)
+	for policy, want := range map[layout.NonFinite]kvpb.NonFinite{"": kvpb.NonFinite_NON_FINITE_UNDECLARED,
+		layout.Contained: kvpb.NonFinite_NON_FINITE_CONTAINED} {
+		p.ReadNonFinite = policy
+		d, err := serve(p).Describe(context.Background(), &kvpb.DescribeRequest{HeadDim: 128, PageSize: 64})
+		must(t, err)
+		if d.ReadNonFinite != want {
+			t.Errorf("declared %q: read_non_finite %v, want %v", policy, d.ReadNonFinite, want)
+		}
+	}
 }
 
 // TestAttachGeometryCarriesRecipe: the attach answer repeats each pool's

@@ -31,11 +31,13 @@
 // Besides its bytes per token and page, a kernel declares per layout how it
 // quantizes ([Geometry].Recipe: its floor, x/s or x*(1/s), its scale
 // tolerance), and once its slot index width ([Plugin].SlotBits, 32 or 64,
-// a variant may differ). The harness judges fp8 bytes against the
-// declared recipe, and stages loc at the declared width. A declaration no
-// harness can honour (a recipe out of bounds, 16-bit slots) fails the
-// first Describe, naming the field; a kind the kernel does not implement
-// stops the plugin as it starts.
+// a variant may differ) and what its read does with ±Inf and NaN
+// ([Plugin].ReadNonFinite: layout.Contained, or nothing for finite values
+// only). The harness judges fp8 bytes against the declared recipe, and
+// stages loc at the declared width. A declaration no harness can honour (a
+// recipe out of bounds, 16-bit slots, a read policy other than contained)
+// fails the first Describe, naming the field; a kind the kernel does not
+// implement stops the plugin as it starts.
 //
 // # CUDA
 //

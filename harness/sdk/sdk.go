@@ -88,6 +88,13 @@ type Plugin struct {
 	// (ADDRESSING_PAGE_TABLE: Call.Table), or both; nil is slot lists
 	// only. A variant may override it.
 	Addressing []kvpb.Addressing
+	// ReadNonFinite is what the read kernel does with ±Inf and NaN in a
+	// query or in a key it scores: layout.Contained for a kernel whose
+	// requests share nothing (a request that holds one may answer any
+	// ranking of its own list, and every other request of the call stays
+	// exact); "" declares nothing, and the harness then gives reads finite
+	// keys and queries only.
+	ReadNonFinite layout.NonFinite
 }
 
 // A Kind is one kernel kind as its SDK package serves it (store.Kind,

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/protocol"
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/protocol/wire"
@@ -77,6 +78,7 @@ func (s *Server) Describe(_ context.Context, req *kvpb.DescribeRequest) (*kvpb.D
 		BenchRotation: true,
 		SlotBits:      uint32(s.slotBits(req.Variant)),
 		Addressing:    s.addressing(req.Variant),
+		ReadNonFinite: wire.NonFiniteToProto(s.p.ReadNonFinite),
 		// StoreBatch comes through a doorbell when asked (doorbell.go).
 		Doorbell: s.rings && s.ring != nil,
 	}
@@ -245,6 +247,9 @@ func geometryProto(g Geometry) *kvpb.Geometry {
 func (s *Server) checkDeclarations(variant string, heads, headDim, pageSize int) error {
 	if b := s.slotBits(variant); b != 32 && b != 64 {
 		return status.Errorf(codes.FailedPrecondition, "%s declares %d-bit slots: want SlotBits 32 or 64 (0 is 64)", s.p.Name, b)
+	}
+	if nf := s.p.ReadNonFinite; nf != "" && nf != layout.Contained {
+		return status.Errorf(codes.FailedPrecondition, "%s declares ReadNonFinite %q: a read kernel declares layout.Contained or nothing", s.p.Name, nf)
 	}
 	for _, g := range s.p.geometries(variant, heads, headDim, pageSize) {
 		if err := wire.CheckPadPolicy(g.PadPolicy); err != nil {

@@ -262,6 +262,9 @@ func writeDescription(e *env, d *plugin.Description, dims layout.Dims, note stri
 	if d.PageTable { // a plugin of slot lists alone, the default, goes unsaid
 		fmt.Fprintf(w, "  addressing: %s\n", map[bool]string{true: "slots, page-table", false: "page-table"}[d.Slots])
 	}
+	if d.ReadNonFinite != "" { // a read kernel that declares nothing gets finite keys and queries
+		fmt.Fprintf(w, "  read non-finite: %s (±Inf and NaN in queries and keys)\n", d.ReadNonFinite)
+	}
 	if len(d.Layouts) > 0 {
 		fmt.Fprintf(w, "  layouts (D=%d, P=%d):\n", headDim, pageSize)
 	}

@@ -108,7 +108,8 @@ func (r *Case) Describe(w io.Writer, indent string) {
 	}
 }
 
-// Validate implements Case.
+// Validate implements Case. A case may hold ±Inf and NaN (VecNonFinite)
+// in queries and keys; whether the plugin may be given them is Admits'.
 func (r *Case) Validate(slots int) error {
 	switch {
 	case len(r.Requests) < 1 || len(r.Requests) > MaxReadRequests:
@@ -154,7 +155,7 @@ func (r *Case) checkKeys(slots int) (map[int64]Vec, error) {
 
 func checkReadList(i int, q Request, keys map[int64]Vec, used map[int64]bool) error {
 	if q.Query.Kind == VecHuge || q.Query.Kind == VecMaxFinite || q.Query.Kind >= numVecKinds {
-		return fmt.Errorf("request %d: query kind %s (queries are zero, normal, tiny, outlier, subnormal, signed-zero or boundary)", i, q.Query.Kind)
+		return fmt.Errorf("request %d: query kind %s (queries are zero, normal, tiny, outlier, subnormal, signed-zero, boundary or non-finite)", i, q.Query.Kind)
 	}
 	seen := make(map[int64]bool, len(q.Tokens))
 	for _, t := range q.Tokens {

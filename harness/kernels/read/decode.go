@@ -21,16 +21,20 @@ type Limits struct {
 //
 //	k          1   1 + value mod MaxK
 //	requests   1   1 + value mod MaxRequests
-//	per request:   query kind 1 (mod 7: zero, normal, tiny, outlier,
-//	               subnormal, signed zero, boundary), query seed 1, list
-//	               length 1 (mod MaxList+1, cut to the tokens left), then
-//	               a slot choice per token
-//	per key, in order of first appearance: kind 1 (mod 10: zero, normal,
+//	per request:   query kind 1 (mod 8: zero, normal, tiny, outlier,
+//	               subnormal, signed zero, boundary, non-finite), query
+//	               seed 1, list length 1 (mod MaxList+1, cut to the
+//	               tokens left), then a slot choice per token
+//	per key, in order of first appearance: kind 1 (mod 11: zero, normal,
 //	               tiny, outlier, huge, 5: the previous key's vector
 //	               again, an exact tie, then subnormal, signed zero,
-//	               boundary, max-finite), seed 1; a max-finite key that a
-//	               request whose query could overflow names
+//	               boundary, max-finite, non-finite), seed 1; a max-finite
+//	               key that a request whose query could overflow names
 //	               (VecKind.ScoresMaxFinite) is a huge one of its seed
+//
+// Every class decodes; a target whose plugin declares no non-finite
+// policy judges the case with its non-finite vectors made normal ones of
+// the same seed (Target.Fit).
 //
 // A slot choice is one byte selecting a rule — slot 0, the last slot, a
 // page edge (2 more bytes: page), the neighbour of the list's previous
@@ -47,9 +51,9 @@ const (
 // (keyKinds[keyKindRepeat] stands for the repeat): the kinds that were
 // first keep the values they had, so old corpora read as they did.
 var (
-	queryKinds = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecSubnormal, VecSignedZero, VecBoundary}
+	queryKinds = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecSubnormal, VecSignedZero, VecBoundary, VecNonFinite}
 	keyKinds   = []VecKind{VecZero, VecNormal, VecTiny, VecOutlier, VecHuge, numVecKinds, VecSubnormal, VecSignedZero, VecBoundary,
-		VecMaxFinite}
+		VecMaxFinite, VecNonFinite}
 )
 
 // Decode turns fuzz bytes into a valid read case.

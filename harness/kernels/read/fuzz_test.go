@@ -63,6 +63,12 @@ func subnormalQuery(c *Case) *Case {
 	return c
 }
 
+// withNonFiniteQuery gives request r a query holding ±Inf and NaN.
+func withNonFiniteQuery(c *Case, r int) *Case {
+	c.Requests[r].Query = vec(VecNonFinite, 2)
+	return c
+}
+
 // readSeeds is FuzzRead's seed corpus: one minimal case per read bug
 // class. The correct read kernels pass all of them; every read mutant
 // fails at least one.
@@ -95,6 +101,10 @@ var readSeeds = []readSeed{
 		"a subnormal query against a huge key: its products are float32 normals, which a kernel that flushes denormals loses"},
 	{"max-finite-key", "bf16", zeroQuery(seedCase(1, map[int64]Vec{5: vec(VecMaxFinite, 3)}, []int64{5})),
 		"a zero query against bf16's largest finite key: every score is 0, which arithmetic that overflows the key makes NaN"},
+	{"non-finite-key", "bf16", seedCase(2, map[int64]Vec{40: vec(VecNonFinite, 1)}, []int64{3, 4}, []int64{40, 41}),
+		"a key holding NaN in the second request's list: the contained policy frees that request alone, the first must stay exact"},
+	{"non-finite-query", "fp8-rows", withNonFiniteQuery(seedCase(1, nil, []int64{5}, []int64{6}), 1),
+		"a query holding NaN next to a finite request: nothing of it may reach the other request's answer"},
 }
 
 // Input encodes a seed as a fuzz input: the layout pick, then the case.

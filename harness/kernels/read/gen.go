@@ -9,8 +9,9 @@ import (
 // Gen draws adversarial read cases for one pool: empty lists, lists
 // shorter than k, slots at 0, at the last slot and at page edges, slots
 // shared between requests, keys that tie exactly (the same vector in two
-// slots, zero keys, zero queries), and zero, tiny, huge and max-finite
-// keys.
+// slots, zero keys, zero queries), zero, tiny, huge and max-finite keys,
+// and, for a kernel that declares a non-finite policy, ±Inf and NaN in
+// some requests' queries or keys.
 type Gen struct {
 	Slots       int
 	PageSize    int
@@ -23,6 +24,9 @@ type Gen struct {
 	// NoMaxFinite keeps max-finite keys out (composed cases, whose
 	// writers' recipes the read oracle does not bound).
 	NoMaxFinite bool
+	// NonFinite lets some requests hold ±Inf and NaN in their query or in
+	// a key only they name: the kernel declared a policy for them.
+	NonFinite bool
 }
 
 // live is the slots cases may name.
@@ -59,18 +63,66 @@ func (g *Gen) Draw(rng *rand.Rand) *Case {
 		shared = append(shared, c.Requests[i].Tokens...)
 	}
 	c.Keys = g.keys(rng, c)
+	if g.NonFinite {
+		nonFiniteVecs(c)
+	}
 	if !g.NoMaxFinite {
 		maxFiniteKeys(c)
 	}
 	return c
 }
 
+// nonFiniteVecs gives some requests ±Inf and NaN: by its query's seed
+// (mod nonFiniteOdds), a request's query becomes non-finite, or one of
+// the keys no other request names does. About one request in eight holds
+// one, so most cases also have requests the policy leaves fully judged,
+// the ones a leak between requests shows in. Like maxFiniteKeys it draws
+// nothing from the case's source.
+func nonFiniteVecs(c *Case) {
+	names := map[int64]int{} // slot → how many requests name it
+	for _, q := range c.Requests {
+		for _, t := range q.Tokens {
+			names[t]++
+		}
+	}
+	at := make(map[int64]int, len(c.Keys))
+	for i, k := range c.Keys {
+		at[k.Slot] = i
+	}
+	for i, q := range c.Requests {
+		switch q.Query.Seed % nonFiniteOdds {
+		case nonFiniteQuery:
+			c.Requests[i].Query.Kind = VecNonFinite
+		case nonFiniteKey:
+			var own []int64
+			for _, t := range q.Tokens {
+				if names[t] == 1 {
+					own = append(own, t)
+				}
+			}
+			if len(own) > 0 {
+				k := &c.Keys[at[own[q.Query.Seed/nonFiniteOdds%uint64(len(own))]]]
+				k.Vec = Vec{Kind: VecNonFinite, Seed: k.Seed}
+			}
+		}
+	}
+}
+
+// nonFiniteOdds: a request whose query seed is nonFiniteQuery mod it has
+// a non-finite query, nonFiniteKey mod it a non-finite key of its own.
+const (
+	nonFiniteOdds  = 16
+	nonFiniteQuery = 5
+	nonFiniteKey   = 9
+)
+
 // maxFiniteKeys makes some keys max-finite: of the keys that only
 // requests whose queries keep their scores finite name
 // (VecKind.ScoresMaxFinite), those whose seed is a multiple of
-// maxFiniteOdds. The choice draws nothing from the case's source, so every
-// other draw of the run is what it was without the class; a key
-// repeated in several slots (an exact tie) changes in all or none.
+// maxFiniteOdds and that hold no ±Inf or NaN. The choice draws nothing
+// from the case's source, so every other draw of the run is what it was
+// without the class; a key repeated in several slots (an exact tie)
+// changes in all or none.
 func maxFiniteKeys(c *Case) {
 	unsafe, keys := map[Vec]bool{}, c.KeyMap()
 	for _, q := range c.Requests {
@@ -82,7 +134,7 @@ func maxFiniteKeys(c *Case) {
 		}
 	}
 	for i, k := range c.Keys {
-		if !unsafe[k.Vec] && k.Seed%maxFiniteOdds == 0 {
+		if !unsafe[k.Vec] && k.Kind != VecNonFinite && k.Seed%maxFiniteOdds == 0 {
 			c.Keys[i].Vec = Vec{Kind: VecMaxFinite, Seed: k.Seed}
 		}
 	}

@@ -2,6 +2,7 @@ package read
 
 import (
 	"context"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -44,10 +45,18 @@ func Suite(s *kind.Session, p kind.Params, cfg Config) *property.Suite[*Target, 
 	return suite
 }
 
-// valueLine is the header's account of the values a read's keys and
-// queries hold (vec.go).
-const valueLine = "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary, max-finite (under zero, tiny, " +
-	"subnormal and signed-zero queries only); queries the same but huge and max-finite; not drawn: ±Inf and NaN (a read's scores must stay finite to be ranked)"
+// valueLines is the header's account of the values a read's keys and
+// queries hold (vec.go), ±Inf and NaN by the plugin's declared policy.
+func valueLines(policy layout.NonFinite) []string {
+	line := "values: keys zero, normal, tiny, outlier, huge, subnormal, signed-zero, boundary, max-finite (under zero, tiny, " +
+		"subnormal and signed-zero queries only)"
+	if policy == layout.NonFiniteUndeclared {
+		return []string{line + "; queries the same but huge and max-finite",
+			"not explored: ±Inf and NaN in keys and queries (the plugin declares no read non-finite policy: read_non_finite)"}
+	}
+	return []string{fmt.Sprintf("%s, non-finite; queries the same but huge and max-finite; ±Inf and NaN %s "+
+		"(a request whose query or keys hold one is judged for form alone, every other request in full)", line, policy)}
+}
 
 // RowSlots is the pool of a row of layout l in a run of slots slots: as
 // asked, or, when the run reaches far, raised to pool.FarSlots.
@@ -85,9 +94,14 @@ func check(ctx context.Context, s *kind.Session, p kind.Params) (*report.Run, er
 	// in a tmpfs run directory, or a GPU's for a plugin that maps sparse
 	// arenas; elsewhere the pool is the flags' as before.
 	p.Far = p.Far && arena.Sparse(p.Backend, arena.Options{FDArenas: s.Desc.CUDAFDArenas, SparseArenas: s.Desc.CUDASparseArenas}) && (p.Place().OnDevice() || sparseDir(s.Dir))
+	policy, err := Policy(s.Plugin.Name, s.Desc)
+	if err != nil {
+		return nil, err
+	}
 	h := p.Header(s)
-	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true}}
-	h.Coverage, h.Shapes = append(sh.Lines(), valueLine), sh.Drawn()
+	h.JSON = report.Object{{Key: "slots", Value: p.Slots}, {Key: "geometry", Value: sh.Covered(), OmitEmpty: true},
+		{Key: "non_finite", Value: policy, OmitEmpty: true}}
+	h.Coverage, h.Shapes = append(sh.Lines(), valueLines(policy)...), sh.Drawn()
 	return kind.RunSuite(ctx, Suite(s, p, Config{}), Schema, h)
 }
 
@@ -99,6 +113,9 @@ func replay(ctx context.Context, s *kind.Session, r *report.Repro, l *layout.Lay
 		return nil, err
 	}
 	defer t.Close(ctx)
+	if err := c.Admits(t.NonFinite); err != nil {
+		return nil, fmt.Errorf("the repro's case: %w", err)
+	}
 	h := s.ReplayHeader(r, b)
 	h.Slots = r.Slots
 	return kind.Replay(ctx, &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Shrinker: Shrink}}, Schema, h, r, l, c, Label)

@@ -26,13 +26,17 @@ type Oracle struct {
 	queries [][]uint16
 	refs    [][]RefToken // per request, in result order
 	owner   map[int64]int
+	// tainted marks the requests whose query, or a key their list names,
+	// holds ±Inf or NaN as staged and stored (nonFinite).
+	tainted []bool
 }
 
 // readKey is one slot's key: what the harness writes and what it means.
 type readKey struct {
-	records [][]byte  // reference encoding, one record per plane
-	value   []float64 // decoded
-	id      int       // equal for keys with identical records
+	records   [][]byte  // reference encoding, one record per plane
+	value     []float64 // decoded
+	id        int       // equal for keys with identical records
+	nonFinite bool      // a decoded element is NaN or, in float32, ±Inf
 }
 
 // RefToken is a token of a request as the reference ranks it.
@@ -57,11 +61,14 @@ func NewOracle(l *layout.Layout, r pool.Region, seed uint64, c *Case, opts Optio
 		if _, ok := ids[flat]; !ok {
 			ids[flat] = len(ids)
 		}
-		rc.keys[k.Slot] = &readKey{records: recs, value: DecodeKey(l, recs), id: ids[flat]}
+		value := DecodeKey(l, recs)
+		rc.keys[k.Slot] = &readKey{records: recs, value: value, id: ids[flat], nonFinite: slices.ContainsFunc(value, nonFinite)}
 	}
 	for i, q := range c.Requests {
 		rc.queries = append(rc.queries, q.Query.Data(l.HeadDim))
 		rc.refs = append(rc.refs, rc.rank(rc.queries[i], q.Tokens))
+		rc.tainted = append(rc.tainted, slices.ContainsFunc(rc.queries[i], nonFiniteBF16) ||
+			slices.ContainsFunc(q.Tokens, func(t int64) bool { return rc.keys[t].nonFinite }))
 		for _, t := range q.Tokens {
 			if _, ok := rc.owner[t]; !ok {
 				rc.owner[t] = i
@@ -86,16 +93,26 @@ func (rc *Oracle) rank(query []uint16, tokens []int64) []RefToken {
 		}
 		out[i] = RefToken{Slot: t, Score: dot, Tol: rc.Options.ScoreTol*mag + rc.Options.ScoreAbsTol, Zero: mag == 0}
 	}
-	slices.SortFunc(out, func(a, b RefToken) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
+	slices.SortFunc(out, func(a, b RefToken) int { // higher first, a NaN score last, then the lower slot
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.Slot, b.Slot)
 	})
 	return out
+}
+
+// nonFinite reports whether a decoded key element is NaN or beyond
+// float32's range, infinite in the kernel's arithmetic: a code 448 times
+// a power-of-two scale of 2^127 (what an infinite element's group gets
+// under the ue8m0 rule) is finite in float64, not in float32.
+func nonFinite(x float64) bool { return !(math.Abs(x) <= math.MaxFloat32) }
+
+// Contained reports whether request r is judged for form alone: the
+// kernel declared the contained policy, and its query or a key its list
+// names holds ±Inf or NaN.
+func (rc *Oracle) Contained(r int) bool {
+	return rc.Options.NonFinite == layout.Contained && rc.tainted[r]
 }
 
 // Queries returns each request's query as bf16 bit patterns, for staging.

@@ -1,6 +1,10 @@
 package read
 
-import "math"
+import (
+	"math"
+
+	"github.com/kvharness/kvharness/harness/layout"
+)
 
 // Options set how close a read's result must be to the reference.
 //
@@ -30,10 +34,16 @@ import "math"
 // a quantized layout the returned set must have a Jaccard index with the
 // reference top k of at least Jaccard, counting a returned token that a
 // near tie explains as a match; order and scores are checked as above.
+//
+// Non-finite values. Under NonFinite layout.Contained, a request whose
+// query or keys hold ±Inf or NaN is judged for form alone (see Policy);
+// otherwise every request is judged as above.
 type Options struct {
 	ScoreTol    float64 // relative score tolerance; 0: DefaultScoreTol(D)
 	ScoreAbsTol float64 // absolute score tolerance; 0: DefaultScoreAbsTol
 	Jaccard     float64 // quantized layouts: least top-k Jaccard index; 0: DefaultJaccard
+	// NonFinite is the kernel's declared read policy (Target.NonFinite).
+	NonFinite layout.NonFinite
 }
 
 // DefaultJaccard is the least Jaccard index of a quantized read's top k

@@ -15,13 +15,40 @@ type Output struct {
 	Scores []float32
 }
 
-// CheckResult judges every request's out windows against the reference.
+// CheckResult judges every request's out windows against the reference;
+// a request the contained policy covers (Contained), for form alone.
 func (rc *Oracle) CheckResult(out Output) []oracle.Violation {
 	var vs []oracle.Violation
 	for r := range rc.Case.Requests {
-		vs = append(vs, rc.request(r, out).judge()...)
+		a := rc.request(r, out)
+		if rc.Contained(r) {
+			vs = append(vs, a.contained()...)
+			continue
+		}
+		vs = append(vs, a.judge()...)
 	}
 	return vs
+}
+
+// contained judges the answer of a request that holds ±Inf or NaN under
+// the contained policy: any ranking of its own list, any scores, slot -1
+// anywhere; but a slot from outside its list, or one slot twice, is a
+// read of what the request does not hold, whatever its values.
+func (a *answer) contained() []oracle.Violation {
+	const why = " (its query or keys hold ±Inf or NaN: under the contained policy its ranking and scores are free, not its slots)"
+	for i, s := range a.slots {
+		_, listed := a.want[s]
+		switch j, dup := a.rank[s]; {
+		case s == -1:
+		case !listed:
+			return []oracle.Violation{a.violation(TopK, s, fmt.Sprintf("rank %d: slot %d is not in the request's list (%s)%s", i, s, a.rc.whose(s), why))}
+		case dup:
+			return []oracle.Violation{a.violation(TopK, s, fmt.Sprintf("rank %d: slot %d again (first at rank %d)%s", i, s, j, why))}
+		default:
+			a.rank[s] = i
+		}
+	}
+	return nil
 }
 
 // answer is one request's out windows and what the judge learns of them.

@@ -91,6 +91,9 @@ var readMutants = []struct {
 	// A subnormal query against a huge key: the keys' and queries' value
 	// classes are the store's.
 	{"fp8store", "denormals-are-zero", []string{"fp8-paged", "fp8-rows"}, []oracle.Kind{Score}, 1},
+	// A request's NaN score reaches the others through the call's range:
+	// a NaN-holding request and a finite one.
+	{"fusedstore", "nan-shared-range", []string{"bf16", "fp8-paged", "fp8-rows"}, []oracle.Kind{Score}, 2},
 }
 
 // TestReadMutantsKilled: every read mutant fails on every layout that can
@@ -141,7 +144,7 @@ func TestReadVariantConvention(t *testing.T) {
 		}
 	}
 	serves := d.Serves(Name)
-	if !slices.Equal(names, []string{"unmasked-tail", "writes-scratch", "keys-prescaled"}) || !serves {
+	if !slices.Equal(names, []string{"unmasked-tail", "writes-scratch", "keys-prescaled", "nan-shared-range"}) || !serves {
 		t.Errorf("fusedstore read variants %v, serves reads %v", names, serves)
 	}
 }

@@ -43,8 +43,11 @@ var Schema = &report.Schema[*Case, *Result]{
 
 // WriteCase prints a checked read case and its violations: a verdict on a
 // request's answer as its line alone, pool and staging bytes as want/got.
-func WriteCase(w io.Writer, _ *layout.Layout, c *Case, r *Result) {
+func WriteCase(w io.Writer, l *layout.Layout, c *Case, r *Result) {
 	c.Describe(w, "    ")
+	if l != nil {
+		writeSpecials(w, "    ", c, l.HeadDim)
+	}
 	shown := make([]report.Shown, len(r.Violations))
 	for i, v := range r.Violations {
 		if v.Field == "request" { // a result, score or determinism verdict on a request: no bytes

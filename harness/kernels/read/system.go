@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvharness/kvharness/harness/kind"
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/property"
 )
 
@@ -20,7 +21,7 @@ var _ property.System[*Case, *Result] = (*System)(nil)
 // NewSystem draws read cases sized for t's staging.
 func NewSystem(t *Target) *System {
 	gen := &Gen{Slots: t.Slots, PageSize: t.Layout.PageSize, MaxRequests: t.MaxRequests, MaxTokens: t.MaxTokens, MaxK: t.MaxK,
-		Live: t.live}
+		Live: t.live, NonFinite: t.NonFinite != layout.NonFiniteUndeclared}
 	return &System{Target: t, Cases: kind.Cases[*Case, *Gen]{Gen: gen, Shrinker: t.shrink}}
 }
 

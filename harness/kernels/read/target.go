@@ -47,6 +47,9 @@ type Target struct {
 	Config
 	target.Base
 	Declared oracle.Declared
+	// NonFinite is the plugin's declared read policy for ±Inf and NaN in
+	// queries and keys (Policy): layout.Contained, or "" for none.
+	NonFinite layout.NonFinite
 	// GeometryViolation is set when the plugin's declared geometry
 	// differs from the layout's.
 	GeometryViolation *oracle.Violation
@@ -70,6 +73,13 @@ func Open(ctx context.Context, p *plugin.Plugin, dir *rundir.Dir, cfg Config) (*
 		return nil, err
 	}
 	if t.Layout, err = ReaderLayout(cfg.Layout, t.Declared, p.Name); err != nil {
+		return nil, err
+	}
+	d, err := p.Describe(ctx, target.QueryFor(cfg.Variant, cfg.Layout)) // asked above: the answer is cached
+	if err != nil {
+		return nil, err
+	}
+	if t.NonFinite, err = Policy(p.Name, d); err != nil {
 		return nil, err
 	}
 	if err := t.PlanAndAttach(ctx, func() error { return t.plan(dir) }); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/kvharness/kvharness/harness/internal/plugintest"
 	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/oracle"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 func readTarget(t testing.TB, name, layoutName, variant string) *Target {
@@ -112,5 +113,37 @@ func TestReadUnsupported(t *testing.T) {
 	l, _ := layout.Builtin("bf16", 128, 64)
 	if _, err := Open(context.Background(), p, dir, Config{Backend: arena.SHM{}, Layout: l, Slots: 64}); err == nil {
 		t.Fatal("a plugin without a read kernel was opened for reads")
+	}
+}
+
+// TestSharedRangeExactOnFiniteValues: the nan-shared-range mutant is the
+// correct read on every finite class (clamping a score into a range that
+// holds it changes nothing): with ±Inf and NaN left out of the draws it
+// passes, so only they kill it.
+func TestSharedRangeExactOnFiniteValues(t *testing.T) {
+	cases := 60
+	switch {
+	case testtier.Full():
+		cases = 300
+	case testing.Short():
+		cases = 20
+	}
+	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
+		tg := readTarget(t, "fusedstore", name, "nan-shared-range")
+		tg.NonFinite = layout.NonFiniteUndeclared
+		g, rng := NewSystem(tg).Gen, rand.New(rand.NewSource(8))
+		if g.NonFinite {
+			t.Fatal("the generator draws ±Inf and NaN without a policy")
+		}
+		for range cases {
+			c := g.Draw(rng)
+			res, err := tg.Check(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed() {
+				t.Fatalf("%s: finite case %v: %v", name, c, res.Violations)
+			}
+		}
 	}
 }

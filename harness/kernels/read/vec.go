@@ -16,9 +16,10 @@ type VecKind uint8
 // key times the largest query stays below 2^90). A max-finite key is
 // scored only by queries that keep every float32 score finite (see
 // ScoresMaxFinite). The value classes a store row also has (subnormal,
-// signed zero, the largest finite values, rounding boundaries) draw as
-// that row does; ±Inf and NaN are a store's only: a read's scores must
-// stay finite to be ranked.
+// signed zero, the largest finite values, rounding boundaries, ±Inf and
+// NaN) draw as that row does. Non-finite keys and queries go only to a
+// kernel that declares what it does with them (Policy): a request that
+// holds one is judged for form alone, every other request in full.
 const (
 	VecZero       VecKind = iota // all zeros: every score 0, ties everywhere
 	VecNormal                    // N(0,1) times a random power of two, as RowNormal
@@ -29,11 +30,12 @@ const (
 	VecSignedZero                // ±0, as RowSignedZero
 	VecBoundary                  // e4m3, e5m2 and e2m1 rounding boundaries, as RowBoundary
 	VecMaxFinite                 // ±3.39e38 (bf16's largest finite) and 2^100-scale values, as RowMaxFinite; keys only
+	VecNonFinite                 // normal values with one to three ±Inf or NaN, as RowNonFinite; under a declared policy only
 	numVecKinds
 )
 
 var vecKinds = workload.Names[VecKind]{Names: []string{"zero", "normal", "tiny", "outlier", "huge", "subnormal", "signed-zero",
-	"boundary", "max-finite"}, Unknown: "veckind(%d)", Noun: "vector kind"}
+	"boundary", "max-finite", "non-finite"}, Unknown: "veckind(%d)", Noun: "vector kind"}
 
 func (k VecKind) String() string { return vecKinds.String(k) }
 
@@ -52,7 +54,7 @@ type Vec struct {
 // vecRowKinds maps the kinds a store row also has to its RowKind.
 var vecRowKinds = map[VecKind]workload.RowKind{VecZero: workload.RowZero, VecNormal: workload.RowNormal, VecTiny: workload.RowTiny,
 	VecOutlier: workload.RowOutlier, VecSubnormal: workload.RowSubnormal, VecSignedZero: workload.RowSignedZero,
-	VecBoundary: workload.RowBoundary, VecMaxFinite: workload.RowMaxFinite}
+	VecBoundary: workload.RowBoundary, VecMaxFinite: workload.RowMaxFinite, VecNonFinite: workload.RowNonFinite}
 
 // ScoresMaxFinite reports whether a query of kind k keeps every float32
 // score of a max-finite key finite: its elements are zeros, subnormals or

@@ -874,7 +874,15 @@ type DescribeResponse struct {
 	CudaSparseArenas bool `protobuf:"varint,12,opt,name=cuda_sparse_arenas,json=cudaSparseArenas,proto3" json:"cuda_sparse_arenas,omitempty"`
 	// addressing lists how the plugin's store kernel takes its calls
 	// (store.proto's Addressing); empty means slot lists only.
-	Addressing    []Addressing `protobuf:"varint,13,rep,packed,name=addressing,proto3,enum=kvharness.v1.Addressing" json:"addressing,omitempty"`
+	Addressing []Addressing `protobuf:"varint,13,rep,packed,name=addressing,proto3,enum=kvharness.v1.Addressing" json:"addressing,omitempty"`
+	// read_non_finite is what the read kernel does with a ±Inf or NaN
+	// element of a query or of a key it scores. contained: a request whose
+	// query or keys hold one may answer any ranking of its own list, and
+	// every other request of the call must still be exact (the kernel keeps
+	// no state across requests that one can poison). Undeclared, the harness
+	// gives reads finite keys and queries only. Propagate and saturate are a
+	// store's policies (Recipe.non_finite) and mean nothing for a read.
+	ReadNonFinite NonFinite `protobuf:"varint,14,opt,name=read_non_finite,json=readNonFinite,proto3,enum=kvharness.v1.NonFinite" json:"read_non_finite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -998,6 +1006,13 @@ func (x *DescribeResponse) GetAddressing() []Addressing {
 		return x.Addressing
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetReadNonFinite() NonFinite {
+	if x != nil {
+		return x.ReadNonFinite
+	}
+	return NonFinite_NON_FINITE_UNDECLARED
 }
 
 // Arena is the memory harness and plugin share. A CUDA arena comes as
@@ -1917,7 +1932,7 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x03doc\x18\x02 \x01(\tR\x03doc\x12\x18\n" +
 	"\acorrect\x18\x03 \x01(\bR\acorrect\x12\x16\n" +
 	"\x06kernel\x18\x04 \x01(\tR\x06kernel\x12\x18\n" +
-	"\alayouts\x18\x05 \x03(\tR\alayouts\"\xf2\x03\n" +
+	"\alayouts\x18\x05 \x03(\tR\alayouts\"\xb3\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1934,7 +1949,8 @@ const file_kvharness_proto_rawDesc = "" +
 	"\x12cuda_sparse_arenas\x18\f \x01(\bR\x10cudaSparseArenas\x128\n" +
 	"\n" +
 	"addressing\x18\r \x03(\x0e2\x18.kvharness.v1.AddressingR\n" +
-	"addressing\"\x9b\x02\n" +
+	"addressing\x12?\n" +
+	"\x0fread_non_finite\x18\x0e \x01(\x0e2\x17.kvharness.v1.NonFiniteR\rreadNonFinite\"\x9b\x02\n" +
 	"\x05Arena\x12/\n" +
 	"\abackend\x18\x01 \x01(\x0e2\x15.kvharness.v1.BackendR\abackend\x12\x16\n" +
 	"\x06pinned\x18\b \x01(\bR\x06pinned\x12\x12\n" +
@@ -2102,36 +2118,37 @@ var file_kvharness_proto_depIdxs = []int32{
 	12, // 7: kvharness.v1.DescribeResponse.variants:type_name -> kvharness.v1.Variant
 	0,  // 8: kvharness.v1.DescribeResponse.backends:type_name -> kvharness.v1.Backend
 	25, // 9: kvharness.v1.DescribeResponse.addressing:type_name -> kvharness.v1.Addressing
-	0,  // 10: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
-	15, // 11: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
-	8,  // 12: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
-	15, // 13: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
-	15, // 14: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
-	15, // 15: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
-	17, // 16: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
-	6,  // 17: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
-	14, // 18: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
-	16, // 19: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
-	15, // 20: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
-	14, // 21: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
-	15, // 22: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
-	10, // 23: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
-	26, // 24: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
-	7,  // 25: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
-	26, // 26: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
-	9,  // 27: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
-	18, // 28: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
-	20, // 29: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
-	23, // 30: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
-	13, // 31: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
-	19, // 32: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
-	21, // 33: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
-	24, // 34: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
-	31, // [31:35] is the sub-list for method output_type
-	27, // [27:31] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	5,  // 10: kvharness.v1.DescribeResponse.read_non_finite:type_name -> kvharness.v1.NonFinite
+	0,  // 11: kvharness.v1.Arena.backend:type_name -> kvharness.v1.Backend
+	15, // 12: kvharness.v1.Arena.pieces:type_name -> kvharness.v1.Window
+	8,  // 13: kvharness.v1.PoolDesc.layout:type_name -> kvharness.v1.LayoutRef
+	15, // 14: kvharness.v1.PoolDesc.pool:type_name -> kvharness.v1.Window
+	15, // 15: kvharness.v1.PoolDesc.guard_before:type_name -> kvharness.v1.Window
+	15, // 16: kvharness.v1.PoolDesc.guard_after:type_name -> kvharness.v1.Window
+	17, // 17: kvharness.v1.PoolDesc.buffer:type_name -> kvharness.v1.PoolBuffer
+	6,  // 18: kvharness.v1.PoolBuffer.side:type_name -> kvharness.v1.Side
+	14, // 19: kvharness.v1.AttachRequest.arena:type_name -> kvharness.v1.Arena
+	16, // 20: kvharness.v1.AttachRequest.pools:type_name -> kvharness.v1.PoolDesc
+	15, // 21: kvharness.v1.AttachRequest.staging:type_name -> kvharness.v1.Window
+	14, // 22: kvharness.v1.AttachRequest.regions:type_name -> kvharness.v1.Arena
+	15, // 23: kvharness.v1.AttachRequest.doorbell:type_name -> kvharness.v1.Window
+	10, // 24: kvharness.v1.AttachResponse.geometry:type_name -> kvharness.v1.Geometry
+	26, // 25: kvharness.v1.BenchRequest.store:type_name -> kvharness.v1.StoreRequest
+	7,  // 26: kvharness.v1.BenchRequest.mode:type_name -> kvharness.v1.BenchMode
+	26, // 27: kvharness.v1.BenchRequest.rotation:type_name -> kvharness.v1.StoreRequest
+	9,  // 28: kvharness.v1.Plugin.Describe:input_type -> kvharness.v1.DescribeRequest
+	18, // 29: kvharness.v1.Plugin.Attach:input_type -> kvharness.v1.AttachRequest
+	20, // 30: kvharness.v1.Plugin.Detach:input_type -> kvharness.v1.DetachRequest
+	23, // 31: kvharness.v1.Plugin.Bench:input_type -> kvharness.v1.BenchRequest
+	13, // 32: kvharness.v1.Plugin.Describe:output_type -> kvharness.v1.DescribeResponse
+	19, // 33: kvharness.v1.Plugin.Attach:output_type -> kvharness.v1.AttachResponse
+	21, // 34: kvharness.v1.Plugin.Detach:output_type -> kvharness.v1.DetachResponse
+	24, // 35: kvharness.v1.Plugin.Bench:output_type -> kvharness.v1.BenchResponse
+	32, // [32:36] is the sub-list for method output_type
+	28, // [28:32] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_kvharness_proto_init() }

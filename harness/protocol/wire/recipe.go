@@ -27,7 +27,7 @@ func RecipeToProto(r *layout.Recipe) *kvpb.Recipe {
 	if r.ScaleULPs != nil {
 		p.ScaleUlps = new(uint32(max(*r.ScaleULPs, 0)))
 	}
-	p.NonFinite = nonFiniteToProto[r.NonFinite]
+	p.NonFinite = NonFiniteToProto(r.NonFinite)
 	return p
 }
 
@@ -77,12 +77,27 @@ func RecipeFromProto(p *kvpb.Recipe) (*layout.Recipe, error) {
 	if p.ScaleUlps != nil {
 		r.ScaleULPs = new(int(min(*p.ScaleUlps, 1<<20)))
 	}
-	nf, ok := nonFiniteFromProto[p.GetNonFinite()]
-	if !ok {
-		return nil, fmt.Errorf("recipe non_finite %v: this harness knows propagate, saturate and contained", p.GetNonFinite())
+	nf, err := NonFiniteFromProto(p.GetNonFinite())
+	if err != nil {
+		return nil, fmt.Errorf("recipe %w", err)
 	}
 	r.NonFinite = nf
 	return r, nil
+}
+
+// NonFiniteToProto puts a non-finite policy on the wire; undeclared is
+// NON_FINITE_UNDECLARED.
+func NonFiniteToProto(nf layout.NonFinite) kvpb.NonFinite { return nonFiniteToProto[nf] }
+
+// NonFiniteFromProto reads a non-finite policy; a value this harness does
+// not know is an error (a newer plugin's policy is not to be judged by a
+// guess).
+func NonFiniteFromProto(p kvpb.NonFinite) (layout.NonFinite, error) {
+	nf, ok := nonFiniteFromProto[p]
+	if !ok {
+		return "", fmt.Errorf("non_finite %v: this harness knows propagate, saturate and contained", p)
+	}
+	return nf, nil
 }
 
 // copyOf keeps a recipe and its message from sharing an optional field.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvharness/kvharness/harness/layout"
 	"github.com/kvharness/kvharness/harness/sdk"
 	"github.com/kvharness/kvharness/harness/sdk/read"
 	"github.com/kvharness/kvharness/harness/sdk/store"
@@ -90,4 +91,7 @@ var Plugin = sdk.Plugin{
 	},
 	Kernel: &kernel{},
 	Kinds:  []sdk.Kind{store.Kind, read.Kind},
+	// Its reads score and rank each request alone (a NaN score last), on
+	// the CPU and in the CUDA kernel's block per request.
+	ReadNonFinite: layout.Contained,
 }

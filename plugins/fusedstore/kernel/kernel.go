@@ -286,4 +286,7 @@ var Plugin = sdk.Plugin{
 	Addressing:    []kvpb.Addressing{store.BySlots, store.ByPageTable},
 	Kernel:        &kernel{},
 	Kinds:         []sdk.Kind{store.Kind, read.Kind},
+	// Its reads score and rank each request alone (a NaN score last), on
+	// the CPU and in the CUDA kernel's block per request.
+	ReadNonFinite: layout.Contained,
 }

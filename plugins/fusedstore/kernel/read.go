@@ -20,6 +20,9 @@ var readVariants = []sdk.Variant{
 		"it assumes nobody reads, and never restores it"),
 	read.Variant("keys-prescaled", "doubles each key element in float32 (dequantized, on fp8) before its product and halves the score, "+
 		"a factor folded into the keys: exact until a key near the largest finite value overflows to infinity"),
+	read.Variant("nan-shared-range", "clamps every score into one range for the whole call, a NaN-propagating min and max over "+
+		"every request's scores (as a batched top-k bins by one range): a no-op on finite scores, but one request's NaN score "+
+		"makes the range NaN, and every other request of the call answers NaN scores in slot order"),
 }
 
 // readRule is the mutant a variant makes of the read kernel.
@@ -31,6 +34,8 @@ func readRule(variant string) gpuread.Rule {
 		return gpuread.Scratch
 	case "keys-prescaled":
 		return gpuread.KeysPrescaled
+	case "nan-shared-range":
+		return gpuread.SharedRange
 	}
 	return gpuread.Correct
 }
@@ -54,6 +59,10 @@ func (*kernel) Read(_ context.Context, c *read.Call) error {
 	span := cpuread.ListSpan
 	if rule == gpuread.UnmaskedTail {
 		span = tiledSpan
+	}
+	if rule == gpuread.SharedRange {
+		sharedRange(c, keys)
+		return nil
 	}
 	for r := range c.Requests {
 		top := cpuread.Request(c, keys, span, r)
@@ -95,6 +104,28 @@ func (k prescaled) Score(q []float32, slot int64) float32 {
 		acc += x * float32(e*pre)
 	}
 	return acc * 0.5
+}
+
+// sharedRange reads as the nan-shared-range mutant does: every request's
+// scores first, their range over the whole call by Go's min and max (a
+// NaN among them makes both NaN), then each score clamped into it before
+// its request's top k. Clamping a score into a range that holds it
+// changes nothing; clamping it into a NaN range makes it NaN.
+func sharedRange(c *read.Call, keys cpuread.Keys) {
+	scores := make([][]cpuread.Scored, c.Requests)
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for r := range c.Requests {
+		scores[r] = cpuread.Scores(c, keys, cpuread.ListSpan, r)
+		for _, s := range scores[r] {
+			lo, hi = min(lo, s.Score), max(hi, s.Score)
+		}
+	}
+	for r, scored := range scores {
+		for i, s := range scored {
+			scored[i].Score = min(max(s.Score, lo), hi)
+		}
+		cpuread.Write(c, r, cpuread.TopK(scored, c.K))
+	}
 }
 
 // tiledSpan rounds a list up to whole tiles, cut at the call's last token:

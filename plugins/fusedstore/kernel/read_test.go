@@ -25,7 +25,8 @@ func TestReadVariantsJoinTheDescription(t *testing.T) {
 			t.Errorf("read variant %s changes the store (rule %d)", v.Name, rule(v.Name))
 		}
 	}
-	for name, want := range map[string]gpuread.Rule{"": gpuread.Correct, "unmasked-tail": gpuread.UnmaskedTail, "writes-scratch": gpuread.Scratch, "sink-writes": gpuread.Correct} {
+	for name, want := range map[string]gpuread.Rule{"": gpuread.Correct, "unmasked-tail": gpuread.UnmaskedTail, "writes-scratch": gpuread.Scratch,
+		"keys-prescaled": gpuread.KeysPrescaled, "nan-shared-range": gpuread.SharedRange, "sink-writes": gpuread.Correct} {
 		if got := readRule(name); got != want {
 			t.Errorf("readRule(%q) = %d, want %d", name, got, want)
 		}

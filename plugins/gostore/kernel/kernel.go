@@ -178,4 +178,6 @@ var Plugin = sdk.Plugin{
 	},
 	Kernel: &kernel{},
 	Kinds:  []sdk.Kind{store.Kind, read.Kind, transfer.Kind},
+	// Its read scores and ranks each request alone (a NaN score last).
+	ReadNonFinite: layout.Contained,
 }

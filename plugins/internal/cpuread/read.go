@@ -16,6 +16,11 @@ func ListSpan(c *read.Call, r int) (int64, int64) { return c.Indptr[r], c.Indptr
 
 // Request scores the tokens of request r's span and returns the top k.
 func Request(c *read.Call, keys Keys, span Span, r int) []Scored {
+	return TopK(Scores(c, keys, span, r), c.K)
+}
+
+// Scores scores the tokens of request r's span, in span order.
+func Scores(c *read.Call, keys Keys, span Span, r int) []Scored {
 	q := make([]float32, c.Pool.Layout.HeadDim)
 	for i, e := range c.Query(r) {
 		q[i] = fp8.BF16(e)
@@ -29,7 +34,7 @@ func Request(c *read.Call, keys Keys, span Span, r int) []Scored {
 		}
 		scored = append(scored, Scored{slot, s})
 	}
-	return TopK(scored, c.K)
+	return scored
 }
 
 // Write puts request r's result in the out windows, padding a short one

@@ -42,7 +42,7 @@ func gpuCases(rng *rand.Rand) []gpuCase {
 		kind           Kind
 		values, scales cpustore.Geometry
 	}{{"bf16", BF16, bf16, bf16}, {"fp8-rows", FP8, rows, rows}, {"fp8-paged", FP8, paged, paged}, {"fp8-paged scale-stride", FP8, paged, rows}} {
-		for _, rule := range []Rule{Correct, UnmaskedTail, Scratch} {
+		for _, rule := range []Rule{Correct, UnmaskedTail, Scratch, SharedRange} { // SharedRange: exact on finite scores
 			out = append(out, gpuCase{l.name, l.kind, l.values, l.scales, rule, 4, mixed})
 		}
 		out = append(out,
@@ -190,6 +190,32 @@ func TestKernelMatchesCPU(t *testing.T) {
 		}
 		if !slices.Equal(got[a.queries:a.outSlots], a.mem[a.queries:a.outSlots]) {
 			t.Errorf("%s rule %d: the inputs changed", c.name, c.rule)
+		}
+	}
+}
+
+// TestSharedRangeSpreadsNaN: a NaN in request 2's query makes every other
+// request's scores NaN under the nan-shared-range rule, and none of them
+// under the correct kernel.
+func TestSharedRangeSpreadsNaN(t *testing.T) {
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA driver (%v): run ./scripts/gpu-test on a GPU machine", err)
+	}
+	dev, err := cuda.Open(0)
+	must(t, err)
+	defer dev.Close()
+	rng := rand.New(rand.NewPCG(9, 10))
+	bf16 := cpustore.Rows{Stride: 2 * gpuD, ValueBytes: 2 * gpuD}
+	for _, rule := range []Rule{Correct, SharedRange} {
+		c := gpuCase{"bf16 nan query", BF16, bf16, bf16, rule, 4, [][]int64{randomList(rng, 6), randomList(rng, 3), randomList(rng, 5)}}
+		a := newArena(rng, c)
+		binary.LittleEndian.PutUint16(a.mem[a.queries+2*(2*gpuD+5):], 0x7fc0) // request 2, element 5: NaN
+		got := a.gpu(t, dev, c)
+		for r := range 2 {
+			_, scores := a.result(got, r)
+			if nan := slices.ContainsFunc(scores[:3], func(f float32) bool { return f != f }); nan != (rule == SharedRange) {
+				t.Errorf("rule %d: request %d's scores %v: NaN %v", rule, r, scores, nan)
+			}
 		}
 	}
 }

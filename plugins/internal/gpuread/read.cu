@@ -23,7 +23,7 @@
 //   KV_SCALE_VALUE_BYTES      kernel has the values' numbers here
 //   KV_READ_WARPS             warps per block
 //   KV_READ_RULE              0 correct; 1 unmasked tail; 2 scratch in slot 0; 3 denormals are zero;
-//                             4 keys prescaled
+//                             4 keys prescaled; 5 nan shared range
 //   KV_READ_TILE              tokens per tile of the unmasked-tail mutant
 //
 // Mutant rules, as the plugins' CPU kernels make them:
@@ -38,6 +38,12 @@
 //                       fp8), is doubled before its product and the sum
 //                       halved: exact until a key within a factor of 2 of
 //                       float32's largest finite value overflows to infinity
+//   5  nan-shared-range every block first scores every request's tokens
+//                       for one range [lo, hi] of the whole call, by a min
+//                       and max that a NaN operand makes NaN, and clamps
+//                       each of its own scores into it: a no-op on finite
+//                       scores, but one request's NaN score makes every
+//                       request's scores NaN, ranked by slot
 
 typedef long long kv_i64;
 typedef unsigned long long kv_u64;
@@ -120,6 +126,50 @@ __device__ __forceinline__ float kv_score(const char* __restrict__ pool, const f
   return acc;
 }
 
+#if KV_READ_RULE == 5
+// kv_min_nan and kv_max_nan are min and max that a NaN operand makes NaN
+// (IEEE 754-2019 minimum and maximum, torch.amin and amax), unlike fminf.
+__device__ __forceinline__ float kv_min_nan(float a, float b) {
+  return (a != a || b != b) ? __uint_as_float(0x7fc00000u) : fminf(a, b);
+}
+__device__ __forceinline__ float kv_max_nan(float a, float b) {
+  return (a != a || b != b) ? __uint_as_float(0x7fc00000u) : fmaxf(a, b);
+}
+
+// kv_call_range is the nan-shared-range mutant's range of every score of
+// the call: each request's query loaded into q in turn, its tokens scored
+// a warp per token, the warps' ranges met through red (KV_READ_WARPS × 2
+// floats of the block's buffer, before the buffer is used).
+__device__ void kv_call_range(const char* __restrict__ pool, const unsigned short* __restrict__ queries,
+                              const kv_i64* __restrict__ indptr, const kv_i64* __restrict__ tokens, int requests, float* q,
+                              float* red, float* lo, float* hi) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float l = __uint_as_float(0x7f800000u), h = __uint_as_float(0xff800000u);
+  for (int r = 0; r < requests; ++r) {
+    for (int e = threadIdx.x; e < KV_HEAD_DIM; e += blockDim.x) q[e] = kv_bf16(queries[(kv_i64)r * KV_HEAD_DIM + e]);
+    __syncthreads();
+    for (kv_i64 t = indptr[r] + warp; t < indptr[r + 1]; t += KV_READ_WARPS) {  // the same t for the whole warp
+      const float s = kv_score(pool, q, tokens[t], lane);
+      l = kv_min_nan(l, s);
+      h = kv_max_nan(h, s);
+    }
+    __syncthreads();
+  }
+  if (lane == 0) {
+    red[warp] = l;
+    red[KV_READ_WARPS + warp] = h;
+  }
+  __syncthreads();
+  for (int w = 0; w < KV_READ_WARPS; ++w) {
+    l = kv_min_nan(l, red[w]);
+    h = kv_max_nan(h, red[KV_READ_WARPS + w]);
+  }
+  __syncthreads();  // every thread has read red before the buffer is cleared
+  *lo = l;
+  *hi = h;
+}
+#endif
+
 // kv_key packs a score and a slot into a key that sorts in result order.
 // -0 becomes +0 first: equal scores must compare equal.
 __device__ __forceinline__ kv_u64 kv_key(float s, kv_i64 slot) {
@@ -174,6 +224,10 @@ extern "C" __global__ void __launch_bounds__(KV_READ_WARPS * 32)
   extern __shared__ kv_u64 buf[];
   const int r = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#if KV_READ_RULE == 5
+  float lo, hi;  // the bug: one range for the whole call
+  kv_call_range(pool, queries, indptr, tokens, requests, q, (float*)buf, &lo, &hi);
+#endif
   for (int e = threadIdx.x; e < KV_HEAD_DIM; e += blockDim.x) {
     q[e] = kv_bf16(queries[(kv_i64)r * KV_HEAD_DIM + e]);
 #if KV_READ_RULE == 3
@@ -195,7 +249,11 @@ extern "C" __global__ void __launch_bounds__(KV_READ_WARPS * 32)
       kv_u64 key = 0ull;
       if (t < hi) {  // the same for the whole warp: the shuffles see every lane
         const kv_i64 slot = tokens[t];
-        key = kv_key(kv_score(pool, q, slot, lane), slot);
+        float s = kv_score(pool, q, slot, lane);
+#if KV_READ_RULE == 5
+        s = kv_min_nan(kv_max_nan(s, lo), hi);
+#endif
+        key = kv_key(s, slot);
       }
       if (lane == 0) buf[k + j] = key;
     }

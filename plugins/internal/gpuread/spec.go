@@ -27,6 +27,7 @@ const (
 	Scratch                      // leave the top scores in slot 0's values
 	DenormalsAreZero             // flush subnormal query elements to zeros of their sign
 	KeysPrescaled                // double each (dequantized) key element before its product, halve the sum
+	SharedRange                  // clamp every score into the call's range, one NaN-propagating min and max over all requests
 )
 
 // Tile is the unmasked-tail mutant's tile, in tokens. The CPU kernels round

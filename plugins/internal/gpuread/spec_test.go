@@ -49,7 +49,8 @@ func TestOptionsRefuse(t *testing.T) {
 
 // TestRulesMatchTheSource: read.cu documents and implements every rule.
 func TestRulesMatchTheSource(t *testing.T) {
-	for rule, name := range map[Rule]string{UnmaskedTail: "unmasked-tail", Scratch: "writes-scratch"} {
+	for rule, name := range map[Rule]string{UnmaskedTail: "unmasked-tail", Scratch: "writes-scratch", DenormalsAreZero: "denormals-are-zero",
+		KeysPrescaled: "keys-prescaled", SharedRange: "nan-shared-range"} {
 		if !regexp.MustCompile(fmt.Sprintf(`(?m)^//\s+%d\s+%s\s`, rule, name)).MatchString(source) {
 			t.Errorf("read.cu does not document rule %d as %s", rule, name)
 		}

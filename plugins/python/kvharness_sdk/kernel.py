@@ -316,6 +316,13 @@ class Kernel:
     ``cuda_fd_arenas`` lets the harness share CUDA arenas by file
     descriptor (imported with cuMemImportFromShareableHandle, mapped with
     large pages) instead of by IPC handle; set it to False to keep IPC.
+
+    ``read_non_finite`` is what the read kernel does with ±Inf and NaN in
+    a query or a key it scores: "contained" for a kernel whose requests
+    share nothing (a request that holds one may answer any ranking of its
+    own list; every other request of the call stays exact); "" (the
+    default) declares nothing, and the harness then gives reads finite
+    keys and queries only.
     """
 
     name: str = ""
@@ -329,6 +336,7 @@ class Kernel:
     # (StoreCall.page_table), or both. A kernel that declares PAGE_TABLE
     # alone is checked under page-table addressing by default.
     addressing: Sequence[str] = (SLOTS,)
+    read_non_finite: str = ""
 
     def geometry(self, variant: str, head_dim: int, page_size: int) -> Sequence[Geometry]:
         """The layouts the kernel serves for a variant, head dimension and
@@ -443,6 +451,8 @@ def check_declaration(kernel: Kernel) -> None:
         raise ValueError(f"{kernel.name}: slot_bits {kernel.slot_bits!r}; want 32 or 64")
     if not kernel.addressing or any(a not in (SLOTS, PAGE_TABLE) for a in kernel.addressing):
         raise ValueError(f"{kernel.name}: addressing {list(kernel.addressing)!r}; want {SLOTS!r} and/or {PAGE_TABLE!r}")
+    if kernel.read_non_finite not in ("", "contained"):
+        raise ValueError(f"{kernel.name}: read_non_finite {kernel.read_non_finite!r}; want 'contained' or '' (none)")
     bad = [b for b in kernel.backends if b not in (SHM, CUDA)]
     if bad:
         raise ValueError(f"{kernel.name}: backends {list(kernel.backends)}; want {SHM!r} and/or {CUDA!r}")

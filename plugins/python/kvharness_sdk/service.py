@@ -194,7 +194,8 @@ class KernelService(kvharness_pb2_grpc.PluginServicer):
         k = self.k
         resp = kv.DescribeResponse(name=k.name, version=k.version, doc=k.doc, kernels=self.kinds,
                                    cuda_fd_arenas=CUDA in k.backends and bool(k.cuda_fd_arenas),
-                                   bench_rotation=True, slot_bits=k.slot_bits)
+                                   bench_rotation=True, slot_bits=k.slot_bits,
+                                   read_non_finite=_NON_FINITE[k.read_non_finite])
         for a in k.addressing:
             resp.addressing.append({SLOTS: store_pb2.ADDRESSING_SLOTS, PAGE_TABLE: store_pb2.ADDRESSING_PAGE_TABLE}[a])
         if SHM in k.backends or CUDA not in k.backends:

@@ -70,6 +70,16 @@ class TestDescribe(unittest.TestCase):
         vs = {v.name: (v.correct, v.kernel) for v in d.variants}
         self.assertEqual(vs, {"plain": (False, ""), "slow": (True, ""), "bad-read": (False, "read")})
 
+    def test_read_non_finite_policy_is_sent(self):
+        d = call(service(Declared()), "Describe", kv.DescribeRequest(head_dim=128, page_size=64))
+        self.assertEqual(d.read_non_finite, kv.NON_FINITE_UNDECLARED)
+
+        class Contained(Declared):
+            read_non_finite = "contained"
+
+        d = call(service(Contained()), "Describe", kv.DescribeRequest(head_dim=128, page_size=64))
+        self.assertEqual(d.read_non_finite, kv.NON_FINITE_CONTAINED)
+
     def test_no_recipe_leaves_the_field_unset(self):
         d = call(service(Declared()), "Describe", kv.DescribeRequest(variant="plain", head_dim=128, page_size=64))
         self.assertFalse(d.layouts[0].HasField("recipe"))
@@ -104,7 +114,8 @@ class TestDescribe(unittest.TestCase):
 class TestCheckDeclaration(unittest.TestCase):
     def test_refusals(self):
         for attrs, want in [({"slot_bits": 16}, "slot_bits 16"), ({"backends": ("gpu",)}, "backends"),
-                            ({"variants": (Variant("a"), Variant("a"))}, "distinct"), ({"name": ""}, "set name")]:
+                            ({"variants": (Variant("a"), Variant("a"))}, "distinct"), ({"name": ""}, "set name"),
+                            ({"read_non_finite": "propagate"}, "read_non_finite 'propagate'")]:
             k = type("K", (Declared,), attrs)()
             with self.assertRaisesRegex(ValueError, want):
                 check_declaration(k)

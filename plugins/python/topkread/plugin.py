@@ -63,6 +63,9 @@ class TopKRead(Kernel):
     doc = "indexer top-k read (q·k over a token list) in numpy and PyTorch, for bf16, fp8-paged and fp8-rows"
     backends = (SHM, CUDA)
     variants = (read_variant("next-token", "each request also scores the token after its list (an unmasked tail)"),)
+    # Each request is scored and ranked alone: a NaN or infinite score
+    # ranks within its own request (NaN last) and touches no other.
+    read_non_finite = "contained"
 
     def geometry(self, variant, head_dim, page_size):
         d, p = head_dim, page_size
