@@ -225,8 +225,8 @@ extern "C" __global__ void __launch_bounds__(KV_READ_WARPS * 32)
   const int r = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if KV_READ_RULE == 5
-  float lo, hi;  // the bug: one range for the whole call
-  kv_call_range(pool, queries, indptr, tokens, requests, q, (float*)buf, &lo, &hi);
+  float range_lo, range_hi;  // the bug: one range for the whole call
+  kv_call_range(pool, queries, indptr, tokens, requests, q, (float*)buf, &range_lo, &range_hi);
 #endif
   for (int e = threadIdx.x; e < KV_HEAD_DIM; e += blockDim.x) {
     q[e] = kv_bf16(queries[(kv_i64)r * KV_HEAD_DIM + e]);
@@ -251,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(KV_READ_WARPS * 32)
         const kv_i64 slot = tokens[t];
         float s = kv_score(pool, q, slot, lane);
 #if KV_READ_RULE == 5
-        s = kv_min_nan(kv_max_nan(s, lo), hi);
+        s = kv_min_nan(kv_max_nan(s, range_lo), range_hi);
 #endif
         key = kv_key(s, slot);
       }
