@@ -87,10 +87,15 @@ func newArena(rng *rand.Rand, c gpuCase) *hostArena {
 	for i := a.base; i < a.base+poolBytes; i++ {
 		a.mem[i] = byte(rng.Uint32() & 0x3f) // small exponents: finite bf16, e4m3 without NaN codes
 	}
+	// Scales from a set whose float32 bytes are no e4m3 NaN code (0x7f,
+	// 0xff): where the scales' geometry is not the values' (scale-stride),
+	// a scale written for one lands among the other's value bytes, and the
+	// nan-shared-range rule, exact on finite scores only, must see none.
+	scales := []float32{0.5, 0.625, 0.75, 0.875, 1, 1.25, 1.5}
 	for s := range int64(gpuSlots) {
 		for _, g := range []cpustore.Geometry{c.values, c.scales} {
 			if _, sat := g.Offsets(s); c.kind == FP8 {
-				binary.LittleEndian.PutUint32(a.mem[a.base+sat:], math.Float32bits(0.5+rng.Float32()))
+				binary.LittleEndian.PutUint32(a.mem[a.base+sat:], math.Float32bits(scales[rng.IntN(len(scales))]))
 			}
 		}
 	}
@@ -272,5 +277,34 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestArenaKeysFinite: the arenas TestKernelMatchesCPU reads hold no
+// e4m3 NaN code and no non-finite scale in any listed key, scales written
+// for another geometry among the values included (scale-stride): the
+// nan-shared-range rule matches the CPU read on finite scores only, and
+// one NaN code made its every score NaN on an H100. Runs on the CPU.
+func TestArenaKeysFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8)) // TestKernelMatchesCPU's draws
+	for _, c := range gpuCases(rng) {
+		a := newArena(rng, c)
+		if c.kind != FP8 {
+			continue
+		}
+		for _, l := range c.lists {
+			for _, s := range l {
+				vo, _ := c.values.Offsets(s)
+				for i, b := range a.mem[a.base+vo : a.base+vo+gpuD] {
+					if b&0x7f == 0x7f {
+						t.Fatalf("%s: slot %d element %d is e4m3 NaN code %#x", c.name, s, i, b)
+					}
+				}
+				_, so := c.scales.Offsets(s)
+				if f := math.Float32frombits(binary.LittleEndian.Uint32(a.mem[a.base+so:])); math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					t.Fatalf("%s: slot %d scale %v", c.name, s, f)
+				}
+			}
+		}
 	}
 }
