@@ -275,6 +275,13 @@ func (r *Runner) interleave(ctx context.Context, a kind.BenchTarget, cells []res
 // no reason of the kernel's.
 const warmTime = 100 * time.Millisecond
 
+// warm runs id's launch for about warmTime before its group is measured.
+// The launches the first sample's time says fill warmTime are run in
+// chunks that double, until they are run or warmTime has passed on the
+// clock: a launch's timed part can be a small share of what it costs (a
+// pdasync transfer's engine time is half a millisecond of the five its
+// RPCs and resets take), and the count alone made the warm-up ten times
+// warmTime.
 func warm(ctx context.Context, a kind.BenchTarget, id results.Identity) error {
 	t, err := a.Time(ctx, id, kind.Chunk{Warmup: 1, Iterations: 1, Batch: 1})
 	if err != nil {
@@ -283,8 +290,18 @@ func warm(ctx context.Context, a kind.BenchTarget, id results.Identity) error {
 	if len(t.Ns) == 0 {
 		return fmt.Errorf("cell %s: the plugin timed no launch", id.Name())
 	}
-	_, err = a.Time(ctx, id, kind.Chunk{Warmup: clamp(int(float64(warmTime)/max(t.Ns[0], 1)), 1, 100000), Iterations: 1, Batch: 1})
-	return err
+	left := clamp(int(float64(warmTime)/max(t.Ns[0], 1)), 1, 100000)
+	end := time.Now().Add(warmTime)
+	for chunk := 1; left > 0; chunk *= 2 {
+		n := min(chunk, left)
+		if _, err := a.Time(ctx, id, kind.Chunk{Warmup: n, Iterations: 1, Batch: 1}); err != nil {
+			return err
+		}
+		if left -= n; time.Now().After(end) {
+			break
+		}
+	}
+	return nil
 }
 
 // record journals the run of id in pass.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/sdk/store"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // arenaPlan lays out test pools as the harness does: each pool between two
@@ -179,14 +180,19 @@ func drawRow(rng *rand.Rand, d int) []uint16 {
 
 // TestDrawCaseFits: the generator the GPU equivalence test uses draws, for
 // every plugin, variant and geometry it runs, cases whose written slots are
-// distinct and inside the pool.
+// distinct and inside the pool: 200 draws each in the full suite, 50
+// outside it.
 func TestDrawCaseFits(t *testing.T) {
+	draws := 50
+	if testtier.Full() {
+		draws = 200
+	}
 	for name, layouts := range layoutsOf {
 		for _, g := range geometries {
 			pl := newPlan(layouts, g[0], g[1], 400, 130)
 			for _, variant := range variantsOf(name) {
 				rng := rand.New(rand.NewPCG(1, uint64(g[0])))
-				for range 200 {
+				for range draws {
 					c := drawCase(rng, pl, variant)
 					seen := map[int64]bool{}
 					for i, l := range c.loc {

@@ -1,6 +1,7 @@
 package python
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/kvharness/kvharness/harness/protocol/kvpb"
 	"github.com/kvharness/kvharness/harness/protocol/wire"
 	"github.com/kvharness/kvharness/harness/workload"
+	"github.com/kvharness/kvharness/internal/testtier"
 )
 
 // example is one of the example stores a kernel author copies.
@@ -93,27 +95,33 @@ func TestExampleDeclarations(t *testing.T) {
 
 // The examples as shipped, judged by the recipe they declare (eps 1e-8,
 // x * (1/scale); dsv4store's pad byte left as it was, its slots int32),
-// and the default-recipe controls, which compute exactly the harness's
-// reference encoding: every property holds under every padding, checked
-// on the CPU through the numpy twins.
+// and (in the full suite) the default-recipe controls, which compute
+// exactly the harness's reference encoding: every property holds under
+// every padding, checked on the CPU through the numpy twins.
 func TestExamplesPass(t *testing.T) {
 	slowPython(t)
 	cases := rowCases(60, 20)
 	for _, e := range examples {
 		for _, variant := range []string{"", "default-recipe"} {
-			dir := runDir(t)
-			p := start(t, dir, e.manifest(), variant)
-			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
-				Cases: cases, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64, Backend: arena.SHM{}}}, store.Paddings)
-			vs, err := s.Run(context.Background())
-			if err != nil {
-				t.Fatalf("%s %q: %v", e.dir, variant, err)
-			}
-			for _, v := range vs {
-				if !v.Outcome.Passed() || v.Outcome.Cases != cases {
-					t.Errorf("%s %q %s: %d cases, failure %+v", e.dir, variant, v.Label, v.Outcome.Cases, v.Outcome.Failure)
+			t.Run(e.dir+"/"+cmp.Or(variant, "shipped"), func(t *testing.T) {
+				if variant != "" {
+					testtier.FullOnly(t, "the default-recipe control's run (the fast loop runs the shipped store through the same numpy path, "+
+						"TestExampleDeclarations checks the control's declaration, harness/kernels/store's TestCorrectPluginsPass the default recipe)")
 				}
-			}
+				dir := runDir(t)
+				p := start(t, dir, e.manifest(), variant)
+				s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: variant, Layouts: []*layout.Layout{e.layoutOf(t)},
+					Cases: cases, Seed: 1, Setup: kind.Setup{Slots: 1024, MaxCapacity: 64, Backend: arena.SHM{}}}, store.Paddings)
+				vs, err := s.Run(context.Background())
+				if err != nil {
+					t.Fatalf("%s %q: %v", e.dir, variant, err)
+				}
+				for _, v := range vs {
+					if !v.Outcome.Passed() || v.Outcome.Cases != cases {
+						t.Errorf("%s %q %s: %d cases, failure %+v", e.dir, variant, v.Label, v.Outcome.Cases, v.Outcome.Failure)
+					}
+				}
+			})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package python
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"math"
@@ -214,7 +215,7 @@ func TestTransferValidationMatchesGoSDK(t *testing.T) {
 }
 
 // topkread passes the read properties on every layout it declares, and
-// its next-token mutant (an unmasked tail) is caught.
+// its next-token mutant (an unmasked tail) is caught (in the full suite).
 func TestReadKernelSuite(t *testing.T) {
 	slowPython(t)
 	dir := runDir(t)
@@ -228,19 +229,24 @@ func TestReadKernelSuite(t *testing.T) {
 		variant string
 		pass    bool
 	}{{"", true}, {"next-token", false}} {
-		p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), tc.variant)
-		s := read.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: rowCases(60, 20), Seed: 1,
-			Setup: kind.Setup{Slots: 1024, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, read.Config{})
-		vs, err := s.Run(context.Background())
-		if err != nil {
-			t.Fatalf("%q: %v", tc.variant, err)
-		}
-		wantVerdicts(t, tc.variant, tc.pass, vs)
+		t.Run(cmp.Or(tc.variant, "control"), func(t *testing.T) {
+			if !tc.pass {
+				pythonMutant(t, "harness/kernels/read's TestReadMutantsKilled")
+			}
+			p := start(t, dir, filepath.Join("topkread", "kvharness-plugin.json"), tc.variant)
+			s := read.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: layouts, Cases: rowCases(60, 20), Seed: 1,
+				Setup: kind.Setup{Slots: 1024, Backend: arena.SHM{}}, StopAtFirst: !tc.pass}, read.Config{})
+			vs, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatalf("%q: %v", tc.variant, err)
+			}
+			wantVerdicts(t, tc.variant, tc.pass, vs)
+		})
 	}
 }
 
 // pagetransfer passes the transfer properties in every profile, and its
-// token-item-len mutant is caught.
+// token-item-len mutant is caught (in the full suite).
 func TestTransferKernelSuite(t *testing.T) {
 	slowPython(t)
 	dir := runDir(t)
@@ -248,18 +254,23 @@ func TestTransferKernelSuite(t *testing.T) {
 		variant string
 		pass    bool
 	}{{"", true}, {"token-item-len", false}} {
-		p := start(t, dir, filepath.Join("pagetransfer", "kvharness-plugin.json"), tc.variant)
-		s, err := transfer.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Cases: rowCases(40, 20), Seed: 1,
-			StopAtFirst: !tc.pass, Setup: kind.Setup{Backend: arena.SHM{}}}, transfer.SuiteConfig{})
-		noErr(t, err)
-		vs, err := s.Run(context.Background())
-		if err != nil {
-			t.Fatalf("%q: %v", tc.variant, err)
-		}
-		if tc.pass && len(vs) != len(transfer.Profiles) {
-			t.Fatalf("%d verdicts, want %d", len(vs), len(transfer.Profiles))
-		}
-		wantVerdicts(t, tc.variant, tc.pass, vs)
+		t.Run(cmp.Or(tc.variant, "control"), func(t *testing.T) {
+			if !tc.pass {
+				pythonMutant(t, "harness/kernels/transfer's TestTransferMutantsKilled (fp8-item-len)")
+			}
+			p := start(t, dir, filepath.Join("pagetransfer", "kvharness-plugin.json"), tc.variant)
+			s, err := transfer.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Cases: rowCases(40, 20), Seed: 1,
+				StopAtFirst: !tc.pass, Setup: kind.Setup{Backend: arena.SHM{}}}, transfer.SuiteConfig{})
+			noErr(t, err)
+			vs, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatalf("%q: %v", tc.variant, err)
+			}
+			if tc.pass && len(vs) != len(transfer.Profiles) {
+				t.Fatalf("%d verdicts, want %d", len(vs), len(transfer.Profiles))
+			}
+			wantVerdicts(t, tc.variant, tc.pass, vs)
+		})
 	}
 }
 

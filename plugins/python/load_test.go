@@ -32,9 +32,9 @@ func loadRun(t *testing.T, p *plugin.Plugin, variant string, backend arena.Backe
 
 // TestPythonLoadControlAndMutants: the Python load plugin, on the SDK's
 // host streams (numpy, no torch), passes every row of the load
-// properties, and its two mutants die where the Go plugin's do: the
-// missing index-K gate in the load row, the unjoined store in the reuse
-// row.
+// properties, and (in the full suite) its two mutants die where the Go
+// plugin's do: the missing index-K gate in the load row, the unjoined
+// store in the reuse row.
 func TestPythonLoadControlAndMutants(t *testing.T) {
 	slowPython(t)
 	cases := rowCases(60, 20)
@@ -55,13 +55,16 @@ func TestPythonLoadControlAndMutants(t *testing.T) {
 	}
 	t.Logf("torchload passed %d cases (%d per row) in %v", n, cases, time.Since(began).Round(time.Millisecond))
 	for variant, row := range map[string]string{"indexk-gate-missing": load.ProfileLoad, "store-no-join": load.ProfileReuse} {
-		vs := loadRun(t, start(t, dir, abs(t, torchload), variant), variant, arena.SHM{}, 10, true)
-		v := vs[len(vs)-1]
-		if f := v.Outcome.Failure; f == nil || f.Flaky || v.Label != row {
-			t.Errorf("torchload %s: row %s, failure %+v; want killed in row %s", variant, v.Label, f, row)
-			continue
-		}
-		t.Logf("torchload %s: killed in row %s at case %d by %s, shrunk to %v", variant, v.Label, v.Outcome.Cases, v.Outcome.Failure.Property, v.Outcome.Failure.Case)
+		t.Run(variant, func(t *testing.T) {
+			pythonMutant(t, "harness/kernels/load's TestMutantsKilledEverySeed (layerload's mutants of the same names)")
+			vs := loadRun(t, start(t, dir, abs(t, torchload), variant), variant, arena.SHM{}, 10, true)
+			v := vs[len(vs)-1]
+			if f := v.Outcome.Failure; f == nil || f.Flaky || v.Label != row {
+				t.Errorf("torchload %s: row %s, failure %+v; want killed in row %s", variant, v.Label, f, row)
+				return
+			}
+			t.Logf("torchload %s: killed in row %s at case %d by %s, shrunk to %v", variant, v.Label, v.Outcome.Cases, v.Outcome.Failure.Property, v.Outcome.Failure.Case)
+		})
 	}
 }
 

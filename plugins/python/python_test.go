@@ -304,6 +304,16 @@ func rowCases(full, fast int) int {
 	return fast
 }
 
+// pythonMutant skips the run of a Python plugin's mutant outside the full
+// suite: the fast loop keeps the plugin's control, which runs the same
+// SDK path (and TestPythonFaults and TestExampleUndeclaredEpsIsNamed
+// select variants through it), and kills the mutant's bug class in the Go
+// plugin's mutant test named by twin.
+func pythonMutant(t *testing.T, twin string) {
+	t.Helper()
+	testtier.FullOnly(t, "a Python mutant's run (the fast loop runs the control here and kills the bug class in "+twin+")")
+}
+
 // slowPython starts most tests here: skipped under -short (each starts
 // Python plugin processes), run in parallel, and skipped where no usable
 // python is. It returns the python.
@@ -377,7 +387,8 @@ func storeCase(p store.Padding, valid int, loc ...int64) *store.Case {
 // A Python kernel that raises is the plugin's refusal (an "error" fault
 // carrying the message and the traceback) and the plugin lives on; one
 // that exits or dies of a signal is a crash. None is a harness crash or an
-// invariant violation.
+// invariant violation. A property run survives refusals until MaxFaults,
+// and (in the full suite) confirms and shrinks a crash as a finding.
 func TestPythonFaults(t *testing.T) {
 	py := slowPython(t)
 	script := abs(t, filepath.Join("testdata", "faulty", "plugin.py"))
@@ -415,23 +426,29 @@ func TestPythonFaults(t *testing.T) {
 			// while running a case is the kernel's failure: confirmed and
 			// shrunk like a violation, no fault.
 			tg.Close(context.Background())
-			if err := p.Restart(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
-				Cases: 5, Seed: 1, Setup: kind.Setup{Slots: 256, MaxCapacity: 8, Backend: arena.SHM{}}, MaxFaults: 2}, []store.Padding{store.PadNone})
-			vs, runErr := s.Run(context.Background())
-			if len(vs) != 1 {
-				t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
-				return
-			}
-			o := vs[0].Outcome
-			switch {
-			case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
-				t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
-			case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
-				t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
-			}
+			t.Run("suite", func(t *testing.T) {
+				if tc.kind == plugin.Crash {
+					testtier.FullOnly(t, "a crash's confirmation and shrinking, a Python process started for each (the fast loop classifies "+
+						"the crash above, and harness/kernels/store's TestCrashIsAFinding confirms and shrinks one)")
+				}
+				if err := p.Restart(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				s := store.Suite(&kind.Session{Plugin: p, Dir: dir}, kind.Params{Variant: tc.variant, Layouts: []*layout.Layout{bf16(t)},
+					Cases: 5, Seed: 1, Setup: kind.Setup{Slots: 256, MaxCapacity: 8, Backend: arena.SHM{}}, MaxFaults: 2}, []store.Padding{store.PadNone})
+				vs, runErr := s.Run(context.Background())
+				if len(vs) != 1 {
+					t.Errorf("%s: suite: err %v, verdicts %+v; want one", tc.variant, runErr, vs)
+					return
+				}
+				o := vs[0].Outcome
+				switch {
+				case tc.kind == plugin.Refused && (!property.IsFault(runErr) || len(o.Faults) == 0 || o.Failure != nil):
+					t.Errorf("%s: suite: err %v, outcome %+v; want survived faults, then a fault stop", tc.variant, runErr, o)
+				case tc.kind == plugin.Crash && (runErr != nil || o.Failure == nil || o.Failure.Property != oracle.Crash || o.Failure.Flaky):
+					t.Errorf("%s: suite: err %v, outcome %+v; want a confirmed crash failure", tc.variant, runErr, o)
+				}
+			})
 		})
 	}
 }

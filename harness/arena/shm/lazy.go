@@ -3,6 +3,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"os"
 	"unsafe"
@@ -66,18 +67,50 @@ func (l *lazyPages) idle(p, age int) bool {
 
 func (l *lazyPages) has(p int) bool { return l.held[p/64]&(1<<(p%64)) != 0 }
 
-func (l *lazyPages) set(p int) {
-	if !l.has(p) {
-		l.held[p/64] |= 1 << (p % 64)
-		l.holes--
+func (l *lazyPages) set(p int) { l.setRange(p, p+1) }
+
+func (l *lazyPages) clear(p int) { l.clearRange(p, p+1) }
+
+// setRange marks pages [p0, p1) held, a word of bits at a time.
+func (l *lazyPages) setRange(p0, p1 int) {
+	eachWord(p0, p1, func(i int, mask uint64) {
+		l.holes -= bits.OnesCount64(^l.held[i] & mask)
+		l.held[i] |= mask
+	})
+}
+
+// clearRange marks pages [p0, p1) holes, a word of bits at a time: a
+// lazily filled window of a far pool is a million pages, and FillLazy
+// clears them all, once per pool a check opens. A page that becomes a
+// hole forgets its last use (only held pages are ever marked used).
+func (l *lazyPages) clearRange(p0, p1 int) {
+	eachWord(p0, p1, func(i int, mask uint64) {
+		l.holes += bits.OnesCount64(l.held[i] & mask)
+		l.held[i] &^= mask
+	})
+	if len(l.used) == 0 {
+		return
+	}
+	if p1-p0 <= len(l.used) {
+		for p := p0; p < p1; p++ {
+			delete(l.used, p)
+		}
+		return
+	}
+	for p := range l.used {
+		if p0 <= p && p < p1 {
+			delete(l.used, p)
+		}
 	}
 }
 
-func (l *lazyPages) clear(p int) {
-	if l.has(p) {
-		l.held[p/64] &^= 1 << (p % 64)
-		l.holes++
-		delete(l.used, p)
+// eachWord calls f with the index of each word of bits that pages
+// [p0, p1) touch and the mask of their bits in it.
+func eachWord(p0, p1 int, f func(i int, mask uint64)) {
+	for p := p0; p < p1; {
+		n := min(64-p%64, p1-p)
+		f(p/64, ^uint64(0)>>(64-n)<<(p%64))
+		p += n
 	}
 }
 
@@ -86,9 +119,7 @@ func (l *lazyPages) dense(w pool.Window) {
 	if l.holes == 0 || w.Len == 0 {
 		return
 	}
-	for p := w.Off / pageBytes; p <= (w.End()-1)/pageBytes; p++ {
-		l.set(p)
-	}
+	l.setRange(w.Off/pageBytes, (w.End()-1)/pageBytes+1)
 }
 
 // run returns the end of the run of pages from page p that are all held
@@ -162,9 +193,7 @@ func (s *Memory) FillLazy(w pool.Window, seed uint64) error {
 	if err := s.punch(lo, hi); err != nil {
 		return err
 	}
-	for p := lo / pageBytes; p < hi/pageBytes; p++ {
-		s.lazy.clear(p)
-	}
+	s.lazy.clearRange(lo/pageBytes, hi/pageBytes)
 	s.lazy.lazy += (hi - lo) / pageBytes
 	s.lazyRanges = append(s.lazyRanges, pool.Window{Off: lo, Len: hi - lo})
 	return s.note()
@@ -305,9 +334,32 @@ func (s *Memory) materialize(p0, p1 int) error {
 	if err := s.allocate(w); err != nil {
 		return err
 	}
-	s.writeBase(w)
-	for p := p0; p < p1; p++ {
-		s.lazy.set(p)
+	var err error
+	s.eachBase(w, func(lo, hi int, base []byte) {
+		if err == nil {
+			err = s.writeFile(base, lo)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.lazy.setRange(p0, p1)
+	return nil
+}
+
+// writeFile writes b at arena offset off through the file rather than the
+// mapping: pages written through the mapping fault one at a time, and a
+// far pool's live windows, or a dense pool, are thousands of pages.
+func (s *Memory) writeFile(b []byte, off int) error {
+	for len(b) > 0 {
+		n, err := unix.Pwrite(int(s.file.Fd()), b, int64(off))
+		if err == nil && n == 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return fmt.Errorf("write arena [%d,%d): %w", off, off+len(b), err)
+		}
+		b, off = b[n:], off+n
 	}
 	return nil
 }
@@ -458,9 +510,8 @@ func (s *Memory) ReleaseIdle(w pool.Window, age int) error {
 			if err := s.punch(p*pageBytes, q*pageBytes); err != nil {
 				return err
 			}
-			for ; p < q; p++ {
-				s.lazy.clear(p)
-			}
+			s.lazy.clearRange(p, q)
+			p = q
 		}
 	}
 	if err := s.settle(); err != nil {
@@ -482,9 +533,7 @@ func (s *Memory) punchIdle(lo, hi int, idle func(p int) bool) error {
 		if err := s.punch(first*pageBytes, (last+1)*pageBytes); err != nil {
 			return err
 		}
-		for p := first; p <= last; p++ {
-			s.lazy.clear(p)
-		}
+		s.lazy.clearRange(first, last+1)
 		first, last = -1, -1
 		return nil
 	}

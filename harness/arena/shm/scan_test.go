@@ -389,6 +389,121 @@ func TestPageRunsAgreeWithBits(t *testing.T) {
 	}
 }
 
+// TestPageRangesAgreeWithBits: setting and clearing ranges of pages a word
+// of bits at a time leaves the bits, the count of holes and the pages'
+// last uses as page-by-page updates of a model do, for ranges within a
+// word, across words, and whole words.
+func TestPageRangesAgreeWithBits(t *testing.T) {
+	const n = 300
+	rng := rand.New(rand.NewPCG(3, 9))
+	l := newLazyPages(n * pageBytes)
+	held := make([]bool, n)
+	for i := range held {
+		held[i] = true
+	}
+	used := map[int]bool{}
+	for round := range 2000 {
+		p0 := rng.IntN(n)
+		p1 := p0 + rng.IntN(min(n-p0, []int{3, 70, 200}[round%3])+1)
+		if rng.IntN(2) == 0 {
+			l.setRange(p0, p1)
+			for p := p0; p < p1; p++ {
+				held[p] = true
+			}
+			if p1 > p0 && rng.IntN(3) == 0 { // a held page used, as Materialize notes it
+				p := p0 + rng.IntN(p1-p0)
+				if l.used == nil {
+					l.used = map[int]uint32{}
+				}
+				l.used[p], used[p] = 1, true
+			}
+		} else {
+			l.clearRange(p0, p1)
+			for p := p0; p < p1; p++ {
+				held[p] = false
+				delete(used, p)
+			}
+		}
+		holes := 0
+		for p, h := range held {
+			if l.has(p) != h {
+				t.Fatalf("round %d: page %d held = %v; want %v", round, p, l.has(p), h)
+			}
+			if !h {
+				holes++
+			}
+		}
+		if l.holes != holes || len(l.used) != len(used) {
+			t.Fatalf("round %d: %d holes and %d used pages; want %d and %d", round, l.holes, len(l.used), holes, len(used))
+		}
+	}
+}
+
+// TestArenasShareTheBackground: arenas filled with one seed compare
+// against one copy of its background, computed once, whichever of them
+// asked first and however far; the copy holds the background byte for
+// byte, and an arena holding a shorter copy reads on as the copy grows.
+func TestArenasShareTheBackground(t *testing.T) {
+	const seed = 0x5eed5 // a seed of this test's own: other tests grow theirs
+	a, _ := open(t, 3<<20)
+	b, _ := open(t, 3<<20)
+	if err := a.Fill(pool.Window{Off: 4096, Len: 100 << 10}, seed); err != nil {
+		t.Fatal(err)
+	}
+	short := a.bg[seed]
+	if err := b.Fill(pool.Window{Off: 0, Len: 3 << 20}, seed); err != nil { // grows the copy past a's
+		t.Fatal(err)
+	}
+	long := b.bg[seed]
+	if len(long) < 3<<20 || len(short) >= len(long) {
+		t.Fatalf("copies of %d and %d bytes; want the second grown to 3 MiB", len(short), len(long))
+	}
+	want := pool.Background(seed, 0, len(long))
+	if !bytes.Equal(long, want) || !bytes.Equal(short, want[:len(short)]) {
+		t.Fatal("a shared copy does not hold the seed's background")
+	}
+	if err := a.Fill(pool.Window{Off: 1 << 20, Len: 2 << 20}, seed); err != nil { // now past a's own copy
+		t.Fatal(err)
+	}
+	if &a.bg[seed][0] != &long[0] {
+		t.Error("the first arena grew a copy of its own instead of taking the shared one")
+	}
+	for _, m := range []*Memory{a, b} {
+		if got, err := m.Changed(pool.Window{Off: 0, Len: 3 << 20}); err != nil || len(got) != 0 {
+			t.Errorf("Changed after the fills = %v, %v; want nothing", got, err)
+		}
+	}
+}
+
+// TestSharedBackgroundsStayBounded: the shared copies of many seeds hold
+// what the cache keeps at most, the latest seed's kept; an arena keeps the
+// copy it holds whatever was dropped; a copy larger than that alone is
+// handed out and not kept.
+func TestSharedBackgroundsStayBounded(t *testing.T) {
+	const keep = 4 * growBytes
+	c := backgrounds{copies: map[uint64]*bgCopy{}, keep: keep}
+	first := c.get(1, growBytes, growBytes)
+	for seed := uint64(2); seed < 8; seed++ {
+		c.get(seed, growBytes, growBytes)
+		total := 0
+		for _, e := range c.copies {
+			total += len(e.b)
+		}
+		if total > keep || c.copies[seed] == nil {
+			t.Fatalf("after seed %d: %d bytes kept (at most %d), latest kept: %v", seed, total, keep, c.copies[seed] != nil)
+		}
+	}
+	if c.copies[1] != nil {
+		t.Error("the least recently used seed was kept")
+	}
+	if !bytes.Equal(first, pool.Background(1, 0, len(first))) {
+		t.Error("a dropped copy changed under its holder")
+	}
+	if huge := c.get(9, keep+1, 0); len(huge) <= keep || c.copies[9] != nil {
+		t.Errorf("a copy larger than the cache keeps (%d bytes) was kept", len(huge))
+	}
+}
+
 // TestReleaseIdleKeepsRecentPages: ReleaseIdle gives back only the pages
 // no recent Materialize named; a kept page is still compared whole, so a write to it anywhere is
 // seen, and a written hole survives a ReleaseIdle as evidence.

@@ -155,9 +155,11 @@ func (s *Memory) Fill(w pool.Window, seed uint64) error {
 		}
 	}
 	bg := s.background(seed, w.Len)
+	if err := s.writeFile(bg[:w.Len], w.Off); err != nil { // see writeFile
+		return err
+	}
 	s.bl.Fill(w, seed)
 	s.lazy.dense(w)
-	copy(s.mem[w.Off:w.End()], bg)
 	if s.sparse {
 		return s.note()
 	}
@@ -184,19 +186,18 @@ const copyBytes = 64 << 20
 // its background being recomputed for every page materialized or scanned.
 const growBytes = 1 << 20
 
-// background is seed's background copy, at least n bytes long. It lives
-// in the harness's memory, never in the arena: a window filled lazily
-// keeps its holes.
+// background is seed's background copy, at least n bytes long, the one
+// every arena of the process shares (backgrounds.go). It lives in the
+// harness's memory, never in the arena: a window filled lazily keeps its
+// holes.
 func (s *Memory) background(seed uint64, n int) []byte {
 	bg := s.bg[seed]
 	if len(bg) >= n {
 		return bg
 	}
-	grown := make([]byte, max(n, min(2*len(bg), len(s.mem)), growBytes))
-	copy(grown, bg)
-	pool.FillBackground(grown[len(bg):], seed, len(bg))
-	s.bg[seed] = grown
-	return grown
+	bg = shared.get(seed, n, len(s.mem))
+	s.bg[seed] = bg
+	return bg
 }
 
 // eachBase calls f over w in stretches of one baseline, with the

@@ -104,3 +104,81 @@ func TestSourceRootIgnoresWorkingDirectory(t *testing.T) {
 		t.Errorf("%s naming a folder without kvharness's go.mod was taken", SourceEnv)
 	}
 }
+
+// TestTreeKeyFollowsEdits: the key remembered for a tree's stamp is the
+// tree's hash however it is edited (a file rewritten at its old size and
+// modification time, added, removed), and a tree changed within the last
+// settleTime is hashed every time, not remembered.
+func TestTreeKeyFollowsEdits(t *testing.T) {
+	root := tree(t, map[string]string{"go.mod": "module x\n", "plugins/p/main.go": "package main\n"})
+	if _, err := treeKey(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := keys.m[root]; ok {
+		t.Fatalf("a tree written just now was remembered")
+	}
+	defer func(d time.Duration) { settleTime = d }(settleTime)
+	settleTime = 0
+	check := func(what string) string {
+		t.Helper()
+		got, err := treeKey(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sourceKey(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: key %s, want the tree's hash %s", what, got, want)
+		}
+		if _, ok := keys.m[root]; !ok {
+			t.Errorf("%s: the key was not remembered", what)
+		}
+		return got
+	}
+	main := filepath.Join(root, "plugins", "p", "main.go")
+	before := check("first")
+	time.Sleep(20 * time.Millisecond) // past the clock tick of the first write
+	st, _ := os.Stat(main)
+	os.WriteFile(main, []byte("package niam\n"), 0o644)
+	os.Chtimes(main, st.ModTime(), st.ModTime())
+	edited := check("rewritten at its size and time")
+	if edited == before {
+		t.Errorf("an edit kept the key %s", before)
+	}
+	os.WriteFile(filepath.Join(root, "plugins", "p", "more.go"), []byte("package main\n"), 0o644)
+	added := check("a file added")
+	os.Remove(filepath.Join(root, "plugins", "p", "more.go"))
+	if removed := check("the file removed"); removed == added || removed != edited {
+		t.Errorf("removing the added file: key %s; want %s again", removed, edited)
+	}
+}
+
+func BenchmarkSourceKey(b *testing.B) {
+	root, ok := BuiltFrom()
+	if !ok {
+		b.Skip("not built from a kvharness tree")
+	}
+	for b.Loop() {
+		if _, err := sourceKey(root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTreeKey is a Build's cost of knowing its tree's key, once the
+// tree was hashed: a stat of every source file.
+func BenchmarkTreeKey(b *testing.B) {
+	root, ok := BuiltFrom()
+	if !ok {
+		b.Skip("not built from a kvharness tree")
+	}
+	defer func(d time.Duration) { settleTime = d }(settleTime)
+	settleTime = 0 // the tree may be fresh from an edit
+	for b.Loop() {
+		if _, err := treeKey(root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -111,25 +111,32 @@ func TestControlPassesInProcess(t *testing.T) {
 
 // TestControlPassesTwoProcesses: the correct engine passes every profile
 // as a prefill process and a decode process of the real plugin binary,
-// each mapping its arenas, the harness between them. With CasesEnv this is
-// the 10,000-case control run.
+// each mapping its arenas, the harness between them: 25 cases a profile
+// in the full suite, 10 outside it. With CasesEnv this is the
+// 10,000-case control run.
 func TestControlPassesTwoProcesses(t *testing.T) {
 	p, _ := plugintest.Start(t, "pdasync")
-	cases := casesFromEnv(t, 25)
+	cases := 10 // outside the full suite: the wiring of the two processes; TestControlPassesInProcess runs 25 a profile
+	if testtier.Full() {
+		cases = 25
+	}
+	cases = casesFromEnv(t, cases)
 	total := requirePassed(t, runSuite(t, p, "", cases, 1, false), cases)
 	t.Logf("%d cases passed over %d profiles, two processes each", total, len(Profiles))
 }
 
 // TestMutantsKilledEverySeed: each mutant of the bug classes is killed in
-// each of ten runs with different seeds (one outside the full suite), by
-// the two processes of the real plugin binary, each run within a small
-// budget; the table says how fast. Outside the full suite offset-int32,
-// which only the edges row kills, after 800 cases of the rows before it,
-// is left to TestOffsetInt32KilledOnlyFar, which kills it on that row.
+// each of ten runs with different seeds, by the two processes of the real
+// plugin binary, each run within a small budget; the table says how fast.
+// Outside the full suite it is one seed, the engine linked in (the two
+// processes' wiring is TestControlPassesTwoProcesses's), and
+// offset-int32, which only the edges row kills, after 800 cases of the
+// rows before it, is left to TestOffsetInt32KilledOnlyFar, which kills it
+// on that row.
 func TestMutantsKilledEverySeed(t *testing.T) {
-	p, _ := plugintest.Start(t, "pdasync")
-	seeds := 1
+	p, seeds := plugin.InProcess("pdasync", sdk.Services(kernel.Plugin)), 1
 	if testtier.Full() {
+		p, _ = plugintest.Start(t, "pdasync")
 		seeds = 10
 	}
 	var rows strings.Builder

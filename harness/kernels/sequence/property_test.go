@@ -123,16 +123,13 @@ var mutants = []struct {
 }
 
 // TestMutantsDie: every lifecycle mutant and the incident's stores die in
-// 10 of 10 seeds (3 outside the full suite, 1 under -short) on their rows,
-// shrunk to at most 4 steps (stale-read-cache: 5, the least it can show
-// in); the full suite runs each on both rows.
+// 10 of 10 seeds (1 outside the full suite) on their rows, shrunk to at
+// most 4 steps (stale-read-cache: 5, the least it can show in); the full
+// suite runs each on both rows.
 func TestMutantsDie(t *testing.T) {
-	seeds := int64(3)
-	switch {
-	case testtier.Full():
+	seeds := int64(1)
+	if testtier.Full() {
 		seeds = 10
-	case testing.Short():
-		seeds = 1
 	}
 	for _, m := range mutants {
 		p := bundled(t, m.plugin)

@@ -83,7 +83,8 @@ func TestEngineLayoutsPass(t *testing.T) {
 }
 
 // TestEngineMutantsKilled: each engine layout mistake fails on a layout
-// it concerns, under the recipe judgement and bit-exact.
+// it concerns, under the recipe judgement and bit-exact (outside the full
+// suite under one of them in turn, the plugin in process: huntSuite).
 func TestEngineMutantsKilled(t *testing.T) {
 	for i, tc := range engineMutants {
 		modes := []layout.Mode{layout.ByRecipe, layout.Exact}
@@ -93,7 +94,7 @@ func TestEngineMutantsKilled(t *testing.T) {
 		for _, mode := range modes {
 			t.Run(fmt.Sprintf("%s/%s/%s", tc.variant, tc.layout, mode), func(t *testing.T) {
 				d := layout.Dims{Heads: tc.heads, PageSize: 64}
-				s := suite(t, "fusedstore", tc.variant)
+				s := huntSuite(t, "fusedstore", tc.variant)
 				s.Layouts = []*layout.Layout{engineLayout(t, tc.layout, d)}
 				s.Cases, s.Slots, s.MaxCapacity, s.Value = 100, 200, 16, mode
 				s.Paddings = []Padding{tc.padding}

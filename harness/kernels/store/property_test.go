@@ -13,6 +13,7 @@ import (
 	"github.com/kvharness/kvharness/harness/plugin"
 	"github.com/kvharness/kvharness/harness/property"
 	"github.com/kvharness/kvharness/internal/testtier"
+	"github.com/kvharness/kvharness/plugins"
 )
 
 // testSuite is a store suite's settings, as the tests vary them.
@@ -47,6 +48,29 @@ func suite(t *testing.T, name, variant string, layouts ...string) *testSuite {
 		return plugin.Start(ctx, name, path, plugin.Options{Dir: dir, Variant: variant})
 	}
 	s := &testSuite{session: &kind.Session{Plugin: p, Dir: dir, Spawn: spawn}, Paddings: Paddings,
+		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64, Backend: arena.SHM{}}}}
+	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
+	return s
+}
+
+// huntSuite is suite for a mutant hunt: outside the full suite the plugin
+// runs in process, as kvharness fuzz's in-binary lane runs it (no
+// process to start, no transport: a hunt is the generator's and the
+// oracle's), and the full suite hunts through a real plugin process. The
+// package's controls keep their processes.
+func huntSuite(t *testing.T, name, variant string, layouts ...string) *testSuite {
+	t.Helper()
+	if testtier.Full() {
+		return suite(t, name, variant, layouts...)
+	}
+	services, ok := plugins.Servers(name)
+	if !ok {
+		t.Fatalf("no bundled Go plugin %q to run in process", name)
+	}
+	spawn := func(context.Context) (*plugin.Plugin, error) { return plugin.InProcess(name, services), nil }
+	p, _ := spawn(context.Background())
+	t.Cleanup(p.Close)
+	s := &testSuite{session: &kind.Session{Plugin: p, Dir: plugintest.Dir(t), Spawn: spawn}, Paddings: Paddings,
 		Params: kind.Params{Variant: variant, Cases: 200, Seed: 1, Setup: kind.Setup{Slots: 4096, MaxCapacity: 64, Backend: arena.SHM{}}}}
 	s.Layouts = kindtest.Layouts(t, 128, 64, layouts...)
 	return s
