@@ -46,3 +46,15 @@ func SkipShort(t testing.TB, cost string) {
 		t.Skipf("%s: skipped under -short; go test ./... runs it", cost)
 	}
 }
+
+// Pick is a count by tier: short under -short, full in the full suite,
+// def in the default loop, so a test sizes its run in one line.
+func Pick(short, def, full int) int {
+	switch {
+	case Full():
+		return full
+	case testing.Short():
+		return short
+	}
+	return def
+}

@@ -24,3 +24,16 @@ func TestSkipShort(t *testing.T) {
 		t.Errorf("under -short=%v the test ran = %v", testing.Short(), ran)
 	}
 }
+
+func TestPick(t *testing.T) {
+	want := 2
+	switch {
+	case Full():
+		want = 3
+	case testing.Short():
+		want = 1
+	}
+	if got := Pick(1, 2, 3); got != want {
+		t.Errorf("Pick(1, 2, 3) = %d in this tier; want %d", got, want)
+	}
+}

@@ -52,13 +52,7 @@ func text(c *Composed) string {
 // neighbouring codes at a boundary) or the reader's float32 products.
 func TestMatchingPairsPass(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	cases := 10
-	switch {
-	case testtier.Full():
-		cases = 25
-	case testing.Short():
-		cases = 8
-	}
+	cases := testtier.Pick(8, 10, 25)
 	dims, pages := []int{64, 96, 128, 136, 192, 256}, []int{1, 16, 64}
 	for _, tc := range []struct{ writer, reader, layout string }{
 		{"gostore", "gostore", "bf16"}, {"gostore", "gostore", "fp8-paged"}, {"gostore", "gostore", "fp8-rows"},

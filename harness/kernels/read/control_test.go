@@ -151,13 +151,7 @@ func heapPlugin(policy layout.NonFinite) *plugin.Plugin {
 // NaN in some requests on every layout (and some cases mix such requests
 // with judged ones), and the same cases' finite ones without a policy.
 func TestHeapControlPasses(t *testing.T) {
-	cases := 100
-	switch {
-	case testtier.Full():
-		cases = 400
-	case testing.Short():
-		cases = 40
-	}
+	cases := testtier.Pick(40, 100, 400)
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 		for _, policy := range []layout.NonFinite{layout.Contained, layout.NonFiniteUndeclared} {
 			p := heapPlugin(policy)

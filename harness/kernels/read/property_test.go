@@ -46,13 +46,7 @@ var readPlugins = []struct {
 }
 
 func TestReadCorrectPluginsPass(t *testing.T) {
-	cases := 60
-	switch {
-	case testtier.Full():
-		cases = 200
-	case testing.Short():
-		cases = 30
-	}
+	cases := testtier.Pick(30, 60, 200)
 	for _, tc := range readPlugins {
 		vs, err := readSuite(t, tc.plugin, "", cases, tc.layouts...).Run(context.Background())
 		if err != nil {

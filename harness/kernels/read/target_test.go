@@ -121,13 +121,7 @@ func TestReadUnsupported(t *testing.T) {
 // holds it changes nothing): with ±Inf and NaN left out of the draws it
 // passes, so only they kill it.
 func TestSharedRangeExactOnFiniteValues(t *testing.T) {
-	cases := 60
-	switch {
-	case testtier.Full():
-		cases = 300
-	case testing.Short():
-		cases = 20
-	}
+	cases := testtier.Pick(20, 60, 300)
 	for _, name := range []string{"bf16", "fp8-paged", "fp8-rows"} {
 		tg := readTarget(t, "fusedstore", name, "nan-shared-range")
 		tg.NonFinite = layout.NonFiniteUndeclared
