@@ -36,8 +36,11 @@ func TestWarmStopsOnTheClock(t *testing.T) {
 	if err := warm(context.Background(), slow, results.Identity{}); err != nil {
 		t.Fatal(err)
 	}
-	want := int(warmTime / time.Millisecond) // a millisecond a launch
-	if slow.launches < want/2 || slow.launches > 4*want {
+	// At most: a millisecond a launch fills warmTime with want of them. No
+	// floor beyond one launch: a loaded machine's sleeps overrun, and fewer
+	// launches fill the clock (21 were seen with the 2 cores shared).
+	want := int(warmTime / time.Millisecond)
+	if slow.launches < 1 || slow.launches > 4*want {
 		t.Errorf("the warm-up ran %d launches of a millisecond; want about %d (warmTime), not the 10,000 the timed part says", slow.launches, want)
 	}
 	fast := &countLaunches{ns: float64(warmTime) / 50}
